@@ -1,0 +1,370 @@
+//! Token generation: a validated [`Table`] → the items of the routes module.
+//!
+//! The output holds data and dispatch only, no behaviour:
+//!
+//! 1. `const _: &str = include_str!("<table>");` so cargo rebuilds when the
+//!    table changes;
+//! 2. one `pub static <ROW>: EndpointSpec` per row;
+//! 3. `pub static ROUTES` (table order) and `pub const ROUTE_COUNT`;
+//! 4. one `fn handle_<row>` per row: a single call to the runtime's `handle`;
+//! 5. `pub fn route(method, path) -> RouteMatch`: a `match` over the path's
+//!    segments, one arm per distinct path shape, then a `match` on the
+//!    method.
+//!
+//! Every name is spelled `::runtime::__private::...`, so the generated code
+//! never depends on the caller's imports.
+
+use proc_macro2::{Literal, TokenStream};
+use quote::{format_ident, quote, ToTokens};
+
+use crate::table::*;
+
+/// The hidden re-export module of the runtime.
+fn rt() -> TokenStream {
+    quote!(::runtime::__private)
+}
+
+fn some_or_none<T: ToTokens>(value: Option<T>) -> TokenStream {
+    match value {
+        Some(v) => quote!(::core::option::Option::Some(#v)),
+        None => quote!(::core::option::Option::None),
+    }
+}
+
+/// `::runtime::__private::<Type>::<Variant>`.
+fn variant(ty: &str, name: &str) -> TokenStream {
+    let rt = rt();
+    let ty = format_ident!("{}", ty);
+    let name = format_ident!("{}", name);
+    quote!(#rt::#ty::#name)
+}
+
+macro_rules! keyword_tokens {
+    ($($ty:ident),*) => {$(
+        impl ToTokens for $ty {
+            fn to_tokens(&self, tokens: &mut TokenStream) {
+                tokens.extend(variant($ty::RUNTIME_TYPE, self.rust_name()));
+            }
+        }
+    )*};
+}
+
+keyword_tokens!(
+    Method,
+    AreaName,
+    Mode,
+    Billing,
+    Gate,
+    Auth,
+    ErrorFormat,
+    BaseName,
+    UpstreamAuth,
+    FieldType
+);
+
+fn u32_lit(v: u32) -> Literal {
+    Literal::u32_unsuffixed(v)
+}
+
+/// An `f64` expression (negative values as `-lit`, which tokens need).
+fn f64_expr(v: f64) -> TokenStream {
+    let lit = Literal::f64_unsuffixed(v.abs());
+    if v.is_sign_negative() && v != 0.0 {
+        quote!(-#lit)
+    } else {
+        quote!(#lit)
+    }
+}
+
+fn str_slice(items: &[String]) -> TokenStream {
+    quote!(&[#(#items),*])
+}
+
+fn field_rules(rules: &[FieldRule]) -> TokenStream {
+    let rt = rt();
+    let rules = rules.iter().map(|r| {
+        let FieldRule {
+            name, ty, required, ..
+        } = r;
+        let max_len = some_or_none(r.max_len.map(u32_lit));
+        let min = some_or_none(r.min.map(f64_expr));
+        let max = some_or_none(r.max.map(f64_expr));
+        let one_of = str_slice(&r.one_of);
+        quote! {
+            #rt::FieldRule {
+                name: #name,
+                ty: #ty,
+                required: #required,
+                max_len: #max_len,
+                min: #min,
+                max: #max,
+                one_of: #one_of,
+            }
+        }
+    });
+    quote!(&[#(#rules),*])
+}
+
+/// The `pub static` of one row.
+fn row_static(row: &Row) -> TokenStream {
+    let rt = rt();
+    let name = format_ident!("{}", row.static_name());
+    let Row {
+        id,
+        area,
+        method,
+        path,
+        mode,
+        capability,
+        billing,
+        auth,
+        errors,
+        summary,
+        ..
+    } = row;
+    let params = str_slice(&row.params);
+    let gate = some_or_none(row.gate);
+    let upstream = some_or_none(row.upstream.as_ref().map(|u| {
+        let Upstream {
+            base,
+            method,
+            path,
+            auth,
+            ..
+        } = u;
+        let from_query = str_slice(&u.from_query);
+        let from_body = str_slice(&u.from_body);
+        quote! {
+            #rt::Upstream {
+                base: #base,
+                method: #method,
+                path: #path,
+                from_query: #from_query,
+                from_body: #from_body,
+                auth: #auth,
+            }
+        }
+    }));
+    let body = field_rules(&row.body);
+    let query = field_rules(&row.query);
+    let rename = row
+        .rename
+        .iter()
+        .map(|(from, to)| quote!(#rt::Rename { from: #from, to: #to }));
+    let drop = str_slice(&row.drop);
+    let set = some_or_none(row.set.as_deref());
+    let file_field = some_or_none(row.file_field.as_deref());
+    let job = some_or_none(row.job.as_deref());
+    let mirror = some_or_none(row.mirror.as_deref());
+    let retention_days = some_or_none(row.retention_days.map(u32_lit));
+    let doc = if summary.is_empty() {
+        format!(" `{method} {path}` (row `{id}`).")
+    } else {
+        format!(" `{method} {path}`: {summary} (row `{id}`).")
+    };
+    quote! {
+        #[doc = #doc]
+        pub static #name: #rt::EndpointSpec = #rt::EndpointSpec {
+            id: #id,
+            area: #area,
+            method: #method,
+            path: #path,
+            params: #params,
+            mode: #mode,
+            capability: #capability,
+            billing: #billing,
+            gate: #gate,
+            auth: #auth,
+            errors: #errors,
+            upstream: #upstream,
+            body: #body,
+            query: #query,
+            rename: &[#(#rename),*],
+            drop: #drop,
+            set: #set,
+            file_field: #file_field,
+            job: #job,
+            mirror: #mirror,
+            retention_days: #retention_days,
+            summary: #summary,
+        };
+    }
+}
+
+/// The thin handler of one row: one call into the runtime.
+fn row_handler(row: &Row) -> TokenStream {
+    let rt = rt();
+    let name = format_ident!("{}", row.static_name());
+    let handler = format_ident!("{}", row.handler_name());
+    quote! {
+        fn #handler(
+            gw: #rt::Gateway,
+            req: #rt::Request,
+            params: #rt::PathParams,
+        ) -> #rt::HandlerFuture {
+            ::std::boxed::Box::pin(#rt::handle(&#name, gw, req, params))
+        }
+    }
+}
+
+/// Key of a path shape in the matcher: static segments sort before
+/// parameters at every position, so a more specific arm always comes first
+/// and no arm is ever shadowed (an earlier arm can only cover a later one if
+/// it has a parameter where the later one has a static segment, and then it
+/// would have sorted after it).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum ShapeSeg<'a> {
+    Static(&'a str),
+    Param,
+}
+
+/// Distinct path shapes, most specific first, each with its rows sorted by method.
+fn shapes(table: &Table) -> Vec<(Vec<ShapeSeg<'_>>, Vec<&Row>)> {
+    let mut map: std::collections::BTreeMap<Vec<ShapeSeg<'_>>, Vec<&Row>> = Default::default();
+    for row in &table.rows {
+        let shape = row
+            .segments()
+            .into_iter()
+            .map(|s| match s {
+                Segment::Static(s) => ShapeSeg::Static(s),
+                Segment::Param(_) => ShapeSeg::Param,
+            })
+            .collect();
+        map.entry(shape).or_default().push(row);
+    }
+    map.into_iter()
+        .map(|(shape, mut rows)| {
+            rows.sort_by_key(|r| r.method);
+            (shape, rows)
+        })
+        .collect()
+}
+
+/// The generated `route` function.
+fn router(table: &Table) -> TokenStream {
+    let rt = rt();
+    let shapes = shapes(table);
+    let max_segments = shapes
+        .iter()
+        .map(|(s, _)| s.len())
+        .max()
+        .unwrap_or(0)
+        .max(1);
+    let arms = shapes.iter().map(|(shape, rows)| {
+        let mut param = 0usize;
+        let pattern: Vec<TokenStream> = shape
+            .iter()
+            .map(|seg| match seg {
+                ShapeSeg::Static(s) => quote!(#s),
+                ShapeSeg::Param => {
+                    let p = format_ident!("p{}", param);
+                    param += 1;
+                    quote!(#p)
+                }
+            })
+            .collect();
+        let methods = rows.iter().map(|row| {
+            let http = format_ident!("{}", row.method.as_str());
+            let spec = format_ident!("{}", row.static_name());
+            let handler = format_ident!("{}", row.handler_name());
+            let params = if row.params.is_empty() {
+                quote!(#rt::PathParams::new())
+            } else {
+                let pushes = row.params.iter().enumerate().map(|(i, name)| {
+                    let p = format_ident!("p{}", i);
+                    quote!(params.push(#name, #p);)
+                });
+                quote!({
+                    let mut params = #rt::PathParams::new();
+                    #(#pushes)*
+                    params
+                })
+            };
+            quote! {
+                #rt::HttpMethod::#http => #rt::RouteMatch::Found {
+                    spec: &#spec,
+                    handler: #handler,
+                    params: #params,
+                },
+            }
+        });
+        let allowed = rows
+            .iter()
+            .map(|r| r.method.as_str())
+            .collect::<Vec<_>>()
+            .join(", ");
+        quote! {
+            [#(#pattern),*] => match *method {
+                #(#methods)*
+                _ => #rt::RouteMatch::MethodNotAllowed { allowed: #allowed },
+            },
+        }
+    });
+    let max_segments = Literal::usize_unsuffixed(max_segments);
+    quote! {
+        /// Finds the row for a request: `path` is the URI's path (no query
+        /// string), still percent-encoded. One trailing `/` is ignored; an
+        /// empty segment never matches. The most specific path shape wins
+        /// (static segments before parameters, leftmost first), then the
+        /// method is matched: a method that shape lacks is a 405, never a
+        /// fall-back to a less specific shape. Allocates nothing but the
+        /// captured parameters.
+        pub fn route(method: &#rt::HttpMethod, path: &str) -> #rt::RouteMatch {
+            const MAX_SEGMENTS: usize = #max_segments;
+            let ::core::option::Option::Some(rest) = path.strip_prefix('/') else {
+                return #rt::RouteMatch::NotFound;
+            };
+            let rest = rest.strip_suffix('/').unwrap_or(rest);
+            let mut segs: [&str; MAX_SEGMENTS] = [""; MAX_SEGMENTS];
+            let mut n = 0usize;
+            if !rest.is_empty() {
+                for seg in rest.split('/') {
+                    if seg.is_empty() || n == MAX_SEGMENTS {
+                        return #rt::RouteMatch::NotFound;
+                    }
+                    segs[n] = seg;
+                    n += 1;
+                }
+            }
+            match &segs[..n] {
+                #(#arms)*
+                _ => #rt::RouteMatch::NotFound,
+            }
+        }
+    }
+}
+
+/// The items of the routes module for a validated table. `source_path`,
+/// when given, is the table's absolute path, for the `include_str!` that
+/// makes cargo rebuild when the table changes.
+pub fn expand(table: &Table, source_path: Option<&str>) -> TokenStream {
+    let rt = rt();
+    let include = source_path.map(|p| {
+        quote!(
+            const _: &str = ::core::include_str!(#p);
+        )
+    });
+    let statics = table.rows.iter().map(row_static);
+    let handlers = table.rows.iter().map(row_handler);
+    let names = table
+        .rows
+        .iter()
+        .map(|r| format_ident!("{}", r.static_name()));
+    let count = Literal::usize_unsuffixed(table.rows.len());
+    let router = router(table);
+    quote! {
+        #include
+
+        #(#statics)*
+
+        /// Every row of the route table, in table order.
+        pub static ROUTES: &[&#rt::EndpointSpec] = &[#(&#names),*];
+
+        /// Number of rows in [`ROUTES`].
+        pub const ROUTE_COUNT: usize = #count;
+
+        #(#handlers)*
+
+        #router
+    }
+}

@@ -1,0 +1,562 @@
+//! The data model of `endpoints.toml`, in two layers.
+//!
+//! * The *raw* layer (`Raw*` types) is what serde reads: every struct is
+//!   `#[serde(deny_unknown_fields)]`, every keyword is an enum, and every key of
+//!   a row is optional at this level so that one row can be read key by key
+//!   (see [`crate::validate`]) and a bad key never hides the others.
+//! * The *resolved* layer ([`Table`], [`Row`], ...) is what the validator
+//!   produces once every check passed: area defaults applied, full paths
+//!   built, path parameters extracted, upstream credentials looked up. The
+//!   expansion ([`mod@crate::expand`]) and [`Table::listing`] read only this
+//!   layer.
+//!
+//! The keyword enums mirror the enums of `runtime::spec` one to one: each
+//! variant's Rust name is the name of the runtime variant the generated code
+//! refers to, and its string is the spelling in the table (the same as the
+//! runtime's `as_str`).
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::de::{self, Deserialize, Deserializer, MapAccess, Visitor};
+
+/// Declares a keyword enum: the TOML spelling of each variant, `ALL`,
+/// `as_str`, `rust_name` (the `runtime::spec` variant), `FromStr`,
+/// `Display`, and a `Deserialize` that names the expected values on error.
+macro_rules! keyword_enum {
+    (
+        $(#[$meta:meta])*
+        $name:ident, $what:literal, $runtime:literal {
+            $( $(#[$vmeta:meta])* $variant:ident = $text:literal, )+
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum $name {
+            $( $(#[$vmeta])* $variant, )+
+        }
+
+        impl $name {
+            /// Every variant, in declaration order.
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+            /// What this keyword is called in error messages (`mode`, `billing`, ...).
+            pub const WHAT: &'static str = $what;
+            /// Name of the `runtime::spec` type the generated code uses.
+            pub const RUNTIME_TYPE: &'static str = $runtime;
+
+            /// The spelling in `endpoints.toml` (and the runtime's `as_str`).
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $( $name::$variant => $text, )+
+                }
+            }
+
+            /// The name of the matching variant of the runtime enum.
+            pub fn rust_name(self) -> &'static str {
+                match self {
+                    $( $name::$variant => stringify!($variant), )+
+                }
+            }
+
+            /// `a, b, c`: the accepted spellings, for error messages.
+            pub fn expected() -> String {
+                Self::ALL.iter().map(|v| v.as_str()).collect::<Vec<_>>().join(", ")
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = String;
+
+            fn from_str(s: &str) -> Result<Self, String> {
+                match s {
+                    $( $text => Ok($name::$variant), )+
+                    _ => Err(format!(
+                        "unknown {} `{}`, expected one of: {}",
+                        $what,
+                        s,
+                        Self::expected()
+                    )),
+                }
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                struct KeywordVisitor;
+
+                impl<'de> Visitor<'de> for KeywordVisitor {
+                    type Value = $name;
+
+                    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                        write!(f, "a {} (one of: {})", $what, $name::expected())
+                    }
+
+                    fn visit_str<E: de::Error>(self, v: &str) -> Result<$name, E> {
+                        v.parse().map_err(E::custom)
+                    }
+                }
+
+                deserializer.deserialize_str(KeywordVisitor)
+            }
+        }
+    };
+}
+
+keyword_enum! {
+    /// HTTP method of a route or of its upstream call (upper case in the table).
+    Method, "method", "Method" {
+        Get = "GET",
+        Post = "POST",
+        Put = "PUT",
+        Patch = "PATCH",
+        Delete = "DELETE",
+    }
+}
+
+keyword_enum! {
+    /// The part of the product a row belongs to; a key of `[areas]`.
+    AreaName, "area", "Area" {
+        Voice = "voice",
+        Gateway = "gateway",
+    }
+}
+
+keyword_enum! {
+    /// How the runtime handles a route (`runtime::spec::Mode`).
+    Mode, "mode", "Mode" {
+        Proxy = "proxy",
+        Fields = "fields",
+        Synthesize = "synthesize",
+        JobSubmit = "job_submit",
+        JobGet = "job_get",
+        JobList = "job_list",
+        Upload = "upload",
+        Webhook = "webhook",
+        Chat = "chat",
+        Completion = "completion",
+        StopStream = "stop_stream",
+        Embedding = "embedding",
+        Image = "image",
+        VideoSubmit = "video_submit",
+        VideoGet = "video_get",
+        VideoList = "video_list",
+        VideoCancel = "video_cancel",
+        Speech = "speech",
+        Transcription = "transcription",
+        Catalogue = "catalogue",
+        CatalogueTrending = "catalogue_trending",
+        CatalogueModel = "catalogue_model",
+    }
+}
+
+impl Mode {
+    /// Modes whose runtime function always calls the upstream named by the row.
+    pub fn needs_upstream(self) -> bool {
+        matches!(
+            self,
+            Mode::Proxy
+                | Mode::Fields
+                | Mode::Synthesize
+                | Mode::JobSubmit
+                | Mode::JobGet
+                | Mode::JobList
+        )
+    }
+
+    /// Modes the gateway serves itself; an `upstream` on them is a mistake.
+    pub fn forbids_upstream(self) -> bool {
+        matches!(self, Mode::Upload | Mode::Webhook)
+    }
+
+    /// The asynchronous-job modes, which need a `job` kind.
+    pub fn is_job(self) -> bool {
+        matches!(self, Mode::JobSubmit | Mode::JobGet | Mode::JobList)
+    }
+
+    /// Modes that forward the request to the upstream path as it is, so every
+    /// route parameter is expected to reach the upstream path.
+    pub fn forwards_path(self) -> bool {
+        matches!(self, Mode::Proxy | Mode::Fields)
+    }
+}
+
+keyword_enum! {
+    /// What a successful request is billed by (`runtime::spec::Billing`).
+    Billing, "billing", "Billing" {
+        Free = "free",
+        AudioSeconds = "audio_seconds",
+        VideoSeconds = "video_seconds",
+        Images = "images",
+        MediaSeconds = "media_seconds",
+        Searches = "searches",
+        Enrollments = "enrollments",
+        Generations = "generations",
+        VoiceSubscription = "voice_subscription",
+        Tokens = "tokens",
+    }
+}
+
+keyword_enum! {
+    /// A configuration switch that must be on for the route to be served.
+    Gate, "gate", "Gate" {
+        BusinessPlan = "business_plan",
+    }
+}
+
+keyword_enum! {
+    /// How the caller proves who it is (`runtime::spec::Auth`).
+    Auth, "auth", "Auth" {
+        Bearer = "bearer",
+        None = "none",
+        Signature = "signature",
+        Admin = "admin",
+    }
+}
+
+keyword_enum! {
+    /// Wire format of error bodies (`runtime::spec::ErrorFormat`).
+    ErrorFormat, "error format", "ErrorFormat" {
+        Detail = "detail",
+        Error = "error",
+        Envelope = "envelope",
+    }
+}
+
+keyword_enum! {
+    /// Which upstream base URL a call goes to; a key of `[bases]`.
+    BaseName, "base", "Base" {
+        Main = "main",
+        Synth = "synth",
+        Llm = "llm",
+    }
+}
+
+keyword_enum! {
+    /// How the provider key is presented to a base (`runtime::spec::UpstreamAuth`).
+    UpstreamAuth, "upstream auth", "UpstreamAuth" {
+        Bearer = "bearer",
+        Token = "token",
+        AccessToken = "access_token",
+    }
+}
+
+keyword_enum! {
+    /// JSON type of a body field or query parameter (`runtime::spec::FieldType`).
+    FieldType, "field type", "FieldType" {
+        String = "string",
+        Integer = "integer",
+        Number = "number",
+        Boolean = "boolean",
+        Object = "object",
+        Array = "array",
+        Any = "any",
+    }
+}
+
+impl FieldType {
+    /// `integer` and `number`: the types `min` and `max` apply to.
+    pub fn is_numeric(self) -> bool {
+        matches!(self, FieldType::Integer | FieldType::Number)
+    }
+}
+
+/// A TOML table read as a list of `(key, value)` pairs in the order written.
+///
+/// Errors in a value name its key, so `[endpoint.body]` problems point at
+/// the field.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OrderedMap<V>(pub Vec<(String, V)>);
+
+impl<V> Default for OrderedMap<V> {
+    fn default() -> Self {
+        OrderedMap(Vec::new())
+    }
+}
+
+impl<'de, V: Deserialize<'de>> Deserialize<'de> for OrderedMap<V> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct MapVisitor<V>(std::marker::PhantomData<V>);
+
+        impl<'de, V: Deserialize<'de>> Visitor<'de> for MapVisitor<V> {
+            type Value = OrderedMap<V>;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a table")
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut items = Vec::new();
+                while let Some(key) = map.next_key::<String>()? {
+                    let value = map.next_value::<V>()?;
+                    items.push((key, value));
+                }
+                Ok(OrderedMap(items))
+            }
+        }
+
+        deserializer.deserialize_map(MapVisitor(std::marker::PhantomData))
+    }
+}
+
+/// `[areas.<name>]`: the URL prefix and the defaults of an area.
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawArea {
+    /// URL prefix of every row of the area, e.g. `/api/v1/voice`.
+    pub prefix: String,
+    /// Default `auth` of the area's rows.
+    pub auth: Option<Auth>,
+    /// Default `errors` of the area's rows.
+    pub errors: Option<ErrorFormat>,
+}
+
+/// `[bases.<name>]`: how the provider key is presented to a base.
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawBase {
+    /// Credential header form.
+    pub auth: UpstreamAuth,
+}
+
+/// A row's `upstream = { ... }`.
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawUpstream {
+    /// Which base URL (a key of `[bases]`).
+    pub base: BaseName,
+    /// Method of the upstream call.
+    pub method: Method,
+    /// Path template relative to the base, with `{name}` placeholders.
+    pub path: String,
+    /// Placeholders filled from the query string.
+    #[serde(default)]
+    pub from_query: Vec<String>,
+    /// Placeholders filled from the JSON body.
+    #[serde(default)]
+    pub from_body: Vec<String>,
+}
+
+/// One entry of `[endpoint.body]` or `[endpoint.query]`.
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawField {
+    /// JSON type of the field.
+    #[serde(rename = "type")]
+    pub ty: FieldType,
+    /// Whether the field must be present.
+    #[serde(default)]
+    pub required: bool,
+    /// Maximum length in characters (strings only).
+    pub max_len: Option<u32>,
+    /// Inclusive lower bound (numbers only).
+    pub min: Option<f64>,
+    /// Inclusive upper bound (numbers only).
+    pub max: Option<f64>,
+    /// Allowed values (strings only).
+    pub one_of: Option<Vec<String>>,
+}
+
+/// One `[[endpoint]]` row as written. Every key is optional here; the
+/// validator reports the missing required ones.
+#[derive(Debug, Clone, Default, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawEndpoint {
+    pub id: Option<String>,
+    pub area: Option<AreaName>,
+    pub method: Option<Method>,
+    pub path: Option<String>,
+    pub mode: Option<Mode>,
+    pub capability: Option<String>,
+    pub billing: Option<Billing>,
+    pub gate: Option<Gate>,
+    pub auth: Option<Auth>,
+    pub errors: Option<ErrorFormat>,
+    pub job: Option<String>,
+    pub file_field: Option<String>,
+    pub mirror: Option<String>,
+    pub retention_days: Option<u32>,
+    pub summary: Option<String>,
+    pub upstream: Option<RawUpstream>,
+    pub rename: Option<OrderedMap<String>>,
+    pub drop: Option<Vec<String>>,
+    pub set: Option<toml::Table>,
+    pub body: Option<OrderedMap<RawField>>,
+    pub query: Option<OrderedMap<RawField>>,
+}
+
+/// A validated table: what the generated code is made of.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Table {
+    /// `[areas]`, in the order written.
+    pub areas: Vec<AreaDef>,
+    /// `[bases]`, in the order written.
+    pub bases: Vec<BaseDef>,
+    /// The rows, in table order (the order of `ROUTES`).
+    pub rows: Vec<Row>,
+}
+
+impl Table {
+    /// One line per row, exactly as `runtime::spec::EndpointSpec::listing_line`
+    /// prints the generated row (the `gateway routes` listing).
+    pub fn listing(&self) -> Vec<String> {
+        self.rows.iter().map(Row::listing_line).collect()
+    }
+
+    /// The row with this id.
+    pub fn row(&self, id: &str) -> Option<&Row> {
+        self.rows.iter().find(|r| r.id == id)
+    }
+}
+
+/// A resolved `[areas.<name>]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AreaDef {
+    pub name: AreaName,
+    /// URL prefix (starts with `/`, no trailing `/`).
+    pub prefix: String,
+    pub auth: Option<Auth>,
+    pub errors: Option<ErrorFormat>,
+}
+
+/// A resolved `[bases.<name>]`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BaseDef {
+    pub name: BaseName,
+    pub auth: UpstreamAuth,
+}
+
+/// One validated row, every default applied. Field for field what the
+/// generated `EndpointSpec` holds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    pub id: String,
+    /// 1-based line of the row's `[[endpoint]]` header.
+    pub line: usize,
+    pub area: AreaName,
+    pub method: Method,
+    /// Full path: area prefix + row path, e.g. `/api/v1/voice/tts/voices/{voice_uuid}`.
+    pub path: String,
+    /// Names of the `{param}` segments of `path`, in order.
+    pub params: Vec<String>,
+    pub mode: Mode,
+    pub capability: String,
+    pub billing: Billing,
+    pub gate: Option<Gate>,
+    pub auth: Auth,
+    pub errors: ErrorFormat,
+    pub upstream: Option<Upstream>,
+    pub body: Vec<FieldRule>,
+    pub query: Vec<FieldRule>,
+    /// `(from, to)` pairs in the order written.
+    pub rename: Vec<(String, String)>,
+    pub drop: Vec<String>,
+    /// `set` as compact JSON text, keys in the order written.
+    pub set: Option<String>,
+    pub file_field: Option<String>,
+    pub job: Option<String>,
+    pub mirror: Option<String>,
+    pub retention_days: Option<u32>,
+    /// `""` when the row has none.
+    pub summary: String,
+}
+
+impl Row {
+    /// The `gateway routes` line of this row; the same format string as
+    /// `runtime::spec::EndpointSpec::listing_line`.
+    pub fn listing_line(&self) -> String {
+        format!(
+            "{:<6} {:<62} {:<18} {:<18} {}",
+            self.method.as_str(),
+            self.path,
+            self.mode.as_str(),
+            self.billing.as_str(),
+            self.gate.map(Gate::as_str).unwrap_or("-"),
+        )
+    }
+
+    /// Name of the generated `static`: the id in upper case, every
+    /// character that is not a letter or digit turned into `_`
+    /// (`tts.synthesize` → `TTS_SYNTHESIZE`).
+    pub fn static_name(&self) -> String {
+        static_name(&self.id)
+    }
+
+    /// Name of the generated handler: `handle_` + the id in lower case.
+    pub fn handler_name(&self) -> String {
+        format!("handle_{}", self.static_name().to_ascii_lowercase())
+    }
+
+    /// The path's segments (prefix included, one trailing `/` ignored).
+    pub fn segments(&self) -> Vec<Segment<'_>> {
+        segments(&self.path)
+    }
+}
+
+/// The generated `static` name for a row id.
+pub fn static_name(id: &str) -> String {
+    id.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_uppercase()
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// One segment of a route path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Segment<'a> {
+    /// A literal segment (sorts before `Param`: static segments win).
+    Static(&'a str),
+    /// A `{name}` segment.
+    Param(&'a str),
+}
+
+/// Splits a validated path into segments, ignoring one trailing `/`; the
+/// same rule the generated matcher applies to request paths.
+pub fn segments(path: &str) -> Vec<Segment<'_>> {
+    let rest = path.strip_prefix('/').unwrap_or(path);
+    let rest = rest.strip_suffix('/').unwrap_or(rest);
+    if rest.is_empty() {
+        return Vec::new();
+    }
+    rest.split('/')
+        .map(
+            |s| match s.strip_prefix('{').and_then(|s| s.strip_suffix('}')) {
+                Some(name) => Segment::Param(name),
+                None => Segment::Static(s),
+            },
+        )
+        .collect()
+}
+
+/// A resolved `upstream`, with the base's credential form.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Upstream {
+    pub base: BaseName,
+    pub method: Method,
+    pub path: String,
+    pub from_query: Vec<String>,
+    pub from_body: Vec<String>,
+    pub auth: UpstreamAuth,
+}
+
+/// A validated body field or query parameter rule.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FieldRule {
+    pub name: String,
+    pub ty: FieldType,
+    pub required: bool,
+    pub max_len: Option<u32>,
+    pub min: Option<f64>,
+    pub max: Option<f64>,
+    pub one_of: Vec<String>,
+}

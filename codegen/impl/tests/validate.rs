@@ -1,0 +1,1025 @@
+//! Every validation rule, data-driven: a table (or one row) and a piece of
+//! the message it must produce. Run at run time through the same
+//! `parse_table` the macro uses.
+
+use codegen_impl::{parse_table, TableError};
+
+const HEADER: &str = r#"
+[areas.voice]
+prefix = "/api/v1/voice"
+auth = "bearer"
+errors = "detail"
+
+[areas.gateway]
+prefix = "/api/v1"
+auth = "bearer"
+errors = "envelope"
+
+[bases.main]
+auth = "bearer"
+
+[bases.llm]
+auth = "bearer"
+"#;
+
+/// A valid row to start from; tests replace or append lines.
+const ROW: &str = r#"
+[[endpoint]]
+id = "things.get"
+area = "voice"
+method = "GET"
+path = "/things/{thing_id}"
+mode = "proxy"
+capability = "things"
+billing = "free"
+upstream = { base = "main", method = "GET", path = "/things/{thing_id}" }
+"#;
+
+/// Header + rows.
+fn table(rows: &[&str]) -> String {
+    let mut t = HEADER.to_string();
+    for r in rows {
+        t.push_str(r);
+    }
+    t
+}
+
+/// `ROW` with `key = ...` lines replaced (or added, or removed with `None`),
+/// followed by extra text (sub-tables).
+fn row(changes: &[(&str, Option<&str>)], extra: &str) -> String {
+    let mut lines: Vec<String> = ROW.lines().map(str::to_string).collect();
+    for (key, value) in changes {
+        let pos = lines
+            .iter()
+            .position(|l| l.starts_with(&format!("{key} = ")));
+        match (pos, value) {
+            (Some(i), Some(v)) => lines[i] = format!("{key} = {v}"),
+            (Some(i), None) => {
+                lines.remove(i);
+            }
+            (None, Some(v)) => lines.push(format!("{key} = {v}")),
+            (None, None) => panic!("no key {key} to remove"),
+        }
+    }
+    format!("{}\n{extra}\n", lines.join("\n"))
+}
+
+fn errors(text: &str) -> Vec<TableError> {
+    match parse_table(text) {
+        Ok(_) => Vec::new(),
+        Err(e) => e,
+    }
+}
+
+/// The table must fail with exactly one error containing `expected`.
+#[track_caller]
+fn check(text: &str, expected: &str) {
+    let errs = errors(text);
+    let rendered: Vec<String> = errs.iter().map(|e| e.to_string()).collect();
+    assert!(
+        errs.len() == 1 && rendered[0].contains(expected),
+        "expected one error containing {expected:?}, got {rendered:#?}\n--- table ---\n{text}"
+    );
+}
+
+/// The table must fail with exactly these errors (one substring each, in order).
+#[track_caller]
+fn check_all(text: &str, expected: &[&str]) {
+    let errs = errors(text);
+    let rendered: Vec<String> = errs.iter().map(|e| e.to_string()).collect();
+    assert!(
+        errs.len() == expected.len() && rendered.iter().zip(expected).all(|(e, x)| e.contains(x)),
+        "expected errors containing {expected:#?}, got {rendered:#?}\n--- table ---\n{text}"
+    );
+}
+
+/// A single-row table whose row is changed as given.
+#[track_caller]
+fn check_row(changes: &[(&str, Option<&str>)], extra: &str, expected: &str) {
+    check(&table(&[&row(changes, extra)]), expected);
+}
+
+#[track_caller]
+fn ok(text: &str) {
+    let errs = errors(text);
+    assert!(
+        errs.is_empty(),
+        "unexpected errors: {errs:#?}\n--- table ---\n{text}"
+    );
+}
+
+#[test]
+fn the_base_row_is_valid() {
+    ok(&table(&[ROW]));
+    ok(&table(&[&row(&[], "")]));
+}
+
+#[test]
+fn errors_name_the_row_and_line() {
+    let text = table(&[
+        ROW,
+        &row(
+            &[
+                ("id", Some("\"b\"")),
+                ("method", Some("\"POST\"")),
+                ("mode", Some("\"prox\"")),
+            ],
+            "",
+        ),
+    ]);
+    let errs = errors(&text);
+    assert_eq!(errs.len(), 1, "{errs:#?}");
+    assert_eq!(errs[0].row.as_deref(), Some("b"));
+    let mode_line = text.lines().position(|l| l == "mode = \"prox\"").unwrap() + 1;
+    assert_eq!(errs[0].line, Some(mode_line));
+    assert_eq!(
+        errs[0].render(Some("endpoints.toml")),
+        format!(
+            "endpoints.toml:{mode_line}: row `b`: `mode`: unknown mode `prox`, expected one of: proxy, fields, synthesize, \
+             job_submit, job_get, job_list, upload, webhook, chat, completion, stop_stream, embedding, image, video_submit, \
+             video_get, video_list, video_cancel, speech, transcription, catalogue, catalogue_trending, catalogue_model"
+        )
+    );
+}
+
+#[test]
+fn reports_every_error_not_just_the_first() {
+    let text = table(&[
+        &row(
+            &[("mode", Some("\"prox\"")), ("billing", Some("\"gratis\""))],
+            "",
+        ),
+        &row(
+            &[
+                ("id", Some("\"second\"")),
+                ("path", Some("\"/x/{a}\"")),
+                ("gate", Some("\"business_plan\"")),
+            ],
+            "",
+        ),
+        &row(
+            &[
+                ("id", Some("\"third\"")),
+                ("path", Some("\"/y\"")),
+                ("capability", Some("\"\"")),
+            ],
+            "",
+        ),
+    ]);
+    let errs = errors(&text);
+    let rendered: Vec<String> = errs.iter().map(|e| e.to_string()).collect();
+    let expect = [
+        ("things.get", "unknown mode `prox`"),
+        ("things.get", "unknown billing `gratis`"),
+        ("second", "gate `business_plan` on a `free` route"),
+        (
+            "second",
+            "uses `{thing_id}`, which is neither a path parameter",
+        ),
+        (
+            "second",
+            "path parameter `{a}` is not used by the upstream path",
+        ),
+        ("third", "`capability` is empty"),
+        ("third", "uses `{thing_id}`"),
+    ];
+    assert_eq!(errs.len(), expect.len(), "{rendered:#?}");
+    for (row, msg) in expect {
+        assert!(
+            errs.iter()
+                .any(|e| e.row.as_deref() == Some(row) && e.message.contains(msg)),
+            "missing ({row}, {msg}) in {rendered:#?}"
+        );
+    }
+    // Sorted by line.
+    let lines: Vec<usize> = errs.iter().map(|e| e.line.unwrap()).collect();
+    let mut sorted = lines.clone();
+    sorted.sort();
+    assert_eq!(lines, sorted);
+}
+
+#[test]
+fn syntax_errors() {
+    check(
+        &format!("{HEADER}\n[[endpoint]]\nid = \"x"),
+        "TOML syntax error",
+    );
+    let errs = errors("a = 1\nb = [\nc=");
+    assert_eq!(errs[0].line, Some(3));
+}
+
+#[test]
+fn duplicates() {
+    check_all(
+        &table(&[ROW, ROW]),
+        &[
+            "duplicate id `things.get` (first used by the row at line 18)",
+            "duplicate method and path",
+        ],
+    );
+    // Same method and shape: parameter names and a trailing slash do not matter.
+    let other = row(
+        &[
+            ("id", Some("\"other\"")),
+            ("path", Some("\"/things/{x}/\"")),
+            (
+                "upstream",
+                Some(r#"{ base = "main", method = "GET", path = "/things/{x}" }"#),
+            ),
+        ],
+        "",
+    );
+    check(&table(&[ROW, &other]), "duplicate method and path: GET /api/v1/voice/things/{x}/ is already served by row `things.get`");
+    // Another method on the same path is fine.
+    ok(&table(&[
+        ROW,
+        &row(
+            &[("id", Some("\"other\"")), ("method", Some("\"DELETE\""))],
+            "",
+        ),
+    ]));
+    // Two areas meeting on the same full path.
+    let gw = row(
+        &[
+            ("id", Some("\"gw\"")),
+            ("area", Some("\"gateway\"")),
+            ("path", Some("\"/voice/things/{thing_id}\"")),
+        ],
+        "",
+    );
+    check(&table(&[ROW, &gw]), "duplicate method and path");
+    // Ids that generate the same Rust name.
+    check(
+        &table(&[
+            ROW,
+            &row(
+                &[
+                    ("id", Some("\"things_get\"")),
+                    ("method", Some("\"DELETE\"")),
+                ],
+                "",
+            ),
+        ]),
+        "both generate the name `THINGS_GET`",
+    );
+}
+
+#[test]
+fn keywords_and_unknown_keys() {
+    check_row(&[("mode", Some("\"prox\""))], "", "unknown mode `prox`");
+    check_row(
+        &[("billing", Some("\"cents\""))],
+        "",
+        "unknown billing `cents`",
+    );
+    check_row(
+        &[("gate", Some("\"pro_plan\""))],
+        "",
+        "unknown gate `pro_plan`",
+    );
+    check_row(&[("auth", Some("\"basic\""))], "", "unknown auth `basic`");
+    check_row(
+        &[("errors", Some("\"json\""))],
+        "",
+        "unknown error format `json`",
+    );
+    check_row(
+        &[("method", Some("\"get\""))],
+        "",
+        "unknown method `get`, expected one of: GET, POST",
+    );
+    check_row(&[("area", Some("\"admin\""))], "", "unknown area `admin`");
+    check_row(
+        &[(
+            "upstream",
+            Some(r#"{ base = "cdn", method = "GET", path = "/things/{thing_id}" }"#),
+        )],
+        "",
+        "`upstream.base`: unknown base `cdn`",
+    );
+    check_row(
+        &[(
+            "upstream",
+            Some(r#"{ base = "main", method = "GO", path = "/things/{thing_id}" }"#),
+        )],
+        "",
+        "`upstream.method`: unknown method `GO`",
+    );
+    check_row(
+        &[("retention_day", Some("7"))],
+        "",
+        "unknown key `retention_day` (did you mean `retention_days`?)",
+    );
+    check_row(
+        &[(
+            "upstream",
+            Some(r#"{ base = "main", method = "GET", path = "/things/{thing_id}", headers = 1 }"#),
+        )],
+        "",
+        "unknown field `headers`",
+    );
+    check_row(
+        &[],
+        "[endpoint.query]\npage = { type = \"int\" }",
+        "`query.page.type`: unknown field type `int`",
+    );
+    check_row(
+        &[],
+        "[endpoint.query]\npage = { type = \"integer\", minimum = 1 }",
+        "unknown field `minimum`",
+    );
+    check_row(
+        &[("retention_days", Some("-1"))],
+        "",
+        "`retention_days`: invalid value",
+    );
+    check_row(&[("mode", Some("3"))], "", "`mode`");
+    check(
+        &format!("{HEADER}\n[server]\nport = 1\n{ROW}"),
+        "unknown top-level key `server`",
+    );
+    check(
+        &format!("{HEADER}\n[areas.admin]\nprefix = \"/admin\"\n{ROW}"),
+        "unknown area `admin`",
+    );
+    check(
+        &format!("{HEADER}\n[bases.cdn]\nauth = \"bearer\"\n{ROW}"),
+        "unknown base `cdn`",
+    );
+    check(
+        &format!("{HEADER}\n[bases.synth]\nauth = \"basic\"\n{ROW}"),
+        "[bases.synth]: `auth`: unknown upstream auth `basic`",
+    );
+    check(&format!("[areas.voice]\nprefix = \"/v\"\nauth = \"bearer\"\nerrors = \"detail\"\ncolour = 1\n[bases.main]\nauth = \"bearer\"\n{ROW}"), "unknown field `colour`");
+}
+
+#[test]
+fn one_bad_row_does_not_hide_the_others() {
+    let text = table(&[
+        &row(&[("mode", Some("\"prox\""))], ""),
+        &row(
+            &[
+                ("id", Some("\"b\"")),
+                ("method", Some("\"POST\"")),
+                ("billing", Some("\"cents\"")),
+            ],
+            "",
+        ),
+    ]);
+    let errs = errors(&text);
+    assert_eq!(errs.len(), 2, "{errs:#?}");
+    assert_eq!(errs[0].row.as_deref(), Some("things.get"));
+    assert_eq!(errs[1].row.as_deref(), Some("b"));
+    // A row with a bad key still takes part in the other checks.
+    let text = table(&[ROW, &row(&[("mode", Some("\"prox\""))], "")]);
+    let rendered: Vec<String> = errors(&text).iter().map(|e| e.to_string()).collect();
+    assert!(
+        rendered.iter().any(|e| e.contains("duplicate id")),
+        "{rendered:#?}"
+    );
+}
+
+#[test]
+fn missing_keys() {
+    for key in [
+        "id",
+        "area",
+        "method",
+        "path",
+        "mode",
+        "capability",
+        "billing",
+    ] {
+        let errs = errors(&table(&[&row(&[(key, None)], "")]));
+        assert!(
+            errs.iter()
+                .any(|e| e.message == format!("missing key `{key}`")),
+            "{key}: {errs:#?}"
+        );
+    }
+    // Without an id the row is named by its position.
+    let errs = errors(&table(&[
+        ROW,
+        &row(&[("id", None), ("method", Some("\"PUT\""))], ""),
+    ]));
+    assert_eq!(errs[0].row.as_deref(), Some("#2"));
+    check(HEADER, "no `[[endpoint]]` rows");
+}
+
+#[test]
+fn areas_and_bases_must_be_declared() {
+    ok(&table(&[&row(&[("area", Some("\"gateway\""))], "")]));
+    let no_gateway = format!(
+        "[areas.voice]\nprefix = \"/api/v1/voice\"\nauth = \"bearer\"\nerrors = \"detail\"\n[bases.main]\nauth = \"bearer\"\n{}",
+        row(&[("area", Some("\"gateway\""))], "")
+    );
+    check(&no_gateway, "area `gateway` is not declared in `[areas]`");
+    check_row(
+        &[(
+            "upstream",
+            Some(r#"{ base = "synth", method = "GET", path = "/things/{thing_id}" }"#),
+        )],
+        "",
+        "base `synth` is not declared in `[bases]`",
+    );
+    let no_defaults =
+        format!("[areas.voice]\nprefix = \"/v\"\n[bases.main]\nauth = \"bearer\"\n{ROW}");
+    let errs = errors(&no_defaults);
+    assert_eq!(errs.len(), 2, "{errs:#?}");
+    assert!(errs[0].message.contains("no `auth`"));
+    assert!(errs[1].message.contains("no `errors`"));
+    ok(&format!(
+        "[areas.voice]\nprefix = \"/v\"\n[bases.main]\nauth = \"bearer\"\n{}",
+        row(
+            &[("auth", Some("\"bearer\"")), ("errors", Some("\"detail\""))],
+            ""
+        )
+    ));
+    check(&format!("[areas.voice]\nprefix = \"api\"\nauth = \"bearer\"\nerrors = \"detail\"\n[bases.main]\nauth = \"bearer\"\n{ROW}"), "prefix `api` must start with `/`");
+    check(&format!("[areas.voice]\nprefix = \"/api/\"\nauth = \"bearer\"\nerrors = \"detail\"\n[bases.main]\nauth = \"bearer\"\n{ROW}"), "must not end with `/`");
+    check(&format!("[areas.voice]\nprefix = \"/api/{{v}}\"\nauth = \"bearer\"\nerrors = \"detail\"\n[bases.main]\nauth = \"bearer\"\n{ROW}"), "contains `{`");
+}
+
+#[test]
+fn paths() {
+    let up = |p: &str| format!(r#"{{ base = "main", method = "GET", path = "{p}" }}"#);
+    check_row(
+        &[("path", Some("\"things\""))],
+        "",
+        "path `things` must start with `/`",
+    );
+    check_row(
+        &[("path", Some("\"/things//{thing_id}\""))],
+        "",
+        "empty segment (`//`)",
+    );
+    check_row(
+        &[("path", Some("\"/things/x{thing_id}\""))],
+        "",
+        "a parameter must be a whole segment `{name}`",
+    );
+    check_row(
+        &[("path", Some("\"/things/{thing_id}.json\""))],
+        "",
+        "a parameter must be a whole segment",
+    );
+    check_row(
+        &[("path", Some("\"/things/{thing-id}\""))],
+        "",
+        "path parameter `{thing-id}` is not an identifier",
+    );
+    check_row(
+        &[("path", Some("\"/things/{}\""))],
+        "",
+        "path parameter `{}` is not an identifier",
+    );
+    check_row(&[("path", Some("\"/things/a b\""))], "", "contains ` `");
+    check_row(&[("path", Some("\"/things/a?b=1\""))], "", "contains `?`");
+    check_row(
+        &[("path", Some("\"/t/{thing_id}/{thing_id}\""))],
+        "",
+        "duplicate path parameter `{thing_id}`",
+    );
+    check_row(
+        &[
+            ("path", Some("\"/t/{a}/{b}/{c}/{d}/{thing_id}\"")),
+            ("upstream", Some(&up("/x/{a}/{b}/{c}/{d}/{thing_id}"))),
+        ],
+        "",
+        "has 5 parameters; at most 4",
+    );
+    ok(&table(&[&row(
+        &[
+            ("path", Some("\"/t/{a}/{b}/{c}/{thing_id}\"")),
+            ("upstream", Some(&up("/x/{a}/{b}/{c}/{thing_id}"))),
+        ],
+        "",
+    )]));
+    ok(&table(&[&row(
+        &[("path", Some("\"/things/{thing_id}/\""))],
+        "",
+    )]));
+}
+
+#[test]
+fn upstream_templates() {
+    let up = |p: &str, extra: &str| {
+        format!(r#"{{ base = "main", method = "GET", path = "{p}"{extra} }}"#)
+    };
+    check_all(
+        &table(&[&row(&[("upstream", Some(&up("/things/{id}", "")))], "")]),
+        &[
+            "uses `{id}`, which is neither a path parameter of the route nor listed in `from_query`/`from_body`",
+            "path parameter `{thing_id}` is not used by the upstream path `/things/{id}`",
+        ],
+    );
+    check_row(
+        &[("upstream", Some(&up("things/{thing_id}", "")))],
+        "",
+        "must start with `/`",
+    );
+    check_row(
+        &[("upstream", Some(&up("/things/{thing_id", "")))],
+        "",
+        "has a `{` without `}`",
+    );
+    check_row(
+        &[("upstream", Some(&up("/things/thing_id}", "")))],
+        "",
+        "has a `}` without `{`",
+    );
+    check_row(
+        &[("upstream", Some(&up("/things/{thing_id}/{1x}", "")))],
+        "",
+        "placeholder `{1x}` is not an identifier",
+    );
+    // from_query / from_body.
+    let q = "[endpoint.query]\nowner = { type = \"string\", required = true }";
+    ok(&table(&[&row(
+        &[(
+            "upstream",
+            Some(&up(
+                "/o/{owner}/things/{thing_id}",
+                ", from_query = [\"owner\"]",
+            )),
+        )],
+        q,
+    )]));
+    check_row(
+        &[(
+            "upstream",
+            Some(&up(
+                "/o/{owner}/things/{thing_id}",
+                ", from_query = [\"owner\"]",
+            )),
+        )],
+        "",
+        "`from_query` lists `owner`, so `[endpoint.query]` must declare it as required",
+    );
+    check_row(
+        &[(
+            "upstream",
+            Some(&up("/things/{thing_id}", ", from_query = [\"owner\"]")),
+        )],
+        q,
+        "`from_query` lists `owner`, which the upstream path `/things/{thing_id}` does not use",
+    );
+    check_row(
+        &[(
+            "upstream",
+            Some(&up("/things/{thing_id}", ", from_body = [\"owner\"]")),
+        )],
+        "",
+        "`from_body` lists `owner`, which the upstream path",
+    );
+    check_row(
+        &[(
+            "upstream",
+            Some(&up("/things/{thing_id}", ", from_query = [\"thing_id\"]")),
+        )],
+        "[endpoint.query]\nthing_id = { type = \"string\", required = true }",
+        "which is already a path parameter of the route",
+    );
+    let b = "[endpoint.body]\nindex = { type = \"integer\", required = true }";
+    ok(&table(&[&row(
+        &[
+            ("method", Some("\"POST\"")),
+            (
+                "upstream",
+                Some(&up(
+                    "/things/{thing_id}/{index}",
+                    ", from_body = [\"index\"]",
+                )),
+            ),
+        ],
+        b,
+    )]));
+    check_row(
+        &[
+            ("method", Some("\"POST\"")),
+            (
+                "upstream",
+                Some(&up(
+                    "/things/{thing_id}/{index}",
+                    ", from_body = [\"index\"]",
+                )),
+            ),
+        ],
+        "[endpoint.body]\nindex = { type = \"integer\" }",
+        "must declare it as required",
+    );
+    // proxy forwards the route: every route parameter must reach the upstream.
+    check_row(
+        &[("upstream", Some(&up("/things", "")))],
+        "",
+        "path parameter `{thing_id}` is not used by the upstream path `/things`",
+    );
+    // ... but a job mode may use its parameter locally.
+    ok(&table(&[&row(
+        &[
+            ("mode", Some("\"job_get\"")),
+            ("job", Some("\"stt\"")),
+            ("upstream", Some(&up("/jobs", ""))),
+        ],
+        "",
+    )]));
+}
+
+#[test]
+fn modes() {
+    check_row(
+        &[("upstream", None)],
+        "",
+        "mode `proxy` forwards to the provider and needs an `upstream`",
+    );
+    for mode in ["fields", "synthesize", "job_submit", "job_get", "job_list"] {
+        let errs = errors(&table(&[&row(
+            &[("mode", Some(&format!("\"{mode}\""))), ("upstream", None)],
+            "",
+        )]));
+        assert!(
+            errs.iter()
+                .any(|e| e.message.contains("needs an `upstream`")),
+            "{mode}: {errs:#?}"
+        );
+    }
+    let plain = Some(r#"{ base = "main", method = "POST", path = "/u" }"#);
+    check_row(
+        &[
+            ("mode", Some("\"upload\"")),
+            ("path", Some("\"/uploads\"")),
+            ("method", Some("\"POST\"")),
+            ("upstream", plain),
+        ],
+        "",
+        "mode `upload` is served by the gateway itself and takes no `upstream`",
+    );
+    check_row(
+        &[
+            ("mode", Some("\"webhook\"")),
+            ("path", Some("\"/hook\"")),
+            ("method", Some("\"POST\"")),
+            ("upstream", plain),
+        ],
+        "",
+        "mode `webhook` is served by the gateway itself",
+    );
+    ok(&table(&[&row(
+        &[
+            ("mode", Some("\"upload\"")),
+            ("path", Some("\"/uploads\"")),
+            ("method", Some("\"POST\"")),
+            ("upstream", None),
+        ],
+        "",
+    )]));
+    check_row(
+        &[("mode", Some("\"job_get\""))],
+        "",
+        "mode `job_get` needs `job`",
+    );
+    check_row(
+        &[("job", Some("\"stt\""))],
+        "",
+        "`job` only applies to the job modes",
+    );
+    check_row(
+        &[
+            ("mode", Some("\"job_get\"")),
+            ("job", Some("\"Speech To Text\"")),
+        ],
+        "",
+        "job kind `Speech To Text` must be lower-case",
+    );
+    check_row(
+        &[("mode", Some("\"fields\"")), ("method", Some("\"PUT\""))],
+        "",
+        "mode `fields` needs a required object field `fields`",
+    );
+    check_row(
+        &[("mode", Some("\"fields\"")), ("method", Some("\"PUT\""))],
+        "[endpoint.body]\nfields = { type = \"object\" }",
+        "mode `fields` needs a required object field `fields`",
+    );
+    check_row(
+        &[("mode", Some("\"fields\"")), ("method", Some("\"PUT\""))],
+        "[endpoint.body]\nfields = { type = \"array\", required = true }",
+        "mode `fields` needs a required object field",
+    );
+    ok(&table(&[&row(
+        &[("mode", Some("\"fields\"")), ("method", Some("\"PUT\""))],
+        "[endpoint.body]\nfields = { type = \"object\", required = true }",
+    )]));
+    check_row(
+        &[("mirror", Some("\"item.url\""))],
+        "",
+        "`mirror` only applies to mode `job_get`, not `proxy`",
+    );
+    check_row(
+        &[
+            ("mode", Some("\"job_get\"")),
+            ("job", Some("\"stt\"")),
+            ("mirror", Some("\"item..url\"")),
+        ],
+        "",
+        "must be a dotted path",
+    );
+    ok(&table(&[&row(
+        &[
+            ("mode", Some("\"job_get\"")),
+            ("job", Some("\"stt\"")),
+            ("mirror", Some("\"item.url\"")),
+        ],
+        "",
+    )]));
+    // The general-gateway modes may or may not call an upstream.
+    ok(&table(&[&row(
+        &[("mode", Some("\"catalogue\"")), ("upstream", None)],
+        "",
+    )]));
+}
+
+#[test]
+fn billing_gate_and_auth() {
+    check_row(
+        &[("gate", Some("\"business_plan\""))],
+        "",
+        "gate `business_plan` on a `free` route",
+    );
+    ok(&table(&[&row(
+        &[
+            ("gate", Some("\"business_plan\"")),
+            ("billing", Some("\"generations\"")),
+        ],
+        "",
+    )]));
+    check_row(
+        &[("billing", Some("\"tokens\"")), ("auth", Some("\"none\""))],
+        "",
+        "billing `tokens` needs a caller to charge, but auth is `none`",
+    );
+    check_row(
+        &[
+            ("billing", Some("\"tokens\"")),
+            ("auth", Some("\"signature\"")),
+        ],
+        "",
+        "but auth is `signature`",
+    );
+    check_row(&[("capability", Some("\"\""))], "", "`capability` is empty");
+    check_row(
+        &[("capability", Some("\"  \""))],
+        "",
+        "`capability` is empty",
+    );
+    check_row(
+        &[("capability", Some("\"t t\""))],
+        "",
+        "contains white space",
+    );
+}
+
+#[test]
+fn field_rules() {
+    let body = |rule: &str| format!("[endpoint.body]\nx = {rule}");
+    let post = [("method", Some("\"POST\""))];
+    check_row(
+        &post,
+        &body("{ type = \"integer\", min = 5, max = 1 }"),
+        "[endpoint.body] field `x`: `min` (5) is greater than `max` (1)",
+    );
+    check_row(
+        &post,
+        &body("{ type = \"integer\", max_len = 5 }"),
+        "`max_len` only applies to strings, but the type is `integer`",
+    );
+    check_row(
+        &post,
+        &body("{ type = \"any\", one_of = [\"a\"] }"),
+        "`one_of` only applies to strings, but the type is `any`",
+    );
+    check_row(
+        &post,
+        &body("{ type = \"string\", min = 1 }"),
+        "`min`/`max` only apply to `integer` and `number` fields, but the type is `string`",
+    );
+    check_row(
+        &post,
+        &body("{ type = \"boolean\", max = 1 }"),
+        "`min`/`max` only apply",
+    );
+    check_row(
+        &post,
+        &body("{ type = \"number\", max = nan }"),
+        "`max` must be a finite number",
+    );
+    check_row(
+        &post,
+        &body("{ type = \"number\", min = -inf }"),
+        "`min` must be a finite number",
+    );
+    check_row(
+        &post,
+        &body("{ type = \"string\", one_of = [] }"),
+        "`one_of` is empty",
+    );
+    check_row(
+        &post,
+        &body("{ type = \"string\", one_of = [\"a\", \"a\"] }"),
+        "`one_of` lists `a` twice",
+    );
+    check_row(
+        &post,
+        &body("{ type = \"string\", max_len = 2, one_of = [\"abc\"] }"),
+        "is longer than `max_len` (2)",
+    );
+    check_row(
+        &post,
+        &body("{ type = \"string\", required = \"yes\" }"),
+        "`body.x.required`: invalid type",
+    );
+    check_row(
+        &[],
+        &body("{ type = \"string\" }"),
+        "a GET route has no body",
+    );
+    check_row(
+        &[],
+        "[endpoint.query]\np = { type = \"integer\", min = 2.5, max = 1 }",
+        "[endpoint.query] field `p`: `min` (2.5) is greater than `max` (1)",
+    );
+    ok(&table(&[&row(
+        &post,
+        &body("{ type = \"number\", min = -2.0, max = 2 }"),
+    )]));
+}
+
+#[test]
+fn mapping_toward_the_upstream() {
+    let post = ("method", Some("\"POST\""));
+    check_row(
+        &[post, ("rename", Some("{ text = \"text\" }"))],
+        "",
+        "`rename` maps `text` to itself",
+    );
+    check_row(
+        &[post, ("rename", Some("{ a = \"x\", b = \"x\" }"))],
+        "",
+        "`rename` maps two fields to `x`",
+    );
+    check_row(
+        &[post, ("rename", Some("{ a = \"\" }"))],
+        "",
+        "`rename` has an empty field name",
+    );
+    check_row(
+        &[post, ("rename", Some("{ a = 1 }"))],
+        "",
+        "`rename.a`: invalid type",
+    );
+    check_row(
+        &[
+            post,
+            ("rename", Some("{ a = \"b\" }")),
+            ("drop", Some("[\"a\"]")),
+        ],
+        "",
+        "`a` is both renamed and dropped",
+    );
+    check_row(
+        &[post, ("drop", Some("[\"a\", \"a\"]"))],
+        "",
+        "`drop` lists `a` twice",
+    );
+    check_row(
+        &[post, ("drop", Some("[\"\"]"))],
+        "",
+        "`drop` lists an empty name",
+    );
+    check_row(&[post, ("set", Some("{}"))], "", "`set` is empty");
+    check_row(
+        &[post, ("set", Some("{ x = inf }"))],
+        "",
+        "is not a JSON number",
+    );
+    check_row(&[post, ("set", Some("1"))], "", "`set`: invalid type");
+    check_row(&[post, ("file_field", Some("\"file\""))], "", "`file_field` sends the body's `audio_url` as a file, so `[endpoint.body]` must declare `audio_url`");
+    check_row(
+        &[
+            post,
+            ("file_field", Some("\"file\"")),
+            ("mode", Some("\"upload\"")),
+            ("upstream", None),
+        ],
+        "[endpoint.body]\naudio_url = { type = \"string\" }",
+        "`file_field` sends a file upstream, but the row has no `upstream`",
+    );
+    check_row(
+        &[("retention_days", Some("0"))],
+        "",
+        "`retention_days` must be at least 1",
+    );
+    check_row(
+        &[("summary", Some("\"\"\"two\nlines\"\"\""))],
+        "",
+        "`summary` must be one line",
+    );
+}
+
+#[test]
+fn ids() {
+    check_row(&[("id", Some("\"\""))], "", "`id` is empty");
+    check_row(&[("id", Some("\"1st\""))], "", "must start with a letter");
+    check_row(
+        &[("id", Some("\"a b\""))],
+        "",
+        "must start with a letter and hold only letters",
+    );
+    check_row(&[("id", Some("\"routes\""))], "", "would generate `ROUTES`");
+    check_row(
+        &[("id", Some("\"route-count\""))],
+        "",
+        "would generate `ROUTE_COUNT`",
+    );
+}
+
+#[test]
+fn set_is_compact_json_in_written_order() {
+    let t = parse_table(&table(&[&row(
+        &[
+            ("method", Some("\"POST\"")),
+            (
+                "set",
+                Some(r#"{ z = false, a = "q\"uote", n = [1, 2.5, { k = true }], d = 1979-05-27 }"#),
+            ),
+        ],
+        "",
+    )]))
+    .unwrap();
+    // A TOML date becomes a JSON string.
+    assert_eq!(
+        t.rows[0].set.as_deref(),
+        Some(r#"{"z":false,"a":"q\"uote","n":[1,2.5,{"k":true}],"d":"1979-05-27"}"#)
+    );
+}
+
+#[test]
+fn resolved_rows() {
+    let t = parse_table(&table(&[&row(
+        &[("method", Some("\"POST\"")), ("rename", Some("{ b = \"bb\", a = \"aa\" }")), ("upstream", Some(r#"{ base = "llm", method = "PUT", path = "/x/{thing_id}" }"#))],
+        "[endpoint.body]\nzeta = { type = \"string\", required = true }\nalpha = { type = \"integer\", min = 1 }\n[endpoint.query]\nq = { type = \"string\" }",
+    )]))
+    .unwrap();
+    let r = &t.rows[0];
+    assert_eq!(r.path, "/api/v1/voice/things/{thing_id}");
+    assert_eq!(r.params, ["thing_id"]);
+    assert_eq!(r.static_name(), "THINGS_GET");
+    assert_eq!(r.handler_name(), "handle_things_get");
+    assert_eq!(
+        r.body.iter().map(|f| f.name.as_str()).collect::<Vec<_>>(),
+        ["zeta", "alpha"]
+    );
+    assert_eq!(
+        r.rename,
+        [
+            ("b".to_string(), "bb".to_string()),
+            ("a".to_string(), "aa".to_string())
+        ]
+    );
+    assert_eq!(r.summary, "");
+    assert_eq!(r.auth.as_str(), "bearer");
+    assert_eq!(r.errors.as_str(), "detail");
+    let up = r.upstream.as_ref().unwrap();
+    assert_eq!(
+        (up.base.as_str(), up.method.as_str(), up.auth.as_str()),
+        ("llm", "PUT", "bearer")
+    );
+    assert_eq!(
+        t.listing(),
+        [format!(
+            "{:<6} {:<62} {:<18} {:<18} {}",
+            "POST", "/api/v1/voice/things/{thing_id}", "proxy", "free", "-"
+        )]
+    );
+}
+
+/// `ROW_KEYS` (used for "did you mean") lists exactly the fields of the serde row.
+#[test]
+fn row_keys_match_the_serde_model() {
+    use codegen_impl::table::RawEndpoint;
+    use codegen_impl::validate::ROW_KEYS;
+    use serde::Deserialize;
+    let read = |key: &str| {
+        let mut t = toml::Table::new();
+        t.insert(key.to_string(), toml::Value::Boolean(true));
+        RawEndpoint::deserialize(toml::Value::Table(t))
+            .unwrap_err()
+            .to_string()
+    };
+    for key in ROW_KEYS {
+        assert!(!read(key).contains("unknown field"), "{key}: {}", read(key));
+    }
+    let unknown = read("no_such_key");
+    let listed = unknown.split("expected one of ").nth(1).unwrap();
+    assert_eq!(listed.matches('`').count() / 2, ROW_KEYS.len(), "{unknown}");
+}

@@ -1,0 +1,189 @@
+//! Money: prices, markup, charges. `rust_decimal` everywhere, never a float.
+//!
+//! * A **price key** is `<product>.<unit>`: the product is the row's job kind
+//!   when it has one (so watermark apply and detect are priced apart), else
+//!   its capability; the unit is what the request is billed by
+//!   (`tts.audio_seconds`, `detect.video_seconds`, `identity.searches`, ...).
+//! * **Charge** = quantity × unit price × (1 + markup / 100), rounded half
+//!   away from zero to 8 decimal places, rendered with exactly 8 places.
+//! * A product without a configured price is **unpriced**: its quantity is
+//!   still recorded, with `charged` 0 and the record flagged.
+//!
+//! Prices come from `GATEWAY_PRICES` (`key=price,key=price`, USD per unit of
+//! upstream cost), on top of [`DEFAULT_PRICES`] (the spec's known prices).
+
+use std::collections::BTreeMap;
+use std::str::FromStr;
+
+use rust_decimal::{Decimal, RoundingStrategy};
+
+/// The spec's known upstream prices (USD per unit).
+pub const DEFAULT_PRICES: &[(&str, &str)] = &[
+    ("tts.audio_seconds", "0.0005"),
+    ("watermark_apply.audio_seconds", "0.0005"),
+    ("watermark_detect.audio_seconds", "0.0002"),
+];
+
+/// Decimal places of every charge.
+pub const CHARGE_DP: u32 = 8;
+
+/// Price table plus markup.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Prices {
+    prices: BTreeMap<String, Decimal>,
+    /// Markup in percent (20.0 by default).
+    pub markup_pct: Decimal,
+}
+
+/// A charge for some quantity of a product.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Charge {
+    pub price_key: String,
+    pub quantity: Decimal,
+    /// Upstream unit price; `None` when the product is unpriced.
+    pub unit_price: Option<Decimal>,
+    /// Amount charged to the caller, 8 decimal places.
+    pub charged: Decimal,
+}
+
+impl Charge {
+    pub fn unpriced(&self) -> bool {
+        self.unit_price.is_none()
+    }
+
+    /// `charged` as the wire shows it: exactly 8 decimal places.
+    pub fn charged_str(&self) -> String {
+        format_money(self.charged)
+    }
+}
+
+/// A decimal rendered with exactly 8 places ("0.00060000").
+pub fn format_money(d: Decimal) -> String {
+    let mut d = d.round_dp_with_strategy(CHARGE_DP, RoundingStrategy::MidpointAwayFromZero);
+    d.rescale(CHARGE_DP);
+    d.to_string()
+}
+
+/// Why a price table could not be read.
+#[derive(Debug, thiserror::Error, PartialEq)]
+#[error("{0}")]
+pub struct PriceError(pub String);
+
+impl Prices {
+    /// Defaults plus `spec` (`key=price,...`) and a markup given as text.
+    pub fn parse(spec: Option<&str>, markup_pct: &str) -> Result<Prices, PriceError> {
+        let markup_pct = Decimal::from_str(markup_pct.trim())
+            .map_err(|e| PriceError(format!("markup {markup_pct:?}: {e}")))?;
+        if markup_pct.is_sign_negative() {
+            return Err(PriceError(format!("markup {markup_pct} is negative")));
+        }
+        let mut prices: BTreeMap<String, Decimal> =
+            DEFAULT_PRICES.iter().map(|(k, v)| (k.to_string(), Decimal::from_str(v).expect("default price"))).collect();
+        for item in spec.unwrap_or("").split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            let (k, v) = item.split_once('=').ok_or_else(|| PriceError(format!("{item:?} is not key=price")))?;
+            let (k, v) = (k.trim(), v.trim());
+            if !k.contains('.') {
+                return Err(PriceError(format!("{k:?} is not <product>.<unit>")));
+            }
+            let price = Decimal::from_str(v).map_err(|e| PriceError(format!("price of {k}: {v:?}: {e}")))?;
+            if price.is_sign_negative() {
+                return Err(PriceError(format!("price of {k} is negative")));
+            }
+            prices.insert(k.to_owned(), price);
+        }
+        Ok(Prices { prices, markup_pct })
+    }
+
+    /// The configured upstream unit price of a key.
+    pub fn price(&self, key: &str) -> Option<Decimal> {
+        self.prices.get(key).copied()
+    }
+
+    /// Charge for `quantity` units of `price_key`.
+    pub fn charge(&self, price_key: &str, quantity: Decimal) -> Charge {
+        let unit_price = self.price(price_key);
+        let charged = match unit_price {
+            Some(p) => {
+                let factor = Decimal::ONE + self.markup_pct / Decimal::ONE_HUNDRED;
+                (quantity * p * factor).round_dp_with_strategy(CHARGE_DP, RoundingStrategy::MidpointAwayFromZero)
+            }
+            None => Decimal::ZERO,
+        };
+        Charge { price_key: price_key.to_owned(), quantity, unit_price, charged }
+    }
+
+    /// The whole table (for `gateway prices` and docs).
+    pub fn entries(&self) -> impl Iterator<Item = (&str, Decimal)> {
+        self.prices.iter().map(|(k, v)| (k.as_str(), *v))
+    }
+}
+
+/// A JSON number as an exact decimal (through its text, never through f64 math).
+pub fn decimal_from_json(v: &serde_json::Value) -> Option<Decimal> {
+    match v {
+        serde_json::Value::Number(n) => {
+            let s = n.to_string();
+            Decimal::from_str(&s).or_else(|_| Decimal::from_scientific(&s)).ok()
+        }
+        serde_json::Value::String(s) => Decimal::from_str(s.trim()).ok(),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn d(s: &str) -> Decimal {
+        Decimal::from_str(s).unwrap()
+    }
+
+    #[test]
+    fn synthesis_charge_to_8_places() {
+        let p = Prices::parse(None, "20.0").unwrap();
+        // 1 s × 0.0005 × 1.2 = 0.0006
+        assert_eq!(p.charge("tts.audio_seconds", d("1")).charged_str(), "0.00060000");
+        // 2.345 s × 0.0005 × 1.2 = 0.001407
+        assert_eq!(p.charge("tts.audio_seconds", d("2.345")).charged_str(), "0.00140700");
+        // 0.123456789 s × 0.0005 × 1.2 = 0.0000740740734 → 0.00007407
+        assert_eq!(p.charge("tts.audio_seconds", d("0.123456789")).charged_str(), "0.00007407");
+    }
+
+    #[test]
+    fn rounding_is_half_away_from_zero() {
+        let p = Prices::parse(Some("x.units=0.000000005"), "0").unwrap();
+        assert_eq!(p.charge("x.units", d("1")).charged_str(), "0.00000001");
+        let p = Prices::parse(Some("x.units=0.000000015"), "0").unwrap();
+        assert_eq!(p.charge("x.units", d("1")).charged_str(), "0.00000002");
+        let p = Prices::parse(Some("x.units=0.0000000149"), "0").unwrap();
+        assert_eq!(p.charge("x.units", d("1")).charged_str(), "0.00000001");
+    }
+
+    #[test]
+    fn unpriced_records_quantity_and_charges_nothing() {
+        let p = Prices::parse(None, "20").unwrap();
+        let c = p.charge("tracing.audio_seconds", d("12.5"));
+        assert!(c.unpriced());
+        assert_eq!((c.quantity, c.charged_str()), (d("12.5"), "0.00000000".to_owned()));
+    }
+
+    #[test]
+    fn table_overrides_and_errors() {
+        let p = Prices::parse(Some("tts.audio_seconds=0.001, identity.searches=0.01"), "50").unwrap();
+        assert_eq!(p.charge("tts.audio_seconds", d("2")).charged_str(), "0.00300000");
+        assert_eq!(p.charge("identity.searches", d("1")).charged_str(), "0.01500000");
+        assert_eq!(p.price("watermark_detect.audio_seconds"), Some(d("0.0002")));
+        assert!(Prices::parse(Some("tts=1"), "20").is_err());
+        assert!(Prices::parse(Some("tts.audio_seconds=abc"), "20").is_err());
+        assert!(Prices::parse(Some("tts.audio_seconds=-1"), "20").is_err());
+        assert!(Prices::parse(None, "x").is_err());
+    }
+
+    #[test]
+    fn json_numbers_become_exact_decimals() {
+        assert_eq!(decimal_from_json(&serde_json::json!(2.345)), Some(d("2.345")));
+        assert_eq!(decimal_from_json(&serde_json::json!(3)), Some(d("3")));
+        assert_eq!(decimal_from_json(&serde_json::json!("1.5")), Some(d("1.5")));
+        assert_eq!(decimal_from_json(&serde_json::json!(null)), None);
+    }
+}

@@ -1,0 +1,219 @@
+//! Configuration: environment → [`Config`].
+//!
+//! Precedence: a value set in the environment wins over the default listed
+//! beside its name below. Names of the spec's configuration reference keep
+//! their spec names (`PROVIDER_*`); the gateway's own start with `GATEWAY_`.
+//! A value that does not parse is a [`ConfigError`] naming the variable, not
+//! a silent default.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Required upstream key; without it voice routes answer 503.
+pub const PROVIDER_API_KEY: &str = "PROVIDER_API_KEY";
+/// Main upstream API. Default [`DEFAULT_BASE_URL`].
+pub const PROVIDER_BASE_URL: &str = "PROVIDER_BASE_URL";
+/// Synthesis cluster. Default [`DEFAULT_SYNTH_URL`].
+pub const PROVIDER_SYNTH_URL: &str = "PROVIDER_SYNTH_URL";
+/// Percent added to upstream cost. Default 20.0.
+pub const PROVIDER_MARKUP_PCT: &str = "PROVIDER_MARKUP_PCT";
+/// HMAC secret of the inbound webhook. Default: unset (unsigned accepted).
+pub const PROVIDER_WEBHOOK_SECRET: &str = "PROVIDER_WEBHOOK_SECRET";
+/// Gate of cloning and voice design. Default false.
+pub const PROVIDER_BUSINESS_PLAN_ACTIVE: &str = "PROVIDER_BUSINESS_PLAN_ACTIVE";
+/// Listen address. Default 127.0.0.1:8080.
+pub const GATEWAY_ADDR: &str = "GATEWAY_ADDR";
+/// Data directory (database, local objects). Default `./data`.
+pub const GATEWAY_DATA_DIR: &str = "GATEWAY_DATA_DIR";
+/// SQLite file. Default `$GATEWAY_DATA_DIR/gateway.db`.
+pub const GATEWAY_DB: &str = "GATEWAY_DB";
+/// Upstream call time-out in milliseconds. Default 120000 (spec §8).
+pub const GATEWAY_UPSTREAM_TIMEOUT_MS: &str = "GATEWAY_UPSTREAM_TIMEOUT_MS";
+/// Allow fetching `audio_url`s on loopback/private addresses. Default false.
+pub const GATEWAY_ALLOW_PRIVATE_FETCH: &str = "GATEWAY_ALLOW_PRIVATE_FETCH";
+/// Largest JSON request body accepted, in bytes. Default 1 MiB.
+pub const GATEWAY_MAX_JSON_BYTES: &str = "GATEWAY_MAX_JSON_BYTES";
+
+pub const DEFAULT_BASE_URL: &str = "https://app.resemble.ai/api/v2";
+pub const DEFAULT_SYNTH_URL: &str = "https://f.cluster.resemble.ai";
+
+/// Everything the gateway reads from its environment.
+#[derive(Clone)]
+pub struct Config {
+    /// `PROVIDER_API_KEY`; `None` means the voice integration is not configured.
+    pub provider_api_key: Option<String>,
+    /// Main upstream API base URL, without a trailing slash.
+    pub provider_base_url: String,
+    /// Synthesis cluster base URL, without a trailing slash.
+    pub provider_synth_url: String,
+    /// Markup in percent, kept as text so that billing can parse it as a decimal.
+    pub markup_pct: String,
+    /// Secret of the inbound webhook's HMAC.
+    pub webhook_secret: Option<String>,
+    /// Whether business-plan routes are served.
+    pub business_plan_active: bool,
+    /// Where `gateway serve` listens.
+    pub addr: SocketAddr,
+    /// Directory holding the database and the local object store.
+    pub data_dir: PathBuf,
+    /// SQLite database file.
+    pub db_path: PathBuf,
+    /// Time-out of every upstream call.
+    pub upstream_timeout: Duration,
+    /// Whether `audio_url`s on private addresses may be fetched (tests, demo).
+    pub allow_private_fetch: bool,
+    /// Largest JSON request body accepted.
+    pub max_json_bytes: usize,
+}
+
+impl std::fmt::Debug for Config {
+    // Hand-written so that the upstream key never reaches a log line.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Config")
+            .field("provider_api_key", &self.provider_api_key.as_ref().map(|_| "<set>"))
+            .field("provider_base_url", &self.provider_base_url)
+            .field("provider_synth_url", &self.provider_synth_url)
+            .field("markup_pct", &self.markup_pct)
+            .field("webhook_secret", &self.webhook_secret.as_ref().map(|_| "<set>"))
+            .field("business_plan_active", &self.business_plan_active)
+            .field("addr", &self.addr)
+            .field("data_dir", &self.data_dir)
+            .field("db_path", &self.db_path)
+            .field("upstream_timeout", &self.upstream_timeout)
+            .field("allow_private_fetch", &self.allow_private_fetch)
+            .field("max_json_bytes", &self.max_json_bytes)
+            .finish()
+    }
+}
+
+/// A variable that is set but does not parse.
+#[derive(Debug, thiserror::Error)]
+#[error("invalid value for {name}: {reason}")]
+pub struct ConfigError {
+    pub name: &'static str,
+    pub reason: String,
+}
+
+impl Config {
+    /// Defaults for a data directory, as if the environment were empty.
+    pub fn with_data_dir(data_dir: impl Into<PathBuf>) -> Config {
+        let data_dir = data_dir.into();
+        Config {
+            provider_api_key: None,
+            provider_base_url: DEFAULT_BASE_URL.to_owned(),
+            provider_synth_url: DEFAULT_SYNTH_URL.to_owned(),
+            markup_pct: "20.0".to_owned(),
+            webhook_secret: None,
+            business_plan_active: false,
+            addr: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            db_path: data_dir.join("gateway.db"),
+            data_dir,
+            upstream_timeout: Duration::from_secs(120),
+            allow_private_fetch: false,
+            max_json_bytes: 1 << 20,
+        }
+    }
+
+    /// Reads the process environment.
+    pub fn from_env() -> Result<Config, ConfigError> {
+        Config::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// Reads configuration through `get` (the environment, or a map in tests).
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
+        let get = |name: &str| get(name).filter(|v| !v.trim().is_empty());
+        let data_dir = PathBuf::from(get(GATEWAY_DATA_DIR).unwrap_or_else(|| "./data".to_owned()));
+        let mut c = Config::with_data_dir(data_dir);
+        c.provider_api_key = get(PROVIDER_API_KEY);
+        if let Some(v) = get(PROVIDER_BASE_URL) {
+            c.provider_base_url = parse_url(PROVIDER_BASE_URL, &v)?;
+        }
+        if let Some(v) = get(PROVIDER_SYNTH_URL) {
+            c.provider_synth_url = parse_url(PROVIDER_SYNTH_URL, &v)?;
+        }
+        if let Some(v) = get(PROVIDER_MARKUP_PCT) {
+            let ok = v.trim().parse::<f64>().map(|x| x.is_finite() && x >= 0.0).unwrap_or(false);
+            if !ok {
+                return Err(ConfigError { name: PROVIDER_MARKUP_PCT, reason: format!("{v:?} is not a non-negative number") });
+            }
+            c.markup_pct = v.trim().to_owned();
+        }
+        c.webhook_secret = get(PROVIDER_WEBHOOK_SECRET);
+        if let Some(v) = get(PROVIDER_BUSINESS_PLAN_ACTIVE) {
+            c.business_plan_active = parse_bool(PROVIDER_BUSINESS_PLAN_ACTIVE, &v)?;
+        }
+        if let Some(v) = get(GATEWAY_ADDR) {
+            c.addr = v.parse().map_err(|e| ConfigError { name: GATEWAY_ADDR, reason: format!("{v:?}: {e}") })?;
+        }
+        if let Some(v) = get(GATEWAY_DB) {
+            c.db_path = PathBuf::from(v);
+        }
+        if let Some(v) = get(GATEWAY_UPSTREAM_TIMEOUT_MS) {
+            let ms: u64 = v.parse().map_err(|e| ConfigError { name: GATEWAY_UPSTREAM_TIMEOUT_MS, reason: format!("{v:?}: {e}") })?;
+            c.upstream_timeout = Duration::from_millis(ms.max(1));
+        }
+        if let Some(v) = get(GATEWAY_ALLOW_PRIVATE_FETCH) {
+            c.allow_private_fetch = parse_bool(GATEWAY_ALLOW_PRIVATE_FETCH, &v)?;
+        }
+        if let Some(v) = get(GATEWAY_MAX_JSON_BYTES) {
+            c.max_json_bytes = v.parse().map_err(|e| ConfigError { name: GATEWAY_MAX_JSON_BYTES, reason: format!("{v:?}: {e}") })?;
+        }
+        Ok(c)
+    }
+}
+
+fn parse_bool(name: &'static str, v: &str) -> Result<bool, ConfigError> {
+    match v.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Ok(true),
+        "0" | "false" | "no" | "off" => Ok(false),
+        _ => Err(ConfigError { name, reason: format!("{v:?} is not a boolean (true/false)") }),
+    }
+}
+
+fn parse_url(name: &'static str, v: &str) -> Result<String, ConfigError> {
+    let v = v.trim().trim_end_matches('/');
+    match reqwest::Url::parse(v) {
+        Ok(u) if matches!(u.scheme(), "http" | "https") => Ok(v.to_owned()),
+        Ok(_) => Err(ConfigError { name, reason: format!("{v:?} is not an http(s) URL") }),
+        Err(e) => Err(ConfigError { name, reason: format!("{v:?}: {e}") }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn cfg(pairs: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let m: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        Config::from_lookup(|k| m.get(k).cloned())
+    }
+
+    #[test]
+    fn defaults_follow_the_spec() {
+        let c = cfg(&[]).unwrap();
+        assert_eq!(c.markup_pct, "20.0");
+        assert!(!c.business_plan_active);
+        assert_eq!(c.upstream_timeout, Duration::from_secs(120));
+        assert_eq!(c.provider_base_url, DEFAULT_BASE_URL);
+        assert!(c.provider_api_key.is_none());
+        assert_eq!(c.db_path, PathBuf::from("./data/gateway.db"));
+    }
+
+    #[test]
+    fn bad_values_name_the_variable() {
+        let e = cfg(&[(PROVIDER_BUSINESS_PLAN_ACTIVE, "maybe")]).err().unwrap();
+        assert_eq!(e.name, PROVIDER_BUSINESS_PLAN_ACTIVE);
+        let e = cfg(&[(PROVIDER_BASE_URL, "ftp://x")]).err().unwrap();
+        assert_eq!(e.name, PROVIDER_BASE_URL);
+        let e = cfg(&[(PROVIDER_MARKUP_PCT, "-3")]).err().unwrap();
+        assert_eq!(e.name, PROVIDER_MARKUP_PCT);
+    }
+
+    #[test]
+    fn debug_never_shows_the_key() {
+        let c = cfg(&[(PROVIDER_API_KEY, "sk-very-secret")]).unwrap();
+        assert!(!format!("{c:?}").contains("very-secret"));
+    }
+}

@@ -1,0 +1,210 @@
+//! One error type, three wire formats (DESIGN.md).
+//!
+//! Every failure a handler can answer is an [`ApiError`]. The row's
+//! [`ErrorFormat`] picks the body shape; the status code is decided by one
+//! exhaustive `match` ([`ApiError::status`]). The message for the client is
+//! kept apart from what is logged: upstream credentials are never part of
+//! either (see [`crate::upstream`] for how upstream messages are scrubbed).
+
+use http::{header, HeaderValue, StatusCode};
+use serde_json::json;
+
+use crate::body;
+use crate::router::Response;
+use crate::spec::ErrorFormat;
+
+/// Everything that can go wrong in a request, by origin.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ApiError {
+    // ---- downstream (the caller) ----
+    /// No credentials, malformed or unknown key.
+    Unauthorized(String),
+    /// Disabled account, or admin privileges required.
+    Forbidden(String),
+    /// The request failed validation; the message names the field.
+    BadRequest(String),
+    /// Unknown route or resource.
+    NotFound(String),
+    /// The route exists but not with this method; carries the allowed methods.
+    MethodNotAllowed(&'static str),
+    /// Body larger than the route accepts.
+    PayloadTooLarge(String),
+    /// Rate limit hit; carries whole seconds to wait (≥ 1).
+    RateLimited { message: String, retry_after: u64 },
+    /// Credit exhausted (general gateway only; the voice API meters).
+    PaymentRequired(String),
+    // ---- gateway ----
+    /// A gate is closed or an integration is not configured.
+    Unavailable(String),
+    /// The route's mode is not implemented yet.
+    NotImplemented(String),
+    /// A bug or a local resource failure (database, object store).
+    Internal(String),
+    // ---- upstream ----
+    /// The upstream rejected the request's content (400/422); its message.
+    UpstreamRejected(String),
+    /// The upstream says the resource does not exist.
+    UpstreamNotFound(String),
+    /// The upstream rate-limited us; its `Retry-After` in seconds.
+    UpstreamRateLimited { retry_after: u64 },
+    /// Upstream authentication failed, 403, or 5xx.
+    BadGateway(String),
+    /// Network error, connection refused/reset, or time-out.
+    Network(String),
+}
+
+impl ApiError {
+    /// HTTP status of each error. Exhaustive on purpose: no `_ =>`.
+    pub fn status(&self) -> StatusCode {
+        match self {
+            ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
+            ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
+            ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::PaymentRequired(_) => StatusCode::PAYMENT_REQUIRED,
+            ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::NotImplemented(_) => StatusCode::NOT_IMPLEMENTED,
+            ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            ApiError::UpstreamRejected(_) => StatusCode::BAD_REQUEST,
+            ApiError::UpstreamNotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::UpstreamRateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::BadGateway(_) => StatusCode::BAD_GATEWAY,
+            ApiError::Network(_) => StatusCode::BAD_GATEWAY,
+        }
+    }
+
+    /// The message shown to the caller.
+    pub fn message(&self) -> String {
+        match self {
+            ApiError::Unauthorized(m)
+            | ApiError::Forbidden(m)
+            | ApiError::BadRequest(m)
+            | ApiError::NotFound(m)
+            | ApiError::PayloadTooLarge(m)
+            | ApiError::PaymentRequired(m)
+            | ApiError::Unavailable(m)
+            | ApiError::NotImplemented(m)
+            | ApiError::UpstreamRejected(m)
+            | ApiError::UpstreamNotFound(m)
+            | ApiError::BadGateway(m)
+            | ApiError::Network(m) => m.clone(),
+            ApiError::RateLimited { message, .. } => message.clone(),
+            ApiError::MethodNotAllowed(allowed) => format!("method not allowed; allowed: {allowed}"),
+            // Internal details go to the log, not to the caller.
+            ApiError::Internal(_) => "internal error".to_owned(),
+            ApiError::UpstreamRateLimited { .. } => "upstream rate limit hit; retry later".to_owned(),
+        }
+    }
+
+    /// Machine-readable type for format 1.
+    fn kind(&self) -> &'static str {
+        match self.status().as_u16() {
+            400 => "bad_request",
+            401 => "unauthorized",
+            402 => "payment_required",
+            403 => "forbidden",
+            404 => "not_found",
+            405 => "method_not_allowed",
+            413 => "payload_too_large",
+            429 => "rate_limited",
+            501 => "not_implemented",
+            502 => "bad_gateway",
+            503 => "service_unavailable",
+            _ => "internal_server_error",
+        }
+    }
+
+    fn retry_after(&self) -> Option<u64> {
+        match self {
+            ApiError::RateLimited { retry_after, .. } | ApiError::UpstreamRateLimited { retry_after } => {
+                Some((*retry_after).max(1))
+            }
+            _ => None,
+        }
+    }
+
+    /// The response in the row's wire format.
+    pub fn into_response(self, format: ErrorFormat, request_id: &str) -> Response {
+        let status = self.status();
+        let message = self.message();
+        let value = match format {
+            ErrorFormat::Detail => json!({ "detail": message }),
+            ErrorFormat::Error => json!({
+                "error": self.kind(),
+                "message": message,
+                "status_code": status.as_u16(),
+                "details": serde_json::Value::Null,
+            }),
+            ErrorFormat::Envelope => json!({
+                "request_id": request_id,
+                "success": false,
+                "message": message,
+                "data": "",
+            }),
+        };
+        let mut resp = http::Response::new(body::full(value.to_string()));
+        *resp.status_mut() = status;
+        let headers = resp.headers_mut();
+        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        if let Some(secs) = self.retry_after() {
+            headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+        if let ApiError::MethodNotAllowed(allowed) = &self {
+            headers.insert(header::ALLOW, HeaderValue::from_static(allowed));
+        }
+        resp
+    }
+}
+
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ApiError::Internal(m) => write!(f, "{} internal: {m}", self.status().as_u16()),
+            other => write!(f, "{} {}", other.status().as_u16(), other.message()),
+        }
+    }
+}
+
+impl std::error::Error for ApiError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http_body_util::BodyExt;
+
+    async fn render(e: ApiError, f: ErrorFormat) -> (u16, serde_json::Value, Option<String>) {
+        let r = e.into_response(f, "res_0123");
+        let status = r.status().as_u16();
+        let ra = r.headers().get("retry-after").map(|v| v.to_str().unwrap().to_owned());
+        let bytes = r.into_body().collect().await.unwrap().to_bytes();
+        (status, serde_json::from_slice(&bytes).unwrap(), ra)
+    }
+
+    #[tokio::test]
+    async fn three_wire_formats() {
+        let (s, v, _) = render(ApiError::BadRequest("text: too long".into()), ErrorFormat::Detail).await;
+        assert_eq!((s, v), (400, json!({"detail": "text: too long"})));
+        let (s, v, _) = render(ApiError::PaymentRequired("Insufficient credits for this request".into()), ErrorFormat::Error).await;
+        assert_eq!(s, 402);
+        assert_eq!(v, json!({"error": "payment_required", "message": "Insufficient credits for this request", "status_code": 402, "details": null}));
+        let (s, v, _) = render(ApiError::NotFound("model not found".into()), ErrorFormat::Envelope).await;
+        assert_eq!((s, v), (404, json!({"request_id": "res_0123", "success": false, "message": "model not found", "data": ""})));
+    }
+
+    #[tokio::test]
+    async fn retry_after_is_whole_seconds_at_least_one() {
+        let (s, _, ra) = render(ApiError::UpstreamRateLimited { retry_after: 0 }, ErrorFormat::Detail).await;
+        assert_eq!((s, ra.as_deref()), (429, Some("1")));
+        let (_, _, ra) = render(ApiError::RateLimited { message: "slow down".into(), retry_after: 7 }, ErrorFormat::Detail).await;
+        assert_eq!(ra.as_deref(), Some("7"));
+    }
+
+    #[tokio::test]
+    async fn internal_details_stay_out_of_the_body() {
+        let (s, v, _) = render(ApiError::Internal("disk /secret full".into()), ErrorFormat::Detail).await;
+        assert_eq!((s, v), (500, json!({"detail": "internal error"})));
+    }
+}

@@ -1,0 +1,142 @@
+//! Fetching a caller's `audio_url` to send it upstream as a file, without SSRF.
+//!
+//! Only `http`/`https` URLs are fetched; a host that resolves to a loopback,
+//! private, link-local, unspecified or multicast address is refused unless
+//! `GATEWAY_ALLOW_PRIVATE_FETCH` is on (tests and the demo, where everything
+//! is on 127.0.0.1). The connection is pinned to the address that was
+//! checked, so a second DNS answer cannot swap it (no DNS rebinding), and
+//! redirects are not followed. The body is streamed, never buffered.
+
+use std::net::{IpAddr, SocketAddr};
+
+use crate::errors::ApiError;
+
+/// Whether an address is one a public URL must not reach.
+pub fn is_private(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => {
+            v4.is_loopback()
+                || v4.is_private()
+                || v4.is_link_local()
+                || v4.is_unspecified()
+                || v4.is_broadcast()
+                || v4.is_multicast()
+                || v4.is_documentation()
+                || v4.octets()[0] == 0
+                || (v4.octets()[0] == 100 && (v4.octets()[1] & 0xc0) == 64) // 100.64/10 carrier-grade NAT
+        }
+        IpAddr::V6(v6) => {
+            if let Some(v4) = v6.to_ipv4_mapped() {
+                return is_private(IpAddr::V4(v4));
+            }
+            let seg0 = v6.segments()[0];
+            v6.is_loopback()
+                || v6.is_unspecified()
+                || v6.is_multicast()
+                || (seg0 & 0xfe00) == 0xfc00 // unique local
+                || (seg0 & 0xffc0) == 0xfe80 // link local
+        }
+    }
+}
+
+/// A fetched media body, ready to stream.
+pub struct Fetched {
+    pub response: reqwest::Response,
+    /// File name for the multipart part (last path segment of the URL).
+    pub file_name: String,
+    /// Content type the origin declared, or one guessed from the extension.
+    pub content_type: String,
+}
+
+/// Opens `url` for streaming, refusing private targets unless allowed.
+pub async fn open(url: &str, allow_private: bool, timeout: std::time::Duration) -> Result<Fetched, ApiError> {
+    let bad = |m: &str| ApiError::BadRequest(format!("audio_url {m}"));
+    let parsed = reqwest::Url::parse(url).map_err(|_| bad("is not a valid URL"))?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(bad("must be an http or https URL"));
+    }
+    let host = parsed.host_str().ok_or_else(|| bad("has no host"))?.to_owned();
+    let port = parsed.port_or_known_default().unwrap_or(80);
+    let lookup_host = host.trim_start_matches('[').trim_end_matches(']').to_owned();
+    let addrs: Vec<SocketAddr> = tokio::net::lookup_host((lookup_host.as_str(), port))
+        .await
+        .map_err(|_| bad("host could not be resolved"))?
+        .collect();
+    let addr = *addrs.first().ok_or_else(|| bad("host could not be resolved"))?;
+    if !allow_private && addrs.iter().any(|a| is_private(a.ip())) {
+        return Err(bad("points to a private or loopback address, which the gateway does not fetch"));
+    }
+    let client = reqwest::Client::builder()
+        .timeout(timeout)
+        .tcp_nodelay(true)
+        .no_proxy()
+        .redirect(reqwest::redirect::Policy::none())
+        .resolve(&host, addr)
+        .build()
+        .map_err(|e| ApiError::Internal(format!("fetch client: {e}")))?;
+    let response = client.get(parsed.clone()).send().await.map_err(|e| {
+        if e.is_timeout() {
+            bad("timed out")
+        } else {
+            bad("could not be fetched")
+        }
+    })?;
+    if !response.status().is_success() {
+        return Err(bad(&format!("could not be fetched (status {})", response.status().as_u16())));
+    }
+    let file_name = parsed
+        .path_segments()
+        .and_then(|mut s| s.next_back().map(str::to_owned))
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "audio".to_owned());
+    let content_type = response
+        .headers()
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+        .unwrap_or_else(|| content_type_for(&file_name).to_owned());
+    Ok(Fetched { response, file_name, content_type })
+}
+
+/// Content type for a file name's extension (the media types of spec A10).
+pub fn content_type_for(name: &str) -> &'static str {
+    let ext = name.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase()).unwrap_or_default();
+    match ext.as_str() {
+        "mp3" => "audio/mpeg",
+        "wav" => "audio/wav",
+        "m4a" => "audio/mp4",
+        "flac" => "audio/flac",
+        "ogg" => "audio/ogg",
+        "webm" => "video/webm",
+        "mp4" => "video/mp4",
+        "mov" => "video/quicktime",
+        "mkv" => "video/x-matroska",
+        "png" => "image/png",
+        "jpg" | "jpeg" => "image/jpeg",
+        "webp" => "image/webp",
+        _ => "application/octet-stream",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn private_addresses() {
+        for a in ["127.0.0.1", "10.1.2.3", "192.168.0.1", "172.16.5.5", "169.254.169.254", "0.0.0.0", "100.64.0.1", "::1", "fd00::1", "fe80::1", "::ffff:127.0.0.1"] {
+            assert!(is_private(a.parse().unwrap()), "{a}");
+        }
+        for a in ["8.8.8.8", "1.1.1.1", "2606:4700::1111"] {
+            assert!(!is_private(a.parse().unwrap()), "{a}");
+        }
+    }
+
+    #[tokio::test]
+    async fn loopback_refused_unless_allowed() {
+        let e = open("http://127.0.0.1:9/x.wav", false, std::time::Duration::from_secs(1)).await.err().unwrap();
+        assert!(e.message().contains("private or loopback"), "{}", e.message());
+        let e = open("file:///etc/passwd", true, std::time::Duration::from_secs(1)).await.err().unwrap();
+        assert!(e.message().contains("http"), "{}", e.message());
+    }
+}

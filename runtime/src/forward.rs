@@ -1,0 +1,151 @@
+//! Pass-through modes: `proxy`, `fields`, `job_submit` (and `job_get`,
+//! `job_list`, which forward like `proxy` for now).
+//!
+//! Bodies are read (bounded) only where the gateway must validate or change
+//! them; answers are streamed back as they arrive, never buffered.
+
+use bytes::Bytes;
+use futures_util::TryStreamExt;
+use http::{header, HeaderValue, StatusCode};
+use http_body_util::{BodyExt, StreamBody};
+use hyper::body::Frame;
+use serde_json::{Map, Value};
+
+use crate::body;
+use crate::errors::ApiError;
+use crate::pipeline::{Ctx, Outcome};
+use crate::router::{Request, Response};
+use crate::spec::{Method, PathParams};
+use crate::{fetch, shape, validate};
+
+/// Whether the row's method carries a request body.
+fn has_body(m: Method) -> bool {
+    matches!(m, Method::Post | Method::Put | Method::Patch)
+}
+
+/// Streams an upstream answer back: status and content type kept, body as a stream.
+pub fn stream_back(resp: reqwest::Response) -> Response {
+    let status = StatusCode::from_u16(resp.status().as_u16()).unwrap_or(StatusCode::OK);
+    let content_type = resp.headers().get(header::CONTENT_TYPE).cloned();
+    let stream = resp
+        .bytes_stream()
+        .map_ok(Frame::data)
+        .map_err(|e| -> crate::body::BoxError { Box::new(e.without_url()) });
+    let mut out = http::Response::new(BodyExt::boxed(StreamBody::new(stream)));
+    *out.status_mut() = status;
+    if let Some(ct) = content_type {
+        out.headers_mut().insert(header::CONTENT_TYPE, ct);
+    }
+    out
+}
+
+/// A JSON answer with a status.
+pub fn json_response(status: StatusCode, v: &Value) -> Response {
+    let mut out = http::Response::new(body::full(Bytes::from(v.to_string())));
+    *out.status_mut() = status;
+    out.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    out
+}
+
+/// Reads and validates the JSON body of a row (empty for GET/DELETE).
+async fn read_body(ctx: &Ctx, req: Request) -> Result<Map<String, Value>, ApiError> {
+    if !has_body(ctx.spec.method) {
+        return Ok(Map::new());
+    }
+    let obj = shape::read_json_object(req.into_body(), ctx.gw.config.max_json_bytes).await?;
+    validate::body(ctx.spec.body, &obj)?;
+    Ok(obj)
+}
+
+/// Builds the upstream request for a row: filled path, shaped query.
+fn upstream_request(
+    ctx: &Ctx,
+    params: &PathParams,
+    body: Option<&mut Map<String, Value>>,
+) -> Result<reqwest::RequestBuilder, ApiError> {
+    let up = ctx.spec.upstream.as_ref().ok_or_else(|| ApiError::Internal(format!("row {} has no upstream", ctx.spec.id)))?;
+    let mut query = ctx.query.clone();
+    let path = shape::upstream_path(ctx.spec, up.path, params, &mut query, body)?;
+    shape::shape_query(ctx.spec, &mut query);
+    ctx.gw.upstream.request(up, &path, &query)
+}
+
+/// `proxy`: forward as is (JSON body shaped by the row), answer the upstream's body.
+pub async fn proxy(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<Outcome, ApiError> {
+    let base = ctx.spec.upstream.map(|u| u.base).unwrap_or(crate::spec::Base::Main);
+    let carries = has_body(ctx.spec.method);
+    let mut body = read_body(ctx, req).await?;
+    let mut rb = upstream_request(ctx, params, Some(&mut body))?;
+    if carries {
+        shape::shape_body(ctx.spec, &mut body)?;
+        rb = rb.json(&body);
+    }
+    let resp = ctx.gw.upstream.send(base, rb).await?;
+    let status = resp.status().as_u16();
+    Ok(Outcome::new(stream_back(resp), Some(status)))
+}
+
+/// `fields`: the body is `{"fields": {...}}`; the object is forwarded unchanged.
+pub async fn fields(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<Outcome, ApiError> {
+    let base = ctx.spec.upstream.map(|u| u.base).unwrap_or(crate::spec::Base::Main);
+    let mut body = read_body(ctx, req).await?;
+    let fields = match body.remove("fields") {
+        Some(Value::Object(f)) => f,
+        _ => return Err(ApiError::BadRequest("fields is required".into())),
+    };
+    let rb = upstream_request(ctx, params, Some(&mut body))?.json(&fields);
+    let resp = ctx.gw.upstream.send(base, rb).await?;
+    let status = resp.status().as_u16();
+    Ok(Outcome::new(stream_back(resp), Some(status)))
+}
+
+/// `job_submit`: forward the job (as JSON, or as multipart with the fetched
+/// `audio_url` as the row's `file_field`), answer the upstream's JSON with
+/// `job_id` added.
+pub async fn job_submit(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<Outcome, ApiError> {
+    let base = ctx.spec.upstream.map(|u| u.base).unwrap_or(crate::spec::Base::Main);
+    let mut body = read_body(ctx, req).await?;
+    let rb = upstream_request(ctx, params, Some(&mut body))?;
+    let rb = match ctx.spec.file_field {
+        Some(field) => {
+            let url = body
+                .remove("audio_url")
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .ok_or_else(|| ApiError::BadRequest("audio_url is required".into()))?;
+            shape::shape_body(ctx.spec, &mut body)?;
+            let cfg = &ctx.gw.config;
+            let fetched = fetch::open(&url, cfg.allow_private_fetch, cfg.upstream_timeout).await?;
+            let stream = fetched.response.bytes_stream();
+            let part = reqwest::multipart::Part::stream(reqwest::Body::wrap_stream(stream))
+                .file_name(fetched.file_name)
+                .mime_str(&fetched.content_type)
+                .map_err(|e| ApiError::Internal(format!("multipart part: {e}")))?;
+            let mut form = reqwest::multipart::Form::new();
+            for (k, v) in body {
+                let text = match v {
+                    Value::String(s) => s,
+                    Value::Null => continue,
+                    other => other.to_string(),
+                };
+                form = form.text(k, text);
+            }
+            rb.multipart(form.part(field, part))
+        }
+        None => {
+            shape::shape_body(ctx.spec, &mut body)?;
+            rb.json(&body)
+        }
+    };
+    let resp = ctx.gw.upstream.send(base, rb).await?;
+    let status = resp.status();
+    let bytes = resp.bytes().await.map_err(|e| ctx.gw.upstream.network_error(base, &e))?;
+    let mut answer: Value = serde_json::from_slice(&bytes)
+        .map_err(|_| ApiError::BadGateway("the voice provider answered a job submission that is not JSON".into()))?;
+    let job_id = shape::upstream_id(&answer)
+        .ok_or_else(|| ApiError::BadGateway("the voice provider answered a job submission without an id".into()))?;
+    if let Value::Object(m) = &mut answer {
+        m.insert("job_id".into(), Value::String(job_id));
+    }
+    let status = StatusCode::from_u16(status.as_u16()).unwrap_or(StatusCode::OK);
+    Ok(Outcome::new(json_response(status, &answer), Some(status.as_u16())))
+}

@@ -1,0 +1,394 @@
+//! SQLite: migrations, repositories, and the group-commit record writer.
+//!
+//! Architecture invariant: only this module speaks SQL.
+//!
+//! * Reads go through an `r2d2` pool (WAL mode lets them run beside the writer)
+//!   and are called from async code through `spawn_blocking`.
+//! * Records that must not be lost (audit today; usage and ledger later) go
+//!   through [`RecordWriter`]: one dedicated thread owns one connection and
+//!   commits whatever has queued up in one transaction (group commit), then
+//!   wakes every request whose records were in it. A request answers only
+//!   after its records are durable, without one fsync per request and without
+//!   blocking the async runtime.
+
+use std::path::Path;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use r2d2_sqlite::SqliteConnectionManager;
+use rusqlite::{params, Connection, OptionalExtension};
+
+/// Migrations, applied in order; `PRAGMA user_version` records how many ran.
+/// Append only: never edit a migration that has shipped.
+const MIGRATIONS: &[&str] = &[
+    // 1: users, API keys, audit.
+    r#"
+    CREATE TABLE users (
+        id          INTEGER PRIMARY KEY,
+        email       TEXT NOT NULL UNIQUE,
+        is_admin    INTEGER NOT NULL DEFAULT 0,
+        disabled    INTEGER NOT NULL DEFAULT 0,
+        created_at  TEXT NOT NULL
+    );
+    CREATE TABLE api_keys (
+        id          INTEGER PRIMARY KEY,
+        user_id     INTEGER NOT NULL REFERENCES users(id),
+        key_hash    TEXT NOT NULL UNIQUE,
+        created_at  TEXT NOT NULL,
+        revoked_at  TEXT
+    );
+    CREATE TABLE audit (
+        id              INTEGER PRIMARY KEY,
+        request_id      TEXT NOT NULL,
+        user_id         INTEGER REFERENCES users(id),
+        route_id        TEXT NOT NULL,
+        method          TEXT NOT NULL,
+        path            TEXT NOT NULL,
+        status          INTEGER NOT NULL,
+        upstream_status INTEGER,
+        latency_ms      INTEGER NOT NULL,
+        created_at      TEXT NOT NULL
+    );
+    CREATE INDEX audit_by_user ON audit(user_id, created_at);
+    "#,
+];
+
+/// A database error, kept as text (callers log it and answer 500).
+#[derive(Debug, thiserror::Error)]
+#[error("database: {0}")]
+pub struct StoreError(pub String);
+
+impl From<rusqlite::Error> for StoreError {
+    fn from(e: rusqlite::Error) -> Self {
+        StoreError(e.to_string())
+    }
+}
+
+impl From<r2d2::Error> for StoreError {
+    fn from(e: r2d2::Error) -> Self {
+        StoreError(e.to_string())
+    }
+}
+
+pub type Result<T> = std::result::Result<T, StoreError>;
+
+/// A user as authentication sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct User {
+    pub id: i64,
+    pub email: String,
+    pub is_admin: bool,
+    pub disabled: bool,
+}
+
+/// One audit row: who called which route, and how it went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditRecord {
+    pub request_id: String,
+    pub user_id: Option<i64>,
+    pub route_id: String,
+    pub method: String,
+    pub path: String,
+    pub status: u16,
+    pub upstream_status: Option<u16>,
+    pub latency_ms: u64,
+    /// RFC 3339, UTC.
+    pub created_at: String,
+}
+
+/// A record committed by the group-commit writer.
+#[derive(Debug, Clone)]
+pub enum Record {
+    Audit(AuditRecord),
+}
+
+fn configure(conn: &mut Connection) -> rusqlite::Result<()> {
+    conn.busy_timeout(Duration::from_secs(10))?;
+    conn.pragma_update(None, "foreign_keys", "ON")?;
+    Ok(())
+}
+
+/// Opens (creating if needed) the database file and runs pending migrations.
+fn open_and_migrate(path: &Path) -> Result<Connection> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| StoreError(format!("creating {}: {e}", dir.display())))?;
+    }
+    let mut conn = Connection::open(path)?;
+    configure(&mut conn)?;
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    let version: usize = conn.pragma_query_value(None, "user_version", |r| r.get::<_, i64>(0))? as usize;
+    for (i, sql) in MIGRATIONS.iter().enumerate().skip(version) {
+        let tx = conn.transaction()?;
+        tx.execute_batch(sql)?;
+        tx.pragma_update(None, "user_version", (i + 1) as i64)?;
+        tx.commit()?;
+    }
+    Ok(conn)
+}
+
+/// The database: a read pool and the record writer.
+#[derive(Clone)]
+pub struct Store {
+    pool: r2d2::Pool<SqliteConnectionManager>,
+    writer: RecordWriter,
+}
+
+impl Store {
+    /// Opens the database at `path`, migrates it, and starts the writer thread.
+    pub fn open(path: &Path) -> Result<Store> {
+        let writer_conn = open_and_migrate(path)?;
+        // The writer's commits are durable (synchronous=FULL): a committed
+        // record survives a power cut, which is what "must not lose a record" means.
+        writer_conn.pragma_update(None, "synchronous", "FULL")?;
+        let manager = SqliteConnectionManager::file(path).with_init(configure);
+        let pool = r2d2::Pool::builder().max_size(8).build(manager)?;
+        Ok(Store { pool, writer: RecordWriter::start(writer_conn) })
+    }
+
+    fn conn(&self) -> Result<r2d2::PooledConnection<SqliteConnectionManager>> {
+        Ok(self.pool.get()?)
+    }
+
+    /// Commits `records` (in the next group commit) and waits until they are durable.
+    pub async fn commit(&self, records: Vec<Record>) -> Result<()> {
+        self.writer.commit(records).await
+    }
+
+    // ---- users and keys (used by the CLI and by auth) ----
+
+    pub fn create_user(&self, email: &str, is_admin: bool) -> Result<i64> {
+        let conn = self.conn()?;
+        conn.execute(
+            "INSERT INTO users (email, is_admin, created_at) VALUES (?1, ?2, ?3)",
+            params![email, is_admin, now_rfc3339()],
+        )?;
+        Ok(conn.last_insert_rowid())
+    }
+
+    pub fn user(&self, id: i64) -> Result<Option<User>> {
+        let conn = self.conn()?;
+        Ok(conn
+            .query_row("SELECT id, email, is_admin, disabled FROM users WHERE id = ?1", [id], row_to_user)
+            .optional()?)
+    }
+
+    pub fn set_user_disabled(&self, id: i64, disabled: bool) -> Result<bool> {
+        let n = self.conn()?.execute("UPDATE users SET disabled = ?2 WHERE id = ?1", params![id, disabled])?;
+        Ok(n == 1)
+    }
+
+    /// Stores the SHA-256 hash (hex) of a new key for a user.
+    pub fn insert_key_hash(&self, user_id: i64, key_hash: &str) -> Result<()> {
+        self.conn()?.execute(
+            "INSERT INTO api_keys (user_id, key_hash, created_at) VALUES (?1, ?2, ?3)",
+            params![user_id, key_hash, now_rfc3339()],
+        )?;
+        Ok(())
+    }
+
+    pub fn revoke_key_hash(&self, key_hash: &str) -> Result<bool> {
+        let n = self.conn()?.execute(
+            "UPDATE api_keys SET revoked_at = ?2 WHERE key_hash = ?1 AND revoked_at IS NULL",
+            params![key_hash, now_rfc3339()],
+        )?;
+        Ok(n == 1)
+    }
+
+    /// The user owning a live key with this hash.
+    pub fn user_by_key_hash(&self, key_hash: &str) -> Result<Option<User>> {
+        let conn = self.conn()?;
+        Ok(conn
+            .query_row(
+                "SELECT u.id, u.email, u.is_admin, u.disabled FROM api_keys k JOIN users u ON u.id = k.user_id
+                 WHERE k.key_hash = ?1 AND k.revoked_at IS NULL",
+                [key_hash],
+                row_to_user,
+            )
+            .optional()?)
+    }
+
+    /// Audit rows, oldest first (for tests and operators).
+    pub fn audit_rows(&self) -> Result<Vec<AuditRecord>> {
+        let conn = self.conn()?;
+        let mut stmt = conn.prepare(
+            "SELECT request_id, user_id, route_id, method, path, status, upstream_status, latency_ms, created_at
+             FROM audit ORDER BY id",
+        )?;
+        let rows = stmt.query_map([], |r| {
+            Ok(AuditRecord {
+                request_id: r.get(0)?,
+                user_id: r.get(1)?,
+                route_id: r.get(2)?,
+                method: r.get(3)?,
+                path: r.get(4)?,
+                status: r.get(5)?,
+                upstream_status: r.get(6)?,
+                latency_ms: r.get::<_, i64>(7)? as u64,
+                created_at: r.get(8)?,
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+    }
+}
+
+fn row_to_user(r: &rusqlite::Row<'_>) -> rusqlite::Result<User> {
+    Ok(User { id: r.get(0)?, email: r.get(1)?, is_admin: r.get(2)?, disabled: r.get(3)? })
+}
+
+/// Current time as RFC 3339 UTC with milliseconds.
+pub fn now_rfc3339() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+// ---------------------------------------------------------------------------
+// Group commit
+
+struct Batch {
+    records: Vec<Record>,
+    done: tokio::sync::oneshot::Sender<Result<()>>,
+}
+
+/// Handle to the writer thread. Cloning shares the thread.
+#[derive(Clone)]
+pub struct RecordWriter {
+    tx: mpsc::Sender<Batch>,
+}
+
+/// Most batches folded into one transaction.
+const MAX_GROUP: usize = 512;
+
+impl RecordWriter {
+    fn start(conn: Connection) -> RecordWriter {
+        let (tx, rx) = mpsc::channel::<Batch>();
+        std::thread::Builder::new()
+            .name("record-writer".into())
+            .spawn(move || writer_loop(conn, rx))
+            .expect("spawn record writer");
+        RecordWriter { tx }
+    }
+
+    async fn commit(&self, records: Vec<Record>) -> Result<()> {
+        if records.is_empty() {
+            return Ok(());
+        }
+        let (done, wait) = tokio::sync::oneshot::channel();
+        self.tx
+            .send(Batch { records, done })
+            .map_err(|_| StoreError("record writer stopped".into()))?;
+        wait.await.map_err(|_| StoreError("record writer stopped".into()))?
+    }
+}
+
+fn writer_loop(mut conn: Connection, rx: mpsc::Receiver<Batch>) {
+    // Blocks until work arrives; ends when every sender is gone.
+    while let Ok(first) = rx.recv() {
+        let mut group = vec![first];
+        while group.len() < MAX_GROUP {
+            match rx.try_recv() {
+                Ok(b) => group.push(b),
+                Err(_) => break,
+            }
+        }
+        let result = write_group(&mut conn, &group).map_err(|e| e.to_string());
+        if let Err(e) = &result {
+            tracing::error!(error = %e, batches = group.len(), "group commit failed");
+        }
+        for b in group {
+            let _ = b.done.send(result.clone().map_err(StoreError));
+        }
+    }
+}
+
+fn write_group(conn: &mut Connection, group: &[Batch]) -> rusqlite::Result<()> {
+    let tx = conn.transaction()?;
+    {
+        let mut audit = tx.prepare_cached(
+            "INSERT INTO audit (request_id, user_id, route_id, method, path, status, upstream_status, latency_ms, created_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        )?;
+        for batch in group {
+            for record in &batch.records {
+                match record {
+                    Record::Audit(a) => {
+                        audit.execute(params![
+                            a.request_id,
+                            a.user_id,
+                            a.route_id,
+                            a.method,
+                            a.path,
+                            a.status,
+                            a.upstream_status,
+                            a.latency_ms as i64,
+                            a.created_at
+                        ])?;
+                    }
+                }
+            }
+        }
+    }
+    tx.commit()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp_db() -> (tempdir::Dir, Store) {
+        let dir = tempdir::Dir::new();
+        let store = Store::open(&dir.0.join("t.db")).unwrap();
+        (dir, store)
+    }
+
+    mod tempdir {
+        pub struct Dir(pub std::path::PathBuf);
+        impl Dir {
+            pub fn new() -> Dir {
+                let p = std::env::temp_dir().join(format!("rt-store-{}-{}", std::process::id(), rand::random::<u64>()));
+                std::fs::create_dir_all(&p).unwrap();
+                Dir(p)
+            }
+        }
+        impl Drop for Dir {
+            fn drop(&mut self) {
+                let _ = std::fs::remove_dir_all(&self.0);
+            }
+        }
+    }
+
+    fn audit(i: usize) -> Record {
+        Record::Audit(AuditRecord {
+            request_id: format!("res_{i}"),
+            user_id: None,
+            route_id: "tts.synthesize".into(),
+            method: "POST".into(),
+            path: "/x".into(),
+            status: 200,
+            upstream_status: Some(200),
+            latency_ms: 1,
+            created_at: now_rfc3339(),
+        })
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn concurrent_commits_all_land() {
+        let (_d, store) = temp_db();
+        let mut tasks = Vec::new();
+        for i in 0..200 {
+            let s = store.clone();
+            tasks.push(tokio::spawn(async move { s.commit(vec![audit(i)]).await }));
+        }
+        for t in tasks {
+            t.await.unwrap().unwrap();
+        }
+        assert_eq!(store.audit_rows().unwrap().len(), 200);
+    }
+
+    #[test]
+    fn migrations_are_idempotent() {
+        let (d, store) = temp_db();
+        drop(store);
+        let again = Store::open(&d.0.join("t.db")).unwrap();
+        let id = again.create_user("a@example.com", false).unwrap();
+        assert_eq!(again.user(id).unwrap().unwrap().email, "a@example.com");
+    }
+}

@@ -1,0 +1,244 @@
+//! The HTTP client to the upstream providers, and error mapping (spec §7).
+//!
+//! One shared `reqwest` client keeps a keep-alive pool to every upstream,
+//! with `TCP_NODELAY` and the configured time-out (120 s by default). The
+//! upstream key is added here and nowhere else; every message taken from an
+//! upstream answer is scrubbed of it before it can reach a caller or a log.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::StatusCode;
+use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
+use serde_json::Value;
+
+use crate::config::Config;
+use crate::errors::ApiError;
+use crate::spec::{self, Base, UpstreamAuth};
+
+/// Characters kept as they are in a path segment: RFC 3986 unreserved.
+const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'.').remove(b'_').remove(b'~');
+
+/// Largest upstream error body read to find its message.
+const MAX_ERROR_BODY: usize = 64 * 1024;
+
+/// Percent-encodes one path segment.
+pub fn encode_segment(s: &str) -> String {
+    utf8_percent_encode(s, SEGMENT).to_string()
+}
+
+/// Who an upstream base is, in messages.
+pub fn provider_name(base: Base) -> &'static str {
+    match base {
+        Base::Main | Base::Synth => "the voice provider",
+        Base::Llm => "the model provider",
+    }
+}
+
+/// The upstream client.
+pub struct Upstream {
+    client: reqwest::Client,
+    main: String,
+    synth: String,
+    key: Option<String>,
+    timeout: Duration,
+}
+
+impl Upstream {
+    pub fn new(config: &Config) -> Upstream {
+        let client = reqwest::Client::builder()
+            .timeout(config.upstream_timeout)
+            .connect_timeout(config.upstream_timeout.min(Duration::from_secs(10)))
+            .tcp_nodelay(true)
+            .pool_max_idle_per_host(1024)
+            .pool_idle_timeout(Duration::from_secs(60))
+            .no_proxy()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .expect("building the upstream HTTP client");
+        Upstream {
+            client,
+            main: config.provider_base_url.clone(),
+            synth: config.provider_synth_url.clone(),
+            key: config.provider_api_key.clone(),
+            timeout: config.upstream_timeout,
+        }
+    }
+
+    /// Whether `PROVIDER_API_KEY` is set.
+    pub fn configured(&self) -> bool {
+        self.key.is_some()
+    }
+
+    /// The shared client (for fetching media from upstream hosts).
+    pub fn client(&self) -> &reqwest::Client {
+        &self.client
+    }
+
+    fn base_url(&self, base: Base) -> Result<&str, ApiError> {
+        match base {
+            Base::Main => Ok(&self.main),
+            Base::Synth => Ok(&self.synth),
+            Base::Llm => Err(ApiError::NotImplemented("the general gateway's model provider is not configured".into())),
+        }
+    }
+
+    /// A request to `path` (already filled and encoded) on the row's base,
+    /// with the upstream credential in the base's form.
+    pub fn request(&self, up: &spec::Upstream, path: &str, query: &[(String, String)]) -> Result<reqwest::RequestBuilder, ApiError> {
+        let key = self
+            .key
+            .as_deref()
+            .ok_or_else(|| ApiError::Unavailable("upstream integration not configured".into()))?;
+        let url = format!("{}{}", self.base_url(up.base)?, path);
+        let mut rb = self.client.request(up.method.to_http(), url);
+        if !query.is_empty() {
+            rb = rb.query(query);
+        }
+        rb = match up.auth {
+            UpstreamAuth::Bearer => rb.header(http::header::AUTHORIZATION, format!("Bearer {key}")),
+            UpstreamAuth::Token => rb.header(http::header::AUTHORIZATION, format!("Token token={key}")),
+            UpstreamAuth::AccessToken => rb.header("x-access-token", key),
+        };
+        Ok(rb)
+    }
+
+    /// Sends a request; a non-success status or a network failure becomes
+    /// the [`ApiError`] of spec §7.
+    pub async fn send(&self, base: Base, rb: reqwest::RequestBuilder) -> Result<reqwest::Response, ApiError> {
+        let resp = rb.send().await.map_err(|e| self.network_error(base, &e))?;
+        if resp.status().is_success() {
+            return Ok(resp);
+        }
+        Err(self.error_from_response(base, resp).await)
+    }
+
+    /// Maps a transport failure: always 502 "network error contacting ...".
+    pub fn network_error(&self, base: Base, e: &reqwest::Error) -> ApiError {
+        let what = if e.is_timeout() {
+            format!("timed out after {} s", self.timeout.as_secs_f64())
+        } else if e.is_connect() {
+            "connection failed".to_owned()
+        } else if e.is_body() || e.is_decode() {
+            "connection closed while reading the answer".to_owned()
+        } else {
+            "connection error".to_owned()
+        };
+        tracing::warn!(provider = provider_name(base), error = %self.scrub(&e.to_string()), "upstream network error");
+        ApiError::Network(format!("network error contacting {}: {what}", provider_name(base)))
+    }
+
+    /// Maps an upstream error status, reading (a bounded part of) its body.
+    pub async fn error_from_response(&self, base: Base, resp: reqwest::Response) -> ApiError {
+        let status = resp.status();
+        let retry_after = resp
+            .headers()
+            .get(http::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok());
+        let body = read_bounded(resp, MAX_ERROR_BODY).await;
+        let message = self.scrub(&upstream_message(&body).unwrap_or_default());
+        tracing::info!(provider = provider_name(base), status = status.as_u16(), message = %message, "upstream error status");
+        map_status(base, status, retry_after, message)
+    }
+
+    /// Removes the upstream key from a text.
+    pub fn scrub(&self, s: &str) -> String {
+        match &self.key {
+            Some(k) if !k.is_empty() && s.contains(k.as_str()) => s.replace(k.as_str(), "[redacted]"),
+            _ => s.to_owned(),
+        }
+    }
+}
+
+/// Maps an upstream status to the gateway's error (spec §7).
+pub fn map_status(base: Base, status: StatusCode, retry_after: Option<u64>, message: String) -> ApiError {
+    let who = provider_name(base);
+    let or = |m: String, fallback: String| if m.trim().is_empty() { fallback } else { m };
+    match status.as_u16() {
+        400 | 422 => ApiError::UpstreamRejected(or(message, format!("{who} rejected the request"))),
+        404 => ApiError::UpstreamNotFound(or(message, "not found".to_owned())),
+        413 => ApiError::PayloadTooLarge(or(message, format!("{who} refused the payload as too large"))),
+        429 => ApiError::UpstreamRateLimited { retry_after: retry_after.unwrap_or(1) },
+        401 | 403 => ApiError::BadGateway(format!("{who} refused the gateway's credentials or plan (status {})", status.as_u16())),
+        s if s >= 500 => ApiError::BadGateway(format!("{who} failed (status {s})")),
+        s => ApiError::BadGateway(format!("{who} answered an unexpected status {s}")),
+    }
+}
+
+/// Reads at most `limit` bytes of a body.
+pub async fn read_bounded(mut resp: reqwest::Response, limit: usize) -> Bytes {
+    let mut buf = Vec::new();
+    while let Ok(Some(chunk)) = resp.chunk().await {
+        let room = limit.saturating_sub(buf.len());
+        buf.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        if buf.len() >= limit {
+            break;
+        }
+    }
+    Bytes::from(buf)
+}
+
+/// The human message of an upstream error body
+/// (`{"message"}`, `{"error"}`, `{"errors": {"field": ["msg"]}}`, or text).
+pub fn upstream_message(body: &[u8]) -> Option<String> {
+    let text = String::from_utf8_lossy(body);
+    let Ok(v) = serde_json::from_slice::<Value>(body) else {
+        let t = text.trim();
+        return (!t.is_empty()).then(|| t.chars().take(500).collect());
+    };
+    let mut parts = Vec::new();
+    for key in ["message", "error", "detail"] {
+        if let Some(s) = v.get(key).and_then(Value::as_str) {
+            if !s.is_empty() && !parts.iter().any(|p: &String| p == s) {
+                parts.push(s.to_owned());
+            }
+        }
+    }
+    if let Some(errors) = v.get("errors").and_then(Value::as_object) {
+        for (field, msgs) in errors {
+            let msgs = match msgs {
+                Value::Array(a) => a.iter().map(|m| m.as_str().map(str::to_owned).unwrap_or_else(|| m.to_string())).collect::<Vec<_>>().join(", "),
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            parts.push(format!("{field}: {msgs}"));
+        }
+    }
+    if parts.is_empty() {
+        return Some(v.to_string().chars().take(500).collect());
+    }
+    Some(parts.join("; "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_from_upstream_bodies() {
+        assert_eq!(upstream_message(br#"{"success":false,"message":"bad voice"}"#).unwrap(), "bad voice");
+        assert_eq!(
+            upstream_message(br#"{"success":false,"message":"invalid","errors":{"name":["can't be blank"]}}"#).unwrap(),
+            "invalid; name: can't be blank"
+        );
+        assert_eq!(upstream_message(b"plain text").unwrap(), "plain text");
+        assert_eq!(upstream_message(b""), None);
+    }
+
+    #[test]
+    fn statuses_map_as_spec_7() {
+        let m = |s: u16| map_status(Base::Main, StatusCode::from_u16(s).unwrap(), Some(9), "why".into()).status().as_u16();
+        assert_eq!([m(400), m(422), m(401), m(403), m(500), m(503), m(429)], [400, 400, 502, 502, 502, 502, 429]);
+        assert_eq!(
+            map_status(Base::Main, StatusCode::TOO_MANY_REQUESTS, Some(9), String::new()),
+            ApiError::UpstreamRateLimited { retry_after: 9 }
+        );
+    }
+
+    #[test]
+    fn segments_are_percent_encoded() {
+        assert_eq!(encode_segment("a b/c?d"), "a%20b%2Fc%3Fd");
+        assert_eq!(encode_segment("uuid-1_2.3~"), "uuid-1_2.3~");
+    }
+}

@@ -1,0 +1,201 @@
+//! Command line: `gateway serve | users | keys | routes | demo`.
+//!
+//! Every subcommand reads the same environment (`GATEWAY_DATA_DIR`,
+//! `GATEWAY_DB`, ...) as `serve`, so a user created by `gateway users create`
+//! is the one `gateway serve` authenticates. Commands that create something
+//! print only that thing on stdout (an id, a key), so scripts can capture it;
+//! everything else goes to stderr.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use runtime::config::Config;
+use runtime::store::Store;
+
+#[derive(Parser, Debug)]
+#[command(name = "gateway", version, about = "Gateway for AI voice and model APIs")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Serve the API (configuration from the environment; see README).
+    Serve,
+    /// Manage users.
+    Users {
+        #[command(subcommand)]
+        command: UsersCommand,
+    },
+    /// Manage API keys.
+    Keys {
+        #[command(subcommand)]
+        command: KeysCommand,
+    },
+    /// Print the generated route table: method, path, mode, billing, gate.
+    Routes,
+    /// Run the demo: simulator + gateway on a fresh data directory.
+    Demo,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum UsersCommand {
+    /// Create a user; prints its id.
+    Create {
+        #[arg(long)]
+        email: String,
+        #[arg(long)]
+        admin: bool,
+    },
+    /// Disable a user (its keys answer 403).
+    Disable {
+        #[arg(long)]
+        user: i64,
+    },
+    /// Enable a disabled user.
+    Enable {
+        #[arg(long)]
+        user: i64,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum KeysCommand {
+    /// Create an API key for a user; prints the key (shown only once).
+    Create {
+        #[arg(long)]
+        user: i64,
+    },
+    /// Revoke an API key.
+    Revoke {
+        #[arg(long)]
+        key: String,
+    },
+}
+
+/// Sets up logging to stderr (`RUST_LOG`, default `info`).
+pub fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+}
+
+/// Entry point of the binary.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_tracing();
+    match run(cli.command) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+type CliResult = Result<(), Box<dyn std::error::Error>>;
+
+fn open_store(config: &Config) -> Result<Store, Box<dyn std::error::Error>> {
+    Ok(Store::open(&config.db_path)?)
+}
+
+/// Runs one subcommand.
+pub fn run(command: Command) -> CliResult {
+    match command {
+        Command::Routes => {
+            // A closed pipe (`gateway routes | head`) is not an error.
+            use std::io::Write;
+            match std::io::stdout().lock().write_all(crate::route_listing().as_bytes()) {
+                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+                _ => Ok(()),
+            }
+        }
+        Command::Serve => {
+            let config = Config::from_env()?;
+            runtime_block_on(serve(config))
+        }
+        Command::Demo => runtime_block_on(crate::demo::run()),
+        Command::Users { command } => {
+            let config = Config::from_env()?;
+            let store = open_store(&config)?;
+            match command {
+                UsersCommand::Create { email, admin } => {
+                    let email = email.trim();
+                    if email.is_empty() || !email.contains('@') {
+                        return Err(format!("not an email address: {email:?}").into());
+                    }
+                    let id = store.create_user(email, admin)?;
+                    println!("{id}");
+                }
+                UsersCommand::Disable { user } => set_disabled(&store, user, true)?,
+                UsersCommand::Enable { user } => set_disabled(&store, user, false)?,
+            }
+            Ok(())
+        }
+        Command::Keys { command } => {
+            let config = Config::from_env()?;
+            let store = open_store(&config)?;
+            match command {
+                KeysCommand::Create { user } => {
+                    let key = runtime::auth::create_key(&store, user).map_err(|e| e.message())?;
+                    println!("{key}");
+                }
+                KeysCommand::Revoke { key } => {
+                    if !store.revoke_key_hash(&runtime::auth::hash_key(key.trim()))? {
+                        return Err("no such live key".into());
+                    }
+                    eprintln!("revoked");
+                }
+            }
+            Ok(())
+        }
+    }
+}
+
+fn set_disabled(store: &Store, user: i64, disabled: bool) -> CliResult {
+    if !store.set_user_disabled(user, disabled)? {
+        return Err(format!("no user with id {user}").into());
+    }
+    eprintln!("user {user} {}", if disabled { "disabled" } else { "enabled" });
+    Ok(())
+}
+
+fn runtime_block_on(f: impl std::future::Future<Output = CliResult>) -> CliResult {
+    tokio::runtime::Builder::new_multi_thread().enable_all().build()?.block_on(f)
+}
+
+/// Resolves on SIGINT or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM handler");
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = ctrl_c.await;
+    }
+}
+
+/// `gateway serve`.
+pub async fn serve(config: Config) -> CliResult {
+    if config.provider_api_key.is_none() {
+        tracing::warn!("PROVIDER_API_KEY is not set: voice routes will answer 503 (upstream integration not configured)");
+    }
+    if config.webhook_secret.is_none() {
+        tracing::warn!("PROVIDER_WEBHOOK_SECRET is not set: inbound webhooks are accepted unsigned (development only)");
+    }
+    let listener = tokio::net::TcpListener::bind(config.addr).await?;
+    let addr = listener.local_addr()?;
+    let running = crate::start(config, listener)?;
+    tracing::info!("listening on {addr}");
+    shutdown_signal().await;
+    tracing::info!("signal received, shutting down");
+    running.stop().await;
+    Ok(())
+}

@@ -1,0 +1,79 @@
+//! `gateway demo`: the product on its embedded default, in one command.
+//!
+//! Starts the provider simulator in-process on a free loopback port, then
+//! the gateway on `GATEWAY_ADDR` (default 127.0.0.1:8080; a free port if that
+//! one is taken) with a fresh data directory under the system temp dir and
+//! the simulator as its upstream; creates a user and an API key, and prints
+//! curl commands that work as printed. Runs until Ctrl-C.
+
+use std::net::SocketAddr;
+
+use runtime::config::Config;
+use runtime::store::Store;
+use tokio::net::TcpListener;
+
+/// Upstream key the demo's simulator expects and its gateway sends.
+const DEMO_PROVIDER_KEY: &str = "demo-provider-key";
+
+pub async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    let data_dir = std::env::temp_dir().join(format!("gateway-demo-{}", chrono::Utc::now().format("%Y%m%d-%H%M%S")));
+    std::fs::create_dir_all(&data_dir)?;
+
+    let sim_listener = TcpListener::bind("127.0.0.1:0").await?;
+    let sim = sim::start(
+        sim_listener,
+        sim::SimConfig { api_key: Some(DEMO_PROVIDER_KEY.to_owned()), ..Default::default() },
+    )
+    .await;
+
+    let mut config = Config::from_env()?;
+    config.data_dir = data_dir.clone();
+    config.db_path = data_dir.join("gateway.db");
+    config.provider_api_key = Some(DEMO_PROVIDER_KEY.to_owned());
+    config.provider_base_url = sim.base_url();
+    config.provider_synth_url = sim.synth_url();
+    config.allow_private_fetch = true;
+
+    let store = Store::open(&config.db_path)?;
+    let user = store.create_user("demo@example.com", false)?;
+    let key = runtime::auth::create_key(&store, user).map_err(|e| e.message())?;
+    drop(store);
+
+    let listener = match TcpListener::bind(config.addr).await {
+        Ok(l) => l,
+        Err(_) => TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0))).await?,
+    };
+    let running = crate::start(config, listener)?;
+    let base = running.url();
+    tracing::info!("listening on {}", running.addr);
+
+    println!(
+        r#"
+Gateway demo running on {base} (simulated voice provider at {sim_url})
+Data directory: {data}
+
+API key of the demo user (id {user}):
+  export KEY={key}
+
+Try:
+  curl -s {base}/api/v1/voice/tts/voices -H "Authorization: Bearer $KEY"
+
+  curl -s {base}/api/v1/voice/tts/voices/stock-voice-1 -H "Authorization: Bearer $KEY"
+
+  curl -s {base}/api/v1/voice/tts/synthesize -H "Authorization: Bearer $KEY" \
+    -H 'Content-Type: application/json' \
+    -d '{{"voice_uuid": "stock-voice-1", "text": "Hello from the gateway", "output_format": "wav"}}'
+
+  {exe} routes   # every route of the table
+Press Ctrl-C to stop.
+"#,
+        sim_url = sim.url(),
+        exe = std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_else(|_| "gateway".into()),
+        data = data_dir.display(),
+    );
+
+    crate::cli::shutdown_signal().await;
+    running.stop().await;
+    drop(sim);
+    Ok(())
+}

@@ -1,0 +1,75 @@
+//! The `gateway` binary's library: the generated router, start-up, and the
+//! CLI commands (so that tests drive exactly what the binary runs).
+//!
+//! # Layout
+//!
+//! * [`routes`] — generated from `endpoints.toml` by `codegen::routes!`:
+//!   one `static EndpointSpec` per row, one handler per row, `ROUTES`, `route()`.
+//! * [`cli`] — the subcommands (`serve`, `users`, `keys`, `routes`, `demo`).
+//! * [`demo`] — the embedded demo: simulator + gateway on a fresh data dir.
+//! * [`start`] — binds nothing itself: takes a listener and a configuration,
+//!   returns a handle to the running gateway.
+
+pub mod cli;
+pub mod demo;
+
+/// The generated router (see `endpoints.toml`).
+pub mod routes {
+    codegen::routes!("../endpoints.toml");
+}
+
+use std::net::SocketAddr;
+
+use runtime::config::Config;
+use runtime::{Gateway, StartError};
+use tokio::net::TcpListener;
+
+pub use runtime;
+
+/// A gateway serving on a listener; dropping it does not stop it, [`Running::stop`] does.
+pub struct Running {
+    pub addr: SocketAddr,
+    pub gateway: Gateway,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Running {
+    /// Stops accepting, drains requests in flight, and waits for the end.
+    pub async fn stop(mut self) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+        let _ = (&mut self.task).await;
+    }
+
+    /// The base URL, e.g. `http://127.0.0.1:8080`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+}
+
+/// Starts a gateway on `listener` with `config`.
+pub fn start(config: Config, listener: TcpListener) -> Result<Running, StartError> {
+    let addr = listener.local_addr().map_err(|e| StartError::Store(runtime::store::StoreError(e.to_string())))?;
+    let gateway = Gateway::new(config)?;
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let gw = gateway.clone();
+    let task = tokio::spawn(async move {
+        runtime::server::serve(listener, gw, routes::route, async {
+            let _ = stopped.await;
+        })
+        .await
+    });
+    Ok(Running { addr, gateway, stop: Some(stop), task })
+}
+
+/// The route listing of `gateway routes`: one line per row.
+pub fn route_listing() -> String {
+    let mut out = String::new();
+    for spec in routes::ROUTES {
+        out.push_str(spec.listing_line().trim_end());
+        out.push('\n');
+    }
+    out
+}

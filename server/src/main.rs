@@ -1,0 +1,4 @@
+//! `gateway`: see `gateway --help`.
+fn main() -> std::process::ExitCode {
+    server::cli::main()
+}

@@ -1,0 +1,243 @@
+//! The control plane under `/__sim` (no credentials, never faulted, never
+//! logged) and result media.
+//!
+//! | Method | Path | Body → answer |
+//! |---|---|---|
+//! | GET | `/__sim/health` | `{"ok": true}` |
+//! | GET / DELETE | `/__sim/requests` | `{"requests": [entry...]}` / clears (see [`crate::log`]) |
+//! | POST | `/__sim/faults` | a rule (see [`crate::faults`]) → `{"success": true, "id": N}` |
+//! | GET / DELETE | `/__sim/faults` | `{"faults": [{id, rule, remaining}]}` / clears |
+//! | GET | `/__sim/jobs` | `{"jobs": [{kind, uuid, status, notified}]}` |
+//! | POST | `/__sim/jobs/{uuid}/complete`, `/__sim/jobs/{uuid}/fail` | → `{"success": true, "items": [...]}`, 404 unknown (also OpenAI video ids) |
+//! | GET / POST | `/__sim/config` | `{"job_duration_ms"?, "webhook_url"?, "webhook_secret"?, "api_key"?, "seconds_per_char"?, "stream_delay_ms"?}` (null clears) → the current config |
+//! | GET / DELETE | `/__sim/webhooks` | `{"webhooks": [{url, event, kind, id, signature, attempts, status, error, body}]}` / clears |
+//! | POST | `/__sim/billing_usage` | `{"date": "YYYY-MM-DD", "items": {"synth": "8450", ...}}` replaces that day |
+//! | POST | `/__sim/reset` | forgets all resources, jobs, usage, log, faults and webhook records |
+//! | GET | `/__sim/media/{id}.wav` / `.mp3` / `.png` | result audio, generated images (logged and faultable like provider calls) |
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::header::CONTENT_TYPE;
+use http::{HeaderValue, StatusCode};
+use serde_json::{json, Value};
+
+use crate::jobs::{self, Status};
+use crate::resources::{render_audio, Store};
+use crate::server::{bad_field, error, full, not_found, ok, Req, Resp, Shared};
+
+/// Handles a `/__sim/...` control request.
+pub fn handle(sh: &Arc<Shared>, req: &Req) -> Resp {
+    let path = req.path.trim_end_matches('/');
+    let segs: Vec<&str> = path
+        .trim_start_matches("/__sim")
+        .trim_start_matches('/')
+        .split('/')
+        .collect();
+    let done = || ok(json!({"success": true}));
+    match (req.method.as_str(), segs.as_slice()) {
+        ("GET", ["health"]) => ok(json!({"ok": true})),
+        ("GET", ["requests"]) => ok(json!({"requests": sh.log.render()})),
+        ("DELETE", ["requests"]) => {
+            sh.log.clear();
+            done()
+        }
+        ("POST", ["faults"]) => match body_json(req) {
+            Ok(rule) => match sh.faults.add(&rule) {
+                Ok(id) => ok(json!({"success": true, "id": id})),
+                Err(e) => error(StatusCode::BAD_REQUEST, &e, None),
+            },
+            Err(r) => r,
+        },
+        ("GET", ["faults"]) => ok(json!({"faults": sh.faults.list()})),
+        ("DELETE", ["faults"]) => {
+            sh.faults.clear();
+            done()
+        }
+        ("GET", ["jobs"]) => {
+            let store = sh.store.lock().unwrap();
+            let mut list: Vec<&jobs::Job> = store.jobs.values().collect();
+            list.sort_by_key(|j| j.seq);
+            let jobs: Vec<Value> = list
+                .iter()
+                .map(|j| json!({"kind": j.kind.as_str(), "uuid": j.uuid, "status": j.status().as_str(), "notified": j.notified}))
+                .collect();
+            ok(json!({"jobs": jobs}))
+        }
+        ("POST", ["jobs", id, action @ ("complete" | "fail")]) => {
+            let status = if *action == "complete" {
+                Status::Completed
+            } else {
+                Status::Failed
+            };
+            if let Some(items) = jobs::force(sh, id, status) {
+                return ok(json!({"success": true, "items": items}));
+            }
+            let video_status = if *action == "complete" {
+                "completed"
+            } else {
+                "failed"
+            };
+            match crate::openai::force_video(sh, id, video_status) {
+                Some(item) => ok(json!({"success": true, "items": [item]})),
+                None => not_found("job"),
+            }
+        }
+        ("GET", ["config"]) => ok(config_json(sh)),
+        ("POST", ["config"]) => match body_json(req) {
+            Ok(v) => match set_config(sh, &v) {
+                Ok(()) => ok(config_json(sh)),
+                Err(r) => r,
+            },
+            Err(r) => r,
+        },
+        ("GET", ["webhooks"]) => ok(json!({"webhooks": sh.webhook_log()})),
+        ("DELETE", ["webhooks"]) => {
+            sh.clear_webhooks();
+            done()
+        }
+        ("POST", ["billing_usage"]) => {
+            let v = match body_json(req) {
+                Ok(v) => v,
+                Err(r) => return r,
+            };
+            let Some(date) = v.get("date").and_then(Value::as_str) else {
+                return bad_field("date", "is required");
+            };
+            let Ok(day) = chrono::NaiveDate::parse_from_str(date, "%Y-%m-%d") else {
+                return bad_field("date", "must be YYYY-MM-DD");
+            };
+            let Some(items) = v.get("items").and_then(Value::as_object) else {
+                return bad_field("items", "must be an object");
+            };
+            match sh.store.lock().unwrap().billing.set_day(day, items) {
+                Ok(()) => done(),
+                Err(e) => error(StatusCode::BAD_REQUEST, &e, None),
+            }
+        }
+        ("POST", ["reset"]) => {
+            *sh.store.lock().unwrap() = Store::new();
+            sh.log.clear();
+            sh.faults.clear();
+            sh.clear_webhooks();
+            done()
+        }
+        _ => not_found("control route"),
+    }
+}
+
+fn body_json(req: &Req) -> Result<Value, Resp> {
+    if req.body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(json!({}));
+    }
+    serde_json::from_slice(&req.body)
+        .map_err(|e| error(StatusCode::BAD_REQUEST, &format!("invalid JSON: {e}"), None))
+}
+
+fn config_json(sh: &Shared) -> Value {
+    let c = sh.config.read().unwrap();
+    json!({
+        "job_duration_ms": c.job_duration.as_millis() as u64,
+        "webhook_url": c.webhook_url,
+        "webhook_secret": c.webhook_secret,
+        "api_key": c.api_key,
+        "seconds_per_char": c.seconds_per_char,
+        "stream_delay_ms": sh.stream_delay_ms.load(std::sync::atomic::Ordering::Relaxed),
+    })
+}
+
+fn set_config(sh: &Shared, v: &Value) -> Result<(), Resp> {
+    let opt_string = |key: &str| -> Result<Option<Option<String>>, Resp> {
+        match v.get(key) {
+            None => Ok(None),
+            Some(Value::Null) => Ok(Some(None)),
+            Some(Value::String(s)) => Ok(Some(Some(s.clone()))),
+            Some(_) => Err(bad_field(key, "must be a string or null")),
+        }
+    };
+    let duration = match v.get("job_duration_ms") {
+        None => None,
+        Some(d) => Some(Duration::from_millis(d.as_u64().ok_or_else(|| {
+            bad_field("job_duration_ms", "must be a non-negative integer")
+        })?)),
+    };
+    let spc = match v.get("seconds_per_char") {
+        None => None,
+        Some(s) => Some(
+            s.as_f64()
+                .filter(|x| *x >= 0.0)
+                .ok_or_else(|| bad_field("seconds_per_char", "must be a non-negative number"))?,
+        ),
+    };
+    let (url, secret, key) = (
+        opt_string("webhook_url")?,
+        opt_string("webhook_secret")?,
+        opt_string("api_key")?,
+    );
+    if let Some(d) = v.get("stream_delay_ms") {
+        let d = d
+            .as_u64()
+            .ok_or_else(|| bad_field("stream_delay_ms", "must be a non-negative integer"))?;
+        sh.stream_delay_ms
+            .store(d, std::sync::atomic::Ordering::Relaxed);
+    }
+    let mut c = sh.config.write().unwrap();
+    if let Some(d) = duration {
+        c.job_duration = d;
+    }
+    if let Some(s) = spc {
+        c.seconds_per_char = s;
+    }
+    if let Some(u) = url {
+        c.webhook_url = u;
+    }
+    if let Some(s) = secret {
+        c.webhook_secret = s;
+    }
+    if let Some(k) = key {
+        c.api_key = k;
+    }
+    Ok(())
+}
+
+/// Serves `/__sim/media/{id}.wav` or `.mp3` (22.05 kHz).
+pub fn media(sh: &Arc<Shared>, req: &Req) -> Resp {
+    if req.method != http::Method::GET && req.method != http::Method::HEAD {
+        return error(StatusCode::METHOD_NOT_ALLOWED, "method not allowed", None);
+    }
+    let name = req.path.trim_start_matches("/__sim/media/");
+    let Some((id, ext)) = name.rsplit_once('.') else {
+        return not_found("media");
+    };
+    let mp3 = match ext {
+        "wav" => false,
+        "mp3" => true,
+        "png" if sh.store.lock().unwrap().images.contains(id) => {
+            let mut r = full(crate::openai::png_bytes());
+            r.headers_mut()
+                .insert(CONTENT_TYPE, HeaderValue::from_static("image/png"));
+            return r;
+        }
+        _ => return not_found("media"),
+    };
+    let Some(secs) = sh.store.lock().unwrap().media_duration(id) else {
+        return not_found("media");
+    };
+    let ms = ((secs * 1000.0).round() as u64).max(1);
+    let audio = render_audio(sh, mp3, 22050, 16, ms);
+    let mut r = full(if req.method == http::Method::HEAD {
+        Bytes::new()
+    } else {
+        audio.bytes.clone()
+    });
+    r.headers_mut().insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static(if mp3 { "audio/mpeg" } else { "audio/wav" }),
+    );
+    r.headers_mut().insert(
+        http::header::CONTENT_LENGTH,
+        HeaderValue::from(audio.bytes.len()),
+    );
+    r
+}

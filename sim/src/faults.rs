@@ -1,0 +1,292 @@
+//! Fault injection: rules added with `POST /__sim/faults` that make matching
+//! provider requests fail.
+//!
+//! A rule is `{"path": "<pattern>", "method": "GET"?, "fault": <fault>, "count": N?}`:
+//!
+//! * `path`: an exact request path, or a prefix ending in `*`
+//!   (`/api/v2/voices*`; a lone `*` matches everything), compared with the
+//!   path without its query string;
+//! * `fault`: `{"status": 503, "body": {...}?, "headers": {"Retry-After": "7"}?}`
+//!   answers that status (default body `{"success":false,"message":"injected fault"}`),
+//!   `{"delay_ms": 500}` waits then answers normally (combine with `status` to
+//!   delay the error), `"reset"` drops the connection without a response,
+//!   `"timeout"` never answers;
+//! * `count`: how many matching requests the rule applies to (default 1;
+//!   0 means unlimited).
+//!
+//! Rules are tried in the order they were added; the first match is used and
+//! its count decremented.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use http::{HeaderName, HeaderValue, Method, StatusCode};
+use serde_json::{json, Value};
+
+/// What happens to a matched request.
+#[derive(Clone, Debug)]
+pub enum Effect {
+    /// Answer normally (after the delay, if any).
+    Proceed,
+    /// Answer this status, body and headers instead.
+    Respond {
+        /// HTTP status.
+        status: StatusCode,
+        /// JSON (or, when a string, raw text) body.
+        body: Value,
+        /// Extra response headers.
+        headers: Vec<(HeaderName, HeaderValue)>,
+    },
+    /// Drop the connection without any response.
+    Reset,
+    /// Never answer.
+    Timeout,
+}
+
+/// A matched fault: an optional delay, then an effect.
+#[derive(Clone, Debug)]
+pub struct Fault {
+    /// Wait this long first.
+    pub delay: Option<Duration>,
+    /// Then do this.
+    pub effect: Effect,
+}
+
+#[derive(Clone, Debug)]
+struct Rule {
+    /// Id returned when added.
+    id: u64,
+    /// Exact path, or prefix ending in `*`.
+    pattern: String,
+    /// Only this method, when set.
+    method: Option<Method>,
+    /// What a match does.
+    fault: Fault,
+    /// Remaining uses; `None` is unlimited.
+    remaining: Option<u64>,
+    /// The rule as posted (for listing).
+    spec: Value,
+}
+
+impl Rule {
+    fn matches(&self, method: &Method, path: &str) -> bool {
+        if let Some(m) = &self.method {
+            if m != method {
+                return false;
+            }
+        }
+        match self.pattern.strip_suffix('*') {
+            Some(prefix) => path.starts_with(prefix),
+            None => self.pattern == path,
+        }
+    }
+}
+
+/// The ordered rule list.
+#[derive(Default)]
+pub struct Faults {
+    /// Fast path: false when there are no rules.
+    active: AtomicBool,
+    /// Last id handed out, and the rules in order.
+    rules: Mutex<(u64, Vec<Rule>)>,
+}
+
+impl Faults {
+    /// Parses and appends a rule; returns its id.
+    pub fn add(&self, spec: &Value) -> Result<u64, String> {
+        let pattern = spec
+            .get("path")
+            .and_then(Value::as_str)
+            .ok_or("`path` (string) is required")?
+            .to_owned();
+        let method = match spec.get("method") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(m)) => Some(
+                Method::from_bytes(m.to_ascii_uppercase().as_bytes())
+                    .map_err(|_| format!("bad method {m:?}"))?,
+            ),
+            Some(_) => return Err("`method` must be a string".into()),
+        };
+        let fault = parse_fault(spec.get("fault").ok_or("`fault` is required")?)?;
+        let remaining = match spec.get("count") {
+            None | Some(Value::Null) => Some(1),
+            Some(v) => match v.as_u64() {
+                Some(0) => None,
+                Some(n) => Some(n),
+                None => return Err("`count` must be a non-negative integer".into()),
+            },
+        };
+        let mut rules = self.rules.lock().unwrap();
+        rules.0 += 1;
+        let id = rules.0;
+        rules.1.push(Rule {
+            id,
+            pattern,
+            method,
+            fault,
+            remaining,
+            spec: spec.clone(),
+        });
+        self.active.store(true, Ordering::Release);
+        Ok(id)
+    }
+
+    /// Removes every rule.
+    pub fn clear(&self) {
+        let mut rules = self.rules.lock().unwrap();
+        rules.1.clear();
+        self.active.store(false, Ordering::Release);
+    }
+
+    /// The rules still in force: `[{id, rule, remaining}]` (`remaining` null = unlimited).
+    pub fn list(&self) -> Value {
+        let rules = self.rules.lock().unwrap();
+        Value::Array(
+            rules
+                .1
+                .iter()
+                .map(|r| json!({"id": r.id, "rule": r.spec, "remaining": r.remaining}))
+                .collect(),
+        )
+    }
+
+    /// Finds the first rule matching this request, consumes one use of it and
+    /// returns its fault.
+    pub fn take(&self, method: &Method, path: &str) -> Option<Fault> {
+        if !self.active.load(Ordering::Acquire) {
+            return None;
+        }
+        let mut rules = self.rules.lock().unwrap();
+        let idx = rules.1.iter().position(|r| r.matches(method, path))?;
+        let fault = rules.1[idx].fault.clone();
+        if let Some(n) = rules.1[idx].remaining.as_mut() {
+            *n -= 1;
+            if *n == 0 {
+                rules.1.remove(idx);
+            }
+        }
+        if rules.1.is_empty() {
+            self.active.store(false, Ordering::Release);
+        }
+        Some(fault)
+    }
+}
+
+fn parse_fault(v: &Value) -> Result<Fault, String> {
+    match v {
+        Value::String(s) => match s.as_str() {
+            "reset" => Ok(Fault {
+                delay: None,
+                effect: Effect::Reset,
+            }),
+            "timeout" => Ok(Fault {
+                delay: None,
+                effect: Effect::Timeout,
+            }),
+            other => Err(format!(
+                "unknown fault {other:?} (expected \"reset\" or \"timeout\")"
+            )),
+        },
+        Value::Object(o) => {
+            let delay = match o.get("delay_ms") {
+                None | Some(Value::Null) => None,
+                Some(d) => Some(Duration::from_millis(
+                    d.as_u64()
+                        .ok_or("`delay_ms` must be a non-negative integer")?,
+                )),
+            };
+            let effect = match o.get("status") {
+                None | Some(Value::Null) => match o.get("kind").and_then(Value::as_str) {
+                    Some("reset") => Effect::Reset,
+                    Some("timeout") => Effect::Timeout,
+                    _ if delay.is_some() => Effect::Proceed,
+                    _ => {
+                        return Err(
+                            "fault needs `status`, `delay_ms`, or is \"reset\"/\"timeout\"".into(),
+                        )
+                    }
+                },
+                Some(s) => {
+                    let code = s.as_u64().ok_or("`status` must be an integer")?;
+                    let status = u16::try_from(code)
+                        .ok()
+                        .and_then(|c| StatusCode::from_u16(c).ok())
+                        .ok_or_else(|| format!("bad status {code}"))?;
+                    let body = o.get("body").cloned().unwrap_or_else(|| {
+                        json!({
+                            "success": false,
+                            "message": "injected fault",
+                            "error": crate::server::error_code(status),
+                        })
+                    });
+                    let mut headers = Vec::new();
+                    if let Some(h) = o.get("headers") {
+                        let h = h.as_object().ok_or("`headers` must be an object")?;
+                        for (k, v) in h {
+                            let name = HeaderName::from_bytes(k.as_bytes())
+                                .map_err(|_| format!("bad header name {k:?}"))?;
+                            let text = match v {
+                                Value::String(s) => s.clone(),
+                                other => other.to_string(),
+                            };
+                            let value = HeaderValue::from_str(&text)
+                                .map_err(|_| format!("bad header value for {k}"))?;
+                            headers.push((name, value));
+                        }
+                    }
+                    Effect::Respond {
+                        status,
+                        body,
+                        headers,
+                    }
+                }
+            };
+            Ok(Fault { delay, effect })
+        }
+        _ => Err("`fault` must be an object or \"reset\"/\"timeout\"".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefix_patterns_methods_and_counts() {
+        let f = Faults::default();
+        f.add(&json!({"path": "/api/v2/voices*", "method": "get", "fault": {"status": 503}, "count": 2}))
+            .unwrap();
+        assert!(f.take(&Method::POST, "/api/v2/voices").is_none());
+        assert!(f.take(&Method::GET, "/api/v2/other").is_none());
+        assert!(f.take(&Method::GET, "/api/v2/voices/x").is_some());
+        assert!(f.take(&Method::GET, "/api/v2/voices").is_some());
+        assert!(f.take(&Method::GET, "/api/v2/voices").is_none());
+    }
+
+    #[test]
+    fn unlimited_and_exact() {
+        let f = Faults::default();
+        f.add(&json!({"path": "/synthesize", "fault": "reset", "count": 0}))
+            .unwrap();
+        for _ in 0..5 {
+            assert!(matches!(
+                f.take(&Method::POST, "/synthesize").unwrap().effect,
+                Effect::Reset
+            ));
+        }
+        assert!(f.take(&Method::POST, "/synthesize/x").is_none());
+        f.clear();
+        assert!(f.take(&Method::POST, "/synthesize").is_none());
+    }
+
+    #[test]
+    fn rejects_bad_specs() {
+        let f = Faults::default();
+        assert!(f.add(&json!({"path": "/x", "fault": "explode"})).is_err());
+        assert!(f.add(&json!({"fault": "reset"})).is_err());
+        assert!(f
+            .add(&json!({"path": "/x", "fault": {"status": 99}}))
+            .is_err());
+    }
+}

@@ -1,0 +1,556 @@
+//! Asynchronous jobs: speech-to-text, enhance, edit, detect, intelligence,
+//! tracing, watermark apply/detect, and voice builds.
+//!
+//! Status follows a clock started at submission: `pending` for the first third
+//! of the job duration, then `processing`, then `completed`. The control plane
+//! can force `completed` or `failed` at once. A timer task per job notices
+//! completion, books billing usage, and sends the [webhook](crate::webhook)
+//! (once), plus the request's own `callback_url` / `callback_uri` when given.
+//!
+//! Media-based jobs get `duration_seconds` from the uploaded file (exact for
+//! WAV/MP3, otherwise estimated from the size); URL-based jobs fetch the URL in
+//! the background (falling back to [`DEFAULT_MEDIA_SECONDS`] when it cannot be
+//! read before the job completes). Values are frozen at completion.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+use serde_json::{json, Map, Value};
+
+use crate::server::Shared;
+
+/// `duration_seconds` of URL-based jobs whose media could not be read.
+pub const DEFAULT_MEDIA_SECONDS: f64 = 5.0;
+
+/// Job kinds (the webhook's `kind`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// `POST /speech-to-text`.
+    Stt,
+    /// `POST /audio_enhancements`.
+    Enhance,
+    /// `POST /edit`.
+    Edit,
+    /// `POST /detect`.
+    Detect,
+    /// `POST /intelligence`.
+    Intelligence,
+    /// `POST /detect` with `audio_source_tracing: true`.
+    Tracing,
+    /// `POST /watermark/apply`.
+    WatermarkApply,
+    /// `POST /watermark/detect`.
+    WatermarkDetect,
+    /// `POST /voices/{uuid}/build`.
+    Voice,
+}
+
+impl Kind {
+    /// Every kind.
+    pub const ALL: [Kind; 9] = [
+        Kind::Stt,
+        Kind::Enhance,
+        Kind::Edit,
+        Kind::Detect,
+        Kind::Intelligence,
+        Kind::Tracing,
+        Kind::WatermarkApply,
+        Kind::WatermarkDetect,
+        Kind::Voice,
+    ];
+
+    /// The name used in webhooks and billing.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Stt => "stt",
+            Kind::Enhance => "enhance",
+            Kind::Edit => "edit",
+            Kind::Detect => "detect",
+            Kind::Intelligence => "intelligence",
+            Kind::Tracing => "tracing",
+            Kind::WatermarkApply => "watermark_apply",
+            Kind::WatermarkDetect => "watermark_detect",
+            Kind::Voice => "voice",
+        }
+    }
+}
+
+/// Job status.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    /// First third of the job duration.
+    Pending,
+    /// Until the job duration has passed.
+    Processing,
+    /// Done.
+    Completed,
+    /// Forced failure.
+    Failed,
+}
+
+impl Status {
+    /// Lower-case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Pending => "pending",
+            Status::Processing => "processing",
+            Status::Completed => "completed",
+            Status::Failed => "failed",
+        }
+    }
+
+    /// Completed or failed.
+    pub fn is_terminal(self) -> bool {
+        matches!(self, Status::Completed | Status::Failed)
+    }
+}
+
+/// One job.
+#[derive(Clone, Debug)]
+pub struct Job {
+    /// Kind.
+    pub kind: Kind,
+    /// Id (detect and its tracing job share one).
+    pub uuid: String,
+    /// Creation order.
+    pub seq: u64,
+    /// Clock start.
+    pub started: Instant,
+    /// Creation timestamp.
+    pub created_at: DateTime<Utc>,
+    /// Time to completion.
+    pub duration: Duration,
+    /// Status forced by the control plane, and when.
+    pub forced: Option<(Status, DateTime<Utc>)>,
+    /// Completion has been handled (webhook sent, usage booked).
+    pub notified: bool,
+    /// Request fields and measured values shown in the item.
+    pub data: Map<String, Value>,
+    /// The request's own callback URL.
+    pub callback: Option<String>,
+}
+
+impl Job {
+    /// A new job starting now.
+    pub fn new(kind: Kind, uuid: String, duration: Duration, data: Map<String, Value>) -> Job {
+        Job {
+            kind,
+            uuid,
+            seq: 0,
+            started: Instant::now(),
+            created_at: Utc::now(),
+            duration,
+            forced: None,
+            notified: false,
+            data,
+            callback: None,
+        }
+    }
+
+    /// Current status.
+    pub fn status(&self) -> Status {
+        if let Some((s, _)) = self.forced {
+            return s;
+        }
+        let elapsed = self.started.elapsed();
+        if elapsed >= self.duration {
+            Status::Completed
+        } else if elapsed >= self.duration / 3 {
+            Status::Processing
+        } else {
+            Status::Pending
+        }
+    }
+
+    /// When the job finished (or creation time while running).
+    pub fn updated_at(&self) -> DateTime<Utc> {
+        match self.forced {
+            Some((_, at)) => at,
+            None if self.status().is_terminal() => {
+                self.created_at + chrono::Duration::from_std(self.duration).unwrap_or_default()
+            }
+            None => self.created_at,
+        }
+    }
+
+    fn num(&self, key: &str) -> f64 {
+        self.data.get(key).and_then(Value::as_f64).unwrap_or(0.0)
+    }
+
+    fn text(&self, key: &str) -> &str {
+        self.data.get(key).and_then(Value::as_str).unwrap_or("")
+    }
+
+    /// The item GET returns (voice builds are rendered by the store instead).
+    pub fn item(&self, root: &str) -> Value {
+        let status = self.status();
+        let done = status == Status::Completed;
+        let mut item = Map::new();
+        item.insert("uuid".into(), json!(self.uuid));
+        if self.kind != Kind::Edit {
+            item.insert("status".into(), json!(status.as_str()));
+        }
+        for (k, v) in &self.data {
+            if !k.starts_with('_') {
+                item.insert(k.clone(), v.clone());
+            }
+        }
+        item.insert("created_at".into(), json!(timestamp(self.created_at)));
+        item.insert("updated_at".into(), json!(timestamp(self.updated_at())));
+        if status == Status::Failed {
+            item.insert("error_message".into(), json!("simulated failure"));
+        }
+        let media = |ext: &str| json!(format!("{root}/__sim/media/{}.{ext}", self.uuid));
+        let url = self.text("url").to_ascii_lowercase();
+        let seed = fnv(&format!("{}{}", self.uuid, url));
+        let fake = url.contains("fake");
+        match self.kind {
+            Kind::Stt => {
+                if done {
+                    let (text, words) = transcript(self.num("duration_seconds"));
+                    item.insert("text".into(), json!(text));
+                    item.insert("words".into(), words);
+                } else {
+                    item.insert("text".into(), Value::Null);
+                    item.insert("words".into(), json!([]));
+                }
+            }
+            Kind::Enhance => {
+                if done {
+                    item.insert("enhanced_audio_url".into(), media("wav"));
+                }
+            }
+            Kind::Edit => {
+                if done {
+                    item.insert("result_audio_url".into(), media("wav"));
+                }
+            }
+            Kind::WatermarkApply => {
+                if done {
+                    item.insert("watermarked_media".into(), media("wav"));
+                }
+            }
+            Kind::Detect => {
+                if done {
+                    let score = if fake { 0.9 + seed * 0.09 } else { seed * 0.1 };
+                    let score = (score * 1000.0).round() / 1000.0;
+                    item.insert(
+                        "metrics".into(),
+                        json!({
+                            "label": if fake { "fake" } else { "real" },
+                            "score": score,
+                            "aggregated_score": score,
+                            "consistency": if fake { "high" } else { "low" },
+                        }),
+                    );
+                    if self.data.get("intelligence").is_some_and(truthy) {
+                        item.insert("intelligence".into(), intelligence(self.text("media_type")));
+                    }
+                    if self.data.get("audio_source_tracing").is_some_and(truthy) {
+                        item.insert(
+                            "audio_source_tracing".into(),
+                            json!({"label": if fake { "resemble_ai" } else { "real" }, "error_message": null}),
+                        );
+                    }
+                } else {
+                    item.insert("metrics".into(), Value::Null);
+                }
+            }
+            Kind::Intelligence => {
+                item.insert(
+                    "description".into(),
+                    if done {
+                        intelligence(self.text("media_type"))
+                    } else {
+                        Value::Null
+                    },
+                );
+            }
+            Kind::Tracing => {
+                let label = done.then_some(if fake { "resemble_ai" } else { "real" });
+                item.insert("label".into(), json!(label));
+                if status != Status::Failed {
+                    item.insert("error_message".into(), Value::Null);
+                }
+            }
+            Kind::WatermarkDetect => {
+                if done {
+                    let (overall, confidence) = if url.contains("inconclusive") {
+                        ("inconclusive", 0.5)
+                    } else if url.contains("/__sim/media/") || url.contains("watermark") {
+                        ("present", 0.95 + seed * 0.04)
+                    } else {
+                        ("absent", 0.02 + seed * 0.05)
+                    };
+                    let confidence = (confidence * 1000.0).round() / 1000.0;
+                    item.insert(
+                        "metrics".into(),
+                        json!({"overall_status": overall, "confidence": confidence}),
+                    );
+                } else {
+                    item.insert("metrics".into(), Value::Null);
+                }
+            }
+            Kind::Voice => {}
+        }
+        Value::Object(item)
+    }
+}
+
+/// RFC 3339 UTC timestamp with milliseconds.
+pub fn timestamp(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+/// Current time as [`timestamp`].
+pub fn now() -> String {
+    timestamp(Utc::now())
+}
+
+fn truthy(v: &Value) -> bool {
+    match v {
+        Value::Bool(b) => *b,
+        Value::String(s) => matches!(s.as_str(), "true" | "1" | "yes"),
+        Value::Number(n) => n.as_f64().unwrap_or(0.0) != 0.0,
+        _ => false,
+    }
+}
+
+/// A deterministic number in `[0, 1)` derived from `s`.
+pub fn fnv(s: &str) -> f64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in s.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    (h >> 11) as f64 / (1u64 << 53) as f64
+}
+
+fn intelligence(media_type: &str) -> Value {
+    json!({
+        "media_type": media_type,
+        "summary": "A single speaker talks calmly in a quiet room.",
+        "speakers": 1,
+        "language": "en",
+        "emotion": "neutral",
+        "transcription": "The quick brown fox jumps over the lazy dog.",
+    })
+}
+
+/// A transcript spread over `duration` seconds: the text and its timed words.
+fn transcript(duration: f64) -> (String, Value) {
+    const WORDS: [&str; 9] = [
+        "The", "quick", "brown", "fox", "jumps", "over", "the", "lazy", "dog.",
+    ];
+    let step = duration.max(0.001) / WORDS.len() as f64;
+    let words: Vec<Value> = WORDS
+        .iter()
+        .enumerate()
+        .map(|(i, w)| {
+            json!({
+                "text": w,
+                "start_time": crate::audio::round_ms(i as f64 * step),
+                "end_time": crate::audio::round_ms((i + 1) as f64 * step),
+                "speaker_id": "speaker_0",
+            })
+        })
+        .collect();
+    (WORDS.join(" "), Value::Array(words))
+}
+
+/// Registers `job` and starts its completion timer. Returns the item.
+pub fn submit(sh: &Arc<Shared>, mut job: Job) -> Value {
+    let (kind, uuid) = (job.kind, job.uuid.clone());
+    let item = {
+        let mut store = sh.store.lock().unwrap();
+        store.seq += 1;
+        job.seq = store.seq;
+        let item = job.item(&sh.root);
+        store.jobs.insert((kind, uuid.clone()), job);
+        item
+    };
+    schedule(sh, kind, uuid);
+    item
+}
+
+/// Starts the timer that handles the completion of job `(kind, uuid)`.
+pub fn schedule(sh: &Arc<Shared>, kind: Kind, uuid: String) {
+    let shared = sh.clone();
+    sh.spawn(async move {
+        loop {
+            let remaining = {
+                let store = shared.store.lock().unwrap();
+                match store.jobs.get(&(kind, uuid.clone())) {
+                    None => return,
+                    Some(j) if j.notified => return,
+                    Some(j) => j.duration.saturating_sub(j.started.elapsed()),
+                }
+            };
+            if remaining.is_zero() {
+                finish(&shared, kind, &uuid);
+                return;
+            }
+            tokio::time::sleep(remaining + Duration::from_millis(1)).await;
+        }
+    });
+}
+
+/// Handles a finished job once: books usage, sends the webhook and callback.
+pub fn finish(sh: &Arc<Shared>, kind: Kind, uuid: &str) {
+    let cfg = sh.config();
+    let (status, item, callback) = {
+        let mut guard = sh.store.lock().unwrap();
+        let store = &mut *guard;
+        let Some(job) = store.jobs.get_mut(&(kind, uuid.to_owned())) else {
+            return;
+        };
+        let status = job.status();
+        if job.notified || !status.is_terminal() {
+            return;
+        }
+        job.notified = true;
+        let job = job.clone();
+        if status == Status::Completed && kind != Kind::Voice {
+            let media_type = job.text("media_type");
+            if media_type == "image" {
+                store.billing.add(&format!("{}_images", kind.as_str()), 1.0);
+            } else {
+                store
+                    .billing
+                    .add(kind.as_str(), job.num("duration_seconds"));
+            }
+        }
+        let item = if kind == Kind::Voice {
+            store.voice_item(uuid)
+        } else {
+            Some(job.item(&sh.root))
+        };
+        let Some(item) = item else { return };
+        (status, item, job.callback.clone())
+    };
+    let event = match (kind, status) {
+        (Kind::Voice, Status::Completed) => "voice.build.completed",
+        (Kind::Voice, _) => "voice.build.failed",
+        (_, Status::Completed) => "job.completed",
+        _ => "job.failed",
+    };
+    let body = crate::webhook::payload(event, kind.as_str(), uuid, status.as_str(), &item);
+    if let Some(url) = cfg.webhook_url.clone() {
+        crate::webhook::send(sh, url, cfg.webhook_secret.clone(), body.clone());
+    }
+    if let Some(url) = callback {
+        crate::webhook::send(sh, url, cfg.webhook_secret, body);
+    }
+}
+
+/// Forces every unfinished job with this uuid to `status` now and handles its
+/// completion. Returns the items of the jobs found (None when there is none).
+pub fn force(sh: &Arc<Shared>, uuid: &str, status: Status) -> Option<Vec<Value>> {
+    let kinds: Vec<Kind> = {
+        let mut store = sh.store.lock().unwrap();
+        let at = Utc::now();
+        Kind::ALL
+            .into_iter()
+            .filter(|k| match store.jobs.get_mut(&(*k, uuid.to_owned())) {
+                Some(job) => {
+                    if !job.notified {
+                        job.forced = Some((status, at));
+                    }
+                    true
+                }
+                None => false,
+            })
+            .collect()
+    };
+    if kinds.is_empty() {
+        return None;
+    }
+    for k in &kinds {
+        finish(sh, *k, uuid);
+    }
+    let store = sh.store.lock().unwrap();
+    Some(
+        kinds
+            .iter()
+            .filter_map(|k| store.job_item(*k, uuid, &sh.root))
+            .collect(),
+    )
+}
+
+/// For URL-based jobs: fetches `url` in the background and stores its
+/// `duration_seconds` in the jobs `(kind, uuid)` that are still running.
+pub fn probe_url(sh: &Arc<Shared>, kinds: Vec<Kind>, uuid: String, url: String) {
+    let shared = sh.clone();
+    sh.spawn(async move {
+        let Some(secs) = fetch_duration(&shared, &url).await else {
+            return;
+        };
+        let mut store = shared.store.lock().unwrap();
+        for k in kinds {
+            if let Some(job) = store.jobs.get_mut(&(k, uuid.clone())) {
+                if !job.status().is_terminal() {
+                    job.data.insert("duration_seconds".into(), json!(secs));
+                }
+            }
+        }
+    });
+}
+
+async fn fetch_duration(sh: &Arc<Shared>, url: &str) -> Option<f64> {
+    // Our own media: answer from the store instead of logging a request to ourselves.
+    if let Some(rest) = url.strip_prefix(&format!("{}/__sim/media/", sh.root)) {
+        let id = rest.rsplit_once('.').map_or(rest, |(id, _)| id);
+        return sh.store.lock().unwrap().media.get(id).copied();
+    }
+    if !(url.starts_with("http://") || url.starts_with("https://")) {
+        return None;
+    }
+    let resp = sh
+        .client
+        .get(url)
+        .timeout(Duration::from_secs(5))
+        .send()
+        .await
+        .ok()?;
+    if !resp.status().is_success() {
+        return None;
+    }
+    match resp.content_length() {
+        Some(len) if len > 64 * 1024 * 1024 => Some(crate::audio::size_estimate(len)),
+        _ => Some(crate::audio::probe_duration(&resp.bytes().await.ok()?)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_clock() {
+        let mut j = Job::new(Kind::Stt, "x".into(), Duration::from_millis(60), Map::new());
+        assert_eq!(j.status(), Status::Pending);
+        std::thread::sleep(Duration::from_millis(25));
+        assert_eq!(j.status(), Status::Processing);
+        std::thread::sleep(Duration::from_millis(40));
+        assert_eq!(j.status(), Status::Completed);
+        j.forced = Some((Status::Failed, Utc::now()));
+        assert_eq!(j.status(), Status::Failed);
+    }
+
+    #[test]
+    fn edit_items_have_no_status() {
+        let j = Job::new(Kind::Edit, "e".into(), Duration::ZERO, Map::new());
+        let item = j.item("http://h");
+        assert!(item.get("status").is_none());
+        assert_eq!(item["result_audio_url"], "http://h/__sim/media/e.wav");
+    }
+
+    #[test]
+    fn transcript_words_span_duration() {
+        let (text, words) = transcript(4.5);
+        assert!(text.starts_with("The quick"));
+        let w = words.as_array().unwrap();
+        assert_eq!(w.last().unwrap()["end_time"], 4.5);
+    }
+}

@@ -1,0 +1,199 @@
+//! # Provider simulator
+//!
+//! An in-memory stand-in for the upstream voice provider (Resemble AI) that the
+//! gateway proxies. It speaks the provider's real paths and shapes (as
+//! `upstream.md` records them), so pointing `PROVIDER_BASE_URL` at
+//! [`Sim::base_url`] and `PROVIDER_SYNTH_URL` at [`Sim::synth_url`] exercises the
+//! gateway end to end without the network.
+//!
+//! One port serves everything:
+//!
+//! * `/api/v2/...`: the main REST API (voices, recordings, voice design,
+//!   speech-to-text, enhance, edit, detect, intelligence, tracing, watermark,
+//!   identity, projects, clips, agents, knowledge items, billing usage);
+//! * `POST /synthesize`: the synthesis cluster (real WAV / MP3 audio);
+//! * `/v1/...`: an OpenAI-compatible model provider ([`Sim::llm_url`]);
+//! * `/__sim/...`: the control plane (faults, request log, jobs, config,
+//!   webhooks, billing override, reset), never faulted, never logged, no
+//!   credentials;
+//! * `/__sim/media/{id}.{wav|mp3|png}`: result media (no credentials, but
+//!   logged and faultable like any upstream call, since the gateway downloads it).
+//!
+//! With [`SimConfig::api_key`] set, provider requests need
+//! `Authorization: Bearer K`, `Authorization: Token token=K` or
+//! `x-access-token: K` (any of them, on every host); otherwise 401.
+//!
+//! Asynchronous jobs move `pending` (first third of the job duration) →
+//! `processing` → `completed`; on completion a signed webhook is sent to the
+//! configured URL (see [`webhook`]).
+//!
+//! ```no_run
+//! # async fn demo() {
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+//! let sim = sim::start(listener, sim::SimConfig::default()).await;
+//! println!("main API at {}, synthesis at {}", sim.base_url(), sim.synth_url());
+//! # }
+//! ```
+//!
+//! # Layout
+//!
+//! * [`server`]: accept loop (hyper 1, TCP_NODELAY), the per-request pipeline
+//!   (buffer body → log → faults → credentials → route) and response helpers;
+//! * [`control`]: the `/__sim/...` control plane and media serving;
+//! * [`resources`]: the provider API routes, with a generic in-memory CRUD store;
+//! * [`jobs`]: asynchronous job model, status clock, result items, completion;
+//! * [`openai`]: the OpenAI-compatible model provider under `/v1` (chat,
+//!   completions with SSE streaming, embeddings, images, videos, speech,
+//!   transcription) for the general gateway area;
+//! * [`webhook`]: HMAC signing and delivery with retries;
+//! * [`faults`]: fault-injection rules and matching;
+//! * [`log`]: the bounded request log;
+//! * [`audio`]: WAV (hound) and MP3 (silent MPEG frames) generation and probing;
+//! * [`billing`]: per-day usage counters behind `GET /account/billing_usage`.
+
+// Handlers return `Result<Response, Response>` so `?` can short-circuit with an
+// error response; the large `Err` variant is deliberate.
+#![allow(clippy::result_large_err)]
+
+pub mod audio;
+pub mod billing;
+pub mod control;
+pub mod faults;
+pub mod jobs;
+pub mod log;
+pub mod openai;
+pub mod resources;
+pub mod server;
+pub mod webhook;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+pub use server::Shared;
+
+/// Simulator settings. `job_duration`, `webhook_url`, `webhook_secret`,
+/// `api_key` and `seconds_per_char` can also be changed at run time with
+/// `POST /__sim/config`.
+#[derive(Clone, Debug)]
+pub struct SimConfig {
+    /// How long an asynchronous job (or voice build) takes to complete.
+    pub job_duration: Duration,
+    /// Where completion webhooks are POSTed; none are sent when `None`.
+    pub webhook_url: Option<String>,
+    /// Key of the `X-Provider-Signature: sha256=<hex>` HMAC; unsigned when `None`.
+    pub webhook_secret: Option<String>,
+    /// When set, provider requests without this credential get 401.
+    pub api_key: Option<String>,
+    /// Synthesized audio length per input character (at least 0.5 s in total).
+    pub seconds_per_char: f64,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        SimConfig {
+            job_duration: Duration::from_millis(300),
+            webhook_url: None,
+            webhook_secret: None,
+            api_key: None,
+            seconds_per_char: 0.06,
+        }
+    }
+}
+
+/// A running simulator. Dropping it (or calling [`Sim::shutdown`]) stops the
+/// accept loop, open connections and pending job timers.
+pub struct Sim {
+    /// The bound address.
+    pub addr: SocketAddr,
+    /// State shared with the server and background tasks.
+    shared: Arc<Shared>,
+    /// The accept loop.
+    accept: tokio::task::JoinHandle<()>,
+}
+
+/// Starts serving on `listener` in the background and returns the handle.
+pub async fn start(listener: tokio::net::TcpListener, config: SimConfig) -> Sim {
+    let addr = listener.local_addr().expect("listener has a local address");
+    let shared = Shared::new(addr, config);
+    let accept = tokio::spawn(server::accept_loop(listener, shared.clone()));
+    Sim {
+        addr,
+        shared,
+        accept,
+    }
+}
+
+impl Sim {
+    /// The main API base, `http://ADDR/api/v2` (for `PROVIDER_BASE_URL`).
+    pub fn base_url(&self) -> String {
+        format!("http://{}/api/v2", self.addr)
+    }
+
+    /// The synthesis cluster base, `http://ADDR` (for `PROVIDER_SYNTH_URL`).
+    pub fn synth_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// The OpenAI-compatible base, `http://ADDR/v1` (the `llm` upstream base).
+    pub fn llm_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    /// The server root, `http://ADDR` (control plane under `/__sim`).
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Stops the simulator (same as dropping it) and waits for the accept loop.
+    pub async fn shutdown(mut self) {
+        self.shared.stop();
+        let accept = std::mem::replace(&mut self.accept, tokio::spawn(async {}));
+        let _ = accept.await;
+    }
+
+    /// The request log, as `GET /__sim/requests` returns its entries.
+    pub fn requests(&self) -> Vec<Value> {
+        self.shared.log.render()
+    }
+
+    /// Empties the request log.
+    pub fn clear_requests(&self) {
+        self.shared.log.clear();
+    }
+
+    /// Adds a fault rule (same JSON as `POST /__sim/faults`); returns its id.
+    pub fn add_fault(&self, rule: Value) -> Result<u64, String> {
+        self.shared.faults.add(&rule)
+    }
+
+    /// Removes every fault rule.
+    pub fn clear_faults(&self) {
+        self.shared.faults.clear();
+    }
+
+    /// Completes every job with this uuid now (as `POST /__sim/jobs/{uuid}/complete`).
+    /// Returns false when no such job exists.
+    pub fn complete_job(&self, uuid: &str) -> bool {
+        jobs::force(&self.shared, uuid, jobs::Status::Completed).is_some()
+    }
+
+    /// Webhook deliveries so far, as `GET /__sim/webhooks` returns them.
+    pub fn webhooks(&self) -> Vec<Value> {
+        self.shared.webhook_log()
+    }
+
+    /// Shared state, for in-process tests that need more than the helpers above.
+    pub fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+}
+
+impl Drop for Sim {
+    fn drop(&mut self) {
+        self.shared.stop();
+        self.accept.abort();
+    }
+}

@@ -1,0 +1,148 @@
+//! The `gateway` binary as an operator uses it: `routes`, `users create`,
+//! `keys create`, `serve` (with graceful shutdown on SIGTERM), and `demo`,
+//! whose printed curl commands are run exactly as printed.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::harness::*;
+
+const BIN: &str = env!("CARGO_BIN_EXE_gateway");
+
+fn gateway(dir: &TempDir) -> Command {
+    let mut c = Command::new(BIN);
+    c.env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("GATEWAY_DATA_DIR", &dir.0)
+        .env("RUST_LOG", "info");
+    c
+}
+
+fn stdout_of(mut c: Command) -> String {
+    let out = c.output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn terminate(child: &mut Child) -> std::process::ExitStatus {
+    Command::new("kill").arg("-TERM").arg(child.id().to_string()).status().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("process did not stop on SIGTERM");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Reads lines from `r` until one contains `needle`; returns all lines read.
+fn read_until(r: &mut impl BufRead, needle: &str) -> Vec<String> {
+    let mut lines = Vec::new();
+    loop {
+        let mut line = String::new();
+        if r.read_line(&mut line).unwrap() == 0 {
+            panic!("stream ended before {needle:?}; got {lines:#?}");
+        }
+        let done = line.contains(needle);
+        lines.push(line.trim_end().to_owned());
+        if done {
+            return lines;
+        }
+    }
+}
+
+#[test]
+fn routes_subcommand_prints_the_snapshot() {
+    let dir = TempDir::new("cli");
+    let mut c = gateway(&dir);
+    c.arg("routes");
+    let out = stdout_of(c);
+    let snapshot = std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/snapshots/routes.txt")).unwrap();
+    assert_eq!(out, snapshot);
+    assert_eq!(out.lines().count(), 83);
+}
+
+#[tokio::test]
+async fn users_and_keys_print_only_what_they_create_and_serve_uses_them() {
+    let dir = TempDir::new("cli");
+    let mut c = gateway(&dir);
+    c.args(["users", "create", "--email", "ops@example.com"]);
+    let id = stdout_of(c);
+    assert!(id.trim().parse::<i64>().is_ok(), "{id:?}");
+    assert_eq!(id.lines().count(), 1);
+    let mut c = gateway(&dir);
+    c.args(["keys", "create", "--user", id.trim()]);
+    let key = stdout_of(c);
+    assert_eq!(key.lines().count(), 1);
+    let key = key.trim().to_owned();
+    assert!(key.starts_with("gk_") && key.len() == 67, "{key}");
+
+    let mut c = gateway(&dir);
+    c.args(["keys", "create", "--user", "999"]);
+    assert!(!c.output().unwrap().status.success(), "a key for an unknown user is refused");
+
+    // `serve` on the same data dir authenticates that key.
+    let sim = start_sim().await;
+    let mut c = gateway(&dir);
+    c.arg("serve")
+        .env("GATEWAY_ADDR", "127.0.0.1:0")
+        .env("PROVIDER_API_KEY", PROVIDER_KEY)
+        .env("PROVIDER_BASE_URL", sim.base_url())
+        .env("PROVIDER_SYNTH_URL", sim.synth_url())
+        .stderr(Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let lines = read_until(&mut err, "listening on");
+    let addr = lines.last().unwrap().rsplit("listening on ").next().unwrap().trim().to_owned();
+    let client = reqwest::Client::new();
+    let health = client.get(format!("http://{addr}/healthz")).send().await.unwrap();
+    assert_eq!(health.status().as_u16(), 200);
+    let r = client.get(format!("http://{addr}/api/v1/voice/tts/voices")).bearer_auth(&key).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    let status = terminate(&mut child);
+    assert!(status.success(), "graceful shutdown exits 0: {status:?}");
+    let rest: Vec<String> = err.lines().map(|l| l.unwrap()).collect();
+    assert!(rest.iter().any(|l| l.contains("shutting down")), "{rest:#?}");
+    assert!(!rest.iter().chain(lines.iter()).any(|l| l.contains(PROVIDER_KEY)), "the upstream key is never logged");
+}
+
+#[test]
+fn demo_curl_commands_work_as_printed() {
+    let dir = TempDir::new("demo");
+    let mut c = gateway(&dir);
+    c.arg("demo").env("GATEWAY_ADDR", "127.0.0.1:0").env("TMPDIR", &dir.0).stdout(Stdio::piped()).stderr(Stdio::null());
+    let mut child = c.spawn().unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let lines = read_until(&mut out, "Press Ctrl-C");
+    let export = lines.iter().find(|l| l.trim_start().starts_with("export KEY=")).expect("export KEY line").trim().to_owned();
+    let mut commands = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        if lines[i].trim_start().starts_with("curl ") {
+            let mut cmd = lines[i].clone();
+            while cmd.ends_with('\\') {
+                i += 1;
+                cmd.push('\n');
+                cmd.push_str(&lines[i]);
+            }
+            commands.push(cmd);
+        }
+        i += 1;
+    }
+    assert!(commands.len() >= 2, "{lines:#?}");
+    for cmd in &commands {
+        let out = Command::new("sh").arg("-c").arg(format!("{export}\n{cmd} -w '\\n%{{http_code}}'")).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let (body, code) = text.rsplit_once('\n').unwrap();
+        assert_eq!(code, "200", "{cmd}\n{body}");
+        let v: serde_json::Value = serde_json::from_str(body).unwrap_or_else(|_| panic!("{cmd}: not JSON: {body}"));
+        assert!(v.get("detail").is_none(), "{cmd}: {body}");
+    }
+    let status = terminate(&mut child);
+    assert!(status.success(), "{status:?}");
+}

@@ -1,0 +1,197 @@
+//! Test harness: start a simulator and a gateway, call them, read what they wrote.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use runtime::config::Config;
+use runtime::store::{AuditRecord, Store};
+use serde_json::{json, Value};
+use tokio::net::TcpListener;
+
+/// The upstream key the simulator expects; must never appear in an answer.
+pub const PROVIDER_KEY: &str = "sk-test-provider-key-0123456789";
+
+/// A temporary directory removed on drop.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(tag: &str) -> TempDir {
+        let p = std::env::temp_dir().join(format!("gw-it-{tag}-{}-{:016x}", std::process::id(), rand_u64()));
+        std::fs::create_dir_all(&p).unwrap();
+        TempDir(p)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn rand_u64() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64);
+    h.finish()
+}
+
+/// A running simulator + gateway, a user and its key.
+pub struct Env {
+    pub sim: sim::Sim,
+    pub gw: server::Running,
+    pub dir: TempDir,
+    pub key: String,
+    pub user_id: i64,
+    pub client: reqwest::Client,
+}
+
+/// A test configuration pointing at the simulator.
+pub fn config_for(sim: &sim::Sim, dir: &TempDir) -> Config {
+    let mut c = Config::with_data_dir(&dir.0);
+    c.provider_api_key = Some(PROVIDER_KEY.to_owned());
+    c.provider_base_url = sim.base_url();
+    c.provider_synth_url = sim.synth_url();
+    c.allow_private_fetch = true;
+    c.upstream_timeout = Duration::from_secs(10);
+    c
+}
+
+pub async fn start_sim() -> sim::Sim {
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    sim::start(l, sim::SimConfig { api_key: Some(PROVIDER_KEY.to_owned()), ..Default::default() }).await
+}
+
+impl Env {
+    /// Default configuration (business plan off).
+    pub async fn start() -> Env {
+        Env::with(|_| {}).await
+    }
+
+    /// Configuration adjusted by `f` before start.
+    pub async fn with(f: impl FnOnce(&mut Config)) -> Env {
+        let sim = start_sim().await;
+        let dir = TempDir::new("env");
+        let mut config = config_for(&sim, &dir);
+        f(&mut config);
+        let store = Store::open(&config.db_path).unwrap();
+        let user_id = store.create_user("alice@example.com", false).unwrap();
+        let key = runtime::auth::create_key(&store, user_id).unwrap();
+        drop(store);
+        let gw = server::start(config, TcpListener::bind("127.0.0.1:0").await.unwrap()).unwrap();
+        let client = reqwest::Client::builder().timeout(Duration::from_secs(30)).build().unwrap();
+        let env = Env { sim, gw, dir, key, user_id, client };
+        env.clear_sim_log().await;
+        env
+    }
+
+    /// `http://gateway/api/v1/voice` + `path`.
+    pub fn voice(&self, path: &str) -> String {
+        format!("{}/api/v1/voice{}", self.gw.url(), path)
+    }
+
+    /// `http://gateway` + `path`.
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.gw.url(), path)
+    }
+
+    /// The store of the gateway (the same SQLite file).
+    pub fn store(&self) -> &Store {
+        &self.gw.gateway.store
+    }
+
+    /// Creates another user with a key.
+    pub fn new_user(&self, email: &str) -> (i64, String) {
+        let id = self.store().create_user(email, false).unwrap();
+        let key = runtime::auth::create_key(self.store(), id).unwrap();
+        (id, key)
+    }
+
+    /// Sends a request to the voice API with the env's key.
+    pub async fn call(&self, method: &str, path: &str, body: Option<Value>) -> Answer {
+        self.call_as(&self.key, method, &self.voice(path), body).await
+    }
+
+    /// Sends a request with `key` to a full URL.
+    pub async fn call_as(&self, key: &str, method: &str, url: &str, body: Option<Value>) -> Answer {
+        let mut rb = self.client.request(method.parse().unwrap(), url).bearer_auth(key);
+        if let Some(b) = body {
+            rb = rb.json(&b);
+        }
+        Answer::from(rb.send().await.expect("gateway answered")).await
+    }
+
+    pub async fn get(&self, path: &str) -> Answer {
+        self.call("GET", path, None).await
+    }
+
+    pub async fn post(&self, path: &str, body: Value) -> Answer {
+        self.call("POST", path, Some(body)).await
+    }
+
+    // ---- simulator control ----
+
+    pub async fn sim_requests(&self) -> Vec<Value> {
+        let v: Value = self.client.get(format!("{}/__sim/requests", self.sim.url())).send().await.unwrap().json().await.unwrap();
+        v["requests"].as_array().cloned().unwrap_or_default()
+    }
+
+    pub async fn clear_sim_log(&self) {
+        self.client.delete(format!("{}/__sim/requests", self.sim.url())).send().await.unwrap();
+    }
+
+    pub async fn fault(&self, spec: Value) {
+        let r = self.client.post(format!("{}/__sim/faults", self.sim.url())).json(&spec).send().await.unwrap();
+        assert!(r.status().is_success(), "fault injection refused: {}", r.text().await.unwrap());
+    }
+
+    /// Asserts that the gateway made no upstream call since the log was cleared.
+    pub async fn assert_no_upstream_call(&self) {
+        let reqs = self.sim_requests().await;
+        assert!(reqs.is_empty(), "expected no upstream call, got {reqs:#?}");
+    }
+
+    pub fn audit(&self) -> Vec<AuditRecord> {
+        self.store().audit_rows().unwrap()
+    }
+}
+
+/// A gateway answer: status, headers, body as JSON (or text in `Value::String`).
+#[derive(Debug)]
+pub struct Answer {
+    pub status: u16,
+    pub headers: reqwest::header::HeaderMap,
+    pub text: String,
+    pub json: Value,
+}
+
+impl Answer {
+    pub async fn from(r: reqwest::Response) -> Answer {
+        let status = r.status().as_u16();
+        let headers = r.headers().clone();
+        let text = r.text().await.unwrap();
+        let json = serde_json::from_str(&text).unwrap_or_else(|_| Value::String(text.clone()));
+        Answer { status, headers, text, json }
+    }
+
+    /// The voice API's error message.
+    pub fn detail(&self) -> &str {
+        self.json["detail"].as_str().unwrap_or_else(|| panic!("no detail in {} {}", self.status, self.text))
+    }
+
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    /// Asserts the status, printing the body on failure.
+    #[track_caller]
+    pub fn expect(&self, status: u16) -> &Answer {
+        assert_eq!(self.status, status, "unexpected status; body: {}", self.text);
+        assert!(!self.text.contains(PROVIDER_KEY), "upstream key leaked: {}", self.text);
+        self
+    }
+}
+
+/// Minimal valid body for a few routes.
+pub fn synth_body(text: &str) -> Value {
+    json!({"voice_uuid": "stock-voice-1", "text": text, "output_format": "wav"})
+}

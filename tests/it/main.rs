@@ -1,0 +1,17 @@
+//! Integration tests: a real gateway and a real provider simulator on
+//! 127.0.0.1:0, driven over HTTP, with a real SQLite file per test.
+//!
+//! One binary (modules below) so that it links once. Helpers live in
+//! [`harness`]; each module covers one behaviour of the spec.
+
+mod harness;
+
+mod audit;
+mod auth;
+mod cli;
+mod errors;
+mod forwarding;
+mod gate;
+mod routes;
+mod synthesis;
+mod validation;
