@@ -35,6 +35,17 @@ pub const GATEWAY_ALLOW_PRIVATE_FETCH: &str = "GATEWAY_ALLOW_PRIVATE_FETCH";
 /// Largest JSON request body accepted, in bytes. Default 1 MiB.
 pub const GATEWAY_MAX_JSON_BYTES: &str = "GATEWAY_MAX_JSON_BYTES";
 
+/// Price table on top of the defaults: `product.unit=usd,...`. Default: the spec's known prices.
+pub const GATEWAY_PRICES: &str = "GATEWAY_PRICES";
+/// Base URL the gateway is reached at, for its own presigned URLs. Default `http://<GATEWAY_ADDR>`.
+pub const GATEWAY_PUBLIC_URL: &str = "GATEWAY_PUBLIC_URL";
+/// Extra hosts (comma-separated) whose result URLs may be mirrored, besides the upstream bases.
+pub const GATEWAY_MIRROR_HOSTS: &str = "GATEWAY_MIRROR_HOSTS";
+/// Seconds between retention sweeps; 0 disables the periodic sweep. Default 3600.
+pub const GATEWAY_SWEEP_INTERVAL_SECS: &str = "GATEWAY_SWEEP_INTERVAL_SECS";
+/// UTC time (`HH:MM`) of the nightly reconciliation, or `off`. Default `00:30`.
+pub const GATEWAY_RECONCILE_AT: &str = "GATEWAY_RECONCILE_AT";
+
 pub const DEFAULT_BASE_URL: &str = "https://app.resemble.ai/api/v2";
 pub const DEFAULT_SYNTH_URL: &str = "https://f.cluster.resemble.ai";
 
@@ -65,6 +76,18 @@ pub struct Config {
     pub allow_private_fetch: bool,
     /// Largest JSON request body accepted.
     pub max_json_bytes: usize,
+    /// Prices and markup.
+    pub prices: crate::billing::Prices,
+    /// Base URL of the gateway itself; `None` until known (`http://<bound address>`).
+    pub public_url: Option<String>,
+    /// Extra hosts whose result URLs may be mirrored.
+    pub mirror_hosts: Vec<String>,
+    /// Interval of the retention sweeper; `None` disables it.
+    pub sweep_interval: Option<Duration>,
+    /// UTC time of the nightly reconciliation; `None` disables it.
+    pub reconcile_at: Option<chrono::NaiveTime>,
+    /// Object storage backend.
+    pub objects: crate::objects::ObjectConfig,
 }
 
 impl std::fmt::Debug for Config {
@@ -83,6 +106,12 @@ impl std::fmt::Debug for Config {
             .field("upstream_timeout", &self.upstream_timeout)
             .field("allow_private_fetch", &self.allow_private_fetch)
             .field("max_json_bytes", &self.max_json_bytes)
+            .field("prices", &self.prices)
+            .field("public_url", &self.public_url)
+            .field("mirror_hosts", &self.mirror_hosts)
+            .field("sweep_interval", &self.sweep_interval)
+            .field("reconcile_at", &self.reconcile_at)
+            .field("objects", &self.objects)
             .finish()
     }
 }
@@ -112,6 +141,12 @@ impl Config {
             upstream_timeout: Duration::from_secs(120),
             allow_private_fetch: false,
             max_json_bytes: 1 << 20,
+            prices: crate::billing::Prices::parse(None, "20.0").expect("default prices"),
+            public_url: None,
+            mirror_hosts: Vec::new(),
+            sweep_interval: Some(Duration::from_secs(3600)),
+            reconcile_at: chrono::NaiveTime::from_hms_opt(0, 30, 0),
+            objects: crate::objects::ObjectConfig::default(),
         }
     }
 
@@ -159,6 +194,29 @@ impl Config {
         if let Some(v) = get(GATEWAY_MAX_JSON_BYTES) {
             c.max_json_bytes = v.parse().map_err(|e| ConfigError { name: GATEWAY_MAX_JSON_BYTES, reason: format!("{v:?}: {e}") })?;
         }
+        c.prices = crate::billing::Prices::parse(get(GATEWAY_PRICES).as_deref(), &c.markup_pct)
+            .map_err(|e| ConfigError { name: GATEWAY_PRICES, reason: e.to_string() })?;
+        if let Some(v) = get(GATEWAY_PUBLIC_URL) {
+            c.public_url = Some(parse_url(GATEWAY_PUBLIC_URL, &v)?);
+        }
+        if let Some(v) = get(GATEWAY_MIRROR_HOSTS) {
+            c.mirror_hosts = v.split(',').map(|h| h.trim().to_ascii_lowercase()).filter(|h| !h.is_empty()).collect();
+        }
+        if let Some(v) = get(GATEWAY_SWEEP_INTERVAL_SECS) {
+            let secs: u64 = v.trim().parse().map_err(|e| ConfigError { name: GATEWAY_SWEEP_INTERVAL_SECS, reason: format!("{v:?}: {e}") })?;
+            c.sweep_interval = (secs > 0).then(|| Duration::from_secs(secs));
+        }
+        if let Some(v) = get(GATEWAY_RECONCILE_AT) {
+            c.reconcile_at = if v.trim().eq_ignore_ascii_case("off") {
+                None
+            } else {
+                Some(chrono::NaiveTime::parse_from_str(v.trim(), "%H:%M").map_err(|e| ConfigError {
+                    name: GATEWAY_RECONCILE_AT,
+                    reason: format!("{v:?} is not HH:MM or off: {e}"),
+                })?)
+            };
+        }
+        c.objects = crate::objects::ObjectConfig::from_lookup(&get).map_err(|e| ConfigError { name: "GATEWAY_OBJECT_STORE", reason: e })?;
         Ok(c)
     }
 }

@@ -140,3 +140,59 @@ mod tests {
         assert!(e.message().contains("http"), "{}", e.message());
     }
 }
+
+/// The asset behind one of the gateway's own object URLs, checked: it must
+/// belong to `user_id` and not be deleted. `Ok(None)` when the URL is not one
+/// of the gateway's.
+pub async fn own_asset(gw: &crate::Gateway, user_id: Option<i64>, url: &str) -> Result<Option<crate::store::AssetRow>, ApiError> {
+    let Some(key) = gw.objects.key_of_url(url) else { return Ok(None) };
+    let store = gw.store.clone();
+    let asset = tokio::task::spawn_blocking(move || store.asset_by_key(&key))
+        .await
+        .map_err(|e| ApiError::Internal(e.to_string()))?
+        .map_err(|e| ApiError::Internal(e.to_string()))?;
+    match asset {
+        Some(a) if a.deleted_at.is_none() && a.owner_id.is_some() && a.owner_id == user_id => Ok(Some(a)),
+        _ => Err(ApiError::BadRequest("audio_url refers to a stored object that does not exist, has expired, or is not yours".into())),
+    }
+}
+
+/// Checks an `audio_url` that the upstream will fetch itself: when it is
+/// one of the gateway's own URLs, the caller must own the object.
+pub async fn check_own(gw: &crate::Gateway, user_id: Option<i64>, url: Option<&str>) -> Result<(), ApiError> {
+    if let Some(url) = url {
+        own_asset(gw, user_id, url).await?;
+    }
+    Ok(())
+}
+
+/// Opens `url` as a streaming multipart file part: the gateway's own URLs
+/// are read straight from the object store (no HTTP round trip, owner
+/// checked); any other URL is fetched with [`open`].
+pub async fn open_as_part(gw: &crate::Gateway, user_id: Option<i64>, url: &str) -> Result<reqwest::multipart::Part, ApiError> {
+    use futures_util::TryStreamExt;
+    if let Some(asset) = own_asset(gw, user_id, url).await? {
+        let body = gw.objects.get(&asset.object_key, None).await.map_err(|e| ApiError::Internal(format!("reading {}: {e}", asset.object_key)))?;
+        let name = asset
+            .file_name
+            .clone()
+            .unwrap_or_else(|| asset.object_key.rsplit('/').next().unwrap_or("audio").to_owned());
+        let part = reqwest::multipart::Part::stream_with_length(reqwest::Body::wrap_stream(body.stream), body.total_size)
+            .file_name(name)
+            .mime_str(&asset.content_type)
+            .map_err(|e| ApiError::Internal(format!("multipart part: {e}")))?;
+        return Ok(part);
+    }
+    let cfg = &gw.config;
+    let fetched = open(url, cfg.allow_private_fetch, cfg.upstream_timeout).await?;
+    let len = fetched.response.content_length();
+    let stream = fetched.response.bytes_stream().map_err(std::io::Error::other);
+    let body = reqwest::Body::wrap_stream(stream);
+    let part = match len {
+        Some(n) => reqwest::multipart::Part::stream_with_length(body, n),
+        None => reqwest::multipart::Part::stream(body),
+    };
+    part.file_name(fetched.file_name)
+        .mime_str(&fetched.content_type)
+        .map_err(|e| ApiError::Internal(format!("multipart part: {e}")))
+}

@@ -1,5 +1,5 @@
-//! Pass-through modes: `proxy`, `fields`, `job_submit` (and `job_get`,
-//! `job_list`, which forward like `proxy` for now).
+//! Pass-through modes: `proxy` and `fields` (and `job_list`, which forwards
+//! like `proxy` for now).
 //!
 //! Bodies are read (bounded) only where the gateway must validate or change
 //! them; answers are streamed back as they arrive, never buffered.
@@ -13,10 +13,11 @@ use serde_json::{Map, Value};
 
 use crate::body;
 use crate::errors::ApiError;
-use crate::pipeline::{Ctx, Outcome};
+use crate::pipeline::{Ctx, Metered, Outcome};
 use crate::router::{Request, Response};
-use crate::spec::{Method, PathParams};
-use crate::{fetch, shape, validate};
+use crate::spec::{Method, Metering, PathParams};
+use rust_decimal::Decimal;
+use crate::{shape, validate};
 
 /// Whether the row's method carries a request body.
 fn has_body(m: Method) -> bool {
@@ -82,7 +83,43 @@ pub async fn proxy(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<O
     }
     let resp = ctx.gw.upstream.send(base, rb).await?;
     let status = resp.status().as_u16();
-    Ok(Outcome::new(stream_back(resp), Some(status)))
+    match ctx.spec.metering {
+        Metering::None | Metering::Measured => Ok(Outcome::new(stream_back(resp), Some(status))),
+        Metering::PerRequest => {
+            meter_one(ctx, None);
+            Ok(Outcome::new(stream_back(resp), Some(status)))
+        }
+        Metering::FirstBuild => {
+            // The voice is named by the path (build) or by the answer (promote):
+            // read the (small) JSON answer to find it.
+            let bytes = crate::upstream::read_bounded(resp, 1 << 20).await;
+            let answer: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+            let voice = params
+                .get("voice_uuid")
+                .map(|v| v.into_owned())
+                .or_else(|| answer.get("voice_uuid").and_then(Value::as_str).map(str::to_owned))
+                .or_else(|| shape::upstream_id(&answer))
+                .ok_or_else(|| ApiError::BadGateway("the voice provider's answer names no voice".into()))?;
+            meter_one(ctx, Some(format!("voice:{voice}")));
+            let mut out = http::Response::new(body::full(bytes));
+            *out.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
+            out.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+            Ok(Outcome::new(out, Some(status)))
+        }
+    }
+}
+
+/// Meters one unit of the row's billing (once per `once_key` when given).
+fn meter_one(ctx: &mut Ctx, once_key: Option<String>) {
+    ctx.meter(Metered {
+        product: ctx.product().to_owned(),
+        unit: ctx.spec.billing.as_str(),
+        quantity: Decimal::ONE,
+        once_key,
+        user_id: None,
+        route_id: None,
+        capability: None,
+    });
 }
 
 /// `fields`: the body is `{"fields": {...}}`; the object is forwarded unchanged.
@@ -97,55 +134,4 @@ pub async fn fields(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<
     let resp = ctx.gw.upstream.send(base, rb).await?;
     let status = resp.status().as_u16();
     Ok(Outcome::new(stream_back(resp), Some(status)))
-}
-
-/// `job_submit`: forward the job (as JSON, or as multipart with the fetched
-/// `audio_url` as the row's `file_field`), answer the upstream's JSON with
-/// `job_id` added.
-pub async fn job_submit(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<Outcome, ApiError> {
-    let base = ctx.spec.upstream.map(|u| u.base).unwrap_or(crate::spec::Base::Main);
-    let mut body = read_body(ctx, req).await?;
-    let rb = upstream_request(ctx, params, Some(&mut body))?;
-    let rb = match ctx.spec.file_field {
-        Some(field) => {
-            let url = body
-                .remove("audio_url")
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .ok_or_else(|| ApiError::BadRequest("audio_url is required".into()))?;
-            shape::shape_body(ctx.spec, &mut body)?;
-            let cfg = &ctx.gw.config;
-            let fetched = fetch::open(&url, cfg.allow_private_fetch, cfg.upstream_timeout).await?;
-            let stream = fetched.response.bytes_stream();
-            let part = reqwest::multipart::Part::stream(reqwest::Body::wrap_stream(stream))
-                .file_name(fetched.file_name)
-                .mime_str(&fetched.content_type)
-                .map_err(|e| ApiError::Internal(format!("multipart part: {e}")))?;
-            let mut form = reqwest::multipart::Form::new();
-            for (k, v) in body {
-                let text = match v {
-                    Value::String(s) => s,
-                    Value::Null => continue,
-                    other => other.to_string(),
-                };
-                form = form.text(k, text);
-            }
-            rb.multipart(form.part(field, part))
-        }
-        None => {
-            shape::shape_body(ctx.spec, &mut body)?;
-            rb.json(&body)
-        }
-    };
-    let resp = ctx.gw.upstream.send(base, rb).await?;
-    let status = resp.status();
-    let bytes = resp.bytes().await.map_err(|e| ctx.gw.upstream.network_error(base, &e))?;
-    let mut answer: Value = serde_json::from_slice(&bytes)
-        .map_err(|_| ApiError::BadGateway("the voice provider answered a job submission that is not JSON".into()))?;
-    let job_id = shape::upstream_id(&answer)
-        .ok_or_else(|| ApiError::BadGateway("the voice provider answered a job submission without an id".into()))?;
-    if let Value::Object(m) = &mut answer {
-        m.insert("job_id".into(), Value::String(job_id));
-    }
-    let status = StatusCode::from_u16(status.as_u16()).unwrap_or(StatusCode::OK);
-    Ok(Outcome::new(json_response(status, &answer), Some(status.as_u16())))
 }

@@ -6,8 +6,14 @@
 //! * [`router`] — the interface between the generated matcher and the server.
 //! * [`server`] — accept loop, dispatch, graceful shutdown.
 //! * [`pipeline`] — the phases every request goes through.
-//! * [`forward`], [`synthesis`] — the modes: how a row's request is forwarded
-//!   and answered.
+//! * [`forward`], [`synthesis`], [`jobs`], [`uploads`] — the modes: how a
+//!   row's request is forwarded and answered.
+//! * [`mirror`] — copying job results into the object store (once).
+//! * [`billing`] — prices, markup, charges (decimal).
+//! * [`objects`] — object storage (local filesystem, S3) and presigned URLs.
+//! * [`retention`] — the sweeper of expired objects.
+//! * [`reconcile`] — usage totals against the upstream's billing usage.
+//! * [`audio`] — measuring audio durations.
 //! * [`shape`] — mapping the gateway's request shape to the upstream's.
 //! * [`validate`] — field rules of bodies and query strings.
 //! * [`upstream`] — the HTTP client to providers and error mapping (spec §7).
@@ -21,6 +27,7 @@
 //! Architecture invariant: nothing here knows an individual route; what a
 //! route does is data in its `EndpointSpec`.
 
+pub mod audio;
 pub mod auth;
 pub mod billing;
 pub mod body;
@@ -28,13 +35,19 @@ pub mod config;
 pub mod errors;
 pub mod fetch;
 pub mod forward;
+pub mod jobs;
+pub mod mirror;
+pub mod objects;
 pub mod pipeline;
+pub mod reconcile;
+pub mod retention;
 pub mod router;
 pub mod server;
 pub mod shape;
 pub mod spec;
 pub mod store;
 pub mod synthesis;
+pub mod uploads;
 pub mod upstream;
 pub mod validate;
 
@@ -54,6 +67,12 @@ pub struct Inner {
     pub auth: auth::Auth,
     /// The upstream client.
     pub upstream: upstream::Upstream,
+    /// Prices and markup (from the configuration).
+    pub prices: billing::Prices,
+    /// Object storage.
+    pub objects: std::sync::Arc<dyn objects::ObjectStore>,
+    /// Every generated row, so that a job's submit row can be found by id.
+    pub routes: &'static [&'static spec::EndpointSpec],
 }
 
 impl std::ops::Deref for Gateway {
@@ -70,15 +89,27 @@ pub enum StartError {
     Config(#[from] config::ConfigError),
     #[error(transparent)]
     Store(#[from] store::StoreError),
+    #[error(transparent)]
+    Objects(#[from] objects::ObjectError),
 }
 
 impl Gateway {
-    /// Opens the database (migrating it) and builds the upstream client.
-    pub fn new(config: config::Config) -> Result<Gateway, StartError> {
+    /// Opens the database (migrating it) and the object store, and builds
+    /// the upstream client. `config.public_url` must be known by now (the
+    /// server fills it from the bound address when it is not configured).
+    pub fn new(config: config::Config, routes: &'static [&'static spec::EndpointSpec]) -> Result<Gateway, StartError> {
         let store = store::Store::open(&config.db_path)?;
         let auth = auth::Auth::new(store.clone());
         let upstream = upstream::Upstream::new(&config);
-        Ok(Gateway(Arc::new(Inner { config, store, auth, upstream })))
+        let public_url = config.public_url.clone().unwrap_or_else(|| format!("http://{}", config.addr));
+        let objects = objects::open(&config.objects, &config.data_dir, &public_url)?;
+        let prices = config.prices.clone();
+        Ok(Gateway(Arc::new(Inner { config, store, auth, upstream, prices, objects, routes })))
+    }
+
+    /// The generated row with this id.
+    pub fn route_by_id(&self, id: &str) -> Option<&'static spec::EndpointSpec> {
+        self.routes.iter().copied().find(|r| r.id == id)
     }
 }
 

@@ -10,9 +10,10 @@
 //! 5. **validate** — the row's query rules here; body rules in the mode, as
 //!    the body is read.
 //! 6. **forward** — the row's mode ([`crate::forward`], [`crate::synthesis`]).
-//! 7. **record** — on success, the audit record (and the mode's own records)
-//!    are committed by group commit *before* the answer is sent; a failed
-//!    request writes nothing.
+//! 7. **record** — on success, the audit record, the usage record (what the
+//!    mode metered, or quantity 0) and the mode's own records are committed
+//!    by group commit *before* the answer is sent; a failed request writes
+//!    nothing and is charged nothing.
 //! 8. **answer** — the mode's response, or the error in the row's wire format,
 //!    with an `X-Request-Id` header either way.
 
@@ -24,14 +25,33 @@ use rand::RngCore;
 use crate::errors::ApiError;
 use crate::router::{Request, Response};
 use crate::spec::{Area, Auth, EndpointSpec, Gate, Mode, PathParams};
-use crate::store::{AuditRecord, Record, User};
-use crate::{forward, synthesis, validate, Gateway};
+use rust_decimal::Decimal;
+
+use crate::store::{AuditRecord, Record, UsageRecord, User};
+use crate::{forward, jobs, synthesis, uploads, validate, Gateway};
 
 /// `res_` + 24 hex characters: the id of every request (spec §2's `request_id`).
 pub fn new_request_id() -> String {
     let mut b = [0u8; 12];
     rand::thread_rng().fill_bytes(&mut b);
     format!("res_{}", hex::encode(b))
+}
+
+/// The billed quantity of a request, decided by its mode.
+#[derive(Debug, Clone)]
+pub struct Metered {
+    /// Price-key product (`tts`, `watermark_apply`, ...).
+    pub product: String,
+    /// Billing unit (`audio_seconds`, ...).
+    pub unit: &'static str,
+    pub quantity: rust_decimal::Decimal,
+    /// At most one charge per key (a job, a voice's first build).
+    pub once_key: Option<String>,
+    /// Whose credit is charged, when not the caller (inbound webhooks).
+    pub user_id: Option<i64>,
+    /// The route the charge belongs to, when not this one (a job's submit route).
+    pub route_id: Option<&'static str>,
+    pub capability: Option<&'static str>,
 }
 
 /// What a request carries through the phases.
@@ -44,6 +64,29 @@ pub struct Ctx {
     pub started: Instant,
     /// Decoded query parameters, in order.
     pub query: Vec<(String, String)>,
+    /// What this request bills (set by the mode through [`Ctx::meter`]);
+    /// `None` writes a usage record with quantity 0.
+    pub metered: Option<(Metered, crate::billing::Charge)>,
+}
+
+impl Ctx {
+    /// The caller's id (authenticated rows).
+    pub fn user_id(&self) -> Option<i64> {
+        self.user.as_ref().map(|u| u.id)
+    }
+
+    /// Records what this request bills and returns its charge (for answers
+    /// that show it, like synthesis's `billing`).
+    pub fn meter(&mut self, m: Metered) -> crate::billing::Charge {
+        let charge = self.gw.prices.charge(&format!("{}.{}", m.product, m.unit), m.quantity);
+        self.metered = Some((m, charge.clone()));
+        charge
+    }
+
+    /// The price-key product of this row: its job kind, else its capability.
+    pub fn product(&self) -> &'static str {
+        self.spec.job.unwrap_or(self.spec.capability)
+    }
 }
 
 /// What a mode hands back: the answer, the upstream status it saw, and any
@@ -65,7 +108,7 @@ pub async fn handle(spec: &'static EndpointSpec, gw: Gateway, req: Request, para
     let request_id = new_request_id();
     let path = req.uri().path().to_owned();
     let query = validate::parse_query(req.uri().query());
-    let mut ctx = Ctx { spec, gw, request_id, user: None, started: Instant::now(), query };
+    let mut ctx = Ctx { spec, gw, request_id, user: None, started: Instant::now(), query, metered: None };
     let mut response = match run(&mut ctx, &path, req, params).await {
         Ok(r) => r,
         Err(e) => {
@@ -116,11 +159,13 @@ async fn run(ctx: &mut Ctx, path: &str, req: Request, params: PathParams) -> Res
     validate::query(spec.query, &ctx.query)?;
     // 6. forward
     let outcome = match spec.mode {
-        Mode::Proxy | Mode::JobGet | Mode::JobList => forward::proxy(ctx, req, &params).await?,
+        Mode::Proxy | Mode::JobList => forward::proxy(ctx, req, &params).await?,
         Mode::Fields => forward::fields(ctx, req, &params).await?,
-        Mode::JobSubmit => forward::job_submit(ctx, req, &params).await?,
+        Mode::JobSubmit => jobs::submit(ctx, req, &params).await?,
+        Mode::JobGet => jobs::get(ctx, req, &params).await?,
         Mode::Synthesize => synthesis::synthesize(ctx, req, &params).await?,
-        Mode::Upload | Mode::Webhook => {
+        Mode::Upload => uploads::upload(ctx, req).await?,
+        Mode::Webhook => {
             return Err(ApiError::NotImplemented(format!("{} is not implemented yet", spec.mode.as_str())))
         }
         Mode::Chat
@@ -159,11 +204,48 @@ async fn run(ctx: &mut Ctx, path: &str, req: Request, params: PathParams) -> Res
             latency_ms: ctx.started.elapsed().as_millis() as u64,
             created_at: crate::store::now_rfc3339(),
         }));
+        records.push(Record::Usage(usage_record(ctx)));
         records.extend(outcome.records);
         ctx.gw.store.commit(records).await.map_err(|e| ApiError::Internal(e.to_string()))?;
     }
     // 8. answer
     Ok(outcome.response)
+}
+
+/// The usage record of a successful request: what the mode metered, or
+/// quantity 0 of the row's unit.
+fn usage_record(ctx: &mut Ctx) -> UsageRecord {
+    let spec = ctx.spec;
+    let (m, charge) = match ctx.metered.take() {
+        Some(mc) => mc,
+        None => {
+            let m = Metered {
+                product: ctx.product().to_owned(),
+                unit: spec.billing.as_str(),
+                quantity: Decimal::ZERO,
+                once_key: None,
+                user_id: None,
+                route_id: None,
+                capability: None,
+            };
+            let charge = ctx.gw.prices.charge(&format!("{}.{}", m.product, m.unit), Decimal::ZERO);
+            (m, charge)
+        }
+    };
+    UsageRecord {
+        request_id: ctx.request_id.clone(),
+        user_id: m.user_id.or(ctx.user_id()),
+        route_id: m.route_id.unwrap_or(spec.id).to_owned(),
+        capability: m.capability.unwrap_or(spec.capability).to_owned(),
+        product: m.product,
+        unit: m.unit.to_owned(),
+        quantity: m.quantity,
+        unit_price: charge.unit_price,
+        markup_pct: ctx.gw.prices.markup_pct,
+        charged: charge.charged,
+        once_key: m.once_key,
+        created_at: crate::store::now_rfc3339(),
+    }
 }
 
 /// Rate-limit phase. Limits per user and capability arrive with the

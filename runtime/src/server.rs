@@ -40,6 +40,13 @@ fn format_for_path(path: &str) -> ErrorFormat {
 pub async fn dispatch(gw: Gateway, route: RouteFn, req: Request) -> Response {
     let path = req.uri().path().to_owned();
     let path = path.as_str();
+    if path.starts_with(crate::objects::serve::PATH_PREFIX) {
+        // The local object store's presigned URLs (S3 serves its own).
+        return match gw.objects.as_local() {
+            Some(local) => crate::objects::serve_presigned(local, req.method(), req.uri(), req.headers()).await,
+            None => ApiError::NotFound("no such object".into()).into_response(ErrorFormat::Detail, &new_request_id()),
+        };
+    }
     if path == "/healthz" {
         let mut r = http::Response::new(body::full(r#"{"status":"ok"}"#));
         r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));

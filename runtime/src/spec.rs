@@ -150,6 +150,31 @@ impl Billing {
     }
 }
 
+/// How the quantity billed for one successful request is found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Metering {
+    /// Nothing is billed (a usage record with quantity 0 is still written).
+    None,
+    /// One unit per successful request (identity search, design generation).
+    PerRequest,
+    /// One unit per voice, the first time it is built (voice subscription).
+    FirstBuild,
+    /// Measured: audio seconds of the produced audio, or what the upstream
+    /// reports for a job when it completes.
+    Measured,
+}
+
+impl Metering {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Metering::None => "none",
+            Metering::PerRequest => "per_request",
+            Metering::FirstBuild => "first_build",
+            Metering::Measured => "measured",
+        }
+    }
+}
+
 /// A configuration switch that must be on for the route to be served.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Gate {
@@ -337,6 +362,8 @@ pub struct EndpointSpec {
     /// Rate-limit bucket and audit label, e.g. `tts`.
     pub capability: &'static str,
     pub billing: Billing,
+    /// How the billed quantity is found.
+    pub metering: Metering,
     pub gate: Option<Gate>,
     pub auth: Auth,
     pub errors: ErrorFormat,

@@ -11,24 +11,36 @@
 //! | `audio_content` | the upstream's base64 audio |
 //! | `audio_duration` | upstream `duration` (seconds) |
 //! | `raw_response` | the upstream's answer, without its `audio_content` (already above) |
+//! | `audio_url` | presigned URL (1 hour) of the decoded audio, stored under `synthesis/<user>/YYYY/MM/DD/HHMMSS-<request_id>.<ext>` |
+//! | `expires_at` | when the stored audio is deleted (the row's `retention_days`, 7) |
+//! | `billing` | `{"unit": "audio_seconds", "quantity": <seconds>, "charged": "<8 places>"}` |
+//! | `resemble_url` | the upstream's own URL of the audio, only when it gave one |
 //!
-//! Seams for the money-and-media work: storing the decoded audio
-//! (`audio_url`, `expires_at`), the `billing` object, and `resemble_url`
-//! when the upstream supplied a URL are added in [`synthesize`] after the
-//! upstream answer is parsed.
+//! The billed seconds are the upstream's `duration`, or measured from the
+//! audio itself ([`crate::audio`]) when it gives none.
 
+use std::time::Duration;
+
+use base64::Engine;
 use http::StatusCode;
 use serde_json::{json, Value};
 
+use crate::billing::decimal_from_json;
 use crate::errors::ApiError;
 use crate::forward::json_response;
-use crate::pipeline::{Ctx, Outcome};
+use crate::objects::ByteStream;
+use crate::pipeline::{Ctx, Metered, Outcome};
 use crate::router::Request;
 use crate::spec::{Base, PathParams};
+use crate::store::{AssetRecord, Record};
 use crate::{shape, validate};
 
 /// Default output format of the gateway (spec A1).
 pub const DEFAULT_OUTPUT_FORMAT: &str = "mp3";
+/// Presigned URL validity (spec §8).
+pub const URL_VALIDITY: Duration = Duration::from_secs(3600);
+/// Retention of synthesis output when the row gives none (spec §8).
+pub const DEFAULT_RETENTION_DAYS: u32 = 7;
 
 pub async fn synthesize(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<Outcome, ApiError> {
     let spec = ctx.spec;
@@ -50,13 +62,89 @@ pub async fn synthesize(ctx: &mut Ctx, req: Request, params: &PathParams) -> Res
         Some(Value::String(s)) if !s.is_empty() => s,
         _ => return Err(ApiError::BadGateway("the voice provider answered synthesis without audio".into())),
     };
-    let duration = raw.get("duration").and_then(Value::as_f64);
-    let answer = json!({
+    let audio = base64::engine::general_purpose::STANDARD
+        .decode(audio_content.as_bytes())
+        .map_err(|_| ApiError::BadGateway("the voice provider answered synthesis with audio that is not base64".into()))?;
+    let format = raw.get("output_format").and_then(Value::as_str).or(body.get("output_format").and_then(Value::as_str));
+    let ext = match format {
+        Some("wav") => "wav",
+        Some("mp3") => "mp3",
+        _ => sniff_extension(&audio),
+    };
+    let duration = match raw.get("duration").and_then(decimal_from_json) {
+        Some(d) => d,
+        None => {
+            let bytes = audio.clone();
+            let ext = ext.to_owned();
+            tokio::task::spawn_blocking(move || crate::audio::duration_seconds(bytes, &ext))
+                .await
+                .ok()
+                .flatten()
+                .ok_or_else(|| ApiError::BadGateway("the voice provider answered synthesis without a duration, and the audio could not be measured".into()))?
+        }
+    };
+    let charge = ctx.meter(Metered {
+        product: ctx.product().to_owned(),
+        unit: spec.billing.as_str(),
+        quantity: duration,
+        once_key: None,
+        user_id: None,
+        route_id: None,
+        capability: None,
+    });
+
+    // Store the audio; its record is committed with the audit and usage records.
+    let user_id = ctx.user_id().ok_or_else(|| ApiError::Internal("synthesis without a user".into()))?;
+    let now = chrono::Utc::now();
+    let key = format!("synthesis/{user_id}/{}-{}.{ext}", now.format("%Y/%m/%d/%H%M%S"), ctx.request_id);
+    let content_type = if ext == "wav" { "audio/wav" } else { "audio/mpeg" };
+    let size = audio.len() as u64;
+    let stream: ByteStream = Box::pin(futures_util::stream::once(async move { Ok(bytes::Bytes::from(audio)) }));
+    ctx.gw.objects.put(&key, content_type, stream, None).await.map_err(|e| ApiError::Internal(format!("storing audio: {e}")))?;
+    let days = spec.retention_days.unwrap_or(DEFAULT_RETENTION_DAYS);
+    let expires_at = (now + chrono::Duration::days(days as i64)).to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    let audio_url = ctx
+        .gw
+        .objects
+        .presign_get(&key, URL_VALIDITY)
+        .map_err(|e| ApiError::Internal(format!("presigning audio: {e}")))?;
+    let resemble_url = ["url", "audio_url", "audio_src"].iter().find_map(|k| raw.get(*k).and_then(Value::as_str)).map(str::to_owned);
+
+    let quantity: Value = serde_json::from_str(&duration.normalize().to_string()).unwrap_or(Value::Null);
+    let mut answer = json!({
         "request_id": ctx.request_id,
         "voice_uuid": voice_uuid,
+        "audio_url": audio_url,
         "audio_content": audio_content,
-        "audio_duration": duration,
+        "audio_duration": quantity,
+        "expires_at": expires_at,
+        "billing": { "unit": spec.billing.as_str(), "quantity": quantity, "charged": charge.charged_str() },
         "raw_response": raw,
     });
-    Ok(Outcome::new(json_response(StatusCode::OK, &answer), Some(upstream_status)))
+    if let (Some(url), Value::Object(m)) = (resemble_url, &mut answer) {
+        m.insert("resemble_url".into(), Value::String(url));
+    }
+    let mut outcome = Outcome::new(json_response(StatusCode::OK, &answer), Some(upstream_status));
+    outcome.records.push(Record::Asset(AssetRecord {
+        owner_id: Some(user_id),
+        object_key: key,
+        class: "synthesis".into(),
+        purpose: Some("synthesis".into()),
+        size_bytes: size,
+        content_type: content_type.into(),
+        file_name: None,
+        source: Some(ctx.request_id.clone()),
+        created_at: now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+        expires_at: Some(expires_at),
+    }));
+    Ok(outcome)
+}
+
+/// `wav` for a RIFF header, else `mp3`.
+fn sniff_extension(audio: &[u8]) -> &'static str {
+    if audio.starts_with(b"RIFF") {
+        "wav"
+    } else {
+        "mp3"
+    }
 }

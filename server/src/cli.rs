@@ -35,6 +35,19 @@ pub enum Command {
     },
     /// Print the generated route table: method, path, mode, billing, gate.
     Routes,
+    /// Manage credit balances.
+    Credits {
+        #[command(subcommand)]
+        command: CreditsCommand,
+    },
+    /// Delete expired objects once (the server also sweeps periodically).
+    Sweep,
+    /// Compare a day's usage with the upstream's billing usage; store and log the result.
+    Reconcile {
+        /// UTC day, YYYY-MM-DD.
+        #[arg(long)]
+        date: String,
+    },
     /// Run the demo: simulator + gateway on a fresh data directory.
     Demo,
 }
@@ -55,6 +68,23 @@ pub enum UsersCommand {
     },
     /// Enable a disabled user.
     Enable {
+        #[arg(long)]
+        user: i64,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum CreditsCommand {
+    /// Add credit (USD) to a user; prints the new balance.
+    Grant {
+        #[arg(long)]
+        user: i64,
+        /// Decimal amount, e.g. 10.00.
+        #[arg(long)]
+        amount: String,
+    },
+    /// Print a user's balance.
+    Balance {
         #[arg(long)]
         user: i64,
     },
@@ -133,6 +163,53 @@ pub fn run(command: Command) -> CliResult {
             }
             Ok(())
         }
+        Command::Credits { command } => {
+            let config = Config::from_env()?;
+            let store = open_store(&config)?;
+            match command {
+                CreditsCommand::Grant { user, amount } => {
+                    let amount = rust_decimal::Decimal::from_str_exact(amount.trim())
+                        .map_err(|e| format!("amount {amount:?} is not a decimal: {e}"))?;
+                    if amount <= rust_decimal::Decimal::ZERO {
+                        return Err("amount must be positive".into());
+                    }
+                    let balance = store.grant_credit(user, amount, Some("gateway credits grant"))?;
+                    println!("{}", runtime::billing::format_money(balance));
+                }
+                CreditsCommand::Balance { user } => {
+                    if store.user(user)?.is_none() {
+                        return Err(format!("no user with id {user}").into());
+                    }
+                    println!("{}", runtime::billing::format_money(store.balance(user)?));
+                }
+            }
+            Ok(())
+        }
+        Command::Sweep => runtime_block_on(async {
+            let gw = crate::gateway(Config::from_env()?)?;
+            let report = runtime::retention::sweep_once(&gw).await;
+            println!("deleted {} failed {}", report.deleted, report.failed);
+            if report.failed > 0 {
+                return Err(format!("{} objects could not be deleted", report.failed).into());
+            }
+            Ok(())
+        }),
+        Command::Reconcile { date } => runtime_block_on(async move {
+            let gw = crate::gateway(Config::from_env()?)?;
+            let rows = runtime::reconcile::reconcile(&gw, &date).await.map_err(|e| e.message())?;
+            for r in rows {
+                println!(
+                    "{} {:<20} gateway {:>14} upstream {:>14} drift {:>8}% {}",
+                    r.day,
+                    r.product,
+                    r.gateway_total,
+                    r.upstream_total.map(|d| d.to_string()).unwrap_or_else(|| "-".into()),
+                    r.drift_pct.map(|d| d.to_string()).unwrap_or_else(|| "-".into()),
+                    r.status
+                );
+            }
+            Ok(())
+        }),
         Command::Keys { command } => {
             let config = Config::from_env()?;
             let store = open_store(&config)?;

@@ -49,17 +49,38 @@ impl Running {
     }
 }
 
-/// Starts a gateway on `listener` with `config`.
-pub fn start(config: Config, listener: TcpListener) -> Result<Running, StartError> {
+/// Builds the gateway of a configuration (database, object store, client)
+/// without serving: what the CLI's one-shot commands use.
+pub fn gateway(mut config: Config) -> Result<Gateway, StartError> {
+    if config.public_url.is_none() {
+        config.public_url = Some(format!("http://{}", config.addr));
+    }
+    Gateway::new(config, routes::ROUTES)
+}
+
+/// Starts a gateway on `listener` with `config`, with its background tasks
+/// (retention sweeper, nightly reconciliation) when configured.
+pub fn start(mut config: Config, listener: TcpListener) -> Result<Running, StartError> {
     let addr = listener.local_addr().map_err(|e| StartError::Store(runtime::store::StoreError(e.to_string())))?;
-    let gateway = Gateway::new(config)?;
+    config.addr = addr;
+    let gateway = gateway(config)?;
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let gw = gateway.clone();
+    let mut background = Vec::new();
+    if let Some(every) = gw.config.sweep_interval {
+        background.push(tokio::spawn(runtime::retention::run_periodically(gw.clone(), every)));
+    }
+    if let Some(at) = gw.config.reconcile_at {
+        background.push(tokio::spawn(runtime::reconcile::run_nightly(gw.clone(), at)));
+    }
     let task = tokio::spawn(async move {
         runtime::server::serve(listener, gw, routes::route, async {
             let _ = stopped.await;
         })
-        .await
+        .await;
+        for t in background {
+            t.abort();
+        }
     });
     Ok(Running { addr, gateway, stop: Some(stop), task })
 }

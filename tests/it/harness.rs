@@ -195,3 +195,79 @@ impl Answer {
 pub fn synth_body(text: &str) -> Value {
     json!({"voice_uuid": "stock-voice-1", "text": text, "output_format": "wav"})
 }
+
+impl Env {
+    /// Credits the env's user (same code path as `gateway credits grant`).
+    pub fn grant(&self, amount: &str) {
+        self.store().grant_credit(self.user_id, amount.parse().unwrap(), Some("test")).unwrap();
+    }
+
+    /// The env user's balance.
+    pub fn balance(&self) -> rust_decimal::Decimal {
+        self.store().balance(self.user_id).unwrap()
+    }
+
+    /// Directory of the local object store.
+    pub fn objects_dir(&self) -> PathBuf {
+        self.dir.0.join("objects")
+    }
+
+    /// Every stored object file (relative keys), the store's own `.`-files skipped.
+    pub fn object_keys(&self) -> Vec<String> {
+        fn walk(root: &std::path::Path, dir: &std::path::Path, out: &mut Vec<String>) {
+            let Ok(rd) = std::fs::read_dir(dir) else { return };
+            for e in rd.flatten() {
+                let name = e.file_name().to_string_lossy().into_owned();
+                if name.starts_with('.') || name.ends_with(".meta") {
+                    continue;
+                }
+                let p = e.path();
+                if p.is_dir() {
+                    walk(root, &p, out);
+                } else {
+                    out.push(p.strip_prefix(root).unwrap().to_string_lossy().into_owned());
+                }
+            }
+        }
+        let mut out = Vec::new();
+        walk(&self.objects_dir(), &self.objects_dir(), &mut out);
+        out.sort();
+        out
+    }
+
+    /// Forces a simulator job to complete now.
+    pub async fn complete_job(&self, upstream_id: &str) {
+        let r = self.client.post(format!("{}/__sim/jobs/{upstream_id}/complete", self.sim.url())).send().await.unwrap();
+        assert!(r.status().is_success(), "completing {upstream_id}: {}", r.text().await.unwrap());
+    }
+
+    /// Uploads `bytes` as `file_name` with an optional purpose.
+    pub async fn upload(&self, file_name: &str, bytes: Vec<u8>, purpose: Option<&str>) -> Answer {
+        let mut form = reqwest::multipart::Form::new();
+        if let Some(p) = purpose {
+            form = form.text("purpose", p.to_owned());
+        }
+        form = form.part("file", reqwest::multipart::Part::bytes(bytes).file_name(file_name.to_owned()));
+        let r = self.client.post(self.voice("/uploads")).bearer_auth(&self.key).multipart(form).send().await.unwrap();
+        Answer::from(r).await
+    }
+
+    /// Usage rows of the database.
+    pub fn usage(&self) -> Vec<runtime::store::UsageRow> {
+        self.store().usage_rows().unwrap()
+    }
+}
+
+/// A small real WAV file of `secs` seconds (16 kHz mono).
+pub fn wav(secs: f64) -> Vec<u8> {
+    let mut buf = std::io::Cursor::new(Vec::new());
+    {
+        let spec = hound::WavSpec { channels: 1, sample_rate: 16000, bits_per_sample: 16, sample_format: hound::SampleFormat::Int };
+        let mut w = hound::WavWriter::new(&mut buf, spec).unwrap();
+        for i in 0..(secs * 16000.0) as usize {
+            w.write_sample(((i as f64 * 0.05).sin() * 8000.0) as i16).unwrap();
+        }
+        w.finalize().unwrap();
+    }
+    buf.into_inner()
+}

@@ -54,6 +54,7 @@ keyword_tokens!(
     AreaName,
     Mode,
     Billing,
+    Metering,
     Gate,
     Auth,
     ErrorFormat,
@@ -124,6 +125,7 @@ fn row_static(row: &Row) -> TokenStream {
     } = row;
     let params = str_slice(&row.params);
     let gate = some_or_none(row.gate);
+    let metering = row.metering;
     let upstream = some_or_none(row.upstream.as_ref().map(|u| {
         let Upstream {
             base,
@@ -173,6 +175,7 @@ fn row_static(row: &Row) -> TokenStream {
             mode: #mode,
             capability: #capability,
             billing: #billing,
+            metering: #metering,
             gate: #gate,
             auth: #auth,
             errors: #errors,

@@ -203,9 +203,36 @@ keyword_enum! {
 }
 
 keyword_enum! {
+    /// How the quantity billed for one request is found (`runtime::spec::Metering`).
+    /// Defaults by billing unit: free and voice_subscription → none; searches,
+    /// enrollments, generations → per_request; seconds, images, tokens → measured.
+    Metering, "metering", "Metering" {
+        None = "none",
+        PerRequest = "per_request",
+        FirstBuild = "first_build",
+        Measured = "measured",
+    }
+}
+
+keyword_enum! {
     /// A configuration switch that must be on for the route to be served.
     Gate, "gate", "Gate" {
         BusinessPlan = "business_plan",
+    }
+}
+
+impl Metering {
+    /// The metering a billing unit implies when the row does not say.
+    pub fn default_for(billing: Billing) -> Metering {
+        match billing {
+            Billing::Free | Billing::VoiceSubscription => Metering::None,
+            Billing::Searches | Billing::Enrollments | Billing::Generations => Metering::PerRequest,
+            Billing::AudioSeconds
+            | Billing::VideoSeconds
+            | Billing::Images
+            | Billing::MediaSeconds
+            | Billing::Tokens => Metering::Measured,
+        }
     }
 }
 
@@ -374,6 +401,7 @@ pub struct RawEndpoint {
     pub mode: Option<Mode>,
     pub capability: Option<String>,
     pub billing: Option<Billing>,
+    pub metering: Option<Metering>,
     pub gate: Option<Gate>,
     pub auth: Option<Auth>,
     pub errors: Option<ErrorFormat>,
@@ -447,6 +475,7 @@ pub struct Row {
     pub mode: Mode,
     pub capability: String,
     pub billing: Billing,
+    pub metering: Metering,
     pub gate: Option<Gate>,
     pub auth: Auth,
     pub errors: ErrorFormat,

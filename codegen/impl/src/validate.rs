@@ -34,6 +34,7 @@ pub const ROW_KEYS: &[&str] = &[
     "mode",
     "capability",
     "billing",
+    "metering",
     "gate",
     "auth",
     "errors",
@@ -916,7 +917,15 @@ fn resolve_row(
         }
     }
 
-    // Billing, gate and authentication.
+    // Billing, metering, gate and authentication.
+    if let (Some(m), Some(billing)) = (raw.metering, raw.billing) {
+        if billing == Billing::Free && m != Metering::None {
+            cx.err(&["metering"], format!("metering `{m}` on a `free` route: a free route bills nothing"));
+        }
+        if m == Metering::FirstBuild && billing != Billing::VoiceSubscription {
+            cx.err(&["metering"], format!("metering `first_build` needs billing `voice_subscription`, not `{billing}`"));
+        }
+    }
     if let (Some(gate), Some(Billing::Free)) = (raw.gate, raw.billing) {
         cx.err(
             &["gate"],
@@ -1189,6 +1198,7 @@ fn resolve_row(
         mode: raw.mode?,
         capability: raw.capability.clone()?,
         billing: raw.billing?,
+        metering: raw.metering.unwrap_or_else(|| Metering::default_for(raw.billing.unwrap_or(Billing::Free))),
         gate: raw.gate,
         auth: auth?,
         errors: errors?,

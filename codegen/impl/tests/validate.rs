@@ -2,6 +2,7 @@
 //! the message it must produce. Run at run time through the same
 //! `parse_table` the macro uses.
 
+use codegen_impl::table::Metering;
 use codegen_impl::{parse_table, TableError};
 
 const HEADER: &str = r#"
@@ -1022,4 +1023,23 @@ fn row_keys_match_the_serde_model() {
     let unknown = read("no_such_key");
     let listed = unknown.split("expected one of ").nth(1).unwrap();
     assert_eq!(listed.matches('`').count() / 2, ROW_KEYS.len(), "{unknown}");
+}
+
+#[test]
+fn metering() {
+    check_row(&[("metering", Some("\"per_request\""))], "", "metering `per_request` on a `free` route");
+    check_row(
+        &[("metering", Some("\"first_build\"")), ("billing", Some("\"searches\""))],
+        "",
+        "metering `first_build` needs billing `voice_subscription`",
+    );
+    check_row(&[("metering", Some("\"sometimes\""))], "", "unknown metering `sometimes`");
+    ok(&table(&[&row(&[("metering", Some("\"first_build\"")), ("billing", Some("\"voice_subscription\""))], "")]));
+    // Defaults follow the billing unit.
+    let t = parse_table(&table(&[&row(&[("billing", Some("\"searches\""))], "")])).unwrap();
+    assert_eq!(t.rows[0].metering, Metering::PerRequest);
+    let t = parse_table(&table(&[&row(&[("billing", Some("\"audio_seconds\""))], "")])).unwrap();
+    assert_eq!(t.rows[0].metering, Metering::Measured);
+    let t = parse_table(&table(&[&row(&[("billing", Some("\"voice_subscription\""))], "")])).unwrap();
+    assert_eq!(t.rows[0].metering, Metering::None);
 }

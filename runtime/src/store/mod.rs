@@ -4,7 +4,7 @@
 //!
 //! * Reads go through an `r2d2` pool (WAL mode lets them run beside the writer)
 //!   and are called from async code through `spawn_blocking`.
-//! * Records that must not be lost (audit today; usage and ledger later) go
+//! * Records that must not be lost (audit, usage, ledger, assets, jobs) go
 //!   through [`RecordWriter`]: one dedicated thread owns one connection and
 //!   commits whatever has queued up in one transaction (group commit), then
 //!   wakes every request whose records were in it. A request answers only
@@ -12,11 +12,20 @@
 //!   blocking the async runtime.
 
 use std::path::Path;
-use std::sync::mpsc;
 use std::time::Duration;
 
 use r2d2_sqlite::SqliteConnectionManager;
 use rusqlite::{params, Connection, OptionalExtension};
+
+mod assets;
+mod money;
+mod writer;
+
+pub use assets::{AssetRow, JobRow};
+pub use money::{LedgerRow, ReconciliationRow, UsageRow};
+
+pub use writer::{AssetRecord, AuditRecord, Committed, JobRecord, JobUpdate, Record, RecordWriter, UsageRecord};
+use writer::RecordWriter as Writer;
 
 /// Migrations, applied in order; `PRAGMA user_version` records how many ran.
 /// Append only: never edit a migration that has shipped.
@@ -51,6 +60,89 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX audit_by_user ON audit(user_id, created_at);
     "#,
+    // 2: money and media: usage, credit ledger, assets, jobs, voice builds, reconciliation.
+    r#"
+    CREATE TABLE usage (
+        id          INTEGER PRIMARY KEY,
+        request_id  TEXT NOT NULL,
+        user_id     INTEGER REFERENCES users(id),
+        route_id    TEXT NOT NULL,
+        capability  TEXT NOT NULL,
+        product     TEXT NOT NULL,
+        unit        TEXT NOT NULL,
+        quantity    TEXT NOT NULL,
+        unit_price  TEXT,
+        markup_pct  TEXT NOT NULL,
+        charged     TEXT NOT NULL,
+        unpriced    INTEGER NOT NULL,
+        once_key    TEXT UNIQUE,
+        created_at  TEXT NOT NULL
+    );
+    CREATE INDEX usage_by_time ON usage(created_at);
+    CREATE INDEX usage_by_user ON usage(user_id, created_at);
+    CREATE TABLE credit_balances (
+        user_id     INTEGER PRIMARY KEY REFERENCES users(id),
+        balance     TEXT NOT NULL,
+        updated_at  TEXT NOT NULL
+    );
+    CREATE TABLE credit_ledger (
+        id            INTEGER PRIMARY KEY,
+        user_id       INTEGER NOT NULL REFERENCES users(id),
+        amount        TEXT NOT NULL,
+        balance_after TEXT NOT NULL,
+        kind          TEXT NOT NULL,
+        usage_id      INTEGER REFERENCES usage(id),
+        note          TEXT,
+        created_at    TEXT NOT NULL
+    );
+    CREATE INDEX ledger_by_user ON credit_ledger(user_id, id);
+    CREATE TABLE assets (
+        id            INTEGER PRIMARY KEY,
+        owner_id      INTEGER REFERENCES users(id),
+        object_key    TEXT NOT NULL UNIQUE,
+        class         TEXT NOT NULL,
+        purpose       TEXT,
+        size_bytes    INTEGER NOT NULL,
+        content_type  TEXT NOT NULL,
+        file_name     TEXT,
+        source        TEXT,
+        created_at    TEXT NOT NULL,
+        expires_at    TEXT,
+        deleted_at    TEXT
+    );
+    CREATE INDEX assets_live_expiry ON assets(expires_at) WHERE deleted_at IS NULL AND expires_at IS NOT NULL;
+    CREATE TABLE jobs (
+        id                INTEGER PRIMARY KEY,
+        job_id            TEXT NOT NULL,
+        kind              TEXT NOT NULL,
+        upstream_id       TEXT NOT NULL,
+        user_id           INTEGER NOT NULL REFERENCES users(id),
+        submit_route      TEXT NOT NULL,
+        status            TEXT NOT NULL,
+        media_type        TEXT,
+        result            TEXT,
+        billed            INTEGER NOT NULL DEFAULT 0,
+        mirror_asset_id   INTEGER REFERENCES assets(id),
+        mirror_state      TEXT,
+        mirror_claimed_at TEXT,
+        callback_uri      TEXT,
+        created_at        TEXT NOT NULL,
+        updated_at        TEXT NOT NULL,
+        UNIQUE (kind, job_id),
+        UNIQUE (kind, upstream_id)
+    );
+    CREATE INDEX jobs_by_user ON jobs(user_id, kind, id);
+    CREATE TABLE reconciliation_runs (
+        id             INTEGER PRIMARY KEY,
+        day            TEXT NOT NULL,
+        product        TEXT NOT NULL,
+        gateway_total  TEXT NOT NULL,
+        upstream_total TEXT,
+        drift_pct      TEXT,
+        status         TEXT NOT NULL,
+        created_at     TEXT NOT NULL
+    );
+    "#,
 ];
 
 /// A database error, kept as text (callers log it and answer 500).
@@ -79,27 +171,6 @@ pub struct User {
     pub email: String,
     pub is_admin: bool,
     pub disabled: bool,
-}
-
-/// One audit row: who called which route, and how it went.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AuditRecord {
-    pub request_id: String,
-    pub user_id: Option<i64>,
-    pub route_id: String,
-    pub method: String,
-    pub path: String,
-    pub status: u16,
-    pub upstream_status: Option<u16>,
-    pub latency_ms: u64,
-    /// RFC 3339, UTC.
-    pub created_at: String,
-}
-
-/// A record committed by the group-commit writer.
-#[derive(Debug, Clone)]
-pub enum Record {
-    Audit(AuditRecord),
 }
 
 fn configure(conn: &mut Connection) -> rusqlite::Result<()> {
@@ -142,15 +213,16 @@ impl Store {
         writer_conn.pragma_update(None, "synchronous", "FULL")?;
         let manager = SqliteConnectionManager::file(path).with_init(configure);
         let pool = r2d2::Pool::builder().max_size(8).build(manager)?;
-        Ok(Store { pool, writer: RecordWriter::start(writer_conn) })
+        Ok(Store { pool, writer: Writer::start(writer_conn) })
     }
 
-    fn conn(&self) -> Result<r2d2::PooledConnection<SqliteConnectionManager>> {
+    pub(crate) fn conn(&self) -> Result<r2d2::PooledConnection<SqliteConnectionManager>> {
         Ok(self.pool.get()?)
     }
 
-    /// Commits `records` (in the next group commit) and waits until they are durable.
-    pub async fn commit(&self, records: Vec<Record>) -> Result<()> {
+    /// Commits `records` (in the next group commit) and waits until they are
+    /// durable. Returns the ids of the assets among them, in order.
+    pub async fn commit(&self, records: Vec<Record>) -> Result<Committed> {
         self.writer.commit(records).await
     }
 
@@ -238,95 +310,6 @@ fn row_to_user(r: &rusqlite::Row<'_>) -> rusqlite::Result<User> {
 /// Current time as RFC 3339 UTC with milliseconds.
 pub fn now_rfc3339() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
-}
-
-// ---------------------------------------------------------------------------
-// Group commit
-
-struct Batch {
-    records: Vec<Record>,
-    done: tokio::sync::oneshot::Sender<Result<()>>,
-}
-
-/// Handle to the writer thread. Cloning shares the thread.
-#[derive(Clone)]
-pub struct RecordWriter {
-    tx: mpsc::Sender<Batch>,
-}
-
-/// Most batches folded into one transaction.
-const MAX_GROUP: usize = 512;
-
-impl RecordWriter {
-    fn start(conn: Connection) -> RecordWriter {
-        let (tx, rx) = mpsc::channel::<Batch>();
-        std::thread::Builder::new()
-            .name("record-writer".into())
-            .spawn(move || writer_loop(conn, rx))
-            .expect("spawn record writer");
-        RecordWriter { tx }
-    }
-
-    async fn commit(&self, records: Vec<Record>) -> Result<()> {
-        if records.is_empty() {
-            return Ok(());
-        }
-        let (done, wait) = tokio::sync::oneshot::channel();
-        self.tx
-            .send(Batch { records, done })
-            .map_err(|_| StoreError("record writer stopped".into()))?;
-        wait.await.map_err(|_| StoreError("record writer stopped".into()))?
-    }
-}
-
-fn writer_loop(mut conn: Connection, rx: mpsc::Receiver<Batch>) {
-    // Blocks until work arrives; ends when every sender is gone.
-    while let Ok(first) = rx.recv() {
-        let mut group = vec![first];
-        while group.len() < MAX_GROUP {
-            match rx.try_recv() {
-                Ok(b) => group.push(b),
-                Err(_) => break,
-            }
-        }
-        let result = write_group(&mut conn, &group).map_err(|e| e.to_string());
-        if let Err(e) = &result {
-            tracing::error!(error = %e, batches = group.len(), "group commit failed");
-        }
-        for b in group {
-            let _ = b.done.send(result.clone().map_err(StoreError));
-        }
-    }
-}
-
-fn write_group(conn: &mut Connection, group: &[Batch]) -> rusqlite::Result<()> {
-    let tx = conn.transaction()?;
-    {
-        let mut audit = tx.prepare_cached(
-            "INSERT INTO audit (request_id, user_id, route_id, method, path, status, upstream_status, latency_ms, created_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-        )?;
-        for batch in group {
-            for record in &batch.records {
-                match record {
-                    Record::Audit(a) => {
-                        audit.execute(params![
-                            a.request_id,
-                            a.user_id,
-                            a.route_id,
-                            a.method,
-                            a.path,
-                            a.status,
-                            a.upstream_status,
-                            a.latency_ms as i64,
-                            a.created_at
-                        ])?;
-                    }
-                }
-            }
-        }
-    }
-    tx.commit()
 }
 
 #[cfg(test)]

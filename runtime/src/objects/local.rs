@@ -1,0 +1,390 @@
+//! The local-filesystem store: the embedded default.
+//!
+//! # Layout
+//!
+//! An object `a/b/c.mp3` is the file `<root>/a/b/c.mp3`. Its first line is a
+//! small header holding the content type given to `put`
+//! (`gwobj1 audio/mpeg\n`); the object's bytes follow. Keeping the content
+//! type inside the file makes a put one atomic rename (no sidecar that could
+//! disagree with its object) and a delete one unlink.
+//!
+//! A put streams into `<root>/.tmp/<random>.part`, counting bytes; over the
+//! limit, or when the body fails, the temporary file is removed and nothing
+//! changes under the key (an object already there stays as it was). On
+//! success the file is fsynced and renamed into place, and its directory
+//! fsynced. Keys never start a segment with `.` ([`validate_key`]), so the
+//! store's own `.tmp` cannot collide with an object.
+//!
+//! Presigned URLs are the gateway's own:
+//! `{public_base_url}/objects/{key}?expires={unix}&signature={hex hmac}`
+//! (see [`super::signing`]), answered by [`super::serve_presigned`].
+
+use std::io::SeekFrom;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use futures_util::StreamExt;
+use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
+use tokio::io::{AsyncReadExt, AsyncSeekExt, AsyncWriteExt};
+
+use super::{
+    ceil_secs, check_content_type, signing, validate_key, ByteRange, ByteStream, ObjectBody, ObjectError, ObjectMeta,
+    ObjectStore,
+};
+
+/// First bytes of every stored file; the content type and `\n` follow.
+const MAGIC: &[u8] = b"gwobj1 ";
+/// Longest header accepted when reading (magic + 255-byte type + newline fits).
+const MAX_HEADER: usize = 512;
+/// Chunk size of streamed reads.
+const READ_CHUNK: usize = 64 * 1024;
+/// Name of the directory holding in-progress puts, under the root.
+const TMP_DIR: &str = ".tmp";
+/// Temporary files older than this are left-overs of a crash, removed at start.
+const STALE_TMP: Duration = Duration::from_secs(24 * 3600);
+
+/// Characters escaped in one key segment of a presigned URL: everything but
+/// the RFC 3986 unreserved set.
+pub(crate) const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'.').remove(b'_').remove(b'~');
+
+/// Objects as files under a root directory, with gateway-signed URLs.
+pub struct LocalStore {
+    root: PathBuf,
+    tmp: PathBuf,
+    public_base_url: String,
+    signing_key: Vec<u8>,
+}
+
+impl std::fmt::Debug for LocalStore {
+    // Hand-written so that the signing key never reaches a log line.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalStore")
+            .field("root", &self.root)
+            .field("public_base_url", &self.public_base_url)
+            .finish_non_exhaustive()
+    }
+}
+
+/// An object file opened for reading, header parsed.
+pub(crate) struct OpenObject {
+    pub(crate) file: tokio::fs::File,
+    /// Where the object's bytes start in the file.
+    pub(crate) header_len: u64,
+    pub(crate) meta: ObjectMeta,
+}
+
+impl OpenObject {
+    /// Streams the inclusive byte range `start..=end` of the object.
+    pub(crate) async fn stream(mut self, start: u64, end: u64) -> Result<ByteStream, ObjectError> {
+        self.file.seek(SeekFrom::Start(self.header_len + start)).await.map_err(backend)?;
+        let len = end + 1 - start;
+        Ok(Box::pin(tokio_util::io::ReaderStream::with_capacity(self.file.take(len), READ_CHUNK)))
+    }
+
+    /// An empty object has no byte to stream.
+    pub(crate) fn empty_stream() -> ByteStream {
+        Box::pin(futures_util::stream::empty())
+    }
+}
+
+fn backend(e: impl std::fmt::Display) -> ObjectError {
+    ObjectError::Backend(e.to_string())
+}
+
+/// Removes a temporary file when dropped, unless disarmed: covers errors and
+/// a put future dropped half-way.
+struct TempGuard(Option<PathBuf>);
+
+impl Drop for TempGuard {
+    fn drop(&mut self) {
+        if let Some(path) = self.0.take() {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+impl LocalStore {
+    /// A store under `root` (created if missing). Presigned URLs start with
+    /// `public_base_url` (the gateway's external URL, e.g.
+    /// `https://gw.example.com`; `/objects/...` is appended) and are signed
+    /// with `signing_key`.
+    ///
+    /// Temporary files left by a crash more than a day ago are removed.
+    pub fn new(root: PathBuf, public_base_url: String, signing_key: Vec<u8>) -> Result<LocalStore, ObjectError> {
+        if signing_key.is_empty() {
+            return Err(ObjectError::Backend("empty signing key".into()));
+        }
+        let tmp = root.join(TMP_DIR);
+        std::fs::create_dir_all(&tmp).map_err(|e| backend(format!("creating {}: {e}", tmp.display())))?;
+        if let Ok(entries) = std::fs::read_dir(&tmp) {
+            for entry in entries.flatten() {
+                let stale = entry
+                    .metadata()
+                    .and_then(|m| m.modified())
+                    .ok()
+                    .and_then(|t| t.elapsed().ok())
+                    .is_some_and(|age| age > STALE_TMP);
+                if stale {
+                    let _ = std::fs::remove_file(entry.path());
+                }
+            }
+        }
+        let public_base_url = public_base_url.trim_end_matches('/').to_owned();
+        Ok(LocalStore { root, tmp, public_base_url, signing_key })
+    }
+
+    /// The directory objects live under.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The key presigned URLs are signed with.
+    pub(crate) fn signing_key(&self) -> &[u8] {
+        &self.signing_key
+    }
+
+    /// A presigned URL for `key` valid until `expires` (Unix seconds).
+    pub fn presign_until(&self, key: &str, expires: u64) -> Result<String, ObjectError> {
+        validate_key(key)?;
+        let path: Vec<String> = key.split('/').map(|s| utf8_percent_encode(s, SEGMENT).to_string()).collect();
+        Ok(format!(
+            "{}/objects/{}?expires={}&signature={}",
+            self.public_base_url,
+            path.join("/"),
+            expires,
+            signing::sign(&self.signing_key, key, expires)
+        ))
+    }
+
+    fn path_of(&self, key: &str) -> Result<PathBuf, ObjectError> {
+        validate_key(key)?;
+        Ok(self.root.join(key))
+    }
+
+    /// Opens `key` and reads its header. [`ObjectError::NotFound`] when absent.
+    pub(crate) async fn open(&self, key: &str) -> Result<OpenObject, ObjectError> {
+        let path = self.path_of(key)?;
+        let mut file = match tokio::fs::File::open(&path).await {
+            Ok(f) => f,
+            Err(e) if is_not_found(&e) => return Err(ObjectError::NotFound),
+            Err(e) => return Err(backend(format!("opening {key}: {e}"))),
+        };
+        let file_meta = file.metadata().await.map_err(backend)?;
+        if !file_meta.is_file() {
+            // A directory: a prefix of other keys, not an object.
+            return Err(ObjectError::NotFound);
+        }
+        let file_len = file_meta.len();
+        let mut buf = Vec::with_capacity(MAX_HEADER);
+        let corrupt = || ObjectError::Backend(format!("object {key}: missing or corrupt header"));
+        let newline = loop {
+            if let Some(i) = buf.iter().position(|&b| b == b'\n') {
+                break i;
+            }
+            if buf.len() >= MAX_HEADER {
+                return Err(corrupt());
+            }
+            let mut chunk = [0u8; MAX_HEADER];
+            let want = MAX_HEADER - buf.len();
+            let n = file.read(&mut chunk[..want]).await.map_err(backend)?;
+            if n == 0 {
+                return Err(corrupt());
+            }
+            buf.extend_from_slice(&chunk[..n]);
+        };
+        let line = &buf[..newline];
+        let content_type = line
+            .strip_prefix(MAGIC)
+            .and_then(|ct| std::str::from_utf8(ct).ok())
+            .ok_or_else(corrupt)?
+            .to_owned();
+        let header_len = newline as u64 + 1;
+        Ok(OpenObject { file, header_len, meta: ObjectMeta { size: file_len - header_len, content_type } })
+    }
+
+    async fn put_inner(
+        &self,
+        key: &str,
+        content_type: &str,
+        mut body: ByteStream,
+        max_bytes: Option<u64>,
+    ) -> Result<u64, ObjectError> {
+        let final_path = self.path_of(key)?;
+        let content_type = check_content_type(content_type)?;
+        let tmp_path = self.tmp.join(format!("{}.part", hex::encode(rand::random::<[u8; 16]>())));
+        let mut guard = TempGuard(Some(tmp_path.clone()));
+        let mut file = tokio::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp_path)
+            .await
+            .map_err(|e| backend(format!("creating {}: {e}", tmp_path.display())))?;
+        let mut header = Vec::with_capacity(MAGIC.len() + content_type.len() + 1);
+        header.extend_from_slice(MAGIC);
+        header.extend_from_slice(content_type.as_bytes());
+        header.push(b'\n');
+        file.write_all(&header).await.map_err(backend)?;
+
+        let mut size: u64 = 0;
+        while let Some(chunk) = body.next().await {
+            let chunk = chunk.map_err(|e| ObjectError::Body(e.to_string()))?;
+            size += chunk.len() as u64;
+            if let Some(limit) = max_bytes {
+                if size > limit {
+                    return Err(ObjectError::TooLarge { limit });
+                }
+            }
+            file.write_all(&chunk).await.map_err(backend)?;
+        }
+        file.flush().await.map_err(backend)?;
+        file.sync_all().await.map_err(backend)?;
+        drop(file);
+
+        self.move_into(&tmp_path, &final_path, key).await.map_err(|e| backend(format!("storing {key}: {e}")))?;
+        guard.0 = None;
+        Ok(size)
+    }
+
+    /// Renames `from` into `to` (a file, or another object), creating `to`'s
+    /// directory; a concurrent delete may prune that directory between
+    /// creating it and renaming into it, hence the retries.
+    async fn move_into(&self, from: &Path, to: &Path, key: &str) -> Result<(), std::io::Error> {
+        let parent = to.parent().unwrap_or(&self.root).to_path_buf();
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            tokio::fs::create_dir_all(&parent).await?;
+            match tokio::fs::rename(from, to).await {
+                Ok(()) => break,
+                Err(e) if is_not_found(&e) && attempt < 5 && tokio::fs::metadata(from).await.is_ok() => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        // Make the rename durable; best effort (some filesystems refuse).
+        let _ = tokio::task::spawn_blocking(move || std::fs::File::open(parent).and_then(|d| d.sync_all())).await;
+        tracing::trace!(key, "object stored");
+        Ok(())
+    }
+
+    /// Removes the directories above `path` left empty (keys are
+    /// date-partitioned, so they would pile up). `remove_dir` fails on a
+    /// non-empty one, which stops it.
+    async fn prune(&self, path: &Path) {
+        let mut dir = path.parent();
+        while let Some(d) = dir {
+            if d == self.root || !d.starts_with(&self.root) || tokio::fs::remove_dir(d).await.is_err() {
+                break;
+            }
+            dir = d.parent();
+        }
+    }
+
+    async fn delete_inner(&self, key: &str) -> Result<(), ObjectError> {
+        let path = self.path_of(key)?;
+        match tokio::fs::remove_file(&path).await {
+            Ok(()) => {}
+            Err(e) if is_not_found(&e) => return Ok(()),
+            Err(e) => return Err(backend(format!("deleting {key}: {e}"))),
+        }
+        self.prune(&path).await;
+        Ok(())
+    }
+
+    async fn rename_inner(&self, from: &str, to: &str) -> Result<(), ObjectError> {
+        let (from_path, to_path) = (self.path_of(from)?, self.path_of(to)?);
+        if from == to {
+            return self.open(from).await.map(|_| ());
+        }
+        match tokio::fs::metadata(&from_path).await {
+            Ok(m) if m.is_file() => {}
+            Ok(_) => return Err(ObjectError::NotFound),
+            Err(e) if is_not_found(&e) => return Err(ObjectError::NotFound),
+            Err(e) => return Err(backend(format!("renaming {from}: {e}"))),
+        }
+        match self.move_into(&from_path, &to_path, to).await {
+            Ok(()) => {}
+            Err(e) if is_not_found(&e) => return Err(ObjectError::NotFound),
+            Err(e) => return Err(backend(format!("renaming {from} to {to}: {e}"))),
+        }
+        self.prune(&from_path).await;
+        Ok(())
+    }
+}
+
+fn is_not_found(e: &std::io::Error) -> bool {
+    // NotADirectory: a key below an existing object ("a" is a file, "a/b" asked).
+    matches!(e.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory)
+}
+
+impl ObjectStore for LocalStore {
+    fn backend(&self) -> &'static str {
+        "local"
+    }
+
+    fn put<'a>(
+        &'a self,
+        key: &'a str,
+        content_type: &'a str,
+        body: ByteStream,
+        max_bytes: Option<u64>,
+    ) -> BoxFuture<'a, Result<u64, ObjectError>> {
+        Box::pin(self.put_inner(key, content_type, body, max_bytes))
+    }
+
+    fn get<'a>(&'a self, key: &'a str, range: Option<ByteRange>) -> BoxFuture<'a, Result<ObjectBody, ObjectError>> {
+        Box::pin(async move {
+            let object = self.open(key).await?;
+            let size = object.meta.size;
+            let content_type = object.meta.content_type.clone();
+            let (stream, served) = match range {
+                Some(r) => {
+                    let (start, end) = r.resolve(size)?;
+                    (object.stream(start, end).await?, Some((start, end)))
+                }
+                None if size == 0 => (OpenObject::empty_stream(), None),
+                None => (object.stream(0, size - 1).await?, None),
+            };
+            Ok(ObjectBody { stream, total_size: size, range: served, content_type })
+        })
+    }
+
+    fn delete<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<(), ObjectError>> {
+        Box::pin(self.delete_inner(key))
+    }
+
+    fn exists<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<bool, ObjectError>> {
+        Box::pin(async move {
+            let path = self.path_of(key)?;
+            match tokio::fs::metadata(&path).await {
+                Ok(m) => Ok(m.is_file()),
+                Err(e) if is_not_found(&e) => Ok(false),
+                Err(e) => Err(backend(format!("checking {key}: {e}"))),
+            }
+        })
+    }
+
+    fn presign_get(&self, key: &str, expires_in: Duration) -> Result<String, ObjectError> {
+        self.presign_until(key, signing::now_unix() + ceil_secs(expires_in))
+    }
+
+    fn head<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<ObjectMeta, ObjectError>> {
+        Box::pin(async move { Ok(self.open(key).await?.meta) })
+    }
+
+    fn as_local(&self) -> Option<&LocalStore> {
+        Some(self)
+    }
+
+    fn key_of_url(&self, url: &str) -> Option<String> {
+        let rest = url.strip_prefix(&self.public_base_url)?.strip_prefix(super::serve::PATH_PREFIX)?;
+        let path = rest.split(['?', '#']).next().unwrap_or(rest);
+        let key = super::serve::decode_key(path)?;
+        validate_key(&key).ok()?;
+        Some(key)
+    }
+
+    fn rename<'a>(&'a self, from: &'a str, to: &'a str) -> BoxFuture<'a, Result<(), ObjectError>> {
+        Box::pin(self.rename_inner(from, to))
+    }
+}

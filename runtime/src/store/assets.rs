@@ -1,0 +1,188 @@
+//! Repositories of stored objects' records (assets) and of jobs.
+
+use rusqlite::{params, OptionalExtension};
+
+use super::{Result, Store};
+
+/// An asset as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AssetRow {
+    pub id: i64,
+    pub owner_id: Option<i64>,
+    pub object_key: String,
+    pub class: String,
+    pub purpose: Option<String>,
+    pub size_bytes: u64,
+    pub content_type: String,
+    pub file_name: Option<String>,
+    pub created_at: String,
+    pub expires_at: Option<String>,
+    pub deleted_at: Option<String>,
+}
+
+/// A job as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobRow {
+    pub job_id: String,
+    pub kind: String,
+    pub upstream_id: String,
+    pub user_id: i64,
+    pub submit_route: String,
+    pub status: String,
+    pub media_type: Option<String>,
+    pub result: Option<String>,
+    pub billed: bool,
+    pub mirror_asset_id: Option<i64>,
+    pub mirror_state: Option<String>,
+    pub callback_uri: Option<String>,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+const ASSET_COLS: &str =
+    "id, owner_id, object_key, class, purpose, size_bytes, content_type, file_name, created_at, expires_at, deleted_at";
+
+fn row_to_asset(r: &rusqlite::Row<'_>) -> rusqlite::Result<AssetRow> {
+    Ok(AssetRow {
+        id: r.get(0)?,
+        owner_id: r.get(1)?,
+        object_key: r.get(2)?,
+        class: r.get(3)?,
+        purpose: r.get(4)?,
+        size_bytes: r.get::<_, i64>(5)? as u64,
+        content_type: r.get(6)?,
+        file_name: r.get(7)?,
+        created_at: r.get(8)?,
+        expires_at: r.get(9)?,
+        deleted_at: r.get(10)?,
+    })
+}
+
+const JOB_COLS: &str = "job_id, kind, upstream_id, user_id, submit_route, status, media_type, result, billed,
+     mirror_asset_id, mirror_state, callback_uri, created_at, updated_at";
+
+fn row_to_job(r: &rusqlite::Row<'_>) -> rusqlite::Result<JobRow> {
+    Ok(JobRow {
+        job_id: r.get(0)?,
+        kind: r.get(1)?,
+        upstream_id: r.get(2)?,
+        user_id: r.get(3)?,
+        submit_route: r.get(4)?,
+        status: r.get(5)?,
+        media_type: r.get(6)?,
+        result: r.get(7)?,
+        billed: r.get(8)?,
+        mirror_asset_id: r.get(9)?,
+        mirror_state: r.get(10)?,
+        callback_uri: r.get(11)?,
+        created_at: r.get(12)?,
+        updated_at: r.get(13)?,
+    })
+}
+
+impl Store {
+    pub fn asset(&self, id: i64) -> Result<Option<AssetRow>> {
+        let conn = self.conn()?;
+        Ok(conn.query_row(&format!("SELECT {ASSET_COLS} FROM assets WHERE id = ?1"), [id], row_to_asset).optional()?)
+    }
+
+    pub fn asset_by_key(&self, key: &str) -> Result<Option<AssetRow>> {
+        let conn = self.conn()?;
+        Ok(conn.query_row(&format!("SELECT {ASSET_COLS} FROM assets WHERE object_key = ?1"), [key], row_to_asset).optional()?)
+    }
+
+    /// Every asset, oldest first (tests, operators).
+    pub fn assets(&self) -> Result<Vec<AssetRow>> {
+        let conn = self.conn()?;
+        let mut stmt = conn.prepare(&format!("SELECT {ASSET_COLS} FROM assets ORDER BY id"))?;
+        let rows = stmt.query_map([], row_to_asset)?;
+        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+    }
+
+    /// Live assets whose `expires_at` is at or before `now` (permanent ones never).
+    pub fn expired_assets(&self, now: &str, limit: usize) -> Result<Vec<AssetRow>> {
+        let conn = self.conn()?;
+        let mut stmt = conn.prepare(&format!(
+            "SELECT {ASSET_COLS} FROM assets
+             WHERE deleted_at IS NULL AND expires_at IS NOT NULL AND expires_at <= ?1 ORDER BY expires_at LIMIT ?2"
+        ))?;
+        let rows = stmt.query_map(params![now, limit as i64], row_to_asset)?;
+        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+    }
+
+    /// Marks an asset's object deleted.
+    pub fn mark_asset_deleted(&self, id: i64, at: &str) -> Result<()> {
+        self.conn()?.execute("UPDATE assets SET deleted_at = ?2 WHERE id = ?1 AND deleted_at IS NULL", params![id, at])?;
+        Ok(())
+    }
+
+    /// Test and operator hook: moves an asset's expiry.
+    pub fn set_asset_expiry(&self, id: i64, expires_at: Option<&str>) -> Result<()> {
+        self.conn()?.execute("UPDATE assets SET expires_at = ?2 WHERE id = ?1", params![id, expires_at])?;
+        Ok(())
+    }
+
+    /// A job by kind and the id the caller holds.
+    pub fn job(&self, kind: &str, job_id: &str) -> Result<Option<JobRow>> {
+        let conn = self.conn()?;
+        Ok(conn
+            .query_row(&format!("SELECT {JOB_COLS} FROM jobs WHERE kind = ?1 AND job_id = ?2"), params![kind, job_id], row_to_job)
+            .optional()?)
+    }
+
+    /// A job by kind and upstream id (inbound webhooks).
+    pub fn job_by_upstream(&self, kind: &str, upstream_id: &str) -> Result<Option<JobRow>> {
+        let conn = self.conn()?;
+        Ok(conn
+            .query_row(
+                &format!("SELECT {JOB_COLS} FROM jobs WHERE kind = ?1 AND upstream_id = ?2"),
+                params![kind, upstream_id],
+                row_to_job,
+            )
+            .optional()?)
+    }
+
+    /// A user's jobs of a kind, newest first, one page (1-based), and the total.
+    pub fn jobs_of(&self, user_id: i64, kind: &str, page: u32, page_size: u32) -> Result<(Vec<JobRow>, u64)> {
+        let conn = self.conn()?;
+        let total: i64 = conn.query_row("SELECT COUNT(*) FROM jobs WHERE user_id = ?1 AND kind = ?2", params![user_id, kind], |r| r.get(0))?;
+        let mut stmt = conn.prepare(&format!(
+            "SELECT {JOB_COLS} FROM jobs WHERE user_id = ?1 AND kind = ?2 ORDER BY id DESC LIMIT ?3 OFFSET ?4"
+        ))?;
+        let offset = (page.max(1) as i64 - 1) * page_size as i64;
+        let rows = stmt.query_map(params![user_id, kind, page_size as i64, offset], row_to_job)?;
+        Ok((rows.collect::<rusqlite::Result<Vec<_>>>()?, total as u64))
+    }
+
+    /// Tries to take the right to copy a job's result (multi-instance safe:
+    /// the claim is a conditional update). A claim older than `stale_before`
+    /// (its holder died) or a failed copy can be taken again.
+    pub fn claim_mirror(&self, kind: &str, job_id: &str, now: &str, stale_before: &str) -> Result<bool> {
+        let n = self.conn()?.execute(
+            "UPDATE jobs SET mirror_state = 'copying', mirror_claimed_at = ?3
+             WHERE kind = ?1 AND job_id = ?2 AND mirror_asset_id IS NULL
+               AND (mirror_state IS NULL OR mirror_state = 'failed'
+                    OR (mirror_state = 'copying' AND mirror_claimed_at < ?4))",
+            params![kind, job_id, now, stale_before],
+        )?;
+        Ok(n == 1)
+    }
+
+    /// Records a finished copy (the asset is already committed).
+    pub fn finish_mirror(&self, kind: &str, job_id: &str, asset_id: i64) -> Result<()> {
+        self.conn()?.execute(
+            "UPDATE jobs SET mirror_state = 'done', mirror_asset_id = ?3 WHERE kind = ?1 AND job_id = ?2",
+            params![kind, job_id, asset_id],
+        )?;
+        Ok(())
+    }
+
+    /// Records a failed copy; the next GET may try again.
+    pub fn fail_mirror(&self, kind: &str, job_id: &str) -> Result<()> {
+        self.conn()?.execute(
+            "UPDATE jobs SET mirror_state = 'failed' WHERE kind = ?1 AND job_id = ?2 AND mirror_asset_id IS NULL",
+            params![kind, job_id],
+        )?;
+        Ok(())
+    }
+}

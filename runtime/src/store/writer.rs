@@ -1,0 +1,349 @@
+//! Group commit: the one thread that writes the records that must not be lost.
+//!
+//! Requests hand their records ([`Record`]) to [`RecordWriter::commit`] and
+//! wait. The writer thread takes whatever has queued up (up to
+//! [`MAX_GROUP`] batches), writes it in one `BEGIN IMMEDIATE` transaction,
+//! commits (one fsync for the whole group, `synchronous=FULL`), then wakes
+//! every waiting request. If the group fails, each batch is retried alone,
+//! so one bad batch cannot fail its neighbours.
+//!
+//! Money rules enforced here, inside the transaction:
+//! * a usage record and the debit of its charge from the user's credit
+//!   balance are written together or not at all;
+//! * a usage record with a `once_key` (a job's completion, a voice's first
+//!   build) is written at most once: a second one with the same key is
+//!   skipped, with no debit.
+
+use std::str::FromStr;
+use std::sync::mpsc;
+
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+use rust_decimal::Decimal;
+
+use super::{Result, StoreError};
+
+/// One audit row: who called which route, and how it went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditRecord {
+    pub request_id: String,
+    pub user_id: Option<i64>,
+    pub route_id: String,
+    pub method: String,
+    pub path: String,
+    pub status: u16,
+    pub upstream_status: Option<u16>,
+    pub latency_ms: u64,
+    /// RFC 3339, UTC.
+    pub created_at: String,
+}
+
+/// One billing-usage row, and the debit of its charge.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UsageRecord {
+    pub request_id: String,
+    pub user_id: Option<i64>,
+    pub route_id: String,
+    pub capability: String,
+    /// Price-key product (`tts`, `watermark_apply`, ...).
+    pub product: String,
+    /// Billing unit (`audio_seconds`, ...).
+    pub unit: String,
+    pub quantity: Decimal,
+    /// `None` when unpriced.
+    pub unit_price: Option<Decimal>,
+    pub markup_pct: Decimal,
+    /// 8 decimal places.
+    pub charged: Decimal,
+    /// When set, at most one usage record with this key carries a charge;
+    /// a later one is written with quantity 0 and no charge instead.
+    pub once_key: Option<String>,
+    pub created_at: String,
+}
+
+/// A stored object's record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AssetRecord {
+    pub owner_id: Option<i64>,
+    pub object_key: String,
+    /// `synthesis`, `voice_recordings`, `mirror`, ...
+    pub class: String,
+    pub purpose: Option<String>,
+    pub size_bytes: u64,
+    pub content_type: String,
+    pub file_name: Option<String>,
+    /// Where it came from (request id, upstream URL).
+    pub source: Option<String>,
+    pub created_at: String,
+    /// `None`: permanent, never swept.
+    pub expires_at: Option<String>,
+}
+
+/// A new asynchronous job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobRecord {
+    pub job_id: String,
+    pub kind: String,
+    pub upstream_id: String,
+    pub user_id: i64,
+    pub submit_route: String,
+    pub status: String,
+    pub media_type: Option<String>,
+    pub callback_uri: Option<String>,
+    pub created_at: String,
+}
+
+/// A change to a job's status or result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobUpdate {
+    pub kind: String,
+    pub job_id: String,
+    pub status: String,
+    pub media_type: Option<String>,
+    /// JSON text of the result summary.
+    pub result: Option<String>,
+    /// Mark the job billed (together with its once-keyed usage record).
+    pub billed: bool,
+    pub updated_at: String,
+}
+
+/// A record committed by the group-commit writer.
+#[derive(Debug, Clone)]
+pub enum Record {
+    Audit(AuditRecord),
+    Usage(UsageRecord),
+    Asset(AssetRecord),
+    JobCreate(JobRecord),
+    JobUpdate(JobUpdate),
+}
+
+/// What a commit produced.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Committed {
+    /// Ids of the batch's [`Record::Asset`]s, in order.
+    pub asset_ids: Vec<i64>,
+    /// For each [`Record::Usage`] in order: whether it was written (false
+    /// when its `once_key` had been used already).
+    pub usage_written: Vec<bool>,
+}
+
+struct Batch {
+    records: Vec<Record>,
+    done: tokio::sync::oneshot::Sender<Result<Committed>>,
+}
+
+/// Handle to the writer thread. Cloning shares the thread.
+#[derive(Clone)]
+pub struct RecordWriter {
+    tx: mpsc::Sender<Batch>,
+}
+
+/// Most batches folded into one transaction.
+pub const MAX_GROUP: usize = 512;
+
+impl RecordWriter {
+    pub(super) fn start(conn: Connection) -> RecordWriter {
+        let (tx, rx) = mpsc::channel::<Batch>();
+        std::thread::Builder::new()
+            .name("record-writer".into())
+            .spawn(move || writer_loop(conn, rx))
+            .expect("spawn record writer");
+        RecordWriter { tx }
+    }
+
+    /// Queues `records` for the next group commit and waits until durable.
+    pub async fn commit(&self, records: Vec<Record>) -> Result<Committed> {
+        if records.is_empty() {
+            return Ok(Committed::default());
+        }
+        let (done, wait) = tokio::sync::oneshot::channel();
+        self.tx.send(Batch { records, done }).map_err(|_| StoreError("record writer stopped".into()))?;
+        wait.await.map_err(|_| StoreError("record writer stopped".into()))?
+    }
+}
+
+fn writer_loop(mut conn: Connection, rx: mpsc::Receiver<Batch>) {
+    // Blocks until work arrives; ends when every sender is gone.
+    while let Ok(first) = rx.recv() {
+        let mut group = vec![first];
+        while group.len() < MAX_GROUP {
+            match rx.try_recv() {
+                Ok(b) => group.push(b),
+                Err(_) => break,
+            }
+        }
+        match write_group(&mut conn, &group) {
+            Ok(results) => {
+                for (b, r) in group.into_iter().zip(results) {
+                    let _ = b.done.send(Ok(r));
+                }
+            }
+            Err(e) if group.len() == 1 => {
+                tracing::error!(error = %e, "commit failed");
+                for b in group {
+                    let _ = b.done.send(Err(StoreError(e.to_string())));
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, batches = group.len(), "group commit failed; retrying batches one by one");
+                for b in group {
+                    let r = write_group(&mut conn, std::slice::from_ref(&b))
+                        .map(|mut v| v.pop().unwrap_or_default())
+                        .map_err(|e| StoreError(e.to_string()));
+                    if let Err(e) = &r {
+                        tracing::error!(error = %e, "commit failed");
+                    }
+                    let _ = b.done.send(r);
+                }
+            }
+        }
+    }
+}
+
+fn write_group(conn: &mut Connection, group: &[Batch]) -> rusqlite::Result<Vec<Committed>> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let mut results = Vec::with_capacity(group.len());
+    for batch in group {
+        let mut committed = Committed::default();
+        for record in &batch.records {
+            match record {
+                Record::Audit(a) => insert_audit(&tx, a)?,
+                Record::Usage(u) => committed.usage_written.push(insert_usage(&tx, u)?),
+                Record::Asset(a) => committed.asset_ids.push(insert_asset(&tx, a)?),
+                Record::JobCreate(j) => insert_job(&tx, j)?,
+                Record::JobUpdate(j) => update_job(&tx, j)?,
+            }
+        }
+        results.push(committed);
+    }
+    tx.commit()?;
+    Ok(results)
+}
+
+fn insert_audit(tx: &Connection, a: &AuditRecord) -> rusqlite::Result<()> {
+    tx.prepare_cached(
+        "INSERT INTO audit (request_id, user_id, route_id, method, path, status, upstream_status, latency_ms, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    )?
+    .execute(params![
+        a.request_id,
+        a.user_id,
+        a.route_id,
+        a.method,
+        a.path,
+        a.status,
+        a.upstream_status,
+        a.latency_ms as i64,
+        a.created_at
+    ])?;
+    Ok(())
+}
+
+/// Inserts a usage record and debits its charge; `false` when its once-key was taken.
+fn insert_usage(tx: &Connection, u: &UsageRecord) -> rusqlite::Result<bool> {
+    let inserted = tx
+        .prepare_cached(
+            "INSERT INTO usage (request_id, user_id, route_id, capability, product, unit, quantity, unit_price,
+                                markup_pct, charged, unpriced, once_key, created_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
+             ON CONFLICT (once_key) DO NOTHING",
+        )?
+        .execute(params![
+            u.request_id,
+            u.user_id,
+            u.route_id,
+            u.capability,
+            u.product,
+            u.unit,
+            u.quantity.to_string(),
+            u.unit_price.map(|p| p.to_string()),
+            u.markup_pct.to_string(),
+            crate::billing::format_money(u.charged),
+            u.unit_price.is_none(),
+            u.once_key,
+            u.created_at
+        ])?;
+    if inserted == 0 {
+        // Already charged under this key: the request still gets its usage
+        // record, with nothing to bill.
+        let zero = UsageRecord { quantity: Decimal::ZERO, charged: Decimal::ZERO, once_key: None, ..u.clone() };
+        insert_usage(tx, &zero)?;
+        return Ok(false);
+    }
+    let usage_id = tx.last_insert_rowid();
+    if let (Some(user), false) = (u.user_id, u.charged.is_zero()) {
+        apply_credit(tx, user, -u.charged, "charge", Some(usage_id), None, &u.created_at)?;
+    }
+    Ok(true)
+}
+
+/// Adds `amount` (negative: a debit) to a user's balance and writes the ledger line.
+pub(super) fn apply_credit(
+    tx: &Connection,
+    user_id: i64,
+    amount: Decimal,
+    kind: &str,
+    usage_id: Option<i64>,
+    note: Option<&str>,
+    at: &str,
+) -> rusqlite::Result<Decimal> {
+    let current: Option<String> = tx
+        .prepare_cached("SELECT balance FROM credit_balances WHERE user_id = ?1")?
+        .query_row([user_id], |r| r.get(0))
+        .optional()?;
+    let current = match current {
+        Some(s) => Decimal::from_str(&s).map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?,
+        None => Decimal::ZERO,
+    };
+    let after = current + amount;
+    let after_s = crate::billing::format_money(after);
+    tx.prepare_cached(
+        "INSERT INTO credit_balances (user_id, balance, updated_at) VALUES (?1, ?2, ?3)
+         ON CONFLICT (user_id) DO UPDATE SET balance = excluded.balance, updated_at = excluded.updated_at",
+    )?
+    .execute(params![user_id, after_s, at])?;
+    tx.prepare_cached(
+        "INSERT INTO credit_ledger (user_id, amount, balance_after, kind, usage_id, note, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    )?
+    .execute(params![user_id, crate::billing::format_money(amount), after_s, kind, usage_id, note, at])?;
+    Ok(after)
+}
+
+fn insert_asset(tx: &Connection, a: &AssetRecord) -> rusqlite::Result<i64> {
+    tx.prepare_cached(
+        "INSERT INTO assets (owner_id, object_key, class, purpose, size_bytes, content_type, file_name, source, created_at, expires_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+    )?
+    .execute(params![
+        a.owner_id,
+        a.object_key,
+        a.class,
+        a.purpose,
+        a.size_bytes as i64,
+        a.content_type,
+        a.file_name,
+        a.source,
+        a.created_at,
+        a.expires_at
+    ])?;
+    Ok(tx.last_insert_rowid())
+}
+
+fn insert_job(tx: &Connection, j: &JobRecord) -> rusqlite::Result<()> {
+    tx.prepare_cached(
+        "INSERT INTO jobs (job_id, kind, upstream_id, user_id, submit_route, status, media_type, callback_uri, created_at, updated_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9)",
+    )?
+    .execute(params![j.job_id, j.kind, j.upstream_id, j.user_id, j.submit_route, j.status, j.media_type, j.callback_uri, j.created_at])?;
+    Ok(())
+}
+
+fn update_job(tx: &Connection, j: &JobUpdate) -> rusqlite::Result<()> {
+    tx.prepare_cached(
+        "UPDATE jobs SET status = ?3, media_type = COALESCE(?4, media_type), result = COALESCE(?5, result),
+                billed = MAX(billed, ?6), updated_at = ?7
+         WHERE kind = ?1 AND job_id = ?2",
+    )?
+    .execute(params![j.kind, j.job_id, j.status, j.media_type, j.result, j.billed, j.updated_at])?;
+    Ok(())
+}
