@@ -88,6 +88,10 @@ pub struct Config {
     pub reconcile_at: Option<chrono::NaiveTime>,
     /// Object storage backend.
     pub objects: crate::objects::ObjectConfig,
+    /// Rate limits per capability (`GATEWAY_RATE_LIMITS` over the defaults).
+    pub rate_limits: crate::ratelimit::Limits,
+    /// A shared rate-limit store (several instances); `None`: in-process.
+    pub limiter_store: Option<std::sync::Arc<dyn crate::ratelimit::LimiterStore>>,
 }
 
 impl std::fmt::Debug for Config {
@@ -112,6 +116,8 @@ impl std::fmt::Debug for Config {
             .field("sweep_interval", &self.sweep_interval)
             .field("reconcile_at", &self.reconcile_at)
             .field("objects", &self.objects)
+            .field("rate_limits", &self.rate_limits.to_string())
+            .field("limiter_store", &self.limiter_store.as_ref().map(|_| "<custom>"))
             .finish()
     }
 }
@@ -147,6 +153,8 @@ impl Config {
             sweep_interval: Some(Duration::from_secs(3600)),
             reconcile_at: chrono::NaiveTime::from_hms_opt(0, 30, 0),
             objects: crate::objects::ObjectConfig::default(),
+            rate_limits: crate::ratelimit::Limits::defaults(),
+            limiter_store: None,
         }
     }
 
@@ -216,7 +224,9 @@ impl Config {
                 })?)
             };
         }
-        c.objects = crate::objects::ObjectConfig::from_lookup(&get).map_err(|e| ConfigError { name: "GATEWAY_OBJECT_STORE", reason: e })?;
+        c.rate_limits = crate::ratelimit::Limits::parse(get(crate::ratelimit::GATEWAY_RATE_LIMITS).as_deref())
+            .map_err(|reason| ConfigError { name: crate::ratelimit::GATEWAY_RATE_LIMITS, reason })?;
+        c.objects = crate::objects::ObjectConfig::from_lookup(get).map_err(|e| ConfigError { name: "GATEWAY_OBJECT_STORE", reason: e })?;
         Ok(c)
     }
 }

@@ -17,7 +17,7 @@ use crate::pipeline::{Ctx, Metered, Outcome};
 use crate::router::{Request, Response};
 use crate::spec::{Method, Metering, PathParams};
 use rust_decimal::Decimal;
-use crate::{shape, validate};
+use crate::{owners, shape, validate};
 
 /// Whether the row's method carries a request body.
 fn has_body(m: Method) -> bool {
@@ -73,6 +73,9 @@ fn upstream_request(
 
 /// `proxy`: forward as is (JSON body shaped by the row), answer the upstream's body.
 pub async fn proxy(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<Outcome, ApiError> {
+    if owners::lists(ctx.spec) {
+        return owners::list(ctx, params).await;
+    }
     let base = ctx.spec.upstream.map(|u| u.base).unwrap_or(crate::spec::Base::Main);
     let carries = has_body(ctx.spec.method);
     let mut body = read_body(ctx, req).await?;
@@ -82,31 +85,62 @@ pub async fn proxy(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<O
         rb = rb.json(&body);
     }
     let resp = ctx.gw.upstream.send(base, rb).await?;
+    finish(ctx, resp, params).await
+}
+
+/// `fields`: the body is `{"fields": {...}}`; the object is forwarded unchanged.
+pub async fn fields(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<Outcome, ApiError> {
+    let base = ctx.spec.upstream.map(|u| u.base).unwrap_or(crate::spec::Base::Main);
+    let mut body = read_body(ctx, req).await?;
+    let fields = match body.remove("fields") {
+        Some(Value::Object(f)) => f,
+        _ => return Err(ApiError::BadRequest("fields is required".into())),
+    };
+    let rb = upstream_request(ctx, params, Some(&mut body))?.json(&fields);
+    let resp = ctx.gw.upstream.send(base, rb).await?;
+    finish(ctx, resp, params).await
+}
+
+/// The answer of a pass-through row: streamed back as it arrives, unless the
+/// gateway must read it (a create records the new id's owner; a first build
+/// needs the voice's id to bill it once). Also meters per-request units and
+/// forgets deleted resources.
+async fn finish(ctx: &mut Ctx, resp: reqwest::Response, params: &PathParams) -> Result<Outcome, ApiError> {
     let status = resp.status().as_u16();
-    match ctx.spec.metering {
-        Metering::None | Metering::Measured => Ok(Outcome::new(stream_back(resp), Some(status))),
-        Metering::PerRequest => {
-            meter_one(ctx, None);
-            Ok(Outcome::new(stream_back(resp), Some(status)))
-        }
-        Metering::FirstBuild => {
-            // The voice is named by the path (build) or by the answer (promote):
-            // read the (small) JSON answer to find it.
-            let bytes = crate::upstream::read_bounded(resp, 1 << 20).await;
-            let answer: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-            let voice = params
-                .get("voice_uuid")
-                .map(|v| v.into_owned())
-                .or_else(|| answer.get("voice_uuid").and_then(Value::as_str).map(str::to_owned))
-                .or_else(|| shape::upstream_id(&answer))
-                .ok_or_else(|| ApiError::BadGateway("the voice provider's answer names no voice".into()))?;
-            meter_one(ctx, Some(format!("voice:{voice}")));
-            let mut out = http::Response::new(body::full(bytes));
-            *out.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
-            out.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-            Ok(Outcome::new(out, Some(status)))
-        }
+    let must_read = owners::creates(ctx.spec) || ctx.spec.metering == Metering::FirstBuild;
+    let mut records = Vec::new();
+    if owners::deletes(ctx.spec) {
+        records.extend(owners::deleted(ctx, params));
     }
+    if ctx.spec.metering == Metering::PerRequest {
+        meter_one(ctx, None);
+    }
+    if !must_read {
+        let mut outcome = Outcome::new(stream_back(resp), Some(status));
+        outcome.records = records;
+        return Ok(outcome);
+    }
+    let bytes = crate::upstream::read_bounded(resp, 1 << 20).await;
+    let answer: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    if owners::creates(ctx.spec) {
+        records.push(owners::created(ctx, &answer)?);
+    }
+    if ctx.spec.metering == Metering::FirstBuild {
+        // The voice is named by the path (build) or by the answer (promote).
+        let voice = params
+            .get("voice_uuid")
+            .map(|v| v.into_owned())
+            .or_else(|| answer.get("voice_uuid").and_then(Value::as_str).map(str::to_owned))
+            .or_else(|| shape::upstream_id(&answer))
+            .ok_or_else(|| ApiError::BadGateway("the voice provider's answer names no voice".into()))?;
+        meter_one(ctx, Some(format!("voice:{voice}")));
+    }
+    let mut out = http::Response::new(body::full(bytes));
+    *out.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
+    out.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    let mut outcome = Outcome::new(out, Some(status));
+    outcome.records = records;
+    Ok(outcome)
 }
 
 /// Meters one unit of the row's billing (once per `once_key` when given).
@@ -122,16 +156,3 @@ fn meter_one(ctx: &mut Ctx, once_key: Option<String>) {
     });
 }
 
-/// `fields`: the body is `{"fields": {...}}`; the object is forwarded unchanged.
-pub async fn fields(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<Outcome, ApiError> {
-    let base = ctx.spec.upstream.map(|u| u.base).unwrap_or(crate::spec::Base::Main);
-    let mut body = read_body(ctx, req).await?;
-    let fields = match body.remove("fields") {
-        Some(Value::Object(f)) => f,
-        _ => return Err(ApiError::BadRequest("fields is required".into())),
-    };
-    let rb = upstream_request(ctx, params, Some(&mut body))?.json(&fields);
-    let resp = ctx.gw.upstream.send(base, rb).await?;
-    let status = resp.status().as_u16();
-    Ok(Outcome::new(stream_back(resp), Some(status)))
-}

@@ -22,7 +22,7 @@ use serde_json::{Map, Value};
 use crate::billing::decimal_from_json;
 use crate::errors::ApiError;
 use crate::forward::json_response;
-use crate::pipeline::{Ctx, Metered, Outcome};
+use crate::pipeline::{Ctx, Deferred, Metered, Outcome};
 use crate::router::Request;
 use crate::spec::{Billing, EndpointSpec, PathParams};
 use crate::store::{JobRecord, JobRow, JobUpdate, Record};
@@ -234,9 +234,20 @@ pub async fn get(ctx: &mut Ctx, _req: Request, params: &PathParams) -> Result<Ou
     let item = item_of(&answer).clone();
     let (update, metered) = complete(&job, ctx.gw.route_by_id(&job.submit_route), &item, spec.mirror);
     let completed = update.status == status::COMPLETED;
+    let finished = completed || update.status == status::FAILED;
     if let Some(m) = metered {
         ctx.meter(m);
     }
+    let callback = match (&job.callback_uri, finished) {
+        (Some(uri), true) => Some(Deferred::Callback {
+            kind: job.kind.clone(),
+            job_id: job.job_id.clone(),
+            user_id: job.user_id,
+            uri: uri.clone(),
+            body: answer_for(&job, &item, &update.status),
+        }),
+        _ => None,
+    };
     if let Value::Object(m) = &mut answer {
         m.insert("job_id".into(), Value::String(job.job_id.clone()));
         m.insert("status".into(), Value::String(update.status.clone()));
@@ -255,7 +266,62 @@ pub async fn get(ctx: &mut Ctx, _req: Request, params: &PathParams) -> Result<Ou
     }
     let mut outcome = Outcome::new(json_response(StatusCode::OK, &answer), Some(upstream_status));
     outcome.records.push(Record::JobUpdate(update));
+    outcome.deferred.extend(callback);
     Ok(outcome)
+}
+
+/// The JSON of a job as `GET /<kind>/{job_id}` shows it (without mirroring):
+/// what callbacks deliver.
+pub fn answer_for(job: &JobRow, item: &Value, status: &str) -> Value {
+    serde_json::json!({
+        "success": true,
+        "job_id": job.job_id,
+        "status": status,
+        "item": item,
+    })
+}
+
+/// `job_list`: the caller's own jobs of the row's kind, from the gateway's
+/// records (never the upstream account's list), newest first:
+/// `{"success", "items": [{job_id, status, created_at, updated_at, result}],
+/// "meta": {page, per_page, total_pages, total_items}}`.
+pub async fn list(ctx: &mut Ctx) -> Result<Outcome, ApiError> {
+    let kind = ctx.spec.job.ok_or_else(|| ApiError::Internal(format!("row {} has no job kind", ctx.spec.id)))?;
+    let user = ctx.user_id().ok_or_else(|| ApiError::Internal("job list without a user".into()))?;
+    let num = |name: &str, default: u32| {
+        ctx.query.iter().find(|(k, _)| k == name).and_then(|(_, v)| v.trim().parse::<u32>().ok()).unwrap_or(default)
+    };
+    let page = num("page", 1).max(1);
+    let per_page = num("page_size", 10).clamp(1, 1000);
+    let store = ctx.gw.store.clone();
+    let (jobs, total) = tokio::task::spawn_blocking(move || store.jobs_of(user, kind, page, per_page))
+        .await
+        .map_err(|e| ApiError::Internal(e.to_string()))?
+        .map_err(|e| ApiError::Internal(e.to_string()))?;
+    let items: Vec<Value> = jobs
+        .iter()
+        .map(|j| {
+            serde_json::json!({
+                "job_id": j.job_id,
+                "status": j.status,
+                "media_type": j.media_type,
+                "created_at": j.created_at,
+                "updated_at": j.updated_at,
+                "result": j.result.as_deref().and_then(|r| serde_json::from_str::<Value>(r).ok()),
+            })
+        })
+        .collect();
+    let answer = serde_json::json!({
+        "success": true,
+        "items": items,
+        "meta": {
+            "page": page,
+            "per_page": per_page,
+            "total_pages": (total as u32).div_ceil(per_page).max(1),
+            "total_items": total,
+        },
+    });
+    Ok(Outcome::new(json_response(StatusCode::OK, &answer), None))
 }
 
 #[cfg(test)]

@@ -9,6 +9,10 @@
 //! * [`forward`], [`synthesis`], [`jobs`], [`uploads`] — the modes: how a
 //!   row's request is forwarded and answered.
 //! * [`mirror`] — copying job results into the object store (once).
+//! * [`owners`] — tenant isolation: who owns which upstream resource.
+//! * [`webhook`] — the inbound, signed provider webhook.
+//! * [`callbacks`] — signed job callbacks to callers' `callback_uri`s.
+//! * [`ratelimit`] — per user, per capability limits.
 //! * [`billing`] — prices, markup, charges (decimal).
 //! * [`objects`] — object storage (local filesystem, S3) and presigned URLs.
 //! * [`retention`] — the sweeper of expired objects.
@@ -30,6 +34,7 @@
 pub mod audio;
 pub mod auth;
 pub mod billing;
+pub mod callbacks;
 pub mod body;
 pub mod config;
 pub mod errors;
@@ -38,7 +43,9 @@ pub mod forward;
 pub mod jobs;
 pub mod mirror;
 pub mod objects;
+pub mod owners;
 pub mod pipeline;
+pub mod ratelimit;
 pub mod reconcile;
 pub mod retention;
 pub mod router;
@@ -50,6 +57,7 @@ pub mod synthesis;
 pub mod uploads;
 pub mod upstream;
 pub mod validate;
+pub mod webhook;
 
 use std::sync::Arc;
 
@@ -73,6 +81,8 @@ pub struct Inner {
     pub objects: std::sync::Arc<dyn objects::ObjectStore>,
     /// Every generated row, so that a job's submit row can be found by id.
     pub routes: &'static [&'static spec::EndpointSpec],
+    /// Per user, per capability rate limits.
+    pub limiter: ratelimit::RateLimiter,
 }
 
 impl std::ops::Deref for Gateway {
@@ -104,7 +114,11 @@ impl Gateway {
         let public_url = config.public_url.clone().unwrap_or_else(|| format!("http://{}", config.addr));
         let objects = objects::open(&config.objects, &config.data_dir, &public_url)?;
         let prices = config.prices.clone();
-        Ok(Gateway(Arc::new(Inner { config, store, auth, upstream, prices, objects, routes })))
+        let limiter = match &config.limiter_store {
+            Some(shared) => ratelimit::RateLimiter::new(config.rate_limits.clone(), shared.clone()),
+            None => ratelimit::RateLimiter::in_process(config.rate_limits.clone()),
+        };
+        Ok(Gateway(Arc::new(Inner { config, store, auth, upstream, prices, objects, routes, limiter })))
     }
 
     /// The generated row with this id.

@@ -5,10 +5,12 @@
 //! 1. **authenticate** — bearer API key ([`crate::auth`]); `none` and
 //!    `signature` rows skip it (the webhook verifies its own signature).
 //! 2. **gate** — business-plan rows answer 503 while the gate is closed.
-//! 3. **rate-limit** — per user and capability (seam: [`rate_limit`]).
+//! 3. **rate-limit** — per user and capability ([`crate::ratelimit`]): 429
+//!    with `Retry-After`, before any upstream call.
 //! 4. **configured** — voice rows need `PROVIDER_API_KEY` (else 503).
 //! 5. **validate** — the row's query rules here; body rules in the mode, as
-//!    the body is read.
+//!    the body is read. Then **tenant isolation** ([`crate::owners`]): owned
+//!    parameters must name the caller's resources (else 404, no upstream call).
 //! 6. **forward** — the row's mode ([`crate::forward`], [`crate::synthesis`]).
 //! 7. **record** — on success, the audit record, the usage record (what the
 //!    mode metered, or quantity 0) and the mode's own records are committed
@@ -28,7 +30,7 @@ use crate::spec::{Area, Auth, EndpointSpec, Gate, Mode, PathParams};
 use rust_decimal::Decimal;
 
 use crate::store::{AuditRecord, Record, UsageRecord, User};
-use crate::{forward, jobs, synthesis, uploads, validate, Gateway};
+use crate::{forward, jobs, owners, synthesis, uploads, validate, webhook, Gateway};
 
 /// `res_` + 24 hex characters: the id of every request (spec §2's `request_id`).
 pub fn new_request_id() -> String {
@@ -89,17 +91,26 @@ impl Ctx {
     }
 }
 
-/// What a mode hands back: the answer, the upstream status it saw, and any
-/// records that must be committed with the audit record.
+/// What a mode hands back: the answer, the upstream status it saw, any
+/// records that must be committed with the audit record, and work to start
+/// once they are committed.
 pub struct Outcome {
     pub response: Response,
     pub upstream_status: Option<u16>,
     pub records: Vec<Record>,
+    pub deferred: Vec<Deferred>,
+}
+
+/// Work started in the background after a request's records are committed.
+#[derive(Debug, Clone)]
+pub enum Deferred {
+    /// Deliver a finished job's record to the caller's `callback_uri`.
+    Callback { kind: String, job_id: String, user_id: i64, uri: String, body: serde_json::Value },
 }
 
 impl Outcome {
     pub fn new(response: Response, upstream_status: Option<u16>) -> Outcome {
-        Outcome { response, upstream_status, records: Vec::new() }
+        Outcome { response, upstream_status, records: Vec::new(), deferred: Vec::new() }
     }
 }
 
@@ -150,24 +161,61 @@ async fn run(ctx: &mut Ctx, path: &str, req: Request, params: PathParams) -> Res
         }
     }
     // 3. rate-limit
-    rate_limit(ctx)?;
+    if let Some(user) = &ctx.user {
+        ctx.gw.limiter.enforce(user.id, spec.capability)?;
+    }
     // 4. configured
     if spec.area == Area::Voice && spec.upstream.is_some() && !ctx.gw.upstream.configured() {
         return Err(ApiError::Unavailable("upstream integration not configured".into()));
     }
-    // 5. validate (query; bodies are validated by the mode as they are read)
+    // 5. validate (query; bodies are validated by the mode as they are read),
+    //    then tenant isolation: owned parameters must be the caller's.
     validate::query(spec.query, &ctx.query)?;
+    owners::check(ctx, &params).await?;
     // 6. forward
-    let outcome = match spec.mode {
-        Mode::Proxy | Mode::JobList => forward::proxy(ctx, req, &params).await?,
-        Mode::Fields => forward::fields(ctx, req, &params).await?,
-        Mode::JobSubmit => jobs::submit(ctx, req, &params).await?,
-        Mode::JobGet => jobs::get(ctx, req, &params).await?,
-        Mode::Synthesize => synthesis::synthesize(ctx, req, &params).await?,
-        Mode::Upload => uploads::upload(ctx, req).await?,
-        Mode::Webhook => {
-            return Err(ApiError::NotImplemented(format!("{} is not implemented yet", spec.mode.as_str())))
+    let outcome = forward_by_mode(ctx, req, &params).await.map_err(|e| owners::upstream_not_found(ctx, &params, e))?;
+    // 7. record
+    let status = outcome.response.status();
+    if status.is_success() {
+        let mut records = Vec::with_capacity(1 + outcome.records.len());
+        records.push(Record::Audit(AuditRecord {
+            request_id: ctx.request_id.clone(),
+            user_id: ctx.user.as_ref().map(|u| u.id),
+            route_id: spec.id.to_owned(),
+            method: spec.method.as_str().to_owned(),
+            path: path.to_owned(),
+            status: status.as_u16(),
+            upstream_status: outcome.upstream_status,
+            latency_ms: ctx.started.elapsed().as_millis() as u64,
+            created_at: crate::store::now_rfc3339(),
+        }));
+        records.push(Record::Usage(usage_record(ctx)));
+        records.extend(outcome.records);
+        ctx.gw.store.commit(records).await.map_err(|e| ApiError::Internal(e.to_string()))?;
+        for d in outcome.deferred {
+            match d {
+                Deferred::Callback { kind, job_id, user_id, uri, body } => {
+                    tokio::spawn(crate::callbacks::deliver(ctx.gw.clone(), kind, job_id, user_id, uri, body));
+                }
+            }
         }
+    }
+    // 8. answer
+    Ok(outcome.response)
+}
+
+/// Phase 6: the row's mode.
+async fn forward_by_mode(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<Outcome, ApiError> {
+    let spec = ctx.spec;
+    Ok(match spec.mode {
+        Mode::Proxy => forward::proxy(ctx, req, params).await?,
+        Mode::JobList => jobs::list(ctx).await?,
+        Mode::Fields => forward::fields(ctx, req, params).await?,
+        Mode::JobSubmit => jobs::submit(ctx, req, params).await?,
+        Mode::JobGet => jobs::get(ctx, req, params).await?,
+        Mode::Synthesize => synthesis::synthesize(ctx, req, params).await?,
+        Mode::Upload => uploads::upload(ctx, req).await?,
+        Mode::Webhook => webhook::receive(ctx, req).await?,
         Mode::Chat
         | Mode::Completion
         | Mode::StopStream
@@ -188,28 +236,7 @@ async fn run(ctx: &mut Ctx, path: &str, req: Request, params: PathParams) -> Res
                 spec.mode.as_str()
             )))
         }
-    };
-    // 7. record
-    let status = outcome.response.status();
-    if status.is_success() {
-        let mut records = Vec::with_capacity(1 + outcome.records.len());
-        records.push(Record::Audit(AuditRecord {
-            request_id: ctx.request_id.clone(),
-            user_id: ctx.user.as_ref().map(|u| u.id),
-            route_id: spec.id.to_owned(),
-            method: spec.method.as_str().to_owned(),
-            path: path.to_owned(),
-            status: status.as_u16(),
-            upstream_status: outcome.upstream_status,
-            latency_ms: ctx.started.elapsed().as_millis() as u64,
-            created_at: crate::store::now_rfc3339(),
-        }));
-        records.push(Record::Usage(usage_record(ctx)));
-        records.extend(outcome.records);
-        ctx.gw.store.commit(records).await.map_err(|e| ApiError::Internal(e.to_string()))?;
-    }
-    // 8. answer
-    Ok(outcome.response)
+    })
 }
 
 /// The usage record of a successful request: what the mode metered, or
@@ -246,10 +273,4 @@ fn usage_record(ctx: &mut Ctx) -> UsageRecord {
         once_key: m.once_key,
         created_at: crate::store::now_rfc3339(),
     }
-}
-
-/// Rate-limit phase. Limits per user and capability arrive with the
-/// rate-limit issue; until then every request passes.
-fn rate_limit(_ctx: &Ctx) -> Result<(), ApiError> {
-    Ok(())
 }

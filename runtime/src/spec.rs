@@ -340,6 +340,14 @@ pub struct FieldRule {
     pub one_of: &'static [&'static str],
 }
 
+/// A path or query parameter that names a user-owned resource.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OwnerCheck {
+    pub param: &'static str,
+    /// Resource kind (`voice`, `project`, ...).
+    pub kind: &'static str,
+}
+
 /// A field renamed on the way upstream (`text` → `data`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Rename {
@@ -364,6 +372,11 @@ pub struct EndpointSpec {
     pub billing: Billing,
     /// How the billed quantity is found.
     pub metering: Metering,
+    /// Kind of user-owned resource the row creates (POST), lists (GET of a
+    /// collection) or addresses (its last path parameter).
+    pub resource: Option<&'static str>,
+    /// Parameters naming user-owned resources: the caller must own them.
+    pub owner_checks: &'static [OwnerCheck],
     pub gate: Option<Gate>,
     pub auth: Auth,
     pub errors: ErrorFormat,

@@ -71,6 +71,12 @@ pub enum UsersCommand {
         #[arg(long)]
         user: i64,
     },
+    /// Print the user's callback secret (the HMAC key of its job callbacks),
+    /// creating it on first use.
+    CallbackSecret {
+        #[arg(long)]
+        user: i64,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -160,6 +166,10 @@ pub fn run(command: Command) -> CliResult {
                 }
                 UsersCommand::Disable { user } => set_disabled(&store, user, true)?,
                 UsersCommand::Enable { user } => set_disabled(&store, user, false)?,
+                UsersCommand::CallbackSecret { user } => match store.callback_secret(user)? {
+                    Some(secret) => println!("{secret}"),
+                    None => return Err(format!("no user with id {user}").into()),
+                },
             }
             Ok(())
         }

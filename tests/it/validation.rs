@@ -31,28 +31,34 @@ fn cases() -> Vec<(&'static str, String, Option<Value>, &'static str)> {
         ("GET", "/tts/voices?page=0".into(), None, "page must be at least 1"),
         ("POST", "/stt".into(), Some(json!({})), "audio_url is required"),
         ("POST", "/enhance".into(), Some(json!({"audio_url": 5})), "audio_url must be a string"),
-        ("POST", "/voices/v1/recordings".into(), Some(json!({"name": "x"})), "fields is required"),
+        ("POST", "/agents".into(), Some(json!({"name": "x"})), "fields is required"),
         ("POST", "/projects".into(), Some(json!({"fields": "x"})), "fields must be an object"),
-        ("PUT", "/agents/a1".into(), Some(json!([1, 2])), "request body must be a JSON object"),
+        ("POST", "/knowledge-base".into(), Some(json!([1, 2])), "request body must be a JSON object"),
         ("GET", "/agent-tools".into(), None, "agent_uuid is required"),
         ("POST", "/identity/search".into(), Some(json!({})), "audio_url is required"),
     ]
 }
 
-fn gated_cases() -> Vec<(&'static str, String, Option<Value>, &'static str)> {
+fn gated_cases(design: &str) -> Vec<(&'static str, String, Option<Value>, &'static str)> {
+    let promote = format!("/voice-design/{design}/promote");
     vec![
         ("POST", "/voices".into(), Some(json!({"name": "a".repeat(129)})), "name must be at most 128 characters"),
         ("POST", "/voices".into(), Some(json!({})), "name is required"),
         ("POST", "/voice-design/candidates".into(), Some(json!({"description": "d".repeat(1025)})), "description must be at most 1024 characters"),
         ("POST", "/voice-design/candidates".into(), Some(json!({"description": "d", "params": 3})), "params must be an object"),
-        ("POST", "/voice-design/d1/promote".into(), Some(json!({"name": "x"})), "candidate_index is required"),
-        ("POST", "/voice-design/d1/promote".into(), Some(json!({"candidate_index": -1, "name": "x"})), "candidate_index must be at least 0"),
-        ("POST", "/voice-design/d1/promote".into(), Some(json!({"candidate_index": 0, "name": "n".repeat(129)})), "name must be at most 128 characters"),
-        ("POST", "/voice-design/d1/promote".into(), Some(json!({"candidate_index": 0})), "name is required"),
+        ("POST", promote.clone(), Some(json!({"name": "x"})), "candidate_index is required"),
+        ("POST", promote.clone(), Some(json!({"candidate_index": -1, "name": "x"})), "candidate_index must be at least 0"),
+        ("POST", promote.clone(), Some(json!({"candidate_index": 0, "name": "n".repeat(129)})), "name must be at most 128 characters"),
+        ("POST", promote.clone(), Some(json!({"candidate_index": 0})), "name is required"),
     ]
 }
 
 async fn run(env: &Env, cases: Vec<(&'static str, String, Option<Value>, &'static str)>) {
+    run_after(env, cases, 0).await
+}
+
+/// Runs the cases; `audit_rows` records existed before them.
+async fn run_after(env: &Env, cases: Vec<(&'static str, String, Option<Value>, &'static str)>, audit_rows: usize) {
     for (method, path, body, expected) in cases {
         let mut rb = env.client.request(method.parse().unwrap(), env.voice(&path)).bearer_auth(&env.key);
         if let Some(b) = &body {
@@ -63,7 +69,7 @@ async fn run(env: &Env, cases: Vec<(&'static str, String, Option<Value>, &'stati
         assert!(a.detail().contains(expected), "{method} {path}: expected {expected:?} in {}", a.text);
     }
     env.assert_no_upstream_call().await;
-    assert!(env.audit().is_empty(), "no record for a refused request");
+    assert_eq!(env.audit().len(), audit_rows, "no record for a refused request");
 }
 
 #[tokio::test]
@@ -75,7 +81,12 @@ async fn every_rule_answers_400_naming_the_field() {
 #[tokio::test]
 async fn gated_routes_validate_once_the_gate_is_open() {
     let env = Env::with(|c| c.business_plan_active = true).await;
-    run(&env, gated_cases()).await;
+    let design = env.post("/voice-design/candidates", json!({"description": "calm"})).await;
+    design.expect(200);
+    let design = design.json["item"]["uuid"].as_str().unwrap().to_owned();
+    env.clear_sim_log().await;
+    let before = env.audit().len();
+    run_after(&env, gated_cases(&design), before).await;
 }
 
 #[tokio::test]

@@ -158,6 +158,11 @@ fn row_static(row: &Row) -> TokenStream {
     let file_field = some_or_none(row.file_field.as_deref());
     let job = some_or_none(row.job.as_deref());
     let mirror = some_or_none(row.mirror.as_deref());
+    let resource = some_or_none(row.resource.as_deref());
+    let owner_checks = row
+        .owner_checks
+        .iter()
+        .map(|(param, kind)| quote!(#rt::OwnerCheck { param: #param, kind: #kind }));
     let retention_days = some_or_none(row.retention_days.map(u32_lit));
     let doc = if summary.is_empty() {
         format!(" `{method} {path}` (row `{id}`).")
@@ -176,6 +181,8 @@ fn row_static(row: &Row) -> TokenStream {
             capability: #capability,
             billing: #billing,
             metering: #metering,
+            resource: #resource,
+            owner_checks: &[#(#owner_checks),*],
             gate: #gate,
             auth: #auth,
             errors: #errors,

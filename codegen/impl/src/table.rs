@@ -402,6 +402,7 @@ pub struct RawEndpoint {
     pub capability: Option<String>,
     pub billing: Option<Billing>,
     pub metering: Option<Metering>,
+    pub resource: Option<String>,
     pub gate: Option<Gate>,
     pub auth: Option<Auth>,
     pub errors: Option<ErrorFormat>,
@@ -427,6 +428,8 @@ pub struct Table {
     pub bases: Vec<BaseDef>,
     /// The rows, in table order (the order of `ROUTES`).
     pub rows: Vec<Row>,
+    /// `[resources]`: parameter name → kind of user-owned resource it names.
+    pub resources: Vec<(String, String)>,
 }
 
 impl Table {
@@ -476,6 +479,11 @@ pub struct Row {
     pub capability: String,
     pub billing: Billing,
     pub metering: Metering,
+    /// Kind of user-owned resource this row creates, lists or addresses.
+    pub resource: Option<String>,
+    /// `(parameter, kind)`: path or query parameters naming a user-owned
+    /// resource whose owner must be the caller.
+    pub owner_checks: Vec<(String, String)>,
     pub gate: Option<Gate>,
     pub auth: Auth,
     pub errors: ErrorFormat,

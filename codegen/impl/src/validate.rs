@@ -35,6 +35,7 @@ pub const ROW_KEYS: &[&str] = &[
     "capability",
     "billing",
     "metering",
+    "resource",
     "gate",
     "auth",
     "errors",
@@ -238,8 +239,8 @@ fn doc_err(errors: &mut Vec<TableError>, spans: &Spans<'_>, path: &[&str], messa
 /// `errors` stays empty).
 fn check(value: &toml::Table, spans: &Spans<'_>, errors: &mut Vec<TableError>) -> Table {
     for key in value.keys() {
-        if !matches!(key.as_str(), "areas" | "bases" | "endpoint") {
-            let hint = did_you_mean(key, &["areas", "bases", "endpoint"])
+        if !matches!(key.as_str(), "areas" | "bases" | "resources" | "endpoint") {
+            let hint = did_you_mean(key, &["areas", "bases", "resources", "endpoint"])
                 .map(|s| format!(" (did you mean `{s}`?)"))
                 .unwrap_or_default();
             doc_err(
@@ -253,6 +254,7 @@ fn check(value: &toml::Table, spans: &Spans<'_>, errors: &mut Vec<TableError>) -
 
     let areas = read_areas(value.get("areas"), spans, errors);
     let bases = read_bases(value.get("bases"), spans, errors);
+    let resources = read_resources(value.get("resources"), spans, errors);
     // Declared but unreadable: already reported, rows naming them say nothing more.
     let declared = |section: &str, name: &str| {
         value
@@ -314,6 +316,7 @@ fn check(value: &toml::Table, spans: &Spans<'_>, errors: &mut Vec<TableError>) -
                 let known = Known {
                     areas: &areas,
                     bases: &bases,
+                    resources: &resources,
                     broken_areas: &broken_areas,
                     broken_bases: &broken_bases,
                 };
@@ -350,7 +353,39 @@ fn check(value: &toml::Table, spans: &Spans<'_>, errors: &mut Vec<TableError>) -
 
     check_across_rows(&keys, spans, errors);
 
-    Table { areas, bases, rows }
+    Table { areas, bases, rows, resources }
+}
+
+/// A resource kind: lower-case letters and `_`.
+fn valid_kind(kind: &str) -> bool {
+    !kind.is_empty() && kind.bytes().all(|b| b.is_ascii_lowercase() || b == b'_')
+}
+
+fn read_resources(
+    value: Option<&toml::Value>,
+    spans: &Spans<'_>,
+    errors: &mut Vec<TableError>,
+) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let Some(value) = value else {
+        return out;
+    };
+    let Some(table) = value.as_table() else {
+        doc_err(errors, spans, &["resources"], "`resources` must be a table of `param = \"kind\"`".to_string());
+        return out;
+    };
+    for (param, kind) in table {
+        match kind.as_str() {
+            Some(k) if valid_kind(k) => out.push((param.clone(), k.to_string())),
+            _ => doc_err(
+                errors,
+                spans,
+                &["resources", param],
+                format!("[resources] `{param}`: the kind must be a string of lower-case letters and `_`"),
+            ),
+        }
+    }
+    out
 }
 
 fn read_areas(
@@ -797,6 +832,7 @@ fn check_rules(
 struct Known<'a> {
     areas: &'a [AreaDef],
     bases: &'a [BaseDef],
+    resources: &'a [(String, String)],
     /// Declared, but unreadable (already reported).
     broken_areas: &'a [AreaName],
     broken_bases: &'a [BaseName],
@@ -1188,6 +1224,32 @@ fn resolve_row(
         }
     }
 
+    if let Some(kind) = &raw.resource {
+        if !valid_kind(kind) {
+            cx.err(&["resource"], format!("`resource` `{kind}` must be lower-case letters and `_`"));
+        }
+    }
+    // Owner checks: every path parameter named in `[resources]`, the last
+    // path parameter as the row's own `resource`, and `from_query` variables
+    // named in `[resources]`.
+    let mut owner_checks: Vec<(String, String)> = Vec::new();
+    if let Some(ps) = &params {
+        for (i, p) in ps.iter().enumerate() {
+            let mapped = known.resources.iter().find(|(name, _)| name == p).map(|(_, k)| k.clone());
+            let own = (i + 1 == ps.len()).then(|| raw.resource.clone()).flatten();
+            if let Some(kind) = mapped.or(own) {
+                owner_checks.push((p.clone(), kind));
+            }
+        }
+    }
+    if let Some(up) = &raw.upstream {
+        for q in &up.from_query {
+            if let Some((_, k)) = known.resources.iter().find(|(name, _)| name == q) {
+                owner_checks.push((q.clone(), k.clone()));
+            }
+        }
+    }
+
     Some(Row {
         id: raw.id.clone()?,
         line: cx.line.unwrap_or(0),
@@ -1199,6 +1261,8 @@ fn resolve_row(
         capability: raw.capability.clone()?,
         billing: raw.billing?,
         metering: raw.metering.unwrap_or_else(|| Metering::default_for(raw.billing.unwrap_or(Billing::Free))),
+        resource: raw.resource.clone(),
+        owner_checks,
         gate: raw.gate,
         auth: auth?,
         errors: errors?,

@@ -1043,3 +1043,26 @@ fn metering() {
     let t = parse_table(&table(&[&row(&[("billing", Some("\"voice_subscription\""))], "")])).unwrap();
     assert_eq!(t.rows[0].metering, Metering::None);
 }
+
+#[test]
+fn resources_and_owner_checks() {
+    let with_resources = |row_text: &str| {
+        let mut t = table(&[row_text]);
+        t.push_str("\n[resources]\nthing_id = \"thing\"\n");
+        t
+    };
+    // A `[resources]` parameter is checked.
+    let t = parse_table(&with_resources(&row(&[], ""))).unwrap();
+    assert_eq!(t.rows[0].owner_checks, vec![("thing_id".to_string(), "thing".to_string())]);
+    // The row's own `resource` names its last parameter when `[resources]` does not.
+    let t = parse_table(&table(&[&row(&[("resource", Some("\"widget\""))], "")])).unwrap();
+    assert_eq!(t.rows[0].owner_checks, vec![("thing_id".to_string(), "widget".to_string())]);
+    assert_eq!(t.rows[0].resource.as_deref(), Some("widget"));
+    // Nothing declared: nothing checked.
+    let t = parse_table(&table(&[&row(&[], "")])).unwrap();
+    assert!(t.rows[0].owner_checks.is_empty());
+    check_row(&[("resource", Some("\"Bad Kind\""))], "", "`resource` `Bad Kind` must be lower-case letters and `_`");
+    let mut bad = table(&[&row(&[], "")]);
+    bad.push_str("\n[resources]\nthing_id = 5\n");
+    check(&bad, "[resources] `thing_id`: the kind must be a string");
+}

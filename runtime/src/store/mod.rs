@@ -19,12 +19,14 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 mod assets;
 mod money;
+mod owners;
 mod writer;
 
 pub use assets::{AssetRow, JobRow};
 pub use money::{LedgerRow, ReconciliationRow, UsageRow};
+pub use owners::WebhookEventRow;
 
-pub use writer::{AssetRecord, AuditRecord, Committed, JobRecord, JobUpdate, Record, RecordWriter, UsageRecord};
+pub use writer::{AssetRecord, AuditRecord, Committed, JobRecord, JobUpdate, Record, RecordWriter, UsageRecord, WebhookEventRecord};
 use writer::RecordWriter as Writer;
 
 /// Migrations, applied in order; `PRAGMA user_version` records how many ran.
@@ -142,6 +144,33 @@ const MIGRATIONS: &[&str] = &[
         status         TEXT NOT NULL,
         created_at     TEXT NOT NULL
     );
+    "#,
+    // 3: tenant isolation, inbound webhook events, callbacks.
+    r#"
+    CREATE TABLE resources (
+        kind         TEXT NOT NULL,
+        upstream_id  TEXT NOT NULL,
+        owner_id     INTEGER NOT NULL REFERENCES users(id),
+        status       TEXT,
+        created_at   TEXT NOT NULL,
+        updated_at   TEXT NOT NULL,
+        PRIMARY KEY (kind, upstream_id)
+    );
+    CREATE INDEX resources_by_owner ON resources(owner_id, kind);
+    CREATE TABLE webhook_events (
+        id           INTEGER PRIMARY KEY,
+        body_sha256  TEXT NOT NULL UNIQUE,
+        body         BLOB NOT NULL,
+        event        TEXT,
+        kind         TEXT,
+        upstream_id  TEXT,
+        signed       INTEGER NOT NULL,
+        outcome      TEXT NOT NULL,
+        received_at  TEXT NOT NULL
+    );
+    ALTER TABLE users ADD COLUMN callback_secret TEXT;
+    ALTER TABLE jobs ADD COLUMN callback_state TEXT;
+    ALTER TABLE jobs ADD COLUMN callback_attempts INTEGER NOT NULL DEFAULT 0;
     "#,
 ];
 

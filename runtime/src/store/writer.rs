@@ -106,6 +106,21 @@ pub struct JobUpdate {
     pub updated_at: String,
 }
 
+/// An inbound webhook event, stored whole.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WebhookEventRecord {
+    /// SHA-256 (hex) of the raw body: the same delivery twice is one event.
+    pub body_sha256: String,
+    pub body: Vec<u8>,
+    pub event: Option<String>,
+    pub kind: Option<String>,
+    pub upstream_id: Option<String>,
+    pub signed: bool,
+    /// What the gateway did with it (`job_updated`, `unknown_job`, `malformed`, ...).
+    pub outcome: String,
+    pub received_at: String,
+}
+
 /// A record committed by the group-commit writer.
 #[derive(Debug, Clone)]
 pub enum Record {
@@ -114,6 +129,13 @@ pub enum Record {
     Asset(AssetRecord),
     JobCreate(JobRecord),
     JobUpdate(JobUpdate),
+    /// A user-owned resource was created upstream through the gateway.
+    OwnerAdd { kind: String, upstream_id: String, owner_id: i64, at: String },
+    /// A user-owned resource was deleted.
+    OwnerRemove { kind: String, upstream_id: String },
+    /// A resource's status changed (a voice finished training).
+    OwnerStatus { kind: String, upstream_id: String, status: String, at: String },
+    WebhookEvent(WebhookEventRecord),
 }
 
 /// What a commit produced.
@@ -211,6 +233,28 @@ fn write_group(conn: &mut Connection, group: &[Batch]) -> rusqlite::Result<Vec<C
                 Record::Asset(a) => committed.asset_ids.push(insert_asset(&tx, a)?),
                 Record::JobCreate(j) => insert_job(&tx, j)?,
                 Record::JobUpdate(j) => update_job(&tx, j)?,
+                Record::OwnerAdd { kind, upstream_id, owner_id, at } => {
+                    tx.prepare_cached(
+                        "INSERT INTO resources (kind, upstream_id, owner_id, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?4)
+                         ON CONFLICT (kind, upstream_id) DO NOTHING",
+                    )?
+                    .execute(params![kind, upstream_id, owner_id, at])?;
+                }
+                Record::OwnerRemove { kind, upstream_id } => {
+                    tx.prepare_cached("DELETE FROM resources WHERE kind = ?1 AND upstream_id = ?2")?
+                        .execute(params![kind, upstream_id])?;
+                }
+                Record::OwnerStatus { kind, upstream_id, status, at } => {
+                    tx.prepare_cached("UPDATE resources SET status = ?3, updated_at = ?4 WHERE kind = ?1 AND upstream_id = ?2")?
+                        .execute(params![kind, upstream_id, status, at])?;
+                }
+                Record::WebhookEvent(e) => {
+                    tx.prepare_cached(
+                        "INSERT INTO webhook_events (body_sha256, body, event, kind, upstream_id, signed, outcome, received_at)
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT (body_sha256) DO NOTHING",
+                    )?
+                    .execute(params![e.body_sha256, e.body, e.event, e.kind, e.upstream_id, e.signed, e.outcome, e.received_at])?;
+                }
             }
         }
         results.push(committed);

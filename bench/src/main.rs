@@ -1,0 +1,244 @@
+//! # gateway-bench
+//!
+//! Measures what the gateway costs. One run starts the provider simulator,
+//! the gateway (`gateway serve`, fresh data directory, one user and key) and
+//! a bare forwarder (a minimal hyper proxy: the floor any proxy pays), then
+//! drives the same request mix three times — straight at the simulator,
+//! through the forwarder, through the gateway — and prints markdown tables
+//! (throughput, p50 / p99 / p99.9 latency from an HDR histogram, overhead
+//! over direct, CPU time per request and peak RSS of the process under test,
+//! errors) and writes the same as JSON.
+//!
+//! ```text
+//! cargo build --release --bins && target/release/gateway-bench          # full run, ~3 min
+//! target/debug/gateway-bench --quick --out /tmp/bench.json              # 1-second smoke run (CI)
+//! ```
+//!
+//! The gateway and simulator binaries are taken from the directory of this
+//! executable (`--bin-dir` to override). By default the gateway and the
+//! forwarder run pinned to one CPU and the load generator and the simulator
+//! to another (`--no-pin` to disable), so that the figures compare on a
+//! two-core machine. It never asserts timing: the exit code is non-zero only
+//! when a request failed or a scenario could not run.
+//!
+//! # Layout
+//!
+//! * [`load`]: the load generator (hyper client connections, closed or open
+//!   loop, warm-up, HDR histograms) and the streamed multipart upload body;
+//! * [`forwarder`]: the bare forwarder, run as the hidden `forwarder`
+//!   subcommand of this binary;
+//! * [`procs`]: finding binaries, CPU pinning, starting and stopping the
+//!   simulator, the gateway and the forwarder;
+//! * [`measure`]: CPU time and peak RSS from `/proc`, machine description;
+//! * [`scenarios`]: the four scenarios and their three targets;
+//! * [`report`]: rows, overheads, the issue's targets, markdown and JSON.
+
+mod forwarder;
+mod load;
+mod measure;
+mod procs;
+mod report;
+mod scenarios;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+
+use crate::scenarios::{Plan, Scenario};
+
+/// Command line.
+#[derive(Parser, Debug)]
+#[command(
+    name = "gateway-bench",
+    about = "Benchmark: the same request mix direct at the simulator, through a bare forwarder, and through the gateway"
+)]
+struct Cli {
+    /// Hidden subcommands (the forwarder process).
+    #[command(subcommand)]
+    command: Option<Command>,
+    /// Smoke run: 1 s per scenario, 0.3 s warm-up, 64 MiB upload.
+    #[arg(long)]
+    quick: bool,
+    /// Measured seconds per run [default: 10, quick: 1].
+    #[arg(long, value_name = "SECS")]
+    duration: Option<f64>,
+    /// Warm-up seconds per run [default: 2, quick: 0.3].
+    #[arg(long, value_name = "SECS")]
+    warmup: Option<f64>,
+    /// Concurrencies (connections) of the free and billed scenarios.
+    #[arg(long, value_delimiter = ',', default_value = "1,64")]
+    concurrency: Vec<usize>,
+    /// Scenarios to run (comma-separated) [default: all].
+    #[arg(long, value_delimiter = ',', value_enum)]
+    scenario: Vec<Scenario>,
+    /// Open loop at this many requests/s per run (default: closed loop).
+    #[arg(long, value_name = "REQ_PER_S")]
+    rate: Option<f64>,
+    /// Size of the uploaded file in MiB [default: 500, quick: 64].
+    #[arg(long, value_name = "MIB")]
+    upload_mib: Option<u64>,
+    /// Pin the gateway and forwarder to one CPU, load and simulator to another (default).
+    #[arg(long, overrides_with = "no_pin")]
+    pin: bool,
+    /// Do not pin.
+    #[arg(long, overrides_with = "pin")]
+    no_pin: bool,
+    /// Directory of the `gateway` and `provider-sim` binaries [default: this executable's].
+    #[arg(long, value_name = "DIR")]
+    bin_dir: Option<PathBuf>,
+    /// Where to write the JSON results.
+    #[arg(long, value_name = "FILE", default_value = "bench-results.json")]
+    out: PathBuf,
+    /// Keep the gateway's data directory after the run.
+    #[arg(long)]
+    keep_data: bool,
+    /// Longest time one request may take before it counts as an error (seconds).
+    #[arg(long, value_name = "SECS", default_value_t = 60.0)]
+    timeout: f64,
+}
+
+/// Hidden subcommands.
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run the bare forwarder in front of UPSTREAM (used by the bench itself).
+    #[command(hide = true)]
+    Forwarder {
+        /// The simulator's address.
+        #[arg(long)]
+        upstream: SocketAddr,
+        /// Address to listen on.
+        #[arg(long, default_value = "127.0.0.1:0")]
+        addr: SocketAddr,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    if let Some(Command::Forwarder { upstream, addr }) = cli.command {
+        return match forwarder::run(upstream, addr) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("forwarder: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    let plan = match plan(&cli) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("gateway-bench: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    // Pin before any thread exists: the runtime's threads and the simulator inherit it.
+    let mut pinning = None;
+    if !cli.no_pin {
+        match procs::choose_pinning() {
+            Some(p) => match procs::pin_current_thread(p.load_cpu) {
+                Ok(()) => pinning = Some(p),
+                Err(e) => eprintln!("note: cannot pin to CPU {}: {e}; running unpinned", p.load_cpu),
+            },
+            None => eprintln!("note: fewer than two CPUs available; running unpinned"),
+        }
+    }
+    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("gateway-bench: tokio runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match rt.block_on(run(&cli, plan, pinning)) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(e) => {
+            eprintln!("gateway-bench: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The plan of the command line.
+fn plan(cli: &Cli) -> Result<Plan, String> {
+    let secs = |v: f64, name: &str| {
+        if v.is_finite() && v >= 0.0 {
+            Ok(Duration::from_secs_f64(v))
+        } else {
+            Err(format!("--{name} must be a non-negative number of seconds"))
+        }
+    };
+    let concurrency: Vec<usize> = cli.concurrency.clone();
+    if concurrency.is_empty() || concurrency.contains(&0) {
+        return Err("--concurrency must list positive numbers".into());
+    }
+    let upload_mib = cli.upload_mib.unwrap_or(if cli.quick { 64 } else { 500 });
+    if upload_mib == 0 || upload_mib > 500 {
+        return Err("--upload-mib must be between 1 and 500 (the gateway's limit)".into());
+    }
+    Ok(Plan {
+        scenarios: if cli.scenario.is_empty() {
+            Scenario::ALL.to_vec()
+        } else {
+            Scenario::ALL.into_iter().filter(|s| cli.scenario.contains(s)).collect()
+        },
+        concurrency,
+        duration: secs(cli.duration.unwrap_or(if cli.quick { 1.0 } else { 10.0 }), "duration")?,
+        warmup: secs(cli.warmup.unwrap_or(if cli.quick { 0.3 } else { 2.0 }), "warmup")?,
+        rate: cli.rate.filter(|r| *r > 0.0),
+        upload_bytes: upload_mib << 20,
+        timeout: secs(cli.timeout, "timeout")?,
+    })
+}
+
+/// Starts everything, runs the plan, reports. `Ok(true)` when no request failed.
+async fn run(cli: &Cli, plan: Plan, pinning: Option<procs::Pinning>) -> Result<bool, String> {
+    let bin_dir = procs::bin_dir(cli.bin_dir.as_deref())?;
+    let data = procs::DataDir::create(cli.keep_data)?;
+    let proxy_cpu = pinning.map(|p| p.proxy_cpu);
+    let mut sim = procs::start_sim(&bin_dir)?;
+    let mut gateway = procs::start_gateway(&bin_dir, &data.path, sim.addr, proxy_cpu)?;
+    let mut fwd = procs::start_forwarder(sim.addr, proxy_cpu)?;
+    eprintln!(
+        "gateway-bench: simulator {} (pid {}), forwarder {} (pid {}), gateway {} (pid {}), data {}",
+        sim.addr,
+        sim.pid(),
+        fwd.addr,
+        fwd.pid(),
+        gateway.proc.addr,
+        gateway.proc.pid(),
+        data.path.display()
+    );
+    let env = scenarios::Env {
+        sim: (sim.addr, sim.pid()),
+        forwarder: (fwd.addr, fwd.pid()),
+        gateway: (gateway.proc.addr, gateway.proc.pid()),
+        key: gateway.key.clone(),
+    };
+    let rows = scenarios::run_all(&env, &plan).await;
+
+    let report = report::Report {
+        command: std::env::args().collect::<Vec<_>>().join(" "),
+        machine: measure::machine(),
+        pinning,
+        bin_dir: bin_dir.display().to_string(),
+        plan,
+        rows,
+    };
+    let errors = report.errors();
+    if errors > 0 {
+        for p in [&gateway.proc, &fwd, &sim] {
+            eprintln!("last output of {}:\n{}", p.name, p.tail.render());
+        }
+    }
+    for p in [&mut gateway.proc, &mut fwd, &mut sim] {
+        p.stop();
+    }
+    println!("{}", report.markdown());
+    let json = serde_json::to_string_pretty(&report.json()).map_err(|e| e.to_string())?;
+    std::fs::write(&cli.out, json + "\n").map_err(|e| format!("cannot write {}: {e}", cli.out.display()))?;
+    eprintln!("gateway-bench: results written to {}", cli.out.display());
+    Ok(errors == 0)
+}

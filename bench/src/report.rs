@@ -1,0 +1,514 @@
+//! Results: one [`Row`] per run, the markdown tables printed to stdout, the
+//! targets of the issue checked against the rows, and the JSON file.
+//!
+//! Overhead is the target's latency minus the direct run's at the same
+//! scenario, concurrency and percentile. Times are in milliseconds, CPU time
+//! in microseconds of the process under test (gateway or forwarder; the
+//! simulator's own is reported beside it), RSS in MiB, upload throughput in
+//! MB/s (10^6 bytes).
+
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+use serde_json::{json, Value};
+
+use crate::load::Outcome;
+use crate::measure::{Machine, ProbeResult};
+use crate::procs::Pinning;
+use crate::scenarios::Plan;
+
+/// Where a run's requests went.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// Straight at the simulator.
+    Direct,
+    /// Through the bare forwarder.
+    Forwarder,
+    /// Through the gateway.
+    Gateway,
+}
+
+impl Target {
+    /// Every target, in running order.
+    pub const ALL: [Target; 3] = [Target::Direct, Target::Forwarder, Target::Gateway];
+
+    /// Its name in tables and JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Target::Direct => "direct",
+            Target::Forwarder => "forwarder",
+            Target::Gateway => "gateway",
+        }
+    }
+}
+
+/// The result of one run.
+#[derive(Clone, Debug)]
+pub struct Row {
+    /// Scenario name.
+    pub scenario: &'static str,
+    /// Target.
+    pub target: Target,
+    /// Workers (connections).
+    pub concurrency: usize,
+    /// Successful measured requests.
+    pub requests: u64,
+    /// Failed requests (must be 0).
+    pub errors: u64,
+    /// The first few error messages.
+    pub error_samples: Vec<String>,
+    /// Measured seconds.
+    pub seconds: f64,
+    /// Successful requests per second.
+    pub rps: f64,
+    /// Latency percentiles and mean (ms): p50, p99, p99.9, max, mean.
+    pub latency_ms: Option<[f64; 5]>,
+    /// CPU time of the process under test per request (µs); `None` for direct.
+    pub cpu_us_per_req: Option<f64>,
+    /// CPU time of the simulator per request (µs).
+    pub sim_cpu_us_per_req: Option<f64>,
+    /// Peak RSS of the process under test in the run (KiB).
+    pub peak_rss_kib: Option<u64>,
+    /// Upload throughput (MB/s) and file size (bytes), for uploads.
+    pub upload: Option<(f64, u64)>,
+}
+
+fn ms(h: &Histogram<u64>, q: f64) -> f64 {
+    h.value_at_quantile(q) as f64 / 1e6
+}
+
+fn latency(h: &Histogram<u64>) -> Option<[f64; 5]> {
+    (!h.is_empty()).then(|| [ms(h, 0.50), ms(h, 0.99), ms(h, 0.999), h.max() as f64 / 1e6, h.mean() / 1e6])
+}
+
+fn per_req_us(cpu_seconds: f64, requests: u64) -> Option<f64> {
+    (requests > 0).then(|| cpu_seconds * 1e6 / requests as f64)
+}
+
+impl Row {
+    /// A row of a load run.
+    pub fn from_outcome(scenario: &'static str, target: Target, concurrency: usize, o: &Outcome, proc_m: Option<ProbeResult>, sim_m: ProbeResult) -> Row {
+        Row {
+            scenario,
+            target,
+            concurrency,
+            requests: o.ok,
+            errors: o.errors,
+            error_samples: o.error_samples.clone(),
+            seconds: o.elapsed.as_secs_f64(),
+            rps: o.rps(),
+            latency_ms: latency(&o.hist),
+            cpu_us_per_req: proc_m.and_then(|m| per_req_us(m.cpu_seconds, o.ok)),
+            sim_cpu_us_per_req: per_req_us(sim_m.cpu_seconds, o.ok),
+            peak_rss_kib: proc_m.map(|m| m.peak_rss_kib),
+            upload: None,
+        }
+    }
+
+    /// A row of the upload scenario: `ok` uploads of `file_bytes` each.
+    #[allow(clippy::too_many_arguments)]
+    pub fn from_upload(target: Target, ok: u64, errors: u64, error_samples: Vec<String>, hist: Histogram<u64>, elapsed: Duration, file_bytes: u64, m: ProbeResult) -> Row {
+        let secs = elapsed.as_secs_f64();
+        let mbps = if secs > 0.0 { (ok * file_bytes) as f64 / 1e6 / secs } else { 0.0 };
+        Row {
+            scenario: "upload",
+            target,
+            concurrency: 1,
+            requests: ok,
+            errors,
+            error_samples,
+            seconds: secs,
+            rps: if secs > 0.0 { ok as f64 / secs } else { 0.0 },
+            latency_ms: latency(&hist),
+            cpu_us_per_req: per_req_us(m.cpu_seconds, ok),
+            sim_cpu_us_per_req: None,
+            peak_rss_kib: Some(m.peak_rss_kib),
+            upload: Some((mbps, file_bytes)),
+        }
+    }
+
+    /// A run that could not happen (counted as one error).
+    pub fn failed(scenario: &'static str, target: Target, concurrency: usize, why: String) -> Row {
+        eprintln!("  {scenario} {} c={concurrency}: {why}", target.name());
+        Row {
+            scenario,
+            target,
+            concurrency,
+            requests: 0,
+            errors: 1,
+            error_samples: vec![why],
+            seconds: 0.0,
+            rps: 0.0,
+            latency_ms: None,
+            cpu_us_per_req: None,
+            sim_cpu_us_per_req: None,
+            peak_rss_kib: None,
+            upload: None,
+        }
+    }
+
+    /// One line for the progress log.
+    pub fn progress_line(&self) -> String {
+        let lat = self.latency_ms.map(|l| format!("p50 {} p99 {} p99.9 {} ms", f_ms(l[0]), f_ms(l[1]), f_ms(l[2]))).unwrap_or_default();
+        let up = self.upload.map(|(mbps, _)| format!(" {mbps:.1} MB/s")).unwrap_or_default();
+        let errs = if self.errors > 0 {
+            format!(" ERRORS {} (first: {})", self.errors, self.error_samples.first().map(String::as_str).unwrap_or(""))
+        } else {
+            String::new()
+        };
+        format!(
+            "{:<7} c={:<3} {:<9} {:>9.1} req/s {lat}{up}{errs}",
+            self.scenario,
+            self.concurrency,
+            self.target.name(),
+            self.rps
+        )
+    }
+}
+
+/// A formatted millisecond value (3 decimals below 10 ms).
+fn f_ms(v: f64) -> String {
+    if v.abs() < 10.0 {
+        format!("{v:.3}")
+    } else {
+        format!("{v:.1}")
+    }
+}
+
+fn f_signed_ms(v: f64) -> String {
+    if v >= 0.0 {
+        format!("+{}", f_ms(v))
+    } else {
+        f_ms(v)
+    }
+}
+
+fn f_opt(v: Option<f64>, decimals: usize) -> String {
+    v.map(|v| format!("{v:.decimals$}")).unwrap_or_else(|| "—".into())
+}
+
+fn mib(kib: Option<u64>) -> String {
+    kib.map(|k| format!("{:.1}", k as f64 / 1024.0)).unwrap_or_else(|| "—".into())
+}
+
+/// One target of the issue, checked.
+#[derive(Clone, Debug)]
+pub struct Check {
+    /// What is measured.
+    pub name: String,
+    /// The measured value, as text.
+    pub measured: String,
+    /// The limit, as text.
+    pub limit: String,
+    /// Met (`None`: only reported, or not measured in this run).
+    pub met: Option<bool>,
+}
+
+/// Everything a run produced.
+pub struct Report {
+    /// The command line.
+    pub command: String,
+    /// The machine.
+    pub machine: Machine,
+    /// CPU pinning, when on.
+    pub pinning: Option<Pinning>,
+    /// Where the gateway and simulator binaries came from.
+    pub bin_dir: String,
+    /// What was run.
+    pub plan: Plan,
+    /// The runs.
+    pub rows: Vec<Row>,
+}
+
+impl Report {
+    fn find(&self, scenario: &str, target: Target, c: usize) -> Option<&Row> {
+        self.rows.iter().find(|r| r.scenario == scenario && r.target == target && r.concurrency == c)
+    }
+
+    /// Latency minus the direct run's (p50, p99, p99.9).
+    pub fn overhead(&self, row: &Row) -> Option<[f64; 3]> {
+        if row.target == Target::Direct {
+            return None;
+        }
+        let d = self.find(row.scenario, Target::Direct, row.concurrency)?.latency_ms?;
+        let l = row.latency_ms?;
+        Some([l[0] - d[0], l[1] - d[1], l[2] - d[2]])
+    }
+
+    /// All errors of all runs.
+    pub fn errors(&self) -> u64 {
+        self.rows.iter().map(|r| r.errors).sum()
+    }
+
+    /// Gateway throughput of `billed` over `free`, per concurrency.
+    pub fn billed_to_free(&self) -> Vec<(usize, Target, f64)> {
+        let mut out = Vec::new();
+        for &c in &self.plan.concurrency {
+            for t in [Target::Forwarder, Target::Gateway] {
+                if let (Some(b), Some(f)) = (self.find("billed", t, c), self.find("free", t, c)) {
+                    if f.rps > 0.0 {
+                        out.push((c, t, b.rps / f.rps));
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// The issue's targets, checked against this run.
+    pub fn checks(&self) -> Vec<Check> {
+        let mut out = Vec::new();
+        let lo = self.plan.concurrency.iter().copied().min().unwrap_or(1);
+        let hi = self.plan.concurrency.iter().copied().max().unwrap_or(1);
+        let pair = |s: &str, c: usize| (self.find(s, Target::Forwarder, c), self.find(s, Target::Gateway, c));
+
+        if let (Some(f), Some(g)) = pair("free", lo) {
+            for (i, p) in [(0usize, "p50"), (1, "p99")] {
+                if let (Some(fo), Some(go)) = (self.overhead(f), self.overhead(g)) {
+                    out.push(Check {
+                        name: format!("free c={lo}: gateway overhead {p} ≤ 1.3 × forwarder's"),
+                        measured: format!("{} ms vs {} ms ({})", f_signed_ms(go[i]), f_signed_ms(fo[i]), ratio_text(go[i], fo[i])),
+                        limit: "≤ 1.3×".into(),
+                        met: Some(go[i] <= 1.3 * fo[i].max(0.0)),
+                    });
+                }
+            }
+        }
+        if let (Some(f), Some(g)) = pair("free", hi) {
+            out.push(Check {
+                name: format!("free c={hi}: gateway throughput ≥ 60 % of forwarder's"),
+                measured: format!("{:.0} vs {:.0} req/s ({:.0} %)", g.rps, f.rps, pct(g.rps, f.rps)),
+                limit: "≥ 60 %".into(),
+                met: Some(g.rps >= 0.6 * f.rps),
+            });
+            if let (Some(fl), Some(gl)) = (f.latency_ms, g.latency_ms) {
+                out.push(Check {
+                    name: format!("free c={hi}: gateway p99 ≤ 1.5 × forwarder's"),
+                    measured: format!("{} vs {} ms ({})", f_ms(gl[1]), f_ms(fl[1]), ratio_text(gl[1], fl[1])),
+                    limit: "≤ 1.5×".into(),
+                    met: Some(gl[1] <= 1.5 * fl[1]),
+                });
+            }
+        }
+        if let (Some(f), Some(g)) = pair("billed", hi) {
+            out.push(Check {
+                name: format!("billed c={hi}: gateway throughput ≥ 50 % of forwarder's"),
+                measured: format!("{:.0} vs {:.0} req/s ({:.0} %)", g.rps, f.rps, pct(g.rps, f.rps)),
+                limit: "≥ 50 %".into(),
+                met: Some(g.rps >= 0.5 * f.rps),
+            });
+        }
+        for s in ["free", "billed"] {
+            let per_c: Vec<String> = self
+                .plan
+                .concurrency
+                .iter()
+                .filter_map(|&c| {
+                    let g = self.find(s, Target::Gateway, c)?.cpu_us_per_req?;
+                    let f = self.find(s, Target::Forwarder, c).and_then(|r| r.cpu_us_per_req);
+                    Some(format!("c={c}: {g:.0} µs (forwarder {})", f_opt(f, 0)))
+                })
+                .collect();
+            if !per_c.is_empty() {
+                out.push(Check {
+                    name: format!("gateway CPU time per {s} request"),
+                    measured: per_c.join("; "),
+                    limit: "reported".into(),
+                    met: None,
+                });
+            }
+        }
+        if let Some(g) = self.find("upload", Target::Gateway, 1) {
+            let (mbps, bytes) = g.upload.unwrap_or((0.0, 0));
+            out.push(Check {
+                name: format!("upload of {} MiB: gateway peak RSS ≤ 32 MiB", bytes >> 20),
+                measured: format!("{} MiB at {mbps:.0} MB/s", mib(g.peak_rss_kib)),
+                limit: "≤ 32 MiB".into(),
+                met: g.peak_rss_kib.map(|k| k <= 32 * 1024),
+            });
+        }
+        let errors = self.errors();
+        out.push(Check {
+            name: "zero errors in every scenario".into(),
+            measured: format!("{errors} errors"),
+            limit: "0".into(),
+            met: Some(errors == 0),
+        });
+        out
+    }
+
+    /// The machine line.
+    pub fn machine_line(&self) -> String {
+        let m = &self.machine;
+        let pin = match self.pinning {
+            Some(p) => format!(
+                "gateway / forwarder pinned to CPU {}, load generator + simulator to CPU {}",
+                p.proxy_cpu, p.load_cpu
+            ),
+            None => "no CPU pinning".into(),
+        };
+        format!(
+            "{} × {}, {} MiB RAM, Linux {}; {pin}; binaries from `{}`",
+            m.cpus, m.cpu_model, m.mem_mib, m.kernel, self.bin_dir
+        )
+    }
+
+    fn plan_line(&self) -> String {
+        let p = &self.plan;
+        let mode = match p.rate {
+            Some(r) => format!("open loop at {r} req/s"),
+            None => "closed loop".into(),
+        };
+        format!(
+            "{mode}, {:.1} s measured per run after {:.1} s warm-up; upload file {} MiB",
+            p.duration.as_secs_f64(),
+            p.warmup.as_secs_f64(),
+            p.upload_bytes >> 20
+        )
+    }
+
+    /// The markdown report.
+    pub fn markdown(&self) -> String {
+        let mut s = String::new();
+        s.push_str(&format!("Machine: {}  \nRun: {}  \nCommand: `{}`\n\n", self.machine_line(), self.plan_line(), self.command));
+        s.push_str("| scenario | c | target | req/s | p50 ms | p99 ms | p99.9 ms | overhead p50 / p99 / p99.9 ms | CPU µs/req | sim CPU µs/req | peak RSS MiB | errors |\n");
+        s.push_str("|---|---:|---|---:|---:|---:|---:|---|---:|---:|---:|---:|\n");
+        for r in self.rows.iter().filter(|r| r.upload.is_none()) {
+            let (p50, p99, p999) = match r.latency_ms {
+                Some(l) => (f_ms(l[0]), f_ms(l[1]), f_ms(l[2])),
+                None => ("—".into(), "—".into(), "—".into()),
+            };
+            let over = match self.overhead(r) {
+                Some(o) => format!("{} / {} / {}", f_signed_ms(o[0]), f_signed_ms(o[1]), f_signed_ms(o[2])),
+                None => "—".into(),
+            };
+            s.push_str(&format!(
+                "| {} | {} | {} | {:.0} | {p50} | {p99} | {p999} | {over} | {} | {} | {} | {} |\n",
+                r.scenario,
+                r.concurrency,
+                r.target.name(),
+                r.rps,
+                f_opt(r.cpu_us_per_req, 0),
+                f_opt(r.sim_cpu_us_per_req, 0),
+                mib(r.peak_rss_kib),
+                r.errors
+            ));
+        }
+        let uploads: Vec<&Row> = self.rows.iter().filter(|r| r.upload.is_some()).collect();
+        if !uploads.is_empty() {
+            s.push_str("\n| upload | file MiB | uploads | MB/s | s per upload (p50) | CPU s per upload | peak RSS MiB | errors |\n");
+            s.push_str("|---|---:|---:|---:|---:|---:|---:|---:|\n");
+            for r in uploads {
+                let (mbps, bytes) = r.upload.unwrap_or_default();
+                let target = if r.target == Target::Forwarder { "forwarder (sink)" } else { r.target.name() };
+                s.push_str(&format!(
+                    "| {target} | {} | {} | {mbps:.0} | {} | {} | {} | {} |\n",
+                    bytes >> 20,
+                    r.requests,
+                    f_opt(r.latency_ms.map(|l| l[0] / 1e3), 2),
+                    f_opt(r.cpu_us_per_req.map(|us| us / 1e6), 2),
+                    mib(r.peak_rss_kib),
+                    r.errors
+                ));
+            }
+        }
+        let ratios = self.billed_to_free();
+        if !ratios.is_empty() {
+            let text: Vec<String> = ratios.iter().map(|(c, t, r)| format!("{} c={c}: {:.2}", t.name(), r)).collect();
+            s.push_str(&format!("\nBilled / free throughput: {}\n", text.join("; ")));
+        }
+        s.push_str("\n| target | measured | limit | met |\n|---|---|---|---|\n");
+        for c in self.checks() {
+            let met = match c.met {
+                Some(true) => "yes",
+                Some(false) => "**no**",
+                None => "—",
+            };
+            s.push_str(&format!("| {} | {} | {} | {met} |\n", c.name, c.measured, c.limit));
+        }
+        let failing: Vec<&Row> = self.rows.iter().filter(|r| r.errors > 0).collect();
+        if !failing.is_empty() {
+            s.push_str("\nErrors:\n");
+            for r in failing {
+                for e in &r.error_samples {
+                    s.push_str(&format!("- {} c={} {}: {e}\n", r.scenario, r.concurrency, r.target.name()));
+                }
+            }
+        }
+        s
+    }
+
+    /// The JSON document.
+    pub fn json(&self) -> Value {
+        let rows: Vec<Value> = self
+            .rows
+            .iter()
+            .map(|r| {
+                let l = r.latency_ms;
+                let o = self.overhead(r);
+                json!({
+                    "scenario": r.scenario,
+                    "target": r.target.name(),
+                    "concurrency": r.concurrency,
+                    "requests": r.requests,
+                    "errors": r.errors,
+                    "error_samples": r.error_samples,
+                    "seconds": r.seconds,
+                    "requests_per_s": r.rps,
+                    "latency_ms": l.map(|l| json!({"p50": l[0], "p99": l[1], "p99_9": l[2], "max": l[3], "mean": l[4]})),
+                    "overhead_ms": o.map(|o| json!({"p50": o[0], "p99": o[1], "p99_9": o[2]})),
+                    "cpu_us_per_request": r.cpu_us_per_req,
+                    "sim_cpu_us_per_request": r.sim_cpu_us_per_req,
+                    "peak_rss_kib": r.peak_rss_kib,
+                    "upload_mb_per_s": r.upload.map(|u| u.0),
+                    "upload_file_bytes": r.upload.map(|u| u.1),
+                })
+            })
+            .collect();
+        let checks: Vec<Value> = self
+            .checks()
+            .into_iter()
+            .map(|c| json!({"target": c.name, "measured": c.measured, "limit": c.limit, "met": c.met}))
+            .collect();
+        let ratios: Vec<Value> = self
+            .billed_to_free()
+            .into_iter()
+            .map(|(c, t, r)| json!({"concurrency": c, "target": t.name(), "billed_over_free_throughput": r}))
+            .collect();
+        let m = &self.machine;
+        json!({
+            "command": self.command,
+            "machine": {"cpus": m.cpus, "cpu_model": m.cpu_model, "kernel": m.kernel, "mem_mib": m.mem_mib},
+            "pinning": self.pinning.map(|p| json!({"proxy_cpu": p.proxy_cpu, "load_cpu": p.load_cpu})),
+            "bin_dir": self.bin_dir,
+            "plan": {
+                "scenarios": self.plan.scenarios.iter().map(|s| s.name()).collect::<Vec<_>>(),
+                "concurrency": self.plan.concurrency,
+                "duration_s": self.plan.duration.as_secs_f64(),
+                "warmup_s": self.plan.warmup.as_secs_f64(),
+                "open_loop_rate": self.plan.rate,
+                "upload_bytes": self.plan.upload_bytes,
+            },
+            "rows": rows,
+            "billed_over_free": ratios,
+            "targets": checks,
+            "errors": self.errors(),
+        })
+    }
+}
+
+fn pct(a: f64, b: f64) -> f64 {
+    if b > 0.0 {
+        100.0 * a / b
+    } else {
+        0.0
+    }
+}
+
+fn ratio_text(a: f64, b: f64) -> String {
+    if b > 0.0 {
+        format!("{:.2}×", a / b)
+    } else {
+        "forwarder overhead ≤ 0: noise".into()
+    }
+}

@@ -1,0 +1,328 @@
+//! The four scenarios and how each is driven at the three targets.
+//!
+//! | scenario | direct (simulator) | forwarder | gateway |
+//! |---|---|---|---|
+//! | `free` | `GET /api/v2/voices/stock-voice-1` | same, through the forwarder | `GET /api/v1/voice/tts/voices/stock-voice-1` |
+//! | `billed` | `POST /synthesize` (upstream shape, `data`) | same, through the forwarder | `POST /api/v1/voice/tts/synthesize` (`text`) |
+//! | `upload` | — (the simulator has no upload route) | `POST /__bench/sink` (drained, no upstream) | `POST /api/v1/voice/uploads` |
+//! | `mirror` | `GET /api/v2/audio_enhancements/{id}` | same, through the forwarder | `GET /api/v1/voice/enhance/{id}` after the first (copying) GET |
+//!
+//! `free` and `billed` run at every concurrency asked for; `mirror` at the
+//! lowest (it measures latency); `upload` sends one file at a time for the
+//! whole duration (at least one), after a 1 MiB warm-up upload.
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http::header::{HeaderName, HeaderValue, AUTHORIZATION};
+use http::Method;
+use serde_json::json;
+
+use crate::load::{self, Event, FileContent, Load, Spec};
+use crate::measure::{Probe, ProbeResult};
+use crate::report::{Row, Target};
+
+/// The stock voice of the simulator.
+const VOICE: &str = "stock-voice-1";
+/// Text of the billed synthesis.
+const TEXT: &str = "Hello world";
+
+/// A scenario, as named on the command line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Scenario {
+    /// Free pass-through GET of one voice.
+    Free,
+    /// Billed synthesis (audio stored, audit and usage committed).
+    Billed,
+    /// Streamed upload of a large file.
+    Upload,
+    /// Later GETs of a completed, mirrored enhance job.
+    Mirror,
+}
+
+impl Scenario {
+    /// Every scenario, in running order.
+    pub const ALL: [Scenario; 4] = [Scenario::Free, Scenario::Billed, Scenario::Upload, Scenario::Mirror];
+
+    /// Its name in tables and JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scenario::Free => "free",
+            Scenario::Billed => "billed",
+            Scenario::Upload => "upload",
+            Scenario::Mirror => "mirror",
+        }
+    }
+}
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    /// Scenarios, in order.
+    pub scenarios: Vec<Scenario>,
+    /// Concurrencies of `free` and `billed`.
+    pub concurrency: Vec<usize>,
+    /// Measured time per run.
+    pub duration: Duration,
+    /// Warm-up per run.
+    pub warmup: Duration,
+    /// Open-loop rate (requests/s), closed loop when `None`.
+    pub rate: Option<f64>,
+    /// Size of the uploaded file (bytes).
+    pub upload_bytes: u64,
+    /// Longest time one request may take.
+    pub timeout: Duration,
+}
+
+/// The running pieces.
+pub struct Env {
+    /// Simulator address and pid.
+    pub sim: (SocketAddr, u32),
+    /// Forwarder address and pid.
+    pub forwarder: (SocketAddr, u32),
+    /// Gateway address and pid.
+    pub gateway: (SocketAddr, u32),
+    /// API key of the gateway user.
+    pub key: String,
+}
+
+impl Env {
+    fn bearer(key: &str) -> Vec<(HeaderName, HeaderValue)> {
+        vec![(AUTHORIZATION, HeaderValue::from_str(&format!("Bearer {key}")).expect("key is a valid header value"))]
+    }
+
+    /// Headers for the gateway.
+    fn gateway_auth(&self) -> Vec<(HeaderName, HeaderValue)> {
+        Env::bearer(&self.key)
+    }
+
+    /// Headers for the simulator (direct, or through the forwarder).
+    fn sim_auth(&self) -> Vec<(HeaderName, HeaderValue)> {
+        Env::bearer(crate::procs::SIM_KEY)
+    }
+
+    /// Address and pid of the process under test for `target` (the simulator for `direct`).
+    fn endpoint(&self, target: Target) -> (SocketAddr, u32) {
+        match target {
+            Target::Direct => self.sim,
+            Target::Forwarder => self.forwarder,
+            Target::Gateway => self.gateway,
+        }
+    }
+}
+
+/// Runs `plan`, printing progress to stderr; returns one row per run.
+pub async fn run_all(env: &Env, plan: &Plan) -> Vec<Row> {
+    let mut rows = Vec::new();
+    for &scenario in &plan.scenarios {
+        match scenario {
+            Scenario::Free | Scenario::Billed => {
+                for &c in &plan.concurrency {
+                    for target in Target::ALL {
+                        let spec = request_spec(env, scenario, target, None);
+                        rows.push(measure(env, plan, scenario, target, c, &spec).await);
+                    }
+                }
+            }
+            Scenario::Mirror => {
+                let c = plan.concurrency.iter().copied().min().unwrap_or(1);
+                match mirror_setup(env, plan.timeout).await {
+                    Ok(job_id) => {
+                        for target in Target::ALL {
+                            let spec = request_spec(env, scenario, target, Some(&job_id));
+                            rows.push(measure(env, plan, scenario, target, c, &spec).await);
+                        }
+                    }
+                    Err(e) => rows.push(Row::failed(scenario.name(), Target::Gateway, c, format!("set-up failed: {e}"))),
+                }
+            }
+            Scenario::Upload => {
+                for target in [Target::Forwarder, Target::Gateway] {
+                    rows.push(upload_row(env, plan, target).await);
+                }
+            }
+        }
+    }
+    rows
+}
+
+/// The repeated request of `scenario` at `target` (`job_id` for `mirror`).
+fn request_spec(env: &Env, scenario: Scenario, target: Target, job_id: Option<&str>) -> Spec {
+    let job_id = job_id.unwrap_or("");
+    match (scenario, target) {
+        (Scenario::Free, Target::Gateway) => Spec::get(format!("/api/v1/voice/tts/voices/{VOICE}"), env.gateway_auth()),
+        (Scenario::Free, _) => Spec::get(format!("/api/v2/voices/{VOICE}"), env.sim_auth()),
+        (Scenario::Billed, Target::Gateway) => Spec::post_json(
+            "/api/v1/voice/tts/synthesize",
+            env.gateway_auth(),
+            &json!({"voice_uuid": VOICE, "text": TEXT, "output_format": "wav"}),
+        ),
+        (Scenario::Billed, _) => Spec::post_json("/synthesize", env.sim_auth(), &json!({"voice_uuid": VOICE, "data": TEXT, "output_format": "wav"})),
+        (Scenario::Mirror, Target::Gateway) => Spec::get(format!("/api/v1/voice/enhance/{job_id}"), env.gateway_auth()),
+        (Scenario::Mirror, _) => Spec::get(format!("/api/v2/audio_enhancements/{job_id}"), env.sim_auth()),
+        (Scenario::Upload, _) => unreachable!("uploads are not repeated requests"),
+    }
+}
+
+/// Empties the simulator's request log (bounded, but no need to fill it).
+async fn clear_sim_log(env: &Env) {
+    let spec = Spec {
+        method: Method::DELETE,
+        path: "/__sim/requests".into(),
+        headers: Vec::new(),
+        body: Bytes::new(),
+    };
+    let _ = load::call(env.sim.0, &spec, Duration::from_secs(10)).await;
+}
+
+/// One load run of `spec` at `target`, with the process measurements.
+async fn measure(env: &Env, plan: &Plan, scenario: Scenario, target: Target, concurrency: usize, spec: &Spec) -> Row {
+    clear_sim_log(env).await;
+    let (addr, pid) = env.endpoint(target);
+    let sim_pid = env.sim.1;
+    let load = Load {
+        addr,
+        concurrency,
+        warmup: plan.warmup,
+        duration: plan.duration,
+        rate: plan.rate,
+        timeout: plan.timeout,
+    };
+    let mut probes: Option<(Probe, Probe)> = None;
+    let mut measured: Option<(ProbeResult, ProbeResult)> = None;
+    let outcome = load::run(&load, spec, |ev| match ev {
+        Event::MeasureStart => probes = Some((Probe::start(pid), Probe::start(sim_pid))),
+        Event::MeasureEnd => measured = probes.take().map(|(p, s)| (p.finish(), s.finish())),
+    })
+    .await;
+    let (proc_m, sim_m) = measured.unwrap_or_default();
+    let row = Row::from_outcome(scenario.name(), target, concurrency, &outcome, (target != Target::Direct).then_some(proc_m), sim_m);
+    eprintln!("  {}", row.progress_line());
+    row
+}
+
+/// The `upload` scenario at one target (gateway, or the forwarder's sink).
+async fn upload_row(env: &Env, plan: &Plan, target: Target) -> Row {
+    let (addr, pid) = env.endpoint(target);
+    let (path, headers, purpose) = match target {
+        Target::Gateway => ("/api/v1/voice/uploads", env.gateway_auth(), None),
+        _ => (crate::forwarder::SINK_PATH, Vec::new(), None),
+    };
+    let timeout = plan.timeout.max(Duration::from_secs(600));
+    let send = |content: FileContent| {
+        let req = load::upload_request(addr, path, &headers, "bench.wav", purpose, &content);
+        async move { load::upload(addr, req, timeout).await }
+    };
+    // Warm-up: one small upload.
+    if let Err(e) = check_upload(target, send(FileContent::Generated(1 << 20)).await, 1 << 20) {
+        return Row::failed("upload", target, 1, format!("warm-up upload: {e}"));
+    }
+    let probe = Probe::start(pid);
+    let started = Instant::now();
+    let mut hist = load::new_histogram();
+    let (mut ok, mut errors, mut samples) = (0u64, 0u64, Vec::new());
+    loop {
+        match check_upload(target, send(FileContent::Generated(plan.upload_bytes)).await, plan.upload_bytes) {
+            Ok(took) => {
+                hist.saturating_record(took.as_nanos() as u64);
+                ok += 1;
+            }
+            Err(e) => {
+                errors += 1;
+                samples.push(e);
+            }
+        }
+        if started.elapsed() >= plan.duration || errors > 0 {
+            break;
+        }
+    }
+    let elapsed = started.elapsed();
+    let m = probe.finish();
+    let row = Row::from_upload(target, ok, errors, samples, hist, elapsed, plan.upload_bytes, m);
+    eprintln!("  {}", row.progress_line());
+    row
+}
+
+/// Checks an upload's answer: 2xx and the whole file received.
+fn check_upload(target: Target, result: Result<(http::StatusCode, Vec<u8>, Duration), String>, file_len: u64) -> Result<Duration, String> {
+    let (status, body, took) = result?;
+    let text = String::from_utf8_lossy(&body);
+    if !status.is_success() {
+        return Err(format!("upload answered {status}: {text}"));
+    }
+    let v: serde_json::Value = serde_json::from_slice(&body).map_err(|e| format!("upload answer is not JSON ({e}): {text}"))?;
+    let complete = match target {
+        Target::Gateway => v["size_bytes"].as_u64() == Some(file_len),
+        // The sink counts the whole multipart body, a little more than the file.
+        _ => v["bytes"].as_u64().is_some_and(|n| n >= file_len),
+    };
+    if !complete {
+        return Err(format!("upload of {file_len} bytes was not received whole: {text}"));
+    }
+    Ok(took)
+}
+
+/// Creates a completed enhance job and performs its first (copying) GET;
+/// returns the job id.
+async fn mirror_setup(env: &Env, timeout: Duration) -> Result<String, String> {
+    let gw = env.gateway.0;
+    let req = load::upload_request(gw, "/api/v1/voice/uploads", &env.gateway_auth(), "noisy.wav", Some("audio_job_input"), &FileContent::Bytes(wav_1s()));
+    let (status, body, _) = load::upload(gw, req, timeout).await?;
+    if !status.is_success() {
+        return Err(format!("upload -> {status}: {}", String::from_utf8_lossy(&body)));
+    }
+    let up: serde_json::Value = serde_json::from_slice(&body).map_err(|e| format!("upload answer: {e}"))?;
+    let url = up["url"].as_str().ok_or("upload answer has no url")?;
+    let job = load::call_json(gw, &Spec::post_json("/api/v1/voice/enhance", env.gateway_auth(), &json!({"audio_url": url})), timeout).await?;
+    let job_id = job["job_id"].as_str().ok_or_else(|| format!("enhance answer has no job_id: {job}"))?.to_owned();
+    let complete = Spec {
+        method: Method::POST,
+        path: format!("/__sim/jobs/{job_id}/complete"),
+        headers: Vec::new(),
+        body: Bytes::new(),
+    };
+    load::call_json(env.sim.0, &complete, timeout).await?;
+    let first = load::call_json(gw, &Spec::get(format!("/api/v1/voice/enhance/{job_id}"), env.gateway_auth()), timeout).await?;
+    if first.get("audio_url").and_then(|v| v.as_str()).is_none() {
+        return Err(format!("the first GET did not mirror the result: {first}"));
+    }
+    Ok(job_id)
+}
+
+/// One second of a 440 Hz tone, 16 kHz mono 16-bit PCM WAV.
+fn wav_1s() -> Bytes {
+    let rate: u32 = 16_000;
+    let samples: Vec<i16> = (0..rate).map(|i| ((i as f64 * 440.0 * std::f64::consts::TAU / rate as f64).sin() * 8000.0) as i16).collect();
+    let data_len = (samples.len() * 2) as u32;
+    let mut w = Vec::with_capacity(44 + data_len as usize);
+    w.extend_from_slice(b"RIFF");
+    w.extend_from_slice(&(36 + data_len).to_le_bytes());
+    w.extend_from_slice(b"WAVEfmt ");
+    w.extend_from_slice(&16u32.to_le_bytes()); // fmt chunk size
+    w.extend_from_slice(&1u16.to_le_bytes()); // PCM
+    w.extend_from_slice(&1u16.to_le_bytes()); // mono
+    w.extend_from_slice(&rate.to_le_bytes());
+    w.extend_from_slice(&(rate * 2).to_le_bytes()); // byte rate
+    w.extend_from_slice(&2u16.to_le_bytes()); // block align
+    w.extend_from_slice(&16u16.to_le_bytes()); // bits per sample
+    w.extend_from_slice(b"data");
+    w.extend_from_slice(&data_len.to_le_bytes());
+    for s in samples {
+        w.extend_from_slice(&s.to_le_bytes());
+    }
+    w.into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wav_header_is_consistent() {
+        let w = wav_1s();
+        assert_eq!(&w[..4], b"RIFF");
+        assert_eq!(u32::from_le_bytes(w[4..8].try_into().unwrap()) as usize, w.len() - 8);
+        assert_eq!(u32::from_le_bytes(w[40..44].try_into().unwrap()) as usize, w.len() - 44);
+    }
+}

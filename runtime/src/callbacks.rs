@@ -1,0 +1,125 @@
+//! Job callbacks: when a job submitted with `callback_uri` finishes, the
+//! gateway POSTs the job's record (the JSON of `GET /<kind>/{job_id}`) to
+//! that URI.
+//!
+//! * **Signed** with the spec's scheme, `X-Provider-Signature: sha256=<hex>`
+//!   (HMAC-SHA256 of the body), keyed by the job owner's callback secret
+//!   (`gateway users callback-secret --user ID` prints it).
+//! * **Once**: the right to deliver is claimed in the job row, so however
+//!   many GETs or webhooks see the job finish, one delivery runs.
+//! * **Retried** with exponential backoff ([`BACKOFF`]) on a network error or
+//!   a non-2xx answer; the final state (`delivered`, `failed`) and the number
+//!   of attempts are recorded on the job.
+//! * **No SSRF**: a URI whose host resolves to a loopback, private or
+//!   link-local address is refused unless `GATEWAY_ALLOW_PRIVATE_FETCH` is on
+//!   (tests); redirects are not followed; the connection is pinned to the
+//!   checked address.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::Gateway;
+
+/// Delays before each retry (the first attempt is immediate).
+pub const BACKOFF: &[Duration] = &[
+    Duration::from_millis(200),
+    Duration::from_secs(1),
+    Duration::from_secs(5),
+    Duration::from_secs(30),
+    Duration::from_secs(120),
+];
+/// Time-out of one delivery attempt.
+const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Delivers one job's callback (see the module docs). Runs in the background.
+pub async fn deliver(gw: Gateway, kind: String, job_id: String, user_id: i64, uri: String, body: Value) {
+    let store = gw.store.clone();
+    let (k, j) = (kind.clone(), job_id.clone());
+    let claimed = tokio::task::spawn_blocking(move || store.claim_callback(&k, &j)).await;
+    if !matches!(claimed, Ok(Ok(true))) {
+        return; // delivered (or being delivered) already
+    }
+    let store = gw.store.clone();
+    let secret = match tokio::task::spawn_blocking(move || store.callback_secret(user_id)).await {
+        Ok(Ok(Some(s))) => s,
+        _ => {
+            tracing::error!(job = %job_id, "callback: the job owner has no callback secret");
+            finish(&gw, &kind, &job_id, "failed", 0).await;
+            return;
+        }
+    };
+    let payload = body.to_string();
+    let signature = crate::webhook::sign(secret.as_bytes(), payload.as_bytes());
+    let mut attempts = 0u32;
+    let mut delays = std::iter::once(Duration::ZERO).chain(BACKOFF.iter().copied());
+    let state = loop {
+        let Some(delay) = delays.next() else { break "failed" };
+        tokio::time::sleep(delay).await;
+        attempts += 1;
+        match attempt(&gw, &uri, &payload, &signature).await {
+            Ok(()) => break "delivered",
+            Err(Permanent(e)) => {
+                tracing::warn!(job = %job_id, error = %e, "callback refused; not retried");
+                break "failed";
+            }
+            Err(Retry(e)) => tracing::info!(job = %job_id, attempt = attempts, error = %e, "callback attempt failed"),
+        }
+    };
+    if state == "failed" {
+        tracing::warn!(job = %job_id, attempts, "callback not delivered");
+    }
+    finish(&gw, &kind, &job_id, state, attempts).await;
+}
+
+enum Failure {
+    Retry(String),
+    Permanent(String),
+}
+use Failure::{Permanent, Retry};
+
+async fn attempt(gw: &Gateway, uri: &str, payload: &str, signature: &str) -> Result<(), Failure> {
+    let url = reqwest::Url::parse(uri).map_err(|_| Permanent("callback_uri is not a URL".into()))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(Permanent("callback_uri must be http or https".into()));
+    }
+    let host = url.host_str().ok_or_else(|| Permanent("callback_uri has no host".into()))?.to_owned();
+    let port = url.port_or_known_default().unwrap_or(80);
+    let lookup = host.trim_start_matches('[').trim_end_matches(']').to_owned();
+    let addrs: Vec<std::net::SocketAddr> = tokio::net::lookup_host((lookup.as_str(), port))
+        .await
+        .map_err(|e| Retry(format!("resolving {host}: {e}")))?
+        .collect();
+    let addr = *addrs.first().ok_or_else(|| Retry(format!("{host} has no address")))?;
+    if !gw.config.allow_private_fetch && addrs.iter().any(|a| crate::fetch::is_private(a.ip())) {
+        return Err(Permanent(format!("callback_uri host {host} is a private or loopback address")));
+    }
+    let client = reqwest::Client::builder()
+        .timeout(ATTEMPT_TIMEOUT)
+        .redirect(reqwest::redirect::Policy::none())
+        .no_proxy()
+        .resolve(&host, addr)
+        .build()
+        .map_err(|e| Permanent(e.to_string()))?;
+    let resp = client
+        .post(url)
+        .header(http::header::CONTENT_TYPE, "application/json")
+        .header(crate::webhook::SIGNATURE_HEADER, signature)
+        .body(payload.to_owned())
+        .send()
+        .await
+        .map_err(|e| Retry(e.without_url().to_string()))?;
+    if resp.status().is_success() {
+        Ok(())
+    } else {
+        Err(Retry(format!("status {}", resp.status().as_u16())))
+    }
+}
+
+async fn finish(gw: &Gateway, kind: &str, job_id: &str, state: &'static str, attempts: u32) {
+    let store = gw.store.clone();
+    let (k, j) = (kind.to_owned(), job_id.to_owned());
+    if let Ok(Err(e)) = tokio::task::spawn_blocking(move || store.finish_callback(&k, &j, state, attempts)).await {
+        tracing::error!(error = %e, "recording the callback's outcome failed");
+    }
+}

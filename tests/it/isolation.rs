@@ -1,0 +1,130 @@
+//! Tenant isolation (spec §5, issue "jobs, webhook, isolation"): a second
+//! user gets 404 on the first user's things — exactly like an unknown id,
+//! with no upstream call — and sees none of them in lists.
+
+use serde_json::{json, Value};
+
+use crate::harness::*;
+
+fn ids(v: &Value) -> Vec<String> {
+    v["items"].as_array().unwrap_or_else(|| panic!("no items in {v}")).iter().filter_map(|i| i["uuid"].as_str().or(i["job_id"].as_str()).map(str::to_owned)).collect()
+}
+
+#[tokio::test]
+async fn a_second_user_sees_nothing_of_the_first() {
+    let env = Env::with(|c| c.business_plan_active = true).await;
+    let (_, bob) = env.new_user("bob@example.com");
+    let bob_get = |path: String| {
+        let (env, bob) = (&env, bob.clone());
+        async move { env.call_as(&bob, "GET", &env.voice(&path), None).await }
+    };
+
+    // Alice's things.
+    let voice = env.post("/voices", json!({"name": "Alice's voice"})).await.expect(200).json["item"]["uuid"].as_str().unwrap().to_owned();
+    let project = env.post("/projects", json!({"fields": {"name": "Alice's project"}})).await.expect(200).json["item"]["uuid"].as_str().unwrap().to_owned();
+    let agent = env.post("/agents", json!({"fields": {"name": "Alice's agent"}})).await.expect(200).json["item"]["uuid"].as_str().unwrap().to_owned();
+    let up = env.upload("id.wav", wav(0.5), None).await;
+    let identity = env.post("/identity/enroll", json!({"name": "Alice", "audio_url": up.json["url"]})).await.expect(200).json["item"]["uuid"].as_str().unwrap().to_owned();
+    let job = env.post("/stt", json!({"audio_url": up.json["url"]})).await.json["job_id"].as_str().unwrap().to_owned();
+
+    env.clear_sim_log().await;
+    for path in [
+        format!("/tts/voices/{voice}"),
+        format!("/voices/{voice}/recordings"),
+        format!("/projects/{project}"),
+        format!("/projects/{project}/clips"),
+        format!("/agents/{agent}"),
+        format!("/agent-tools?agent_uuid={agent}"),
+        format!("/identity/{identity}"),
+        format!("/stt/{job}"),
+    ] {
+        let a = bob_get(path.clone()).await;
+        a.expect(404);
+        let unknown = path.replace(&voice, "nope").replace(&project, "nope").replace(&agent, "nope").replace(&identity, "nope").replace(&job, "nope");
+        let unknown = env.call_as(&bob, "GET", &env.voice(&unknown), None).await;
+        assert_eq!(unknown.status, 404, "{path}");
+        assert_eq!(unknown.text.replace("nope", "ID"), a.text.replace(&voice, "ID").replace(&project, "ID").replace(&agent, "ID").replace(&identity, "ID").replace(&job, "ID"), "same answer as an unknown id");
+    }
+    env.clear_sim_log().await; // unknown voices are looked up upstream (they may be stock voices)
+    for path in [format!("/tts/voices/{voice}"), format!("/projects/{project}"), format!("/stt/{job}")] {
+        bob_get(path).await.expect(404);
+    }
+    for (method, path, body) in [
+        ("PUT", format!("/projects/{project}"), Some(json!({"fields": {"name": "mine now"}}))),
+        ("DELETE", format!("/projects/{project}"), None),
+        ("PUT", format!("/agents/{agent}"), Some(json!({"fields": {"name": "x"}}))),
+        ("DELETE", format!("/agents/{agent}"), None),
+        ("DELETE", format!("/identity/{identity}"), None),
+        ("DELETE", format!("/voices/{voice}"), None),
+        ("POST", format!("/voices/{voice}/build"), Some(json!({}))),
+        ("POST", format!("/voices/{voice}/recordings"), Some(json!({"fields": {"name": "r"}}))),
+        ("POST", format!("/projects/{project}/clips"), Some(json!({"fields": {"title": "c"}}))),
+    ] {
+        env.call_as(&bob, method, &env.voice(&path), body).await.expect(404);
+    }
+    env.assert_no_upstream_call().await;
+
+    // Lists: Bob sees none of Alice's things; stock voices stay visible.
+    let voices = bob_get("/tts/voices?page_size=100".into()).await;
+    voices.expect(200);
+    let bob_voices = ids(&voices.json);
+    assert!(!bob_voices.contains(&voice));
+    assert!(bob_voices.iter().any(|v| v.starts_with("stock-voice")), "{bob_voices:?}");
+    for path in ["/projects", "/agents", "/identity", "/stt"] {
+        let a = bob_get(path.into()).await;
+        a.expect(200);
+        assert!(ids(&a.json).is_empty(), "{path}: {}", a.text);
+    }
+    // Alice sees hers.
+    assert!(ids(&env.get("/tts/voices?page_size=100").await.json).contains(&voice));
+    assert_eq!(ids(&env.get("/projects").await.json), vec![project.clone()]);
+    assert_eq!(ids(&env.get("/agents").await.json), vec![agent.clone()]);
+    assert_eq!(ids(&env.get("/identity").await.json), vec![identity.clone()]);
+    assert_eq!(ids(&env.get("/stt").await.json), vec![job.clone()]);
+    env.get(&format!("/projects/{project}")).await.expect(200);
+
+    // A deleted resource is forgotten: Alice's own GET is now a 404 without upstream call.
+    env.call("DELETE", &format!("/projects/{project}"), None).await.expect(200);
+    env.clear_sim_log().await;
+    env.get(&format!("/projects/{project}")).await.expect(404);
+    env.assert_no_upstream_call().await;
+}
+
+#[tokio::test]
+async fn resources_created_outside_the_gateway_are_not_visible() {
+    let env = Env::start().await;
+    // Created straight on the upstream account, not through the gateway.
+    let r = env
+        .client
+        .post(format!("{}/projects", env.sim.base_url()))
+        .bearer_auth(PROVIDER_KEY)
+        .json(&json!({"name": "someone else's"}))
+        .send()
+        .await
+        .unwrap();
+    let v: Value = r.json().await.unwrap();
+    let id = v["item"]["uuid"].as_str().unwrap().to_owned();
+    env.get(&format!("/projects/{id}")).await.expect(404);
+    assert!(ids(&env.get("/projects").await.json).is_empty());
+    // Stock voices are readable by everyone but changeable by nobody.
+    env.get("/tts/voices/stock-voice-1").await.expect(200);
+    env.get("/voices/stock-voice-1/recordings").await.expect(200);
+    env.post("/voices/stock-voice-1/recordings", json!({"fields": {"name": "x"}})).await.expect(404);
+}
+
+#[tokio::test]
+async fn list_pagination_is_the_gateways() {
+    let env = Env::start().await;
+    let mut created = Vec::new();
+    for i in 0..12 {
+        created.push(env.post("/projects", json!({"fields": {"name": format!("p{i}")}})).await.expect(200).json["item"]["uuid"].as_str().unwrap().to_owned());
+    }
+    let page1 = env.get("/projects?page=1&page_size=10").await;
+    let page2 = env.get("/projects?page=2&page_size=10").await;
+    assert_eq!((page1.json["num_pages"].as_u64(), page1.json["total_items"].as_u64()), (Some(2), Some(12)));
+    let mut all = ids(&page1.json);
+    all.extend(ids(&page2.json));
+    all.sort();
+    created.sort();
+    assert_eq!(all, created);
+}
