@@ -108,6 +108,7 @@ async fn users_and_keys_print_only_what_they_create_and_serve_uses_them() {
     assert!(status.success(), "graceful shutdown exits 0: {status:?}");
     let rest: Vec<String> = err.lines().map(|l| l.unwrap()).collect();
     assert!(rest.iter().any(|l| l.contains("shutting down")), "{rest:#?}");
+    assert!(lines.iter().any(|l| l.contains("WARN") && l.contains("PROVIDER_WEBHOOK_SECRET is not set")), "warned at start-up: {lines:#?}");
     assert!(!rest.iter().chain(lines.iter()).any(|l| l.contains(PROVIDER_KEY)), "the upstream key is never logged");
 }
 

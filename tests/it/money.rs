@@ -183,3 +183,22 @@ fn credits_grant_cli_prints_the_balance() {
     let store = runtime::store::Store::open(&dir.0.join("gateway.db")).unwrap();
     assert_eq!(store.balance(id).unwrap(), d("10"));
 }
+
+#[tokio::test]
+async fn without_an_upstream_duration_the_audio_is_measured() {
+    use base64::Engine;
+    let env = Env::start().await;
+    let audio = base64::engine::general_purpose::STANDARD.encode(wav(1.5));
+    // An upstream answer with audio but no `duration`, and with its own URL.
+    env.fault(json!({
+        "path": "/synthesize",
+        "fault": {"status": 200, "body": {"success": true, "audio_content": audio, "output_format": "wav", "url": "https://cdn.example.com/a.wav"}},
+    }))
+    .await;
+    let a = env.post("/tts/synthesize", synth_body("Hello")).await;
+    a.expect(200);
+    assert_eq!(a.json["billing"]["quantity"], json!(1.5), "measured from the WAV itself");
+    assert_eq!(a.json["billing"]["charged"], json!("0.00090000"));
+    assert_eq!(a.json["resemble_url"], json!("https://cdn.example.com/a.wav"), "present when the upstream gave a URL");
+    assert_eq!(env.usage()[0].quantity, d("1.5"));
+}
