@@ -92,6 +92,10 @@ struct Cli {
     /// Where to write the JSON results.
     #[arg(long, value_name = "FILE", default_value = "bench-results.json")]
     out: PathBuf,
+    /// Where the gateway's fresh data directory is created [default: the system temp dir].
+    /// Its file system matters: every billed request creates and fsyncs files.
+    #[arg(long, value_name = "DIR")]
+    data_root: Option<PathBuf>,
     /// Keep the gateway's data directory after the run.
     #[arg(long)]
     keep_data: bool,
@@ -196,7 +200,7 @@ fn plan(cli: &Cli) -> Result<Plan, String> {
 /// Starts everything, runs the plan, reports. `Ok(true)` when no request failed.
 async fn run(cli: &Cli, plan: Plan, pinning: Option<procs::Pinning>) -> Result<bool, String> {
     let bin_dir = procs::bin_dir(cli.bin_dir.as_deref())?;
-    let data = procs::DataDir::create(cli.keep_data)?;
+    let data = procs::DataDir::create(cli.data_root.as_deref(), cli.keep_data)?;
     let proxy_cpu = pinning.map(|p| p.proxy_cpu);
     let mut sim = procs::start_sim(&bin_dir)?;
     let mut gateway = procs::start_gateway(&bin_dir, &data.path, sim.addr, proxy_cpu)?;
@@ -217,13 +221,17 @@ async fn run(cli: &Cli, plan: Plan, pinning: Option<procs::Pinning>) -> Result<b
         gateway: (gateway.proc.addr, gateway.proc.pid()),
         key: gateway.key.clone(),
     };
+    let noise = measure::Noise::start(vec![std::process::id(), sim.pid(), fwd.pid(), gateway.proc.pid()]);
     let rows = scenarios::run_all(&env, &plan).await;
+    let others_cpus = noise.others_cpus();
 
     let report = report::Report {
         command: std::env::args().collect::<Vec<_>>().join(" "),
         machine: measure::machine(),
         pinning,
         bin_dir: bin_dir.display().to_string(),
+        data_fs: measure::filesystem_of(&data.path),
+        others_cpus,
         plan,
         rows,
     };

@@ -59,6 +59,7 @@ pub fn reset_peak_rss(pid: u32) -> bool {
 pub struct Probe {
     pid: u32,
     cpu_start: Option<f64>,
+    start_rss: u64,
     hwm_reset: bool,
     max_rss: Arc<AtomicU64>,
     stop: Arc<AtomicBool>,
@@ -72,13 +73,16 @@ pub struct ProbeResult {
     pub cpu_seconds: f64,
     /// Peak resident set in the window (KiB).
     pub peak_rss_kib: u64,
+    /// Resident set when the window opened (KiB).
+    pub start_rss_kib: u64,
 }
 
 impl Probe {
     /// Starts measuring `pid` now.
     pub fn start(pid: u32) -> Probe {
         let hwm_reset = reset_peak_rss(pid);
-        let max_rss = Arc::new(AtomicU64::new(status_kib(pid, "VmRSS").unwrap_or(0)));
+        let start_rss = status_kib(pid, "VmRSS").unwrap_or(0);
+        let max_rss = Arc::new(AtomicU64::new(start_rss));
         let stop = Arc::new(AtomicBool::new(false));
         let sampler = {
             let (max_rss, stop) = (max_rss.clone(), stop.clone());
@@ -97,6 +101,7 @@ impl Probe {
         Probe {
             pid,
             cpu_start: cpu_seconds(pid),
+            start_rss,
             hwm_reset,
             max_rss,
             stop,
@@ -121,7 +126,49 @@ impl Probe {
                 _ => 0.0,
             },
             peak_rss_kib: peak,
+            start_rss_kib: self.start_rss,
         }
+    }
+}
+
+/// CPU seconds all CPUs spent busy since boot (`/proc/stat`: everything but
+/// idle and iowait).
+pub fn machine_busy_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = stat.lines().find(|l| l.starts_with("cpu "))?;
+    let v: Vec<f64> = line.split_whitespace().skip(1).filter_map(|x| x.parse().ok()).collect();
+    // user nice system idle iowait irq softirq steal (guest is inside user).
+    let busy = v.iter().take(8).enumerate().filter(|(i, _)| *i != 3 && *i != 4).map(|(_, x)| x).sum::<f64>();
+    Some(busy / clock_ticks_per_sec())
+}
+
+/// Measures how busy the machine was with work other than the bench's own
+/// processes: a shared machine's noise, reported beside the results.
+pub struct Noise {
+    pids: Vec<u32>,
+    busy_start: Option<f64>,
+    ours_start: f64,
+    started: std::time::Instant,
+}
+
+impl Noise {
+    /// Starts counting; `pids` are the bench's processes (itself included).
+    pub fn start(pids: Vec<u32>) -> Noise {
+        let ours_start = pids.iter().filter_map(|&p| cpu_seconds(p)).sum();
+        Noise {
+            pids,
+            busy_start: machine_busy_seconds(),
+            ours_start,
+            started: std::time::Instant::now(),
+        }
+    }
+
+    /// Average number of CPUs kept busy by other processes since the start.
+    pub fn others_cpus(&self) -> Option<f64> {
+        let busy = machine_busy_seconds()? - self.busy_start?;
+        let ours: f64 = self.pids.iter().filter_map(|&p| cpu_seconds(p)).sum::<f64>() - self.ours_start;
+        let secs = self.started.elapsed().as_secs_f64();
+        (secs > 0.0).then(|| ((busy - ours) / secs).max(0.0))
     }
 }
 
@@ -158,6 +205,34 @@ pub fn machine() -> Machine {
         kernel,
         mem_mib: mem_kib / 1024,
     }
+}
+
+/// The file system holding `path`: type, device and mount point (the
+/// longest mount point of `/proc/self/mounts` containing it); ext4 without a
+/// journal is marked, since its inode allocator then avoids recently
+/// deleted inodes, which slows file creation right after a large delete.
+pub fn filesystem_of(path: &std::path::Path) -> String {
+    let path = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap_or_default();
+    let best = mounts
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.len() >= 3 && path.starts_with(f[1])).then(|| (f[0].to_owned(), f[1].to_owned(), f[2].to_owned()))
+        })
+        .max_by_key(|(_, mount, _)| mount.len());
+    let Some((dev, mount, fstype)) = best else { return "unknown".into() };
+    let mut text = format!("{fstype} ({dev} on {mount})");
+    if fstype == "ext4" {
+        let name = dev.rsplit('/').next().unwrap_or("").to_owned();
+        let journaled = std::fs::read_dir("/proc/fs/jbd2")
+            .map(|d| d.flatten().any(|e| e.file_name().to_string_lossy().starts_with(&name)))
+            .unwrap_or(false);
+        if !journaled {
+            text.push_str(", no journal");
+        }
+    }
+    text
 }
 
 #[cfg(test)]

@@ -31,6 +31,10 @@ const START_TIMEOUT: Duration = Duration::from_secs(60);
 /// The upstream key the simulator requires and the gateway is given.
 pub const SIM_KEY: &str = "sk-bench-provider-key";
 
+/// `GATEWAY_RATE_LIMITS` of the benchmarked gateway: the capabilities the
+/// scenarios use, limited far above anything a run can send.
+pub const RATE_LIMITS: &str = "tts=1000000/s,enhance=1000000/s,uploads=1000000/s";
+
 /// Which CPUs the pieces run on.
 #[derive(Clone, Copy, Debug)]
 pub struct Pinning {
@@ -270,6 +274,9 @@ fn gateway_env(cmd: &mut Command, data_dir: &Path, sim: SocketAddr) {
         .env("GATEWAY_ALLOW_PRIVATE_FETCH", "true")
         .env("GATEWAY_SWEEP_INTERVAL_SECS", "0")
         .env("GATEWAY_RECONCILE_AT", "off")
+        // The limiter stays on the hot path (its cost is measured) but with
+        // quotas no run reaches.
+        .env("GATEWAY_RATE_LIMITS", RATE_LIMITS)
         // Warnings only, plus the one `listening on` line of `serve`.
         .env("RUST_LOG", "warn,server::cli=info")
         .env("NO_COLOR", "1")
@@ -330,8 +337,8 @@ pub fn start_forwarder(upstream: SocketAddr, cpu: Option<usize>) -> Result<Proc,
     spawn_listening("forwarder", cmd, cpu)
 }
 
-/// A fresh, empty directory under the system temp dir, removed on drop
-/// unless kept.
+/// A fresh, empty directory (the gateway's `GATEWAY_DATA_DIR`), removed on
+/// drop unless kept.
 pub struct DataDir {
     /// Its path.
     pub path: PathBuf,
@@ -340,10 +347,11 @@ pub struct DataDir {
 }
 
 impl DataDir {
-    /// Creates `gateway-bench-PID-NANOS`.
-    pub fn create(keep: bool) -> Result<DataDir, String> {
+    /// Creates `gateway-bench-PID-NANOS` under `root` (default: the system temp dir).
+    pub fn create(root: Option<&Path>, keep: bool) -> Result<DataDir, String> {
         let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
-        let path = std::env::temp_dir().join(format!("gateway-bench-{}-{nanos}", std::process::id()));
+        let root = root.map(Path::to_path_buf).unwrap_or_else(std::env::temp_dir);
+        let path = root.join(format!("gateway-bench-{}-{nanos}", std::process::id()));
         std::fs::create_dir_all(&path).map_err(|e| format!("cannot create {}: {e}", path.display()))?;
         Ok(DataDir { path, keep })
     }

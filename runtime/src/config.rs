@@ -46,6 +46,12 @@ pub const GATEWAY_SWEEP_INTERVAL_SECS: &str = "GATEWAY_SWEEP_INTERVAL_SECS";
 /// UTC time (`HH:MM`) of the nightly reconciliation, or `off`. Default `00:30`.
 pub const GATEWAY_RECONCILE_AT: &str = "GATEWAY_RECONCILE_AT";
 
+/// `full` (default): every commit is fsynced before answers are sent, so a
+/// committed record survives a power cut. `normal`: commits survive a crash
+/// of the gateway but the last ones may be lost with the machine (SQLite WAL
+/// with `synchronous=NORMAL`); no fsync on the request path.
+pub const GATEWAY_DB_SYNC: &str = "GATEWAY_DB_SYNC";
+
 pub const DEFAULT_BASE_URL: &str = "https://app.resemble.ai/api/v2";
 pub const DEFAULT_SYNTH_URL: &str = "https://f.cluster.resemble.ai";
 
@@ -88,6 +94,8 @@ pub struct Config {
     pub reconcile_at: Option<chrono::NaiveTime>,
     /// Object storage backend.
     pub objects: crate::objects::ObjectConfig,
+    /// Whether every commit is fsynced (`GATEWAY_DB_SYNC=full`).
+    pub db_sync_full: bool,
     /// Rate limits per capability (`GATEWAY_RATE_LIMITS` over the defaults).
     pub rate_limits: crate::ratelimit::Limits,
     /// A shared rate-limit store (several instances); `None`: in-process.
@@ -116,6 +124,7 @@ impl std::fmt::Debug for Config {
             .field("sweep_interval", &self.sweep_interval)
             .field("reconcile_at", &self.reconcile_at)
             .field("objects", &self.objects)
+            .field("db_sync_full", &self.db_sync_full)
             .field("rate_limits", &self.rate_limits.to_string())
             .field("limiter_store", &self.limiter_store.as_ref().map(|_| "<custom>"))
             .finish()
@@ -153,6 +162,7 @@ impl Config {
             sweep_interval: Some(Duration::from_secs(3600)),
             reconcile_at: chrono::NaiveTime::from_hms_opt(0, 30, 0),
             objects: crate::objects::ObjectConfig::default(),
+            db_sync_full: true,
             rate_limits: crate::ratelimit::Limits::defaults(),
             limiter_store: None,
         }
@@ -222,6 +232,13 @@ impl Config {
                     name: GATEWAY_RECONCILE_AT,
                     reason: format!("{v:?} is not HH:MM or off: {e}"),
                 })?)
+            };
+        }
+        if let Some(v) = get(GATEWAY_DB_SYNC) {
+            c.db_sync_full = match v.trim().to_ascii_lowercase().as_str() {
+                "full" => true,
+                "normal" => false,
+                _ => return Err(ConfigError { name: GATEWAY_DB_SYNC, reason: format!("{v:?} is not full or normal") }),
             };
         }
         c.rate_limits = crate::ratelimit::Limits::parse(get(crate::ratelimit::GATEWAY_RATE_LIMITS).as_deref())

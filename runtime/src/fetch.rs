@@ -118,28 +118,6 @@ pub fn content_type_for(name: &str) -> &'static str {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn private_addresses() {
-        for a in ["127.0.0.1", "10.1.2.3", "192.168.0.1", "172.16.5.5", "169.254.169.254", "0.0.0.0", "100.64.0.1", "::1", "fd00::1", "fe80::1", "::ffff:127.0.0.1"] {
-            assert!(is_private(a.parse().unwrap()), "{a}");
-        }
-        for a in ["8.8.8.8", "1.1.1.1", "2606:4700::1111"] {
-            assert!(!is_private(a.parse().unwrap()), "{a}");
-        }
-    }
-
-    #[tokio::test]
-    async fn loopback_refused_unless_allowed() {
-        let e = open("http://127.0.0.1:9/x.wav", false, std::time::Duration::from_secs(1)).await.err().unwrap();
-        assert!(e.message().contains("private or loopback"), "{}", e.message());
-        let e = open("file:///etc/passwd", true, std::time::Duration::from_secs(1)).await.err().unwrap();
-        assert!(e.message().contains("http"), "{}", e.message());
-    }
-}
 
 /// The asset behind one of the gateway's own object URLs, checked: it must
 /// belong to `user_id` and not be deleted. `Ok(None)` when the URL is not one
@@ -195,4 +173,27 @@ pub async fn open_as_part(gw: &crate::Gateway, user_id: Option<i64>, url: &str) 
     part.file_name(fetched.file_name)
         .mime_str(&fetched.content_type)
         .map_err(|e| ApiError::Internal(format!("multipart part: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn private_addresses() {
+        for a in ["127.0.0.1", "10.1.2.3", "192.168.0.1", "172.16.5.5", "169.254.169.254", "0.0.0.0", "100.64.0.1", "::1", "fd00::1", "fe80::1", "::ffff:127.0.0.1"] {
+            assert!(is_private(a.parse().unwrap()), "{a}");
+        }
+        for a in ["8.8.8.8", "1.1.1.1", "2606:4700::1111"] {
+            assert!(!is_private(a.parse().unwrap()), "{a}");
+        }
+    }
+
+    #[tokio::test]
+    async fn loopback_refused_unless_allowed() {
+        let e = open("http://127.0.0.1:9/x.wav", false, std::time::Duration::from_secs(1)).await.err().unwrap();
+        assert!(e.message().contains("private or loopback"), "{}", e.message());
+        let e = open("file:///etc/passwd", true, std::time::Duration::from_secs(1)).await.err().unwrap();
+        assert!(e.message().contains("http"), "{}", e.message());
+    }
 }

@@ -83,6 +83,8 @@ pub struct Inner {
     pub routes: &'static [&'static spec::EndpointSpec],
     /// Per user, per capability rate limits.
     pub limiter: ratelimit::RateLimiter,
+    /// Cached owner lookups of tenant isolation.
+    pub owner_cache: owners::OwnerCache,
 }
 
 impl std::ops::Deref for Gateway {
@@ -108,7 +110,7 @@ impl Gateway {
     /// the upstream client. `config.public_url` must be known by now (the
     /// server fills it from the bound address when it is not configured).
     pub fn new(config: config::Config, routes: &'static [&'static spec::EndpointSpec]) -> Result<Gateway, StartError> {
-        let store = store::Store::open(&config.db_path)?;
+        let store = store::Store::open_with(&config.db_path, config.db_sync_full)?;
         let auth = auth::Auth::new(store.clone());
         let upstream = upstream::Upstream::new(&config);
         let public_url = config.public_url.clone().unwrap_or_else(|| format!("http://{}", config.addr));
@@ -118,7 +120,7 @@ impl Gateway {
             Some(shared) => ratelimit::RateLimiter::new(config.rate_limits.clone(), shared.clone()),
             None => ratelimit::RateLimiter::in_process(config.rate_limits.clone()),
         };
-        Ok(Gateway(Arc::new(Inner { config, store, auth, upstream, prices, objects, routes, limiter })))
+        Ok(Gateway(Arc::new(Inner { config, store, auth, upstream, prices, objects, routes, limiter, owner_cache: Default::default() })))
     }
 
     /// The generated row with this id.

@@ -58,12 +58,51 @@ pub fn deletes(spec: &EndpointSpec) -> bool {
     spec.resource.is_some() && spec.method == Method::Delete && addresses_item(spec)
 }
 
+/// How long a looked-up owner is remembered. Ownership never changes hands
+/// (ids are the upstream's fresh UUIDs); a create or delete made through this
+/// instance updates the cache at once, one made through another instance is
+/// seen within the TTL (a deleted resource then answers the upstream's 404).
+pub const CACHE_TTL: std::time::Duration = std::time::Duration::from_secs(30);
+/// Entries kept before the cache is emptied and refilled.
+const CACHE_MAX: usize = 100_000;
+
+/// Owner lookups, cached: the hot path of every owned route reads no database.
+#[derive(Default)]
+pub struct OwnerCache {
+    map: std::sync::RwLock<HashMap<(&'static str, String), (Option<i64>, std::time::Instant)>>,
+}
+
+impl OwnerCache {
+    fn get(&self, kind: &'static str, id: &str) -> Option<Option<i64>> {
+        let map = self.map.read().unwrap_or_else(|e| e.into_inner());
+        match map.get(&(kind, id.to_owned())) {
+            Some((owner, at)) if at.elapsed() < CACHE_TTL => Some(*owner),
+            _ => None,
+        }
+    }
+
+    /// Remembers (or, after a create or delete here, corrects) an owner.
+    pub fn put(&self, kind: &'static str, id: String, owner: Option<i64>) {
+        let mut map = self.map.write().unwrap_or_else(|e| e.into_inner());
+        if map.len() >= CACHE_MAX {
+            map.clear();
+        }
+        map.insert((kind, id), (owner, std::time::Instant::now()));
+    }
+}
+
 async fn owner_of(gw: &Gateway, kind: &'static str, id: String) -> Result<Option<i64>, ApiError> {
+    if let Some(owner) = gw.owner_cache.get(kind, &id) {
+        return Ok(owner);
+    }
     let store = gw.store.clone();
-    tokio::task::spawn_blocking(move || store.resource_owner(kind, &id))
+    let key = id.clone();
+    let owner = tokio::task::spawn_blocking(move || store.resource_owner(kind, &key))
         .await
         .map_err(|e| ApiError::Internal(e.to_string()))?
-        .map_err(|e| ApiError::Internal(e.to_string()))
+        .map_err(|e| ApiError::Internal(e.to_string()))?;
+    gw.owner_cache.put(kind, id, owner);
+    Ok(owner)
 }
 
 /// Checks every owned parameter of the row (see the module docs).
@@ -117,18 +156,17 @@ pub fn created(ctx: &Ctx, answer: &Value) -> Result<Record, ApiError> {
         .filter(|_| kind == "voice")
         .or_else(|| shape::upstream_id(answer))
         .ok_or_else(|| ApiError::BadGateway(format!("the voice provider created a {kind} but its answer names no id")))?;
-    Ok(Record::OwnerAdd {
-        kind: kind.to_owned(),
-        upstream_id: id,
-        owner_id: ctx.user_id().ok_or_else(|| ApiError::Internal("create without a user".into()))?,
-        at: crate::store::now_rfc3339(),
-    })
+    let owner_id = ctx.user_id().ok_or_else(|| ApiError::Internal("create without a user".into()))?;
+    ctx.gw.owner_cache.put(kind, id.clone(), Some(owner_id));
+    Ok(Record::OwnerAdd { kind: kind.to_owned(), upstream_id: id, owner_id, at: crate::store::now_rfc3339() })
 }
 
 /// The record removing the resource this request deleted.
 pub fn deleted(ctx: &Ctx, params: &PathParams) -> Option<Record> {
     let last = ctx.spec.params.last()?;
-    Some(Record::OwnerRemove { kind: ctx.spec.resource?.to_owned(), upstream_id: params.get(last)?.into_owned() })
+    let (kind, id) = (ctx.spec.resource?, params.get(last)?.into_owned());
+    ctx.gw.owner_cache.put(kind, id.clone(), None);
+    Some(Record::OwnerRemove { kind: kind.to_owned(), upstream_id: id })
 }
 
 /// The id of a list item.

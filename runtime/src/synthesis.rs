@@ -28,7 +28,6 @@ use serde_json::{json, Value};
 use crate::billing::decimal_from_json;
 use crate::errors::ApiError;
 use crate::forward::json_response;
-use crate::objects::ByteStream;
 use crate::pipeline::{Ctx, Metered, Outcome};
 use crate::router::Request;
 use crate::spec::{Base, PathParams};
@@ -99,8 +98,7 @@ pub async fn synthesize(ctx: &mut Ctx, req: Request, params: &PathParams) -> Res
     let key = format!("synthesis/{user_id}/{}-{}.{ext}", now.format("%Y/%m/%d/%H%M%S"), ctx.request_id);
     let content_type = if ext == "wav" { "audio/wav" } else { "audio/mpeg" };
     let size = audio.len() as u64;
-    let stream: ByteStream = Box::pin(futures_util::stream::once(async move { Ok(bytes::Bytes::from(audio)) }));
-    ctx.gw.objects.put(&key, content_type, stream, None).await.map_err(|e| ApiError::Internal(format!("storing audio: {e}")))?;
+    ctx.gw.objects.put_bytes(&key, content_type, bytes::Bytes::from(audio)).await.map_err(|e| ApiError::Internal(format!("storing audio: {e}")))?;
     let days = spec.retention_days.unwrap_or(DEFAULT_RETENTION_DAYS);
     let expires_at = (now + chrono::Duration::days(days as i64)).to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
     let audio_url = ctx

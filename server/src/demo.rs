@@ -37,6 +37,7 @@ pub async fn run() -> Result<(), Box<dyn std::error::Error>> {
     let store = Store::open(&config.db_path)?;
     let user = store.create_user("demo@example.com", false)?;
     let key = runtime::auth::create_key(&store, user).map_err(|e| e.message())?;
+    store.grant_credit(user, rust_decimal::Decimal::TEN, Some("demo credit"))?;
     drop(store);
 
     let listener = match TcpListener::bind(config.addr).await {
@@ -52,7 +53,7 @@ pub async fn run() -> Result<(), Box<dyn std::error::Error>> {
 Gateway demo running on {base} (simulated voice provider at {sim_url})
 Data directory: {data}
 
-API key of the demo user (id {user}):
+API key of the demo user (id {user}, 10.00 USD of credit):
   export KEY={key}
 
 Try:

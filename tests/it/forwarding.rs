@@ -14,8 +14,7 @@ async fn last_upstream(env: &Env) -> Value {
     env.sim_requests()
         .await
         .into_iter()
-        .filter(|r| !r["path"].as_str().unwrap().starts_with("/__sim"))
-        .last()
+        .rfind(|r| !r["path"].as_str().unwrap().starts_with("/__sim"))
         .expect("an upstream request")
 }
 

@@ -24,7 +24,7 @@ async fn synthesis_audio_is_stored_behind_a_presigned_url() {
     assert!(key.ends_with(&format!("-{request_id}.wav")), "{key}");
     let hhmmss = key.rsplit('/').next().unwrap().split('-').next().unwrap();
     assert_eq!(hhmmss.len(), 6);
-    assert!(url.contains(&key.replace('/', "/")) || url.contains(request_id), "{url}");
+    assert!(url.contains(key.as_str()), "{url}");
     // expires_at: 7 days.
     let expires = chrono::DateTime::parse_from_rfc3339(a.json["expires_at"].as_str().unwrap()).unwrap();
     let days = (expires.with_timezone(&chrono::Utc) - now).num_hours();

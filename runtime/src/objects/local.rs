@@ -23,6 +23,7 @@ use std::io::SeekFrom;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use bytes::Bytes;
 use futures_util::future::BoxFuture;
 use futures_util::StreamExt;
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
@@ -246,6 +247,44 @@ impl LocalStore {
         Ok(size)
     }
 
+    /// [`ObjectStore::put_bytes`], in one blocking call: the body is written
+    /// straight under its key (created exclusively; nobody can hold a URL of
+    /// it before this returns), fsynced with its directory entry. A failed
+    /// write removes what it wrote. Used for synthesis audio, where every key
+    /// is new (it holds the request id); an existing key is an error, never
+    /// overwritten.
+    async fn put_bytes_inner(&self, key: &str, content_type: &str, body: Bytes) -> Result<u64, ObjectError> {
+        use std::io::Write;
+        let final_path = self.path_of(key)?;
+        let content_type = check_content_type(content_type)?.to_owned();
+        let root = self.root.clone();
+        let written = tokio::task::spawn_blocking(move || -> Result<Option<u64>, ObjectError> {
+            let parent = final_path.parent().unwrap_or(&root).to_path_buf();
+            std::fs::create_dir_all(&parent).map_err(backend)?;
+            let mut file = match std::fs::OpenOptions::new().write(true).create_new(true).open(&final_path) {
+                Ok(f) => f,
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(None),
+                Err(e) => return Err(backend(format!("creating {}: {e}", final_path.display()))),
+            };
+            let mut guard = TempGuard(Some(final_path.clone()));
+            file.write_all(MAGIC).map_err(backend)?;
+            file.write_all(content_type.as_bytes()).map_err(backend)?;
+            file.write_all(b"\n").map_err(backend)?;
+            file.write_all(&body).map_err(backend)?;
+            file.sync_all().map_err(backend)?;
+            guard.0 = None;
+            // Make the new directory entry durable; best effort (some filesystems refuse).
+            let _ = std::fs::File::open(&parent).and_then(|d| d.sync_all());
+            Ok(Some(body.len() as u64))
+        })
+        .await
+        .map_err(|e| backend(format!("blocking task: {e}")))??;
+        match written {
+            Some(n) => Ok(n),
+            None => Err(ObjectError::Backend(format!("{key} exists already"))),
+        }
+    }
+
     /// Renames `from` into `to` (a file, or another object), creating `to`'s
     /// directory; a concurrent delete may prune that directory between
     /// creating it and renaming into it, hence the retries.
@@ -330,6 +369,10 @@ impl ObjectStore for LocalStore {
         max_bytes: Option<u64>,
     ) -> BoxFuture<'a, Result<u64, ObjectError>> {
         Box::pin(self.put_inner(key, content_type, body, max_bytes))
+    }
+
+    fn put_bytes<'a>(&'a self, key: &'a str, content_type: &'a str, body: Bytes) -> BoxFuture<'a, Result<u64, ObjectError>> {
+        Box::pin(self.put_bytes_inner(key, content_type, body))
     }
 
     fn get<'a>(&'a self, key: &'a str, range: Option<ByteRange>) -> BoxFuture<'a, Result<ObjectBody, ObjectError>> {

@@ -115,6 +115,14 @@ pub trait ObjectStore: Send + Sync + 'static {
     /// Returns the stored size.
     fn put<'a>(&'a self, key: &'a str, content_type: &'a str, body: ByteStream, max_bytes: Option<u64>) -> BoxFuture<'a, Result<u64, ObjectError>>;
 
+    /// Stores a body the caller already holds in memory (synthesis audio).
+    /// The default streams it through [`ObjectStore::put`]; the local store
+    /// writes it in one blocking call instead of one per step.
+    fn put_bytes<'a>(&'a self, key: &'a str, content_type: &'a str, body: Bytes) -> BoxFuture<'a, Result<u64, ObjectError>> {
+        let stream: ByteStream = Box::pin(futures_util::stream::once(async move { Ok(body) }));
+        self.put(key, content_type, stream, None)
+    }
+
     /// Opens `key` for reading, optionally a range of it. A range starting
     /// past the end is [`ObjectError::RangeNotSatisfiable`]; an end past the
     /// end is clamped.

@@ -234,12 +234,18 @@ pub struct Store {
 }
 
 impl Store {
-    /// Opens the database at `path`, migrates it, and starts the writer thread.
+    /// Opens the database at `path`, migrates it, and starts the writer
+    /// thread, with every commit fsynced.
     pub fn open(path: &Path) -> Result<Store> {
+        Store::open_with(path, true)
+    }
+
+    /// [`Store::open`], choosing whether commits are fsynced (`sync_full`).
+    pub fn open_with(path: &Path, sync_full: bool) -> Result<Store> {
         let writer_conn = open_and_migrate(path)?;
-        // The writer's commits are durable (synchronous=FULL): a committed
-        // record survives a power cut, which is what "must not lose a record" means.
-        writer_conn.pragma_update(None, "synchronous", "FULL")?;
+        // FULL: a committed record survives a power cut ("must not lose a
+        // record"); NORMAL (WAL): it survives a crash of the process.
+        writer_conn.pragma_update(None, "synchronous", if sync_full { "FULL" } else { "NORMAL" })?;
         let manager = SqliteConnectionManager::file(path).with_init(configure);
         let pool = r2d2::Pool::builder().max_size(8).build(manager)?;
         Ok(Store { pool, writer: Writer::start(writer_conn) })

@@ -2,7 +2,8 @@
 //!
 //! Requests hand their records ([`Record`]) to [`RecordWriter::commit`] and
 //! wait. The writer thread takes whatever has queued up (up to
-//! [`MAX_GROUP`] batches), writes it in one `BEGIN IMMEDIATE` transaction,
+//! [`MAX_GROUP`] batches; under load it waits up to [`GATHER`] for more),
+//! writes it in one `BEGIN IMMEDIATE` transaction,
 //! commits (one fsync for the whole group, `synchronous=FULL`), then wakes
 //! every waiting request. If the group fails, each batch is retried alone,
 //! so one bad batch cannot fail its neighbours.
@@ -183,16 +184,31 @@ impl RecordWriter {
     }
 }
 
+/// Under load (the previous group held more than one batch), how long the
+/// writer waits for more batches before committing: a bigger group costs
+/// the same one fsync. Alone (one request at a time) it never waits.
+pub const GATHER: std::time::Duration = std::time::Duration::from_micros(200);
+
 fn writer_loop(mut conn: Connection, rx: mpsc::Receiver<Batch>) {
+    let mut last_group = 1;
     // Blocks until work arrives; ends when every sender is gone.
     while let Ok(first) = rx.recv() {
         let mut group = vec![first];
+        let deadline = std::time::Instant::now() + GATHER;
         while group.len() < MAX_GROUP {
             match rx.try_recv() {
                 Ok(b) => group.push(b),
+                Err(mpsc::TryRecvError::Empty) if last_group > 1 => {
+                    let left = deadline.saturating_duration_since(std::time::Instant::now());
+                    match rx.recv_timeout(left) {
+                        Ok(b) => group.push(b),
+                        Err(_) => break,
+                    }
+                }
                 Err(_) => break,
             }
         }
+        last_group = group.len();
         match write_group(&mut conn, &group) {
             Ok(results) => {
                 for (b, r) in group.into_iter().zip(results) {
