@@ -36,6 +36,8 @@ use super::{
 
 /// First bytes of every stored file; the content type and `\n` follow.
 const MAGIC: &[u8] = b"gwobj1 ";
+/// Largest write handed to the blocking pool at once (see `put_inner`).
+const WRITE_BUF: usize = 256 * 1024;
 /// Longest header accepted when reading (magic + 255-byte type + newline fits).
 const MAX_HEADER: usize = 512;
 /// Chunk size of streamed reads.
@@ -221,6 +223,9 @@ impl LocalStore {
             .open(&tmp_path)
             .await
             .map_err(|e| backend(format!("creating {}: {e}", tmp_path.display())))?;
+        // tokio copies each write into a buffer of up to 2 MiB by default;
+        // keep it to one network chunk's size so memory stays flat.
+        file.set_max_buf_size(WRITE_BUF);
         let mut header = Vec::with_capacity(MAGIC.len() + content_type.len() + 1);
         header.extend_from_slice(MAGIC);
         header.extend_from_slice(content_type.as_bytes());
