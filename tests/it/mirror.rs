@@ -129,3 +129,39 @@ async fn jobs_of_others_and_unknown_jobs_are_404_without_upstream_call() {
     other_kind.expect(404);
     env.assert_no_upstream_call().await;
 }
+
+#[tokio::test]
+async fn result_urls_off_the_upstream_hosts_are_never_fetched() {
+    let env = Env::start().await;
+    let up = env.upload("in.wav", wav(0.5), None).await;
+    // A real, fetchable result, but named through another host ("localhost"
+    // instead of the configured 127.0.0.1): fetching it would succeed.
+    let first = completed_job(&env, "/enhance", json!({"audio_url": up.json["url"]})).await;
+    let item: serde_json::Value = env
+        .client
+        .get(format!("{}/audio_enhancements/{first}", env.sim.base_url()))
+        .bearer_auth(PROVIDER_KEY)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let real = item["item"]["enhanced_audio_url"].as_str().unwrap();
+    let foreign = real.replace("127.0.0.1", "localhost");
+    assert_eq!(reqwest::get(&foreign).await.unwrap().status().as_u16(), 200, "reachable");
+    let a = env.post("/enhance", json!({"audio_url": up.json["url"]})).await;
+    let job_id = a.json["job_id"].as_str().unwrap().to_owned();
+    env.fault(json!({
+        "path": format!("/api/v2/audio_enhancements/{job_id}"),
+        "fault": {"status": 200, "body": {"success": true, "item": {"uuid": job_id, "status": "completed", "enhanced_audio_url": foreign, "duration_seconds": 0.5}}},
+    }))
+    .await;
+    env.clear_sim_log().await;
+    let a = env.get(&format!("/enhance/{job_id}")).await;
+    a.expect(200);
+    assert_eq!(a.json["resemble_url"], json!(foreign));
+    assert!(a.json.get("audio_url").is_none(), "not copied: {}", a.text);
+    assert_eq!(media_fetches(&env.sim_requests().await), 0, "never fetched");
+    assert!(env.store().assets().unwrap().iter().all(|a| a.class != "mirror"));
+}
