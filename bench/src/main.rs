@@ -10,7 +10,7 @@
 //! errors) and writes the same as JSON.
 //!
 //! ```text
-//! cargo build --release --bins && target/release/gateway-bench          # full run, ~3 min
+//! cargo build --release --bins && target/release/gateway-bench          # full run, ~3.5 min
 //! target/debug/gateway-bench --quick --out /tmp/bench.json              # 1-second smoke run (CI)
 //! ```
 //!

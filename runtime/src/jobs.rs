@@ -265,7 +265,11 @@ pub async fn get(ctx: &mut Ctx, _req: Request, params: &PathParams) -> Result<Ou
         }
     }
     let mut outcome = Outcome::new(json_response(StatusCode::OK, &answer), Some(upstream_status));
-    outcome.records.push(Record::JobUpdate(update));
+    // A finished job read again changes nothing: write its record only on a change.
+    let changed = update.status != job.status || update.billed || (finished && job.result.is_none());
+    if changed {
+        outcome.records.push(Record::JobUpdate(update));
+    }
     outcome.deferred.extend(callback);
     Ok(outcome)
 }
