@@ -100,8 +100,11 @@ fn resolve(relative: &str) -> Result<PathBuf, String> {
         "CARGO_MANIFEST_DIR is not set (is this running under cargo?)".to_string()
     })?;
     let path = Path::new(&dir).join(relative);
-    path.canonicalize()
-        .map_err(|e| format!("cannot read the route table `{}`: {e}", path.display()))
+    // The message names the path as written (relative to the crate's
+    // manifest): an absolute path would differ between checkouts.
+    path.canonicalize().map_err(|e| {
+        format!("cannot read the route table `{relative}` (relative to the crate's Cargo.toml): {e}")
+    })
 }
 
 /// The whole macro: parse the input, read and check the table, expand.
