@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
-# The whole test suite, as the README gives it and CI runs it (.ci/run).
+# The whole test suite, as the README gives it and CI runs it (.ci/run):
+# build everything, run every test, then the benchmark harness's smoke run
+# (it fails on errors, never on timing). Ends with one "N passed, N failed" line.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+log="$(mktemp)"
+trap 'rm -f "$log"' EXIT
 cargo build --workspace --all-targets --locked
-cargo test --workspace --locked
+cargo test --workspace --locked 2>&1 | tee "$log"
 cargo run -q --locked -p bench --bin gateway-bench -- --quick --out "$(mktemp -d)/bench.json"
+awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($i ~ /^passed/) p += $(i-1); if ($i ~ /^failed/) f += $(i-1) } }
+     END { printf "%d passed, %d failed\n", p, f }' "$log"
