@@ -88,15 +88,32 @@ pub async fn proxy(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<O
     finish(ctx, resp, params).await
 }
 
-/// `fields`: the body is `{"fields": {...}}`; the object is forwarded unchanged.
+/// `fields`: the body is `{"fields": {...}}`; the object is forwarded
+/// unchanged as JSON. On a row with `file_field` (recordings, which the
+/// upstream takes as multipart), `fields.audio_url`, when present, is fetched
+/// (or read from the gateway's own store) and sent as that file part, the
+/// other fields as text parts.
 pub async fn fields(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<Outcome, ApiError> {
     let base = ctx.spec.upstream.map(|u| u.base).unwrap_or(crate::spec::Base::Main);
     let mut body = read_body(ctx, req).await?;
-    let fields = match body.remove("fields") {
+    let mut fields = match body.remove("fields") {
         Some(Value::Object(f)) => f,
         _ => return Err(ApiError::BadRequest("fields is required".into())),
     };
-    let rb = upstream_request(ctx, params, Some(&mut body))?.json(&fields);
+    let rb = upstream_request(ctx, params, Some(&mut body))?;
+    let rb = match (ctx.spec.file_field, fields.remove("audio_url")) {
+        (Some(field), Some(Value::String(url))) => {
+            let part = crate::fetch::open_as_part(&ctx.gw, ctx.user_id(), &url).await?;
+            rb.multipart(crate::jobs::text_parts(fields).part(field, part))
+        }
+        (Some(_), Some(_)) => return Err(ApiError::BadRequest("fields.audio_url must be a string".into())),
+        (_, url) => {
+            if let Some(url) = url {
+                fields.insert("audio_url".into(), url);
+            }
+            rb.json(&fields)
+        }
+    };
     let resp = ctx.gw.upstream.send(base, rb).await?;
     finish(ctx, resp, params).await
 }

@@ -193,7 +193,7 @@ pub async fn submit(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<
 }
 
 /// Non-file body fields as multipart text parts.
-fn text_parts(body: Map<String, Value>) -> reqwest::multipart::Form {
+pub fn text_parts(body: Map<String, Value>) -> reqwest::multipart::Form {
     let mut form = reqwest::multipart::Form::new();
     for (k, v) in body {
         let text = match v {

@@ -237,3 +237,23 @@ async fn private_audio_urls_are_refused_unless_allowed() {
     a.expect(400);
     env.assert_no_upstream_call().await;
 }
+
+#[tokio::test]
+async fn a_recording_with_audio_is_sent_upstream_as_multipart() {
+    let env = Env::with(|c| c.business_plan_active = true).await;
+    let voice = id_of(env.post("/voices", json!({"name": "Mine"})).await.expect(200));
+    let audio = wav(1.0);
+    let up = env.upload("take1.wav", audio.clone(), Some("voice_clone")).await;
+    up.expect(200);
+    let a = env
+        .post(&format!("/voices/{voice}/recordings"), json!({"fields": {"audio_url": up.json["url"], "name": "take 1", "text": "hello", "is_active": true}}))
+        .await;
+    a.expect(200);
+    let r = expect_upstream(&env, "POST", &format!("/api/v2/voices/{voice}/recordings")).await;
+    let parts = r["parts"].as_array().unwrap_or_else(|| panic!("multipart upstream: {r:#}"));
+    let part = |name: &str| parts.iter().find(|p| p["name"] == json!(name)).cloned().unwrap_or_else(|| panic!("no part {name}: {r:#}"));
+    assert_eq!(part("file")["size"].as_u64(), Some(audio.len() as u64));
+    assert_eq!(part("name")["value"], json!("take 1"));
+    assert_eq!(part("is_active")["value"], json!("true"));
+    assert!(parts.iter().all(|p| p["name"] != json!("audio_url")));
+}

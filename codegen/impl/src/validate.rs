@@ -1216,7 +1216,8 @@ fn resolve_row(
                 "`file_field` sends a file upstream, but the row has no `upstream`",
             );
         }
-        if rule(&body_rules, "audio_url").is_none() {
+        // `fields` rows carry the URL inside the envelope (`fields.audio_url`).
+        if rule(&body_rules, "audio_url").is_none() && raw.mode != Some(Mode::Fields) {
             cx.err(
                 &["file_field"],
                 "`file_field` sends the body's `audio_url` as a file, so `[endpoint.body]` must declare `audio_url`",

@@ -1066,3 +1066,15 @@ fn resources_and_owner_checks() {
     bad.push_str("\n[resources]\nthing_id = 5\n");
     check(&bad, "[resources] `thing_id`: the kind must be a string");
 }
+
+#[test]
+fn file_field_on_fields_rows_reads_fields_audio_url() {
+    let extra = "[endpoint.body]\nfields = { type = \"object\", required = true }\n";
+    ok(&table(&[&row(&[("method", Some("\"POST\"")), ("mode", Some("\"fields\"")), ("file_field", Some("\"file\""))], extra)]));
+    // Other modes still need an `audio_url` body rule.
+    check_row(
+        &[("method", Some("\"POST\"")), ("file_field", Some("\"file\""))],
+        "",
+        "`[endpoint.body]` must declare `audio_url`",
+    );
+}
