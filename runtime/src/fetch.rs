@@ -124,11 +124,7 @@ pub fn content_type_for(name: &str) -> &'static str {
 /// of the gateway's.
 pub async fn own_asset(gw: &crate::Gateway, user_id: Option<i64>, url: &str) -> Result<Option<crate::store::AssetRow>, ApiError> {
     let Some(key) = gw.objects.key_of_url(url) else { return Ok(None) };
-    let store = gw.store.clone();
-    let asset = tokio::task::spawn_blocking(move || store.asset_by_key(&key))
-        .await
-        .map_err(|e| ApiError::Internal(e.to_string()))?
-        .map_err(|e| ApiError::Internal(e.to_string()))?;
+    let asset = gw.store.blocking(move |store| store.asset_by_key(&key)).await?;
     match asset {
         Some(a) if a.deleted_at.is_none() && a.owner_id.is_some() && a.owner_id == user_id => Ok(Some(a)),
         _ => Err(ApiError::BadRequest("audio_url refers to a stored object that does not exist, has expired, or is not yours".into())),

@@ -212,12 +212,8 @@ pub async fn get(ctx: &mut Ctx, _req: Request, params: &PathParams) -> Result<Ou
     let kind = spec.job.ok_or_else(|| ApiError::Internal(format!("row {} has no job kind", spec.id)))?;
     let job_id = params.get("job_id").map(|c| c.into_owned()).unwrap_or_default();
     let user_id = ctx.user_id();
-    let store = ctx.gw.store.clone();
     let (k, j) = (kind.to_owned(), job_id.clone());
-    let job = tokio::task::spawn_blocking(move || store.job(&k, &j))
-        .await
-        .map_err(|e| ApiError::Internal(e.to_string()))?
-        .map_err(|e| ApiError::Internal(e.to_string()))?
+    let job = ctx.gw.store.blocking(move |store| store.job(&k, &j)).await?
         .filter(|j| Some(j.user_id) == user_id)
         .ok_or_else(|| ApiError::NotFound(format!("no {kind} job {job_id}")))?;
     let up = spec.upstream.ok_or_else(|| ApiError::Internal(format!("row {} has no upstream", spec.id)))?;
@@ -297,11 +293,7 @@ pub async fn list(ctx: &mut Ctx) -> Result<Outcome, ApiError> {
     };
     let page = num("page", 1).max(1);
     let per_page = num("page_size", 10).clamp(1, 1000);
-    let store = ctx.gw.store.clone();
-    let (jobs, total) = tokio::task::spawn_blocking(move || store.jobs_of(user, kind, page, per_page))
-        .await
-        .map_err(|e| ApiError::Internal(e.to_string()))?
-        .map_err(|e| ApiError::Internal(e.to_string()))?;
+    let (jobs, total) = ctx.gw.store.blocking(move |store| store.jobs_of(user, kind, page, per_page)).await?;
     let items: Vec<Value> = jobs
         .iter()
         .map(|j| {

@@ -70,12 +70,10 @@ pub async fn mirror(gw: &Gateway, job: &JobRow, spec: &EndpointSpec, url: &str) 
     }
     let now = chrono::Utc::now();
     let stale_before = now - chrono::Duration::from_std(STALE_CLAIM).unwrap_or_default();
-    let (store, kind, job_id) = (gw.store.clone(), job.kind.clone(), job.job_id.clone());
-    let claimed = blocking(move || {
-        store.claim_mirror(&kind, &job_id, &fmt(now), &fmt(stale_before))
-    })
-    .await
-    .unwrap_or(false);
+    let (kind, job_id) = (job.kind.clone(), job.job_id.clone());
+    let claimed = blocking(gw, move |store| store.claim_mirror(&kind, &job_id, &fmt(now), &fmt(stale_before)))
+        .await
+        .unwrap_or(false);
     if !claimed {
         return wait_for_copy(gw, job).await;
     }
@@ -83,8 +81,8 @@ pub async fn mirror(gw: &Gateway, job: &JobRow, spec: &EndpointSpec, url: &str) 
         Ok(m) => Some(m),
         Err(e) => {
             tracing::warn!(job = %job.job_id, error = %e, "mirroring failed; will retry on the next GET");
-            let (store, kind, job_id) = (gw.store.clone(), job.kind.clone(), job.job_id.clone());
-            let _ = blocking(move || store.fail_mirror(&kind, &job_id)).await;
+            let (kind, job_id) = (job.kind.clone(), job.job_id.clone());
+            let _ = blocking(gw, move |store| store.fail_mirror(&kind, &job_id)).await;
             None
         }
     }
@@ -94,15 +92,15 @@ fn fmt(t: chrono::DateTime<chrono::Utc>) -> String {
     t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
-async fn blocking<T: Send + 'static>(f: impl FnOnce() -> crate::store::Result<T> + Send + 'static) -> Option<T> {
-    tokio::task::spawn_blocking(f).await.ok()?.ok()
+/// A store call in the blocking pool; `None` on failure (mirroring is best effort).
+async fn blocking<T: Send + 'static>(gw: &Gateway, f: impl FnOnce(&crate::store::Store) -> crate::store::Result<T> + Send + 'static) -> Option<T> {
+    gw.store.blocking(f).await.ok()
 }
 
 /// The stored copy of an asset id, with a fresh presigned URL.
 async fn existing(gw: &Gateway, asset_id: Option<i64>) -> Option<Mirrored> {
     let id = asset_id?;
-    let store = gw.store.clone();
-    let asset = blocking(move || store.asset(id)).await??;
+    let asset = blocking(gw, move |store| store.asset(id)).await??;
     if asset.deleted_at.is_some() {
         return None;
     }
@@ -114,8 +112,8 @@ async fn wait_for_copy(gw: &Gateway, job: &JobRow) -> Option<Mirrored> {
     let deadline = tokio::time::Instant::now() + WAIT_FOR_COPY;
     while tokio::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(50)).await;
-        let (store, kind, job_id) = (gw.store.clone(), job.kind.clone(), job.job_id.clone());
-        let row = blocking(move || store.job(&kind, &job_id)).await??;
+        let (kind, job_id) = (job.kind.clone(), job.job_id.clone());
+        let row = blocking(gw, move |store| store.job(&kind, &job_id)).await??;
         if row.mirror_asset_id.is_some() {
             return existing(gw, row.mirror_asset_id).await;
         }
@@ -165,11 +163,8 @@ async fn copy(gw: &Gateway, job: &JobRow, spec: &EndpointSpec, url: &str) -> Res
     };
     let committed = gw.store.commit(vec![Record::Asset(record)]).await.map_err(|e| e.to_string())?;
     let asset_id = *committed.asset_ids.first().ok_or("asset id missing")?;
-    let (store, kind, job_id) = (gw.store.clone(), job.kind.clone(), job.job_id.clone());
-    tokio::task::spawn_blocking(move || store.finish_mirror(&kind, &job_id, asset_id))
-        .await
-        .map_err(|e| e.to_string())?
-        .map_err(|e| e.to_string())?;
+    let (kind, job_id) = (job.kind.clone(), job.job_id.clone());
+    gw.store.blocking(move |store| store.finish_mirror(&kind, &job_id, asset_id)).await.map_err(|e| e.to_string())?;
     let url = gw.objects.presign_get(&key, URL_VALIDITY).map_err(|e| e.to_string())?;
     Ok(Mirrored { url, expires_at })
 }

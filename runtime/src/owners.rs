@@ -66,10 +66,13 @@ pub const CACHE_TTL: std::time::Duration = std::time::Duration::from_secs(30);
 /// Entries kept before the cache is emptied and refilled.
 const CACHE_MAX: usize = 100_000;
 
+/// (kind, upstream id) → (owner, when looked up).
+type OwnerMap = HashMap<(&'static str, String), (Option<i64>, std::time::Instant)>;
+
 /// Owner lookups, cached: the hot path of every owned route reads no database.
 #[derive(Default)]
 pub struct OwnerCache {
-    map: std::sync::RwLock<HashMap<(&'static str, String), (Option<i64>, std::time::Instant)>>,
+    map: std::sync::RwLock<OwnerMap>,
 }
 
 impl OwnerCache {
@@ -95,12 +98,8 @@ async fn owner_of(gw: &Gateway, kind: &'static str, id: String) -> Result<Option
     if let Some(owner) = gw.owner_cache.get(kind, &id) {
         return Ok(owner);
     }
-    let store = gw.store.clone();
     let key = id.clone();
-    let owner = tokio::task::spawn_blocking(move || store.resource_owner(kind, &key))
-        .await
-        .map_err(|e| ApiError::Internal(e.to_string()))?
-        .map_err(|e| ApiError::Internal(e.to_string()))?;
+    let owner = gw.store.blocking(move |store| store.resource_owner(kind, &key)).await?;
     gw.owner_cache.put(kind, id, owner);
     Ok(owner)
 }
@@ -189,11 +188,7 @@ pub async fn list(ctx: &mut Ctx, params: &PathParams) -> Result<Outcome, ApiErro
     let page: u32 = query_num(&ctx.query, "page").unwrap_or(1).max(1);
     let page_size: u32 = query_num(&ctx.query, "page_size").unwrap_or(10).clamp(1, 1000);
 
-    let store = ctx.gw.store.clone();
-    let owners: HashMap<String, i64> = tokio::task::spawn_blocking(move || store.resource_owners(kind))
-        .await
-        .map_err(|e| ApiError::Internal(e.to_string()))?
-        .map_err(|e| ApiError::Internal(e.to_string()))?;
+    let owners: HashMap<String, i64> = ctx.gw.store.blocking(move |store| store.resource_owners(kind)).await?;
 
     let mut mine = Vec::new();
     let mut upstream_status = 200;

@@ -75,12 +75,8 @@ pub async fn upstream_usage(gw: &Gateway, day: &str) -> Result<BTreeMap<String, 
 /// Compares one day, stores the comparison, logs drift; returns the rows.
 pub async fn reconcile(gw: &Gateway, day: &str) -> Result<Vec<ReconciliationRow>, ApiError> {
     chrono::NaiveDate::parse_from_str(day, "%Y-%m-%d").map_err(|_| ApiError::BadRequest(format!("date must be YYYY-MM-DD, not {day:?}")))?;
-    let store = gw.store.clone();
     let d = day.to_owned();
-    let totals = tokio::task::spawn_blocking(move || store.usage_totals(&d))
-        .await
-        .map_err(|e| ApiError::Internal(e.to_string()))?
-        .map_err(|e| ApiError::Internal(e.to_string()))?;
+    let totals = gw.store.blocking(move |store| store.usage_totals(&d)).await?;
     let mut gateway: BTreeMap<String, Decimal> = BTreeMap::new();
     for ((product, unit), q) in totals {
         if let Some(p) = upstream_product(&product, &unit) {

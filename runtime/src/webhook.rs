@@ -74,12 +74,8 @@ pub async fn receive(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
         None => false,
     };
     let body_sha256 = hex::encode(Sha256::digest(&body));
-    let store = ctx.gw.store.clone();
     let sha = body_sha256.clone();
-    let seen = tokio::task::spawn_blocking(move || store.webhook_event_seen(&sha))
-        .await
-        .map_err(|e| ApiError::Internal(e.to_string()))?
-        .map_err(|e| ApiError::Internal(e.to_string()))?;
+    let seen = ctx.gw.store.blocking(move |store| store.webhook_event_seen(&sha)).await?;
     if seen {
         return Ok(received());
     }
@@ -117,13 +113,8 @@ async fn apply(ctx: &mut Ctx, v: &Value, kind: Option<&str>, id: Option<&str>, o
             None => "unknown",
         }
         .to_owned();
-        let store = ctx.gw.store.clone();
         let vid = id.to_owned();
-        let known = tokio::task::spawn_blocking(move || store.resource_owner("voice", &vid))
-            .await
-            .map_err(|e| ApiError::Internal(e.to_string()))?
-            .map_err(|e| ApiError::Internal(e.to_string()))?
-            .is_some();
+        let known = ctx.gw.store.blocking(move |store| store.resource_owner("voice", &vid)).await?.is_some();
         if !known {
             return Ok("unknown_voice".into());
         }
@@ -135,12 +126,8 @@ async fn apply(ctx: &mut Ctx, v: &Value, kind: Option<&str>, id: Option<&str>, o
         });
         return Ok("voice_updated".into());
     }
-    let store = ctx.gw.store.clone();
     let (k, i) = (kind.to_owned(), id.to_owned());
-    let job = tokio::task::spawn_blocking(move || store.job_by_upstream(&k, &i))
-        .await
-        .map_err(|e| ApiError::Internal(e.to_string()))?
-        .map_err(|e| ApiError::Internal(e.to_string()))?;
+    let job = ctx.gw.store.blocking(move |store| store.job_by_upstream(&k, &i)).await?;
     let Some(job) = job else { return Ok("unknown_job".into()) };
     // The GET row of this job kind says where its result is (edit answers without a status).
     let get_row = ctx.gw.routes.iter().find(|r| r.mode == Mode::JobGet && r.job == Some(kind));

@@ -255,6 +255,15 @@ impl Store {
         Ok(self.pool.get()?)
     }
 
+    /// Runs `f` on this store in tokio's blocking pool (SQLite calls block),
+    /// so that async code never blocks its runtime on the database.
+    pub async fn blocking<T: Send + 'static>(&self, f: impl FnOnce(&Store) -> Result<T> + Send + 'static) -> Result<T> {
+        let store = self.clone();
+        tokio::task::spawn_blocking(move || f(&store))
+            .await
+            .map_err(|e| StoreError(format!("blocking task: {e}")))?
+    }
+
     /// Commits `records` (in the next group commit) and waits until they are
     /// durable. Returns the ids of the assets among them, in order.
     pub async fn commit(&self, records: Vec<Record>) -> Result<Committed> {
