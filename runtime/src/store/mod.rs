@@ -3,7 +3,7 @@
 //! Architecture invariant: only this module speaks SQL.
 //!
 //! * Reads go through an `r2d2` pool (WAL mode lets them run beside the writer)
-//!   and are called from async code through `spawn_blocking`.
+//!   and are called from async code through [`Store::blocking`] (tokio's blocking pool).
 //! * Records that must not be lost (audit, usage, ledger, assets, jobs) go
 //!   through [`RecordWriter`]: one dedicated thread owns one connection and
 //!   commits whatever has queued up in one transaction (group commit), then
