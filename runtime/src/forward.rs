@@ -1,8 +1,8 @@
-//! Pass-through modes: `proxy` and `fields` (and `job_list`, which forwards
-//! like `proxy` for now).
+//! Pass-through modes: `proxy` and `fields`.
 //!
 //! Bodies are read (bounded) only where the gateway must validate or change
-//! them; answers are streamed back as they arrive, never buffered.
+//! them; answers are streamed back as they arrive, except the small JSON
+//! answers the gateway must read (a create's new id, a first build's voice).
 
 use bytes::Bytes;
 use futures_util::TryStreamExt;
@@ -16,8 +16,8 @@ use crate::errors::ApiError;
 use crate::pipeline::{Ctx, Metered, Outcome};
 use crate::router::{Request, Response};
 use crate::spec::{Method, Metering, PathParams};
-use rust_decimal::Decimal;
 use crate::{owners, shape, validate};
+use rust_decimal::Decimal;
 
 /// Whether the row's method carries a request body.
 fn has_body(m: Method) -> bool {
@@ -104,7 +104,7 @@ pub async fn fields(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<
     let rb = match (ctx.spec.file_field, fields.remove("audio_url")) {
         (Some(field), Some(Value::String(url))) => {
             let part = crate::fetch::open_as_part(&ctx.gw, ctx.user_id(), &url).await?;
-            rb.multipart(crate::jobs::text_parts(fields).part(field, part))
+            rb.multipart(shape::text_parts(fields).part(field, part))
         }
         (Some(_), Some(_)) => return Err(ApiError::BadRequest("fields.audio_url must be a string".into())),
         (_, url) => {

@@ -17,7 +17,7 @@
 
 use http::StatusCode;
 use rust_decimal::Decimal;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::billing::decimal_from_json;
 use crate::errors::ApiError;
@@ -154,7 +154,7 @@ pub async fn submit(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<
                 .ok_or_else(|| ApiError::BadRequest("audio_url is required".into()))?;
             shape::shape_body(spec, &mut body)?;
             let part = fetch::open_as_part(&ctx.gw, ctx.user_id(), &url).await?;
-            rb.multipart(text_parts(body).part(field, part))
+            rb.multipart(shape::text_parts(body).part(field, part))
         }
         None => {
             fetch::check_own(&ctx.gw, ctx.user_id(), body.get("audio_url").and_then(Value::as_str)).await?;
@@ -192,19 +192,6 @@ pub async fn submit(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<
     Ok(outcome)
 }
 
-/// Non-file body fields as multipart text parts.
-pub fn text_parts(body: Map<String, Value>) -> reqwest::multipart::Form {
-    let mut form = reqwest::multipart::Form::new();
-    for (k, v) in body {
-        let text = match v {
-            Value::String(s) => s,
-            Value::Null => continue,
-            other => other.to_string(),
-        };
-        form = form.text(k, text);
-    }
-    form
-}
 
 /// `job_get`.
 pub async fn get(ctx: &mut Ctx, _req: Request, params: &PathParams) -> Result<Outcome, ApiError> {

@@ -107,6 +107,20 @@ pub fn shape_body(spec: &EndpointSpec, body: &mut Map<String, Value>) -> Result<
     Ok(())
 }
 
+/// Non-file body fields as multipart text parts.
+pub fn text_parts(body: Map<String, Value>) -> reqwest::multipart::Form {
+    let mut form = reqwest::multipart::Form::new();
+    for (k, v) in body {
+        let text = match v {
+            Value::String(s) => s,
+            Value::Null => continue,
+            other => other.to_string(),
+        };
+        form = form.text(k, text);
+    }
+    form
+}
+
 /// Applies the row's `rename` to query parameter names.
 pub fn shape_query(spec: &EndpointSpec, query: &mut [(String, String)]) {
     for (k, _) in query.iter_mut() {
