@@ -55,6 +55,7 @@ async fn read_body(ctx: &Ctx, req: Request) -> Result<Map<String, Value>, ApiErr
     }
     let obj = shape::read_json_object(req.into_body(), ctx.gw.config.max_json_bytes).await?;
     validate::body(ctx.spec.body, &obj)?;
+    owners::check_body(ctx, &obj).await?;
     Ok(obj)
 }
 

@@ -140,6 +140,7 @@ pub async fn submit(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<
     let up = spec.upstream.ok_or_else(|| ApiError::Internal(format!("row {} has no upstream", spec.id)))?;
     let mut body = shape::read_json_object(req.into_body(), ctx.gw.config.max_json_bytes).await?;
     validate::body(spec.body, &body)?;
+    crate::owners::check_body(ctx, &body).await?;
     let callback_uri = body.get("callback_uri").and_then(Value::as_str).map(str::to_owned);
     let media_type = body.get("media_type").and_then(Value::as_str).map(str::to_owned);
     let mut query = ctx.query.clone();

@@ -12,6 +12,9 @@
 //!   upstream call. The exception is the upstream account's *stock voices*
 //!   (voices no gateway user owns): everyone may read them (GET), nobody may
 //!   change them.
+//! * **Body fields** named in `[resources]` (the `voice_uuid` of a synthesis
+//!   or an edit, [`check_body`]): another user's resource answers 404; stock
+//!   voices may be used by everyone.
 //! * **After a create** (POST of a row with `resource`): the new id from the
 //!   upstream's answer is recorded as the caller's ([`created`]).
 //! * **After a delete**: the record is removed.
@@ -121,6 +124,25 @@ pub async fn check(ctx: &Ctx, params: &PathParams) -> Result<(), ApiError> {
         };
         if !allowed {
             return Err(not_found(c.kind, &value));
+        }
+    }
+    Ok(())
+}
+
+/// Checks the owned fields of a JSON body (e.g. the `voice_uuid` a synthesis
+/// or an edit uses): another user's resource answers 404 like an unknown one;
+/// resources no gateway user owns (the account's stock voices) may be used.
+pub async fn check_body(ctx: &Ctx, body: &serde_json::Map<String, Value>) -> Result<(), ApiError> {
+    let Some(user) = ctx.user_id() else { return Ok(()) };
+    for c in ctx.spec.owner_checks {
+        if ctx.spec.params.contains(&c.param) || ctx.query.iter().any(|(k, _)| k == c.param) {
+            continue; // a path or query parameter, checked by `check`
+        }
+        let Some(Value::String(value)) = body.get(c.param) else { continue };
+        if let Some(owner) = owner_of(&ctx.gw, c.kind, value.clone()).await? {
+            if owner != user {
+                return Err(not_found(c.kind, value));
+            }
         }
     }
     Ok(())

@@ -43,6 +43,7 @@ pub async fn synthesize(ctx: &mut Ctx, req: Request, params: &PathParams) -> Res
     let spec = ctx.spec;
     let mut body = shape::read_json_object(req.into_body(), ctx.gw.config.max_json_bytes).await?;
     validate::body(spec.body, &body)?;
+    crate::owners::check_body(ctx, &body).await?;
     let voice_uuid = body.get("voice_uuid").and_then(Value::as_str).unwrap_or_default().to_owned();
     body.entry("output_format").or_insert_with(|| Value::from(DEFAULT_OUTPUT_FORMAT));
     let up = spec.upstream.ok_or_else(|| ApiError::Internal(format!("row {} has no upstream", spec.id)))?;

@@ -128,3 +128,28 @@ async fn list_pagination_is_the_gateways() {
     created.sort();
     assert_eq!(all, created);
 }
+
+#[tokio::test]
+async fn nobody_synthesizes_with_another_users_voice() {
+    let env = Env::with(|c| c.business_plan_active = true).await;
+    let (_, bob) = env.new_user("bob@example.com");
+    let voice = env.post("/voices", json!({"name": "Alice's voice"})).await.expect(200).json["item"]["uuid"].as_str().unwrap().to_owned();
+    env.clear_sim_log().await;
+    let body = json!({"voice_uuid": voice, "text": "not yours"});
+    let a = env.call_as(&bob, "POST", &env.voice("/tts/synthesize"), Some(body.clone())).await;
+    a.expect(404);
+    assert_eq!(a.detail(), format!("no voice {voice}"));
+    // An edit with Bob's own audio but Alice's voice.
+    let form = reqwest::multipart::Form::new().part("file", reqwest::multipart::Part::bytes(wav(0.5)).file_name("bob.wav"));
+    let r = env.client.post(env.voice("/uploads")).bearer_auth(&bob).multipart(form).send().await.unwrap();
+    let bob_upload = Answer::from(r).await;
+    bob_upload.expect(200);
+    env.clear_sim_log().await;
+    let a = env.call_as(&bob, "POST", &env.voice("/edit"), Some(json!({"audio_url": bob_upload.json["url"], "voice_uuid": voice}))).await;
+    a.expect(404);
+    assert_eq!(a.detail(), format!("no voice {voice}"));
+    env.assert_no_upstream_call().await;
+    // Stock voices are everyone's; the owner uses her own.
+    env.call_as(&bob, "POST", &env.voice("/tts/synthesize"), Some(json!({"voice_uuid": "stock-voice-1", "text": "hi"}))).await.expect(200);
+    env.post("/tts/synthesize", body).await.expect(200);
+}

@@ -1231,8 +1231,8 @@ fn resolve_row(
         }
     }
     // Owner checks: every path parameter named in `[resources]`, the last
-    // path parameter as the row's own `resource`, and `from_query` variables
-    // named in `[resources]`.
+    // path parameter as the row's own `resource`, `from_query` variables and
+    // body fields named in `[resources]` (e.g. the `voice_uuid` a synthesis uses).
     let mut owner_checks: Vec<(String, String)> = Vec::new();
     if let Some(ps) = &params {
         for (i, p) in ps.iter().enumerate() {
@@ -1248,6 +1248,12 @@ fn resolve_row(
             if let Some((_, k)) = known.resources.iter().find(|(name, _)| name == q) {
                 owner_checks.push((q.clone(), k.clone()));
             }
+        }
+    }
+    for rule in &body_rules {
+        let named = owner_checks.iter().any(|(p, _)| *p == rule.name);
+        if let (false, Some((_, k))) = (named, known.resources.iter().find(|(name, _)| *name == rule.name)) {
+            owner_checks.push((rule.name.clone(), k.clone()));
         }
     }
 

@@ -1078,3 +1078,12 @@ fn file_field_on_fields_rows_reads_fields_audio_url() {
         "`[endpoint.body]` must declare `audio_url`",
     );
 }
+
+#[test]
+fn body_fields_named_in_resources_are_checked() {
+    let extra = "[endpoint.body]\nvoice_uuid = { type = \"string\" }\n";
+    let mut t = table(&[&row(&[("method", Some("\"POST\""))], extra)]);
+    t.push_str("\n[resources]\nvoice_uuid = \"voice\"\n");
+    let t = parse_table(&t).unwrap();
+    assert_eq!(t.rows[0].owner_checks, vec![("voice_uuid".to_string(), "voice".to_string())]);
+}
