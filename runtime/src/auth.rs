@@ -85,12 +85,8 @@ impl Auth {
         let user = match self.cached(&hash) {
             Some(u) => u,
             None => {
-                let store = self.store.clone();
                 let h = hash.clone();
-                let found = tokio::task::spawn_blocking(move || store.user_by_key_hash(&h))
-                    .await
-                    .map_err(|e| ApiError::Internal(e.to_string()))?
-                    .map_err(|e| ApiError::Internal(e.to_string()))?;
+                let found = self.store.blocking(move |store| store.user_by_key_hash(&h)).await?;
                 self.cache.write().unwrap_or_else(|e| e.into_inner()).insert(hash, (found.clone(), Instant::now()));
                 found
             }

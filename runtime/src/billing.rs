@@ -64,6 +64,15 @@ pub fn format_money(d: Decimal) -> String {
     d.to_string()
 }
 
+/// A markup in percent: a non-negative decimal.
+pub fn parse_markup(text: &str) -> Result<Decimal, PriceError> {
+    let m = Decimal::from_str(text.trim()).map_err(|e| PriceError(format!("markup {text:?}: {e}")))?;
+    if m.is_sign_negative() {
+        return Err(PriceError(format!("markup {m} is negative")));
+    }
+    Ok(m)
+}
+
 /// Why a price table could not be read.
 #[derive(Debug, thiserror::Error, PartialEq)]
 #[error("{0}")]
@@ -72,11 +81,11 @@ pub struct PriceError(pub String);
 impl Prices {
     /// Defaults plus `spec` (`key=price,...`) and a markup given as text.
     pub fn parse(spec: Option<&str>, markup_pct: &str) -> Result<Prices, PriceError> {
-        let markup_pct = Decimal::from_str(markup_pct.trim())
-            .map_err(|e| PriceError(format!("markup {markup_pct:?}: {e}")))?;
-        if markup_pct.is_sign_negative() {
-            return Err(PriceError(format!("markup {markup_pct} is negative")));
-        }
+        Prices::with_markup(spec, parse_markup(markup_pct)?)
+    }
+
+    /// Defaults plus `spec` (`key=price,...`), with a parsed markup.
+    pub fn with_markup(spec: Option<&str>, markup_pct: Decimal) -> Result<Prices, PriceError> {
         let mut prices: BTreeMap<String, Decimal> =
             DEFAULT_PRICES.iter().map(|(k, v)| (k.to_string(), Decimal::from_str(v).expect("default price"))).collect();
         for item in spec.unwrap_or("").split(',').map(str::trim).filter(|s| !s.is_empty()) {

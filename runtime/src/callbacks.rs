@@ -34,15 +34,13 @@ const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Delivers one job's callback (see the module docs). Runs in the background.
 pub async fn deliver(gw: Gateway, kind: String, job_id: String, user_id: i64, uri: String, body: Value) {
-    let store = gw.store.clone();
     let (k, j) = (kind.clone(), job_id.clone());
-    let claimed = tokio::task::spawn_blocking(move || store.claim_callback(&k, &j)).await;
-    if !matches!(claimed, Ok(Ok(true))) {
+    let claimed = gw.store.blocking(move |store| store.claim_callback(&k, &j)).await;
+    if !matches!(claimed, Ok(true)) {
         return; // delivered (or being delivered) already
     }
-    let store = gw.store.clone();
-    let secret = match tokio::task::spawn_blocking(move || store.callback_secret(user_id)).await {
-        Ok(Ok(Some(s))) => s,
+    let secret = match gw.store.blocking(move |store| store.callback_secret(user_id)).await {
+        Ok(Some(s)) => s,
         _ => {
             tracing::error!(job = %job_id, "callback: the job owner has no callback secret");
             finish(&gw, &kind, &job_id, "failed", 0).await;
@@ -79,28 +77,12 @@ enum Failure {
 use Failure::{Permanent, Retry};
 
 async fn attempt(gw: &Gateway, uri: &str, payload: &str, signature: &str) -> Result<(), Failure> {
-    let url = reqwest::Url::parse(uri).map_err(|_| Permanent("callback_uri is not a URL".into()))?;
-    if !matches!(url.scheme(), "http" | "https") {
-        return Err(Permanent("callback_uri must be http or https".into()));
-    }
-    let host = url.host_str().ok_or_else(|| Permanent("callback_uri has no host".into()))?.to_owned();
-    let port = url.port_or_known_default().unwrap_or(80);
-    let lookup = host.trim_start_matches('[').trim_end_matches(']').to_owned();
-    let addrs: Vec<std::net::SocketAddr> = tokio::net::lookup_host((lookup.as_str(), port))
+    let (client, url) = crate::fetch::pinned_client(uri, gw.config.allow_private_fetch, ATTEMPT_TIMEOUT)
         .await
-        .map_err(|e| Retry(format!("resolving {host}: {e}")))?
-        .collect();
-    let addr = *addrs.first().ok_or_else(|| Retry(format!("{host} has no address")))?;
-    if !gw.config.allow_private_fetch && addrs.iter().any(|a| crate::fetch::is_private(a.ip())) {
-        return Err(Permanent(format!("callback_uri host {host} is a private or loopback address")));
-    }
-    let client = reqwest::Client::builder()
-        .timeout(ATTEMPT_TIMEOUT)
-        .redirect(reqwest::redirect::Policy::none())
-        .no_proxy()
-        .resolve(&host, addr)
-        .build()
-        .map_err(|e| Permanent(e.to_string()))?;
+        .map_err(|r| match r {
+            crate::fetch::Refusal::Unresolved => Retry(format!("callback_uri {}", r.describe())),
+            other => Permanent(format!("callback_uri {}", other.describe())),
+        })?;
     let resp = client
         .post(url)
         .header(http::header::CONTENT_TYPE, "application/json")
@@ -117,9 +99,8 @@ async fn attempt(gw: &Gateway, uri: &str, payload: &str, signature: &str) -> Res
 }
 
 async fn finish(gw: &Gateway, kind: &str, job_id: &str, state: &'static str, attempts: u32) {
-    let store = gw.store.clone();
     let (k, j) = (kind.to_owned(), job_id.to_owned());
-    if let Ok(Err(e)) = tokio::task::spawn_blocking(move || store.finish_callback(&k, &j, state, attempts)).await {
+    if let Err(e) = gw.store.blocking(move |store| store.finish_callback(&k, &j, state, attempts)).await {
         tracing::error!(error = %e, "recording the callback's outcome failed");
     }
 }

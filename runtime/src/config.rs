@@ -64,8 +64,6 @@ pub struct Config {
     pub provider_base_url: String,
     /// Synthesis cluster base URL, without a trailing slash.
     pub provider_synth_url: String,
-    /// Markup in percent, kept as text so that billing can parse it as a decimal.
-    pub markup_pct: String,
     /// Secret of the inbound webhook's HMAC.
     pub webhook_secret: Option<String>,
     /// Whether business-plan routes are served.
@@ -109,7 +107,6 @@ impl std::fmt::Debug for Config {
             .field("provider_api_key", &self.provider_api_key.as_ref().map(|_| "<set>"))
             .field("provider_base_url", &self.provider_base_url)
             .field("provider_synth_url", &self.provider_synth_url)
-            .field("markup_pct", &self.markup_pct)
             .field("webhook_secret", &self.webhook_secret.as_ref().map(|_| "<set>"))
             .field("business_plan_active", &self.business_plan_active)
             .field("addr", &self.addr)
@@ -147,7 +144,6 @@ impl Config {
             provider_api_key: None,
             provider_base_url: DEFAULT_BASE_URL.to_owned(),
             provider_synth_url: DEFAULT_SYNTH_URL.to_owned(),
-            markup_pct: "20.0".to_owned(),
             webhook_secret: None,
             business_plan_active: false,
             addr: SocketAddr::from(([127, 0, 0, 1], 8080)),
@@ -185,13 +181,11 @@ impl Config {
         if let Some(v) = get(PROVIDER_SYNTH_URL) {
             c.provider_synth_url = parse_url(PROVIDER_SYNTH_URL, &v)?;
         }
-        if let Some(v) = get(PROVIDER_MARKUP_PCT) {
-            let ok = v.trim().parse::<f64>().map(|x| x.is_finite() && x >= 0.0).unwrap_or(false);
-            if !ok {
-                return Err(ConfigError { name: PROVIDER_MARKUP_PCT, reason: format!("{v:?} is not a non-negative number") });
-            }
-            c.markup_pct = v.trim().to_owned();
-        }
+        let markup = match get(PROVIDER_MARKUP_PCT) {
+            Some(v) => crate::billing::parse_markup(&v)
+                .map_err(|e| ConfigError { name: PROVIDER_MARKUP_PCT, reason: format!("{e}; expected a non-negative number") })?,
+            None => c.prices.markup_pct,
+        };
         c.webhook_secret = get(PROVIDER_WEBHOOK_SECRET);
         if let Some(v) = get(PROVIDER_BUSINESS_PLAN_ACTIVE) {
             c.business_plan_active = parse_bool(PROVIDER_BUSINESS_PLAN_ACTIVE, &v)?;
@@ -212,7 +206,7 @@ impl Config {
         if let Some(v) = get(GATEWAY_MAX_JSON_BYTES) {
             c.max_json_bytes = v.parse().map_err(|e| ConfigError { name: GATEWAY_MAX_JSON_BYTES, reason: format!("{v:?}: {e}") })?;
         }
-        c.prices = crate::billing::Prices::parse(get(GATEWAY_PRICES).as_deref(), &c.markup_pct)
+        c.prices = crate::billing::Prices::with_markup(get(GATEWAY_PRICES).as_deref(), markup)
             .map_err(|e| ConfigError { name: GATEWAY_PRICES, reason: e.to_string() })?;
         if let Some(v) = get(GATEWAY_PUBLIC_URL) {
             c.public_url = Some(parse_url(GATEWAY_PUBLIC_URL, &v)?);
@@ -278,7 +272,7 @@ mod tests {
     #[test]
     fn defaults_follow_the_spec() {
         let c = cfg(&[]).unwrap();
-        assert_eq!(c.markup_pct, "20.0");
+        assert_eq!(c.prices.markup_pct, rust_decimal::Decimal::from(20));
         assert!(!c.business_plan_active);
         assert_eq!(c.upstream_timeout, Duration::from_secs(120));
         assert_eq!(c.provider_base_url, DEFAULT_BASE_URL);

@@ -48,23 +48,47 @@ pub struct Fetched {
     pub content_type: String,
 }
 
-/// Opens `url` for streaming, refusing private targets unless allowed.
-pub async fn open(url: &str, allow_private: bool, timeout: std::time::Duration) -> Result<Fetched, ApiError> {
-    let bad = |m: &str| ApiError::BadRequest(format!("audio_url {m}"));
-    let parsed = reqwest::Url::parse(url).map_err(|_| bad("is not a valid URL"))?;
-    if !matches!(parsed.scheme(), "http" | "https") {
-        return Err(bad("must be an http or https URL"));
+/// Why a URL is not reached.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// Not an http(s) URL with a host (permanent).
+    NotHttp(&'static str),
+    /// The host resolves to a private, loopback or link-local address (permanent).
+    Private,
+    /// The host does not resolve (may be temporary).
+    Unresolved,
+}
+
+impl Refusal {
+    /// The end of a sentence starting with the URL's name ("audio_url ...").
+    pub fn describe(&self) -> &'static str {
+        match self {
+            Refusal::NotHttp(why) => why,
+            Refusal::Private => "points to a private or loopback address, which the gateway does not reach",
+            Refusal::Unresolved => "host could not be resolved",
+        }
     }
-    let host = parsed.host_str().ok_or_else(|| bad("has no host"))?.to_owned();
+}
+
+/// A client that can reach only `url`'s host, pinned to the address that was
+/// checked (no DNS rebinding between the check and the connection), with no
+/// redirects: the one way the gateway reaches callers' URLs (fetched audio,
+/// job callbacks).
+pub async fn pinned_client(url: &str, allow_private: bool, timeout: std::time::Duration) -> Result<(reqwest::Client, reqwest::Url), Refusal> {
+    let parsed = reqwest::Url::parse(url).map_err(|_| Refusal::NotHttp("is not a valid URL"))?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(Refusal::NotHttp("must be an http or https URL"));
+    }
+    let host = parsed.host_str().ok_or(Refusal::NotHttp("has no host"))?.to_owned();
     let port = parsed.port_or_known_default().unwrap_or(80);
     let lookup_host = host.trim_start_matches('[').trim_end_matches(']').to_owned();
     let addrs: Vec<SocketAddr> = tokio::net::lookup_host((lookup_host.as_str(), port))
         .await
-        .map_err(|_| bad("host could not be resolved"))?
+        .map_err(|_| Refusal::Unresolved)?
         .collect();
-    let addr = *addrs.first().ok_or_else(|| bad("host could not be resolved"))?;
+    let addr = *addrs.first().ok_or(Refusal::Unresolved)?;
     if !allow_private && addrs.iter().any(|a| is_private(a.ip())) {
-        return Err(bad("points to a private or loopback address, which the gateway does not fetch"));
+        return Err(Refusal::Private);
     }
     let client = reqwest::Client::builder()
         .timeout(timeout)
@@ -73,7 +97,14 @@ pub async fn open(url: &str, allow_private: bool, timeout: std::time::Duration) 
         .redirect(reqwest::redirect::Policy::none())
         .resolve(&host, addr)
         .build()
-        .map_err(|e| ApiError::Internal(format!("fetch client: {e}")))?;
+        .map_err(|_| Refusal::NotHttp("cannot be reached"))?;
+    Ok((client, parsed))
+}
+
+/// Opens `url` for streaming, refusing private targets unless allowed.
+pub async fn open(url: &str, allow_private: bool, timeout: std::time::Duration) -> Result<Fetched, ApiError> {
+    let bad = |m: &str| ApiError::BadRequest(format!("audio_url {m}"));
+    let (client, parsed) = pinned_client(url, allow_private, timeout).await.map_err(|r| bad(r.describe()))?;
     let response = client.get(parsed.clone()).send().await.map_err(|e| {
         if e.is_timeout() {
             bad("timed out")

@@ -48,8 +48,9 @@ pub fn json_response(status: StatusCode, v: &Value) -> Response {
     out
 }
 
-/// Reads and validates the JSON body of a row (empty for GET/DELETE).
-async fn read_body(ctx: &Ctx, req: Request) -> Result<Map<String, Value>, ApiError> {
+/// Reads and validates the JSON body of a row (empty for GET/DELETE):
+/// field rules, then owned fields. Every mode that takes a body reads it here.
+pub(crate) async fn read_body(ctx: &Ctx, req: Request) -> Result<Map<String, Value>, ApiError> {
     if !has_body(ctx.spec.method) {
         return Ok(Map::new());
     }
@@ -59,8 +60,9 @@ async fn read_body(ctx: &Ctx, req: Request) -> Result<Map<String, Value>, ApiErr
     Ok(obj)
 }
 
-/// Builds the upstream request for a row: filled path, shaped query.
-fn upstream_request(
+/// Builds the upstream request for a row: filled path, shaped query, the
+/// credential in the base's form.
+pub(crate) fn upstream_request(
     ctx: &Ctx,
     params: &PathParams,
     body: Option<&mut Map<String, Value>>,

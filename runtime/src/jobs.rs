@@ -26,7 +26,7 @@ use crate::pipeline::{Ctx, Deferred, Metered, Outcome};
 use crate::router::Request;
 use crate::spec::{Billing, EndpointSpec, PathParams};
 use crate::store::{JobRecord, JobRow, JobUpdate, Record};
-use crate::{fetch, shape, validate};
+use crate::{fetch, shape};
 
 /// Job status values as the gateway records them.
 pub mod status {
@@ -138,15 +138,10 @@ pub fn complete(
 pub async fn submit(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<Outcome, ApiError> {
     let spec = ctx.spec;
     let up = spec.upstream.ok_or_else(|| ApiError::Internal(format!("row {} has no upstream", spec.id)))?;
-    let mut body = shape::read_json_object(req.into_body(), ctx.gw.config.max_json_bytes).await?;
-    validate::body(spec.body, &body)?;
-    crate::owners::check_body(ctx, &body).await?;
+    let mut body = crate::forward::read_body(ctx, req).await?;
     let callback_uri = body.get("callback_uri").and_then(Value::as_str).map(str::to_owned);
     let media_type = body.get("media_type").and_then(Value::as_str).map(str::to_owned);
-    let mut query = ctx.query.clone();
-    let path = shape::upstream_path(spec, up.path, params, &mut query, Some(&mut body))?;
-    shape::shape_query(spec, &mut query);
-    let rb = ctx.gw.upstream.request(&up, &path, &query)?;
+    let rb = crate::forward::upstream_request(ctx, params, Some(&mut body))?;
     let rb = match spec.file_field {
         Some(field) => {
             let url = body

@@ -75,8 +75,6 @@ pub struct Inner {
     pub auth: auth::Auth,
     /// The upstream client.
     pub upstream: upstream::Upstream,
-    /// Prices and markup (from the configuration).
-    pub prices: billing::Prices,
     /// Object storage.
     pub objects: std::sync::Arc<dyn objects::ObjectStore>,
     /// Every generated row, so that a job's submit row can be found by id.
@@ -107,20 +105,28 @@ pub enum StartError {
 
 impl Gateway {
     /// Opens the database (migrating it) and the object store, and builds
-    /// the upstream client. `config.public_url` must be known by now (the
-    /// server fills it from the bound address when it is not configured).
+    /// the upstream client. Without `config.public_url`, the gateway's own
+    /// object URLs start with `http://<config.addr>`.
     pub fn new(config: config::Config, routes: &'static [&'static spec::EndpointSpec]) -> Result<Gateway, StartError> {
         let store = store::Store::open_with(&config.db_path, config.db_sync_full)?;
         let auth = auth::Auth::new(store.clone());
         let upstream = upstream::Upstream::new(&config);
         let public_url = config.public_url.clone().unwrap_or_else(|| format!("http://{}", config.addr));
         let objects = objects::open(&config.objects, &config.data_dir, &public_url)?;
-        let prices = config.prices.clone();
         let limiter = match &config.limiter_store {
             Some(shared) => ratelimit::RateLimiter::new(config.rate_limits.clone(), shared.clone()),
             None => ratelimit::RateLimiter::in_process(config.rate_limits.clone()),
         };
-        Ok(Gateway(Arc::new(Inner { config, store, auth, upstream, prices, objects, routes, limiter, owner_cache: Default::default() })))
+        Ok(Gateway(Arc::new(Inner { config, store, auth, upstream, objects, routes, limiter, owner_cache: Default::default() })))
+    }
+
+    /// How the table presents the upstream key to `base` (`[bases.*].auth`,
+    /// carried by every row calling that base); bearer when no row does.
+    pub fn base_auth(&self, base: spec::Base) -> spec::UpstreamAuth {
+        self.routes
+            .iter()
+            .find_map(|r| r.upstream.filter(|u| u.base == base).map(|u| u.auth))
+            .unwrap_or(spec::UpstreamAuth::Bearer)
     }
 
     /// The generated row with this id.

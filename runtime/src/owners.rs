@@ -69,8 +69,9 @@ pub const CACHE_TTL: std::time::Duration = std::time::Duration::from_secs(30);
 /// Entries kept before the cache is emptied and refilled.
 const CACHE_MAX: usize = 100_000;
 
-/// (kind, upstream id) → (owner, when looked up).
-type OwnerMap = HashMap<(&'static str, String), (Option<i64>, std::time::Instant)>;
+/// kind → upstream id → (owner, when looked up). Nested so that a lookup
+/// borrows the id instead of allocating a key.
+type OwnerMap = HashMap<&'static str, HashMap<String, (Option<i64>, std::time::Instant)>>;
 
 /// Owner lookups, cached: the hot path of every owned route reads no database.
 #[derive(Default)]
@@ -81,7 +82,7 @@ pub struct OwnerCache {
 impl OwnerCache {
     fn get(&self, kind: &'static str, id: &str) -> Option<Option<i64>> {
         let map = self.map.read().unwrap_or_else(|e| e.into_inner());
-        match map.get(&(kind, id.to_owned())) {
+        match map.get(kind).and_then(|ids| ids.get(id)) {
             Some((owner, at)) if at.elapsed() < CACHE_TTL => Some(*owner),
             _ => None,
         }
@@ -90,10 +91,11 @@ impl OwnerCache {
     /// Remembers (or, after a create or delete here, corrects) an owner.
     pub fn put(&self, kind: &'static str, id: String, owner: Option<i64>) {
         let mut map = self.map.write().unwrap_or_else(|e| e.into_inner());
-        if map.len() >= CACHE_MAX {
-            map.clear();
+        let ids = map.entry(kind).or_default();
+        if ids.len() >= CACHE_MAX {
+            ids.clear();
         }
-        map.insert((kind, id), (owner, std::time::Instant::now()));
+        ids.insert(id, (owner, std::time::Instant::now()));
     }
 }
 

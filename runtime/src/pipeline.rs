@@ -80,7 +80,7 @@ impl Ctx {
     /// Records what this request bills and returns its charge (for answers
     /// that show it, like synthesis's `billing`).
     pub fn meter(&mut self, m: Metered) -> crate::billing::Charge {
-        let charge = self.gw.prices.charge(&format!("{}.{}", m.product, m.unit), m.quantity);
+        let charge = self.gw.config.prices.charge(&format!("{}.{}", m.product, m.unit), m.quantity);
         self.metered = Some((m, charge.clone()));
         charge
     }
@@ -255,7 +255,7 @@ fn usage_record(ctx: &mut Ctx) -> UsageRecord {
                 route_id: None,
                 capability: None,
             };
-            let charge = ctx.gw.prices.charge(&format!("{}.{}", m.product, m.unit), Decimal::ZERO);
+            let charge = ctx.gw.config.prices.charge(&format!("{}.{}", m.product, m.unit), Decimal::ZERO);
             (m, charge)
         }
     };
@@ -268,7 +268,7 @@ fn usage_record(ctx: &mut Ctx) -> UsageRecord {
         unit: m.unit.to_owned(),
         quantity: m.quantity,
         unit_price: charge.unit_price,
-        markup_pct: ctx.gw.prices.markup_pct,
+        markup_pct: ctx.gw.config.prices.markup_pct,
         charged: charge.charged,
         once_key: m.once_key,
         created_at: crate::store::now_rfc3339(),

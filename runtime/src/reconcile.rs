@@ -14,7 +14,7 @@ use rust_decimal::Decimal;
 use serde_json::Value;
 
 use crate::errors::ApiError;
-use crate::spec::{Base, Method, Upstream, UpstreamAuth};
+use crate::spec::{Base, Method, Upstream};
 use crate::store::ReconciliationRow;
 use crate::Gateway;
 
@@ -53,7 +53,16 @@ pub fn drift_pct(gateway: Decimal, upstream: Decimal) -> Decimal {
 
 /// Fetches the upstream's usage of one day: product → quantity.
 pub async fn upstream_usage(gw: &Gateway, day: &str) -> Result<BTreeMap<String, Decimal>, ApiError> {
-    let up = Upstream { base: Base::Main, method: Method::Get, path: "/account/billing_usage", from_query: &[], from_body: &[], auth: UpstreamAuth::Bearer };
+    // Not a gateway route, so not a table row; it presents the key as the
+    // table says for the main base.
+    let up = Upstream {
+        base: Base::Main,
+        method: Method::Get,
+        path: "/account/billing_usage",
+        from_query: &[],
+        from_body: &[],
+        auth: gw.base_auth(Base::Main),
+    };
     let query = vec![("start_date".to_owned(), day.to_owned()), ("end_date".to_owned(), day.to_owned())];
     let rb = gw.upstream.request(&up, up.path, &query)?;
     let resp = gw.upstream.send(Base::Main, rb).await?;
@@ -107,12 +116,8 @@ pub async fn reconcile(gw: &Gateway, day: &str) -> Result<Vec<ReconciliationRow>
             status: status.to_owned(),
         });
     }
-    let store = gw.store.clone();
     let to_store = rows.clone();
-    tokio::task::spawn_blocking(move || to_store.iter().try_for_each(|r| store.insert_reconciliation(r)))
-        .await
-        .map_err(|e| ApiError::Internal(e.to_string()))?
-        .map_err(|e| ApiError::Internal(e.to_string()))?;
+    gw.store.blocking(move |store| to_store.iter().try_for_each(|r| store.insert_reconciliation(r))).await?;
     Ok(rows)
 }
 

@@ -24,16 +24,11 @@ pub async fn sweep_once(gw: &Gateway) -> SweepReport {
     let mut report = SweepReport::default();
     loop {
         let now = crate::store::now_rfc3339();
-        let store = gw.store.clone();
         let n = now.clone();
-        let batch = match tokio::task::spawn_blocking(move || store.expired_assets(&n, PAGE)).await {
-            Ok(Ok(b)) => b,
-            Ok(Err(e)) => {
-                tracing::error!(error = %e, "sweeper: listing expired assets failed");
-                return report;
-            }
+        let batch = match gw.store.blocking(move |store| store.expired_assets(&n, PAGE)).await {
+            Ok(b) => b,
             Err(e) => {
-                tracing::error!(error = %e, "sweeper task failed");
+                tracing::error!(error = %e, "sweeper: listing expired assets failed");
                 return report;
             }
         };
@@ -44,9 +39,8 @@ pub async fn sweep_once(gw: &Gateway) -> SweepReport {
         for asset in batch {
             match gw.objects.delete(&asset.object_key).await {
                 Ok(()) => {
-                    let store = gw.store.clone();
                     let at = now.clone();
-                    if let Ok(Ok(())) = tokio::task::spawn_blocking(move || store.mark_asset_deleted(asset.id, &at)).await {
+                    if gw.store.blocking(move |store| store.mark_asset_deleted(asset.id, &at)).await.is_ok() {
                         report.deleted += 1;
                         progressed = true;
                     } else {

@@ -28,9 +28,9 @@ use crate::billing::decimal_from_json;
 use crate::errors::ApiError;
 use crate::pipeline::{Ctx, Metered, Outcome};
 use crate::router::Request;
-use crate::spec::{Base, PathParams};
+use crate::spec::PathParams;
 use crate::store::{AssetRecord, Record};
-use crate::{shape, validate};
+use crate::shape;
 
 /// Default output format of the gateway (spec A1).
 pub const DEFAULT_OUTPUT_FORMAT: &str = "mp3";
@@ -41,21 +41,18 @@ pub const DEFAULT_RETENTION_DAYS: u32 = 7;
 
 pub async fn synthesize(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<Outcome, ApiError> {
     let spec = ctx.spec;
-    let mut body = shape::read_json_object(req.into_body(), ctx.gw.config.max_json_bytes).await?;
-    validate::body(spec.body, &body)?;
-    crate::owners::check_body(ctx, &body).await?;
+    let mut body = crate::forward::read_body(ctx, req).await?;
     let voice_uuid = body.get("voice_uuid").and_then(Value::as_str).unwrap_or_default().to_owned();
     body.entry("output_format").or_insert_with(|| Value::from(DEFAULT_OUTPUT_FORMAT));
     let up = spec.upstream.ok_or_else(|| ApiError::Internal(format!("row {} has no upstream", spec.id)))?;
-    let mut query = Vec::new();
-    let path = shape::upstream_path(spec, up.path, params, &mut query, Some(&mut body))?;
+    let rb = crate::forward::upstream_request(ctx, params, Some(&mut body))?;
     shape::shape_body(spec, &mut body)?;
-    let rb = ctx.gw.upstream.request(&up, &path, &query)?.json(&body);
+    let rb = rb.json(&body);
     let resp = ctx.gw.upstream.send(up.base, rb).await?;
     let upstream_status = resp.status().as_u16();
     let bytes = resp.bytes().await.map_err(|e| ctx.gw.upstream.network_error(up.base, &e))?;
     let mut raw: Value = serde_json::from_slice(&bytes)
-        .map_err(|_| ApiError::BadGateway(format!("{} answered synthesis with a body that is not JSON", crate::upstream::provider_name(Base::Synth))))?;
+        .map_err(|_| ApiError::BadGateway(format!("{} answered synthesis with a body that is not JSON", crate::upstream::provider_name(up.base))))?;
     let audio_content = match raw.as_object_mut().and_then(|m| m.remove("audio_content")) {
         Some(Value::String(s)) if !s.is_empty() => s,
         _ => return Err(ApiError::BadGateway("the voice provider answered synthesis without audio".into())),

@@ -51,10 +51,7 @@ impl Running {
 
 /// Builds the gateway of a configuration (database, object store, client)
 /// without serving: what the CLI's one-shot commands use.
-pub fn gateway(mut config: Config) -> Result<Gateway, StartError> {
-    if config.public_url.is_none() {
-        config.public_url = Some(format!("http://{}", config.addr));
-    }
+pub fn gateway(config: Config) -> Result<Gateway, StartError> {
     Gateway::new(config, routes::ROUTES)
 }
 

@@ -44,11 +44,7 @@ async fn synthesis_is_charged_to_8_places_and_debited() {
 
 #[tokio::test]
 async fn markup_is_configurable() {
-    let env = Env::with(|c| {
-        c.markup_pct = "50".into();
-        c.prices = runtime::billing::Prices::parse(None, "50").unwrap();
-    })
-    .await;
+    let env = Env::with(|c| c.prices = runtime::billing::Prices::parse(None, "50").unwrap()).await;
     let a = env.post("/tts/synthesize", synth_body("Hello")).await;
     a.expect(200);
     let seconds = d(&a.json["billing"]["quantity"].to_string());
