@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
 # The whole test suite, as the README gives it and CI runs it (.ci/run):
-# build everything, run every test, then the benchmark harness's smoke run
+# check formatting, build everything, run every test, then the benchmark harness's smoke run
 # (it fails on errors, never on timing). Ends with one "N passed, N failed" line.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
+if cargo fmt --version >/dev/null 2>&1; then
+    cargo fmt --all --check
+else
+    echo "rustfmt not installed: formatting not checked" >&2
+fi
 cargo build --workspace --all-targets --locked
 cargo test --workspace --locked 2>&1 | tee "$log"
 cargo run -q --locked -p bench --bin gateway-bench -- --quick --out "$(mktemp -d)/bench.json"

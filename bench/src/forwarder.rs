@@ -51,7 +51,9 @@ const HOP_BY_HOP: [HeaderName; 7] = [
 /// Runs the forwarder until the process is killed: binds `addr`, prints
 /// `listening on ADDR` on stdout, forwards everything to `upstream`.
 pub fn run(upstream: SocketAddr, addr: SocketAddr) -> std::io::Result<()> {
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
     rt.block_on(serve(upstream, addr))
 }
 
@@ -70,17 +72,27 @@ async fn serve(upstream: SocketAddr, addr: SocketAddr) -> std::io::Result<()> {
         let client = client.clone();
         tokio::spawn(async move {
             let svc = service_fn(move |req| forward(client.clone(), upstream, req));
-            let _ = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), svc).await;
+            let _ = hyper::server::conn::http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), svc)
+                .await;
         });
     }
 }
 
 /// Forwards one request (or answers the sink).
-async fn forward(client: Upstream, upstream: SocketAddr, mut req: Request<Incoming>) -> Result<Response<Body>, Infallible> {
+async fn forward(
+    client: Upstream,
+    upstream: SocketAddr,
+    mut req: Request<Incoming>,
+) -> Result<Response<Body>, Infallible> {
     if req.uri().path() == SINK_PATH {
         return Ok(sink(req).await);
     }
-    let path = req.uri().path_and_query().map(|p| p.as_str()).unwrap_or("/");
+    let path = req
+        .uri()
+        .path_and_query()
+        .map(|p| p.as_str())
+        .unwrap_or("/");
     let uri: Uri = match format!("http://{upstream}{path}").parse() {
         Ok(u) => u,
         Err(_) => return Ok(local(StatusCode::BAD_REQUEST, "bad path")),
@@ -95,7 +107,10 @@ async fn forward(client: Upstream, upstream: SocketAddr, mut req: Request<Incomi
             strip_hop_by_hop(&mut parts.headers);
             Ok(Response::from_parts(parts, body.boxed()))
         }
-        Err(e) => Ok(local(StatusCode::BAD_GATEWAY, &format!("upstream error: {e}"))),
+        Err(e) => Ok(local(
+            StatusCode::BAD_GATEWAY,
+            &format!("upstream error: {e}"),
+        )),
     }
 }
 
@@ -120,7 +135,9 @@ async fn sink(req: Request<Incoming>) -> Response<Body> {
 
 /// A small local answer.
 fn local(status: StatusCode, text: &str) -> Response<Body> {
-    let body = Full::new(Bytes::from(text.to_owned())).map_err(|never| match never {}).boxed();
+    let body = Full::new(Bytes::from(text.to_owned()))
+        .map_err(|never| match never {})
+        .boxed();
     let mut r = Response::new(body);
     *r.status_mut() = status;
     r

@@ -70,7 +70,11 @@ impl Spec {
     }
 
     /// A POST of a JSON body.
-    pub fn post_json(path: impl Into<String>, mut headers: Vec<(HeaderName, HeaderValue)>, body: &serde_json::Value) -> Spec {
+    pub fn post_json(
+        path: impl Into<String>,
+        mut headers: Vec<(HeaderName, HeaderValue)>,
+        body: &serde_json::Value,
+    ) -> Spec {
         headers.push((CONTENT_TYPE, HeaderValue::from_static("application/json")));
         Spec {
             method: Method::POST,
@@ -81,7 +85,10 @@ impl Spec {
     }
 
     fn request<B>(&self, addr: SocketAddr, body: B) -> Request<B> {
-        let mut b = Request::builder().method(self.method.clone()).uri(self.path.as_str()).header(HOST, addr.to_string());
+        let mut b = Request::builder()
+            .method(self.method.clone())
+            .uri(self.path.as_str())
+            .header(HOST, addr.to_string());
         for (k, v) in &self.headers {
             b = b.header(k, v);
         }
@@ -190,8 +197,12 @@ where
     B::Data: Send,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
-    let stream = TcpStream::connect(addr).await.map_err(|e| format!("connect {addr}: {e}"))?;
-    stream.set_nodelay(true).map_err(|e| format!("TCP_NODELAY: {e}"))?;
+    let stream = TcpStream::connect(addr)
+        .await
+        .map_err(|e| format!("connect {addr}: {e}"))?;
+    stream
+        .set_nodelay(true)
+        .map_err(|e| format!("TCP_NODELAY: {e}"))?;
     let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
         .await
         .map_err(|e| format!("handshake: {e}"))?;
@@ -203,12 +214,22 @@ where
 
 /// Sends `req` on `sender` and reads the whole answer: status and body
 /// (only its first `keep` bytes are kept; all are counted).
-async fn exchange<B>(sender: &mut SendRequest<B>, req: Request<B>, keep: usize) -> Result<(StatusCode, Vec<u8>, u64), String>
+async fn exchange<B>(
+    sender: &mut SendRequest<B>,
+    req: Request<B>,
+    keep: usize,
+) -> Result<(StatusCode, Vec<u8>, u64), String>
 where
     B: Body + Send + 'static,
 {
-    sender.ready().await.map_err(|e| format!("connection: {e}"))?;
-    let resp = sender.send_request(req).await.map_err(|e| format!("request: {e}"))?;
+    sender
+        .ready()
+        .await
+        .map_err(|e| format!("connection: {e}"))?;
+    let resp = sender
+        .send_request(req)
+        .await
+        .map_err(|e| format!("request: {e}"))?;
     let status = resp.status();
     let mut body = resp.into_body();
     let mut kept = Vec::new();
@@ -226,22 +247,43 @@ where
 }
 
 /// One request on a fresh connection, for set-up steps: status and body.
-pub async fn call(addr: SocketAddr, spec: &Spec, timeout: Duration) -> Result<(StatusCode, Vec<u8>), String> {
+pub async fn call(
+    addr: SocketAddr,
+    spec: &Spec,
+    timeout: Duration,
+) -> Result<(StatusCode, Vec<u8>), String> {
     let fut = async {
         let mut sender = connect::<Full<Bytes>>(addr).await?;
-        let (status, body, _) = exchange(&mut sender, spec.request(addr, Full::new(spec.body.clone())), usize::MAX).await?;
+        let (status, body, _) = exchange(
+            &mut sender,
+            spec.request(addr, Full::new(spec.body.clone())),
+            usize::MAX,
+        )
+        .await?;
         Ok((status, body))
     };
-    tokio::time::timeout(timeout, fut).await.map_err(|_| format!("{} {}: timed out", spec.method, spec.path))?
+    tokio::time::timeout(timeout, fut)
+        .await
+        .map_err(|_| format!("{} {}: timed out", spec.method, spec.path))?
 }
 
 /// Like [`call`], but a non-2xx answer is an error; returns the body as JSON.
-pub async fn call_json(addr: SocketAddr, spec: &Spec, timeout: Duration) -> Result<serde_json::Value, String> {
+pub async fn call_json(
+    addr: SocketAddr,
+    spec: &Spec,
+    timeout: Duration,
+) -> Result<serde_json::Value, String> {
     let (status, body) = call(addr, spec, timeout).await?;
     if !status.is_success() {
-        return Err(format!("{} {} -> {status}: {}", spec.method, spec.path, String::from_utf8_lossy(&body)));
+        return Err(format!(
+            "{} {} -> {status}: {}",
+            spec.method,
+            spec.path,
+            String::from_utf8_lossy(&body)
+        ));
     }
-    serde_json::from_slice(&body).map_err(|e| format!("{} {}: answer is not JSON ({e})", spec.method, spec.path))
+    serde_json::from_slice(&body)
+        .map_err(|e| format!("{} {}: answer is not JSON ({e})", spec.method, spec.path))
 }
 
 /// State shared by the workers of one run.
@@ -326,11 +368,19 @@ async fn worker(index: usize, load: Load, spec: Arc<Spec>, shared: Arc<Shared>) 
                 sender = Some(s);
             }
             Ok(Ok((status, body, _))) => {
-                out.error(format!("{} {} -> {status}: {}", spec.method, spec.path, String::from_utf8_lossy(&body)));
+                out.error(format!(
+                    "{} {} -> {status}: {}",
+                    spec.method,
+                    spec.path,
+                    String::from_utf8_lossy(&body)
+                ));
                 sender = Some(s);
             }
             Ok(Err(e)) => out.error(format!("{} {}: {e}", spec.method, spec.path)),
-            Err(_) => out.error(format!("{} {}: timed out after {:?}", spec.method, spec.path, load.timeout)),
+            Err(_) => out.error(format!(
+                "{} {}: timed out after {:?}",
+                spec.method, spec.path, load.timeout
+            )),
         }
     }
     out
@@ -367,13 +417,18 @@ impl Body for GeneratedBody {
     type Data = Bytes;
     type Error = Infallible;
 
-    fn poll_frame(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
         let this = self.get_mut();
         loop {
             match this.parts.front_mut() {
                 None => return Poll::Ready(None),
                 Some(Part::Bytes(_)) => {
-                    let Some(Part::Bytes(b)) = this.parts.pop_front() else { unreachable!() };
+                    let Some(Part::Bytes(b)) = this.parts.pop_front() else {
+                        unreachable!()
+                    };
                     if !b.is_empty() {
                         return Poll::Ready(Some(Ok(Frame::data(b))));
                     }
@@ -411,10 +466,19 @@ pub enum FileContent {
 
 /// A multipart upload request: form field `file` named `file_name`, an
 /// optional `purpose` field before it.
-pub fn upload_request(addr: SocketAddr, path: &str, headers: &[(HeaderName, HeaderValue)], file_name: &str, purpose: Option<&str>, content: &FileContent) -> Request<GeneratedBody> {
+pub fn upload_request(
+    addr: SocketAddr,
+    path: &str,
+    headers: &[(HeaderName, HeaderValue)],
+    file_name: &str,
+    purpose: Option<&str>,
+    content: &FileContent,
+) -> Request<GeneratedBody> {
     let mut head = String::new();
     if let Some(p) = purpose {
-        head.push_str(&format!("--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"purpose\"\r\n\r\n{p}\r\n"));
+        head.push_str(&format!(
+            "--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"purpose\"\r\n\r\n{p}\r\n"
+        ));
     }
     head.push_str(&format!(
         "--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{file_name}\"\r\nContent-Type: application/octet-stream\r\n\r\n"
@@ -426,14 +490,20 @@ pub fn upload_request(addr: SocketAddr, path: &str, headers: &[(HeaderName, Head
     });
     parts.push_back(Part::Bytes(Bytes::from(format!("\r\n--{BOUNDARY}--\r\n"))));
     // Filler: a repeating byte pattern (not all zeros, in case anything compresses).
-    let chunk: Bytes = (0..UPLOAD_CHUNK).map(|i| (i % 251) as u8).collect::<Vec<u8>>().into();
+    let chunk: Bytes = (0..UPLOAD_CHUNK)
+        .map(|i| (i % 251) as u8)
+        .collect::<Vec<u8>>()
+        .into();
     let body = GeneratedBody { parts, chunk };
     let len = body.len();
     let mut b = Request::builder()
         .method(Method::POST)
         .uri(path)
         .header(HOST, addr.to_string())
-        .header(CONTENT_TYPE, format!("multipart/form-data; boundary={BOUNDARY}"))
+        .header(
+            CONTENT_TYPE,
+            format!("multipart/form-data; boundary={BOUNDARY}"),
+        )
         .header(CONTENT_LENGTH, len);
     for (k, v) in headers {
         b = b.header(k, v);
@@ -442,14 +512,20 @@ pub fn upload_request(addr: SocketAddr, path: &str, headers: &[(HeaderName, Head
 }
 
 /// Sends one upload on a fresh connection: status, answer, time taken.
-pub async fn upload(addr: SocketAddr, req: Request<GeneratedBody>, timeout: Duration) -> Result<(StatusCode, Vec<u8>, Duration), String> {
+pub async fn upload(
+    addr: SocketAddr,
+    req: Request<GeneratedBody>,
+    timeout: Duration,
+) -> Result<(StatusCode, Vec<u8>, Duration), String> {
     let started = Instant::now();
     let fut = async {
         let mut sender = connect::<GeneratedBody>(addr).await?;
         let (status, body, _) = exchange(&mut sender, req, 64 * 1024).await?;
         Ok::<_, String>((status, body))
     };
-    let (status, body) = tokio::time::timeout(timeout, fut).await.map_err(|_| format!("upload timed out after {timeout:?}"))??;
+    let (status, body) = tokio::time::timeout(timeout, fut)
+        .await
+        .map_err(|_| format!("upload timed out after {timeout:?}"))??;
     Ok((status, body, started.elapsed()))
 }
 
@@ -467,7 +543,11 @@ mod tests {
             Some("x"),
             &FileContent::Generated(3 * UPLOAD_CHUNK as u64 + 5),
         );
-        let declared: u64 = req.headers()[CONTENT_LENGTH].to_str().unwrap().parse().unwrap();
+        let declared: u64 = req.headers()[CONTENT_LENGTH]
+            .to_str()
+            .unwrap()
+            .parse()
+            .unwrap();
         let mut body = req.into_body();
         assert_eq!(body.size_hint().exact(), Some(declared));
         let mut n = 0u64;
@@ -485,6 +565,8 @@ mod tests {
         assert!(frames >= 6, "streamed in chunks");
         assert!(body.is_end_stream());
         let text = String::from_utf8_lossy(&all);
-        assert!(text.contains("name=\"purpose\"\r\n\r\nx\r\n") && text.contains("filename=\"a.wav\""));
+        assert!(
+            text.contains("name=\"purpose\"\r\n\r\nx\r\n") && text.contains("filename=\"a.wav\"")
+        );
     }
 }

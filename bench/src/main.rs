@@ -143,12 +143,18 @@ fn main() -> ExitCode {
         match procs::choose_pinning() {
             Some(p) => match procs::pin_current_thread(p.load_cpu) {
                 Ok(()) => pinning = Some(p),
-                Err(e) => eprintln!("note: cannot pin to CPU {}: {e}; running unpinned", p.load_cpu),
+                Err(e) => eprintln!(
+                    "note: cannot pin to CPU {}: {e}; running unpinned",
+                    p.load_cpu
+                ),
             },
             None => eprintln!("note: fewer than two CPUs available; running unpinned"),
         }
     }
-    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("gateway-bench: tokio runtime: {e}");
@@ -186,11 +192,20 @@ fn plan(cli: &Cli) -> Result<Plan, String> {
         scenarios: if cli.scenario.is_empty() {
             Scenario::ALL.to_vec()
         } else {
-            Scenario::ALL.into_iter().filter(|s| cli.scenario.contains(s)).collect()
+            Scenario::ALL
+                .into_iter()
+                .filter(|s| cli.scenario.contains(s))
+                .collect()
         },
         concurrency,
-        duration: secs(cli.duration.unwrap_or(if cli.quick { 1.0 } else { 10.0 }), "duration")?,
-        warmup: secs(cli.warmup.unwrap_or(if cli.quick { 0.3 } else { 2.0 }), "warmup")?,
+        duration: secs(
+            cli.duration.unwrap_or(if cli.quick { 1.0 } else { 10.0 }),
+            "duration",
+        )?,
+        warmup: secs(
+            cli.warmup.unwrap_or(if cli.quick { 0.3 } else { 2.0 }),
+            "warmup",
+        )?,
         rate: cli.rate.filter(|r| *r > 0.0),
         upload_bytes: upload_mib << 20,
         timeout: secs(cli.timeout, "timeout")?,
@@ -221,7 +236,12 @@ async fn run(cli: &Cli, plan: Plan, pinning: Option<procs::Pinning>) -> Result<b
         gateway: (gateway.proc.addr, gateway.proc.pid()),
         key: gateway.key.clone(),
     };
-    let noise = measure::Noise::start(vec![std::process::id(), sim.pid(), fwd.pid(), gateway.proc.pid()]);
+    let noise = measure::Noise::start(vec![
+        std::process::id(),
+        sim.pid(),
+        fwd.pid(),
+        gateway.proc.pid(),
+    ]);
     let rows = scenarios::run_all(&env, &plan).await;
     let others_cpus = noise.others_cpus();
 
@@ -246,7 +266,8 @@ async fn run(cli: &Cli, plan: Plan, pinning: Option<procs::Pinning>) -> Result<b
     }
     println!("{}", report.markdown());
     let json = serde_json::to_string_pretty(&report.json()).map_err(|e| e.to_string())?;
-    std::fs::write(&cli.out, json + "\n").map_err(|e| format!("cannot write {}: {e}", cli.out.display()))?;
+    std::fs::write(&cli.out, json + "\n")
+        .map_err(|e| format!("cannot write {}: {e}", cli.out.display()))?;
     eprintln!("gateway-bench: results written to {}", cli.out.display());
     Ok(errors == 0)
 }

@@ -136,9 +136,19 @@ impl Probe {
 pub fn machine_busy_seconds() -> Option<f64> {
     let stat = std::fs::read_to_string("/proc/stat").ok()?;
     let line = stat.lines().find(|l| l.starts_with("cpu "))?;
-    let v: Vec<f64> = line.split_whitespace().skip(1).filter_map(|x| x.parse().ok()).collect();
+    let v: Vec<f64> = line
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|x| x.parse().ok())
+        .collect();
     // user nice system idle iowait irq softirq steal (guest is inside user).
-    let busy = v.iter().take(8).enumerate().filter(|(i, _)| *i != 3 && *i != 4).map(|(_, x)| x).sum::<f64>();
+    let busy = v
+        .iter()
+        .take(8)
+        .enumerate()
+        .filter(|(i, _)| *i != 3 && *i != 4)
+        .map(|(_, x)| x)
+        .sum::<f64>();
     Some(busy / clock_ticks_per_sec())
 }
 
@@ -166,7 +176,12 @@ impl Noise {
     /// Average number of CPUs kept busy by other processes since the start.
     pub fn others_cpus(&self) -> Option<f64> {
         let busy = machine_busy_seconds()? - self.busy_start?;
-        let ours: f64 = self.pids.iter().filter_map(|&p| cpu_seconds(p)).sum::<f64>() - self.ours_start;
+        let ours: f64 = self
+            .pids
+            .iter()
+            .filter_map(|&p| cpu_seconds(p))
+            .sum::<f64>()
+            - self.ours_start;
         let secs = self.started.elapsed().as_secs_f64();
         (secs > 0.0).then(|| ((busy - ours) / secs).max(0.0))
     }
@@ -190,14 +205,27 @@ pub fn machine() -> Machine {
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
     let cpu_model = cpuinfo
         .lines()
-        .find_map(|l| l.strip_prefix("model name").and_then(|r| r.split_once(':')).map(|(_, v)| v.trim().to_owned()))
+        .find_map(|l| {
+            l.strip_prefix("model name")
+                .and_then(|r| r.split_once(':'))
+                .map(|(_, v)| v.trim().to_owned())
+        })
         .unwrap_or_else(|| "unknown".into());
-    let cpus = cpuinfo.lines().filter(|l| l.starts_with("processor")).count().max(1);
-    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").map(|s| s.trim().to_owned()).unwrap_or_default();
+    let cpus = cpuinfo
+        .lines()
+        .filter(|l| l.starts_with("processor"))
+        .count()
+        .max(1);
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|s| s.trim().to_owned())
+        .unwrap_or_default();
     let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
     let mem_kib: u64 = meminfo
         .lines()
-        .find_map(|l| l.strip_prefix("MemTotal:").and_then(|v| v.split_whitespace().next()?.parse().ok()))
+        .find_map(|l| {
+            l.strip_prefix("MemTotal:")
+                .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        })
         .unwrap_or(0);
     Machine {
         cpus,
@@ -218,15 +246,21 @@ pub fn filesystem_of(path: &std::path::Path) -> String {
         .lines()
         .filter_map(|l| {
             let f: Vec<&str> = l.split_whitespace().collect();
-            (f.len() >= 3 && path.starts_with(f[1])).then(|| (f[0].to_owned(), f[1].to_owned(), f[2].to_owned()))
+            (f.len() >= 3 && path.starts_with(f[1]))
+                .then(|| (f[0].to_owned(), f[1].to_owned(), f[2].to_owned()))
         })
         .max_by_key(|(_, mount, _)| mount.len());
-    let Some((dev, mount, fstype)) = best else { return "unknown".into() };
+    let Some((dev, mount, fstype)) = best else {
+        return "unknown".into();
+    };
     let mut text = format!("{fstype} ({dev} on {mount})");
     if fstype == "ext4" {
         let name = dev.rsplit('/').next().unwrap_or("").to_owned();
         let journaled = std::fs::read_dir("/proc/fs/jbd2")
-            .map(|d| d.flatten().any(|e| e.file_name().to_string_lossy().starts_with(&name)))
+            .map(|d| {
+                d.flatten()
+                    .any(|e| e.file_name().to_string_lossy().starts_with(&name))
+            })
             .unwrap_or(false);
         if !journaled {
             text.push_str(", no journal");

@@ -52,7 +52,9 @@ pub fn allowed_cpus() -> Vec<usize> {
         if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
             return Vec::new();
         }
-        (0..libc::CPU_SETSIZE as usize).filter(|&c| libc::CPU_ISSET(c, &set)).collect()
+        (0..libc::CPU_SETSIZE as usize)
+            .filter(|&c| libc::CPU_ISSET(c, &set))
+            .collect()
     }
 }
 
@@ -117,7 +119,12 @@ impl Tail {
 
     /// The kept lines, oldest first.
     pub fn render(&self) -> String {
-        self.0.lock().unwrap().iter().map(|l| format!("    {l}\n")).collect()
+        self.0
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|l| format!("    {l}\n"))
+            .collect()
     }
 }
 
@@ -214,18 +221,30 @@ fn strip_ansi(s: &str) -> String {
 
 /// Spawns `cmd` (output piped), pinned to `cpu` if given, and waits for its
 /// `listening on` line.
-fn spawn_listening(name: &'static str, mut cmd: Command, cpu: Option<usize>) -> Result<Proc, String> {
-    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+fn spawn_listening(
+    name: &'static str,
+    mut cmd: Command,
+    cpu: Option<usize>,
+) -> Result<Proc, String> {
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     if let Some(cpu) = cpu {
         // SAFETY: the closure only calls async-signal-safe sched_setaffinity.
         unsafe {
             cmd.pre_exec(move || pin_current_thread(cpu));
         }
     }
-    let mut child = cmd.spawn().map_err(|e| format!("cannot start {name}: {e}"))?;
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("cannot start {name}: {e}"))?;
     let tail = Tail::default();
     let (tx, rx) = mpsc::channel();
-    drain(child.stdout.take().expect("piped"), tail.clone(), tx.clone());
+    drain(
+        child.stdout.take().expect("piped"),
+        tail.clone(),
+        tx.clone(),
+    );
     drain(child.stderr.take().expect("piped"), tail.clone(), tx);
     let deadline = Instant::now() + START_TIMEOUT;
     loop {
@@ -241,13 +260,19 @@ fn spawn_listening(name: &'static str, mut cmd: Command, cpu: Option<usize>) -> 
             Err(mpsc::RecvTimeoutError::Timeout) if Instant::now() < deadline => {
                 if let Ok(Some(status)) = child.try_wait() {
                     std::thread::sleep(Duration::from_millis(100));
-                    return Err(format!("{name} exited at start-up ({status}):\n{}", tail.render()));
+                    return Err(format!(
+                        "{name} exited at start-up ({status}):\n{}",
+                        tail.render()
+                    ));
                 }
             }
             _ => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(format!("{name} did not print `listening on` in time:\n{}", tail.render()));
+                return Err(format!(
+                    "{name} did not print `listening on` in time:\n{}",
+                    tail.render()
+                ));
             }
         }
     }
@@ -258,9 +283,16 @@ pub fn start_sim(bin_dir: &Path) -> Result<Proc, String> {
     let mut cmd = Command::new(bin_dir.join("provider-sim"));
     // Jobs never complete by themselves: the mirror scenario completes its
     // job through the control plane.
-    cmd.args(["--addr", "127.0.0.1:0", "--api-key", SIM_KEY, "--job-ms", "86400000"])
-        .env("RUST_LOG", "warn")
-        .env("NO_COLOR", "1");
+    cmd.args([
+        "--addr",
+        "127.0.0.1:0",
+        "--api-key",
+        SIM_KEY,
+        "--job-ms",
+        "86400000",
+    ])
+    .env("RUST_LOG", "warn")
+    .env("NO_COLOR", "1");
     spawn_listening("provider-sim", cmd, None)
 }
 
@@ -285,11 +317,18 @@ fn gateway_env(cmd: &mut Command, data_dir: &Path, sim: SocketAddr) {
 }
 
 /// Runs a one-shot `gateway` subcommand and returns its trimmed stdout.
-fn gateway_cli(bin_dir: &Path, data_dir: &Path, sim: SocketAddr, args: &[&str]) -> Result<String, String> {
+fn gateway_cli(
+    bin_dir: &Path,
+    data_dir: &Path,
+    sim: SocketAddr,
+    args: &[&str],
+) -> Result<String, String> {
     let mut cmd = Command::new(bin_dir.join("gateway"));
     cmd.args(args);
     gateway_env(&mut cmd, data_dir, sim);
-    let out = cmd.output().map_err(|e| format!("cannot run gateway {}: {e}", args.join(" ")))?;
+    let out = cmd
+        .output()
+        .map_err(|e| format!("cannot run gateway {}: {e}", args.join(" ")))?;
     if !out.status.success() {
         return Err(format!(
             "gateway {} failed ({}): {}",
@@ -311,14 +350,29 @@ pub struct Gateway {
 
 /// Creates a user and a key in `data_dir` (a fresh directory), then starts
 /// `gateway serve` on a free port, pinned to `cpu` if given.
-pub fn start_gateway(bin_dir: &Path, data_dir: &Path, sim: SocketAddr, cpu: Option<usize>) -> Result<Gateway, String> {
-    let user = gateway_cli(bin_dir, data_dir, sim, &["users", "create", "--email", "bench@example.com"])?;
+pub fn start_gateway(
+    bin_dir: &Path,
+    data_dir: &Path,
+    sim: SocketAddr,
+    cpu: Option<usize>,
+) -> Result<Gateway, String> {
+    let user = gateway_cli(
+        bin_dir,
+        data_dir,
+        sim,
+        &["users", "create", "--email", "bench@example.com"],
+    )?;
     let user = user.lines().last().unwrap_or("").trim().to_owned();
     let key = gateway_cli(bin_dir, data_dir, sim, &["keys", "create", "--user", &user])?;
     let key = key.lines().last().unwrap_or("").trim().to_owned();
     // Billed routes may require credit: grant plenty (a gateway without the
     // `credits` command is fine too).
-    if let Err(e) = gateway_cli(bin_dir, data_dir, sim, &["credits", "grant", "--user", &user, "--amount", "1000000"]) {
+    if let Err(e) = gateway_cli(
+        bin_dir,
+        data_dir,
+        sim,
+        &["credits", "grant", "--user", &user, "--amount", "1000000"],
+    ) {
         eprintln!("note: {e}");
     }
     let mut cmd = Command::new(bin_dir.join("gateway"));
@@ -333,7 +387,13 @@ pub fn start_gateway(bin_dir: &Path, data_dir: &Path, sim: SocketAddr, cpu: Opti
 pub fn start_forwarder(upstream: SocketAddr, cpu: Option<usize>) -> Result<Proc, String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot locate this executable: {e}"))?;
     let mut cmd = Command::new(exe);
-    cmd.args(["forwarder", "--upstream", &upstream.to_string(), "--addr", "127.0.0.1:0"]);
+    cmd.args([
+        "forwarder",
+        "--upstream",
+        &upstream.to_string(),
+        "--addr",
+        "127.0.0.1:0",
+    ]);
     spawn_listening("forwarder", cmd, cpu)
 }
 
@@ -349,10 +409,16 @@ pub struct DataDir {
 impl DataDir {
     /// Creates `gateway-bench-PID-NANOS` under `root` (default: the system temp dir).
     pub fn create(root: Option<&Path>, keep: bool) -> Result<DataDir, String> {
-        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
-        let root = root.map(Path::to_path_buf).unwrap_or_else(std::env::temp_dir);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        let root = root
+            .map(Path::to_path_buf)
+            .unwrap_or_else(std::env::temp_dir);
         let path = root.join(format!("gateway-bench-{}-{nanos}", std::process::id()));
-        std::fs::create_dir_all(&path).map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+        std::fs::create_dir_all(&path)
+            .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
         Ok(DataDir { path, keep })
     }
 }
@@ -371,9 +437,15 @@ mod tests {
 
     #[test]
     fn parses_listening_lines() {
-        assert_eq!(listening_addr("listening on 127.0.0.1:9100"), Some("127.0.0.1:9100".parse().unwrap()));
+        assert_eq!(
+            listening_addr("listening on 127.0.0.1:9100"),
+            Some("127.0.0.1:9100".parse().unwrap())
+        );
         let traced = "\u{1b}[2m2024-01-01T00:00:00Z\u{1b}[0m \u{1b}[32m INFO\u{1b}[0m \u{1b}[2mserver::cli\u{1b}[0m\u{1b}[2m:\u{1b}[0m listening on 127.0.0.1:41234";
-        assert_eq!(listening_addr(&strip_ansi(traced)), Some("127.0.0.1:41234".parse().unwrap()));
+        assert_eq!(
+            listening_addr(&strip_ansi(traced)),
+            Some("127.0.0.1:41234".parse().unwrap())
+        );
         assert_eq!(listening_addr("nothing here"), None);
     }
 }

@@ -80,7 +80,15 @@ fn ms(h: &Histogram<u64>, q: f64) -> f64 {
 }
 
 fn latency(h: &Histogram<u64>) -> Option<[f64; 5]> {
-    (!h.is_empty()).then(|| [ms(h, 0.50), ms(h, 0.99), ms(h, 0.999), h.max() as f64 / 1e6, h.mean() / 1e6])
+    (!h.is_empty()).then(|| {
+        [
+            ms(h, 0.50),
+            ms(h, 0.99),
+            ms(h, 0.999),
+            h.max() as f64 / 1e6,
+            h.mean() / 1e6,
+        ]
+    })
 }
 
 fn per_req_us(cpu_seconds: f64, requests: u64) -> Option<f64> {
@@ -89,7 +97,14 @@ fn per_req_us(cpu_seconds: f64, requests: u64) -> Option<f64> {
 
 impl Row {
     /// A row of a load run.
-    pub fn from_outcome(scenario: &'static str, target: Target, concurrency: usize, o: &Outcome, proc_m: Option<ProbeResult>, sim_m: ProbeResult) -> Row {
+    pub fn from_outcome(
+        scenario: &'static str,
+        target: Target,
+        concurrency: usize,
+        o: &Outcome,
+        proc_m: Option<ProbeResult>,
+        sim_m: ProbeResult,
+    ) -> Row {
         Row {
             scenario,
             target,
@@ -110,9 +125,22 @@ impl Row {
 
     /// A row of the upload scenario: `ok` uploads of `file_bytes` each.
     #[allow(clippy::too_many_arguments)]
-    pub fn from_upload(target: Target, ok: u64, errors: u64, error_samples: Vec<String>, hist: Histogram<u64>, elapsed: Duration, file_bytes: u64, m: ProbeResult) -> Row {
+    pub fn from_upload(
+        target: Target,
+        ok: u64,
+        errors: u64,
+        error_samples: Vec<String>,
+        hist: Histogram<u64>,
+        elapsed: Duration,
+        file_bytes: u64,
+        m: ProbeResult,
+    ) -> Row {
         let secs = elapsed.as_secs_f64();
-        let mbps = if secs > 0.0 { (ok * file_bytes) as f64 / 1e6 / secs } else { 0.0 };
+        let mbps = if secs > 0.0 {
+            (ok * file_bytes) as f64 / 1e6 / secs
+        } else {
+            0.0
+        };
         Row {
             scenario: "upload",
             target,
@@ -154,10 +182,27 @@ impl Row {
 
     /// One line for the progress log.
     pub fn progress_line(&self) -> String {
-        let lat = self.latency_ms.map(|l| format!("p50 {} p99 {} p99.9 {} ms", f_ms(l[0]), f_ms(l[1]), f_ms(l[2]))).unwrap_or_default();
-        let up = self.upload.map(|(mbps, _)| format!(" {mbps:.1} MB/s")).unwrap_or_default();
+        let lat = self
+            .latency_ms
+            .map(|l| {
+                format!(
+                    "p50 {} p99 {} p99.9 {} ms",
+                    f_ms(l[0]),
+                    f_ms(l[1]),
+                    f_ms(l[2])
+                )
+            })
+            .unwrap_or_default();
+        let up = self
+            .upload
+            .map(|(mbps, _)| format!(" {mbps:.1} MB/s"))
+            .unwrap_or_default();
         let errs = if self.errors > 0 {
-            format!(" ERRORS {} (first: {})", self.errors, self.error_samples.first().map(String::as_str).unwrap_or(""))
+            format!(
+                " ERRORS {} (first: {})",
+                self.errors,
+                self.error_samples.first().map(String::as_str).unwrap_or("")
+            )
         } else {
             String::new()
         };
@@ -189,11 +234,13 @@ fn f_signed_ms(v: f64) -> String {
 }
 
 fn f_opt(v: Option<f64>, decimals: usize) -> String {
-    v.map(|v| format!("{v:.decimals$}")).unwrap_or_else(|| "—".into())
+    v.map(|v| format!("{v:.decimals$}"))
+        .unwrap_or_else(|| "—".into())
 }
 
 fn mib(kib: Option<u64>) -> String {
-    kib.map(|k| format!("{:.1}", k as f64 / 1024.0)).unwrap_or_else(|| "—".into())
+    kib.map(|k| format!("{:.1}", k as f64 / 1024.0))
+        .unwrap_or_else(|| "—".into())
 }
 
 /// One target of the issue, checked.
@@ -231,7 +278,9 @@ pub struct Report {
 
 impl Report {
     fn find(&self, scenario: &str, target: Target, c: usize) -> Option<&Row> {
-        self.rows.iter().find(|r| r.scenario == scenario && r.target == target && r.concurrency == c)
+        self.rows
+            .iter()
+            .find(|r| r.scenario == scenario && r.target == target && r.concurrency == c)
     }
 
     /// Latency minus the direct run's (p50, p99, p99.9).
@@ -239,7 +288,9 @@ impl Report {
         if row.target == Target::Direct {
             return None;
         }
-        let d = self.find(row.scenario, Target::Direct, row.concurrency)?.latency_ms?;
+        let d = self
+            .find(row.scenario, Target::Direct, row.concurrency)?
+            .latency_ms?;
         let l = row.latency_ms?;
         Some([l[0] - d[0], l[1] - d[1], l[2] - d[2]])
     }
@@ -269,14 +320,24 @@ impl Report {
         let mut out = Vec::new();
         let lo = self.plan.concurrency.iter().copied().min().unwrap_or(1);
         let hi = self.plan.concurrency.iter().copied().max().unwrap_or(1);
-        let pair = |s: &str, c: usize| (self.find(s, Target::Forwarder, c), self.find(s, Target::Gateway, c));
+        let pair = |s: &str, c: usize| {
+            (
+                self.find(s, Target::Forwarder, c),
+                self.find(s, Target::Gateway, c),
+            )
+        };
 
         if let (Some(f), Some(g)) = pair("free", lo) {
             for (i, p) in [(0usize, "p50"), (1, "p99")] {
                 if let (Some(fo), Some(go)) = (self.overhead(f), self.overhead(g)) {
                     out.push(Check {
                         name: format!("free c={lo}: gateway overhead {p} ≤ 1.3 × forwarder's"),
-                        measured: format!("{} ms vs {} ms ({})", f_signed_ms(go[i]), f_signed_ms(fo[i]), ratio_text(go[i], fo[i])),
+                        measured: format!(
+                            "{} ms vs {} ms ({})",
+                            f_signed_ms(go[i]),
+                            f_signed_ms(fo[i]),
+                            ratio_text(go[i], fo[i])
+                        ),
                         limit: "≤ 1.3×".into(),
                         met: Some(go[i] <= 1.3 * fo[i].max(0.0)),
                     });
@@ -286,14 +347,24 @@ impl Report {
         if let (Some(f), Some(g)) = pair("free", hi) {
             out.push(Check {
                 name: format!("free c={hi}: gateway throughput ≥ 60 % of forwarder's"),
-                measured: format!("{:.0} vs {:.0} req/s ({:.0} %)", g.rps, f.rps, pct(g.rps, f.rps)),
+                measured: format!(
+                    "{:.0} vs {:.0} req/s ({:.0} %)",
+                    g.rps,
+                    f.rps,
+                    pct(g.rps, f.rps)
+                ),
                 limit: "≥ 60 %".into(),
                 met: Some(g.rps >= 0.6 * f.rps),
             });
             if let (Some(fl), Some(gl)) = (f.latency_ms, g.latency_ms) {
                 out.push(Check {
                     name: format!("free c={hi}: gateway p99 ≤ 1.5 × forwarder's"),
-                    measured: format!("{} vs {} ms ({})", f_ms(gl[1]), f_ms(fl[1]), ratio_text(gl[1], fl[1])),
+                    measured: format!(
+                        "{} vs {} ms ({})",
+                        f_ms(gl[1]),
+                        f_ms(fl[1]),
+                        ratio_text(gl[1], fl[1])
+                    ),
                     limit: "≤ 1.5×".into(),
                     met: Some(gl[1] <= 1.5 * fl[1]),
                 });
@@ -302,7 +373,12 @@ impl Report {
         if let (Some(f), Some(g)) = pair("billed", hi) {
             out.push(Check {
                 name: format!("billed c={hi}: gateway throughput ≥ 50 % of forwarder's"),
-                measured: format!("{:.0} vs {:.0} req/s ({:.0} %)", g.rps, f.rps, pct(g.rps, f.rps)),
+                measured: format!(
+                    "{:.0} vs {:.0} req/s ({:.0} %)",
+                    g.rps,
+                    f.rps,
+                    pct(g.rps, f.rps)
+                ),
                 limit: "≥ 50 %".into(),
                 met: Some(g.rps >= 0.5 * f.rps),
             });
@@ -314,7 +390,9 @@ impl Report {
                 .iter()
                 .filter_map(|&c| {
                     let g = self.find(s, Target::Gateway, c)?.cpu_us_per_req?;
-                    let f = self.find(s, Target::Forwarder, c).and_then(|r| r.cpu_us_per_req);
+                    let f = self
+                        .find(s, Target::Forwarder, c)
+                        .and_then(|r| r.cpu_us_per_req);
                     Some(format!("c={c}: {g:.0} µs (forwarder {})", f_opt(f, 0)))
                 })
                 .collect();
@@ -331,7 +409,11 @@ impl Report {
             let (mbps, bytes) = g.upload.unwrap_or((0.0, 0));
             out.push(Check {
                 name: format!("upload of {} MiB: gateway peak RSS ≤ 32 MiB", bytes >> 20),
-                measured: format!("{} MiB ({} MiB before the first upload) at {mbps:.0} MB/s", mib(g.peak_rss_kib), mib(g.start_rss_kib)),
+                measured: format!(
+                    "{} MiB ({} MiB before the first upload) at {mbps:.0} MB/s",
+                    mib(g.peak_rss_kib),
+                    mib(g.start_rss_kib)
+                ),
                 limit: "≤ 32 MiB".into(),
                 met: g.peak_rss_kib.map(|k| k <= 32 * 1024),
             });
@@ -383,7 +465,12 @@ impl Report {
     /// The markdown report.
     pub fn markdown(&self) -> String {
         let mut s = String::new();
-        s.push_str(&format!("Machine: {}  \nRun: {}  \nCommand: `{}`\n\n", self.machine_line(), self.plan_line(), self.command));
+        s.push_str(&format!(
+            "Machine: {}  \nRun: {}  \nCommand: `{}`\n\n",
+            self.machine_line(),
+            self.plan_line(),
+            self.command
+        ));
         s.push_str("| scenario | c | target | req/s | p50 ms | p99 ms | p99.9 ms | overhead p50 / p99 / p99.9 ms | CPU µs/req | sim CPU µs/req | peak RSS MiB | errors |\n");
         s.push_str("|---|---:|---|---:|---:|---:|---:|---|---:|---:|---:|---:|\n");
         for r in self.rows.iter().filter(|r| r.upload.is_none()) {
@@ -392,7 +479,12 @@ impl Report {
                 None => ("—".into(), "—".into(), "—".into()),
             };
             let over = match self.overhead(r) {
-                Some(o) => format!("{} / {} / {}", f_signed_ms(o[0]), f_signed_ms(o[1]), f_signed_ms(o[2])),
+                Some(o) => format!(
+                    "{} / {} / {}",
+                    f_signed_ms(o[0]),
+                    f_signed_ms(o[1]),
+                    f_signed_ms(o[2])
+                ),
                 None => "—".into(),
             };
             s.push_str(&format!(
@@ -413,7 +505,11 @@ impl Report {
             s.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
             for r in uploads {
                 let (mbps, bytes) = r.upload.unwrap_or_default();
-                let target = if r.target == Target::Forwarder { "forwarder (sink)" } else { r.target.name() };
+                let target = if r.target == Target::Forwarder {
+                    "forwarder (sink)"
+                } else {
+                    r.target.name()
+                };
                 s.push_str(&format!(
                     "| {target} | {} | {} | {mbps:.0} | {} | {} | {} | {} | {} |\n",
                     bytes >> 20,
@@ -428,8 +524,14 @@ impl Report {
         }
         let ratios = self.billed_to_free();
         if !ratios.is_empty() {
-            let text: Vec<String> = ratios.iter().map(|(c, t, r)| format!("{} c={c}: {:.2}", t.name(), r)).collect();
-            s.push_str(&format!("\nBilled / free throughput: {}\n", text.join("; ")));
+            let text: Vec<String> = ratios
+                .iter()
+                .map(|(c, t, r)| format!("{} c={c}: {:.2}", t.name(), r))
+                .collect();
+            s.push_str(&format!(
+                "\nBilled / free throughput: {}\n",
+                text.join("; ")
+            ));
         }
         s.push_str("\n| target | measured | limit | met |\n|---|---|---|---|\n");
         for c in self.checks() {
@@ -438,14 +540,22 @@ impl Report {
                 Some(false) => "**no**",
                 None => "—",
             };
-            s.push_str(&format!("| {} | {} | {} | {met} |\n", c.name, c.measured, c.limit));
+            s.push_str(&format!(
+                "| {} | {} | {} | {met} |\n",
+                c.name, c.measured, c.limit
+            ));
         }
         let failing: Vec<&Row> = self.rows.iter().filter(|r| r.errors > 0).collect();
         if !failing.is_empty() {
             s.push_str("\nErrors:\n");
             for r in failing {
                 for e in &r.error_samples {
-                    s.push_str(&format!("- {} c={} {}: {e}\n", r.scenario, r.concurrency, r.target.name()));
+                    s.push_str(&format!(
+                        "- {} c={} {}: {e}\n",
+                        r.scenario,
+                        r.concurrency,
+                        r.target.name()
+                    ));
                 }
             }
         }

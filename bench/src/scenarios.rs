@@ -43,7 +43,12 @@ pub enum Scenario {
 
 impl Scenario {
     /// Every scenario, in running order.
-    pub const ALL: [Scenario; 4] = [Scenario::Free, Scenario::Billed, Scenario::Upload, Scenario::Mirror];
+    pub const ALL: [Scenario; 4] = [
+        Scenario::Free,
+        Scenario::Billed,
+        Scenario::Upload,
+        Scenario::Mirror,
+    ];
 
     /// Its name in tables and JSON.
     pub fn name(self) -> &'static str {
@@ -89,7 +94,10 @@ pub struct Env {
 
 impl Env {
     fn bearer(key: &str) -> Vec<(HeaderName, HeaderValue)> {
-        vec![(AUTHORIZATION, HeaderValue::from_str(&format!("Bearer {key}")).expect("key is a valid header value"))]
+        vec![(
+            AUTHORIZATION,
+            HeaderValue::from_str(&format!("Bearer {key}")).expect("key is a valid header value"),
+        )]
     }
 
     /// Headers for the gateway.
@@ -134,7 +142,12 @@ pub async fn run_all(env: &Env, plan: &Plan) -> Vec<Row> {
                             rows.push(measure(env, plan, scenario, target, c, &spec).await);
                         }
                     }
-                    Err(e) => rows.push(Row::failed(scenario.name(), Target::Gateway, c, format!("set-up failed: {e}"))),
+                    Err(e) => rows.push(Row::failed(
+                        scenario.name(),
+                        Target::Gateway,
+                        c,
+                        format!("set-up failed: {e}"),
+                    )),
                 }
             }
             Scenario::Upload => {
@@ -151,16 +164,29 @@ pub async fn run_all(env: &Env, plan: &Plan) -> Vec<Row> {
 fn request_spec(env: &Env, scenario: Scenario, target: Target, job_id: Option<&str>) -> Spec {
     let job_id = job_id.unwrap_or("");
     match (scenario, target) {
-        (Scenario::Free, Target::Gateway) => Spec::get(format!("/api/v1/voice/tts/voices/{VOICE}"), env.gateway_auth()),
+        (Scenario::Free, Target::Gateway) => Spec::get(
+            format!("/api/v1/voice/tts/voices/{VOICE}"),
+            env.gateway_auth(),
+        ),
         (Scenario::Free, _) => Spec::get(format!("/api/v2/voices/{VOICE}"), env.sim_auth()),
         (Scenario::Billed, Target::Gateway) => Spec::post_json(
             "/api/v1/voice/tts/synthesize",
             env.gateway_auth(),
             &json!({"voice_uuid": VOICE, "text": TEXT, "output_format": "wav"}),
         ),
-        (Scenario::Billed, _) => Spec::post_json("/synthesize", env.sim_auth(), &json!({"voice_uuid": VOICE, "data": TEXT, "output_format": "wav"})),
-        (Scenario::Mirror, Target::Gateway) => Spec::get(format!("/api/v1/voice/enhance/{job_id}"), env.gateway_auth()),
-        (Scenario::Mirror, _) => Spec::get(format!("/api/v2/audio_enhancements/{job_id}"), env.sim_auth()),
+        (Scenario::Billed, _) => Spec::post_json(
+            "/synthesize",
+            env.sim_auth(),
+            &json!({"voice_uuid": VOICE, "data": TEXT, "output_format": "wav"}),
+        ),
+        (Scenario::Mirror, Target::Gateway) => Spec::get(
+            format!("/api/v1/voice/enhance/{job_id}"),
+            env.gateway_auth(),
+        ),
+        (Scenario::Mirror, _) => Spec::get(
+            format!("/api/v2/audio_enhancements/{job_id}"),
+            env.sim_auth(),
+        ),
         (Scenario::Upload, _) => unreachable!("uploads are not repeated requests"),
     }
 }
@@ -177,7 +203,14 @@ async fn clear_sim_log(env: &Env) {
 }
 
 /// One load run of `spec` at `target`, with the process measurements.
-async fn measure(env: &Env, plan: &Plan, scenario: Scenario, target: Target, concurrency: usize, spec: &Spec) -> Row {
+async fn measure(
+    env: &Env,
+    plan: &Plan,
+    scenario: Scenario,
+    target: Target,
+    concurrency: usize,
+    spec: &Spec,
+) -> Row {
     clear_sim_log(env).await;
     let (addr, pid) = env.endpoint(target);
     let sim_pid = env.sim.1;
@@ -197,7 +230,14 @@ async fn measure(env: &Env, plan: &Plan, scenario: Scenario, target: Target, con
     })
     .await;
     let (proc_m, sim_m) = measured.unwrap_or_default();
-    let row = Row::from_outcome(scenario.name(), target, concurrency, &outcome, (target != Target::Direct).then_some(proc_m), sim_m);
+    let row = Row::from_outcome(
+        scenario.name(),
+        target,
+        concurrency,
+        &outcome,
+        (target != Target::Direct).then_some(proc_m),
+        sim_m,
+    );
     eprintln!("  {}", row.progress_line());
     row
 }
@@ -223,7 +263,11 @@ async fn upload_row(env: &Env, plan: &Plan, target: Target) -> Row {
     let mut hist = load::new_histogram();
     let (mut ok, mut errors, mut samples) = (0u64, 0u64, Vec::new());
     loop {
-        match check_upload(target, send(FileContent::Generated(plan.upload_bytes)).await, plan.upload_bytes) {
+        match check_upload(
+            target,
+            send(FileContent::Generated(plan.upload_bytes)).await,
+            plan.upload_bytes,
+        ) {
             Ok(took) => {
                 hist.saturating_record(took.as_nanos() as u64);
                 ok += 1;
@@ -239,26 +283,42 @@ async fn upload_row(env: &Env, plan: &Plan, target: Target) -> Row {
     }
     let elapsed = started.elapsed();
     let m = probe.finish();
-    let row = Row::from_upload(target, ok, errors, samples, hist, elapsed, plan.upload_bytes, m);
+    let row = Row::from_upload(
+        target,
+        ok,
+        errors,
+        samples,
+        hist,
+        elapsed,
+        plan.upload_bytes,
+        m,
+    );
     eprintln!("  {}", row.progress_line());
     row
 }
 
 /// Checks an upload's answer: 2xx and the whole file received.
-fn check_upload(target: Target, result: Result<(http::StatusCode, Vec<u8>, Duration), String>, file_len: u64) -> Result<Duration, String> {
+fn check_upload(
+    target: Target,
+    result: Result<(http::StatusCode, Vec<u8>, Duration), String>,
+    file_len: u64,
+) -> Result<Duration, String> {
     let (status, body, took) = result?;
     let text = String::from_utf8_lossy(&body);
     if !status.is_success() {
         return Err(format!("upload answered {status}: {text}"));
     }
-    let v: serde_json::Value = serde_json::from_slice(&body).map_err(|e| format!("upload answer is not JSON ({e}): {text}"))?;
+    let v: serde_json::Value = serde_json::from_slice(&body)
+        .map_err(|e| format!("upload answer is not JSON ({e}): {text}"))?;
     let complete = match target {
         Target::Gateway => v["size_bytes"].as_u64() == Some(file_len),
         // The sink counts the whole multipart body, a little more than the file.
         _ => v["bytes"].as_u64().is_some_and(|n| n >= file_len),
     };
     if !complete {
-        return Err(format!("upload of {file_len} bytes was not received whole: {text}"));
+        return Err(format!(
+            "upload of {file_len} bytes was not received whole: {text}"
+        ));
     }
     Ok(took)
 }
@@ -267,15 +327,38 @@ fn check_upload(target: Target, result: Result<(http::StatusCode, Vec<u8>, Durat
 /// returns the job id.
 async fn mirror_setup(env: &Env, timeout: Duration) -> Result<String, String> {
     let gw = env.gateway.0;
-    let req = load::upload_request(gw, "/api/v1/voice/uploads", &env.gateway_auth(), "noisy.wav", Some("audio_job_input"), &FileContent::Bytes(wav_1s()));
+    let req = load::upload_request(
+        gw,
+        "/api/v1/voice/uploads",
+        &env.gateway_auth(),
+        "noisy.wav",
+        Some("audio_job_input"),
+        &FileContent::Bytes(wav_1s()),
+    );
     let (status, body, _) = load::upload(gw, req, timeout).await?;
     if !status.is_success() {
-        return Err(format!("upload -> {status}: {}", String::from_utf8_lossy(&body)));
+        return Err(format!(
+            "upload -> {status}: {}",
+            String::from_utf8_lossy(&body)
+        ));
     }
-    let up: serde_json::Value = serde_json::from_slice(&body).map_err(|e| format!("upload answer: {e}"))?;
+    let up: serde_json::Value =
+        serde_json::from_slice(&body).map_err(|e| format!("upload answer: {e}"))?;
     let url = up["url"].as_str().ok_or("upload answer has no url")?;
-    let job = load::call_json(gw, &Spec::post_json("/api/v1/voice/enhance", env.gateway_auth(), &json!({"audio_url": url})), timeout).await?;
-    let job_id = job["job_id"].as_str().ok_or_else(|| format!("enhance answer has no job_id: {job}"))?.to_owned();
+    let job = load::call_json(
+        gw,
+        &Spec::post_json(
+            "/api/v1/voice/enhance",
+            env.gateway_auth(),
+            &json!({"audio_url": url}),
+        ),
+        timeout,
+    )
+    .await?;
+    let job_id = job["job_id"]
+        .as_str()
+        .ok_or_else(|| format!("enhance answer has no job_id: {job}"))?
+        .to_owned();
     let complete = Spec {
         method: Method::POST,
         path: format!("/__sim/jobs/{job_id}/complete"),
@@ -283,7 +366,15 @@ async fn mirror_setup(env: &Env, timeout: Duration) -> Result<String, String> {
         body: Bytes::new(),
     };
     load::call_json(env.sim.0, &complete, timeout).await?;
-    let first = load::call_json(gw, &Spec::get(format!("/api/v1/voice/enhance/{job_id}"), env.gateway_auth()), timeout).await?;
+    let first = load::call_json(
+        gw,
+        &Spec::get(
+            format!("/api/v1/voice/enhance/{job_id}"),
+            env.gateway_auth(),
+        ),
+        timeout,
+    )
+    .await?;
     if first.get("audio_url").and_then(|v| v.as_str()).is_none() {
         return Err(format!("the first GET did not mirror the result: {first}"));
     }
@@ -293,7 +384,9 @@ async fn mirror_setup(env: &Env, timeout: Duration) -> Result<String, String> {
 /// One second of a 440 Hz tone, 16 kHz mono 16-bit PCM WAV.
 fn wav_1s() -> Bytes {
     let rate: u32 = 16_000;
-    let samples: Vec<i16> = (0..rate).map(|i| ((i as f64 * 440.0 * std::f64::consts::TAU / rate as f64).sin() * 8000.0) as i16).collect();
+    let samples: Vec<i16> = (0..rate)
+        .map(|i| ((i as f64 * 440.0 * std::f64::consts::TAU / rate as f64).sin() * 8000.0) as i16)
+        .collect();
     let data_len = (samples.len() * 2) as u32;
     let mut w = Vec::with_capacity(44 + data_len as usize);
     w.extend_from_slice(b"RIFF");
@@ -322,7 +415,13 @@ mod tests {
     fn wav_header_is_consistent() {
         let w = wav_1s();
         assert_eq!(&w[..4], b"RIFF");
-        assert_eq!(u32::from_le_bytes(w[4..8].try_into().unwrap()) as usize, w.len() - 8);
-        assert_eq!(u32::from_le_bytes(w[40..44].try_into().unwrap()) as usize, w.len() - 44);
+        assert_eq!(
+            u32::from_le_bytes(w[4..8].try_into().unwrap()) as usize,
+            w.len() - 8
+        );
+        assert_eq!(
+            u32::from_le_bytes(w[40..44].try_into().unwrap()) as usize,
+            w.len() - 44
+        );
     }
 }

@@ -16,7 +16,12 @@ pub fn duration_seconds(bytes: Vec<u8>, ext: &str) -> Option<Decimal> {
     let mut hint = Hint::new();
     hint.with_extension(ext);
     let mut probed = symphonia::default::get_probe()
-        .format(&hint, mss, &FormatOptions::default(), &MetadataOptions::default())
+        .format(
+            &hint,
+            mss,
+            &FormatOptions::default(),
+            &MetadataOptions::default(),
+        )
         .ok()?;
     let track = probed.format.default_track()?;
     let (track_id, rate) = (track.id, track.codec_params.sample_rate?);
@@ -42,14 +47,22 @@ mod tests {
     fn wav_duration_is_exact() {
         let mut buf = Cursor::new(Vec::new());
         {
-            let spec = hound::WavSpec { channels: 1, sample_rate: 16000, bits_per_sample: 16, sample_format: hound::SampleFormat::Int };
+            let spec = hound::WavSpec {
+                channels: 1,
+                sample_rate: 16000,
+                bits_per_sample: 16,
+                sample_format: hound::SampleFormat::Int,
+            };
             let mut w = hound::WavWriter::new(&mut buf, spec).unwrap();
             for _ in 0..24000 {
                 w.write_sample(0i16).unwrap();
             }
             w.finalize().unwrap();
         }
-        assert_eq!(duration_seconds(buf.into_inner(), "wav"), Some(Decimal::from_str("1.5").unwrap()));
+        assert_eq!(
+            duration_seconds(buf.into_inner(), "wav"),
+            Some(Decimal::from_str("1.5").unwrap())
+        );
     }
 
     #[test]

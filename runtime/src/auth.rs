@@ -35,8 +35,11 @@ pub fn hash_key(key: &str) -> String {
 }
 
 fn well_formed(key: &str) -> bool {
-    key.strip_prefix(KEY_PREFIX)
-        .is_some_and(|h| h.len() == 64 && h.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
+    key.strip_prefix(KEY_PREFIX).is_some_and(|h| {
+        h.len() == 64
+            && h.bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    })
 }
 
 /// Creates a key for a user and stores its hash; returns the key.
@@ -47,7 +50,9 @@ pub fn create_key(store: &Store, user_id: i64) -> Result<String, ApiError> {
         Err(e) => return Err(ApiError::Internal(e.to_string())),
     }
     let key = generate_key();
-    store.insert_key_hash(user_id, &hash_key(&key)).map_err(|e| ApiError::Internal(e.to_string()))?;
+    store
+        .insert_key_hash(user_id, &hash_key(&key))
+        .map_err(|e| ApiError::Internal(e.to_string()))?;
     Ok(key)
 }
 
@@ -59,7 +64,10 @@ pub struct Auth {
 
 impl Auth {
     pub fn new(store: Store) -> Auth {
-        Auth { store, cache: RwLock::new(HashMap::new()) }
+        Auth {
+            store,
+            cache: RwLock::new(HashMap::new()),
+        }
     }
 
     /// The user behind the request's `Authorization: Bearer` key.
@@ -67,15 +75,19 @@ impl Auth {
     /// 401 when the header is missing, is not a bearer credential, the key is
     /// malformed or unknown (or revoked); 403 when the user is disabled.
     pub async fn authenticate(&self, headers: &HeaderMap) -> Result<User, ApiError> {
-        let value = headers
-            .get(http::header::AUTHORIZATION)
-            .ok_or_else(|| ApiError::Unauthorized("missing credentials: send Authorization: Bearer <API key>".into()))?;
+        let value = headers.get(http::header::AUTHORIZATION).ok_or_else(|| {
+            ApiError::Unauthorized(
+                "missing credentials: send Authorization: Bearer <API key>".into(),
+            )
+        })?;
         let value = value
             .to_str()
             .map_err(|_| ApiError::Unauthorized("malformed Authorization header".into()))?;
         let (scheme, key) = value.trim().split_once(' ').unwrap_or((value, ""));
         if !scheme.eq_ignore_ascii_case("bearer") || key.trim().is_empty() {
-            return Err(ApiError::Unauthorized("malformed Authorization header: expected Bearer <API key>".into()));
+            return Err(ApiError::Unauthorized(
+                "malformed Authorization header: expected Bearer <API key>".into(),
+            ));
         }
         let key = key.trim();
         if !well_formed(key) {
@@ -86,8 +98,14 @@ impl Auth {
             Some(u) => u,
             None => {
                 let h = hash.clone();
-                let found = self.store.blocking(move |store| store.user_by_key_hash(&h)).await?;
-                self.cache.write().unwrap_or_else(|e| e.into_inner()).insert(hash, (found.clone(), Instant::now()));
+                let found = self
+                    .store
+                    .blocking(move |store| store.user_by_key_hash(&h))
+                    .await?;
+                self.cache
+                    .write()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(hash, (found.clone(), Instant::now()));
                 found
             }
         };
@@ -108,7 +126,10 @@ impl Auth {
 
     /// Forgets every cached lookup (after a revoke or a disable).
     pub fn invalidate_all(&self) {
-        self.cache.write().unwrap_or_else(|e| e.into_inner()).clear();
+        self.cache
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
     }
 }
 

@@ -66,7 +66,8 @@ pub fn format_money(d: Decimal) -> String {
 
 /// A markup in percent: a non-negative decimal.
 pub fn parse_markup(text: &str) -> Result<Decimal, PriceError> {
-    let m = Decimal::from_str(text.trim()).map_err(|e| PriceError(format!("markup {text:?}: {e}")))?;
+    let m =
+        Decimal::from_str(text.trim()).map_err(|e| PriceError(format!("markup {text:?}: {e}")))?;
     if m.is_sign_negative() {
         return Err(PriceError(format!("markup {m} is negative")));
     }
@@ -86,15 +87,25 @@ impl Prices {
 
     /// Defaults plus `spec` (`key=price,...`), with a parsed markup.
     pub fn with_markup(spec: Option<&str>, markup_pct: Decimal) -> Result<Prices, PriceError> {
-        let mut prices: BTreeMap<String, Decimal> =
-            DEFAULT_PRICES.iter().map(|(k, v)| (k.to_string(), Decimal::from_str(v).expect("default price"))).collect();
-        for item in spec.unwrap_or("").split(',').map(str::trim).filter(|s| !s.is_empty()) {
-            let (k, v) = item.split_once('=').ok_or_else(|| PriceError(format!("{item:?} is not key=price")))?;
+        let mut prices: BTreeMap<String, Decimal> = DEFAULT_PRICES
+            .iter()
+            .map(|(k, v)| (k.to_string(), Decimal::from_str(v).expect("default price")))
+            .collect();
+        for item in spec
+            .unwrap_or("")
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+        {
+            let (k, v) = item
+                .split_once('=')
+                .ok_or_else(|| PriceError(format!("{item:?} is not key=price")))?;
             let (k, v) = (k.trim(), v.trim());
             if !k.contains('.') {
                 return Err(PriceError(format!("{k:?} is not <product>.<unit>")));
             }
-            let price = Decimal::from_str(v).map_err(|e| PriceError(format!("price of {k}: {v:?}: {e}")))?;
+            let price = Decimal::from_str(v)
+                .map_err(|e| PriceError(format!("price of {k}: {v:?}: {e}")))?;
             if price.is_sign_negative() {
                 return Err(PriceError(format!("price of {k} is negative")));
             }
@@ -114,11 +125,17 @@ impl Prices {
         let charged = match unit_price {
             Some(p) => {
                 let factor = Decimal::ONE + self.markup_pct / Decimal::ONE_HUNDRED;
-                (quantity * p * factor).round_dp_with_strategy(CHARGE_DP, RoundingStrategy::MidpointAwayFromZero)
+                (quantity * p * factor)
+                    .round_dp_with_strategy(CHARGE_DP, RoundingStrategy::MidpointAwayFromZero)
             }
             None => Decimal::ZERO,
         };
-        Charge { price_key: price_key.to_owned(), quantity, unit_price, charged }
+        Charge {
+            price_key: price_key.to_owned(),
+            quantity,
+            unit_price,
+            charged,
+        }
     }
 
     /// The whole table (for `gateway prices` and docs).
@@ -132,7 +149,9 @@ pub fn decimal_from_json(v: &serde_json::Value) -> Option<Decimal> {
     match v {
         serde_json::Value::Number(n) => {
             let s = n.to_string();
-            Decimal::from_str(&s).or_else(|_| Decimal::from_scientific(&s)).ok()
+            Decimal::from_str(&s)
+                .or_else(|_| Decimal::from_scientific(&s))
+                .ok()
         }
         serde_json::Value::String(s) => Decimal::from_str(s.trim()).ok(),
         _ => None,
@@ -151,11 +170,21 @@ mod tests {
     fn synthesis_charge_to_8_places() {
         let p = Prices::parse(None, "20.0").unwrap();
         // 1 s × 0.0005 × 1.2 = 0.0006
-        assert_eq!(p.charge("tts.audio_seconds", d("1")).charged_str(), "0.00060000");
+        assert_eq!(
+            p.charge("tts.audio_seconds", d("1")).charged_str(),
+            "0.00060000"
+        );
         // 2.345 s × 0.0005 × 1.2 = 0.001407
-        assert_eq!(p.charge("tts.audio_seconds", d("2.345")).charged_str(), "0.00140700");
+        assert_eq!(
+            p.charge("tts.audio_seconds", d("2.345")).charged_str(),
+            "0.00140700"
+        );
         // 0.123456789 s × 0.0005 × 1.2 = 0.0000740740734 → 0.00007407
-        assert_eq!(p.charge("tts.audio_seconds", d("0.123456789")).charged_str(), "0.00007407");
+        assert_eq!(
+            p.charge("tts.audio_seconds", d("0.123456789"))
+                .charged_str(),
+            "0.00007407"
+        );
     }
 
     #[test]
@@ -173,14 +202,27 @@ mod tests {
         let p = Prices::parse(None, "20").unwrap();
         let c = p.charge("tracing.audio_seconds", d("12.5"));
         assert!(c.unpriced());
-        assert_eq!((c.quantity, c.charged_str()), (d("12.5"), "0.00000000".to_owned()));
+        assert_eq!(
+            (c.quantity, c.charged_str()),
+            (d("12.5"), "0.00000000".to_owned())
+        );
     }
 
     #[test]
     fn table_overrides_and_errors() {
-        let p = Prices::parse(Some("tts.audio_seconds=0.001, identity.searches=0.01"), "50").unwrap();
-        assert_eq!(p.charge("tts.audio_seconds", d("2")).charged_str(), "0.00300000");
-        assert_eq!(p.charge("identity.searches", d("1")).charged_str(), "0.01500000");
+        let p = Prices::parse(
+            Some("tts.audio_seconds=0.001, identity.searches=0.01"),
+            "50",
+        )
+        .unwrap();
+        assert_eq!(
+            p.charge("tts.audio_seconds", d("2")).charged_str(),
+            "0.00300000"
+        );
+        assert_eq!(
+            p.charge("identity.searches", d("1")).charged_str(),
+            "0.01500000"
+        );
         assert_eq!(p.price("watermark_detect.audio_seconds"), Some(d("0.0002")));
         assert!(Prices::parse(Some("tts=1"), "20").is_err());
         assert!(Prices::parse(Some("tts.audio_seconds=abc"), "20").is_err());
@@ -190,7 +232,10 @@ mod tests {
 
     #[test]
     fn json_numbers_become_exact_decimals() {
-        assert_eq!(decimal_from_json(&serde_json::json!(2.345)), Some(d("2.345")));
+        assert_eq!(
+            decimal_from_json(&serde_json::json!(2.345)),
+            Some(d("2.345"))
+        );
         assert_eq!(decimal_from_json(&serde_json::json!(3)), Some(d("3")));
         assert_eq!(decimal_from_json(&serde_json::json!("1.5")), Some(d("1.5")));
         assert_eq!(decimal_from_json(&serde_json::json!(null)), None);

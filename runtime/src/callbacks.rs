@@ -33,13 +33,27 @@ pub const BACKOFF: &[Duration] = &[
 const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Delivers one job's callback (see the module docs). Runs in the background.
-pub async fn deliver(gw: Gateway, kind: String, job_id: String, user_id: i64, uri: String, body: Value) {
+pub async fn deliver(
+    gw: Gateway,
+    kind: String,
+    job_id: String,
+    user_id: i64,
+    uri: String,
+    body: Value,
+) {
     let (k, j) = (kind.clone(), job_id.clone());
-    let claimed = gw.store.blocking(move |store| store.claim_callback(&k, &j)).await;
+    let claimed = gw
+        .store
+        .blocking(move |store| store.claim_callback(&k, &j))
+        .await;
     if !matches!(claimed, Ok(true)) {
         return; // delivered (or being delivered) already
     }
-    let secret = match gw.store.blocking(move |store| store.callback_secret(user_id)).await {
+    let secret = match gw
+        .store
+        .blocking(move |store| store.callback_secret(user_id))
+        .await
+    {
         Ok(Some(s)) => s,
         _ => {
             tracing::error!(job = %job_id, "callback: the job owner has no callback secret");
@@ -52,7 +66,9 @@ pub async fn deliver(gw: Gateway, kind: String, job_id: String, user_id: i64, ur
     let mut attempts = 0u32;
     let mut delays = std::iter::once(Duration::ZERO).chain(BACKOFF.iter().copied());
     let state = loop {
-        let Some(delay) = delays.next() else { break "failed" };
+        let Some(delay) = delays.next() else {
+            break "failed";
+        };
         tokio::time::sleep(delay).await;
         attempts += 1;
         match attempt(&gw, &uri, &payload, &signature).await {
@@ -61,7 +77,9 @@ pub async fn deliver(gw: Gateway, kind: String, job_id: String, user_id: i64, ur
                 tracing::warn!(job = %job_id, error = %e, "callback refused; not retried");
                 break "failed";
             }
-            Err(Retry(e)) => tracing::info!(job = %job_id, attempt = attempts, error = %e, "callback attempt failed"),
+            Err(Retry(e)) => {
+                tracing::info!(job = %job_id, attempt = attempts, error = %e, "callback attempt failed")
+            }
         }
     };
     if state == "failed" {
@@ -77,12 +95,15 @@ enum Failure {
 use Failure::{Permanent, Retry};
 
 async fn attempt(gw: &Gateway, uri: &str, payload: &str, signature: &str) -> Result<(), Failure> {
-    let (client, url) = crate::fetch::pinned_client(uri, gw.config.allow_private_fetch, ATTEMPT_TIMEOUT)
-        .await
-        .map_err(|r| match r {
-            crate::fetch::Refusal::Unresolved => Retry(format!("callback_uri {}", r.describe())),
-            other => Permanent(format!("callback_uri {}", other.describe())),
-        })?;
+    let (client, url) =
+        crate::fetch::pinned_client(uri, gw.config.allow_private_fetch, ATTEMPT_TIMEOUT)
+            .await
+            .map_err(|r| match r {
+                crate::fetch::Refusal::Unresolved => {
+                    Retry(format!("callback_uri {}", r.describe()))
+                }
+                other => Permanent(format!("callback_uri {}", other.describe())),
+            })?;
     let resp = client
         .post(url)
         .header(http::header::CONTENT_TYPE, "application/json")
@@ -100,7 +121,11 @@ async fn attempt(gw: &Gateway, uri: &str, payload: &str, signature: &str) -> Res
 
 async fn finish(gw: &Gateway, kind: &str, job_id: &str, state: &'static str, attempts: u32) {
     let (k, j) = (kind.to_owned(), job_id.to_owned());
-    if let Err(e) = gw.store.blocking(move |store| store.finish_callback(&k, &j, state, attempts)).await {
+    if let Err(e) = gw
+        .store
+        .blocking(move |store| store.finish_callback(&k, &j, state, attempts))
+        .await
+    {
         tracing::error!(error = %e, "recording the callback's outcome failed");
     }
 }

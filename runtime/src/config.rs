@@ -104,10 +104,16 @@ impl std::fmt::Debug for Config {
     // Hand-written so that the upstream key never reaches a log line.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Config")
-            .field("provider_api_key", &self.provider_api_key.as_ref().map(|_| "<set>"))
+            .field(
+                "provider_api_key",
+                &self.provider_api_key.as_ref().map(|_| "<set>"),
+            )
             .field("provider_base_url", &self.provider_base_url)
             .field("provider_synth_url", &self.provider_synth_url)
-            .field("webhook_secret", &self.webhook_secret.as_ref().map(|_| "<set>"))
+            .field(
+                "webhook_secret",
+                &self.webhook_secret.as_ref().map(|_| "<set>"),
+            )
             .field("business_plan_active", &self.business_plan_active)
             .field("addr", &self.addr)
             .field("data_dir", &self.data_dir)
@@ -123,7 +129,10 @@ impl std::fmt::Debug for Config {
             .field("objects", &self.objects)
             .field("db_sync_full", &self.db_sync_full)
             .field("rate_limits", &self.rate_limits.to_string())
-            .field("limiter_store", &self.limiter_store.as_ref().map(|_| "<custom>"))
+            .field(
+                "limiter_store",
+                &self.limiter_store.as_ref().map(|_| "<custom>"),
+            )
             .finish()
     }
 }
@@ -182,8 +191,10 @@ impl Config {
             c.provider_synth_url = parse_url(PROVIDER_SYNTH_URL, &v)?;
         }
         let markup = match get(PROVIDER_MARKUP_PCT) {
-            Some(v) => crate::billing::parse_markup(&v)
-                .map_err(|e| ConfigError { name: PROVIDER_MARKUP_PCT, reason: format!("{e}; expected a non-negative number") })?,
+            Some(v) => crate::billing::parse_markup(&v).map_err(|e| ConfigError {
+                name: PROVIDER_MARKUP_PCT,
+                reason: format!("{e}; expected a non-negative number"),
+            })?,
             None => c.prices.markup_pct,
         };
         c.webhook_secret = get(PROVIDER_WEBHOOK_SECRET);
@@ -191,53 +202,88 @@ impl Config {
             c.business_plan_active = parse_bool(PROVIDER_BUSINESS_PLAN_ACTIVE, &v)?;
         }
         if let Some(v) = get(GATEWAY_ADDR) {
-            c.addr = v.parse().map_err(|e| ConfigError { name: GATEWAY_ADDR, reason: format!("{v:?}: {e}") })?;
+            c.addr = v.parse().map_err(|e| ConfigError {
+                name: GATEWAY_ADDR,
+                reason: format!("{v:?}: {e}"),
+            })?;
         }
         if let Some(v) = get(GATEWAY_DB) {
             c.db_path = PathBuf::from(v);
         }
         if let Some(v) = get(GATEWAY_UPSTREAM_TIMEOUT_MS) {
-            let ms: u64 = v.parse().map_err(|e| ConfigError { name: GATEWAY_UPSTREAM_TIMEOUT_MS, reason: format!("{v:?}: {e}") })?;
+            let ms: u64 = v.parse().map_err(|e| ConfigError {
+                name: GATEWAY_UPSTREAM_TIMEOUT_MS,
+                reason: format!("{v:?}: {e}"),
+            })?;
             c.upstream_timeout = Duration::from_millis(ms.max(1));
         }
         if let Some(v) = get(GATEWAY_ALLOW_PRIVATE_FETCH) {
             c.allow_private_fetch = parse_bool(GATEWAY_ALLOW_PRIVATE_FETCH, &v)?;
         }
         if let Some(v) = get(GATEWAY_MAX_JSON_BYTES) {
-            c.max_json_bytes = v.parse().map_err(|e| ConfigError { name: GATEWAY_MAX_JSON_BYTES, reason: format!("{v:?}: {e}") })?;
+            c.max_json_bytes = v.parse().map_err(|e| ConfigError {
+                name: GATEWAY_MAX_JSON_BYTES,
+                reason: format!("{v:?}: {e}"),
+            })?;
         }
         c.prices = crate::billing::Prices::with_markup(get(GATEWAY_PRICES).as_deref(), markup)
-            .map_err(|e| ConfigError { name: GATEWAY_PRICES, reason: e.to_string() })?;
+            .map_err(|e| ConfigError {
+                name: GATEWAY_PRICES,
+                reason: e.to_string(),
+            })?;
         if let Some(v) = get(GATEWAY_PUBLIC_URL) {
             c.public_url = Some(parse_url(GATEWAY_PUBLIC_URL, &v)?);
         }
         if let Some(v) = get(GATEWAY_MIRROR_HOSTS) {
-            c.mirror_hosts = v.split(',').map(|h| h.trim().to_ascii_lowercase()).filter(|h| !h.is_empty()).collect();
+            c.mirror_hosts = v
+                .split(',')
+                .map(|h| h.trim().to_ascii_lowercase())
+                .filter(|h| !h.is_empty())
+                .collect();
         }
         if let Some(v) = get(GATEWAY_SWEEP_INTERVAL_SECS) {
-            let secs: u64 = v.trim().parse().map_err(|e| ConfigError { name: GATEWAY_SWEEP_INTERVAL_SECS, reason: format!("{v:?}: {e}") })?;
+            let secs: u64 = v.trim().parse().map_err(|e| ConfigError {
+                name: GATEWAY_SWEEP_INTERVAL_SECS,
+                reason: format!("{v:?}: {e}"),
+            })?;
             c.sweep_interval = (secs > 0).then(|| Duration::from_secs(secs));
         }
         if let Some(v) = get(GATEWAY_RECONCILE_AT) {
             c.reconcile_at = if v.trim().eq_ignore_ascii_case("off") {
                 None
             } else {
-                Some(chrono::NaiveTime::parse_from_str(v.trim(), "%H:%M").map_err(|e| ConfigError {
-                    name: GATEWAY_RECONCILE_AT,
-                    reason: format!("{v:?} is not HH:MM or off: {e}"),
-                })?)
+                Some(
+                    chrono::NaiveTime::parse_from_str(v.trim(), "%H:%M").map_err(|e| {
+                        ConfigError {
+                            name: GATEWAY_RECONCILE_AT,
+                            reason: format!("{v:?} is not HH:MM or off: {e}"),
+                        }
+                    })?,
+                )
             };
         }
         if let Some(v) = get(GATEWAY_DB_SYNC) {
             c.db_sync_full = match v.trim().to_ascii_lowercase().as_str() {
                 "full" => true,
                 "normal" => false,
-                _ => return Err(ConfigError { name: GATEWAY_DB_SYNC, reason: format!("{v:?} is not full or normal") }),
+                _ => {
+                    return Err(ConfigError {
+                        name: GATEWAY_DB_SYNC,
+                        reason: format!("{v:?} is not full or normal"),
+                    })
+                }
             };
         }
-        c.rate_limits = crate::ratelimit::Limits::parse(get(crate::ratelimit::GATEWAY_RATE_LIMITS).as_deref())
-            .map_err(|reason| ConfigError { name: crate::ratelimit::GATEWAY_RATE_LIMITS, reason })?;
-        c.objects = crate::objects::ObjectConfig::from_lookup(get).map_err(|e| ConfigError { name: "GATEWAY_OBJECT_STORE", reason: e })?;
+        c.rate_limits =
+            crate::ratelimit::Limits::parse(get(crate::ratelimit::GATEWAY_RATE_LIMITS).as_deref())
+                .map_err(|reason| ConfigError {
+                    name: crate::ratelimit::GATEWAY_RATE_LIMITS,
+                    reason,
+                })?;
+        c.objects = crate::objects::ObjectConfig::from_lookup(get).map_err(|e| ConfigError {
+            name: "GATEWAY_OBJECT_STORE",
+            reason: e,
+        })?;
         Ok(c)
     }
 }
@@ -246,7 +292,10 @@ fn parse_bool(name: &'static str, v: &str) -> Result<bool, ConfigError> {
     match v.trim().to_ascii_lowercase().as_str() {
         "1" | "true" | "yes" | "on" => Ok(true),
         "0" | "false" | "no" | "off" => Ok(false),
-        _ => Err(ConfigError { name, reason: format!("{v:?} is not a boolean (true/false)") }),
+        _ => Err(ConfigError {
+            name,
+            reason: format!("{v:?} is not a boolean (true/false)"),
+        }),
     }
 }
 
@@ -254,8 +303,14 @@ fn parse_url(name: &'static str, v: &str) -> Result<String, ConfigError> {
     let v = v.trim().trim_end_matches('/');
     match reqwest::Url::parse(v) {
         Ok(u) if matches!(u.scheme(), "http" | "https") => Ok(v.to_owned()),
-        Ok(_) => Err(ConfigError { name, reason: format!("{v:?} is not an http(s) URL") }),
-        Err(e) => Err(ConfigError { name, reason: format!("{v:?}: {e}") }),
+        Ok(_) => Err(ConfigError {
+            name,
+            reason: format!("{v:?} is not an http(s) URL"),
+        }),
+        Err(e) => Err(ConfigError {
+            name,
+            reason: format!("{v:?}: {e}"),
+        }),
     }
 }
 
@@ -265,7 +320,10 @@ mod tests {
     use std::collections::HashMap;
 
     fn cfg(pairs: &[(&str, &str)]) -> Result<Config, ConfigError> {
-        let m: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let m: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         Config::from_lookup(|k| m.get(k).cloned())
     }
 
@@ -282,7 +340,9 @@ mod tests {
 
     #[test]
     fn bad_values_name_the_variable() {
-        let e = cfg(&[(PROVIDER_BUSINESS_PLAN_ACTIVE, "maybe")]).err().unwrap();
+        let e = cfg(&[(PROVIDER_BUSINESS_PLAN_ACTIVE, "maybe")])
+            .err()
+            .unwrap();
         assert_eq!(e.name, PROVIDER_BUSINESS_PLAN_ACTIVE);
         let e = cfg(&[(PROVIDER_BASE_URL, "ftp://x")]).err().unwrap();
         assert_eq!(e.name, PROVIDER_BASE_URL);

@@ -92,10 +92,14 @@ impl ApiError {
             | ApiError::BadGateway(m)
             | ApiError::Network(m) => m.clone(),
             ApiError::RateLimited { message, .. } => message.clone(),
-            ApiError::MethodNotAllowed(allowed) => format!("method not allowed; allowed: {allowed}"),
+            ApiError::MethodNotAllowed(allowed) => {
+                format!("method not allowed; allowed: {allowed}")
+            }
             // Internal details go to the log, not to the caller.
             ApiError::Internal(_) => "internal error".to_owned(),
-            ApiError::UpstreamRateLimited { .. } => "upstream rate limit hit; retry later".to_owned(),
+            ApiError::UpstreamRateLimited { .. } => {
+                "upstream rate limit hit; retry later".to_owned()
+            }
         }
     }
 
@@ -119,9 +123,8 @@ impl ApiError {
 
     fn retry_after(&self) -> Option<u64> {
         match self {
-            ApiError::RateLimited { retry_after, .. } | ApiError::UpstreamRateLimited { retry_after } => {
-                Some((*retry_after).max(1))
-            }
+            ApiError::RateLimited { retry_after, .. }
+            | ApiError::UpstreamRateLimited { retry_after } => Some((*retry_after).max(1)),
             _ => None,
         }
     }
@@ -148,7 +151,10 @@ impl ApiError {
         let mut resp = http::Response::new(body::full(value.to_string()));
         *resp.status_mut() = status;
         let headers = resp.headers_mut();
-        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
         if let Some(secs) = self.retry_after() {
             headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
         }
@@ -185,33 +191,72 @@ mod tests {
     async fn render(e: ApiError, f: ErrorFormat) -> (u16, serde_json::Value, Option<String>) {
         let r = e.into_response(f, "res_0123");
         let status = r.status().as_u16();
-        let ra = r.headers().get("retry-after").map(|v| v.to_str().unwrap().to_owned());
+        let ra = r
+            .headers()
+            .get("retry-after")
+            .map(|v| v.to_str().unwrap().to_owned());
         let bytes = r.into_body().collect().await.unwrap().to_bytes();
         (status, serde_json::from_slice(&bytes).unwrap(), ra)
     }
 
     #[tokio::test]
     async fn three_wire_formats() {
-        let (s, v, _) = render(ApiError::BadRequest("text: too long".into()), ErrorFormat::Detail).await;
+        let (s, v, _) = render(
+            ApiError::BadRequest("text: too long".into()),
+            ErrorFormat::Detail,
+        )
+        .await;
         assert_eq!((s, v), (400, json!({"detail": "text: too long"})));
-        let (s, v, _) = render(ApiError::PaymentRequired("Insufficient credits for this request".into()), ErrorFormat::Error).await;
+        let (s, v, _) = render(
+            ApiError::PaymentRequired("Insufficient credits for this request".into()),
+            ErrorFormat::Error,
+        )
+        .await;
         assert_eq!(s, 402);
-        assert_eq!(v, json!({"error": "payment_required", "message": "Insufficient credits for this request", "status_code": 402, "details": null}));
-        let (s, v, _) = render(ApiError::NotFound("model not found".into()), ErrorFormat::Envelope).await;
-        assert_eq!((s, v), (404, json!({"request_id": "res_0123", "success": false, "message": "model not found", "data": ""})));
+        assert_eq!(
+            v,
+            json!({"error": "payment_required", "message": "Insufficient credits for this request", "status_code": 402, "details": null})
+        );
+        let (s, v, _) = render(
+            ApiError::NotFound("model not found".into()),
+            ErrorFormat::Envelope,
+        )
+        .await;
+        assert_eq!(
+            (s, v),
+            (
+                404,
+                json!({"request_id": "res_0123", "success": false, "message": "model not found", "data": ""})
+            )
+        );
     }
 
     #[tokio::test]
     async fn retry_after_is_whole_seconds_at_least_one() {
-        let (s, _, ra) = render(ApiError::UpstreamRateLimited { retry_after: 0 }, ErrorFormat::Detail).await;
+        let (s, _, ra) = render(
+            ApiError::UpstreamRateLimited { retry_after: 0 },
+            ErrorFormat::Detail,
+        )
+        .await;
         assert_eq!((s, ra.as_deref()), (429, Some("1")));
-        let (_, _, ra) = render(ApiError::RateLimited { message: "slow down".into(), retry_after: 7 }, ErrorFormat::Detail).await;
+        let (_, _, ra) = render(
+            ApiError::RateLimited {
+                message: "slow down".into(),
+                retry_after: 7,
+            },
+            ErrorFormat::Detail,
+        )
+        .await;
         assert_eq!(ra.as_deref(), Some("7"));
     }
 
     #[tokio::test]
     async fn internal_details_stay_out_of_the_body() {
-        let (s, v, _) = render(ApiError::Internal("disk /secret full".into()), ErrorFormat::Detail).await;
+        let (s, v, _) = render(
+            ApiError::Internal("disk /secret full".into()),
+            ErrorFormat::Detail,
+        )
+        .await;
         assert_eq!((s, v), (500, json!({"detail": "internal error"})));
     }
 }

@@ -64,7 +64,9 @@ impl Refusal {
     pub fn describe(&self) -> &'static str {
         match self {
             Refusal::NotHttp(why) => why,
-            Refusal::Private => "points to a private or loopback address, which the gateway does not reach",
+            Refusal::Private => {
+                "points to a private or loopback address, which the gateway does not reach"
+            }
             Refusal::Unresolved => "host could not be resolved",
         }
     }
@@ -74,14 +76,24 @@ impl Refusal {
 /// checked (no DNS rebinding between the check and the connection), with no
 /// redirects: the one way the gateway reaches callers' URLs (fetched audio,
 /// job callbacks).
-pub async fn pinned_client(url: &str, allow_private: bool, timeout: std::time::Duration) -> Result<(reqwest::Client, reqwest::Url), Refusal> {
+pub async fn pinned_client(
+    url: &str,
+    allow_private: bool,
+    timeout: std::time::Duration,
+) -> Result<(reqwest::Client, reqwest::Url), Refusal> {
     let parsed = reqwest::Url::parse(url).map_err(|_| Refusal::NotHttp("is not a valid URL"))?;
     if !matches!(parsed.scheme(), "http" | "https") {
         return Err(Refusal::NotHttp("must be an http or https URL"));
     }
-    let host = parsed.host_str().ok_or(Refusal::NotHttp("has no host"))?.to_owned();
+    let host = parsed
+        .host_str()
+        .ok_or(Refusal::NotHttp("has no host"))?
+        .to_owned();
     let port = parsed.port_or_known_default().unwrap_or(80);
-    let lookup_host = host.trim_start_matches('[').trim_end_matches(']').to_owned();
+    let lookup_host = host
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_owned();
     let addrs: Vec<SocketAddr> = tokio::net::lookup_host((lookup_host.as_str(), port))
         .await
         .map_err(|_| Refusal::Unresolved)?
@@ -102,9 +114,15 @@ pub async fn pinned_client(url: &str, allow_private: bool, timeout: std::time::D
 }
 
 /// Opens `url` for streaming, refusing private targets unless allowed.
-pub async fn open(url: &str, allow_private: bool, timeout: std::time::Duration) -> Result<Fetched, ApiError> {
+pub async fn open(
+    url: &str,
+    allow_private: bool,
+    timeout: std::time::Duration,
+) -> Result<Fetched, ApiError> {
     let bad = |m: &str| ApiError::BadRequest(format!("audio_url {m}"));
-    let (client, parsed) = pinned_client(url, allow_private, timeout).await.map_err(|r| bad(r.describe()))?;
+    let (client, parsed) = pinned_client(url, allow_private, timeout)
+        .await
+        .map_err(|r| bad(r.describe()))?;
     let response = client.get(parsed.clone()).send().await.map_err(|e| {
         if e.is_timeout() {
             bad("timed out")
@@ -113,7 +131,10 @@ pub async fn open(url: &str, allow_private: bool, timeout: std::time::Duration) 
         }
     })?;
     if !response.status().is_success() {
-        return Err(bad(&format!("could not be fetched (status {})", response.status().as_u16())));
+        return Err(bad(&format!(
+            "could not be fetched (status {})",
+            response.status().as_u16()
+        )));
     }
     let file_name = parsed
         .path_segments()
@@ -126,12 +147,19 @@ pub async fn open(url: &str, allow_private: bool, timeout: std::time::Duration) 
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned)
         .unwrap_or_else(|| content_type_for(&file_name).to_owned());
-    Ok(Fetched { response, file_name, content_type })
+    Ok(Fetched {
+        response,
+        file_name,
+        content_type,
+    })
 }
 
 /// Content type for a file name's extension (the media types of spec A10).
 pub fn content_type_for(name: &str) -> &'static str {
-    let ext = name.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase()).unwrap_or_default();
+    let ext = name
+        .rsplit_once('.')
+        .map(|(_, e)| e.to_ascii_lowercase())
+        .unwrap_or_default();
     match ext.as_str() {
         "mp3" => "audio/mpeg",
         "wav" => "audio/wav",
@@ -149,22 +177,39 @@ pub fn content_type_for(name: &str) -> &'static str {
     }
 }
 
-
 /// The asset behind one of the gateway's own object URLs, checked: it must
 /// belong to `user_id` and not be deleted. `Ok(None)` when the URL is not one
 /// of the gateway's.
-pub async fn own_asset(gw: &crate::Gateway, user_id: Option<i64>, url: &str) -> Result<Option<crate::store::AssetRow>, ApiError> {
-    let Some(key) = gw.objects.key_of_url(url) else { return Ok(None) };
-    let asset = gw.store.blocking(move |store| store.asset_by_key(&key)).await?;
+pub async fn own_asset(
+    gw: &crate::Gateway,
+    user_id: Option<i64>,
+    url: &str,
+) -> Result<Option<crate::store::AssetRow>, ApiError> {
+    let Some(key) = gw.objects.key_of_url(url) else {
+        return Ok(None);
+    };
+    let asset = gw
+        .store
+        .blocking(move |store| store.asset_by_key(&key))
+        .await?;
     match asset {
-        Some(a) if a.deleted_at.is_none() && a.owner_id.is_some() && a.owner_id == user_id => Ok(Some(a)),
-        _ => Err(ApiError::BadRequest("audio_url refers to a stored object that does not exist, has expired, or is not yours".into())),
+        Some(a) if a.deleted_at.is_none() && a.owner_id.is_some() && a.owner_id == user_id => {
+            Ok(Some(a))
+        }
+        _ => Err(ApiError::BadRequest(
+            "audio_url refers to a stored object that does not exist, has expired, or is not yours"
+                .into(),
+        )),
     }
 }
 
 /// Checks an `audio_url` that the upstream will fetch itself: when it is
 /// one of the gateway's own URLs, the caller must own the object.
-pub async fn check_own(gw: &crate::Gateway, user_id: Option<i64>, url: Option<&str>) -> Result<(), ApiError> {
+pub async fn check_own(
+    gw: &crate::Gateway,
+    user_id: Option<i64>,
+    url: Option<&str>,
+) -> Result<(), ApiError> {
     if let Some(url) = url {
         own_asset(gw, user_id, url).await?;
     }
@@ -174,24 +219,42 @@ pub async fn check_own(gw: &crate::Gateway, user_id: Option<i64>, url: Option<&s
 /// Opens `url` as a streaming multipart file part: the gateway's own URLs
 /// are read straight from the object store (no HTTP round trip, owner
 /// checked); any other URL is fetched with [`open`].
-pub async fn open_as_part(gw: &crate::Gateway, user_id: Option<i64>, url: &str) -> Result<reqwest::multipart::Part, ApiError> {
+pub async fn open_as_part(
+    gw: &crate::Gateway,
+    user_id: Option<i64>,
+    url: &str,
+) -> Result<reqwest::multipart::Part, ApiError> {
     use futures_util::TryStreamExt;
     if let Some(asset) = own_asset(gw, user_id, url).await? {
-        let body = gw.objects.get(&asset.object_key, None).await.map_err(|e| ApiError::Internal(format!("reading {}: {e}", asset.object_key)))?;
-        let name = asset
-            .file_name
-            .clone()
-            .unwrap_or_else(|| asset.object_key.rsplit('/').next().unwrap_or("audio").to_owned());
-        let part = reqwest::multipart::Part::stream_with_length(reqwest::Body::wrap_stream(body.stream), body.total_size)
-            .file_name(name)
-            .mime_str(&asset.content_type)
-            .map_err(|e| ApiError::Internal(format!("multipart part: {e}")))?;
+        let body = gw
+            .objects
+            .get(&asset.object_key, None)
+            .await
+            .map_err(|e| ApiError::Internal(format!("reading {}: {e}", asset.object_key)))?;
+        let name = asset.file_name.clone().unwrap_or_else(|| {
+            asset
+                .object_key
+                .rsplit('/')
+                .next()
+                .unwrap_or("audio")
+                .to_owned()
+        });
+        let part = reqwest::multipart::Part::stream_with_length(
+            reqwest::Body::wrap_stream(body.stream),
+            body.total_size,
+        )
+        .file_name(name)
+        .mime_str(&asset.content_type)
+        .map_err(|e| ApiError::Internal(format!("multipart part: {e}")))?;
         return Ok(part);
     }
     let cfg = &gw.config;
     let fetched = open(url, cfg.allow_private_fetch, cfg.upstream_timeout).await?;
     let len = fetched.response.content_length();
-    let stream = fetched.response.bytes_stream().map_err(std::io::Error::other);
+    let stream = fetched
+        .response
+        .bytes_stream()
+        .map_err(std::io::Error::other);
     let body = reqwest::Body::wrap_stream(stream);
     let part = match len {
         Some(n) => reqwest::multipart::Part::stream_with_length(body, n),
@@ -208,7 +271,19 @@ mod tests {
 
     #[test]
     fn private_addresses() {
-        for a in ["127.0.0.1", "10.1.2.3", "192.168.0.1", "172.16.5.5", "169.254.169.254", "0.0.0.0", "100.64.0.1", "::1", "fd00::1", "fe80::1", "::ffff:127.0.0.1"] {
+        for a in [
+            "127.0.0.1",
+            "10.1.2.3",
+            "192.168.0.1",
+            "172.16.5.5",
+            "169.254.169.254",
+            "0.0.0.0",
+            "100.64.0.1",
+            "::1",
+            "fd00::1",
+            "fe80::1",
+            "::ffff:127.0.0.1",
+        ] {
             assert!(is_private(a.parse().unwrap()), "{a}");
         }
         for a in ["8.8.8.8", "1.1.1.1", "2606:4700::1111"] {
@@ -218,9 +293,27 @@ mod tests {
 
     #[tokio::test]
     async fn loopback_refused_unless_allowed() {
-        let e = open("http://127.0.0.1:9/x.wav", false, std::time::Duration::from_secs(1)).await.err().unwrap();
-        assert!(e.message().contains("private or loopback"), "{}", e.message());
-        let e = open("file:///etc/passwd", true, std::time::Duration::from_secs(1)).await.err().unwrap();
+        let e = open(
+            "http://127.0.0.1:9/x.wav",
+            false,
+            std::time::Duration::from_secs(1),
+        )
+        .await
+        .err()
+        .unwrap();
+        assert!(
+            e.message().contains("private or loopback"),
+            "{}",
+            e.message()
+        );
+        let e = open(
+            "file:///etc/passwd",
+            true,
+            std::time::Duration::from_secs(1),
+        )
+        .await
+        .err()
+        .unwrap();
         assert!(e.message().contains("http"), "{}", e.message());
     }
 }

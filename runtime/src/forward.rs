@@ -15,7 +15,7 @@ use crate::body;
 use crate::errors::ApiError;
 use crate::pipeline::{Ctx, Metered, Outcome};
 use crate::router::{Request, Response};
-use crate::spec::{Method, Metering, PathParams};
+use crate::spec::{Metering, Method, PathParams};
 use crate::{owners, shape, validate};
 use rust_decimal::Decimal;
 
@@ -44,7 +44,10 @@ pub fn stream_back(resp: reqwest::Response) -> Response {
 pub fn json_response(status: StatusCode, v: &Value) -> Response {
     let mut out = http::Response::new(body::full(Bytes::from(v.to_string())));
     *out.status_mut() = status;
-    out.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    out.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     out
 }
 
@@ -67,7 +70,11 @@ pub(crate) fn upstream_request(
     params: &PathParams,
     body: Option<&mut Map<String, Value>>,
 ) -> Result<reqwest::RequestBuilder, ApiError> {
-    let up = ctx.spec.upstream.as_ref().ok_or_else(|| ApiError::Internal(format!("row {} has no upstream", ctx.spec.id)))?;
+    let up = ctx
+        .spec
+        .upstream
+        .as_ref()
+        .ok_or_else(|| ApiError::Internal(format!("row {} has no upstream", ctx.spec.id)))?;
     let mut query = ctx.query.clone();
     let path = shape::upstream_path(ctx.spec, up.path, params, &mut query, body)?;
     shape::shape_query(ctx.spec, &mut query);
@@ -79,7 +86,11 @@ pub async fn proxy(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<O
     if owners::lists(ctx.spec) {
         return owners::list(ctx, params).await;
     }
-    let base = ctx.spec.upstream.map(|u| u.base).unwrap_or(crate::spec::Base::Main);
+    let base = ctx
+        .spec
+        .upstream
+        .map(|u| u.base)
+        .unwrap_or(crate::spec::Base::Main);
     let carries = has_body(ctx.spec.method);
     let mut body = read_body(ctx, req).await?;
     let mut rb = upstream_request(ctx, params, Some(&mut body))?;
@@ -97,7 +108,11 @@ pub async fn proxy(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<O
 /// (or read from the gateway's own store) and sent as that file part, the
 /// other fields as text parts.
 pub async fn fields(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<Outcome, ApiError> {
-    let base = ctx.spec.upstream.map(|u| u.base).unwrap_or(crate::spec::Base::Main);
+    let base = ctx
+        .spec
+        .upstream
+        .map(|u| u.base)
+        .unwrap_or(crate::spec::Base::Main);
     let mut body = read_body(ctx, req).await?;
     let mut fields = match body.remove("fields") {
         Some(Value::Object(f)) => f,
@@ -109,7 +124,11 @@ pub async fn fields(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<
             let part = crate::fetch::open_as_part(&ctx.gw, ctx.user_id(), &url).await?;
             rb.multipart(shape::text_parts(fields).part(field, part))
         }
-        (Some(_), Some(_)) => return Err(ApiError::BadRequest("fields.audio_url must be a string".into())),
+        (Some(_), Some(_)) => {
+            return Err(ApiError::BadRequest(
+                "fields.audio_url must be a string".into(),
+            ))
+        }
         (_, url) => {
             if let Some(url) = url {
                 fields.insert("audio_url".into(), url);
@@ -125,7 +144,11 @@ pub async fn fields(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<
 /// gateway must read it (a create records the new id's owner; a first build
 /// needs the voice's id to bill it once). Also meters per-request units and
 /// forgets deleted resources.
-async fn finish(ctx: &mut Ctx, resp: reqwest::Response, params: &PathParams) -> Result<Outcome, ApiError> {
+async fn finish(
+    ctx: &mut Ctx,
+    resp: reqwest::Response,
+    params: &PathParams,
+) -> Result<Outcome, ApiError> {
     let status = resp.status().as_u16();
     let must_read = owners::creates(ctx.spec) || ctx.spec.metering == Metering::FirstBuild;
     let mut records = Vec::new();
@@ -150,14 +173,24 @@ async fn finish(ctx: &mut Ctx, resp: reqwest::Response, params: &PathParams) -> 
         let voice = params
             .get("voice_uuid")
             .map(|v| v.into_owned())
-            .or_else(|| answer.get("voice_uuid").and_then(Value::as_str).map(str::to_owned))
+            .or_else(|| {
+                answer
+                    .get("voice_uuid")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+            })
             .or_else(|| shape::upstream_id(&answer))
-            .ok_or_else(|| ApiError::BadGateway("the voice provider's answer names no voice".into()))?;
+            .ok_or_else(|| {
+                ApiError::BadGateway("the voice provider's answer names no voice".into())
+            })?;
         meter_one(ctx, Some(format!("voice:{voice}")));
     }
     let mut out = http::Response::new(body::full(bytes));
     *out.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
-    out.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    out.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     let mut outcome = Outcome::new(out, Some(status));
     outcome.records = records;
     Ok(outcome)
@@ -175,4 +208,3 @@ fn meter_one(ctx: &mut Ctx, once_key: Option<String>) {
         capability: None,
     });
 }
-

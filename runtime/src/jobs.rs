@@ -40,9 +40,14 @@ pub mod status {
 /// field is complete once its result (`mirror` field) is present (the edit
 /// API answers that way).
 pub fn item_status(item: &Value, mirror: Option<&str>) -> &'static str {
-    let raw = item.get("status").and_then(Value::as_str).map(str::to_ascii_lowercase);
+    let raw = item
+        .get("status")
+        .and_then(Value::as_str)
+        .map(str::to_ascii_lowercase);
     match raw.as_deref() {
-        Some("completed" | "complete" | "succeeded" | "success" | "done" | "finished") => status::COMPLETED,
+        Some("completed" | "complete" | "succeeded" | "success" | "done" | "finished") => {
+            status::COMPLETED
+        }
         Some("failed" | "error" | "errored" | "cancelled" | "canceled") => status::FAILED,
         Some("processing" | "running" | "in_progress" | "started") => status::PROCESSING,
         Some(_) => status::PENDING,
@@ -63,21 +68,37 @@ fn wrap(item: &Value) -> Value {
 
 /// The job item of an upstream answer: `item` when present, else the body.
 pub fn item_of(answer: &Value) -> &Value {
-    answer.get("item").filter(|v| v.is_object()).unwrap_or(answer)
+    answer
+        .get("item")
+        .filter(|v| v.is_object())
+        .unwrap_or(answer)
 }
 
 /// What a completed job bills: unit and quantity, from the submit row's
 /// billing unit and what the upstream reports (`media_type`, seconds, images).
-pub fn job_quantity(billing: Billing, item: &Value, media_type: Option<&str>) -> (&'static str, Decimal) {
-    let seconds = ["duration_seconds", "duration", "audio_duration", "media_duration"]
-        .iter()
-        .find_map(|k| item.get(*k).and_then(decimal_from_json))
-        .unwrap_or(Decimal::ZERO);
+pub fn job_quantity(
+    billing: Billing,
+    item: &Value,
+    media_type: Option<&str>,
+) -> (&'static str, Decimal) {
+    let seconds = [
+        "duration_seconds",
+        "duration",
+        "audio_duration",
+        "media_duration",
+    ]
+    .iter()
+    .find_map(|k| item.get(*k).and_then(decimal_from_json))
+    .unwrap_or(Decimal::ZERO);
     let images = ["image_count", "images"]
         .iter()
         .find_map(|k| item.get(*k).and_then(decimal_from_json))
         .unwrap_or(Decimal::ONE);
-    let media = item.get("media_type").and_then(Value::as_str).or(media_type).unwrap_or("audio");
+    let media = item
+        .get("media_type")
+        .and_then(Value::as_str)
+        .or(media_type)
+        .unwrap_or("audio");
     match billing {
         Billing::MediaSeconds => match media {
             "video" => ("video_seconds", seconds),
@@ -105,7 +126,10 @@ pub fn complete(
     mirror: Option<&str>,
 ) -> (JobUpdate, Option<Metered>) {
     let st = item_status(item, mirror);
-    let media_type = item.get("media_type").and_then(Value::as_str).map(str::to_owned);
+    let media_type = item
+        .get("media_type")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
     let mut update = JobUpdate {
         kind: job.kind.clone(),
         job_id: job.job_id.clone(),
@@ -118,7 +142,11 @@ pub fn complete(
     let mut metered = None;
     if st == status::COMPLETED && !job.billed {
         if let Some(submit) = submit.filter(|s| s.billing != Billing::Free) {
-            let (unit, quantity) = job_quantity(submit.billing, item, media_type.as_deref().or(job.media_type.as_deref()));
+            let (unit, quantity) = job_quantity(
+                submit.billing,
+                item,
+                media_type.as_deref().or(job.media_type.as_deref()),
+            );
             update.billed = true;
             metered = Some(Metered {
                 product: job.kind.clone(),
@@ -137,10 +165,18 @@ pub fn complete(
 /// `job_submit`.
 pub async fn submit(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<Outcome, ApiError> {
     let spec = ctx.spec;
-    let up = spec.upstream.ok_or_else(|| ApiError::Internal(format!("row {} has no upstream", spec.id)))?;
+    let up = spec
+        .upstream
+        .ok_or_else(|| ApiError::Internal(format!("row {} has no upstream", spec.id)))?;
     let mut body = crate::forward::read_body(ctx, req).await?;
-    let callback_uri = body.get("callback_uri").and_then(Value::as_str).map(str::to_owned);
-    let media_type = body.get("media_type").and_then(Value::as_str).map(str::to_owned);
+    let callback_uri = body
+        .get("callback_uri")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    let media_type = body
+        .get("media_type")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
     let rb = crate::forward::upstream_request(ctx, params, Some(&mut body))?;
     let rb = match spec.file_field {
         Some(field) => {
@@ -153,20 +189,34 @@ pub async fn submit(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<
             rb.multipart(shape::text_parts(body).part(field, part))
         }
         None => {
-            fetch::check_own(&ctx.gw, ctx.user_id(), body.get("audio_url").and_then(Value::as_str)).await?;
+            fetch::check_own(
+                &ctx.gw,
+                ctx.user_id(),
+                body.get("audio_url").and_then(Value::as_str),
+            )
+            .await?;
             shape::shape_body(spec, &mut body)?;
             rb.json(&body)
         }
     };
     let resp = ctx.gw.upstream.send(up.base, rb).await?;
     let status = resp.status();
-    let bytes = resp.bytes().await.map_err(|e| ctx.gw.upstream.network_error(up.base, &e))?;
-    let mut answer: Value = serde_json::from_slice(&bytes)
-        .map_err(|_| ApiError::BadGateway("the voice provider answered a job submission that is not JSON".into()))?;
-    let upstream_id = shape::upstream_id(&answer)
-        .ok_or_else(|| ApiError::BadGateway("the voice provider answered a job submission without an id".into()))?;
-    let kind = spec.job.ok_or_else(|| ApiError::Internal(format!("row {} has no job kind", spec.id)))?;
-    let user_id = ctx.user_id().ok_or_else(|| ApiError::Internal("job submitted without a user".into()))?;
+    let bytes = resp
+        .bytes()
+        .await
+        .map_err(|e| ctx.gw.upstream.network_error(up.base, &e))?;
+    let mut answer: Value = serde_json::from_slice(&bytes).map_err(|_| {
+        ApiError::BadGateway("the voice provider answered a job submission that is not JSON".into())
+    })?;
+    let upstream_id = shape::upstream_id(&answer).ok_or_else(|| {
+        ApiError::BadGateway("the voice provider answered a job submission without an id".into())
+    })?;
+    let kind = spec
+        .job
+        .ok_or_else(|| ApiError::Internal(format!("row {} has no job kind", spec.id)))?;
+    let user_id = ctx
+        .user_id()
+        .ok_or_else(|| ApiError::Internal("job submitted without a user".into()))?;
     let item = item_of(&answer);
     let record = JobRecord {
         job_id: upstream_id.clone(),
@@ -175,7 +225,11 @@ pub async fn submit(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<
         user_id,
         submit_route: spec.id.to_owned(),
         status: item_status(item, None).to_owned(),
-        media_type: item.get("media_type").and_then(Value::as_str).map(str::to_owned).or(media_type),
+        media_type: item
+            .get("media_type")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .or(media_type),
         callback_uri,
         created_at: crate::store::now_rfc3339(),
     };
@@ -188,18 +242,28 @@ pub async fn submit(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<
     Ok(outcome)
 }
 
-
 /// `job_get`.
 pub async fn get(ctx: &mut Ctx, _req: Request, params: &PathParams) -> Result<Outcome, ApiError> {
     let spec = ctx.spec;
-    let kind = spec.job.ok_or_else(|| ApiError::Internal(format!("row {} has no job kind", spec.id)))?;
-    let job_id = params.get("job_id").map(|c| c.into_owned()).unwrap_or_default();
+    let kind = spec
+        .job
+        .ok_or_else(|| ApiError::Internal(format!("row {} has no job kind", spec.id)))?;
+    let job_id = params
+        .get("job_id")
+        .map(|c| c.into_owned())
+        .unwrap_or_default();
     let user_id = ctx.user_id();
     let (k, j) = (kind.to_owned(), job_id.clone());
-    let job = ctx.gw.store.blocking(move |store| store.job(&k, &j)).await?
+    let job = ctx
+        .gw
+        .store
+        .blocking(move |store| store.job(&k, &j))
+        .await?
         .filter(|j| Some(j.user_id) == user_id)
         .ok_or_else(|| ApiError::NotFound(format!("no {kind} job {job_id}")))?;
-    let up = spec.upstream.ok_or_else(|| ApiError::Internal(format!("row {} has no upstream", spec.id)))?;
+    let up = spec
+        .upstream
+        .ok_or_else(|| ApiError::Internal(format!("row {} has no upstream", spec.id)))?;
     let mut query = Vec::new();
     let mut upstream_params = PathParams::new();
     upstream_params.push("job_id", &crate::upstream::encode_segment(&job.upstream_id));
@@ -207,11 +271,20 @@ pub async fn get(ctx: &mut Ctx, _req: Request, params: &PathParams) -> Result<Ou
     let rb = ctx.gw.upstream.request(&up, &path, &query)?;
     let resp = ctx.gw.upstream.send(up.base, rb).await?;
     let upstream_status = resp.status().as_u16();
-    let bytes = resp.bytes().await.map_err(|e| ctx.gw.upstream.network_error(up.base, &e))?;
-    let mut answer: Value = serde_json::from_slice(&bytes)
-        .map_err(|_| ApiError::BadGateway("the voice provider answered a job status that is not JSON".into()))?;
+    let bytes = resp
+        .bytes()
+        .await
+        .map_err(|e| ctx.gw.upstream.network_error(up.base, &e))?;
+    let mut answer: Value = serde_json::from_slice(&bytes).map_err(|_| {
+        ApiError::BadGateway("the voice provider answered a job status that is not JSON".into())
+    })?;
     let item = item_of(&answer).clone();
-    let (update, metered) = complete(&job, ctx.gw.route_by_id(&job.submit_route), &item, spec.mirror);
+    let (update, metered) = complete(
+        &job,
+        ctx.gw.route_by_id(&job.submit_route),
+        &item,
+        spec.mirror,
+    );
     let completed = update.status == status::COMPLETED;
     let finished = completed || update.status == status::FAILED;
     if let Some(m) = metered {
@@ -243,9 +316,13 @@ pub async fn get(ctx: &mut Ctx, _req: Request, params: &PathParams) -> Result<Ou
             }
         }
     }
-    let mut outcome = Outcome::new(json_response(StatusCode::OK, &answer), Some(upstream_status));
+    let mut outcome = Outcome::new(
+        json_response(StatusCode::OK, &answer),
+        Some(upstream_status),
+    );
     // A finished job read again changes nothing: write its record only on a change.
-    let changed = update.status != job.status || update.billed || (finished && job.result.is_none());
+    let changed =
+        update.status != job.status || update.billed || (finished && job.result.is_none());
     if changed {
         outcome.records.push(Record::JobUpdate(update));
     }
@@ -269,14 +346,27 @@ pub fn answer_for(job: &JobRow, item: &Value, status: &str) -> Value {
 /// `{"success", "items": [{job_id, status, created_at, updated_at, result}],
 /// "meta": {page, per_page, total_pages, total_items}}`.
 pub async fn list(ctx: &mut Ctx) -> Result<Outcome, ApiError> {
-    let kind = ctx.spec.job.ok_or_else(|| ApiError::Internal(format!("row {} has no job kind", ctx.spec.id)))?;
-    let user = ctx.user_id().ok_or_else(|| ApiError::Internal("job list without a user".into()))?;
+    let kind = ctx
+        .spec
+        .job
+        .ok_or_else(|| ApiError::Internal(format!("row {} has no job kind", ctx.spec.id)))?;
+    let user = ctx
+        .user_id()
+        .ok_or_else(|| ApiError::Internal("job list without a user".into()))?;
     let num = |name: &str, default: u32| {
-        ctx.query.iter().find(|(k, _)| k == name).and_then(|(_, v)| v.trim().parse::<u32>().ok()).unwrap_or(default)
+        ctx.query
+            .iter()
+            .find(|(k, _)| k == name)
+            .and_then(|(_, v)| v.trim().parse::<u32>().ok())
+            .unwrap_or(default)
     };
     let page = num("page", 1).max(1);
     let per_page = num("page_size", 10).clamp(1, 1000);
-    let (jobs, total) = ctx.gw.store.blocking(move |store| store.jobs_of(user, kind, page, per_page)).await?;
+    let (jobs, total) = ctx
+        .gw
+        .store
+        .blocking(move |store| store.jobs_of(user, kind, page, per_page))
+        .await?;
     let items: Vec<Value> = jobs
         .iter()
         .map(|j| {
@@ -311,22 +401,52 @@ mod tests {
 
     #[test]
     fn statuses() {
-        assert_eq!(item_status(&json!({"status": "completed"}), None), status::COMPLETED);
-        assert_eq!(item_status(&json!({"status": "pending"}), None), status::PENDING);
-        assert_eq!(item_status(&json!({"status": "failed"}), None), status::FAILED);
-        assert_eq!(item_status(&json!({"uuid": "e"}), Some("item.result_audio_url")), status::PENDING);
-        assert_eq!(item_status(&json!({"result_audio_url": "http://x"}), Some("item.result_audio_url")), status::COMPLETED);
+        assert_eq!(
+            item_status(&json!({"status": "completed"}), None),
+            status::COMPLETED
+        );
+        assert_eq!(
+            item_status(&json!({"status": "pending"}), None),
+            status::PENDING
+        );
+        assert_eq!(
+            item_status(&json!({"status": "failed"}), None),
+            status::FAILED
+        );
+        assert_eq!(
+            item_status(&json!({"uuid": "e"}), Some("item.result_audio_url")),
+            status::PENDING
+        );
+        assert_eq!(
+            item_status(
+                &json!({"result_audio_url": "http://x"}),
+                Some("item.result_audio_url")
+            ),
+            status::COMPLETED
+        );
     }
 
     #[test]
     fn quantities_follow_the_media_type() {
         let d = |s: &str| Decimal::from_str(s).unwrap();
         let item = json!({"duration_seconds": 12.5, "media_type": "video"});
-        assert_eq!(job_quantity(Billing::MediaSeconds, &item, None), ("video_seconds", d("12.5")));
+        assert_eq!(
+            job_quantity(Billing::MediaSeconds, &item, None),
+            ("video_seconds", d("12.5"))
+        );
         let item = json!({"media_type": "image", "image_count": 3});
-        assert_eq!(job_quantity(Billing::MediaSeconds, &item, None), ("images", d("3")));
+        assert_eq!(
+            job_quantity(Billing::MediaSeconds, &item, None),
+            ("images", d("3"))
+        );
         let item = json!({"duration_seconds": 4.25});
-        assert_eq!(job_quantity(Billing::MediaSeconds, &item, None), ("audio_seconds", d("4.25")));
-        assert_eq!(job_quantity(Billing::AudioSeconds, &item, None), ("audio_seconds", d("4.25")));
+        assert_eq!(
+            job_quantity(Billing::MediaSeconds, &item, None),
+            ("audio_seconds", d("4.25"))
+        );
+        assert_eq!(
+            job_quantity(Billing::AudioSeconds, &item, None),
+            ("audio_seconds", d("4.25"))
+        );
     }
 }

@@ -34,8 +34,8 @@
 pub mod audio;
 pub mod auth;
 pub mod billing;
-pub mod callbacks;
 pub mod body;
+pub mod callbacks;
 pub mod config;
 pub mod errors;
 pub mod fetch;
@@ -107,17 +107,32 @@ impl Gateway {
     /// Opens the database (migrating it) and the object store, and builds
     /// the upstream client. Without `config.public_url`, the gateway's own
     /// object URLs start with `http://<config.addr>`.
-    pub fn new(config: config::Config, routes: &'static [&'static spec::EndpointSpec]) -> Result<Gateway, StartError> {
+    pub fn new(
+        config: config::Config,
+        routes: &'static [&'static spec::EndpointSpec],
+    ) -> Result<Gateway, StartError> {
         let store = store::Store::open_with(&config.db_path, config.db_sync_full)?;
         let auth = auth::Auth::new(store.clone());
         let upstream = upstream::Upstream::new(&config);
-        let public_url = config.public_url.clone().unwrap_or_else(|| format!("http://{}", config.addr));
+        let public_url = config
+            .public_url
+            .clone()
+            .unwrap_or_else(|| format!("http://{}", config.addr));
         let objects = objects::open(&config.objects, &config.data_dir, &public_url)?;
         let limiter = match &config.limiter_store {
             Some(shared) => ratelimit::RateLimiter::new(config.rate_limits.clone(), shared.clone()),
             None => ratelimit::RateLimiter::in_process(config.rate_limits.clone()),
         };
-        Ok(Gateway(Arc::new(Inner { config, store, auth, upstream, objects, routes, limiter, owner_cache: Default::default() })))
+        Ok(Gateway(Arc::new(Inner {
+            config,
+            store,
+            auth,
+            upstream,
+            objects,
+            routes,
+            limiter,
+            owner_cache: Default::default(),
+        })))
     }
 
     /// How the table presents the upstream key to `base` (`[bases.*].auth`,

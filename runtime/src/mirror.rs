@@ -41,11 +41,15 @@ pub struct Mirrored {
 
 /// Whether `url`'s host is an upstream host the gateway may fetch from.
 pub fn allowed_host(gw: &Gateway, url: &str) -> bool {
-    let Ok(u) = reqwest::Url::parse(url) else { return false };
+    let Ok(u) = reqwest::Url::parse(url) else {
+        return false;
+    };
     if !matches!(u.scheme(), "http" | "https") {
         return false;
     }
-    let Some(host) = u.host_str() else { return false };
+    let Some(host) = u.host_str() else {
+        return false;
+    };
     let port = u.port_or_known_default();
     let same = |base: &str| {
         reqwest::Url::parse(base)
@@ -54,13 +58,22 @@ pub fn allowed_host(gw: &Gateway, url: &str) -> bool {
     };
     same(&gw.config.provider_base_url)
         || same(&gw.config.provider_synth_url)
-        || gw.config.mirror_hosts.iter().any(|h| h.eq_ignore_ascii_case(host))
+        || gw
+            .config
+            .mirror_hosts
+            .iter()
+            .any(|h| h.eq_ignore_ascii_case(host))
 }
 
 /// Returns the job's stored copy, copying it first if this is the first GET.
 /// `None` when the copy is not (yet) available: the caller answers with
 /// `resemble_url` only.
-pub async fn mirror(gw: &Gateway, job: &JobRow, spec: &EndpointSpec, url: &str) -> Option<Mirrored> {
+pub async fn mirror(
+    gw: &Gateway,
+    job: &JobRow,
+    spec: &EndpointSpec,
+    url: &str,
+) -> Option<Mirrored> {
     if let Some(m) = existing(gw, job.mirror_asset_id).await {
         return Some(m);
     }
@@ -71,9 +84,11 @@ pub async fn mirror(gw: &Gateway, job: &JobRow, spec: &EndpointSpec, url: &str) 
     let now = chrono::Utc::now();
     let stale_before = now - chrono::Duration::from_std(STALE_CLAIM).unwrap_or_default();
     let (kind, job_id) = (job.kind.clone(), job.job_id.clone());
-    let claimed = blocking(gw, move |store| store.claim_mirror(&kind, &job_id, &fmt(now), &fmt(stale_before)))
-        .await
-        .unwrap_or(false);
+    let claimed = blocking(gw, move |store| {
+        store.claim_mirror(&kind, &job_id, &fmt(now), &fmt(stale_before))
+    })
+    .await
+    .unwrap_or(false);
     if !claimed {
         return wait_for_copy(gw, job).await;
     }
@@ -93,7 +108,10 @@ fn fmt(t: chrono::DateTime<chrono::Utc>) -> String {
 }
 
 /// A store call in the blocking pool; `None` on failure (mirroring is best effort).
-async fn blocking<T: Send + 'static>(gw: &Gateway, f: impl FnOnce(&crate::store::Store) -> crate::store::Result<T> + Send + 'static) -> Option<T> {
+async fn blocking<T: Send + 'static>(
+    gw: &Gateway,
+    f: impl FnOnce(&crate::store::Store) -> crate::store::Result<T> + Send + 'static,
+) -> Option<T> {
     gw.store.blocking(f).await.ok()
 }
 
@@ -104,8 +122,14 @@ async fn existing(gw: &Gateway, asset_id: Option<i64>) -> Option<Mirrored> {
     if asset.deleted_at.is_some() {
         return None;
     }
-    let url = gw.objects.presign_get(&asset.object_key, URL_VALIDITY).ok()?;
-    Some(Mirrored { url, expires_at: asset.expires_at.unwrap_or_default() })
+    let url = gw
+        .objects
+        .presign_get(&asset.object_key, URL_VALIDITY)
+        .ok()?;
+    Some(Mirrored {
+        url,
+        expires_at: asset.expires_at.unwrap_or_default(),
+    })
 }
 
 async fn wait_for_copy(gw: &Gateway, job: &JobRow) -> Option<Mirrored> {
@@ -124,7 +148,12 @@ async fn wait_for_copy(gw: &Gateway, job: &JobRow) -> Option<Mirrored> {
     None
 }
 
-async fn copy(gw: &Gateway, job: &JobRow, spec: &EndpointSpec, url: &str) -> Result<Mirrored, String> {
+async fn copy(
+    gw: &Gateway,
+    job: &JobRow,
+    spec: &EndpointSpec,
+    url: &str,
+) -> Result<Mirrored, String> {
     let resp = gw
         .upstream
         .client()
@@ -133,7 +162,10 @@ async fn copy(gw: &Gateway, job: &JobRow, spec: &EndpointSpec, url: &str) -> Res
         .await
         .map_err(|e| format!("fetching the result: {}", e.without_url()))?;
     if !resp.status().is_success() {
-        return Err(format!("fetching the result: status {}", resp.status().as_u16()));
+        return Err(format!(
+            "fetching the result: status {}",
+            resp.status().as_u16()
+        ));
     }
     let ext = extension_of(url);
     let content_type = resp
@@ -143,9 +175,18 @@ async fn copy(gw: &Gateway, job: &JobRow, spec: &EndpointSpec, url: &str) -> Res
         .filter(|ct| ct.starts_with("audio/") || ct.starts_with("video/"))
         .map(str::to_owned)
         .unwrap_or_else(|| crate::fetch::content_type_for(&format!("x.{ext}")).to_owned());
-    let key = format!("mirror/{}/{}/{}.{ext}", job.user_id, job.kind, sanitize(&job.job_id));
+    let key = format!(
+        "mirror/{}/{}/{}.{ext}",
+        job.user_id,
+        job.kind,
+        sanitize(&job.job_id)
+    );
     let stream: ByteStream = Box::pin(resp.bytes_stream().map_err(std::io::Error::other));
-    let size = gw.objects.put(&key, &content_type, stream, None).await.map_err(|e| e.to_string())?;
+    let size = gw
+        .objects
+        .put(&key, &content_type, stream, None)
+        .await
+        .map_err(|e| e.to_string())?;
     let now = chrono::Utc::now();
     let days = spec.retention_days.unwrap_or(DEFAULT_RETENTION_DAYS);
     let expires_at = fmt(now + chrono::Duration::days(days as i64));
@@ -161,11 +202,21 @@ async fn copy(gw: &Gateway, job: &JobRow, spec: &EndpointSpec, url: &str) -> Res
         created_at: fmt(now),
         expires_at: Some(expires_at.clone()),
     };
-    let committed = gw.store.commit(vec![Record::Asset(record)]).await.map_err(|e| e.to_string())?;
+    let committed = gw
+        .store
+        .commit(vec![Record::Asset(record)])
+        .await
+        .map_err(|e| e.to_string())?;
     let asset_id = *committed.asset_ids.first().ok_or("asset id missing")?;
     let (kind, job_id) = (job.kind.clone(), job.job_id.clone());
-    gw.store.blocking(move |store| store.finish_mirror(&kind, &job_id, asset_id)).await.map_err(|e| e.to_string())?;
-    let url = gw.objects.presign_get(&key, URL_VALIDITY).map_err(|e| e.to_string())?;
+    gw.store
+        .blocking(move |store| store.finish_mirror(&kind, &job_id, asset_id))
+        .await
+        .map_err(|e| e.to_string())?;
+    let url = gw
+        .objects
+        .presign_get(&key, URL_VALIDITY)
+        .map_err(|e| e.to_string())?;
     Ok(Mirrored { url, expires_at })
 }
 
@@ -175,13 +226,26 @@ fn extension_of(url: &str) -> String {
         .ok()
         .and_then(|u| u.path_segments()?.next_back().map(str::to_owned))
         .and_then(|name| name.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase()))
-        .filter(|e| matches!(e.as_str(), "wav" | "mp3" | "m4a" | "flac" | "ogg" | "webm" | "mp4" | "mov" | "mkv"))
+        .filter(|e| {
+            matches!(
+                e.as_str(),
+                "wav" | "mp3" | "m4a" | "flac" | "ogg" | "webm" | "mp4" | "mov" | "mkv"
+            )
+        })
         .unwrap_or_else(|| "wav".to_owned())
 }
 
 /// An id usable as one key segment.
 fn sanitize(id: &str) -> String {
-    id.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect()
+    id.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -104,14 +104,19 @@ async fn owner_of(gw: &Gateway, kind: &'static str, id: String) -> Result<Option
         return Ok(owner);
     }
     let key = id.clone();
-    let owner = gw.store.blocking(move |store| store.resource_owner(kind, &key)).await?;
+    let owner = gw
+        .store
+        .blocking(move |store| store.resource_owner(kind, &key))
+        .await?;
     gw.owner_cache.put(kind, id, owner);
     Ok(owner)
 }
 
 /// Checks every owned parameter of the row (see the module docs).
 pub async fn check(ctx: &Ctx, params: &PathParams) -> Result<(), ApiError> {
-    let Some(user) = ctx.user_id() else { return Ok(()) };
+    let Some(user) = ctx.user_id() else {
+        return Ok(());
+    };
     for c in ctx.spec.owner_checks {
         let value = match params.get(c.param) {
             Some(v) => v.into_owned(),
@@ -135,12 +140,16 @@ pub async fn check(ctx: &Ctx, params: &PathParams) -> Result<(), ApiError> {
 /// or an edit uses): another user's resource answers 404 like an unknown one;
 /// resources no gateway user owns (the account's stock voices) may be used.
 pub async fn check_body(ctx: &Ctx, body: &serde_json::Map<String, Value>) -> Result<(), ApiError> {
-    let Some(user) = ctx.user_id() else { return Ok(()) };
+    let Some(user) = ctx.user_id() else {
+        return Ok(());
+    };
     for c in ctx.spec.owner_checks {
         if ctx.spec.params.contains(&c.param) || ctx.query.iter().any(|(k, _)| k == c.param) {
             continue; // a path or query parameter, checked by `check`
         }
-        let Some(Value::String(value)) = body.get(c.param) else { continue };
+        let Some(Value::String(value)) = body.get(c.param) else {
+            continue;
+        };
         if let Some(owner) = owner_of(&ctx.gw, c.kind, value.clone()).await? {
             if owner != user {
                 return Err(not_found(c.kind, value));
@@ -162,7 +171,12 @@ pub fn upstream_not_found(ctx: &Ctx, params: &PathParams, e: ApiError) -> ApiErr
     if !matches!(e, ApiError::UpstreamNotFound(_)) {
         return e;
     }
-    let last = ctx.spec.owner_checks.iter().rev().find_map(|c| params.get(c.param).map(|v| (c.kind, v.into_owned())));
+    let last = ctx
+        .spec
+        .owner_checks
+        .iter()
+        .rev()
+        .find_map(|c| params.get(c.param).map(|v| (c.kind, v.into_owned())));
     match last {
         Some((kind, id)) => not_found(kind, &id),
         None => e,
@@ -178,10 +192,21 @@ pub fn created(ctx: &Ctx, answer: &Value) -> Result<Record, ApiError> {
         .map(str::to_owned)
         .filter(|_| kind == "voice")
         .or_else(|| shape::upstream_id(answer))
-        .ok_or_else(|| ApiError::BadGateway(format!("the voice provider created a {kind} but its answer names no id")))?;
-    let owner_id = ctx.user_id().ok_or_else(|| ApiError::Internal("create without a user".into()))?;
+        .ok_or_else(|| {
+            ApiError::BadGateway(format!(
+                "the voice provider created a {kind} but its answer names no id"
+            ))
+        })?;
+    let owner_id = ctx
+        .user_id()
+        .ok_or_else(|| ApiError::Internal("create without a user".into()))?;
     ctx.gw.owner_cache.put(kind, id.clone(), Some(owner_id));
-    Ok(Record::OwnerAdd { kind: kind.to_owned(), upstream_id: id, owner_id, at: crate::store::now_rfc3339() })
+    Ok(Record::OwnerAdd {
+        kind: kind.to_owned(),
+        upstream_id: id,
+        owner_id,
+        at: crate::store::now_rfc3339(),
+    })
 }
 
 /// The record removing the resource this request deleted.
@@ -189,7 +214,10 @@ pub fn deleted(ctx: &Ctx, params: &PathParams) -> Option<Record> {
     let last = ctx.spec.params.last()?;
     let (kind, id) = (ctx.spec.resource?, params.get(last)?.into_owned());
     ctx.gw.owner_cache.put(kind, id.clone(), None);
-    Some(Record::OwnerRemove { kind: kind.to_owned(), upstream_id: id })
+    Some(Record::OwnerRemove {
+        kind: kind.to_owned(),
+        upstream_id: id,
+    })
 }
 
 /// The id of a list item.
@@ -208,17 +236,29 @@ pub async fn list(ctx: &mut Ctx, params: &PathParams) -> Result<Outcome, ApiErro
     let spec = ctx.spec;
     let kind = spec.resource.unwrap_or_default();
     let user = ctx.user_id();
-    let up = spec.upstream.ok_or_else(|| ApiError::Internal(format!("row {} has no upstream", spec.id)))?;
+    let up = spec
+        .upstream
+        .ok_or_else(|| ApiError::Internal(format!("row {} has no upstream", spec.id)))?;
     let page: u32 = query_num(&ctx.query, "page").unwrap_or(1).max(1);
-    let page_size: u32 = query_num(&ctx.query, "page_size").unwrap_or(10).clamp(1, 1000);
+    let page_size: u32 = query_num(&ctx.query, "page_size")
+        .unwrap_or(10)
+        .clamp(1, 1000);
 
-    let owners: HashMap<String, i64> = ctx.gw.store.blocking(move |store| store.resource_owners(kind)).await?;
+    let owners: HashMap<String, i64> = ctx
+        .gw
+        .store
+        .blocking(move |store| store.resource_owners(kind))
+        .await?;
 
     let mut mine = Vec::new();
     let mut upstream_status = 200;
     for upstream_page in 1..=MAX_PAGES {
-        let mut query: Vec<(String, String)> =
-            ctx.query.iter().filter(|(k, _)| k != "page" && k != "page_size").cloned().collect();
+        let mut query: Vec<(String, String)> = ctx
+            .query
+            .iter()
+            .filter(|(k, _)| k != "page" && k != "page_size")
+            .cloned()
+            .collect();
         let path = shape::upstream_path(spec, up.path, params, &mut query, None)?;
         query.push(("page".into(), upstream_page.to_string()));
         query.push(("page_size".into(), UPSTREAM_PAGE.to_string()));
@@ -226,9 +266,18 @@ pub async fn list(ctx: &mut Ctx, params: &PathParams) -> Result<Outcome, ApiErro
         let rb = ctx.gw.upstream.request(&up, &path, &query)?;
         let resp = ctx.gw.upstream.send(up.base, rb).await?;
         upstream_status = resp.status().as_u16();
-        let bytes = resp.bytes().await.map_err(|e| ctx.gw.upstream.network_error(up.base, &e))?;
-        let v: Value = serde_json::from_slice(&bytes).map_err(|_| ApiError::BadGateway("the voice provider answered a list that is not JSON".into()))?;
-        let items = v.get("items").and_then(Value::as_array).cloned().unwrap_or_default();
+        let bytes = resp
+            .bytes()
+            .await
+            .map_err(|e| ctx.gw.upstream.network_error(up.base, &e))?;
+        let v: Value = serde_json::from_slice(&bytes).map_err(|_| {
+            ApiError::BadGateway("the voice provider answered a list that is not JSON".into())
+        })?;
+        let items = v
+            .get("items")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
         let n = items.len();
         for item in items {
             let visible = match item_id(&item).and_then(|id| owners.get(&id).copied()) {
@@ -256,9 +305,15 @@ pub async fn list(ctx: &mut Ctx, params: &PathParams) -> Result<Outcome, ApiErro
         "total_items": total,
         "items": &mine[start..end],
     });
-    Ok(Outcome::new(json_response(StatusCode::OK, &answer), Some(upstream_status)))
+    Ok(Outcome::new(
+        json_response(StatusCode::OK, &answer),
+        Some(upstream_status),
+    ))
 }
 
 fn query_num(query: &[(String, String)], name: &str) -> Option<u32> {
-    query.iter().find(|(k, _)| k == name).and_then(|(_, v)| v.trim().parse().ok())
+    query
+        .iter()
+        .find(|(k, _)| k == name)
+        .and_then(|(_, v)| v.trim().parse().ok())
 }

@@ -80,7 +80,11 @@ impl Ctx {
     /// Records what this request bills and returns its charge (for answers
     /// that show it, like synthesis's `billing`).
     pub fn meter(&mut self, m: Metered) -> crate::billing::Charge {
-        let charge = self.gw.config.prices.charge(&format!("{}.{}", m.product, m.unit), m.quantity);
+        let charge = self
+            .gw
+            .config
+            .prices
+            .charge(&format!("{}.{}", m.product, m.unit), m.quantity);
         self.metered = Some((m, charge.clone()));
         charge
     }
@@ -105,27 +109,55 @@ pub struct Outcome {
 #[derive(Debug, Clone)]
 pub enum Deferred {
     /// Deliver a finished job's record to the caller's `callback_uri`.
-    Callback { kind: String, job_id: String, user_id: i64, uri: String, body: serde_json::Value },
+    Callback {
+        kind: String,
+        job_id: String,
+        user_id: i64,
+        uri: String,
+        body: serde_json::Value,
+    },
 }
 
 impl Outcome {
     pub fn new(response: Response, upstream_status: Option<u16>) -> Outcome {
-        Outcome { response, upstream_status, records: Vec::new(), deferred: Vec::new() }
+        Outcome {
+            response,
+            upstream_status,
+            records: Vec::new(),
+            deferred: Vec::new(),
+        }
     }
 }
 
 /// Entry point of every generated handler.
-pub async fn handle(spec: &'static EndpointSpec, gw: Gateway, req: Request, params: PathParams) -> Response {
+pub async fn handle(
+    spec: &'static EndpointSpec,
+    gw: Gateway,
+    req: Request,
+    params: PathParams,
+) -> Response {
     let request_id = new_request_id();
     let path = req.uri().path().to_owned();
     let query = validate::parse_query(req.uri().query());
-    let mut ctx = Ctx { spec, gw, request_id, user: None, started: Instant::now(), query, metered: None };
+    let mut ctx = Ctx {
+        spec,
+        gw,
+        request_id,
+        user: None,
+        started: Instant::now(),
+        query,
+        metered: None,
+    };
     let mut response = match run(&mut ctx, &path, req, params).await {
         Ok(r) => r,
         Err(e) => {
             match &e {
-                ApiError::Internal(m) => tracing::error!(route = spec.id, request_id = %ctx.request_id, error = %m, "request failed"),
-                other => tracing::debug!(route = spec.id, request_id = %ctx.request_id, error = %other, "request refused"),
+                ApiError::Internal(m) => {
+                    tracing::error!(route = spec.id, request_id = %ctx.request_id, error = %m, "request failed")
+                }
+                other => {
+                    tracing::debug!(route = spec.id, request_id = %ctx.request_id, error = %other, "request refused")
+                }
             }
             e.into_response(spec.errors, &ctx.request_id)
         }
@@ -136,14 +168,21 @@ pub async fn handle(spec: &'static EndpointSpec, gw: Gateway, req: Request, para
     response
 }
 
-async fn run(ctx: &mut Ctx, path: &str, req: Request, params: PathParams) -> Result<Response, ApiError> {
+async fn run(
+    ctx: &mut Ctx,
+    path: &str,
+    req: Request,
+    params: PathParams,
+) -> Result<Response, ApiError> {
     let spec = ctx.spec;
     // 1. authenticate
     match spec.auth {
         Auth::Bearer | Auth::Admin => {
             let user = ctx.gw.auth.authenticate(req.headers()).await?;
             if spec.auth == Auth::Admin && !user.is_admin {
-                return Err(ApiError::Forbidden("Insufficient privileges. Admin access required.".into()));
+                return Err(ApiError::Forbidden(
+                    "Insufficient privileges. Admin access required.".into(),
+                ));
             }
             ctx.user = Some(user);
         }
@@ -166,14 +205,18 @@ async fn run(ctx: &mut Ctx, path: &str, req: Request, params: PathParams) -> Res
     }
     // 4. configured
     if spec.area == Area::Voice && spec.upstream.is_some() && !ctx.gw.upstream.configured() {
-        return Err(ApiError::Unavailable("upstream integration not configured".into()));
+        return Err(ApiError::Unavailable(
+            "upstream integration not configured".into(),
+        ));
     }
     // 5. validate (query; bodies are validated by the mode as they are read),
     //    then tenant isolation: owned parameters must be the caller's.
     validate::query(spec.query, &ctx.query)?;
     owners::check(ctx, &params).await?;
     // 6. forward
-    let outcome = forward_by_mode(ctx, req, &params).await.map_err(|e| owners::upstream_not_found(ctx, &params, e))?;
+    let outcome = forward_by_mode(ctx, req, &params)
+        .await
+        .map_err(|e| owners::upstream_not_found(ctx, &params, e))?;
     // 7. record
     let status = outcome.response.status();
     if status.is_success() {
@@ -191,11 +234,28 @@ async fn run(ctx: &mut Ctx, path: &str, req: Request, params: PathParams) -> Res
         }));
         records.push(Record::Usage(usage_record(ctx)));
         records.extend(outcome.records);
-        ctx.gw.store.commit(records).await.map_err(|e| ApiError::Internal(e.to_string()))?;
+        ctx.gw
+            .store
+            .commit(records)
+            .await
+            .map_err(|e| ApiError::Internal(e.to_string()))?;
         for d in outcome.deferred {
             match d {
-                Deferred::Callback { kind, job_id, user_id, uri, body } => {
-                    tokio::spawn(crate::callbacks::deliver(ctx.gw.clone(), kind, job_id, user_id, uri, body));
+                Deferred::Callback {
+                    kind,
+                    job_id,
+                    user_id,
+                    uri,
+                    body,
+                } => {
+                    tokio::spawn(crate::callbacks::deliver(
+                        ctx.gw.clone(),
+                        kind,
+                        job_id,
+                        user_id,
+                        uri,
+                        body,
+                    ));
                 }
             }
         }
@@ -205,7 +265,11 @@ async fn run(ctx: &mut Ctx, path: &str, req: Request, params: PathParams) -> Res
 }
 
 /// Phase 6: the row's mode.
-async fn forward_by_mode(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<Outcome, ApiError> {
+async fn forward_by_mode(
+    ctx: &mut Ctx,
+    req: Request,
+    params: &PathParams,
+) -> Result<Outcome, ApiError> {
     let spec = ctx.spec;
     Ok(match spec.mode {
         Mode::Proxy => forward::proxy(ctx, req, params).await?,
@@ -255,7 +319,11 @@ fn usage_record(ctx: &mut Ctx) -> UsageRecord {
                 route_id: None,
                 capability: None,
             };
-            let charge = ctx.gw.config.prices.charge(&format!("{}.{}", m.product, m.unit), Decimal::ZERO);
+            let charge = ctx
+                .gw
+                .config
+                .prices
+                .charge(&format!("{}.{}", m.product, m.unit), Decimal::ZERO);
             (m, charge)
         }
     };

@@ -166,16 +166,28 @@ pub struct Quota {
 
 impl Quota {
     pub const fn per_second(count: u32) -> Quota {
-        Quota { count, per: Duration::from_secs(1) }
+        Quota {
+            count,
+            per: Duration::from_secs(1),
+        }
     }
     pub const fn per_minute(count: u32) -> Quota {
-        Quota { count, per: Duration::from_secs(60) }
+        Quota {
+            count,
+            per: Duration::from_secs(60),
+        }
     }
     pub const fn per_hour(count: u32) -> Quota {
-        Quota { count, per: Duration::from_secs(3600) }
+        Quota {
+            count,
+            per: Duration::from_secs(3600),
+        }
     }
     pub const fn per_day(count: u32) -> Quota {
-        Quota { count, per: Duration::from_secs(86_400) }
+        Quota {
+            count,
+            per: Duration::from_secs(86_400),
+        }
     }
 
     /// The governor quota: burst `count`, one request replenished every `per / count`.
@@ -192,9 +204,12 @@ impl FromStr for Quota {
 
     /// `count/unit`, unit `s`, `m`, `h` or `d`; white space tolerated.
     fn from_str(s: &str) -> Result<Quota, String> {
-        let (count, unit) = s
-            .split_once('/')
-            .ok_or_else(|| format!("{:?} is not a quota (expected `count/unit`, e.g. `60/m`, or `off`)", s.trim()))?;
+        let (count, unit) = s.split_once('/').ok_or_else(|| {
+            format!(
+                "{:?} is not a quota (expected `count/unit`, e.g. `60/m`, or `off`)",
+                s.trim()
+            )
+        })?;
         let (count, unit) = (count.trim(), unit.trim());
         let count: u32 = count
             .parse()
@@ -246,12 +261,16 @@ impl Default for Limits {
 impl Limits {
     /// The documented defaults ([`DEFAULT_LIMITS`]).
     pub fn defaults() -> Limits {
-        Limits { quotas: DEFAULT_LIMITS.map(|(_, q)| q) }
+        Limits {
+            quotas: DEFAULT_LIMITS.map(|(_, q)| q),
+        }
     }
 
     /// No capability limited.
     pub fn unlimited() -> Limits {
-        Limits { quotas: [None; NUM_CAPABILITIES] }
+        Limits {
+            quotas: [None; NUM_CAPABILITIES],
+        }
     }
 
     /// The defaults overridden by `spec` (the value of [`GATEWAY_RATE_LIMITS`]):
@@ -262,12 +281,16 @@ impl Limits {
         let Some(spec) = spec else { return Ok(limits) };
         let mut seen = [false; NUM_CAPABILITIES];
         for item in spec.split(',').map(str::trim).filter(|i| !i.is_empty()) {
-            let (name, value) = item
-                .split_once('=')
-                .ok_or_else(|| format!("{item:?}: expected `capability=count/unit` or `capability=off`"))?;
+            let (name, value) = item.split_once('=').ok_or_else(|| {
+                format!("{item:?}: expected `capability=count/unit` or `capability=off`")
+            })?;
             let (name, value) = (name.trim(), value.trim());
-            let index = capability_index(name)
-                .ok_or_else(|| format!("unknown capability {name:?} (known: {})", CAPABILITIES.join(", ")))?;
+            let index = capability_index(name).ok_or_else(|| {
+                format!(
+                    "unknown capability {name:?} (known: {})",
+                    CAPABILITIES.join(", ")
+                )
+            })?;
             if std::mem::replace(&mut seen[index], true) {
                 return Err(format!("capability {name:?} is given more than once"));
             }
@@ -287,7 +310,10 @@ impl Limits {
 
     /// Every capability with its quota, in [`CAPABILITIES`] order.
     pub fn iter(&self) -> impl Iterator<Item = (&'static str, Option<&Quota>)> + '_ {
-        CAPABILITIES.iter().copied().zip(self.quotas.iter().map(Option::as_ref))
+        CAPABILITIES
+            .iter()
+            .copied()
+            .zip(self.quotas.iter().map(Option::as_ref))
     }
 }
 
@@ -316,7 +342,9 @@ impl fmt::Display for Limits {
 pub enum Decision {
     Allow,
     /// Over the quota; the earliest time a retry can succeed.
-    Deny { retry_after: Duration },
+    Deny {
+        retry_after: Duration,
+    },
 }
 
 /// The store could not decide (network, shared store down, …); the request is allowed.
@@ -330,14 +358,20 @@ pub struct StoreUnavailable(pub String);
 /// and says whether it conforms. It is called on the hot path of every
 /// limited request and must not block for long.
 pub trait LimiterStore: Send + Sync + 'static {
-    fn check(&self, user_id: i64, capability: &str, quota: &Quota) -> Result<Decision, StoreUnavailable>;
+    fn check(
+        &self,
+        user_id: i64,
+        capability: &str,
+        quota: &Quota,
+    ) -> Result<Decision, StoreUnavailable>;
 }
 
 // ---------------------------------------------------------------------------
 // In-process store
 // ---------------------------------------------------------------------------
 
-type KeyedLimiter<C> = governor::RateLimiter<i64, DashMapStateStore<i64>, C, NoOpMiddleware<<C as Clock>::Instant>>;
+type KeyedLimiter<C> =
+    governor::RateLimiter<i64, DashMapStateStore<i64>, C, NoOpMiddleware<<C as Clock>::Instant>>;
 
 /// One capability's limiter: the quota it was built for and a state per user.
 struct CapabilityLimiter<C: Clock> {
@@ -349,7 +383,9 @@ impl<C: Clock> CapabilityLimiter<C> {
     fn decide(&self, user_id: i64, clock: &C) -> Decision {
         match self.limiter.check_key(&user_id) {
             Ok(()) => Decision::Allow,
-            Err(not_until) => Decision::Deny { retry_after: not_until.wait_time_from(clock.now()) },
+            Err(not_until) => Decision::Deny {
+                retry_after: not_until.wait_time_from(clock.now()),
+            },
         }
     }
 }
@@ -416,7 +452,11 @@ impl<C: Clock + Clone> InProcessStore<C> {
             return;
         }
         let next = now.saturating_add(nanos(SWEEP_EVERY));
-        if self.next_sweep.compare_exchange(due, next, Ordering::AcqRel, Ordering::Relaxed).is_ok() {
+        if self
+            .next_sweep
+            .compare_exchange(due, next, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
+        {
             self.sweep();
         }
     }
@@ -426,9 +466,16 @@ impl<C> LimiterStore for InProcessStore<C>
 where
     C: Clock + Clone + Send + Sync + 'static,
 {
-    fn check(&self, user_id: i64, capability: &str, quota: &Quota) -> Result<Decision, StoreUnavailable> {
+    fn check(
+        &self,
+        user_id: i64,
+        capability: &str,
+        quota: &Quota,
+    ) -> Result<Decision, StoreUnavailable> {
         if quota.count == 0 {
-            return Ok(Decision::Deny { retry_after: quota.per.max(Duration::from_secs(1)) });
+            return Ok(Decision::Deny {
+                retry_after: quota.per.max(Duration::from_secs(1)),
+            });
         }
         if quota.per.is_zero() {
             return Ok(Decision::Allow);
@@ -445,11 +492,19 @@ where
         }
         // First request of the capability, or its quota changed (which starts it afresh).
         let Some(gcra) = quota.gcra() else {
-            return Ok(Decision::Deny { retry_after: quota.per.max(Duration::from_secs(1)) });
+            return Ok(Decision::Deny {
+                retry_after: quota.per.max(Duration::from_secs(1)),
+            });
         };
-        let mut limiters = self.limiters.write().unwrap_or_else(PoisonError::into_inner);
+        let mut limiters = self
+            .limiters
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
         // Another request may have created it meanwhile.
-        if limiters.get(capability).is_none_or(|cap| cap.quota != *quota) {
+        if limiters
+            .get(capability)
+            .is_none_or(|cap| cap.quota != *quota)
+        {
             let fresh = CapabilityLimiter {
                 quota: *quota,
                 limiter: governor::RateLimiter::dashmap_with_clock(gcra, self.clock.clone()),
@@ -526,7 +581,9 @@ impl RateLimiter {
     /// limited and does not reach the store. A failing store allows the
     /// request and logs a warning (at most one per [`WARN_EVERY`]).
     pub fn check(&self, user_id: i64, capability: &str) -> Result<(), u64> {
-        let Some(quota) = self.limits.get(capability) else { return Ok(()) };
+        let Some(quota) = self.limits.get(capability) else {
+            return Ok(());
+        };
         match self.store.check(user_id, capability, quota) {
             Ok(Decision::Allow) => Ok(()),
             Ok(Decision::Deny { retry_after }) => Err(retry_after_secs(retry_after)),
@@ -539,10 +596,11 @@ impl RateLimiter {
 
     /// [`check`](Self::check) as the pipeline's error: 429 with `Retry-After`.
     pub fn enforce(&self, user_id: i64, capability: &str) -> Result<(), ApiError> {
-        self.check(user_id, capability).map_err(|retry_after| ApiError::RateLimited {
-            message: format!("rate limit exceeded for {capability}; retry in {retry_after} s"),
-            retry_after,
-        })
+        self.check(user_id, capability)
+            .map_err(|retry_after| ApiError::RateLimited {
+                message: format!("rate limit exceeded for {capability}; retry in {retry_after} s"),
+                retry_after,
+            })
     }
 
     fn store_failed(&self, user_id: i64, capability: &str, error: &StoreUnavailable) {
@@ -552,7 +610,12 @@ impl RateLimiter {
         let won = now >= due
             && self
                 .next_warning
-                .compare_exchange(due, now.saturating_add(WARN_EVERY.as_millis() as u64), Ordering::AcqRel, Ordering::Relaxed)
+                .compare_exchange(
+                    due,
+                    now.saturating_add(WARN_EVERY.as_millis() as u64),
+                    Ordering::AcqRel,
+                    Ordering::Relaxed,
+                )
                 .is_ok();
         if !won {
             self.suppressed.fetch_add(1, Ordering::Relaxed);
@@ -586,7 +649,13 @@ mod tests {
         (clock.clone(), Arc::new(InProcessStore::with_clock(clock)))
     }
 
-    fn limiter(spec: &str) -> (FakeRelativeClock, Arc<InProcessStore<FakeRelativeClock>>, RateLimiter) {
+    fn limiter(
+        spec: &str,
+    ) -> (
+        FakeRelativeClock,
+        Arc<InProcessStore<FakeRelativeClock>>,
+        RateLimiter,
+    ) {
         let (clock, store) = fake();
         let rl = RateLimiter::new(Limits::parse(Some(spec)).unwrap(), store.clone());
         (clock, store, rl)
@@ -607,9 +676,24 @@ mod tests {
         // Untouched capabilities keep their defaults.
         assert_eq!(l.get("models"), Some(&Quota::per_minute(300)));
 
-        let l = Limits::parse(Some(" tts = 5 / s ,\tvoices=2/d , chat= off, webhook=100/h ,")).unwrap();
-        assert_eq!(l.get("tts"), Some(&Quota { count: 5, per: Duration::from_secs(1) }));
-        assert_eq!(l.get("voices"), Some(&Quota { count: 2, per: Duration::from_secs(86_400) }));
+        let l = Limits::parse(Some(
+            " tts = 5 / s ,\tvoices=2/d , chat= off, webhook=100/h ,",
+        ))
+        .unwrap();
+        assert_eq!(
+            l.get("tts"),
+            Some(&Quota {
+                count: 5,
+                per: Duration::from_secs(1)
+            })
+        );
+        assert_eq!(
+            l.get("voices"),
+            Some(&Quota {
+                count: 2,
+                per: Duration::from_secs(86_400)
+            })
+        );
         assert_eq!(l.get("chat"), None);
         assert_eq!(l.get("webhook"), Some(&Quota::per_hour(100)));
         assert_eq!(Limits::parse(Some("tts=OFF")).unwrap().get("tts"), None);
@@ -620,13 +704,19 @@ mod tests {
         let err = |s: &str| Limits::parse(Some(s)).unwrap_err();
         let e = err("tts=60/m,speech=10/m");
         assert!(e.contains("unknown capability \"speech\""), "{e}");
-        assert!(e.contains("tts") && e.contains("models"), "lists the known names: {e}");
+        assert!(
+            e.contains("tts") && e.contains("models"),
+            "lists the known names: {e}"
+        );
         assert!(err("=10/m").contains("unknown capability \"\""));
         assert!(err("TTS=10/m").contains("unknown capability \"TTS\""));
         let e = err("tts=0/m");
         assert!(e.starts_with("tts: ") && e.contains("0"), "{e}");
         let e = err("stt=10/w");
-        assert!(e.starts_with("stt: ") && e.contains("unknown unit \"w\""), "{e}");
+        assert!(
+            e.starts_with("stt: ") && e.contains("unknown unit \"w\""),
+            "{e}"
+        );
         let e = err("stt=ten/m");
         assert!(e.starts_with("stt: ") && e.contains("\"ten\""), "{e}");
         assert!(err("stt=-1/m").contains("\"-1\""));
@@ -647,7 +737,10 @@ mod tests {
         }
         let l = Limits::parse(Some("tts=1/s")).unwrap();
         let shown = l.to_string();
-        assert!(shown.starts_with("tts=1/s,voices=10/m,") && shown.contains("webhook=off"), "{shown}");
+        assert!(
+            shown.starts_with("tts=1/s,voices=10/m,") && shown.contains("webhook=off"),
+            "{shown}"
+        );
         assert_eq!(Limits::parse(Some(&shown)).unwrap(), l);
     }
 
@@ -656,9 +749,29 @@ mod tests {
     #[test]
     fn defaults_cover_every_capability() {
         let table = [
-            "tts", "voices", "recordings", "voice_design", "stt", "enhance", "edit", "detect", "intelligence", "tracing",
-            "watermark", "identity", "projects", "agents", "uploads", "webhook", "chat", "completions", "embeddings",
-            "images", "videos", "audio", "models",
+            "tts",
+            "voices",
+            "recordings",
+            "voice_design",
+            "stt",
+            "enhance",
+            "edit",
+            "detect",
+            "intelligence",
+            "tracing",
+            "watermark",
+            "identity",
+            "projects",
+            "agents",
+            "uploads",
+            "webhook",
+            "chat",
+            "completions",
+            "embeddings",
+            "images",
+            "videos",
+            "audio",
+            "models",
         ];
         assert_eq!(CAPABILITIES.len(), table.len());
         let d = Limits::defaults();
@@ -668,7 +781,10 @@ mod tests {
                 assert_eq!(d.get(cap), None, "webhook is not limited by default");
             } else {
                 let q = d.get(cap).unwrap_or_else(|| panic!("{cap} has no default"));
-                assert!(q.count >= 1 && q.per >= Duration::from_secs(1), "{cap}: {q}");
+                assert!(
+                    q.count >= 1 && q.per >= Duration::from_secs(1),
+                    "{cap}: {q}"
+                );
             }
         }
         assert_eq!(d.get("tts"), Some(&Quota::per_minute(60)));
@@ -758,13 +874,33 @@ mod tests {
     #[test]
     fn a_changed_quota_starts_afresh() {
         let (_, store) = fake();
-        assert_eq!(store.check(1, "tts", &Quota::per_minute(1)).unwrap(), Decision::Allow);
-        assert!(matches!(store.check(1, "tts", &Quota::per_minute(1)).unwrap(), Decision::Deny { .. }));
-        assert_eq!(store.check(1, "tts", &Quota::per_minute(2)).unwrap(), Decision::Allow);
+        assert_eq!(
+            store.check(1, "tts", &Quota::per_minute(1)).unwrap(),
+            Decision::Allow
+        );
+        assert!(matches!(
+            store.check(1, "tts", &Quota::per_minute(1)).unwrap(),
+            Decision::Deny { .. }
+        ));
+        assert_eq!(
+            store.check(1, "tts", &Quota::per_minute(2)).unwrap(),
+            Decision::Allow
+        );
         // Degenerate hand-built quotas.
-        let zero = Quota { count: 0, per: Duration::from_secs(60) };
-        assert_eq!(store.check(1, "x", &zero).unwrap(), Decision::Deny { retry_after: Duration::from_secs(60) });
-        let instant = Quota { count: 5, per: Duration::ZERO };
+        let zero = Quota {
+            count: 0,
+            per: Duration::from_secs(60),
+        };
+        assert_eq!(
+            store.check(1, "x", &zero).unwrap(),
+            Decision::Deny {
+                retry_after: Duration::from_secs(60)
+            }
+        );
+        let instant = Quota {
+            count: 5,
+            per: Duration::ZERO,
+        };
         for _ in 0..100 {
             assert_eq!(store.check(1, "y", &instant).unwrap(), Decision::Allow);
         }
@@ -784,19 +920,30 @@ mod tests {
         assert_eq!(store.tracked_keys(), 2001);
         clock.advance(Duration::from_secs(10));
         store.sweep();
-        assert_eq!(store.tracked_keys(), 1, "only the busy user is still remembered");
+        assert_eq!(
+            store.tracked_keys(),
+            1,
+            "only the busy user is still remembered"
+        );
         // 10 s later, the busy user has 10 requests back, not a fresh burst.
         for _ in 0..10 {
             rl.check(5000, "tts").unwrap();
         }
-        assert!(rl.check(5000, "tts").is_err(), "sweeping forgot nothing that matters");
+        assert!(
+            rl.check(5000, "tts").is_err(),
+            "sweeping forgot nothing that matters"
+        );
         // The sweep also runs by itself once SWEEP_EVERY has passed.
         for user in 0..100 {
             rl.check(user, "tts").unwrap();
         }
         clock.advance(SWEEP_EVERY + Duration::from_secs(20));
         rl.check(9999, "stt").unwrap();
-        assert_eq!(store.tracked_keys(), 1, "the sweep ran before the request was counted");
+        assert_eq!(
+            store.tracked_keys(),
+            1,
+            "the sweep ran before the request was counted"
+        );
     }
 
     #[test]
@@ -811,7 +958,10 @@ mod tests {
         assert_eq!(rl.check(2, "tts"), Ok(()));
         assert_eq!(rl.check(1, "stt"), Ok(()));
         match rl.enforce(1, "tts").unwrap_err() {
-            ApiError::RateLimited { message, retry_after } => {
+            ApiError::RateLimited {
+                message,
+                retry_after,
+            } => {
                 assert!((1..=60).contains(&retry_after));
                 assert!(message.contains("tts"), "{message}");
             }
@@ -857,18 +1007,27 @@ mod tests {
 
     #[test]
     fn a_failing_store_allows_every_request_and_warns_rarely() {
-        let store = Arc::new(FailingStore { calls: AtomicU64::new(0) });
+        let store = Arc::new(FailingStore {
+            calls: AtomicU64::new(0),
+        });
         let started = Instant::now();
         let rl = RateLimiter::new(Limits::parse(Some("tts=1/d")).unwrap(), store.clone());
         for _ in 0..1000 {
             assert_eq!(rl.check(1, "tts"), Ok(()), "fail open");
         }
         assert_eq!(rl.enforce(1, "tts"), Ok(()));
-        assert_eq!(store.calls.load(Ordering::Relaxed), 1001, "the store was asked every time");
+        assert_eq!(
+            store.calls.load(Ordering::Relaxed),
+            1001,
+            "the store was asked every time"
+        );
         assert_eq!(rl.store_failures(), 1001);
         let warnings = rl.warnings.load(Ordering::Relaxed);
         let bound = 1 + started.elapsed().as_secs() / WARN_EVERY.as_secs();
-        assert!(warnings >= 1 && warnings <= bound, "the warning was logged, not once per request: {warnings}");
+        assert!(
+            warnings >= 1 && warnings <= bound,
+            "the warning was logged, not once per request: {warnings}"
+        );
         assert_eq!(warnings + rl.suppressed.load(Ordering::Relaxed), 1001);
         // Not limited capabilities do not ask the store.
         rl.check(1, "webhook").unwrap();
@@ -883,10 +1042,26 @@ mod tests {
                 Ok(self.0)
             }
         }
-        let check = |d: Decision| RateLimiter::new(Limits::defaults(), Arc::new(Fixed(d))).check(1, "tts");
+        let check =
+            |d: Decision| RateLimiter::new(Limits::defaults(), Arc::new(Fixed(d))).check(1, "tts");
         assert_eq!(check(Decision::Allow), Ok(()));
-        assert_eq!(check(Decision::Deny { retry_after: Duration::ZERO }), Err(1));
-        assert_eq!(check(Decision::Deny { retry_after: Duration::from_millis(1500) }), Err(2));
-        assert_eq!(check(Decision::Deny { retry_after: Duration::from_secs(30) }), Err(30));
+        assert_eq!(
+            check(Decision::Deny {
+                retry_after: Duration::ZERO
+            }),
+            Err(1)
+        );
+        assert_eq!(
+            check(Decision::Deny {
+                retry_after: Duration::from_millis(1500)
+            }),
+            Err(2)
+        );
+        assert_eq!(
+            check(Decision::Deny {
+                retry_after: Duration::from_secs(30)
+            }),
+            Err(30)
+        );
     }
 }

@@ -46,13 +46,20 @@ pub fn upstream_product(product: &str, unit: &str) -> Option<&'static str> {
 /// but the gateway has some), rounded to 4 places.
 pub fn drift_pct(gateway: Decimal, upstream: Decimal) -> Decimal {
     if upstream.is_zero() {
-        return if gateway.is_zero() { Decimal::ZERO } else { Decimal::ONE_HUNDRED };
+        return if gateway.is_zero() {
+            Decimal::ZERO
+        } else {
+            Decimal::ONE_HUNDRED
+        };
     }
     ((gateway - upstream).abs() / upstream * Decimal::ONE_HUNDRED).round_dp(4)
 }
 
 /// Fetches the upstream's usage of one day: product → quantity.
-pub async fn upstream_usage(gw: &Gateway, day: &str) -> Result<BTreeMap<String, Decimal>, ApiError> {
+pub async fn upstream_usage(
+    gw: &Gateway,
+    day: &str,
+) -> Result<BTreeMap<String, Decimal>, ApiError> {
     // Not a gateway route, so not a table row; it presents the key as the
     // table says for the main base.
     let up = Upstream {
@@ -63,11 +70,19 @@ pub async fn upstream_usage(gw: &Gateway, day: &str) -> Result<BTreeMap<String, 
         from_body: &[],
         auth: gw.base_auth(Base::Main),
     };
-    let query = vec![("start_date".to_owned(), day.to_owned()), ("end_date".to_owned(), day.to_owned())];
+    let query = vec![
+        ("start_date".to_owned(), day.to_owned()),
+        ("end_date".to_owned(), day.to_owned()),
+    ];
     let rb = gw.upstream.request(&up, up.path, &query)?;
     let resp = gw.upstream.send(Base::Main, rb).await?;
-    let v: Value = resp.json().await.map_err(|e| ApiError::BadGateway(format!("billing usage is not JSON: {}", e.without_url())))?;
-    let items = v.get("items").and_then(Value::as_object).ok_or_else(|| ApiError::BadGateway("billing usage without items".into()))?;
+    let v: Value = resp.json().await.map_err(|e| {
+        ApiError::BadGateway(format!("billing usage is not JSON: {}", e.without_url()))
+    })?;
+    let items = v
+        .get("items")
+        .and_then(Value::as_object)
+        .ok_or_else(|| ApiError::BadGateway("billing usage without items".into()))?;
     let mut out = BTreeMap::new();
     for (k, val) in items {
         let d = match val {
@@ -83,9 +98,13 @@ pub async fn upstream_usage(gw: &Gateway, day: &str) -> Result<BTreeMap<String, 
 
 /// Compares one day, stores the comparison, logs drift; returns the rows.
 pub async fn reconcile(gw: &Gateway, day: &str) -> Result<Vec<ReconciliationRow>, ApiError> {
-    chrono::NaiveDate::parse_from_str(day, "%Y-%m-%d").map_err(|_| ApiError::BadRequest(format!("date must be YYYY-MM-DD, not {day:?}")))?;
+    chrono::NaiveDate::parse_from_str(day, "%Y-%m-%d")
+        .map_err(|_| ApiError::BadRequest(format!("date must be YYYY-MM-DD, not {day:?}")))?;
     let d = day.to_owned();
-    let totals = gw.store.blocking(move |store| store.usage_totals(&d)).await?;
+    let totals = gw
+        .store
+        .blocking(move |store| store.usage_totals(&d))
+        .await?;
     let mut gateway: BTreeMap<String, Decimal> = BTreeMap::new();
     for ((product, unit), q) in totals {
         if let Some(p) = upstream_product(&product, &unit) {
@@ -101,7 +120,11 @@ pub async fn reconcile(gw: &Gateway, day: &str) -> Result<Vec<ReconciliationRow>
         let g = gateway.get(product).copied().unwrap_or(Decimal::ZERO);
         let u = upstream.get(product).copied().unwrap_or(Decimal::ZERO);
         let drift = drift_pct(g, u);
-        let status = if drift > DRIFT_THRESHOLD_PCT { "drift" } else { "ok" };
+        let status = if drift > DRIFT_THRESHOLD_PCT {
+            "drift"
+        } else {
+            "ok"
+        };
         if status == "drift" {
             tracing::error!(day, product = %product, gateway_total = %g, upstream_total = %u, drift_pct = %drift, "billing drift above 1 percent");
         } else {
@@ -117,7 +140,13 @@ pub async fn reconcile(gw: &Gateway, day: &str) -> Result<Vec<ReconciliationRow>
         });
     }
     let to_store = rows.clone();
-    gw.store.blocking(move |store| to_store.iter().try_for_each(|r| store.insert_reconciliation(r))).await?;
+    gw.store
+        .blocking(move |store| {
+            to_store
+                .iter()
+                .try_for_each(|r| store.insert_reconciliation(r))
+        })
+        .await?;
     Ok(rows)
 }
 
@@ -130,7 +159,9 @@ pub async fn run_nightly(gw: Gateway, at: chrono::NaiveTime) {
             next += chrono::Duration::days(1);
         }
         tokio::time::sleep((next - now).to_std().unwrap_or_default()).await;
-        let day = (chrono::Utc::now().date_naive() - chrono::Duration::days(1)).format("%Y-%m-%d").to_string();
+        let day = (chrono::Utc::now().date_naive() - chrono::Duration::days(1))
+            .format("%Y-%m-%d")
+            .to_string();
         if let Err(e) = reconcile(&gw, &day).await {
             tracing::error!(day, error = %e, "nightly reconciliation failed");
         }

@@ -25,7 +25,11 @@ pub async fn sweep_once(gw: &Gateway) -> SweepReport {
     loop {
         let now = crate::store::now_rfc3339();
         let n = now.clone();
-        let batch = match gw.store.blocking(move |store| store.expired_assets(&n, PAGE)).await {
+        let batch = match gw
+            .store
+            .blocking(move |store| store.expired_assets(&n, PAGE))
+            .await
+        {
             Ok(b) => b,
             Err(e) => {
                 tracing::error!(error = %e, "sweeper: listing expired assets failed");
@@ -40,7 +44,12 @@ pub async fn sweep_once(gw: &Gateway) -> SweepReport {
             match gw.objects.delete(&asset.object_key).await {
                 Ok(()) => {
                     let at = now.clone();
-                    if gw.store.blocking(move |store| store.mark_asset_deleted(asset.id, &at)).await.is_ok() {
+                    if gw
+                        .store
+                        .blocking(move |store| store.mark_asset_deleted(asset.id, &at))
+                        .await
+                        .is_ok()
+                    {
                         report.deleted += 1;
                         progressed = true;
                     } else {
@@ -58,7 +67,11 @@ pub async fn sweep_once(gw: &Gateway) -> SweepReport {
         }
     }
     if report.deleted > 0 || report.failed > 0 {
-        tracing::info!(deleted = report.deleted, failed = report.failed, "retention sweep");
+        tracing::info!(
+            deleted = report.deleted,
+            failed = report.failed,
+            "retention sweep"
+        );
     }
     report
 }

@@ -43,38 +43,52 @@ pub async fn dispatch(gw: Gateway, route: RouteFn, req: Request) -> Response {
     if path.starts_with(crate::objects::serve::PATH_PREFIX) {
         // The local object store's presigned URLs (S3 serves its own).
         return match gw.objects.as_local() {
-            Some(local) => crate::objects::serve_presigned(local, req.method(), req.uri(), req.headers()).await,
-            None => ApiError::NotFound("no such object".into()).into_response(ErrorFormat::Detail, &new_request_id()),
+            Some(local) => {
+                crate::objects::serve_presigned(local, req.method(), req.uri(), req.headers()).await
+            }
+            None => ApiError::NotFound("no such object".into())
+                .into_response(ErrorFormat::Detail, &new_request_id()),
         };
     }
     if path == "/healthz" {
         let mut r = http::Response::new(body::full(r#"{"status":"ok"}"#));
-        r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        r.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
         return r;
     }
     match route(req.method(), path) {
-        RouteMatch::Found { handler, params, .. } => {
+        RouteMatch::Found {
+            handler, params, ..
+        } => {
             // Detached: the handler finishes even if the client goes away.
             match tokio::spawn(handler(gw, req, params)).await {
                 Ok(resp) => resp,
                 Err(e) => {
                     tracing::error!(error = %e, "handler panicked");
-                    ApiError::Internal("handler panicked".into()).into_response(format_for_path(path), &new_request_id())
+                    ApiError::Internal("handler panicked".into())
+                        .into_response(format_for_path(path), &new_request_id())
                 }
             }
         }
-        RouteMatch::MethodNotAllowed { allowed } => {
-            ApiError::MethodNotAllowed(allowed).into_response(format_for_path(path), &new_request_id())
-        }
+        RouteMatch::MethodNotAllowed { allowed } => ApiError::MethodNotAllowed(allowed)
+            .into_response(format_for_path(path), &new_request_id()),
         RouteMatch::NotFound => {
             let format = format_for_path(path);
-            ApiError::NotFound(format!("no route for {} {}", req.method(), path)).into_response(format, &new_request_id())
+            ApiError::NotFound(format!("no route for {} {}", req.method(), path))
+                .into_response(format, &new_request_id())
         }
     }
 }
 
 /// Serves until `shutdown` resolves, then drains requests in flight.
-pub async fn serve(listener: TcpListener, gw: Gateway, route: RouteFn, shutdown: impl Future<Output = ()>) {
+pub async fn serve(
+    listener: TcpListener,
+    gw: Gateway,
+    route: RouteFn,
+    shutdown: impl Future<Output = ()>,
+) {
     let graceful = GracefulShutdown::new();
     let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
     tokio::pin!(shutdown);
@@ -96,7 +110,9 @@ pub async fn serve(listener: TcpListener, gw: Gateway, route: RouteFn, shutdown:
             let gw = gw.clone();
             async move { Ok::<_, Infallible>(dispatch(gw, route, req).await) }
         });
-        let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), service).into_owned();
+        let conn = builder
+            .serve_connection_with_upgrades(TokioIo::new(stream), service)
+            .into_owned();
         let conn = graceful.watch(conn);
         tokio::spawn(async move {
             if let Err(e) = conn.await {

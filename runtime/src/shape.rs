@@ -14,15 +14,22 @@ use crate::spec::{EndpointSpec, PathParams};
 use crate::upstream::encode_segment;
 
 /// Reads a JSON object body of at most `limit` bytes. An empty body is `{}`.
-pub async fn read_json_object(body: hyper::body::Incoming, limit: usize) -> Result<Map<String, Value>, ApiError> {
+pub async fn read_json_object(
+    body: hyper::body::Incoming,
+    limit: usize,
+) -> Result<Map<String, Value>, ApiError> {
     let bytes = read_limited(body, limit).await?;
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Ok(Map::new());
     }
     match serde_json::from_slice::<Value>(&bytes) {
         Ok(Value::Object(m)) => Ok(m),
-        Ok(_) => Err(ApiError::BadRequest("request body must be a JSON object".into())),
-        Err(e) => Err(ApiError::BadRequest(format!("request body is not valid JSON: {e}"))),
+        Ok(_) => Err(ApiError::BadRequest(
+            "request body must be a JSON object".into(),
+        )),
+        Err(e) => Err(ApiError::BadRequest(format!(
+            "request body is not valid JSON: {e}"
+        ))),
     }
 }
 
@@ -30,10 +37,12 @@ pub async fn read_json_object(body: hyper::body::Incoming, limit: usize) -> Resu
 pub async fn read_limited(body: hyper::body::Incoming, limit: usize) -> Result<Bytes, ApiError> {
     match Limited::new(body, limit).collect().await {
         Ok(c) => Ok(c.to_bytes()),
-        Err(e) if e.is::<http_body_util::LengthLimitError>() => {
-            Err(ApiError::PayloadTooLarge(format!("request body is larger than {limit} bytes")))
-        }
-        Err(e) => Err(ApiError::BadRequest(format!("could not read the request body: {e}"))),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(ApiError::PayloadTooLarge(
+            format!("request body is larger than {limit} bytes"),
+        )),
+        Err(e) => Err(ApiError::BadRequest(format!(
+            "could not read the request body: {e}"
+        ))),
     }
 }
 
@@ -56,7 +65,10 @@ pub fn upstream_path(
     let mut rest = template;
     while let Some(open) = rest.find('{') {
         out.push_str(&rest[..open]);
-        let close = rest[open..].find('}').map(|c| open + c).unwrap_or(rest.len() - 1);
+        let close = rest[open..]
+            .find('}')
+            .map(|c| open + c)
+            .unwrap_or(rest.len() - 1);
         let name = &rest[open + 1..close];
         let value: String = if let Some(v) = params.get(name) {
             v.into_owned()
@@ -77,7 +89,10 @@ pub fn upstream_path(
             }
         } else {
             // The generator refuses such rows; reaching here is a bug.
-            return Err(ApiError::Internal(format!("row {}: template variable {name} has no source", spec.id)));
+            return Err(ApiError::Internal(format!(
+                "row {}: template variable {name} has no source",
+                spec.id
+            )));
         };
         if value.is_empty() {
             return Err(ApiError::BadRequest(format!("{name} must not be empty")));
@@ -100,8 +115,9 @@ pub fn shape_body(spec: &EndpointSpec, body: &mut Map<String, Value>) -> Result<
         }
     }
     if let Some(set) = spec.set {
-        let fixed: Map<String, Value> = serde_json::from_str(set)
-            .map_err(|e| ApiError::Internal(format!("row {}: set is not a JSON object: {e}", spec.id)))?;
+        let fixed: Map<String, Value> = serde_json::from_str(set).map_err(|e| {
+            ApiError::Internal(format!("row {}: set is not a JSON object: {e}", spec.id))
+        })?;
         body.extend(fixed);
     }
     Ok(())
@@ -170,7 +186,10 @@ mod tests {
     #[test]
     fn ids_and_dotted_paths() {
         assert_eq!(upstream_id(&json!({"uuid": "a"})).as_deref(), Some("a"));
-        assert_eq!(upstream_id(&json!({"item": {"uuid": "b"}})).as_deref(), Some("b"));
+        assert_eq!(
+            upstream_id(&json!({"item": {"uuid": "b"}})).as_deref(),
+            Some("b")
+        );
         assert_eq!(upstream_id(&json!({"item": {}})), None);
         let v = json!({"item": {"u": "x"}, "t": "y"});
         assert_eq!(dotted(&v, "item.u"), Some(&json!("x")));

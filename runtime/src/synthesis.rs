@@ -28,9 +28,9 @@ use crate::billing::decimal_from_json;
 use crate::errors::ApiError;
 use crate::pipeline::{Ctx, Metered, Outcome};
 use crate::router::Request;
+use crate::shape;
 use crate::spec::PathParams;
 use crate::store::{AssetRecord, Record};
-use crate::shape;
 
 /// Default output format of the gateway (spec A1).
 pub const DEFAULT_OUTPUT_FORMAT: &str = "mp3";
@@ -39,28 +39,57 @@ pub const URL_VALIDITY: Duration = Duration::from_secs(3600);
 /// Retention of synthesis output when the row gives none (spec §8).
 pub const DEFAULT_RETENTION_DAYS: u32 = 7;
 
-pub async fn synthesize(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<Outcome, ApiError> {
+pub async fn synthesize(
+    ctx: &mut Ctx,
+    req: Request,
+    params: &PathParams,
+) -> Result<Outcome, ApiError> {
     let spec = ctx.spec;
     let mut body = crate::forward::read_body(ctx, req).await?;
-    let voice_uuid = body.get("voice_uuid").and_then(Value::as_str).unwrap_or_default().to_owned();
-    body.entry("output_format").or_insert_with(|| Value::from(DEFAULT_OUTPUT_FORMAT));
-    let up = spec.upstream.ok_or_else(|| ApiError::Internal(format!("row {} has no upstream", spec.id)))?;
+    let voice_uuid = body
+        .get("voice_uuid")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    body.entry("output_format")
+        .or_insert_with(|| Value::from(DEFAULT_OUTPUT_FORMAT));
+    let up = spec
+        .upstream
+        .ok_or_else(|| ApiError::Internal(format!("row {} has no upstream", spec.id)))?;
     let rb = crate::forward::upstream_request(ctx, params, Some(&mut body))?;
     shape::shape_body(spec, &mut body)?;
     let rb = rb.json(&body);
     let resp = ctx.gw.upstream.send(up.base, rb).await?;
     let upstream_status = resp.status().as_u16();
-    let bytes = resp.bytes().await.map_err(|e| ctx.gw.upstream.network_error(up.base, &e))?;
-    let mut raw: Value = serde_json::from_slice(&bytes)
-        .map_err(|_| ApiError::BadGateway(format!("{} answered synthesis with a body that is not JSON", crate::upstream::provider_name(up.base))))?;
+    let bytes = resp
+        .bytes()
+        .await
+        .map_err(|e| ctx.gw.upstream.network_error(up.base, &e))?;
+    let mut raw: Value = serde_json::from_slice(&bytes).map_err(|_| {
+        ApiError::BadGateway(format!(
+            "{} answered synthesis with a body that is not JSON",
+            crate::upstream::provider_name(up.base)
+        ))
+    })?;
     let audio_content = match raw.as_object_mut().and_then(|m| m.remove("audio_content")) {
         Some(Value::String(s)) if !s.is_empty() => s,
-        _ => return Err(ApiError::BadGateway("the voice provider answered synthesis without audio".into())),
+        _ => {
+            return Err(ApiError::BadGateway(
+                "the voice provider answered synthesis without audio".into(),
+            ))
+        }
     };
     let audio = base64::engine::general_purpose::STANDARD
         .decode(audio_content.as_bytes())
-        .map_err(|_| ApiError::BadGateway("the voice provider answered synthesis with audio that is not base64".into()))?;
-    let format = raw.get("output_format").and_then(Value::as_str).or(body.get("output_format").and_then(Value::as_str));
+        .map_err(|_| {
+            ApiError::BadGateway(
+                "the voice provider answered synthesis with audio that is not base64".into(),
+            )
+        })?;
+    let format = raw
+        .get("output_format")
+        .and_then(Value::as_str)
+        .or(body.get("output_format").and_then(Value::as_str));
     let ext = match format {
         Some("wav") => "wav",
         Some("mp3") => "mp3",
@@ -89,22 +118,41 @@ pub async fn synthesize(ctx: &mut Ctx, req: Request, params: &PathParams) -> Res
     });
 
     // Store the audio; its record is committed with the audit and usage records.
-    let user_id = ctx.user_id().ok_or_else(|| ApiError::Internal("synthesis without a user".into()))?;
+    let user_id = ctx
+        .user_id()
+        .ok_or_else(|| ApiError::Internal("synthesis without a user".into()))?;
     let now = chrono::Utc::now();
-    let key = format!("synthesis/{user_id}/{}-{}.{ext}", now.format("%Y/%m/%d/%H%M%S"), ctx.request_id);
-    let content_type = if ext == "wav" { "audio/wav" } else { "audio/mpeg" };
+    let key = format!(
+        "synthesis/{user_id}/{}-{}.{ext}",
+        now.format("%Y/%m/%d/%H%M%S"),
+        ctx.request_id
+    );
+    let content_type = if ext == "wav" {
+        "audio/wav"
+    } else {
+        "audio/mpeg"
+    };
     let size = audio.len() as u64;
-    ctx.gw.objects.put_bytes(&key, content_type, bytes::Bytes::from(audio)).await.map_err(|e| ApiError::Internal(format!("storing audio: {e}")))?;
+    ctx.gw
+        .objects
+        .put_bytes(&key, content_type, bytes::Bytes::from(audio))
+        .await
+        .map_err(|e| ApiError::Internal(format!("storing audio: {e}")))?;
     let days = spec.retention_days.unwrap_or(DEFAULT_RETENTION_DAYS);
-    let expires_at = (now + chrono::Duration::days(days as i64)).to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    let expires_at = (now + chrono::Duration::days(days as i64))
+        .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
     let audio_url = ctx
         .gw
         .objects
         .presign_get(&key, URL_VALIDITY)
         .map_err(|e| ApiError::Internal(format!("presigning audio: {e}")))?;
-    let resemble_url = ["url", "audio_url", "audio_src"].iter().find_map(|k| raw.get(*k).and_then(Value::as_str)).map(str::to_owned);
+    let resemble_url = ["url", "audio_url", "audio_src"]
+        .iter()
+        .find_map(|k| raw.get(*k).and_then(Value::as_str))
+        .map(str::to_owned);
 
-    let quantity: Value = serde_json::from_str(&duration.normalize().to_string()).unwrap_or(Value::Null);
+    let quantity: Value =
+        serde_json::from_str(&duration.normalize().to_string()).unwrap_or(Value::Null);
     let mut answer = json!({
         "request_id": ctx.request_id,
         "voice_uuid": voice_uuid,
@@ -127,7 +175,10 @@ pub async fn synthesize(ctx: &mut Ctx, req: Request, params: &PathParams) -> Res
     body.push_str("\",");
     body.push_str(&rest[1..]);
     let mut response = http::Response::new(crate::body::full(body));
-    response.headers_mut().insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("application/json"));
+    response.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json"),
+    );
     let mut outcome = Outcome::new(response, Some(upstream_status));
     outcome.records.push(Record::Asset(AssetRecord {
         owner_id: Some(user_id),

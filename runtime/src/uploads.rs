@@ -65,25 +65,63 @@ pub struct Purpose {
 }
 
 pub const PURPOSES: &[Purpose] = &[
-    Purpose { name: "voice_clone", prefix: "voice-recordings/", class: "voice_recordings", retention_days: None },
-    Purpose { name: "stt_input", prefix: "stt-input/", class: "stt_input", retention_days: Some(30) },
-    Purpose { name: "watermark_input", prefix: "watermark/", class: "watermark", retention_days: Some(7) },
-    Purpose { name: "audio_job_input", prefix: "audio-jobs/", class: "audio_jobs", retention_days: Some(7) },
-    Purpose { name: "uploads", prefix: "uploads/", class: "uploads", retention_days: Some(30) },
+    Purpose {
+        name: "voice_clone",
+        prefix: "voice-recordings/",
+        class: "voice_recordings",
+        retention_days: None,
+    },
+    Purpose {
+        name: "stt_input",
+        prefix: "stt-input/",
+        class: "stt_input",
+        retention_days: Some(30),
+    },
+    Purpose {
+        name: "watermark_input",
+        prefix: "watermark/",
+        class: "watermark",
+        retention_days: Some(7),
+    },
+    Purpose {
+        name: "audio_job_input",
+        prefix: "audio-jobs/",
+        class: "audio_jobs",
+        retention_days: Some(7),
+    },
+    Purpose {
+        name: "uploads",
+        prefix: "uploads/",
+        class: "uploads",
+        retention_days: Some(30),
+    },
 ];
 
 /// The purpose of a form value (`None` = omitted).
 pub fn purpose(name: Option<&str>) -> Result<Purpose, ApiError> {
-    let name = name.map(str::trim).filter(|s| !s.is_empty()).unwrap_or("uploads");
-    PURPOSES.iter().copied().find(|p| p.name == name).ok_or_else(|| {
-        let names: Vec<&str> = PURPOSES.iter().map(|p| p.name).collect();
-        ApiError::BadRequest(format!("purpose must be one of: {} (or omitted)", names.join(", ")))
-    })
+    let name = name
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .unwrap_or("uploads");
+    PURPOSES
+        .iter()
+        .copied()
+        .find(|p| p.name == name)
+        .ok_or_else(|| {
+            let names: Vec<&str> = PURPOSES.iter().map(|p| p.name).collect();
+            ApiError::BadRequest(format!(
+                "purpose must be one of: {} (or omitted)",
+                names.join(", ")
+            ))
+        })
 }
 
 /// Lower-case extension and media kind of an allowed file name.
 pub fn extension(file_name: &str) -> Result<(String, &'static str), ApiError> {
-    let ext = file_name.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase()).unwrap_or_default();
+    let ext = file_name
+        .rsplit_once('.')
+        .map(|(_, e)| e.to_ascii_lowercase())
+        .unwrap_or_default();
     EXTENSIONS
         .iter()
         .find(|(e, _)| *e == ext)
@@ -94,14 +132,27 @@ pub fn extension(file_name: &str) -> Result<(String, &'static str), ApiError> {
         })
 }
 
-fn key_for(p: &Purpose, user_id: i64, now: chrono::DateTime<chrono::Utc>, id: &str, ext: &str) -> String {
-    format!("{}{user_id}/{}/{id}.{ext}", p.prefix, now.format("%Y/%m/%d"))
+fn key_for(
+    p: &Purpose,
+    user_id: i64,
+    now: chrono::DateTime<chrono::Utc>,
+    id: &str,
+    ext: &str,
+) -> String {
+    format!(
+        "{}{user_id}/{}/{id}.{ext}",
+        p.prefix,
+        now.format("%Y/%m/%d")
+    )
 }
 
 fn multipart_error(e: multer::Error) -> ApiError {
     match e {
         multer::Error::StreamSizeExceeded { .. } | multer::Error::FieldSizeExceeded { .. } => {
-            ApiError::PayloadTooLarge(format!("file is larger than {} MiB", MAX_UPLOAD_BYTES >> 20))
+            ApiError::PayloadTooLarge(format!(
+                "file is larger than {} MiB",
+                MAX_UPLOAD_BYTES >> 20
+            ))
         }
         other => ApiError::BadRequest(format!("malformed multipart body: {other}")),
     }
@@ -109,19 +160,25 @@ fn multipart_error(e: multer::Error) -> ApiError {
 
 /// `upload`.
 pub async fn upload(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
-    let user_id = ctx.user_id().ok_or_else(|| ApiError::Internal("upload without a user".into()))?;
+    let user_id = ctx
+        .user_id()
+        .ok_or_else(|| ApiError::Internal("upload without a user".into()))?;
     let content_type = req
         .headers()
         .get(http::header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("")
         .to_owned();
-    let boundary = multer::parse_boundary(&content_type)
-        .map_err(|_| ApiError::BadRequest("request must be multipart/form-data with a boundary".into()))?;
+    let boundary = multer::parse_boundary(&content_type).map_err(|_| {
+        ApiError::BadRequest("request must be multipart/form-data with a boundary".into())
+    })?;
     let body = req.into_body().into_data_stream();
     // The whole stream may be a little larger than the file (headers, purpose).
-    let constraints = multer::Constraints::new()
-        .size_limit(multer::SizeLimit::new().whole_stream(MAX_UPLOAD_BYTES + (1 << 20)).for_field("purpose", MAX_TEXT_FIELD as u64));
+    let constraints = multer::Constraints::new().size_limit(
+        multer::SizeLimit::new()
+            .whole_stream(MAX_UPLOAD_BYTES + (1 << 20))
+            .for_field("purpose", MAX_TEXT_FIELD as u64),
+    );
     let mut form = multer::Multipart::with_constraints(body, boundary, constraints);
 
     let mut purpose_value: Option<String> = None;
@@ -137,24 +194,39 @@ pub async fn upload(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
                     purpose_value = Some(text.trim().to_owned());
                 }
                 Some("file") if stored.is_none() => {
-                    let file_name = field.file_name().map(str::to_owned).filter(|n| !n.is_empty())
+                    let file_name = field
+                        .file_name()
+                        .map(str::to_owned)
+                        .filter(|n| !n.is_empty())
                         .ok_or_else(|| ApiError::BadRequest("file must have a file name".into()))?;
                     let (ext, kind) = extension(&file_name)?;
                     let p = purpose(purpose_value.as_deref())?;
                     let key = key_for(&p, user_id, now, &id, &ext);
                     let ct = crate::fetch::content_type_for(&file_name);
                     let stream: ByteStream = Box::pin(field.map_err(std::io::Error::other));
-                    let size = match ctx.gw.objects.put(&key, ct, stream, Some(MAX_UPLOAD_BYTES)).await {
+                    let size = match ctx
+                        .gw
+                        .objects
+                        .put(&key, ct, stream, Some(MAX_UPLOAD_BYTES))
+                        .await
+                    {
                         Ok(n) => n,
                         Err(ObjectError::TooLarge { .. }) => {
-                            return Err(ApiError::PayloadTooLarge(format!("file is larger than {} MiB", MAX_UPLOAD_BYTES >> 20)))
+                            return Err(ApiError::PayloadTooLarge(format!(
+                                "file is larger than {} MiB",
+                                MAX_UPLOAD_BYTES >> 20
+                            )))
                         }
-                        Err(ObjectError::Body(e)) => return Err(ApiError::BadRequest(format!("upload interrupted: {e}"))),
+                        Err(ObjectError::Body(e)) => {
+                            return Err(ApiError::BadRequest(format!("upload interrupted: {e}")))
+                        }
                         Err(e) => return Err(ApiError::Internal(e.to_string())),
                     };
                     stored = Some((key, file_name, ext, kind, size));
                 }
-                Some("file") => return Err(ApiError::BadRequest("only one file per upload".into())),
+                Some("file") => {
+                    return Err(ApiError::BadRequest("only one file per upload".into()))
+                }
                 _ => {
                     // Unknown fields are read and ignored (bounded by the stream limit).
                     let mut field = field;
@@ -171,7 +243,8 @@ pub async fn upload(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
         }
         return Err(e);
     }
-    let (mut key, file_name, ext, kind, size) = stored.ok_or_else(|| ApiError::BadRequest("file is required".into()))?;
+    let (mut key, file_name, ext, kind, size) =
+        stored.ok_or_else(|| ApiError::BadRequest("file is required".into()))?;
     let p = purpose(purpose_value.as_deref())?;
     let final_key = key_for(&p, user_id, now, &id, &ext);
     if final_key != key {
@@ -182,7 +255,10 @@ pub async fn upload(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
         }
         key = final_key;
     }
-    let expires_at = p.retention_days.map(|d| (now + chrono::Duration::days(d as i64)).to_rfc3339_opts(chrono::SecondsFormat::Millis, true));
+    let expires_at = p.retention_days.map(|d| {
+        (now + chrono::Duration::days(d as i64))
+            .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+    });
     let record = AssetRecord {
         owner_id: Some(user_id),
         object_key: key.clone(),
@@ -202,7 +278,11 @@ pub async fn upload(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
             return Err(ApiError::Internal(e.to_string()));
         }
     };
-    let asset_id = committed.asset_ids.first().copied().ok_or_else(|| ApiError::Internal("asset id missing".into()))?;
+    let asset_id = committed
+        .asset_ids
+        .first()
+        .copied()
+        .ok_or_else(|| ApiError::Internal("asset id missing".into()))?;
     let url = ctx
         .gw
         .objects
@@ -241,7 +321,10 @@ mod tests {
         assert_eq!(purpose(Some("voice_clone")).unwrap().retention_days, None);
         assert_eq!(purpose(Some("stt_input")).unwrap().retention_days, Some(30));
         assert!(purpose(Some("backup")).is_err());
-        assert_eq!(extension("Take 1.WAV").unwrap(), ("wav".to_owned(), "audio"));
+        assert_eq!(
+            extension("Take 1.WAV").unwrap(),
+            ("wav".to_owned(), "audio")
+        );
         assert_eq!(extension("a.jpeg").unwrap().1, "image");
         assert!(extension("a.exe").is_err());
         assert!(extension("noext").is_err());

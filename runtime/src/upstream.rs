@@ -17,7 +17,11 @@ use crate::errors::ApiError;
 use crate::spec::{self, Base, UpstreamAuth};
 
 /// Characters kept as they are in a path segment: RFC 3986 unreserved.
-const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'.').remove(b'_').remove(b'~');
+const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
 
 /// Largest upstream error body read to find its message.
 const MAX_ERROR_BODY: usize = 64 * 1024;
@@ -79,13 +83,20 @@ impl Upstream {
         match base {
             Base::Main => Ok(&self.main),
             Base::Synth => Ok(&self.synth),
-            Base::Llm => Err(ApiError::NotImplemented("the general gateway's model provider is not configured".into())),
+            Base::Llm => Err(ApiError::NotImplemented(
+                "the general gateway's model provider is not configured".into(),
+            )),
         }
     }
 
     /// A request to `path` (already filled and encoded) on the row's base,
     /// with the upstream credential in the base's form.
-    pub fn request(&self, up: &spec::Upstream, path: &str, query: &[(String, String)]) -> Result<reqwest::RequestBuilder, ApiError> {
+    pub fn request(
+        &self,
+        up: &spec::Upstream,
+        path: &str,
+        query: &[(String, String)],
+    ) -> Result<reqwest::RequestBuilder, ApiError> {
         let key = self
             .key
             .as_deref()
@@ -97,7 +108,9 @@ impl Upstream {
         }
         rb = match up.auth {
             UpstreamAuth::Bearer => rb.header(http::header::AUTHORIZATION, format!("Bearer {key}")),
-            UpstreamAuth::Token => rb.header(http::header::AUTHORIZATION, format!("Token token={key}")),
+            UpstreamAuth::Token => {
+                rb.header(http::header::AUTHORIZATION, format!("Token token={key}"))
+            }
             UpstreamAuth::AccessToken => rb.header("x-access-token", key),
         };
         Ok(rb)
@@ -105,7 +118,11 @@ impl Upstream {
 
     /// Sends a request; a non-success status or a network failure becomes
     /// the [`ApiError`] of spec §7.
-    pub async fn send(&self, base: Base, rb: reqwest::RequestBuilder) -> Result<reqwest::Response, ApiError> {
+    pub async fn send(
+        &self,
+        base: Base,
+        rb: reqwest::RequestBuilder,
+    ) -> Result<reqwest::Response, ApiError> {
         let resp = rb.send().await.map_err(|e| self.network_error(base, &e))?;
         if resp.status().is_success() {
             return Ok(resp);
@@ -125,7 +142,10 @@ impl Upstream {
             "connection error".to_owned()
         };
         tracing::warn!(provider = provider_name(base), error = %self.scrub(&e.to_string()), "upstream network error");
-        ApiError::Network(format!("network error contacting {}: {what}", provider_name(base)))
+        ApiError::Network(format!(
+            "network error contacting {}: {what}",
+            provider_name(base)
+        ))
     }
 
     /// Maps an upstream error status, reading (a bounded part of) its body.
@@ -145,22 +165,37 @@ impl Upstream {
     /// Removes the upstream key from a text.
     pub fn scrub(&self, s: &str) -> String {
         match &self.key {
-            Some(k) if !k.is_empty() && s.contains(k.as_str()) => s.replace(k.as_str(), "[redacted]"),
+            Some(k) if !k.is_empty() && s.contains(k.as_str()) => {
+                s.replace(k.as_str(), "[redacted]")
+            }
             _ => s.to_owned(),
         }
     }
 }
 
 /// Maps an upstream status to the gateway's error (spec §7).
-pub fn map_status(base: Base, status: StatusCode, retry_after: Option<u64>, message: String) -> ApiError {
+pub fn map_status(
+    base: Base,
+    status: StatusCode,
+    retry_after: Option<u64>,
+    message: String,
+) -> ApiError {
     let who = provider_name(base);
     let or = |m: String, fallback: String| if m.trim().is_empty() { fallback } else { m };
     match status.as_u16() {
         400 | 422 => ApiError::UpstreamRejected(or(message, format!("{who} rejected the request"))),
         404 => ApiError::UpstreamNotFound(or(message, "not found".to_owned())),
-        413 => ApiError::PayloadTooLarge(or(message, format!("{who} refused the payload as too large"))),
-        429 => ApiError::UpstreamRateLimited { retry_after: retry_after.unwrap_or(1) },
-        401 | 403 => ApiError::BadGateway(format!("{who} refused the gateway's credentials or plan (status {})", status.as_u16())),
+        413 => ApiError::PayloadTooLarge(or(
+            message,
+            format!("{who} refused the payload as too large"),
+        )),
+        429 => ApiError::UpstreamRateLimited {
+            retry_after: retry_after.unwrap_or(1),
+        },
+        401 | 403 => ApiError::BadGateway(format!(
+            "{who} refused the gateway's credentials or plan (status {})",
+            status.as_u16()
+        )),
         s if s >= 500 => ApiError::BadGateway(format!("{who} failed (status {s})")),
         s => ApiError::BadGateway(format!("{who} answered an unexpected status {s}")),
     }
@@ -198,7 +233,15 @@ pub fn upstream_message(body: &[u8]) -> Option<String> {
     if let Some(errors) = v.get("errors").and_then(Value::as_object) {
         for (field, msgs) in errors {
             let msgs = match msgs {
-                Value::Array(a) => a.iter().map(|m| m.as_str().map(str::to_owned).unwrap_or_else(|| m.to_string())).collect::<Vec<_>>().join(", "),
+                Value::Array(a) => a
+                    .iter()
+                    .map(|m| {
+                        m.as_str()
+                            .map(str::to_owned)
+                            .unwrap_or_else(|| m.to_string())
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", "),
                 Value::String(s) => s.clone(),
                 other => other.to_string(),
             };
@@ -217,9 +260,15 @@ mod tests {
 
     #[test]
     fn messages_from_upstream_bodies() {
-        assert_eq!(upstream_message(br#"{"success":false,"message":"bad voice"}"#).unwrap(), "bad voice");
         assert_eq!(
-            upstream_message(br#"{"success":false,"message":"invalid","errors":{"name":["can't be blank"]}}"#).unwrap(),
+            upstream_message(br#"{"success":false,"message":"bad voice"}"#).unwrap(),
+            "bad voice"
+        );
+        assert_eq!(
+            upstream_message(
+                br#"{"success":false,"message":"invalid","errors":{"name":["can't be blank"]}}"#
+            )
+            .unwrap(),
             "invalid; name: can't be blank"
         );
         assert_eq!(upstream_message(b"plain text").unwrap(), "plain text");
@@ -228,10 +277,27 @@ mod tests {
 
     #[test]
     fn statuses_map_as_spec_7() {
-        let m = |s: u16| map_status(Base::Main, StatusCode::from_u16(s).unwrap(), Some(9), "why".into()).status().as_u16();
-        assert_eq!([m(400), m(422), m(401), m(403), m(500), m(503), m(429)], [400, 400, 502, 502, 502, 502, 429]);
+        let m = |s: u16| {
+            map_status(
+                Base::Main,
+                StatusCode::from_u16(s).unwrap(),
+                Some(9),
+                "why".into(),
+            )
+            .status()
+            .as_u16()
+        };
         assert_eq!(
-            map_status(Base::Main, StatusCode::TOO_MANY_REQUESTS, Some(9), String::new()),
+            [m(400), m(422), m(401), m(403), m(500), m(503), m(429)],
+            [400, 400, 502, 502, 502, 502, 429]
+        );
+        assert_eq!(
+            map_status(
+                Base::Main,
+                StatusCode::TOO_MANY_REQUESTS,
+                Some(9),
+                String::new()
+            ),
             ApiError::UpstreamRateLimited { retry_after: 9 }
         );
     }

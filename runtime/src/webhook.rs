@@ -43,39 +43,57 @@ pub fn sign(secret: &[u8], body: &[u8]) -> String {
 /// Verifies a signature header value in constant time.
 pub fn verify(secret: &[u8], body: &[u8], header: Option<&str>) -> Result<(), &'static str> {
     let header = header.ok_or("missing X-Provider-Signature")?;
-    let hex_sig = header.trim().strip_prefix("sha256=").ok_or("malformed X-Provider-Signature: expected sha256=<hex>")?;
+    let hex_sig = header
+        .trim()
+        .strip_prefix("sha256=")
+        .ok_or("malformed X-Provider-Signature: expected sha256=<hex>")?;
     let sig = hex::decode(hex_sig).map_err(|_| "malformed X-Provider-Signature: not hex")?;
     if sig.len() != 32 {
         return Err("malformed X-Provider-Signature: wrong length");
     }
     let mut mac = Hmac::<Sha256>::new_from_slice(secret).expect("HMAC takes any key length");
     mac.update(body);
-    mac.verify_slice(&sig).map_err(|_| "invalid X-Provider-Signature")
+    mac.verify_slice(&sig)
+        .map_err(|_| "invalid X-Provider-Signature")
 }
 
 fn received() -> Outcome {
-    Outcome::new(json_response(StatusCode::OK, &json!({ "received": true })), None)
+    Outcome::new(
+        json_response(StatusCode::OK, &json!({ "received": true })),
+        None,
+    )
 }
 
 /// `webhook`.
 pub async fn receive(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
-    let signature = req.headers().get(SIGNATURE_HEADER).and_then(|v| v.to_str().ok()).map(str::to_owned);
+    let signature = req
+        .headers()
+        .get(SIGNATURE_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
     let body = crate::shape::read_limited(req.into_body(), MAX_BODY)
         .await
         .map_err(|e| match e {
-            ApiError::PayloadTooLarge(_) => ApiError::PayloadTooLarge(format!("webhook body is larger than {MAX_BODY} bytes")),
+            ApiError::PayloadTooLarge(_) => {
+                ApiError::PayloadTooLarge(format!("webhook body is larger than {MAX_BODY} bytes"))
+            }
             other => other,
         })?;
     let signed = match &ctx.gw.config.webhook_secret {
         Some(secret) => {
-            verify(secret.as_bytes(), &body, signature.as_deref()).map_err(|m| ApiError::Unauthorized(m.into()))?;
+            verify(secret.as_bytes(), &body, signature.as_deref())
+                .map_err(|m| ApiError::Unauthorized(m.into()))?;
             true
         }
         None => false,
     };
     let body_sha256 = hex::encode(Sha256::digest(&body));
     let sha = body_sha256.clone();
-    let seen = ctx.gw.store.blocking(move |store| store.webhook_event_seen(&sha)).await?;
+    let seen = ctx
+        .gw
+        .store
+        .blocking(move |store| store.webhook_event_seen(&sha))
+        .await?;
     if seen {
         return Ok(received());
     }
@@ -94,19 +112,39 @@ pub async fn receive(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
         let text = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
         event.event = text("event");
         event.kind = text("kind");
-        event.upstream_id = text("id").or_else(|| v.get("item").and_then(crate::shape::upstream_id));
-        event.outcome = apply(ctx, &v, event.kind.as_deref(), event.upstream_id.as_deref(), &mut outcome).await?;
+        event.upstream_id =
+            text("id").or_else(|| v.get("item").and_then(crate::shape::upstream_id));
+        event.outcome = apply(
+            ctx,
+            &v,
+            event.kind.as_deref(),
+            event.upstream_id.as_deref(),
+            &mut outcome,
+        )
+        .await?;
     }
     outcome.records.push(Record::WebhookEvent(event));
     Ok(outcome)
 }
 
 /// Applies one parsed event; returns what it did.
-async fn apply(ctx: &mut Ctx, v: &Value, kind: Option<&str>, id: Option<&str>, outcome: &mut Outcome) -> Result<String, ApiError> {
-    let (Some(kind), Some(id)) = (kind, id) else { return Ok("unrecognised".into()) };
+async fn apply(
+    ctx: &mut Ctx,
+    v: &Value,
+    kind: Option<&str>,
+    id: Option<&str>,
+    outcome: &mut Outcome,
+) -> Result<String, ApiError> {
+    let (Some(kind), Some(id)) = (kind, id) else {
+        return Ok("unrecognised".into());
+    };
     let item = v.get("item").cloned().unwrap_or_else(|| v.clone());
     if kind == "voice" {
-        let status = match v.get("status").and_then(Value::as_str).or(item.get("status").and_then(Value::as_str)) {
+        let status = match v
+            .get("status")
+            .and_then(Value::as_str)
+            .or(item.get("status").and_then(Value::as_str))
+        {
             Some("completed" | "ready" | "succeeded") => "ready",
             Some("failed" | "error") => "failed",
             Some(other) => other,
@@ -114,7 +152,12 @@ async fn apply(ctx: &mut Ctx, v: &Value, kind: Option<&str>, id: Option<&str>, o
         }
         .to_owned();
         let vid = id.to_owned();
-        let known = ctx.gw.store.blocking(move |store| store.resource_owner("voice", &vid)).await?.is_some();
+        let known = ctx
+            .gw
+            .store
+            .blocking(move |store| store.resource_owner("voice", &vid))
+            .await?
+            .is_some();
         if !known {
             return Ok("unknown_voice".into());
         }
@@ -127,13 +170,25 @@ async fn apply(ctx: &mut Ctx, v: &Value, kind: Option<&str>, id: Option<&str>, o
         return Ok("voice_updated".into());
     }
     let (k, i) = (kind.to_owned(), id.to_owned());
-    let job = ctx.gw.store.blocking(move |store| store.job_by_upstream(&k, &i)).await?;
-    let Some(job) = job else { return Ok("unknown_job".into()) };
+    let job = ctx
+        .gw
+        .store
+        .blocking(move |store| store.job_by_upstream(&k, &i))
+        .await?;
+    let Some(job) = job else {
+        return Ok("unknown_job".into());
+    };
     // The GET row of this job kind says where its result is (edit answers without a status).
-    let get_row = ctx.gw.routes.iter().find(|r| r.mode == Mode::JobGet && r.job == Some(kind));
+    let get_row = ctx
+        .gw
+        .routes
+        .iter()
+        .find(|r| r.mode == Mode::JobGet && r.job == Some(kind));
     let mirror = get_row.and_then(|r| r.mirror);
-    let (update, metered) = crate::jobs::complete(&job, ctx.gw.route_by_id(&job.submit_route), &item, mirror);
-    let finished = update.status == crate::jobs::status::COMPLETED || update.status == crate::jobs::status::FAILED;
+    let (update, metered) =
+        crate::jobs::complete(&job, ctx.gw.route_by_id(&job.submit_route), &item, mirror);
+    let finished = update.status == crate::jobs::status::COMPLETED
+        || update.status == crate::jobs::status::FAILED;
     if let Some(m) = metered {
         ctx.meter(m);
     }
@@ -161,10 +216,22 @@ mod tests {
         let body = br#"{"event":"job.completed"}"#;
         let good = sign(b"secret", body);
         assert!(verify(b"secret", body, Some(&good)).is_ok());
-        assert_eq!(verify(b"other", body, Some(&good)), Err("invalid X-Provider-Signature"));
-        assert_eq!(verify(b"secret", body, None), Err("missing X-Provider-Signature"));
-        assert!(verify(b"secret", body, Some(&good[..good.len() - 2])).is_err(), "truncated");
-        assert!(verify(b"secret", body, Some(good.trim_start_matches("sha256="))).is_err(), "no scheme");
+        assert_eq!(
+            verify(b"other", body, Some(&good)),
+            Err("invalid X-Provider-Signature")
+        );
+        assert_eq!(
+            verify(b"secret", body, None),
+            Err("missing X-Provider-Signature")
+        );
+        assert!(
+            verify(b"secret", body, Some(&good[..good.len() - 2])).is_err(),
+            "truncated"
+        );
+        assert!(
+            verify(b"secret", body, Some(good.trim_start_matches("sha256="))).is_err(),
+            "no scheme"
+        );
         assert!(verify(b"secret", b"{}", Some(&good)).is_err(), "other body");
     }
 }

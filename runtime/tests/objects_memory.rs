@@ -71,9 +71,13 @@ async fn objects_local_64mib_put_and_get_stay_streams() {
     PEAK.store(baseline, Relaxed);
     LARGEST.store(0, Relaxed);
 
-    let body: ByteStream =
-        Box::pin(futures_util::stream::iter((0..TOTAL / CHUNK.len()).map(|_| Ok(Bytes::from_static(&CHUNK)))));
-    let stored = store.put("big/object.bin", "application/octet-stream", body, None).await.unwrap();
+    let body: ByteStream = Box::pin(futures_util::stream::iter(
+        (0..TOTAL / CHUNK.len()).map(|_| Ok(Bytes::from_static(&CHUNK))),
+    ));
+    let stored = store
+        .put("big/object.bin", "application/octet-stream", body, None)
+        .await
+        .unwrap();
     assert_eq!(stored as usize, TOTAL);
 
     let mut read = 0usize;
@@ -88,7 +92,13 @@ async fn objects_local_64mib_put_and_get_stay_streams() {
     let largest = LARGEST.load(Relaxed);
     let growth = PEAK.load(Relaxed).saturating_sub(baseline);
     let _ = std::fs::remove_dir_all(&dir);
-    assert!(largest <= 2 * MIB, "an allocation of {largest} bytes: a body was buffered");
-    assert!(growth <= 8 * MIB, "the heap grew by {growth} bytes while moving {TOTAL}");
+    assert!(
+        largest <= 2 * MIB,
+        "an allocation of {largest} bytes: a body was buffered"
+    );
+    assert!(
+        growth <= 8 * MIB,
+        "the heap grew by {growth} bytes while moving {TOTAL}"
+    );
     eprintln!("largest allocation {largest} B, heap growth {growth} B");
 }

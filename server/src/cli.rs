@@ -13,7 +13,11 @@ use runtime::config::Config;
 use runtime::store::Store;
 
 #[derive(Parser, Debug)]
-#[command(name = "gateway", version, about = "Gateway for AI voice and model APIs")]
+#[command(
+    name = "gateway",
+    version,
+    about = "Gateway for AI voice and model APIs"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -114,7 +118,10 @@ pub enum KeysCommand {
 pub fn init_tracing() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
 }
 
 /// Entry point of the binary.
@@ -142,7 +149,10 @@ pub fn run(command: Command) -> CliResult {
         Command::Routes => {
             // A closed pipe (`gateway routes | head`) is not an error.
             use std::io::Write;
-            match std::io::stdout().lock().write_all(crate::route_listing().as_bytes()) {
+            match std::io::stdout()
+                .lock()
+                .write_all(crate::route_listing().as_bytes())
+            {
                 Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
                 _ => Ok(()),
             }
@@ -183,7 +193,8 @@ pub fn run(command: Command) -> CliResult {
                     if amount <= rust_decimal::Decimal::ZERO {
                         return Err("amount must be positive".into());
                     }
-                    let balance = store.grant_credit(user, amount, Some("gateway credits grant"))?;
+                    let balance =
+                        store.grant_credit(user, amount, Some("gateway credits grant"))?;
                     println!("{}", runtime::billing::format_money(balance));
                 }
                 CreditsCommand::Balance { user } => {
@@ -206,15 +217,21 @@ pub fn run(command: Command) -> CliResult {
         }),
         Command::Reconcile { date } => runtime_block_on(async move {
             let gw = crate::gateway(Config::from_env()?)?;
-            let rows = runtime::reconcile::reconcile(&gw, &date).await.map_err(|e| e.message())?;
+            let rows = runtime::reconcile::reconcile(&gw, &date)
+                .await
+                .map_err(|e| e.message())?;
             for r in rows {
                 println!(
                     "{} {:<20} gateway {:>14} upstream {:>14} drift {:>8}% {}",
                     r.day,
                     r.product,
                     r.gateway_total,
-                    r.upstream_total.map(|d| d.to_string()).unwrap_or_else(|| "-".into()),
-                    r.drift_pct.map(|d| d.to_string()).unwrap_or_else(|| "-".into()),
+                    r.upstream_total
+                        .map(|d| d.to_string())
+                        .unwrap_or_else(|| "-".into()),
+                    r.drift_pct
+                        .map(|d| d.to_string())
+                        .unwrap_or_else(|| "-".into()),
                     r.status
                 );
             }
@@ -244,12 +261,18 @@ fn set_disabled(store: &Store, user: i64, disabled: bool) -> CliResult {
     if !store.set_user_disabled(user, disabled)? {
         return Err(format!("no user with id {user}").into());
     }
-    eprintln!("user {user} {}", if disabled { "disabled" } else { "enabled" });
+    eprintln!(
+        "user {user} {}",
+        if disabled { "disabled" } else { "enabled" }
+    );
     Ok(())
 }
 
 fn runtime_block_on(f: impl std::future::Future<Output = CliResult>) -> CliResult {
-    tokio::runtime::Builder::new_multi_thread().enable_all().build()?.block_on(f)
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?
+        .block_on(f)
 }
 
 /// Resolves on SIGINT or SIGTERM.
@@ -257,7 +280,8 @@ pub async fn shutdown_signal() {
     let ctrl_c = tokio::signal::ctrl_c();
     #[cfg(unix)]
     {
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM handler");
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .expect("SIGTERM handler");
         tokio::select! {
             _ = ctrl_c => {}
             _ = term.recv() => {}

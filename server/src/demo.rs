@@ -16,13 +16,19 @@ use tokio::net::TcpListener;
 const DEMO_PROVIDER_KEY: &str = "demo-provider-key";
 
 pub async fn run() -> Result<(), Box<dyn std::error::Error>> {
-    let data_dir = std::env::temp_dir().join(format!("gateway-demo-{}", chrono::Utc::now().format("%Y%m%d-%H%M%S")));
+    let data_dir = std::env::temp_dir().join(format!(
+        "gateway-demo-{}",
+        chrono::Utc::now().format("%Y%m%d-%H%M%S")
+    ));
     std::fs::create_dir_all(&data_dir)?;
 
     let sim_listener = TcpListener::bind("127.0.0.1:0").await?;
     let sim = sim::start(
         sim_listener,
-        sim::SimConfig { api_key: Some(DEMO_PROVIDER_KEY.to_owned()), ..Default::default() },
+        sim::SimConfig {
+            api_key: Some(DEMO_PROVIDER_KEY.to_owned()),
+            ..Default::default()
+        },
     )
     .await;
 
@@ -69,7 +75,9 @@ Try:
 Press Ctrl-C to stop.
 "#,
         sim_url = sim.url(),
-        exe = std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_else(|_| "gateway".into()),
+        exe = std::env::current_exe()
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|_| "gateway".into()),
         data = data_dir.display(),
     );
 

@@ -58,17 +58,25 @@ pub fn gateway(config: Config) -> Result<Gateway, StartError> {
 /// Starts a gateway on `listener` with `config`, with its background tasks
 /// (retention sweeper, nightly reconciliation) when configured.
 pub fn start(mut config: Config, listener: TcpListener) -> Result<Running, StartError> {
-    let addr = listener.local_addr().map_err(|e| StartError::Store(runtime::store::StoreError(e.to_string())))?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| StartError::Store(runtime::store::StoreError(e.to_string())))?;
     config.addr = addr;
     let gateway = gateway(config)?;
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let gw = gateway.clone();
     let mut background = Vec::new();
     if let Some(every) = gw.config.sweep_interval {
-        background.push(tokio::spawn(runtime::retention::run_periodically(gw.clone(), every)));
+        background.push(tokio::spawn(runtime::retention::run_periodically(
+            gw.clone(),
+            every,
+        )));
     }
     if let Some(at) = gw.config.reconcile_at {
-        background.push(tokio::spawn(runtime::reconcile::run_nightly(gw.clone(), at)));
+        background.push(tokio::spawn(runtime::reconcile::run_nightly(
+            gw.clone(),
+            at,
+        )));
     }
     let task = tokio::spawn(async move {
         runtime::server::serve(listener, gw, routes::route, async {
@@ -79,7 +87,12 @@ pub fn start(mut config: Config, listener: TcpListener) -> Result<Running, Start
             t.abort();
         }
     });
-    Ok(Running { addr, gateway, stop: Some(stop), task })
+    Ok(Running {
+        addr,
+        gateway,
+        stop: Some(stop),
+        task,
+    })
 }
 
 /// The route listing of `gateway routes`: one line per row.

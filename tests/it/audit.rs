@@ -32,8 +32,21 @@ async fn concurrent_successes_are_all_recorded() {
     let env = Env::start().await;
     let mut tasks = Vec::new();
     for _ in 0..40 {
-        let (client, url, key) = (env.client.clone(), env.voice("/tts/voices"), env.key.clone());
-        tasks.push(tokio::spawn(async move { client.get(url).bearer_auth(key).send().await.unwrap().status().as_u16() }));
+        let (client, url, key) = (
+            env.client.clone(),
+            env.voice("/tts/voices"),
+            env.key.clone(),
+        );
+        tasks.push(tokio::spawn(async move {
+            client
+                .get(url)
+                .bearer_auth(key)
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16()
+        }));
     }
     for t in tasks {
         assert_eq!(t.await.unwrap(), 200);

@@ -27,7 +27,11 @@ async fn missing_malformed_and_unknown_keys_get_401() {
         let a = refused(&env, *auth).await;
         a.expect(401);
         assert!(a.detail().contains(expected), "{auth:?}: {}", a.text);
-        assert_eq!(a.json.as_object().unwrap().len(), 1, "voice errors are {{\"detail\"}} only");
+        assert_eq!(
+            a.json.as_object().unwrap().len(),
+            1,
+            "voice errors are {{\"detail\"}} only"
+        );
     }
     env.assert_no_upstream_call().await;
     assert!(env.audit().is_empty(), "no audit row for refused requests");
@@ -47,7 +51,10 @@ async fn a_valid_key_passes_and_the_key_is_stored_only_hashed() {
         .unwrap();
     assert_eq!(hashes, vec![runtime::auth::hash_key(&env.key)]);
     let raw = std::fs::read(env.dir.0.join("gateway.db")).unwrap();
-    assert!(!raw.windows(env.key.len()).any(|w| w == env.key.as_bytes()), "the key itself is not in the database file");
+    assert!(
+        !raw.windows(env.key.len()).any(|w| w == env.key.as_bytes()),
+        "the key itself is not in the database file"
+    );
 }
 
 #[tokio::test]
@@ -55,13 +62,19 @@ async fn disabled_user_gets_403_and_revoked_key_401() {
     let env = Env::start().await;
     let (bob, bob_key) = env.new_user("bob@example.com");
     env.store().set_user_disabled(bob, true).unwrap();
-    let a = env.call_as(&bob_key, "GET", &env.voice("/tts/voices"), None).await;
+    let a = env
+        .call_as(&bob_key, "GET", &env.voice("/tts/voices"), None)
+        .await;
     a.expect(403);
     assert_eq!(a.detail(), "account disabled");
 
     let (_carol, carol_key) = env.new_user("carol@example.com");
-    env.store().revoke_key_hash(&runtime::auth::hash_key(&carol_key)).unwrap();
-    env.call_as(&carol_key, "GET", &env.voice("/tts/voices"), None).await.expect(401);
+    env.store()
+        .revoke_key_hash(&runtime::auth::hash_key(&carol_key))
+        .unwrap();
+    env.call_as(&carol_key, "GET", &env.voice("/tts/voices"), None)
+        .await
+        .expect(401);
     env.assert_no_upstream_call().await;
     assert!(env.audit().is_empty());
 }

@@ -21,12 +21,20 @@ fn gateway(dir: &TempDir) -> Command {
 
 fn stdout_of(mut c: Command) -> String {
     let out = c.output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8(out.stdout).unwrap()
 }
 
 fn terminate(child: &mut Child) -> std::process::ExitStatus {
-    Command::new("kill").arg("-TERM").arg(child.id().to_string()).status().unwrap();
+    Command::new("kill")
+        .arg("-TERM")
+        .arg(child.id().to_string())
+        .status()
+        .unwrap();
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         if let Some(status) = child.try_wait().unwrap() {
@@ -62,7 +70,10 @@ fn routes_subcommand_prints_the_snapshot() {
     let mut c = gateway(&dir);
     c.arg("routes");
     let out = stdout_of(c);
-    let snapshot = std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/snapshots/routes.txt")).unwrap();
+    let snapshot = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/snapshots/routes.txt"),
+    )
+    .unwrap();
     assert_eq!(out, snapshot);
     assert_eq!(out.lines().count(), 83);
 }
@@ -84,7 +95,10 @@ async fn users_and_keys_print_only_what_they_create_and_serve_uses_them() {
 
     let mut c = gateway(&dir);
     c.args(["keys", "create", "--user", "999"]);
-    assert!(!c.output().unwrap().status.success(), "a key for an unknown user is refused");
+    assert!(
+        !c.output().unwrap().status.success(),
+        "a key for an unknown user is refused"
+    );
 
     // `serve` on the same data dir authenticates that key.
     let sim = start_sim().await;
@@ -98,29 +112,68 @@ async fn users_and_keys_print_only_what_they_create_and_serve_uses_them() {
     let mut child = c.spawn().unwrap();
     let mut err = BufReader::new(child.stderr.take().unwrap());
     let lines = read_until(&mut err, "listening on");
-    let addr = lines.last().unwrap().rsplit("listening on ").next().unwrap().trim().to_owned();
+    let addr = lines
+        .last()
+        .unwrap()
+        .rsplit("listening on ")
+        .next()
+        .unwrap()
+        .trim()
+        .to_owned();
     let client = reqwest::Client::new();
-    let health = client.get(format!("http://{addr}/healthz")).send().await.unwrap();
+    let health = client
+        .get(format!("http://{addr}/healthz"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(health.status().as_u16(), 200);
-    let r = client.get(format!("http://{addr}/api/v1/voice/tts/voices")).bearer_auth(&key).send().await.unwrap();
+    let r = client
+        .get(format!("http://{addr}/api/v1/voice/tts/voices"))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status().as_u16(), 200);
     let status = terminate(&mut child);
     assert!(status.success(), "graceful shutdown exits 0: {status:?}");
     let rest: Vec<String> = err.lines().map(|l| l.unwrap()).collect();
-    assert!(rest.iter().any(|l| l.contains("shutting down")), "{rest:#?}");
-    assert!(lines.iter().any(|l| l.contains("WARN") && l.contains("PROVIDER_WEBHOOK_SECRET is not set")), "warned at start-up: {lines:#?}");
-    assert!(!rest.iter().chain(lines.iter()).any(|l| l.contains(PROVIDER_KEY)), "the upstream key is never logged");
+    assert!(
+        rest.iter().any(|l| l.contains("shutting down")),
+        "{rest:#?}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("WARN") && l.contains("PROVIDER_WEBHOOK_SECRET is not set")),
+        "warned at start-up: {lines:#?}"
+    );
+    assert!(
+        !rest
+            .iter()
+            .chain(lines.iter())
+            .any(|l| l.contains(PROVIDER_KEY)),
+        "the upstream key is never logged"
+    );
 }
 
 #[test]
 fn demo_curl_commands_work_as_printed() {
     let dir = TempDir::new("demo");
     let mut c = gateway(&dir);
-    c.arg("demo").env("GATEWAY_ADDR", "127.0.0.1:0").env("TMPDIR", &dir.0).stdout(Stdio::piped()).stderr(Stdio::null());
+    c.arg("demo")
+        .env("GATEWAY_ADDR", "127.0.0.1:0")
+        .env("TMPDIR", &dir.0)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
     let mut child = c.spawn().unwrap();
     let mut out = BufReader::new(child.stdout.take().unwrap());
     let lines = read_until(&mut out, "Press Ctrl-C");
-    let export = lines.iter().find(|l| l.trim_start().starts_with("export KEY=")).expect("export KEY line").trim().to_owned();
+    let export = lines
+        .iter()
+        .find(|l| l.trim_start().starts_with("export KEY="))
+        .expect("export KEY line")
+        .trim()
+        .to_owned();
     let mut commands = Vec::new();
     let mut i = 0;
     while i < lines.len() {
@@ -137,11 +190,16 @@ fn demo_curl_commands_work_as_printed() {
     }
     assert!(commands.len() >= 2, "{lines:#?}");
     for cmd in &commands {
-        let out = Command::new("sh").arg("-c").arg(format!("{export}\n{cmd} -w '\\n%{{http_code}}'")).output().unwrap();
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg(format!("{export}\n{cmd} -w '\\n%{{http_code}}'"))
+            .output()
+            .unwrap();
         let text = String::from_utf8_lossy(&out.stdout).into_owned();
         let (body, code) = text.rsplit_once('\n').unwrap();
         assert_eq!(code, "200", "{cmd}\n{body}");
-        let v: serde_json::Value = serde_json::from_str(body).unwrap_or_else(|_| panic!("{cmd}: not JSON: {body}"));
+        let v: serde_json::Value =
+            serde_json::from_str(body).unwrap_or_else(|_| panic!("{cmd}: not JSON: {body}"));
         assert!(v.get("detail").is_none(), "{cmd}: {body}");
     }
     let status = terminate(&mut child);

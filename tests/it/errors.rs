@@ -28,13 +28,19 @@ async fn upstream_statuses_map_as_spec_7() {
         a.expect(expected);
         assert!(a.detail().contains(words), "{injected}: {}", a.text);
     }
-    assert!(env.audit().is_empty(), "failed requests write no audit record");
+    assert!(
+        env.audit().is_empty(),
+        "failed requests write no audit record"
+    );
 }
 
 #[tokio::test]
 async fn upstream_429_passes_through_with_retry_after() {
     let env = Env::start().await;
-    env.fault(json!({"path": "/synthesize", "fault": {"status": 429, "headers": {"Retry-After": "7"}}})).await;
+    env.fault(
+        json!({"path": "/synthesize", "fault": {"status": 429, "headers": {"Retry-After": "7"}}}),
+    )
+    .await;
     let a = env.post("/tts/synthesize", synth_body("hi")).await;
     a.expect(429);
     assert_eq!(a.header("retry-after"), Some("7"));
@@ -57,19 +63,31 @@ async fn upstream_message_is_scrubbed_of_the_key() {
 #[tokio::test]
 async fn reset_timeout_and_refused_are_502_network_error() {
     let env = Env::with(|c| c.upstream_timeout = std::time::Duration::from_millis(500)).await;
-    env.fault(json!({"path": "/api/v2/voices*", "fault": "reset"})).await;
+    env.fault(json!({"path": "/api/v2/voices*", "fault": "reset"}))
+        .await;
     let a = env.get("/tts/voices").await;
     a.expect(502);
-    assert!(a.detail().contains("network error contacting"), "{}", a.text);
+    assert!(
+        a.detail().contains("network error contacting"),
+        "{}",
+        a.text
+    );
 
-    env.fault(json!({"path": "/synthesize", "fault": "timeout"})).await;
+    env.fault(json!({"path": "/synthesize", "fault": "timeout"}))
+        .await;
     let a = env.post("/tts/synthesize", synth_body("hi")).await;
     a.expect(502);
-    assert!(a.detail().contains("network error contacting the voice provider"), "{}", a.text);
+    assert!(
+        a.detail()
+            .contains("network error contacting the voice provider"),
+        "{}",
+        a.text
+    );
     assert!(a.detail().contains("timed out"), "{}", a.text);
 
     // A delay shorter than the time-out is just slow, not an error.
-    env.fault(json!({"path": "/api/v2/voices*", "fault": {"delay_ms": 100}})).await;
+    env.fault(json!({"path": "/api/v2/voices*", "fault": {"delay_ms": 100}}))
+        .await;
     env.get("/tts/voices").await.expect(200);
     assert_eq!(env.audit().len(), 1, "only the successful call is recorded");
 
@@ -80,14 +98,23 @@ async fn reset_timeout_and_refused_are_502_network_error() {
     let env2 = Env::with(|c| c.provider_base_url = format!("http://127.0.0.1:{port}/api/v2")).await;
     let a = env2.get("/tts/voices").await;
     a.expect(502);
-    assert!(a.detail().contains("network error contacting the voice provider"), "{}", a.text);
+    assert!(
+        a.detail()
+            .contains("network error contacting the voice provider"),
+        "{}",
+        a.text
+    );
     assert!(env2.audit().is_empty());
 }
 
 #[tokio::test]
 async fn not_configured_upstream_is_503() {
     let env = Env::with(|c| c.provider_api_key = None).await;
-    for (m, p, b) in [("GET", "/tts/voices", None), ("POST", "/tts/synthesize", Some(synth_body("hi"))), ("GET", "/projects", None)] {
+    for (m, p, b) in [
+        ("GET", "/tts/voices", None),
+        ("POST", "/tts/synthesize", Some(synth_body("hi"))),
+        ("GET", "/projects", None),
+    ] {
         let a = env.call(m, p, b).await;
         a.expect(503);
         assert_eq!(a.detail(), "upstream integration not configured");
@@ -107,7 +134,14 @@ async fn unknown_routes_and_methods() {
     let health = env.client.get(env.url("/healthz")).send().await.unwrap();
     assert_eq!(health.status().as_u16(), 200);
     // General-gateway routes exist and answer in format 2 until implemented.
-    let a = env.call_as(&env.key, "POST", &env.url("/api/v1/chat/completions"), Some(json!({"messages": []}))).await;
+    let a = env
+        .call_as(
+            &env.key,
+            "POST",
+            &env.url("/api/v1/chat/completions"),
+            Some(json!({"messages": []})),
+        )
+        .await;
     a.expect(501);
     assert_eq!(a.json["success"], json!(false));
     assert!(a.json["request_id"].as_str().unwrap().starts_with("res_"));

@@ -16,7 +16,11 @@ pub struct TempDir(pub PathBuf);
 
 impl TempDir {
     pub fn new(tag: &str) -> TempDir {
-        let p = std::env::temp_dir().join(format!("gw-it-{tag}-{}-{:016x}", std::process::id(), rand_u64()));
+        let p = std::env::temp_dir().join(format!(
+            "gw-it-{tag}-{}-{:016x}",
+            std::process::id(),
+            rand_u64()
+        ));
         std::fs::create_dir_all(&p).unwrap();
         TempDir(p)
     }
@@ -31,7 +35,12 @@ impl Drop for TempDir {
 fn rand_u64() -> u64 {
     use std::hash::{BuildHasher, Hasher};
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u64(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64);
+    h.write_u64(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos() as u64,
+    );
     h.finish()
 }
 
@@ -58,7 +67,14 @@ pub fn config_for(sim: &sim::Sim, dir: &TempDir) -> Config {
 
 pub async fn start_sim() -> sim::Sim {
     let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    sim::start(l, sim::SimConfig { api_key: Some(PROVIDER_KEY.to_owned()), ..Default::default() }).await
+    sim::start(
+        l,
+        sim::SimConfig {
+            api_key: Some(PROVIDER_KEY.to_owned()),
+            ..Default::default()
+        },
+    )
+    .await
 }
 
 impl Env {
@@ -78,8 +94,18 @@ impl Env {
         let key = runtime::auth::create_key(&store, user_id).unwrap();
         drop(store);
         let gw = server::start(config, TcpListener::bind("127.0.0.1:0").await.unwrap()).unwrap();
-        let client = reqwest::Client::builder().timeout(Duration::from_secs(30)).build().unwrap();
-        let env = Env { sim, gw, dir, key, user_id, client };
+        let client = reqwest::Client::builder()
+            .timeout(Duration::from_secs(30))
+            .build()
+            .unwrap();
+        let env = Env {
+            sim,
+            gw,
+            dir,
+            key,
+            user_id,
+            client,
+        };
         env.clear_sim_log().await;
         env
     }
@@ -108,12 +134,16 @@ impl Env {
 
     /// Sends a request to the voice API with the env's key.
     pub async fn call(&self, method: &str, path: &str, body: Option<Value>) -> Answer {
-        self.call_as(&self.key, method, &self.voice(path), body).await
+        self.call_as(&self.key, method, &self.voice(path), body)
+            .await
     }
 
     /// Sends a request with `key` to a full URL.
     pub async fn call_as(&self, key: &str, method: &str, url: &str, body: Option<Value>) -> Answer {
-        let mut rb = self.client.request(method.parse().unwrap(), url).bearer_auth(key);
+        let mut rb = self
+            .client
+            .request(method.parse().unwrap(), url)
+            .bearer_auth(key);
         if let Some(b) = body {
             rb = rb.json(&b);
         }
@@ -131,17 +161,39 @@ impl Env {
     // ---- simulator control ----
 
     pub async fn sim_requests(&self) -> Vec<Value> {
-        let v: Value = self.client.get(format!("{}/__sim/requests", self.sim.url())).send().await.unwrap().json().await.unwrap();
+        let v: Value = self
+            .client
+            .get(format!("{}/__sim/requests", self.sim.url()))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
         v["requests"].as_array().cloned().unwrap_or_default()
     }
 
     pub async fn clear_sim_log(&self) {
-        self.client.delete(format!("{}/__sim/requests", self.sim.url())).send().await.unwrap();
+        self.client
+            .delete(format!("{}/__sim/requests", self.sim.url()))
+            .send()
+            .await
+            .unwrap();
     }
 
     pub async fn fault(&self, spec: Value) {
-        let r = self.client.post(format!("{}/__sim/faults", self.sim.url())).json(&spec).send().await.unwrap();
-        assert!(r.status().is_success(), "fault injection refused: {}", r.text().await.unwrap());
+        let r = self
+            .client
+            .post(format!("{}/__sim/faults", self.sim.url()))
+            .json(&spec)
+            .send()
+            .await
+            .unwrap();
+        assert!(
+            r.status().is_success(),
+            "fault injection refused: {}",
+            r.text().await.unwrap()
+        );
     }
 
     /// Asserts that the gateway made no upstream call since the log was cleared.
@@ -170,12 +222,19 @@ impl Answer {
         let headers = r.headers().clone();
         let text = r.text().await.unwrap();
         let json = serde_json::from_str(&text).unwrap_or_else(|_| Value::String(text.clone()));
-        Answer { status, headers, text, json }
+        Answer {
+            status,
+            headers,
+            text,
+            json,
+        }
     }
 
     /// The voice API's error message.
     pub fn detail(&self) -> &str {
-        self.json["detail"].as_str().unwrap_or_else(|| panic!("no detail in {} {}", self.status, self.text))
+        self.json["detail"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no detail in {} {}", self.status, self.text))
     }
 
     pub fn header(&self, name: &str) -> Option<&str> {
@@ -185,8 +244,16 @@ impl Answer {
     /// Asserts the status, printing the body on failure.
     #[track_caller]
     pub fn expect(&self, status: u16) -> &Answer {
-        assert_eq!(self.status, status, "unexpected status; body: {}", self.text);
-        assert!(!self.text.contains(PROVIDER_KEY), "upstream key leaked: {}", self.text);
+        assert_eq!(
+            self.status, status,
+            "unexpected status; body: {}",
+            self.text
+        );
+        assert!(
+            !self.text.contains(PROVIDER_KEY),
+            "upstream key leaked: {}",
+            self.text
+        );
         self
     }
 }
@@ -199,7 +266,9 @@ pub fn synth_body(text: &str) -> Value {
 impl Env {
     /// Credits the env's user (same code path as `gateway credits grant`).
     pub fn grant(&self, amount: &str) {
-        self.store().grant_credit(self.user_id, amount.parse().unwrap(), Some("test")).unwrap();
+        self.store()
+            .grant_credit(self.user_id, amount.parse().unwrap(), Some("test"))
+            .unwrap();
     }
 
     /// The env user's balance.
@@ -215,7 +284,9 @@ impl Env {
     /// Every stored object file (relative keys), the store's own `.`-files skipped.
     pub fn object_keys(&self) -> Vec<String> {
         fn walk(root: &std::path::Path, dir: &std::path::Path, out: &mut Vec<String>) {
-            let Ok(rd) = std::fs::read_dir(dir) else { return };
+            let Ok(rd) = std::fs::read_dir(dir) else {
+                return;
+            };
             for e in rd.flatten() {
                 let name = e.file_name().to_string_lossy().into_owned();
                 if name.starts_with('.') || name.ends_with(".meta") {
@@ -237,8 +308,20 @@ impl Env {
 
     /// Forces a simulator job to complete now.
     pub async fn complete_job(&self, upstream_id: &str) {
-        let r = self.client.post(format!("{}/__sim/jobs/{upstream_id}/complete", self.sim.url())).send().await.unwrap();
-        assert!(r.status().is_success(), "completing {upstream_id}: {}", r.text().await.unwrap());
+        let r = self
+            .client
+            .post(format!(
+                "{}/__sim/jobs/{upstream_id}/complete",
+                self.sim.url()
+            ))
+            .send()
+            .await
+            .unwrap();
+        assert!(
+            r.status().is_success(),
+            "completing {upstream_id}: {}",
+            r.text().await.unwrap()
+        );
     }
 
     /// Uploads `bytes` as `file_name` with an optional purpose.
@@ -247,8 +330,18 @@ impl Env {
         if let Some(p) = purpose {
             form = form.text("purpose", p.to_owned());
         }
-        form = form.part("file", reqwest::multipart::Part::bytes(bytes).file_name(file_name.to_owned()));
-        let r = self.client.post(self.voice("/uploads")).bearer_auth(&self.key).multipart(form).send().await.unwrap();
+        form = form.part(
+            "file",
+            reqwest::multipart::Part::bytes(bytes).file_name(file_name.to_owned()),
+        );
+        let r = self
+            .client
+            .post(self.voice("/uploads"))
+            .bearer_auth(&self.key)
+            .multipart(form)
+            .send()
+            .await
+            .unwrap();
         Answer::from(r).await
     }
 
@@ -262,10 +355,16 @@ impl Env {
 pub fn wav(secs: f64) -> Vec<u8> {
     let mut buf = std::io::Cursor::new(Vec::new());
     {
-        let spec = hound::WavSpec { channels: 1, sample_rate: 16000, bits_per_sample: 16, sample_format: hound::SampleFormat::Int };
+        let spec = hound::WavSpec {
+            channels: 1,
+            sample_rate: 16000,
+            bits_per_sample: 16,
+            sample_format: hound::SampleFormat::Int,
+        };
         let mut w = hound::WavWriter::new(&mut buf, spec).unwrap();
         for i in 0..(secs * 16000.0) as usize {
-            w.write_sample(((i as f64 * 0.05).sin() * 8000.0) as i16).unwrap();
+            w.write_sample(((i as f64 * 0.05).sin() * 8000.0) as i16)
+                .unwrap();
         }
         w.finalize().unwrap();
     }

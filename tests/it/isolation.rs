@@ -7,7 +7,17 @@ use serde_json::{json, Value};
 use crate::harness::*;
 
 fn ids(v: &Value) -> Vec<String> {
-    v["items"].as_array().unwrap_or_else(|| panic!("no items in {v}")).iter().filter_map(|i| i["uuid"].as_str().or(i["job_id"].as_str()).map(str::to_owned)).collect()
+    v["items"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no items in {v}"))
+        .iter()
+        .filter_map(|i| {
+            i["uuid"]
+                .as_str()
+                .or(i["job_id"].as_str())
+                .map(str::to_owned)
+        })
+        .collect()
 }
 
 #[tokio::test]
@@ -20,12 +30,49 @@ async fn a_second_user_sees_nothing_of_the_first() {
     };
 
     // Alice's things.
-    let voice = env.post("/voices", json!({"name": "Alice's voice"})).await.expect(200).json["item"]["uuid"].as_str().unwrap().to_owned();
-    let project = env.post("/projects", json!({"fields": {"name": "Alice's project"}})).await.expect(200).json["item"]["uuid"].as_str().unwrap().to_owned();
-    let agent = env.post("/agents", json!({"fields": {"name": "Alice's agent"}})).await.expect(200).json["item"]["uuid"].as_str().unwrap().to_owned();
+    let voice = env
+        .post("/voices", json!({"name": "Alice's voice"}))
+        .await
+        .expect(200)
+        .json["item"]["uuid"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let project = env
+        .post("/projects", json!({"fields": {"name": "Alice's project"}}))
+        .await
+        .expect(200)
+        .json["item"]["uuid"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let agent = env
+        .post("/agents", json!({"fields": {"name": "Alice's agent"}}))
+        .await
+        .expect(200)
+        .json["item"]["uuid"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let up = env.upload("id.wav", wav(0.5), None).await;
-    let identity = env.post("/identity/enroll", json!({"name": "Alice", "audio_url": up.json["url"]})).await.expect(200).json["item"]["uuid"].as_str().unwrap().to_owned();
-    let job = env.post("/stt", json!({"audio_url": up.json["url"]})).await.json["job_id"].as_str().unwrap().to_owned();
+    let identity = env
+        .post(
+            "/identity/enroll",
+            json!({"name": "Alice", "audio_url": up.json["url"]}),
+        )
+        .await
+        .expect(200)
+        .json["item"]["uuid"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let job = env
+        .post("/stt", json!({"audio_url": up.json["url"]}))
+        .await
+        .json["job_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
 
     env.clear_sim_log().await;
     for path in [
@@ -40,27 +87,63 @@ async fn a_second_user_sees_nothing_of_the_first() {
     ] {
         let a = bob_get(path.clone()).await;
         a.expect(404);
-        let unknown = path.replace(&voice, "nope").replace(&project, "nope").replace(&agent, "nope").replace(&identity, "nope").replace(&job, "nope");
+        let unknown = path
+            .replace(&voice, "nope")
+            .replace(&project, "nope")
+            .replace(&agent, "nope")
+            .replace(&identity, "nope")
+            .replace(&job, "nope");
         let unknown = env.call_as(&bob, "GET", &env.voice(&unknown), None).await;
         assert_eq!(unknown.status, 404, "{path}");
-        assert_eq!(unknown.text.replace("nope", "ID"), a.text.replace(&voice, "ID").replace(&project, "ID").replace(&agent, "ID").replace(&identity, "ID").replace(&job, "ID"), "same answer as an unknown id");
+        assert_eq!(
+            unknown.text.replace("nope", "ID"),
+            a.text
+                .replace(&voice, "ID")
+                .replace(&project, "ID")
+                .replace(&agent, "ID")
+                .replace(&identity, "ID")
+                .replace(&job, "ID"),
+            "same answer as an unknown id"
+        );
     }
     env.clear_sim_log().await; // unknown voices are looked up upstream (they may be stock voices)
-    for path in [format!("/tts/voices/{voice}"), format!("/projects/{project}"), format!("/stt/{job}")] {
+    for path in [
+        format!("/tts/voices/{voice}"),
+        format!("/projects/{project}"),
+        format!("/stt/{job}"),
+    ] {
         bob_get(path).await.expect(404);
     }
     for (method, path, body) in [
-        ("PUT", format!("/projects/{project}"), Some(json!({"fields": {"name": "mine now"}}))),
+        (
+            "PUT",
+            format!("/projects/{project}"),
+            Some(json!({"fields": {"name": "mine now"}})),
+        ),
         ("DELETE", format!("/projects/{project}"), None),
-        ("PUT", format!("/agents/{agent}"), Some(json!({"fields": {"name": "x"}}))),
+        (
+            "PUT",
+            format!("/agents/{agent}"),
+            Some(json!({"fields": {"name": "x"}})),
+        ),
         ("DELETE", format!("/agents/{agent}"), None),
         ("DELETE", format!("/identity/{identity}"), None),
         ("DELETE", format!("/voices/{voice}"), None),
         ("POST", format!("/voices/{voice}/build"), Some(json!({}))),
-        ("POST", format!("/voices/{voice}/recordings"), Some(json!({"fields": {"name": "r"}}))),
-        ("POST", format!("/projects/{project}/clips"), Some(json!({"fields": {"title": "c"}}))),
+        (
+            "POST",
+            format!("/voices/{voice}/recordings"),
+            Some(json!({"fields": {"name": "r"}})),
+        ),
+        (
+            "POST",
+            format!("/projects/{project}/clips"),
+            Some(json!({"fields": {"title": "c"}})),
+        ),
     ] {
-        env.call_as(&bob, method, &env.voice(&path), body).await.expect(404);
+        env.call_as(&bob, method, &env.voice(&path), body)
+            .await
+            .expect(404);
     }
     env.assert_no_upstream_call().await;
 
@@ -69,7 +152,10 @@ async fn a_second_user_sees_nothing_of_the_first() {
     voices.expect(200);
     let bob_voices = ids(&voices.json);
     assert!(!bob_voices.contains(&voice));
-    assert!(bob_voices.iter().any(|v| v.starts_with("stock-voice")), "{bob_voices:?}");
+    assert!(
+        bob_voices.iter().any(|v| v.starts_with("stock-voice")),
+        "{bob_voices:?}"
+    );
     for path in ["/projects", "/agents", "/identity", "/stt"] {
         let a = bob_get(path.into()).await;
         a.expect(200);
@@ -79,12 +165,17 @@ async fn a_second_user_sees_nothing_of_the_first() {
     assert!(ids(&env.get("/tts/voices?page_size=100").await.json).contains(&voice));
     assert_eq!(ids(&env.get("/projects").await.json), vec![project.clone()]);
     assert_eq!(ids(&env.get("/agents").await.json), vec![agent.clone()]);
-    assert_eq!(ids(&env.get("/identity").await.json), vec![identity.clone()]);
+    assert_eq!(
+        ids(&env.get("/identity").await.json),
+        vec![identity.clone()]
+    );
     assert_eq!(ids(&env.get("/stt").await.json), vec![job.clone()]);
     env.get(&format!("/projects/{project}")).await.expect(200);
 
     // A deleted resource is forgotten: Alice's own GET is now a 404 without upstream call.
-    env.call("DELETE", &format!("/projects/{project}"), None).await.expect(200);
+    env.call("DELETE", &format!("/projects/{project}"), None)
+        .await
+        .expect(200);
     env.clear_sim_log().await;
     env.get(&format!("/projects/{project}")).await.expect(404);
     env.assert_no_upstream_call().await;
@@ -108,8 +199,15 @@ async fn resources_created_outside_the_gateway_are_not_visible() {
     assert!(ids(&env.get("/projects").await.json).is_empty());
     // Stock voices are readable by everyone but changeable by nobody.
     env.get("/tts/voices/stock-voice-1").await.expect(200);
-    env.get("/voices/stock-voice-1/recordings").await.expect(200);
-    env.post("/voices/stock-voice-1/recordings", json!({"fields": {"name": "x"}})).await.expect(404);
+    env.get("/voices/stock-voice-1/recordings")
+        .await
+        .expect(200);
+    env.post(
+        "/voices/stock-voice-1/recordings",
+        json!({"fields": {"name": "x"}}),
+    )
+    .await
+    .expect(404);
 }
 
 #[tokio::test]
@@ -117,11 +215,25 @@ async fn list_pagination_is_the_gateways() {
     let env = Env::start().await;
     let mut created = Vec::new();
     for i in 0..12 {
-        created.push(env.post("/projects", json!({"fields": {"name": format!("p{i}")}})).await.expect(200).json["item"]["uuid"].as_str().unwrap().to_owned());
+        created.push(
+            env.post("/projects", json!({"fields": {"name": format!("p{i}")}}))
+                .await
+                .expect(200)
+                .json["item"]["uuid"]
+                .as_str()
+                .unwrap()
+                .to_owned(),
+        );
     }
     let page1 = env.get("/projects?page=1&page_size=10").await;
     let page2 = env.get("/projects?page=2&page_size=10").await;
-    assert_eq!((page1.json["num_pages"].as_u64(), page1.json["total_items"].as_u64()), (Some(2), Some(12)));
+    assert_eq!(
+        (
+            page1.json["num_pages"].as_u64(),
+            page1.json["total_items"].as_u64()
+        ),
+        (Some(2), Some(12))
+    );
     let mut all = ids(&page1.json);
     all.extend(ids(&page2.json));
     all.sort();
@@ -133,23 +245,61 @@ async fn list_pagination_is_the_gateways() {
 async fn nobody_synthesizes_with_another_users_voice() {
     let env = Env::with(|c| c.business_plan_active = true).await;
     let (_, bob) = env.new_user("bob@example.com");
-    let voice = env.post("/voices", json!({"name": "Alice's voice"})).await.expect(200).json["item"]["uuid"].as_str().unwrap().to_owned();
+    let voice = env
+        .post("/voices", json!({"name": "Alice's voice"}))
+        .await
+        .expect(200)
+        .json["item"]["uuid"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     env.clear_sim_log().await;
     let body = json!({"voice_uuid": voice, "text": "not yours"});
-    let a = env.call_as(&bob, "POST", &env.voice("/tts/synthesize"), Some(body.clone())).await;
+    let a = env
+        .call_as(
+            &bob,
+            "POST",
+            &env.voice("/tts/synthesize"),
+            Some(body.clone()),
+        )
+        .await;
     a.expect(404);
     assert_eq!(a.detail(), format!("no voice {voice}"));
     // An edit with Bob's own audio but Alice's voice.
-    let form = reqwest::multipart::Form::new().part("file", reqwest::multipart::Part::bytes(wav(0.5)).file_name("bob.wav"));
-    let r = env.client.post(env.voice("/uploads")).bearer_auth(&bob).multipart(form).send().await.unwrap();
+    let form = reqwest::multipart::Form::new().part(
+        "file",
+        reqwest::multipart::Part::bytes(wav(0.5)).file_name("bob.wav"),
+    );
+    let r = env
+        .client
+        .post(env.voice("/uploads"))
+        .bearer_auth(&bob)
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
     let bob_upload = Answer::from(r).await;
     bob_upload.expect(200);
     env.clear_sim_log().await;
-    let a = env.call_as(&bob, "POST", &env.voice("/edit"), Some(json!({"audio_url": bob_upload.json["url"], "voice_uuid": voice}))).await;
+    let a = env
+        .call_as(
+            &bob,
+            "POST",
+            &env.voice("/edit"),
+            Some(json!({"audio_url": bob_upload.json["url"], "voice_uuid": voice})),
+        )
+        .await;
     a.expect(404);
     assert_eq!(a.detail(), format!("no voice {voice}"));
     env.assert_no_upstream_call().await;
     // Stock voices are everyone's; the owner uses her own.
-    env.call_as(&bob, "POST", &env.voice("/tts/synthesize"), Some(json!({"voice_uuid": "stock-voice-1", "text": "hi"}))).await.expect(200);
+    env.call_as(
+        &bob,
+        "POST",
+        &env.voice("/tts/synthesize"),
+        Some(json!({"voice_uuid": "stock-voice-1", "text": "hi"})),
+    )
+    .await
+    .expect(200);
     env.post("/tts/synthesize", body).await.expect(200);
 }

@@ -11,7 +11,12 @@ use crate::harness::*;
 #[tokio::test]
 async fn synthesis_audio_is_stored_behind_a_presigned_url() {
     let env = Env::start().await;
-    let a = env.post("/tts/synthesize", json!({"voice_uuid": "stock-voice-1", "text": "Stored audio", "output_format": "wav"})).await;
+    let a = env
+        .post(
+            "/tts/synthesize",
+            json!({"voice_uuid": "stock-voice-1", "text": "Stored audio", "output_format": "wav"}),
+        )
+        .await;
     a.expect(200);
     let url = a.json["audio_url"].as_str().unwrap();
     let request_id = a.json["request_id"].as_str().unwrap();
@@ -20,28 +25,51 @@ async fn synthesis_audio_is_stored_behind_a_presigned_url() {
     let keys = env.object_keys();
     assert_eq!(keys.len(), 1);
     let key = &keys[0];
-    assert!(key.starts_with(&format!("synthesis/{}/{}/", env.user_id, now.format("%Y/%m/%d"))), "{key}");
+    assert!(
+        key.starts_with(&format!(
+            "synthesis/{}/{}/",
+            env.user_id,
+            now.format("%Y/%m/%d")
+        )),
+        "{key}"
+    );
     assert!(key.ends_with(&format!("-{request_id}.wav")), "{key}");
     let hhmmss = key.rsplit('/').next().unwrap().split('-').next().unwrap();
     assert_eq!(hhmmss.len(), 6);
     assert!(url.contains(key.as_str()), "{url}");
     // expires_at: 7 days.
-    let expires = chrono::DateTime::parse_from_rfc3339(a.json["expires_at"].as_str().unwrap()).unwrap();
+    let expires =
+        chrono::DateTime::parse_from_rfc3339(a.json["expires_at"].as_str().unwrap()).unwrap();
     let days = (expires.with_timezone(&chrono::Utc) - now).num_hours();
     assert!((167..=168).contains(&days), "{days} hours");
-    assert!(a.json.get("resemble_url").is_none(), "the simulator gives no URL, so there is none");
+    assert!(
+        a.json.get("resemble_url").is_none(),
+        "the simulator gives no URL, so there is none"
+    );
     // The URL serves the same bytes with the right content type, no credentials needed.
     let r = reqwest::get(url).await.unwrap();
     assert_eq!(r.status().as_u16(), 200);
     assert_eq!(r.headers()["content-type"], "audio/wav");
     let body = r.bytes().await.unwrap();
-    let expected = base64::engine::general_purpose::STANDARD.decode(a.json["audio_content"].as_str().unwrap()).unwrap();
+    let expected = base64::engine::general_purpose::STANDARD
+        .decode(a.json["audio_content"].as_str().unwrap())
+        .unwrap();
     assert_eq!(body.as_ref(), expected.as_slice());
     // Asset record.
     let assets = env.store().assets().unwrap();
     assert_eq!(assets.len(), 1);
-    assert_eq!((assets[0].class.as_str(), assets[0].size_bytes, assets[0].owner_id), ("synthesis", expected.len() as u64, Some(env.user_id)));
-    assert_eq!(assets[0].expires_at.as_deref().map(|s| &s[..16]), a.json["expires_at"].as_str().map(|s| &s[..16]));
+    assert_eq!(
+        (
+            assets[0].class.as_str(),
+            assets[0].size_bytes,
+            assets[0].owner_id
+        ),
+        ("synthesis", expected.len() as u64, Some(env.user_id))
+    );
+    assert_eq!(
+        assets[0].expires_at.as_deref().map(|s| &s[..16]),
+        a.json["expires_at"].as_str().map(|s| &s[..16])
+    );
 }
 
 #[tokio::test]
@@ -52,11 +80,26 @@ async fn presigned_urls_refuse_tampering_and_expiry_and_serve_ranges() {
     let url = up.json["url"].as_str().unwrap().to_owned();
     let size = up.json["size_bytes"].as_u64().unwrap();
 
-    let r = env.client.get(&url).header("range", "bytes=10-19").send().await.unwrap();
+    let r = env
+        .client
+        .get(&url)
+        .header("range", "bytes=10-19")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status().as_u16(), 206);
-    assert_eq!(r.headers()["content-range"], format!("bytes 10-19/{size}").as_str());
+    assert_eq!(
+        r.headers()["content-range"],
+        format!("bytes 10-19/{size}").as_str()
+    );
     assert_eq!(r.bytes().await.unwrap().len(), 10);
-    let r = env.client.get(&url).header("range", format!("bytes={}-", size + 5)).send().await.unwrap();
+    let r = env
+        .client
+        .get(&url)
+        .header("range", format!("bytes={}-", size + 5))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status().as_u16(), 416);
 
     let tampered = [
@@ -77,60 +120,159 @@ async fn presigned_urls_refuse_tampering_and_expiry_and_serve_ranges() {
     let object_key = env.object_keys().pop().unwrap();
     let past = chrono::Utc::now().timestamp() as u64 - 10;
     let sig = runtime::objects::signing::sign(&signing_key, &object_key, past);
-    let expired = format!("{}/objects/{}?expires={past}&signature={sig}", env.gw.url(), object_key);
+    let expired = format!(
+        "{}/objects/{}?expires={past}&signature={sig}",
+        env.gw.url(),
+        object_key
+    );
     let r = env.client.get(&expired).send().await.unwrap();
     assert_eq!(r.status().as_u16(), 403);
     let fresh = runtime::objects::signing::sign(&signing_key, &object_key, past + 3600);
-    let ok = format!("{}/objects/{}?expires={}&signature={fresh}", env.gw.url(), object_key, past + 3600);
-    assert_eq!(env.client.get(&ok).send().await.unwrap().status().as_u16(), 200, "the same key, signed correctly, is served");
+    let ok = format!(
+        "{}/objects/{}?expires={}&signature={fresh}",
+        env.gw.url(),
+        object_key,
+        past + 3600
+    );
+    assert_eq!(
+        env.client.get(&ok).send().await.unwrap().status().as_u16(),
+        200,
+        "the same key, signed correctly, is served"
+    );
 }
 
 #[tokio::test]
 async fn upload_answers_the_spec_shape_and_stores_the_file() {
     let env = Env::start().await;
     let bytes = wav(0.25);
-    let a = env.upload("Take 1.WAV", bytes.clone(), Some("voice_clone")).await;
+    let a = env
+        .upload("Take 1.WAV", bytes.clone(), Some("voice_clone"))
+        .await;
     a.expect(200);
     let v = &a.json;
     let mut fields: Vec<&str> = v.as_object().unwrap().keys().map(|k| k.as_str()).collect();
     fields.sort();
-    assert_eq!(fields, ["asset_class", "asset_id", "expires_at", "expires_in", "extension", "file_name", "file_type", "purpose", "size_bytes", "url"]);
+    assert_eq!(
+        fields,
+        [
+            "asset_class",
+            "asset_id",
+            "expires_at",
+            "expires_in",
+            "extension",
+            "file_name",
+            "file_type",
+            "purpose",
+            "size_bytes",
+            "url"
+        ]
+    );
     assert_eq!(v["asset_class"], json!("voice_recordings"));
     assert_eq!(v["purpose"], json!("voice_clone"));
-    assert_eq!(v["expires_at"], json!(null), "voice_clone uploads are permanent");
+    assert_eq!(
+        v["expires_at"],
+        json!(null),
+        "voice_clone uploads are permanent"
+    );
     assert_eq!(v["expires_in"], json!(3600));
-    assert_eq!((v["file_name"].as_str(), v["file_type"].as_str(), v["extension"].as_str()), (Some("Take 1.WAV"), Some("audio"), Some("wav")));
+    assert_eq!(
+        (
+            v["file_name"].as_str(),
+            v["file_type"].as_str(),
+            v["extension"].as_str()
+        ),
+        (Some("Take 1.WAV"), Some("audio"), Some("wav"))
+    );
     assert_eq!(v["size_bytes"], json!(bytes.len()));
-    let asset = env.store().asset(v["asset_id"].as_i64().unwrap()).unwrap().unwrap();
-    assert!(asset.object_key.starts_with(&format!("voice-recordings/{}/", env.user_id)), "{}", asset.object_key);
+    let asset = env
+        .store()
+        .asset(v["asset_id"].as_i64().unwrap())
+        .unwrap()
+        .unwrap();
+    assert!(
+        asset
+            .object_key
+            .starts_with(&format!("voice-recordings/{}/", env.user_id)),
+        "{}",
+        asset.object_key
+    );
     assert_eq!(asset.expires_at, None);
-    let got = reqwest::get(v["url"].as_str().unwrap()).await.unwrap().bytes().await.unwrap();
+    let got = reqwest::get(v["url"].as_str().unwrap())
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap();
     assert_eq!(got.as_ref(), bytes.as_slice());
 
-    for (purpose, prefix, days) in [("stt_input", "stt-input/", Some(30)), ("watermark_input", "watermark/", Some(7)), ("audio_job_input", "audio-jobs/", Some(7))] {
-        let a = env.upload("x.mp3", vec![0xFF, 0xFB, 0x90, 0x00], Some(purpose)).await;
+    for (purpose, prefix, days) in [
+        ("stt_input", "stt-input/", Some(30)),
+        ("watermark_input", "watermark/", Some(7)),
+        ("audio_job_input", "audio-jobs/", Some(7)),
+    ] {
+        let a = env
+            .upload("x.mp3", vec![0xFF, 0xFB, 0x90, 0x00], Some(purpose))
+            .await;
         a.expect(200);
-        let asset = env.store().asset(a.json["asset_id"].as_i64().unwrap()).unwrap().unwrap();
-        assert!(asset.object_key.starts_with(prefix), "{purpose}: {}", asset.object_key);
-        let exp = chrono::DateTime::parse_from_rfc3339(a.json["expires_at"].as_str().unwrap()).unwrap();
+        let asset = env
+            .store()
+            .asset(a.json["asset_id"].as_i64().unwrap())
+            .unwrap()
+            .unwrap();
+        assert!(
+            asset.object_key.starts_with(prefix),
+            "{purpose}: {}",
+            asset.object_key
+        );
+        let exp =
+            chrono::DateTime::parse_from_rfc3339(a.json["expires_at"].as_str().unwrap()).unwrap();
         let d = (exp.with_timezone(&chrono::Utc) - chrono::Utc::now()).num_hours();
-        assert!(d > days.unwrap() * 24 - 2 && d <= days.unwrap() * 24, "{purpose}: {d}");
+        assert!(
+            d > days.unwrap() * 24 - 2 && d <= days.unwrap() * 24,
+            "{purpose}: {d}"
+        );
     }
     let a = env.upload("y.png", vec![1, 2, 3], None).await;
     a.expect(200);
-    assert_eq!((a.json["asset_class"].as_str(), a.json["purpose"].as_str(), a.json["file_type"].as_str()), (Some("uploads"), Some("uploads"), Some("image")));
-    assert!(env.store().asset(a.json["asset_id"].as_i64().unwrap()).unwrap().unwrap().object_key.starts_with("uploads/"));
+    assert_eq!(
+        (
+            a.json["asset_class"].as_str(),
+            a.json["purpose"].as_str(),
+            a.json["file_type"].as_str()
+        ),
+        (Some("uploads"), Some("uploads"), Some("image"))
+    );
+    assert!(env
+        .store()
+        .asset(a.json["asset_id"].as_i64().unwrap())
+        .unwrap()
+        .unwrap()
+        .object_key
+        .starts_with("uploads/"));
     // Free: quantity 0 usage records, audit rows.
-    assert!(env.usage().iter().all(|u| u.charged.is_zero() && u.route_id == "uploads.create"));
+    assert!(env
+        .usage()
+        .iter()
+        .all(|u| u.charged.is_zero() && u.route_id == "uploads.create"));
 }
 
 #[tokio::test]
 async fn purpose_after_file_still_chooses_the_prefix() {
     let env = Env::start().await;
     let form = reqwest::multipart::Form::new()
-        .part("file", reqwest::multipart::Part::bytes(wav(0.1)).file_name("late.wav"))
+        .part(
+            "file",
+            reqwest::multipart::Part::bytes(wav(0.1)).file_name("late.wav"),
+        )
         .text("purpose", "stt_input");
-    let r = env.client.post(env.voice("/uploads")).bearer_auth(&env.key).multipart(form).send().await.unwrap();
+    let r = env
+        .client
+        .post(env.voice("/uploads"))
+        .bearer_auth(&env.key)
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
     let a = Answer::from(r).await;
     a.expect(200);
     let keys = env.object_keys();
@@ -148,11 +290,25 @@ async fn bad_uploads_are_refused_and_store_nothing() {
     a.expect(400);
     assert!(a.detail().contains("purpose"), "{}", a.text);
     let form = reqwest::multipart::Form::new().text("purpose", "stt_input");
-    let r = env.client.post(env.voice("/uploads")).bearer_auth(&env.key).multipart(form).send().await.unwrap();
+    let r = env
+        .client
+        .post(env.voice("/uploads"))
+        .bearer_auth(&env.key)
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
     let a = Answer::from(r).await;
     a.expect(400);
     assert!(a.detail().contains("file is required"));
-    let r = env.client.post(env.voice("/uploads")).bearer_auth(&env.key).body("plain").send().await.unwrap();
+    let r = env
+        .client
+        .post(env.voice("/uploads"))
+        .bearer_auth(&env.key)
+        .body("plain")
+        .send()
+        .await
+        .unwrap();
     Answer::from(r).await.expect(400);
     assert!(env.object_keys().is_empty());
     assert!(env.store().assets().unwrap().is_empty());
@@ -168,7 +324,11 @@ fn streamed_multipart(size: u64, boundary: &'static str) -> reqwest::Body {
         let n = (size - i * CHUNK as u64).min(CHUNK as u64) as usize;
         Ok::<_, std::io::Error>(bytes::Bytes::from(vec![0x55u8; n]))
     });
-    let stream = futures_util::stream::iter(std::iter::once(Ok(bytes::Bytes::from(head))).chain(chunks).chain(std::iter::once(Ok(bytes::Bytes::from(tail)))));
+    let stream = futures_util::stream::iter(
+        std::iter::once(Ok(bytes::Bytes::from(head)))
+            .chain(chunks)
+            .chain(std::iter::once(Ok(bytes::Bytes::from(tail)))),
+    );
     reqwest::Body::wrap_stream(stream.boxed())
 }
 
@@ -180,7 +340,10 @@ async fn a_501_mib_upload_is_refused_with_nothing_stored() {
         .client
         .post(env.voice("/uploads"))
         .bearer_auth(&env.key)
-        .header("content-type", format!("multipart/form-data; boundary={boundary}"))
+        .header(
+            "content-type",
+            format!("multipart/form-data; boundary={boundary}"),
+        )
         .body(streamed_multipart(501 << 20, boundary))
         .send()
         .await;
@@ -202,19 +365,44 @@ async fn a_501_mib_upload_is_refused_with_nothing_stored() {
 async fn an_upload_url_works_as_audio_url() {
     let env = Env::start().await;
     let bytes = wav(1.5);
-    let up = env.upload("speech.wav", bytes.clone(), Some("stt_input")).await;
+    let up = env
+        .upload("speech.wav", bytes.clone(), Some("stt_input"))
+        .await;
     up.expect(200);
     let job = env.post("/stt", json!({"audio_url": up.json["url"]})).await;
     assert!(job.status == 200 || job.status == 202, "{}", job.text);
     let reqs = env.sim_requests().await;
-    let stt = reqs.iter().find(|r| r["path"] == json!("/api/v2/speech-to-text")).unwrap();
-    let file = stt["parts"].as_array().unwrap().iter().find(|p| p["name"] == json!("file")).unwrap();
-    assert_eq!(file["size"].as_u64(), Some(bytes.len() as u64), "the stored bytes were sent upstream");
-    assert!(reqs.iter().all(|r| !r["path"].as_str().unwrap().starts_with("/objects")), "read from the store, not over HTTP");
+    let stt = reqs
+        .iter()
+        .find(|r| r["path"] == json!("/api/v2/speech-to-text"))
+        .unwrap();
+    let file = stt["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == json!("file"))
+        .unwrap();
+    assert_eq!(
+        file["size"].as_u64(),
+        Some(bytes.len() as u64),
+        "the stored bytes were sent upstream"
+    );
+    assert!(
+        reqs.iter()
+            .all(|r| !r["path"].as_str().unwrap().starts_with("/objects")),
+        "read from the store, not over HTTP"
+    );
 
     // Another user cannot use it.
     let (_, bob) = env.new_user("bob@example.com");
-    let a = env.call_as(&bob, "POST", &env.voice("/stt"), Some(json!({"audio_url": up.json["url"]}))).await;
+    let a = env
+        .call_as(
+            &bob,
+            "POST",
+            &env.voice("/stt"),
+            Some(json!({"audio_url": up.json["url"]})),
+        )
+        .await;
     a.expect(400);
     assert!(a.detail().contains("not yours"), "{}", a.text);
 }
@@ -223,26 +411,45 @@ async fn an_upload_url_works_as_audio_url() {
 async fn s3_backend_stores_synthesis_and_uploads() {
     let s3 = runtime::objects::testing::S3TestServer::start().unwrap();
     s3.store("gateway").await.unwrap(); // creates the bucket
-    let config = runtime::objects::ObjectConfig::from_lookup(|name| s3.env("gateway").into_iter().find(|(k, _)| *k == name).map(|(_, v)| v)).unwrap();
+    let config = runtime::objects::ObjectConfig::from_lookup(|name| {
+        s3.env("gateway")
+            .into_iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| v)
+    })
+    .unwrap();
     let env = Env::with(move |c| c.objects = config).await;
     let a = env.post("/tts/synthesize", synth_body("Hello S3")).await;
     a.expect(200);
     let url = a.json["audio_url"].as_str().unwrap();
-    assert!(url.starts_with(&s3.endpoint()), "a real S3 presigned URL: {url}");
+    assert!(
+        url.starts_with(&s3.endpoint()),
+        "a real S3 presigned URL: {url}"
+    );
     assert!(url.contains("X-Amz-Signature"), "{url}");
     let r = reqwest::get(url).await.unwrap();
     assert_eq!(r.status().as_u16(), 200);
-    let expected = base64::engine::general_purpose::STANDARD.decode(a.json["audio_content"].as_str().unwrap()).unwrap();
+    let expected = base64::engine::general_purpose::STANDARD
+        .decode(a.json["audio_content"].as_str().unwrap())
+        .unwrap();
     assert_eq!(r.bytes().await.unwrap().as_ref(), expected.as_slice());
     // Tampered → refused by the S3 server itself.
     let sig_at = url.find("X-Amz-Signature=").unwrap() + "X-Amz-Signature=".len();
-    let flipped = if &url[sig_at..sig_at + 1] == "0" { "1" } else { "0" };
+    let flipped = if &url[sig_at..sig_at + 1] == "0" {
+        "1"
+    } else {
+        "0"
+    };
     let bad = format!("{}{flipped}{}", &url[..sig_at], &url[sig_at + 1..]);
     assert_eq!(reqwest::get(&bad).await.unwrap().status().as_u16(), 403);
 
     let up = env.upload("in.wav", wav(0.5), Some("stt_input")).await;
     up.expect(200);
     let job = env.post("/stt", json!({"audio_url": up.json["url"]})).await;
-    assert!(job.status == 200 || job.status == 202, "an S3 upload URL works as audio_url: {}", job.text);
+    assert!(
+        job.status == 200 || job.status == 202,
+        "an S3 upload URL works as audio_url: {}",
+        job.text
+    );
     assert!(env.object_keys().is_empty(), "nothing on the local disk");
 }

@@ -23,9 +23,14 @@ async fn synthesis_is_charged_to_8_places_and_debited() {
     assert_eq!(billing["unit"], json!("audio_seconds"));
     let seconds = d(&billing["quantity"].to_string());
     assert_eq!(billing["quantity"], a.json["audio_duration"]);
-    assert_eq!(seconds, d(&a.json["raw_response"]["duration"].to_string()), "billed seconds are the upstream's duration");
+    assert_eq!(
+        seconds,
+        d(&a.json["raw_response"]["duration"].to_string()),
+        "billed seconds are the upstream's duration"
+    );
     // quantity × 0.0005 × 1.20, half away from zero, 8 places
-    let expected = (seconds * d("0.0005") * d("1.2")).round_dp_with_strategy(8, rust_decimal::RoundingStrategy::MidpointAwayFromZero);
+    let expected = (seconds * d("0.0005") * d("1.2"))
+        .round_dp_with_strategy(8, rust_decimal::RoundingStrategy::MidpointAwayFromZero);
     let charged = billing["charged"].as_str().unwrap();
     assert_eq!(charged, format!("{:.8}", expected));
     assert_eq!(charged.split('.').nth(1).unwrap().len(), 8);
@@ -33,13 +38,30 @@ async fn synthesis_is_charged_to_8_places_and_debited() {
     let usage = env.usage();
     assert_eq!(usage.len(), 1);
     let u = &usage[0];
-    assert_eq!((u.product.as_str(), u.unit.as_str()), ("tts", "audio_seconds"));
-    assert_eq!((u.quantity, u.charged, u.unit_price), (seconds, expected, Some(d("0.0005"))));
+    assert_eq!(
+        (u.product.as_str(), u.unit.as_str()),
+        ("tts", "audio_seconds")
+    );
+    assert_eq!(
+        (u.quantity, u.charged, u.unit_price),
+        (seconds, expected, Some(d("0.0005")))
+    );
     assert_eq!(u.request_id, a.json["request_id"].as_str().unwrap());
-    assert_eq!(env.balance(), d("10") - expected, "the charge is debited from the credit balance");
+    assert_eq!(
+        env.balance(),
+        d("10") - expected,
+        "the charge is debited from the credit balance"
+    );
     let ledger = env.store().ledger(env.user_id).unwrap();
     assert_eq!(ledger.len(), 2);
-    assert_eq!((ledger[1].kind.as_str(), ledger[1].amount, ledger[1].usage_id), ("charge", -expected, Some(u.id)));
+    assert_eq!(
+        (
+            ledger[1].kind.as_str(),
+            ledger[1].amount,
+            ledger[1].usage_id
+        ),
+        ("charge", -expected, Some(u.id))
+    );
 }
 
 #[tokio::test]
@@ -48,21 +70,37 @@ async fn markup_is_configurable() {
     let a = env.post("/tts/synthesize", synth_body("Hello")).await;
     a.expect(200);
     let seconds = d(&a.json["billing"]["quantity"].to_string());
-    assert_eq!(a.json["billing"]["charged"].as_str().unwrap(), format!("{:.8}", (seconds * d("0.0005") * d("1.5")).round_dp(8)));
+    assert_eq!(
+        a.json["billing"]["charged"].as_str().unwrap(),
+        format!("{:.8}", (seconds * d("0.0005") * d("1.5")).round_dp(8))
+    );
 }
 
 #[tokio::test]
 async fn failures_write_no_records_and_charge_nothing() {
     let env = Env::start().await;
     env.grant("1.00");
-    env.fault(json!({"path": "/synthesize", "fault": {"status": 500}})).await;
-    env.post("/tts/synthesize", synth_body("Hello")).await.expect(502);
-    env.post("/tts/synthesize", json!({"voice_uuid": "stock-voice-1"})).await.expect(400);
-    env.post("/tts/synthesize", json!({"voice_uuid": "nope", "text": "hi"})).await.expect(404);
+    env.fault(json!({"path": "/synthesize", "fault": {"status": 500}}))
+        .await;
+    env.post("/tts/synthesize", synth_body("Hello"))
+        .await
+        .expect(502);
+    env.post("/tts/synthesize", json!({"voice_uuid": "stock-voice-1"}))
+        .await
+        .expect(400);
+    env.post(
+        "/tts/synthesize",
+        json!({"voice_uuid": "nope", "text": "hi"}),
+    )
+    .await
+    .expect(404);
     assert!(env.usage().is_empty());
     assert!(env.audit().is_empty());
     assert!(env.store().assets().unwrap().is_empty());
-    assert!(env.object_keys().is_empty(), "no audio stored for a failed synthesis");
+    assert!(
+        env.object_keys().is_empty(),
+        "no audio stored for a failed synthesis"
+    );
     assert_eq!(env.balance(), d("1"));
 }
 
@@ -71,52 +109,109 @@ async fn free_routes_write_zero_usage_and_the_voice_api_never_answers_402() {
     let env = Env::start().await;
     // No credit at all: metered, not refused.
     env.get("/tts/voices").await.expect(200);
-    env.post("/tts/synthesize", synth_body("Hello")).await.expect(200);
+    env.post("/tts/synthesize", synth_body("Hello"))
+        .await
+        .expect(200);
     let usage = env.usage();
     assert_eq!(usage.len(), 2);
-    assert_eq!((usage[0].quantity, usage[0].charged), (Decimal::ZERO, Decimal::ZERO));
-    assert!(env.balance() < Decimal::ZERO, "the balance goes negative: the voice API meters");
+    assert_eq!(
+        (usage[0].quantity, usage[0].charged),
+        (Decimal::ZERO, Decimal::ZERO)
+    );
+    assert!(
+        env.balance() < Decimal::ZERO,
+        "the balance goes negative: the voice API meters"
+    );
 }
 
 #[tokio::test]
 async fn per_request_units_and_unpriced_capabilities() {
-    let env = Env::with(|c| c.prices = runtime::billing::Prices::parse(Some("identity.searches=0.01"), "20").unwrap()).await;
+    let env = Env::with(|c| {
+        c.prices = runtime::billing::Prices::parse(Some("identity.searches=0.01"), "20").unwrap()
+    })
+    .await;
     let up = env.upload("s.wav", wav(0.5), None).await;
     up.expect(200);
     let url = up.json["url"].as_str().unwrap().to_owned();
-    env.post("/identity/search", json!({"audio_url": url})).await.expect(200);
-    env.post("/identity/enroll", json!({"name": "Ann", "audio_url": url})).await.expect(200);
+    env.post("/identity/search", json!({"audio_url": url}))
+        .await
+        .expect(200);
+    env.post("/identity/enroll", json!({"name": "Ann", "audio_url": url}))
+        .await
+        .expect(200);
     let usage = env.usage();
-    let search = usage.iter().find(|u| u.route_id == "identity.search").unwrap();
-    assert_eq!((search.quantity, search.charged, search.unpriced), (d("1"), d("0.012"), false));
-    let enroll = usage.iter().find(|u| u.route_id == "identity.enroll").unwrap();
-    assert_eq!((enroll.quantity, enroll.charged, enroll.unpriced), (d("1"), Decimal::ZERO, true), "no price configured: quantity kept, charged 0, flagged");
+    let search = usage
+        .iter()
+        .find(|u| u.route_id == "identity.search")
+        .unwrap();
+    assert_eq!(
+        (search.quantity, search.charged, search.unpriced),
+        (d("1"), d("0.012"), false)
+    );
+    let enroll = usage
+        .iter()
+        .find(|u| u.route_id == "identity.enroll")
+        .unwrap();
+    assert_eq!(
+        (enroll.quantity, enroll.charged, enroll.unpriced),
+        (d("1"), Decimal::ZERO, true),
+        "no price configured: quantity kept, charged 0, flagged"
+    );
 }
 
 #[tokio::test]
 async fn voice_subscription_is_billed_on_the_first_build_only() {
     let env = Env::with(|c| {
         c.business_plan_active = true;
-        c.prices = runtime::billing::Prices::parse(Some("voices.voice_subscription=1.00"), "20").unwrap();
+        c.prices =
+            runtime::billing::Prices::parse(Some("voices.voice_subscription=1.00"), "20").unwrap();
     })
     .await;
     let voice = env.post("/voices", json!({"name": "Mine"})).await;
     voice.expect(200);
     let uuid = voice.json["item"]["uuid"].as_str().unwrap().to_owned();
-    env.post(&format!("/voices/{uuid}/build"), json!({})).await.expect(200);
-    env.post(&format!("/voices/{uuid}/build"), json!({})).await.expect(200);
-    let charged: Vec<Decimal> = env.usage().iter().filter(|u| u.route_id == "voices.build").map(|u| u.charged).collect();
-    assert_eq!(charged, vec![d("1.2"), Decimal::ZERO], "second build: a usage record, no charge");
-    assert_eq!(env.usage().iter().filter(|u| u.route_id == "voices.create").map(|u| u.charged).sum::<Decimal>(), Decimal::ZERO);
+    env.post(&format!("/voices/{uuid}/build"), json!({}))
+        .await
+        .expect(200);
+    env.post(&format!("/voices/{uuid}/build"), json!({}))
+        .await
+        .expect(200);
+    let charged: Vec<Decimal> = env
+        .usage()
+        .iter()
+        .filter(|u| u.route_id == "voices.build")
+        .map(|u| u.charged)
+        .collect();
+    assert_eq!(
+        charged,
+        vec![d("1.2"), Decimal::ZERO],
+        "second build: a usage record, no charge"
+    );
+    assert_eq!(
+        env.usage()
+            .iter()
+            .filter(|u| u.route_id == "voices.create")
+            .map(|u| u.charged)
+            .sum::<Decimal>(),
+        Decimal::ZERO
+    );
     assert_eq!(env.balance(), d("-1.2"));
 }
 
 #[tokio::test]
 async fn a_job_is_charged_exactly_once_however_often_it_is_read() {
-    let env = Env::with(|c| c.prices = runtime::billing::Prices::parse(Some("enhance.audio_seconds=0.001"), "20").unwrap()).await;
-    let up = env.upload("in.wav", wav(2.0), Some("audio_job_input")).await;
+    let env = Env::with(|c| {
+        c.prices =
+            runtime::billing::Prices::parse(Some("enhance.audio_seconds=0.001"), "20").unwrap()
+    })
+    .await;
+    let up = env
+        .upload("in.wav", wav(2.0), Some("audio_job_input"))
+        .await;
     up.expect(200);
-    let job = env.post("/enhance", json!({"audio_url": up.json["url"]})).await;
+    let job = env
+        .post("/enhance", json!({"audio_url": up.json["url"]}))
+        .await;
     assert!(job.status == 200 || job.status == 202, "{}", job.text);
     let job_id = job.json["job_id"].as_str().unwrap().to_owned();
     let pending = env.get(&format!("/enhance/{job_id}")).await;
@@ -125,19 +220,46 @@ async fn a_job_is_charged_exactly_once_however_often_it_is_read() {
     // Concurrent reads of the completed job.
     let mut tasks = Vec::new();
     for _ in 0..8 {
-        let (client, url, key) = (env.client.clone(), env.voice(&format!("/enhance/{job_id}")), env.key.clone());
-        tasks.push(tokio::spawn(async move { client.get(url).bearer_auth(key).send().await.unwrap().status().as_u16() }));
+        let (client, url, key) = (
+            env.client.clone(),
+            env.voice(&format!("/enhance/{job_id}")),
+            env.key.clone(),
+        );
+        tasks.push(tokio::spawn(async move {
+            client
+                .get(url)
+                .bearer_auth(key)
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16()
+        }));
     }
     for t in tasks {
         assert_eq!(t.await.unwrap(), 200);
     }
     env.get(&format!("/enhance/{job_id}")).await.expect(200);
-    let charges: Vec<_> = env.usage().into_iter().filter(|u| !u.charged.is_zero()).collect();
+    let charges: Vec<_> = env
+        .usage()
+        .into_iter()
+        .filter(|u| !u.charged.is_zero())
+        .collect();
     assert_eq!(charges.len(), 1, "{charges:#?}");
     let c = &charges[0];
-    assert_eq!(c.once_key.as_deref(), Some(format!("job:enhance:{job_id}").as_str()));
-    assert_eq!((c.product.as_str(), c.unit.as_str(), c.route_id.as_str()), ("enhance", "audio_seconds", "enhance.submit"));
-    assert_eq!(c.quantity, d("2"), "the upstream's reported seconds of the 2 s input");
+    assert_eq!(
+        c.once_key.as_deref(),
+        Some(format!("job:enhance:{job_id}").as_str())
+    );
+    assert_eq!(
+        (c.product.as_str(), c.unit.as_str(), c.route_id.as_str()),
+        ("enhance", "audio_seconds", "enhance.submit")
+    );
+    assert_eq!(
+        c.quantity,
+        d("2"),
+        "the upstream's reported seconds of the 2 s input"
+    );
     assert_eq!(c.charged, d("0.0024"));
     let job_row = env.store().job("enhance", &job_id).unwrap().unwrap();
     assert!(job_row.billed);
@@ -146,15 +268,32 @@ async fn a_job_is_charged_exactly_once_however_often_it_is_read() {
 
 #[tokio::test]
 async fn detect_bills_by_media_type() {
-    let env = Env::with(|c| c.prices = runtime::billing::Prices::parse(Some("detect.images=0.05"), "0").unwrap()).await;
-    let up = env.upload("face.png", b"\x89PNG\r\n\x1a\nnot really".to_vec(), None).await;
+    let env = Env::with(|c| {
+        c.prices = runtime::billing::Prices::parse(Some("detect.images=0.05"), "0").unwrap()
+    })
+    .await;
+    let up = env
+        .upload("face.png", b"\x89PNG\r\n\x1a\nnot really".to_vec(), None)
+        .await;
     up.expect(200);
-    let job = env.post("/detect", json!({"audio_url": up.json["url"], "media_type": "image"})).await;
+    let job = env
+        .post(
+            "/detect",
+            json!({"audio_url": up.json["url"], "media_type": "image"}),
+        )
+        .await;
     let job_id = job.json["job_id"].as_str().unwrap().to_owned();
     env.complete_job(&job_id).await;
     env.get(&format!("/detect/{job_id}")).await.expect(200);
-    let charge = env.usage().into_iter().find(|u| u.once_key.is_some()).expect("job charge");
-    assert_eq!((charge.unit.as_str(), charge.quantity, charge.charged), ("images", d("1"), d("0.05")));
+    let charge = env
+        .usage()
+        .into_iter()
+        .find(|u| u.once_key.is_some())
+        .expect("job charge");
+    assert_eq!(
+        (charge.unit.as_str(), charge.quantity, charge.charged),
+        ("images", d("1"), d("0.05"))
+    );
 }
 
 #[test]
@@ -164,14 +303,32 @@ fn credits_grant_cli_prints_the_balance() {
     let id = store.create_user("c@example.com", false).unwrap();
     drop(store);
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_gateway"))
-        .args(["credits", "grant", "--user", &id.to_string(), "--amount", "10.00"])
+        .args([
+            "credits",
+            "grant",
+            "--user",
+            &id.to_string(),
+            "--amount",
+            "10.00",
+        ])
         .env("GATEWAY_DATA_DIR", &dir.0)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(String::from_utf8(out.stdout).unwrap(), "10.00000000\n");
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_gateway"))
-        .args(["credits", "grant", "--user", &id.to_string(), "--amount", "ten"])
+        .args([
+            "credits",
+            "grant",
+            "--user",
+            &id.to_string(),
+            "--amount",
+            "ten",
+        ])
         .env("GATEWAY_DATA_DIR", &dir.0)
         .output()
         .unwrap();
@@ -193,8 +350,16 @@ async fn without_an_upstream_duration_the_audio_is_measured() {
     .await;
     let a = env.post("/tts/synthesize", synth_body("Hello")).await;
     a.expect(200);
-    assert_eq!(a.json["billing"]["quantity"], json!(1.5), "measured from the WAV itself");
+    assert_eq!(
+        a.json["billing"]["quantity"],
+        json!(1.5),
+        "measured from the WAV itself"
+    );
     assert_eq!(a.json["billing"]["charged"], json!("0.00090000"));
-    assert_eq!(a.json["resemble_url"], json!("https://cdn.example.com/a.wav"), "present when the upstream gave a URL");
+    assert_eq!(
+        a.json["resemble_url"],
+        json!("https://cdn.example.com/a.wav"),
+        "present when the upstream gave a URL"
+    );
     assert_eq!(env.usage()[0].quantity, d("1.5"));
 }

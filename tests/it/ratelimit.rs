@@ -9,7 +9,8 @@ use crate::harness::*;
 
 #[tokio::test]
 async fn the_61st_request_in_a_minute_is_429_for_that_user_and_capability_only() {
-    let env = Env::with(|c| c.rate_limits = Limits::parse(Some("tts=60/m,projects=60/m")).unwrap()).await;
+    let env =
+        Env::with(|c| c.rate_limits = Limits::parse(Some("tts=60/m,projects=60/m")).unwrap()).await;
     for i in 0..60 {
         let a = env.get("/tts/voices/stock-voice-1").await;
         assert_eq!(a.status, 200, "request {}: {}", i + 1, a.text);
@@ -17,24 +18,37 @@ async fn the_61st_request_in_a_minute_is_429_for_that_user_and_capability_only()
     env.clear_sim_log().await;
     let a = env.get("/tts/voices/stock-voice-1").await;
     a.expect(429);
-    let retry: u64 = a.header("retry-after").expect("Retry-After").parse().unwrap();
+    let retry: u64 = a
+        .header("retry-after")
+        .expect("Retry-After")
+        .parse()
+        .unwrap();
     assert!((1..=60).contains(&retry), "{retry}");
     assert!(a.detail().contains("rate limit"), "{}", a.text);
     env.assert_no_upstream_call().await;
     assert_eq!(env.audit().len(), 60, "no record for the refused request");
     // The same capability through another route is the same bucket.
-    env.post("/tts/synthesize", synth_body("hi")).await.expect(429);
+    env.post("/tts/synthesize", synth_body("hi"))
+        .await
+        .expect(429);
     // Other capabilities and other users are unaffected.
     env.get("/projects").await.expect(200);
     let (_, bob) = env.new_user("bob@example.com");
-    env.call_as(&bob, "GET", &env.voice("/tts/voices/stock-voice-1"), None).await.expect(200);
+    env.call_as(&bob, "GET", &env.voice("/tts/voices/stock-voice-1"), None)
+        .await
+        .expect(200);
 }
 
 /// A store that is always down (a shared store out of reach).
 struct Down;
 
 impl LimiterStore for Down {
-    fn check(&self, _user: i64, _capability: &str, _quota: &Quota) -> Result<Decision, StoreUnavailable> {
+    fn check(
+        &self,
+        _user: i64,
+        _capability: &str,
+        _quota: &Quota,
+    ) -> Result<Decision, StoreUnavailable> {
         Err(StoreUnavailable("connection refused".into()))
     }
 }
@@ -54,8 +68,16 @@ async fn a_failing_limiter_store_lets_requests_through() {
 
 #[test]
 fn bad_limit_configuration_names_the_variable() {
-    let e = runtime::config::Config::from_lookup(|k| (k == "GATEWAY_RATE_LIMITS").then(|| "tts=sixty/m".to_owned())).err().unwrap();
+    let e = runtime::config::Config::from_lookup(|k| {
+        (k == "GATEWAY_RATE_LIMITS").then(|| "tts=sixty/m".to_owned())
+    })
+    .err()
+    .unwrap();
     assert_eq!(e.name, "GATEWAY_RATE_LIMITS");
-    let e = runtime::config::Config::from_lookup(|k| (k == "GATEWAY_RATE_LIMITS").then(|| "nosuch=5/m".to_owned())).err().unwrap();
+    let e = runtime::config::Config::from_lookup(|k| {
+        (k == "GATEWAY_RATE_LIMITS").then(|| "nosuch=5/m".to_owned())
+    })
+    .err()
+    .unwrap();
     assert!(e.reason.contains("nosuch"), "{}", e.reason);
 }

@@ -22,8 +22,15 @@ fn reconcile_cli(env: &Env, day: &str) -> (String, String) {
         .env("NO_COLOR", "1")
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    (String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap())
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
 }
 
 async fn set_upstream(env: &Env, day: &str, synth: &str) {
@@ -41,8 +48,12 @@ async fn set_upstream(env: &Env, day: &str, synth: &str) {
 async fn drift_above_one_percent_is_logged_as_an_error() {
     let env = Env::start().await;
     let day = chrono::Utc::now().format("%Y-%m-%d").to_string();
-    env.post("/tts/synthesize", synth_body(&"Reconcile me. ".repeat(10))).await.expect(200);
-    env.post("/tts/synthesize", synth_body("Again")).await.expect(200);
+    env.post("/tts/synthesize", synth_body(&"Reconcile me. ".repeat(10)))
+        .await
+        .expect(200);
+    env.post("/tts/synthesize", synth_body("Again"))
+        .await
+        .expect(200);
     let total: rust_decimal::Decimal = env.usage().iter().map(|u| u.quantity).sum();
     assert!(total > rust_decimal::Decimal::ZERO);
 
@@ -52,7 +63,12 @@ async fn drift_above_one_percent_is_logged_as_an_error() {
     assert!(!err.contains("ERROR"), "{err}");
 
     // Exactly 1 % off: not logged as an error.
-    set_upstream(&env, &day, &(total * rust_decimal::Decimal::new(101, 2)).to_string()).await;
+    set_upstream(
+        &env,
+        &day,
+        &(total * rust_decimal::Decimal::new(101, 2)).to_string(),
+    )
+    .await;
     let (out, err) = reconcile_cli(&env, &day);
     assert!(out.contains(" ok"), "{out}");
     assert!(!err.contains("ERROR"), "{err}");
@@ -62,10 +78,20 @@ async fn drift_above_one_percent_is_logged_as_an_error() {
     set_upstream(&env, &day, &upstream.to_string()).await;
     let (out, err) = reconcile_cli(&env, &day);
     assert!(out.contains("drift"), "{out}");
-    let line = err.lines().find(|l| l.contains("ERROR")).unwrap_or_else(|| panic!("no error line in {err}"));
-    assert!(line.contains(&total.normalize().to_string()) && line.contains(&upstream.to_string()), "{line}");
+    let line = err
+        .lines()
+        .find(|l| l.contains("ERROR"))
+        .unwrap_or_else(|| panic!("no error line in {err}"));
+    assert!(
+        line.contains(&total.normalize().to_string()) && line.contains(&upstream.to_string()),
+        "{line}"
+    );
 
     let runs = env.store().reconciliations(&day).unwrap();
-    assert_eq!(runs.iter().map(|r| r.status.as_str()).collect::<Vec<_>>(), ["ok", "ok", "drift"], "each run is stored");
+    assert_eq!(
+        runs.iter().map(|r| r.status.as_str()).collect::<Vec<_>>(),
+        ["ok", "ok", "drift"],
+        "each run is stored"
+    );
     assert_eq!(runs[2].gateway_total, total);
 }

@@ -12,8 +12,12 @@ fn root() -> PathBuf {
 #[test]
 fn generated_routes_equal_the_table_parsed_at_run_time() {
     let text = std::fs::read_to_string(root().join("endpoints.toml")).unwrap();
-    let table = codegen_impl::parse_table(&text).unwrap_or_else(|errs| panic!("table errors: {errs:?}"));
-    let generated: Vec<String> = server::routes::ROUTES.iter().map(|s| s.listing_line()).collect();
+    let table =
+        codegen_impl::parse_table(&text).unwrap_or_else(|errs| panic!("table errors: {errs:?}"));
+    let generated: Vec<String> = server::routes::ROUTES
+        .iter()
+        .map(|s| s.listing_line())
+        .collect();
     assert_eq!(generated, table.listing());
 }
 
@@ -24,8 +28,12 @@ fn route_listing_matches_snapshot() {
     if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
         std::fs::write(&path, &listing).unwrap();
     }
-    let expected = std::fs::read_to_string(&path).expect("tests/snapshots/routes.txt (UPDATE_SNAPSHOTS=1 creates it)");
-    assert_eq!(listing, expected, "route listing changed; review and rerun with UPDATE_SNAPSHOTS=1");
+    let expected = std::fs::read_to_string(&path)
+        .expect("tests/snapshots/routes.txt (UPDATE_SNAPSHOTS=1 creates it)");
+    assert_eq!(
+        listing, expected,
+        "route listing changed; review and rerun with UPDATE_SNAPSHOTS=1"
+    );
 }
 
 /// Every route of spec §4, A1–A11 and B.
@@ -38,9 +46,18 @@ const SPEC_ROUTES: &[(&str, &str)] = &[
     ("DELETE", "/api/v1/voice/voices/{voice_uuid}"),
     ("GET", "/api/v1/voice/voices/{voice_uuid}/recordings"),
     ("POST", "/api/v1/voice/voices/{voice_uuid}/recordings"),
-    ("GET", "/api/v1/voice/voices/{voice_uuid}/recordings/{recording_uuid}"),
-    ("PUT", "/api/v1/voice/voices/{voice_uuid}/recordings/{recording_uuid}"),
-    ("DELETE", "/api/v1/voice/voices/{voice_uuid}/recordings/{recording_uuid}"),
+    (
+        "GET",
+        "/api/v1/voice/voices/{voice_uuid}/recordings/{recording_uuid}",
+    ),
+    (
+        "PUT",
+        "/api/v1/voice/voices/{voice_uuid}/recordings/{recording_uuid}",
+    ),
+    (
+        "DELETE",
+        "/api/v1/voice/voices/{voice_uuid}/recordings/{recording_uuid}",
+    ),
     ("POST", "/api/v1/voice/voice-design/candidates"),
     ("POST", "/api/v1/voice/voice-design/{design_uuid}/promote"),
     ("POST", "/api/v1/voice/stt"),
@@ -72,8 +89,14 @@ const SPEC_ROUTES: &[(&str, &str)] = &[
     ("DELETE", "/api/v1/voice/projects/{project_uuid}"),
     ("GET", "/api/v1/voice/projects/{project_uuid}/clips"),
     ("POST", "/api/v1/voice/projects/{project_uuid}/clips"),
-    ("GET", "/api/v1/voice/projects/{project_uuid}/clips/{clip_uuid}"),
-    ("DELETE", "/api/v1/voice/projects/{project_uuid}/clips/{clip_uuid}"),
+    (
+        "GET",
+        "/api/v1/voice/projects/{project_uuid}/clips/{clip_uuid}",
+    ),
+    (
+        "DELETE",
+        "/api/v1/voice/projects/{project_uuid}/clips/{clip_uuid}",
+    ),
     ("GET", "/api/v1/voice/agents/capabilities"),
     ("GET", "/api/v1/voice/agents/system-tools"),
     ("POST", "/api/v1/voice/uploads"),
@@ -97,18 +120,25 @@ const SPEC_ROUTES: &[(&str, &str)] = &[
 
 #[test]
 fn every_spec_route_is_in_the_table() {
-    let have: Vec<(&str, &str)> = server::routes::ROUTES.iter().map(|s| (s.method.as_str(), s.path)).collect();
+    let have: Vec<(&str, &str)> = server::routes::ROUTES
+        .iter()
+        .map(|s| (s.method.as_str(), s.path))
+        .collect();
     for r in SPEC_ROUTES {
         assert!(have.contains(r), "missing {r:?}");
     }
     // A9: four agent resources with five CRUD routes each.
     for prefix in ["agents", "agent-tools", "agent-webhooks", "knowledge-base"] {
         let n = have.iter().filter(|(_, p)| {
-            p.strip_prefix("/api/v1/voice/").is_some_and(|rest| rest == prefix || rest == format!("{prefix}/{{uuid}}"))
+            p.strip_prefix("/api/v1/voice/")
+                .is_some_and(|rest| rest == prefix || rest == format!("{prefix}/{{uuid}}"))
         });
         assert_eq!(n.count(), 5, "{prefix}");
     }
-    let voice = have.iter().filter(|(_, p)| p.starts_with("/api/v1/voice/")).count();
+    let voice = have
+        .iter()
+        .filter(|(_, p)| p.starts_with("/api/v1/voice/"))
+        .count();
     assert_eq!(voice, 68, "A1–A11: 3+3+5+2+3+4+6+4+5+9+22+1+1");
     assert_eq!(have.len() - voice, 15, "B: 15 general-gateway routes");
 }
@@ -124,13 +154,31 @@ fn matcher_prefers_static_segments_and_ignores_a_trailing_slash() {
         RouteMatch::MethodNotAllowed { allowed } => format!("405 {allowed}"),
         RouteMatch::NotFound => "404".into(),
     };
-    assert_eq!(id("GET", "/api/v1/voice/agents/capabilities"), "agents.capabilities ");
-    assert_eq!(id("GET", "/api/v1/voice/agents/a%20b"), "agents.get uuid=a%20b");
+    assert_eq!(
+        id("GET", "/api/v1/voice/agents/capabilities"),
+        "agents.capabilities "
+    );
+    assert_eq!(
+        id("GET", "/api/v1/voice/agents/a%20b"),
+        "agents.get uuid=a%20b"
+    );
     assert_eq!(id("GET", "/api/v1/models"), "models.list ");
     assert_eq!(id("GET", "/api/v1/models/"), "models.list ");
     assert_eq!(id("GET", "/api/v1/models/trending"), "models.trending ");
-    assert_eq!(id("GET", "/api/v1/models/openai/gpt-4o"), "models.get provider_id=openai,model_id=gpt-4o");
-    assert_eq!(id("PATCH", "/api/v1/voice/projects/p1"), "405 GET, PUT, DELETE");
+    assert_eq!(
+        id("GET", "/api/v1/models/openai/gpt-4o"),
+        "models.get provider_id=openai,model_id=gpt-4o"
+    );
+    assert_eq!(
+        id("PATCH", "/api/v1/voice/projects/p1"),
+        "405 GET, PUT, DELETE"
+    );
     assert_eq!(id("GET", "/api/v1/voice/nope"), "404");
-    assert_eq!(id("GET", "/api/v1/voice/tts/voices/v1/extra/deep/path/a/b/c/d/e/f/g"), "404");
+    assert_eq!(
+        id(
+            "GET",
+            "/api/v1/voice/tts/voices/v1/extra/deep/path/a/b/c/d/e/f/g"
+        ),
+        "404"
+    );
 }

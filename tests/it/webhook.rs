@@ -12,7 +12,11 @@ use crate::harness::*;
 const SECRET: &str = "whsec-test-0123456789";
 
 async fn post_webhook(env: &Env, body: &[u8], signature: Option<String>) -> Answer {
-    let mut rb = env.client.post(env.voice("/webhooks/provider")).header("content-type", "application/json").body(body.to_vec());
+    let mut rb = env
+        .client
+        .post(env.voice("/webhooks/provider"))
+        .header("content-type", "application/json")
+        .body(body.to_vec());
     if let Some(s) = signature {
         rb = rb.header("x-provider-signature", s);
     }
@@ -47,15 +51,25 @@ async fn bad_signatures_are_refused_and_store_nothing() {
         ("truncated", Some(good[..good.len() - 4].to_owned())),
         ("missing", None),
         ("malformed", Some("sha256=not-hex".to_owned())),
-        ("no scheme", Some(good.trim_start_matches("sha256=").to_owned())),
+        (
+            "no scheme",
+            Some(good.trim_start_matches("sha256=").to_owned()),
+        ),
         ("other body", Some(sign(SECRET, b"{}"))),
     ] {
         let a = post_webhook(&env, &body, sig).await;
         assert_eq!(a.status, 401, "{what}: {}", a.text);
-        assert!(a.detail().contains("X-Provider-Signature"), "{what}: {}", a.text);
+        assert!(
+            a.detail().contains("X-Provider-Signature"),
+            "{what}: {}",
+            a.text
+        );
     }
     assert!(env.store().webhook_events().unwrap().is_empty());
-    assert_eq!(env.store().job("stt", &job).unwrap().unwrap().status, "pending");
+    assert_eq!(
+        env.store().job("stt", &job).unwrap().unwrap().status,
+        "pending"
+    );
     assert!(env.usage().iter().all(|u| u.once_key.is_none()));
 }
 
@@ -76,18 +90,35 @@ async fn a_signed_event_completes_the_job_once_and_a_later_get_bills_nothing_mor
     let events = env.store().webhook_events().unwrap();
     assert_eq!(events.len(), 1);
     assert_eq!(events[0].body, body, "stored whole");
-    assert_eq!((events[0].kind.as_deref(), events[0].upstream_id.as_deref(), events[0].outcome.as_str()), (Some("stt"), Some(job.as_str()), "job_updated"));
+    assert_eq!(
+        (
+            events[0].kind.as_deref(),
+            events[0].upstream_id.as_deref(),
+            events[0].outcome.as_str()
+        ),
+        (Some("stt"), Some(job.as_str()), "job_updated")
+    );
 
     // The same delivery again changes nothing.
-    post_webhook(&env, &body, Some(sign(SECRET, &body))).await.expect(200);
+    post_webhook(&env, &body, Some(sign(SECRET, &body)))
+        .await
+        .expect(200);
     assert_eq!(env.store().webhook_events().unwrap().len(), 1);
 
     // The job completes upstream too; GET sees it complete and bills nothing more.
     env.complete_job(&job).await;
     env.get(&format!("/stt/{job}")).await.expect(200);
-    let charges: Vec<_> = env.usage().into_iter().filter(|u| !u.charged.is_zero()).collect();
+    let charges: Vec<_> = env
+        .usage()
+        .into_iter()
+        .filter(|u| !u.charged.is_zero())
+        .collect();
     assert_eq!(charges.len(), 1, "{charges:#?}");
-    assert_eq!(charges[0].user_id, Some(env.user_id), "the job's owner is charged, not the webhook");
+    assert_eq!(
+        charges[0].user_id,
+        Some(env.user_id),
+        "the job's owner is charged, not the webhook"
+    );
     assert_eq!(charges[0].quantity, rust_decimal::Decimal::from(3));
     assert_eq!(charges[0].charged, "0.036".parse().unwrap());
 }
@@ -96,13 +127,25 @@ async fn a_signed_event_completes_the_job_once_and_a_later_get_bills_nothing_mor
 async fn unknown_jobs_and_malformed_json_are_stored_and_acknowledged() {
     let env = Env::with(|c| c.webhook_secret = Some(SECRET.into())).await;
     let unknown = completion("no-such-job", 1.0);
-    post_webhook(&env, &unknown, Some(sign(SECRET, &unknown))).await.expect(200);
+    post_webhook(&env, &unknown, Some(sign(SECRET, &unknown)))
+        .await
+        .expect(200);
     let garbage = b"{not json".to_vec();
-    post_webhook(&env, &garbage, Some(sign(SECRET, &garbage))).await.expect(200);
-    let outcomes: Vec<String> = env.store().webhook_events().unwrap().into_iter().map(|e| e.outcome).collect();
+    post_webhook(&env, &garbage, Some(sign(SECRET, &garbage)))
+        .await
+        .expect(200);
+    let outcomes: Vec<String> = env
+        .store()
+        .webhook_events()
+        .unwrap()
+        .into_iter()
+        .map(|e| e.outcome)
+        .collect();
     assert_eq!(outcomes, ["unknown_job", "malformed"]);
     let big = vec![b' '; (1 << 20) + 1];
-    post_webhook(&env, &big, Some(sign(SECRET, &big))).await.expect(413);
+    post_webhook(&env, &big, Some(sign(SECRET, &big)))
+        .await
+        .expect(413);
     assert_eq!(env.store().webhook_events().unwrap().len(), 2);
 }
 
@@ -112,7 +155,10 @@ async fn without_a_secret_events_are_accepted_unsigned() {
     let job = stt_job(&env).await;
     let body = completion(&job, 1.0);
     post_webhook(&env, &body, None).await.expect(200);
-    assert_eq!(env.store().job("stt", &job).unwrap().unwrap().status, "completed");
+    assert_eq!(
+        env.store().job("stt", &job).unwrap().unwrap().status,
+        "completed"
+    );
     assert!(!env.store().webhook_events().unwrap()[0].signed);
 }
 
@@ -132,12 +178,26 @@ async fn the_simulator_delivers_signed_webhooks_that_complete_jobs_and_voices() 
         .unwrap();
     assert!(r.status().is_success());
     let job = stt_job(&env).await;
-    let voice = env.post("/voices", json!({"name": "Trained"})).await.expect(200).json["item"]["uuid"].as_str().unwrap().to_owned();
-    env.post(&format!("/voices/{voice}/build"), json!({})).await.expect(200);
+    let voice = env
+        .post("/voices", json!({"name": "Trained"}))
+        .await
+        .expect(200)
+        .json["item"]["uuid"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    env.post(&format!("/voices/{voice}/build"), json!({}))
+        .await
+        .expect(200);
     let mut done = false;
     for _ in 0..100 {
         let job_done = env.store().job("stt", &job).unwrap().unwrap().status == "completed";
-        let voice_done = env.store().resource_status("voice", &voice).unwrap().as_deref() == Some("ready");
+        let voice_done = env
+            .store()
+            .resource_status("voice", &voice)
+            .unwrap()
+            .as_deref()
+            == Some("ready");
         if job_done && voice_done {
             done = true;
             break;
@@ -145,7 +205,12 @@ async fn the_simulator_delivers_signed_webhooks_that_complete_jobs_and_voices() 
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert!(done, "events: {:#?}", env.store().webhook_events().unwrap());
-    assert!(env.store().webhook_events().unwrap().iter().all(|e| e.signed));
+    assert!(env
+        .store()
+        .webhook_events()
+        .unwrap()
+        .iter()
+        .all(|e| e.signed));
 }
 
 /// What a receiver saw: (signature header, body) per request.
@@ -168,23 +233,33 @@ async fn receiver(fail_first: usize) -> Receiver {
             let (stream, _) = listener.accept().await.unwrap();
             let seen = seen2.clone();
             tokio::spawn(async move {
-                let service = hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
-                    let seen = seen.clone();
-                    async move {
-                        let sig = req.headers().get("x-provider-signature").map(|v| v.to_str().unwrap().to_owned());
-                        let body = req.into_body().collect().await.unwrap().to_bytes().to_vec();
-                        let n = {
-                            let mut s = seen.lock().unwrap();
-                            s.push((sig, body));
-                            s.len()
-                        };
-                        let status = if n <= fail_first { 500 } else { 200 };
-                        Ok::<_, std::convert::Infallible>(
-                            hyper::Response::builder().status(status).body(http_body_util::Full::new(bytes::Bytes::new())).unwrap(),
-                        )
-                    }
-                });
-                let _ = hyper::server::conn::http1::Builder::new().serve_connection(hyper_util::rt::TokioIo::new(stream), service).await;
+                let service = hyper::service::service_fn(
+                    move |req: hyper::Request<hyper::body::Incoming>| {
+                        let seen = seen.clone();
+                        async move {
+                            let sig = req
+                                .headers()
+                                .get("x-provider-signature")
+                                .map(|v| v.to_str().unwrap().to_owned());
+                            let body = req.into_body().collect().await.unwrap().to_bytes().to_vec();
+                            let n = {
+                                let mut s = seen.lock().unwrap();
+                                s.push((sig, body));
+                                s.len()
+                            };
+                            let status = if n <= fail_first { 500 } else { 200 };
+                            Ok::<_, std::convert::Infallible>(
+                                hyper::Response::builder()
+                                    .status(status)
+                                    .body(http_body_util::Full::new(bytes::Bytes::new()))
+                                    .unwrap(),
+                            )
+                        }
+                    },
+                );
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                    .await;
             });
         }
     });
@@ -196,7 +271,16 @@ async fn callbacks_are_signed_retried_and_delivered_once() {
     let env = Env::start().await;
     let rx = receiver(1).await;
     let up = env.upload("in.wav", wav(1.0), Some("stt_input")).await;
-    let job = env.post("/stt", json!({"audio_url": up.json["url"], "callback_uri": rx.url})).await.json["job_id"].as_str().unwrap().to_owned();
+    let job = env
+        .post(
+            "/stt",
+            json!({"audio_url": up.json["url"], "callback_uri": rx.url}),
+        )
+        .await
+        .json["job_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     env.complete_job(&job).await;
     // Two GETs of the finished job: still one delivery.
     env.get(&format!("/stt/{job}")).await.expect(200);
@@ -212,10 +296,14 @@ async fn callbacks_are_signed_retried_and_delivered_once() {
     assert_eq!(seen.len(), 2, "one failed attempt, one retry, nothing more");
     let secret = env.store().callback_secret(env.user_id).unwrap().unwrap();
     for (sig, body) in &seen {
-        runtime::webhook::verify(secret.as_bytes(), body, sig.as_deref()).expect("signed with the user's callback secret");
+        runtime::webhook::verify(secret.as_bytes(), body, sig.as_deref())
+            .expect("signed with the user's callback secret");
     }
     let v: Value = serde_json::from_slice(&seen[1].1).unwrap();
-    assert_eq!((v["job_id"].as_str(), v["status"].as_str()), (Some(job.as_str()), Some("completed")));
+    assert_eq!(
+        (v["job_id"].as_str(), v["status"].as_str()),
+        (Some(job.as_str()), Some("completed"))
+    );
     for _ in 0..50 {
         if env.store().job("stt", &job).unwrap().unwrap().status == "completed" {
             break;
@@ -224,7 +312,12 @@ async fn callbacks_are_signed_retried_and_delivered_once() {
     }
     // The operator can read the secret with the CLI too.
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_gateway"))
-        .args(["users", "callback-secret", "--user", &env.user_id.to_string()])
+        .args([
+            "users",
+            "callback-secret",
+            "--user",
+            &env.user_id.to_string(),
+        ])
         .env("GATEWAY_DATA_DIR", &env.dir.0)
         .output()
         .unwrap();
@@ -237,9 +330,21 @@ async fn callbacks_to_private_addresses_are_refused_unless_allowed() {
     let rx = receiver(0).await;
     // Submit with an allowed audio URL (own upload) but a loopback callback.
     let up = env.upload("in.wav", wav(1.0), Some("stt_input")).await;
-    let job = env.post("/stt", json!({"audio_url": up.json["url"], "callback_uri": rx.url})).await.json["job_id"].as_str().unwrap().to_owned();
+    let job = env
+        .post(
+            "/stt",
+            json!({"audio_url": up.json["url"], "callback_uri": rx.url}),
+        )
+        .await
+        .json["job_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     env.complete_job(&job).await;
     env.get(&format!("/stt/{job}")).await.expect(200);
     tokio::time::sleep(Duration::from_millis(500)).await;
-    assert!(rx.seen.lock().unwrap().is_empty(), "no request to a loopback callback");
+    assert!(
+        rx.seen.lock().unwrap().is_empty(),
+        "no request to a loopback callback"
+    );
 }

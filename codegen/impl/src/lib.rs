@@ -103,7 +103,9 @@ fn resolve(relative: &str) -> Result<PathBuf, String> {
     // The message names the path as written (relative to the crate's
     // manifest): an absolute path would differ between checkouts.
     path.canonicalize().map_err(|e| {
-        format!("cannot read the route table `{relative}` (relative to the crate's Cargo.toml): {e}")
+        format!(
+            "cannot read the route table `{relative}` (relative to the crate's Cargo.toml): {e}"
+        )
     })
 }
 

@@ -353,7 +353,12 @@ fn check(value: &toml::Table, spans: &Spans<'_>, errors: &mut Vec<TableError>) -
 
     check_across_rows(&keys, spans, errors);
 
-    Table { areas, bases, rows, resources }
+    Table {
+        areas,
+        bases,
+        rows,
+        resources,
+    }
 }
 
 /// A resource kind: lower-case letters and `_`.
@@ -371,7 +376,12 @@ fn read_resources(
         return out;
     };
     let Some(table) = value.as_table() else {
-        doc_err(errors, spans, &["resources"], "`resources` must be a table of `param = \"kind\"`".to_string());
+        doc_err(
+            errors,
+            spans,
+            &["resources"],
+            "`resources` must be a table of `param = \"kind\"`".to_string(),
+        );
         return out;
     };
     for (param, kind) in table {
@@ -956,10 +966,18 @@ fn resolve_row(
     // Billing, metering, gate and authentication.
     if let (Some(m), Some(billing)) = (raw.metering, raw.billing) {
         if billing == Billing::Free && m != Metering::None {
-            cx.err(&["metering"], format!("metering `{m}` on a `free` route: a free route bills nothing"));
+            cx.err(
+                &["metering"],
+                format!("metering `{m}` on a `free` route: a free route bills nothing"),
+            );
         }
         if m == Metering::FirstBuild && billing != Billing::VoiceSubscription {
-            cx.err(&["metering"], format!("metering `first_build` needs billing `voice_subscription`, not `{billing}`"));
+            cx.err(
+                &["metering"],
+                format!(
+                    "metering `first_build` needs billing `voice_subscription`, not `{billing}`"
+                ),
+            );
         }
     }
     if let (Some(gate), Some(Billing::Free)) = (raw.gate, raw.billing) {
@@ -1227,7 +1245,10 @@ fn resolve_row(
 
     if let Some(kind) = &raw.resource {
         if !valid_kind(kind) {
-            cx.err(&["resource"], format!("`resource` `{kind}` must be lower-case letters and `_`"));
+            cx.err(
+                &["resource"],
+                format!("`resource` `{kind}` must be lower-case letters and `_`"),
+            );
         }
     }
     // Owner checks: every path parameter named in `[resources]`, the last
@@ -1236,7 +1257,11 @@ fn resolve_row(
     let mut owner_checks: Vec<(String, String)> = Vec::new();
     if let Some(ps) = &params {
         for (i, p) in ps.iter().enumerate() {
-            let mapped = known.resources.iter().find(|(name, _)| name == p).map(|(_, k)| k.clone());
+            let mapped = known
+                .resources
+                .iter()
+                .find(|(name, _)| name == p)
+                .map(|(_, k)| k.clone());
             let own = (i + 1 == ps.len()).then(|| raw.resource.clone()).flatten();
             if let Some(kind) = mapped.or(own) {
                 owner_checks.push((p.clone(), kind));
@@ -1252,7 +1277,10 @@ fn resolve_row(
     }
     for rule in &body_rules {
         let named = owner_checks.iter().any(|(p, _)| *p == rule.name);
-        if let (false, Some((_, k))) = (named, known.resources.iter().find(|(name, _)| *name == rule.name)) {
+        if let (false, Some((_, k))) = (
+            named,
+            known.resources.iter().find(|(name, _)| *name == rule.name),
+        ) {
             owner_checks.push((rule.name.clone(), k.clone()));
         }
     }
@@ -1267,7 +1295,9 @@ fn resolve_row(
         mode: raw.mode?,
         capability: raw.capability.clone()?,
         billing: raw.billing?,
-        metering: raw.metering.unwrap_or_else(|| Metering::default_for(raw.billing.unwrap_or(Billing::Free))),
+        metering: raw
+            .metering
+            .unwrap_or_else(|| Metering::default_for(raw.billing.unwrap_or(Billing::Free))),
         resource: raw.resource.clone(),
         owner_checks,
         gate: raw.gate,

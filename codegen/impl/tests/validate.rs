@@ -1027,20 +1027,45 @@ fn row_keys_match_the_serde_model() {
 
 #[test]
 fn metering() {
-    check_row(&[("metering", Some("\"per_request\""))], "", "metering `per_request` on a `free` route");
     check_row(
-        &[("metering", Some("\"first_build\"")), ("billing", Some("\"searches\""))],
+        &[("metering", Some("\"per_request\""))],
+        "",
+        "metering `per_request` on a `free` route",
+    );
+    check_row(
+        &[
+            ("metering", Some("\"first_build\"")),
+            ("billing", Some("\"searches\"")),
+        ],
         "",
         "metering `first_build` needs billing `voice_subscription`",
     );
-    check_row(&[("metering", Some("\"sometimes\""))], "", "unknown metering `sometimes`");
-    ok(&table(&[&row(&[("metering", Some("\"first_build\"")), ("billing", Some("\"voice_subscription\""))], "")]));
+    check_row(
+        &[("metering", Some("\"sometimes\""))],
+        "",
+        "unknown metering `sometimes`",
+    );
+    ok(&table(&[&row(
+        &[
+            ("metering", Some("\"first_build\"")),
+            ("billing", Some("\"voice_subscription\"")),
+        ],
+        "",
+    )]));
     // Defaults follow the billing unit.
     let t = parse_table(&table(&[&row(&[("billing", Some("\"searches\""))], "")])).unwrap();
     assert_eq!(t.rows[0].metering, Metering::PerRequest);
-    let t = parse_table(&table(&[&row(&[("billing", Some("\"audio_seconds\""))], "")])).unwrap();
+    let t = parse_table(&table(&[&row(
+        &[("billing", Some("\"audio_seconds\""))],
+        "",
+    )]))
+    .unwrap();
     assert_eq!(t.rows[0].metering, Metering::Measured);
-    let t = parse_table(&table(&[&row(&[("billing", Some("\"voice_subscription\""))], "")])).unwrap();
+    let t = parse_table(&table(&[&row(
+        &[("billing", Some("\"voice_subscription\""))],
+        "",
+    )]))
+    .unwrap();
     assert_eq!(t.rows[0].metering, Metering::None);
 }
 
@@ -1053,15 +1078,25 @@ fn resources_and_owner_checks() {
     };
     // A `[resources]` parameter is checked.
     let t = parse_table(&with_resources(&row(&[], ""))).unwrap();
-    assert_eq!(t.rows[0].owner_checks, vec![("thing_id".to_string(), "thing".to_string())]);
+    assert_eq!(
+        t.rows[0].owner_checks,
+        vec![("thing_id".to_string(), "thing".to_string())]
+    );
     // The row's own `resource` names its last parameter when `[resources]` does not.
     let t = parse_table(&table(&[&row(&[("resource", Some("\"widget\""))], "")])).unwrap();
-    assert_eq!(t.rows[0].owner_checks, vec![("thing_id".to_string(), "widget".to_string())]);
+    assert_eq!(
+        t.rows[0].owner_checks,
+        vec![("thing_id".to_string(), "widget".to_string())]
+    );
     assert_eq!(t.rows[0].resource.as_deref(), Some("widget"));
     // Nothing declared: nothing checked.
     let t = parse_table(&table(&[&row(&[], "")])).unwrap();
     assert!(t.rows[0].owner_checks.is_empty());
-    check_row(&[("resource", Some("\"Bad Kind\""))], "", "`resource` `Bad Kind` must be lower-case letters and `_`");
+    check_row(
+        &[("resource", Some("\"Bad Kind\""))],
+        "",
+        "`resource` `Bad Kind` must be lower-case letters and `_`",
+    );
     let mut bad = table(&[&row(&[], "")]);
     bad.push_str("\n[resources]\nthing_id = 5\n");
     check(&bad, "[resources] `thing_id`: the kind must be a string");
@@ -1070,10 +1105,20 @@ fn resources_and_owner_checks() {
 #[test]
 fn file_field_on_fields_rows_reads_fields_audio_url() {
     let extra = "[endpoint.body]\nfields = { type = \"object\", required = true }\n";
-    ok(&table(&[&row(&[("method", Some("\"POST\"")), ("mode", Some("\"fields\"")), ("file_field", Some("\"file\""))], extra)]));
+    ok(&table(&[&row(
+        &[
+            ("method", Some("\"POST\"")),
+            ("mode", Some("\"fields\"")),
+            ("file_field", Some("\"file\"")),
+        ],
+        extra,
+    )]));
     // Other modes still need an `audio_url` body rule.
     check_row(
-        &[("method", Some("\"POST\"")), ("file_field", Some("\"file\""))],
+        &[
+            ("method", Some("\"POST\"")),
+            ("file_field", Some("\"file\"")),
+        ],
         "",
         "`[endpoint.body]` must declare `audio_url`",
     );
@@ -1085,5 +1130,8 @@ fn body_fields_named_in_resources_are_checked() {
     let mut t = table(&[&row(&[("method", Some("\"POST\""))], extra)]);
     t.push_str("\n[resources]\nvoice_uuid = \"voice\"\n");
     let t = parse_table(&t).unwrap();
-    assert_eq!(t.rows[0].owner_checks, vec![("voice_uuid".to_string(), "voice".to_string())]);
+    assert_eq!(
+        t.rows[0].owner_checks,
+        vec![("voice_uuid".to_string(), "voice".to_string())]
+    );
 }

@@ -68,7 +68,10 @@ impl std::fmt::Debug for ObjectConfig {
 impl Default for ObjectConfig {
     /// The local store with the key file.
     fn default() -> Self {
-        ObjectConfig { backend: ObjectBackend::Local, signing_key: None }
+        ObjectConfig {
+            backend: ObjectBackend::Local,
+            signing_key: None,
+        }
     }
 }
 
@@ -76,20 +79,35 @@ impl ObjectConfig {
     /// Reads the configuration through `get` (e.g. `|k| std::env::var(k).ok()`).
     /// Empty values count as unset. The error names the variable.
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<ObjectConfig, String> {
-        let get = |name: &str| get(name).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
-        let required = |name: &str| get(name).ok_or_else(|| format!("{name} is required when {GATEWAY_OBJECT_STORE}=s3"));
+        let get = |name: &str| {
+            get(name)
+                .map(|v| v.trim().to_owned())
+                .filter(|v| !v.is_empty())
+        };
+        let required = |name: &str| {
+            get(name).ok_or_else(|| format!("{name} is required when {GATEWAY_OBJECT_STORE}=s3"))
+        };
         let signing_key = get(GATEWAY_SIGNING_KEY).map(|v| decode_signing_key(&v));
-        let backend = match get(GATEWAY_OBJECT_STORE).as_deref().map(str::to_ascii_lowercase).as_deref() {
+        let backend = match get(GATEWAY_OBJECT_STORE)
+            .as_deref()
+            .map(str::to_ascii_lowercase)
+            .as_deref()
+        {
             None | Some("local") => ObjectBackend::Local,
             Some("s3") => {
                 let region = get(GATEWAY_S3_REGION).unwrap_or_else(|| DEFAULT_S3_REGION.to_owned());
-                let endpoint = get(GATEWAY_S3_ENDPOINT).unwrap_or_else(|| format!("https://s3.{region}.amazonaws.com"));
+                let endpoint = get(GATEWAY_S3_ENDPOINT)
+                    .unwrap_or_else(|| format!("https://s3.{region}.amazonaws.com"));
                 if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
-                    return Err(format!("{GATEWAY_S3_ENDPOINT}: {endpoint:?} is not an http(s) URL"));
+                    return Err(format!(
+                        "{GATEWAY_S3_ENDPOINT}: {endpoint:?} is not an http(s) URL"
+                    ));
                 }
                 let path_style = match get(GATEWAY_S3_PATH_STYLE) {
                     None => true,
-                    Some(v) => parse_bool(&v).ok_or_else(|| format!("{GATEWAY_S3_PATH_STYLE}: expected true or false, got {v:?}"))?,
+                    Some(v) => parse_bool(&v).ok_or_else(|| {
+                        format!("{GATEWAY_S3_PATH_STYLE}: expected true or false, got {v:?}")
+                    })?,
                 };
                 ObjectBackend::S3(S3Config {
                     endpoint: endpoint.trim_end_matches('/').to_owned(),
@@ -100,9 +118,16 @@ impl ObjectConfig {
                     path_style,
                 })
             }
-            Some(other) => return Err(format!("{GATEWAY_OBJECT_STORE}: expected local or s3, got {other:?}")),
+            Some(other) => {
+                return Err(format!(
+                    "{GATEWAY_OBJECT_STORE}: expected local or s3, got {other:?}"
+                ))
+            }
         };
-        Ok(ObjectConfig { backend, signing_key })
+        Ok(ObjectConfig {
+            backend,
+            signing_key,
+        })
     }
 }
 
@@ -125,14 +150,19 @@ fn decode_signing_key(v: &str) -> Vec<u8> {
 /// Opens the configured store. The local store lives in
 /// `<data_dir>/objects`, and its presigned URLs start with
 /// `public_base_url` (the gateway's external URL). S3 makes no request here.
-pub fn open(config: &ObjectConfig, data_dir: &Path, public_base_url: &str) -> Result<Arc<dyn ObjectStore>, ObjectError> {
+pub fn open(
+    config: &ObjectConfig,
+    data_dir: &Path,
+    public_base_url: &str,
+) -> Result<Arc<dyn ObjectStore>, ObjectError> {
     match &config.backend {
         ObjectBackend::Local => {
             let key = match &config.signing_key {
                 Some(k) => k.clone(),
                 None => load_or_create_signing_key(&data_dir.join(SIGNING_KEY_FILE))?,
             };
-            let store = LocalStore::new(data_dir.join(OBJECTS_DIR), public_base_url.to_owned(), key)?;
+            let store =
+                LocalStore::new(data_dir.join(OBJECTS_DIR), public_base_url.to_owned(), key)?;
             Ok(Arc::new(store))
         }
         ObjectBackend::S3(s3) => Ok(Arc::new(S3Store::new(s3.clone())?)),
@@ -142,7 +172,9 @@ pub fn open(config: &ObjectConfig, data_dir: &Path, public_base_url: &str) -> Re
 /// Reads the signing key file (hex), creating it with 32 random bytes (mode
 /// 0600) when it does not exist yet.
 pub fn load_or_create_signing_key(path: &Path) -> Result<Vec<u8>, ObjectError> {
-    let fail = |what: &str, e: &dyn std::fmt::Display| ObjectError::Backend(format!("{what} {}: {e}", path.display()));
+    let fail = |what: &str, e: &dyn std::fmt::Display| {
+        ObjectError::Backend(format!("{what} {}: {e}", path.display()))
+    };
     let read = |path: &PathBuf| -> Result<Vec<u8>, ObjectError> {
         let text = std::fs::read_to_string(path).map_err(|e| fail("reading", &e))?;
         let key = hex::decode(text.trim()).map_err(|e| fail("decoding", &e))?;
@@ -170,7 +202,9 @@ pub fn load_or_create_signing_key(path: &Path) -> Result<Vec<u8>, ObjectError> {
         #[cfg(unix)]
         std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
         let mut file = options.open(&tmp).map_err(|e| fail("creating", &e))?;
-        file.write_all(hex::encode(key).as_bytes()).and_then(|()| file.sync_all()).map_err(|e| fail("writing", &e))?;
+        file.write_all(hex::encode(key).as_bytes())
+            .and_then(|()| file.sync_all())
+            .map_err(|e| fail("writing", &e))?;
     }
     let linked = std::fs::hard_link(&tmp, &path);
     let _ = std::fs::remove_file(&tmp);
@@ -187,14 +221,24 @@ mod tests {
     use std::collections::HashMap;
 
     fn lookup(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
-        let map: HashMap<String, String> = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let map: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         move |k| map.get(k).cloned()
     }
 
     #[test]
     fn defaults_to_local() {
-        assert_eq!(ObjectConfig::from_lookup(lookup(&[])).unwrap(), ObjectConfig::default());
-        let c = ObjectConfig::from_lookup(lookup(&[(GATEWAY_OBJECT_STORE, "local"), (GATEWAY_SIGNING_KEY, "secret")])).unwrap();
+        assert_eq!(
+            ObjectConfig::from_lookup(lookup(&[])).unwrap(),
+            ObjectConfig::default()
+        );
+        let c = ObjectConfig::from_lookup(lookup(&[
+            (GATEWAY_OBJECT_STORE, "local"),
+            (GATEWAY_SIGNING_KEY, "secret"),
+        ]))
+        .unwrap();
         assert_eq!(c.backend, ObjectBackend::Local);
         assert_eq!(c.signing_key.as_deref(), Some(&b"secret"[..]));
         let hex64 = "00".repeat(31) + "ff";
@@ -212,17 +256,28 @@ mod tests {
             (GATEWAY_S3_SECRET_KEY, "SK-very-secret"),
         ];
         let c = ObjectConfig::from_lookup(lookup(&base)).unwrap();
-        let ObjectBackend::S3(s3) = &c.backend else { panic!("not s3") };
+        let ObjectBackend::S3(s3) = &c.backend else {
+            panic!("not s3")
+        };
         assert_eq!(s3.region, "us-east-1");
         assert_eq!(s3.endpoint, "https://s3.us-east-1.amazonaws.com");
         assert!(s3.path_style);
         assert!(!format!("{c:?}").contains("SK-very-secret"));
 
         let mut vars = base.to_vec();
-        vars.extend([(GATEWAY_S3_ENDPOINT, "http://127.0.0.1:9000/"), (GATEWAY_S3_REGION, "eu-west-3"), (GATEWAY_S3_PATH_STYLE, "false")]);
+        vars.extend([
+            (GATEWAY_S3_ENDPOINT, "http://127.0.0.1:9000/"),
+            (GATEWAY_S3_REGION, "eu-west-3"),
+            (GATEWAY_S3_PATH_STYLE, "false"),
+        ]);
         let c = ObjectConfig::from_lookup(lookup(&vars)).unwrap();
-        let ObjectBackend::S3(s3) = &c.backend else { panic!("not s3") };
-        assert_eq!((s3.endpoint.as_str(), s3.region.as_str(), s3.path_style), ("http://127.0.0.1:9000", "eu-west-3", false));
+        let ObjectBackend::S3(s3) = &c.backend else {
+            panic!("not s3")
+        };
+        assert_eq!(
+            (s3.endpoint.as_str(), s3.region.as_str(), s3.path_style),
+            ("http://127.0.0.1:9000", "eu-west-3", false)
+        );
 
         let err = ObjectConfig::from_lookup(lookup(&base[..3])).unwrap_err();
         assert!(err.contains(GATEWAY_S3_SECRET_KEY), "{err}");
@@ -230,7 +285,9 @@ mod tests {
         assert!(err.contains(GATEWAY_OBJECT_STORE), "{err}");
         let mut vars = base.to_vec();
         vars.push((GATEWAY_S3_PATH_STYLE, "maybe"));
-        assert!(ObjectConfig::from_lookup(lookup(&vars)).unwrap_err().contains(GATEWAY_S3_PATH_STYLE));
+        assert!(ObjectConfig::from_lookup(lookup(&vars))
+            .unwrap_err()
+            .contains(GATEWAY_S3_PATH_STYLE));
     }
 
     #[test]
@@ -243,10 +300,18 @@ mod tests {
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
-            assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+            assert_eq!(
+                std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+                0o600
+            );
         }
         // `open` uses it for the local store.
-        let store = open(&ObjectConfig::default(), &dir.path().join("sub"), "http://gw").unwrap();
+        let store = open(
+            &ObjectConfig::default(),
+            &dir.path().join("sub"),
+            "http://gw",
+        )
+        .unwrap();
         assert_eq!(store.backend(), "local");
         assert!(store.as_local().is_some());
         assert!(dir.path().join("sub").join(OBJECTS_DIR).is_dir());

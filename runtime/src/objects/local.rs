@@ -30,8 +30,8 @@ use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use tokio::io::{AsyncReadExt, AsyncSeekExt, AsyncWriteExt};
 
 use super::{
-    ceil_secs, check_content_type, signing, validate_key, ByteRange, ByteStream, ObjectBody, ObjectError, ObjectMeta,
-    ObjectStore,
+    ceil_secs, check_content_type, signing, validate_key, ByteRange, ByteStream, ObjectBody,
+    ObjectError, ObjectMeta, ObjectStore,
 };
 
 /// First bytes of every stored file; the content type and `\n` follow.
@@ -49,7 +49,11 @@ const STALE_TMP: Duration = Duration::from_secs(24 * 3600);
 
 /// Characters escaped in one key segment of a presigned URL: everything but
 /// the RFC 3986 unreserved set.
-pub(crate) const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'.').remove(b'_').remove(b'~');
+pub(crate) const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
 
 /// Objects as files under a root directory, with gateway-signed URLs.
 pub struct LocalStore {
@@ -80,9 +84,15 @@ pub(crate) struct OpenObject {
 impl OpenObject {
     /// Streams the inclusive byte range `start..=end` of the object.
     pub(crate) async fn stream(mut self, start: u64, end: u64) -> Result<ByteStream, ObjectError> {
-        self.file.seek(SeekFrom::Start(self.header_len + start)).await.map_err(backend)?;
+        self.file
+            .seek(SeekFrom::Start(self.header_len + start))
+            .await
+            .map_err(backend)?;
         let len = end + 1 - start;
-        Ok(Box::pin(tokio_util::io::ReaderStream::with_capacity(self.file.take(len), READ_CHUNK)))
+        Ok(Box::pin(tokio_util::io::ReaderStream::with_capacity(
+            self.file.take(len),
+            READ_CHUNK,
+        )))
     }
 
     /// An empty object has no byte to stream.
@@ -114,12 +124,17 @@ impl LocalStore {
     /// with `signing_key`.
     ///
     /// Temporary files left by a crash more than a day ago are removed.
-    pub fn new(root: PathBuf, public_base_url: String, signing_key: Vec<u8>) -> Result<LocalStore, ObjectError> {
+    pub fn new(
+        root: PathBuf,
+        public_base_url: String,
+        signing_key: Vec<u8>,
+    ) -> Result<LocalStore, ObjectError> {
         if signing_key.is_empty() {
             return Err(ObjectError::Backend("empty signing key".into()));
         }
         let tmp = root.join(TMP_DIR);
-        std::fs::create_dir_all(&tmp).map_err(|e| backend(format!("creating {}: {e}", tmp.display())))?;
+        std::fs::create_dir_all(&tmp)
+            .map_err(|e| backend(format!("creating {}: {e}", tmp.display())))?;
         if let Ok(entries) = std::fs::read_dir(&tmp) {
             for entry in entries.flatten() {
                 let stale = entry
@@ -134,7 +149,12 @@ impl LocalStore {
             }
         }
         let public_base_url = public_base_url.trim_end_matches('/').to_owned();
-        Ok(LocalStore { root, tmp, public_base_url, signing_key })
+        Ok(LocalStore {
+            root,
+            tmp,
+            public_base_url,
+            signing_key,
+        })
     }
 
     /// The directory objects live under.
@@ -150,7 +170,10 @@ impl LocalStore {
     /// A presigned URL for `key` valid until `expires` (Unix seconds).
     pub fn presign_until(&self, key: &str, expires: u64) -> Result<String, ObjectError> {
         validate_key(key)?;
-        let path: Vec<String> = key.split('/').map(|s| utf8_percent_encode(s, SEGMENT).to_string()).collect();
+        let path: Vec<String> = key
+            .split('/')
+            .map(|s| utf8_percent_encode(s, SEGMENT).to_string())
+            .collect();
         Ok(format!(
             "{}/objects/{}?expires={}&signature={}",
             self.public_base_url,
@@ -203,7 +226,14 @@ impl LocalStore {
             .ok_or_else(corrupt)?
             .to_owned();
         let header_len = newline as u64 + 1;
-        Ok(OpenObject { file, header_len, meta: ObjectMeta { size: file_len - header_len, content_type } })
+        Ok(OpenObject {
+            file,
+            header_len,
+            meta: ObjectMeta {
+                size: file_len - header_len,
+                content_type,
+            },
+        })
     }
 
     async fn put_inner(
@@ -215,7 +245,9 @@ impl LocalStore {
     ) -> Result<u64, ObjectError> {
         let final_path = self.path_of(key)?;
         let content_type = check_content_type(content_type)?;
-        let tmp_path = self.tmp.join(format!("{}.part", hex::encode(rand::random::<[u8; 16]>())));
+        let tmp_path = self
+            .tmp
+            .join(format!("{}.part", hex::encode(rand::random::<[u8; 16]>())));
         let mut guard = TempGuard(Some(tmp_path.clone()));
         let mut file = tokio::fs::OpenOptions::new()
             .write(true)
@@ -247,7 +279,9 @@ impl LocalStore {
         file.sync_all().await.map_err(backend)?;
         drop(file);
 
-        self.move_into(&tmp_path, &final_path, key).await.map_err(|e| backend(format!("storing {key}: {e}")))?;
+        self.move_into(&tmp_path, &final_path, key)
+            .await
+            .map_err(|e| backend(format!("storing {key}: {e}")))?;
         guard.0 = None;
         Ok(size)
     }
@@ -258,7 +292,12 @@ impl LocalStore {
     /// write removes what it wrote. Used for synthesis audio, where every key
     /// is new (it holds the request id); an existing key is an error, never
     /// overwritten.
-    async fn put_bytes_inner(&self, key: &str, content_type: &str, body: Bytes) -> Result<u64, ObjectError> {
+    async fn put_bytes_inner(
+        &self,
+        key: &str,
+        content_type: &str,
+        body: Bytes,
+    ) -> Result<u64, ObjectError> {
         use std::io::Write;
         let final_path = self.path_of(key)?;
         let content_type = check_content_type(content_type)?.to_owned();
@@ -266,7 +305,11 @@ impl LocalStore {
         let written = tokio::task::spawn_blocking(move || -> Result<Option<u64>, ObjectError> {
             let parent = final_path.parent().unwrap_or(&root).to_path_buf();
             std::fs::create_dir_all(&parent).map_err(backend)?;
-            let mut file = match std::fs::OpenOptions::new().write(true).create_new(true).open(&final_path) {
+            let mut file = match std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&final_path)
+            {
                 Ok(f) => f,
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(None),
                 Err(e) => return Err(backend(format!("creating {}: {e}", final_path.display()))),
@@ -301,12 +344,21 @@ impl LocalStore {
             tokio::fs::create_dir_all(&parent).await?;
             match tokio::fs::rename(from, to).await {
                 Ok(()) => break,
-                Err(e) if is_not_found(&e) && attempt < 5 && tokio::fs::metadata(from).await.is_ok() => continue,
+                Err(e)
+                    if is_not_found(&e)
+                        && attempt < 5
+                        && tokio::fs::metadata(from).await.is_ok() =>
+                {
+                    continue
+                }
                 Err(e) => return Err(e),
             }
         }
         // Make the rename durable; best effort (some filesystems refuse).
-        let _ = tokio::task::spawn_blocking(move || std::fs::File::open(parent).and_then(|d| d.sync_all())).await;
+        let _ = tokio::task::spawn_blocking(move || {
+            std::fs::File::open(parent).and_then(|d| d.sync_all())
+        })
+        .await;
         tracing::trace!(key, "object stored");
         Ok(())
     }
@@ -317,7 +369,10 @@ impl LocalStore {
     async fn prune(&self, path: &Path) {
         let mut dir = path.parent();
         while let Some(d) = dir {
-            if d == self.root || !d.starts_with(&self.root) || tokio::fs::remove_dir(d).await.is_err() {
+            if d == self.root
+                || !d.starts_with(&self.root)
+                || tokio::fs::remove_dir(d).await.is_err()
+            {
                 break;
             }
             dir = d.parent();
@@ -358,7 +413,10 @@ impl LocalStore {
 
 fn is_not_found(e: &std::io::Error) -> bool {
     // NotADirectory: a key below an existing object ("a" is a file, "a/b" asked).
-    matches!(e.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory)
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+    )
 }
 
 impl ObjectStore for LocalStore {
@@ -376,11 +434,20 @@ impl ObjectStore for LocalStore {
         Box::pin(self.put_inner(key, content_type, body, max_bytes))
     }
 
-    fn put_bytes<'a>(&'a self, key: &'a str, content_type: &'a str, body: Bytes) -> BoxFuture<'a, Result<u64, ObjectError>> {
+    fn put_bytes<'a>(
+        &'a self,
+        key: &'a str,
+        content_type: &'a str,
+        body: Bytes,
+    ) -> BoxFuture<'a, Result<u64, ObjectError>> {
         Box::pin(self.put_bytes_inner(key, content_type, body))
     }
 
-    fn get<'a>(&'a self, key: &'a str, range: Option<ByteRange>) -> BoxFuture<'a, Result<ObjectBody, ObjectError>> {
+    fn get<'a>(
+        &'a self,
+        key: &'a str,
+        range: Option<ByteRange>,
+    ) -> BoxFuture<'a, Result<ObjectBody, ObjectError>> {
         Box::pin(async move {
             let object = self.open(key).await?;
             let size = object.meta.size;
@@ -393,7 +460,12 @@ impl ObjectStore for LocalStore {
                 None if size == 0 => (OpenObject::empty_stream(), None),
                 None => (object.stream(0, size - 1).await?, None),
             };
-            Ok(ObjectBody { stream, total_size: size, range: served, content_type })
+            Ok(ObjectBody {
+                stream,
+                total_size: size,
+                range: served,
+                content_type,
+            })
         })
     }
 
@@ -425,7 +497,9 @@ impl ObjectStore for LocalStore {
     }
 
     fn key_of_url(&self, url: &str) -> Option<String> {
-        let rest = url.strip_prefix(&self.public_base_url)?.strip_prefix(super::serve::PATH_PREFIX)?;
+        let rest = url
+            .strip_prefix(&self.public_base_url)?
+            .strip_prefix(super::serve::PATH_PREFIX)?;
         let path = rest.split(['?', '#']).next().unwrap_or(rest);
         let key = super::serve::decode_key(path)?;
         validate_key(&key).ok()?;

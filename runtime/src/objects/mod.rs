@@ -113,12 +113,23 @@ pub trait ObjectStore: Send + Sync + 'static {
     /// Streams `body` into `key`. If more than `max_bytes` arrive, or the
     /// stream fails, the write is abandoned and nothing is left under `key`.
     /// Returns the stored size.
-    fn put<'a>(&'a self, key: &'a str, content_type: &'a str, body: ByteStream, max_bytes: Option<u64>) -> BoxFuture<'a, Result<u64, ObjectError>>;
+    fn put<'a>(
+        &'a self,
+        key: &'a str,
+        content_type: &'a str,
+        body: ByteStream,
+        max_bytes: Option<u64>,
+    ) -> BoxFuture<'a, Result<u64, ObjectError>>;
 
     /// Stores a body the caller already holds in memory (synthesis audio).
     /// The default streams it through [`ObjectStore::put`]; the local store
     /// writes it in one blocking call instead of one per step.
-    fn put_bytes<'a>(&'a self, key: &'a str, content_type: &'a str, body: Bytes) -> BoxFuture<'a, Result<u64, ObjectError>> {
+    fn put_bytes<'a>(
+        &'a self,
+        key: &'a str,
+        content_type: &'a str,
+        body: Bytes,
+    ) -> BoxFuture<'a, Result<u64, ObjectError>> {
         let stream: ByteStream = Box::pin(futures_util::stream::once(async move { Ok(body) }));
         self.put(key, content_type, stream, None)
     }
@@ -126,7 +137,11 @@ pub trait ObjectStore: Send + Sync + 'static {
     /// Opens `key` for reading, optionally a range of it. A range starting
     /// past the end is [`ObjectError::RangeNotSatisfiable`]; an end past the
     /// end is clamped.
-    fn get<'a>(&'a self, key: &'a str, range: Option<ByteRange>) -> BoxFuture<'a, Result<ObjectBody, ObjectError>>;
+    fn get<'a>(
+        &'a self,
+        key: &'a str,
+        range: Option<ByteRange>,
+    ) -> BoxFuture<'a, Result<ObjectBody, ObjectError>>;
 
     /// Deletes `key`; deleting a missing key is not an error.
     fn delete<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<(), ObjectError>>;
@@ -171,7 +186,10 @@ pub trait ObjectStore: Send + Sync + 'static {
     fn head<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<ObjectMeta, ObjectError>> {
         Box::pin(async move {
             let body = self.get(key, None).await?;
-            Ok(ObjectMeta { size: body.total_size, content_type: body.content_type })
+            Ok(ObjectMeta {
+                size: body.total_size,
+                content_type: body.content_type,
+            })
         })
     }
 }
@@ -182,7 +200,11 @@ pub trait ObjectStore: Send + Sync + 'static {
 /// backslash, no control character, at most 1024 bytes.
 /// Violations are [`ObjectError::Backend`] (a caller bug, not user input).
 pub fn validate_key(key: &str) -> Result<(), ObjectError> {
-    let bad = |why: &str| Err(ObjectError::Backend(format!("invalid object key {key:?}: {why}")));
+    let bad = |why: &str| {
+        Err(ObjectError::Backend(format!(
+            "invalid object key {key:?}: {why}"
+        )))
+    };
     if key.is_empty() {
         return bad("empty");
     }
@@ -217,8 +239,13 @@ pub(crate) fn check_content_type(content_type: &str) -> Result<&str, ObjectError
     if ct.is_empty() {
         return Ok("application/octet-stream");
     }
-    if ct.len() > 255 || ct.chars().any(char::is_control) || http::HeaderValue::from_str(ct).is_err() {
-        return Err(ObjectError::Backend(format!("invalid content type {content_type:?}")));
+    if ct.len() > 255
+        || ct.chars().any(char::is_control)
+        || http::HeaderValue::from_str(ct).is_err()
+    {
+        return Err(ObjectError::Backend(format!(
+            "invalid content type {content_type:?}"
+        )));
     }
     Ok(ct)
 }

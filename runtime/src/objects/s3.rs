@@ -28,8 +28,8 @@ use s3::request::Request as _;
 use s3::{Bucket, BucketConfiguration, Region};
 
 use super::{
-    ceil_secs, check_content_type, validate_key, ByteRange, ByteStream, ObjectBody, ObjectError, ObjectMeta,
-    ObjectStore,
+    ceil_secs, check_content_type, validate_key, ByteRange, ByteStream, ObjectBody, ObjectError,
+    ObjectMeta, ObjectStore,
 };
 
 /// Time allowed to a control request (head, delete, one part of an upload),
@@ -85,7 +85,9 @@ pub struct S3Store {
 
 impl std::fmt::Debug for S3Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("S3Store").field("config", &self.config).finish_non_exhaustive()
+        f.debug_struct("S3Store")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
     }
 }
 
@@ -101,14 +103,25 @@ impl S3Store {
     pub fn new(config: S3Config) -> Result<S3Store, ObjectError> {
         let endpoint = config.endpoint.trim_end_matches('/').to_owned();
         if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
-            return Err(ObjectError::Backend(format!("S3 endpoint {endpoint:?} is not an http(s) URL")));
+            return Err(ObjectError::Backend(format!(
+                "S3 endpoint {endpoint:?} is not an http(s) URL"
+            )));
         }
         if config.bucket.is_empty() {
             return Err(ObjectError::Backend("S3 bucket name is empty".into()));
         }
-        let region = Region::Custom { region: config.region.clone(), endpoint };
-        let credentials = Credentials::new(Some(&config.access_key), Some(&config.secret_key), None, None, None)
-            .map_err(|e| ObjectError::Backend(format!("S3 credentials: {e}")))?;
+        let region = Region::Custom {
+            region: config.region.clone(),
+            endpoint,
+        };
+        let credentials = Credentials::new(
+            Some(&config.access_key),
+            Some(&config.secret_key),
+            None,
+            None,
+            None,
+        )
+        .map_err(|e| ObjectError::Backend(format!("S3 credentials: {e}")))?;
         let mut bucket = Bucket::new(&config.bucket, region, credentials).map_err(s3_error)?;
         if config.path_style {
             bucket = bucket.with_path_style();
@@ -116,7 +129,11 @@ impl S3Store {
         bucket.set_request_timeout(Some(REQUEST_TIMEOUT));
         let mut stream_bucket = bucket.clone();
         stream_bucket.set_request_timeout(None);
-        Ok(S3Store { bucket, stream_bucket, config })
+        Ok(S3Store {
+            bucket,
+            stream_bucket,
+            config,
+        })
     }
 
     /// The configuration the store was made from.
@@ -127,7 +144,11 @@ impl S3Store {
     /// Whether the bucket is there and readable with our credentials:
     /// `Ok`, [`ObjectError::NotFound`] when it does not exist.
     pub async fn check_bucket(&self) -> Result<(), ObjectError> {
-        self.bucket.list_page(String::new(), None, None, None, Some(1)).await.map(|_| ()).map_err(s3_error)
+        self.bucket
+            .list_page(String::new(), None, None, None, Some(1))
+            .await
+            .map(|_| ())
+            .map_err(s3_error)
     }
 
     /// Creates the bucket unless it exists already.
@@ -141,15 +162,27 @@ impl S3Store {
         if self.config.region != "us-east-1" {
             bucket_config.set_location_constraint(self.bucket.region());
         }
-        let request = ReqwestRequest::new(&self.bucket, "", Command::CreateBucket { config: bucket_config })
-            .await
-            .map_err(s3_error)?;
+        let request = ReqwestRequest::new(
+            &self.bucket,
+            "",
+            Command::CreateBucket {
+                config: bucket_config,
+            },
+        )
+        .await
+        .map_err(s3_error)?;
         match request.response_data(false).await {
             Ok(data) if (200..300).contains(&data.status_code()) => Ok(()),
-            Ok(data) => Err(ObjectError::Backend(format!("creating bucket: HTTP {}", data.status_code()))),
+            Ok(data) => Err(ObjectError::Backend(format!(
+                "creating bucket: HTTP {}",
+                data.status_code()
+            ))),
             // Created meanwhile by someone else: fine if we can use it.
             Err(S3Error::HttpFailWithBody(409, _)) => self.check_bucket().await,
-            Err(e) => Err(ObjectError::Backend(format!("creating bucket {}: {e}", self.config.bucket))),
+            Err(e) => Err(ObjectError::Backend(format!(
+                "creating bucket {}: {e}",
+                self.config.bucket
+            ))),
         }
     }
 
@@ -163,7 +196,12 @@ impl S3Store {
         validate_key(key)?;
         let content_type = check_content_type(content_type)?;
         let failure = Arc::new(Mutex::new(None));
-        let limited = Limited { inner: body, seen: 0, max_bytes, failure: failure.clone() };
+        let limited = Limited {
+            inner: body,
+            seen: 0,
+            max_bytes,
+            failure: failure.clone(),
+        };
         let mut reader = tokio_util::io::StreamReader::new(limited);
         let result = self
             .bucket
@@ -178,59 +216,97 @@ impl S3Store {
         }
         let response = result.map_err(|e| ObjectError::Backend(format!("uploading {key}: {e}")))?;
         if !(200..300).contains(&response.status_code()) {
-            return Err(ObjectError::Backend(format!("uploading {key}: HTTP {}", response.status_code())));
+            return Err(ObjectError::Backend(format!(
+                "uploading {key}: HTTP {}",
+                response.status_code()
+            )));
         }
         Ok(response.uploaded_bytes() as u64)
     }
 
-    async fn get_inner(&self, key: &str, range: Option<ByteRange>) -> Result<ObjectBody, ObjectError> {
+    async fn get_inner(
+        &self,
+        key: &str,
+        range: Option<ByteRange>,
+    ) -> Result<ObjectBody, ObjectError> {
         validate_key(key)?;
         if let Some(r) = range {
             if r.end.is_some_and(|end| end < r.start) {
-                return Err(ObjectError::RangeNotSatisfiable { size: self.head_inner(key).await?.size });
+                return Err(ObjectError::RangeNotSatisfiable {
+                    size: self.head_inner(key).await?.size,
+                });
             }
         }
         let command = match range {
             None => Command::GetObject,
-            Some(r) => Command::GetObjectRange { start: r.start, end: r.end },
+            Some(r) => Command::GetObjectRange {
+                start: r.start,
+                end: r.end,
+            },
         };
-        let request = ReqwestRequest::new(&self.stream_bucket, key, command).await.map_err(s3_error)?;
+        let request = ReqwestRequest::new(&self.stream_bucket, key, command)
+            .await
+            .map_err(s3_error)?;
         let response = match tokio::time::timeout(REQUEST_TIMEOUT, request.response()).await {
             Err(_) => return Err(ObjectError::Backend(format!("reading {key}: timed out"))),
             Ok(Err(S3Error::HttpFailWithBody(416, _))) => {
-                return Err(ObjectError::RangeNotSatisfiable { size: self.head_inner(key).await?.size });
+                return Err(ObjectError::RangeNotSatisfiable {
+                    size: self.head_inner(key).await?.size,
+                });
             }
             Ok(Err(e)) => return Err(s3_error(e)),
             Ok(Ok(r)) => r,
         };
         let headers = response.headers();
-        let header = |name: http::header::HeaderName| headers.get(name).and_then(|v| v.to_str().ok());
-        let content_type = header(http::header::CONTENT_TYPE).unwrap_or("application/octet-stream").to_owned();
+        let header =
+            |name: http::header::HeaderName| headers.get(name).and_then(|v| v.to_str().ok());
+        let content_type = header(http::header::CONTENT_TYPE)
+            .unwrap_or("application/octet-stream")
+            .to_owned();
         let (total_size, served) = match (response.status().as_u16(), range) {
             (200, None) => {
                 let len = header(http::header::CONTENT_LENGTH).and_then(|v| v.parse().ok());
-                (len.ok_or_else(|| ObjectError::Backend(format!("reading {key}: no Content-Length")))?, None)
+                (
+                    len.ok_or_else(|| {
+                        ObjectError::Backend(format!("reading {key}: no Content-Length"))
+                    })?,
+                    None,
+                )
             }
             (206, Some(_)) => {
                 let (start, end, total) = header(http::header::CONTENT_RANGE)
                     .and_then(parse_content_range)
-                    .ok_or_else(|| ObjectError::Backend(format!("reading {key}: bad Content-Range")))?;
+                    .ok_or_else(|| {
+                        ObjectError::Backend(format!("reading {key}: bad Content-Range"))
+                    })?;
                 (total, Some((start, end)))
             }
             (status, _) => {
-                return Err(ObjectError::Backend(format!("reading {key}: unexpected HTTP {status}")));
+                return Err(ObjectError::Backend(format!(
+                    "reading {key}: unexpected HTTP {status}"
+                )));
             }
         };
         let stream = response.bytes_stream().map_err(std::io::Error::other);
-        Ok(ObjectBody { stream: Box::pin(stream), total_size, range: served, content_type })
+        Ok(ObjectBody {
+            stream: Box::pin(stream),
+            total_size,
+            range: served,
+            content_type,
+        })
     }
 
     async fn head_inner(&self, key: &str) -> Result<ObjectMeta, ObjectError> {
         validate_key(key)?;
         let (head, _status) = self.bucket.head_object(key).await.map_err(s3_error)?;
         Ok(ObjectMeta {
-            size: head.content_length.and_then(|l| u64::try_from(l).ok()).unwrap_or(0),
-            content_type: head.content_type.unwrap_or_else(|| "application/octet-stream".into()),
+            size: head
+                .content_length
+                .and_then(|l| u64::try_from(l).ok())
+                .unwrap_or(0),
+            content_type: head
+                .content_type
+                .unwrap_or_else(|| "application/octet-stream".into()),
         })
     }
 }
@@ -239,7 +315,11 @@ impl S3Store {
 fn parse_content_range(v: &str) -> Option<(u64, u64, u64)> {
     let (range, total) = v.strip_prefix("bytes ")?.split_once('/')?;
     let (start, end) = range.split_once('-')?;
-    Some((start.trim().parse().ok()?, end.trim().parse().ok()?, total.trim().parse().ok()?))
+    Some((
+        start.trim().parse().ok()?,
+        end.trim().parse().ok()?,
+        total.trim().parse().ok()?,
+    ))
 }
 
 /// The upload body: counts bytes and turns "over the limit" into a read
@@ -300,7 +380,11 @@ impl ObjectStore for S3Store {
         Box::pin(self.put_inner(key, content_type, body, max_bytes))
     }
 
-    fn get<'a>(&'a self, key: &'a str, range: Option<ByteRange>) -> BoxFuture<'a, Result<ObjectBody, ObjectError>> {
+    fn get<'a>(
+        &'a self,
+        key: &'a str,
+        range: Option<ByteRange>,
+    ) -> BoxFuture<'a, Result<ObjectBody, ObjectError>> {
         Box::pin(self.get_inner(key, range))
     }
 
@@ -328,7 +412,9 @@ impl ObjectStore for S3Store {
         validate_key(key)?;
         let secs = ceil_secs(expires_in).max(1);
         if secs > MAX_PRESIGN_SECS {
-            return Err(ObjectError::Backend(format!("S3 presigned URLs last at most {MAX_PRESIGN_SECS} s")));
+            return Err(ObjectError::Backend(format!(
+                "S3 presigned URLs last at most {MAX_PRESIGN_SECS} s"
+            )));
         }
         // rust-s3's presigning is async only because it reads the credentials
         // behind an async lock; with static credentials it never waits, so it
@@ -336,7 +422,9 @@ impl ObjectStore for S3Store {
         // budget must not make that poll return Pending).
         let future = tokio::task::unconstrained(self.bucket.presign_get(key, secs as u32, None));
         match future.now_or_never() {
-            Some(result) => result.map_err(|e| ObjectError::Backend(format!("presigning {key}: {e}"))),
+            Some(result) => {
+                result.map_err(|e| ObjectError::Backend(format!("presigning {key}: {e}")))
+            }
             None => Err(ObjectError::Backend("presigning would have waited".into())),
         }
     }
@@ -349,7 +437,10 @@ impl ObjectStore for S3Store {
         // Path-style `{endpoint}/{bucket}/{key}`, virtual-hosted `{scheme}://{bucket}.{host}/{key}`.
         let rest = url.strip_prefix(&self.bucket.url())?.strip_prefix('/')?;
         let path = rest.split(['?', '#']).next().unwrap_or(rest);
-        let key = percent_encoding::percent_decode_str(path).decode_utf8().ok()?.into_owned();
+        let key = percent_encoding::percent_decode_str(path)
+            .decode_utf8()
+            .ok()?
+            .into_owned();
         validate_key(&key).ok()?;
         Some(key)
     }
@@ -363,15 +454,23 @@ impl ObjectStore for S3Store {
             }
             // `x-amz-copy-source` must be URL-encoded; rust-s3 sends it as given.
             let source = s3::signing::uri_encode(from, false);
-            self.bucket.copy_object_internal(&source, to).await.map_err(|e| match s3_error(e) {
-                ObjectError::NotFound => ObjectError::NotFound,
-                ObjectError::Backend(msg) if msg.contains("NoSuchKey") => ObjectError::NotFound,
-                other => ObjectError::Backend(format!("copying {from} to {to}: {other}")),
-            })?;
-            self.bucket.delete_object(from).await.map_err(s3_error).map(|_| ()).or_else(|e| match e {
-                ObjectError::NotFound => Ok(()),
-                other => Err(other),
-            })
+            self.bucket
+                .copy_object_internal(&source, to)
+                .await
+                .map_err(|e| match s3_error(e) {
+                    ObjectError::NotFound => ObjectError::NotFound,
+                    ObjectError::Backend(msg) if msg.contains("NoSuchKey") => ObjectError::NotFound,
+                    other => ObjectError::Backend(format!("copying {from} to {to}: {other}")),
+                })?;
+            self.bucket
+                .delete_object(from)
+                .await
+                .map_err(s3_error)
+                .map(|_| ())
+                .or_else(|e| match e {
+                    ObjectError::NotFound => Ok(()),
+                    other => Err(other),
+                })
         })
     }
 }

@@ -32,10 +32,16 @@ pub const PATH_PREFIX: &str = "/objects/";
 
 /// Answers a request for a presigned URL of `store` (see the module docs).
 /// `uri` is the request target (path and query).
-pub async fn serve_presigned(store: &LocalStore, method: &Method, uri: &Uri, headers: &HeaderMap) -> Response<Body> {
+pub async fn serve_presigned(
+    store: &LocalStore,
+    method: &Method,
+    uri: &Uri,
+    headers: &HeaderMap,
+) -> Response<Body> {
     if method != Method::GET && method != Method::HEAD {
         let mut resp = detail(StatusCode::METHOD_NOT_ALLOWED, "method not allowed");
-        resp.headers_mut().insert(header::ALLOW, HeaderValue::from_static("GET, HEAD"));
+        resp.headers_mut()
+            .insert(header::ALLOW, HeaderValue::from_static("GET, HEAD"));
         return resp;
     }
     let Some(raw_key) = uri.path().strip_prefix(PATH_PREFIX) else {
@@ -50,7 +56,13 @@ pub async fn serve_presigned(store: &LocalStore, method: &Method, uri: &Uri, hea
         None => return forbidden(SignatureError::Malformed),
     };
     let now = signing::now_unix();
-    let expires = match signing::verify(store.signing_key(), &key, expires.as_deref(), signature.as_deref(), now) {
+    let expires = match signing::verify(
+        store.signing_key(),
+        &key,
+        expires.as_deref(),
+        signature.as_deref(),
+        now,
+    ) {
         Ok(e) => e,
         Err(e) => return forbidden(e),
     };
@@ -68,14 +80,21 @@ pub async fn serve_presigned(store: &LocalStore, method: &Method, uri: &Uri, hea
         }
     };
     let size = object.meta.size;
-    let range = headers.get(header::RANGE).and_then(|v| v.to_str().ok()).map(|v| parse_range(v, size));
+    let range = headers
+        .get(header::RANGE)
+        .and_then(|v| v.to_str().ok())
+        .map(|v| parse_range(v, size));
 
     let (status, start, end) = match range {
         None | Some(RangeAsk::Ignore) => (StatusCode::OK, 0, size.checked_sub(1)),
         Some(RangeAsk::Unsatisfiable) => {
             let mut resp = detail(StatusCode::RANGE_NOT_SATISFIABLE, "range not satisfiable");
-            resp.headers_mut().insert(header::CONTENT_RANGE, header_value(format!("bytes */{size}")));
-            resp.headers_mut().insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
+            resp.headers_mut().insert(
+                header::CONTENT_RANGE,
+                header_value(format!("bytes */{size}")),
+            );
+            resp.headers_mut()
+                .insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
             return resp;
         }
         Some(RangeAsk::Bytes(s, e)) => (StatusCode::PARTIAL_CONTENT, s, Some(e)),
@@ -99,14 +118,26 @@ pub async fn serve_presigned(store: &LocalStore, method: &Method, uri: &Uri, hea
     h.insert(header::CONTENT_TYPE, content_type);
     h.insert(header::CONTENT_LENGTH, HeaderValue::from(length));
     h.insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
-    h.insert(header::CACHE_CONTROL, header_value(format!("private, max-age={}", expires.saturating_sub(now))));
+    h.insert(
+        header::CACHE_CONTROL,
+        header_value(format!("private, max-age={}", expires.saturating_sub(now))),
+    );
     // Objects may hold content uploaded by callers: never let a browser run it
     // on the gateway's origin.
-    h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
-    h.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static("default-src 'none'; sandbox"));
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static("default-src 'none'; sandbox"),
+    );
     if status == StatusCode::PARTIAL_CONTENT {
         if let Some(end) = end {
-            h.insert(header::CONTENT_RANGE, header_value(format!("bytes {start}-{end}/{size}")));
+            h.insert(
+                header::CONTENT_RANGE,
+                header_value(format!("bytes {start}-{end}/{size}")),
+            );
         }
     }
     resp
@@ -114,7 +145,9 @@ pub async fn serve_presigned(store: &LocalStore, method: &Method, uri: &Uri, hea
 
 /// A response body streaming `stream` (e.g. an [`super::ObjectBody`]'s).
 pub fn stream_body(stream: ByteStream) -> Body {
-    let frames = SyncStream(std::sync::Mutex::new(stream)).map_ok(Frame::data).map_err(|e| -> BoxError { Box::new(e) });
+    let frames = SyncStream(std::sync::Mutex::new(stream))
+        .map_ok(Frame::data)
+        .map_err(|e| -> BoxError { Box::new(e) });
     BodyExt::boxed(StreamBody::new(frames))
 }
 
@@ -129,21 +162,32 @@ impl futures_util::Stream for SyncStream {
         self: std::pin::Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<Option<Self::Item>> {
-        let stream = self.get_mut().0.get_mut().unwrap_or_else(|p| p.into_inner());
+        let stream = self
+            .get_mut()
+            .0
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner());
         stream.as_mut().poll_next(cx)
     }
 }
 
 fn header_value(s: String) -> HeaderValue {
-    HeaderValue::from_str(&s).unwrap_or_else(|_| HeaderValue::from_static("application/octet-stream"))
+    HeaderValue::from_str(&s)
+        .unwrap_or_else(|_| HeaderValue::from_static("application/octet-stream"))
 }
 
 /// A JSON `{"detail": ...}` answer.
 fn detail(status: StatusCode, message: &str) -> Response<Body> {
-    let mut resp = Response::new(body::full(Bytes::from(serde_json::json!({ "detail": message }).to_string())));
+    let mut resp = Response::new(body::full(Bytes::from(
+        serde_json::json!({ "detail": message }).to_string(),
+    )));
     *resp.status_mut() = status;
-    resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    resp.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    resp.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     resp
 }
 
@@ -195,7 +239,11 @@ enum RangeAsk {
 
 fn parse_range(value: &str, size: u64) -> RangeAsk {
     let value = value.trim();
-    let Some(spec) = value.get(..6).filter(|p| p.eq_ignore_ascii_case("bytes=")).map(|_| value[6..].trim()) else {
+    let Some(spec) = value
+        .get(..6)
+        .filter(|p| p.eq_ignore_ascii_case("bytes="))
+        .map(|_| value[6..].trim())
+    else {
         return RangeAsk::Ignore;
     };
     if spec.contains(',') {
@@ -212,13 +260,17 @@ fn parse_range(value: &str, size: u64) -> RangeAsk {
         s.parse().ok()
     };
     if first.is_empty() {
-        let Some(n) = number(last) else { return RangeAsk::Ignore };
+        let Some(n) = number(last) else {
+            return RangeAsk::Ignore;
+        };
         if n == 0 || size == 0 {
             return RangeAsk::Unsatisfiable;
         }
         return RangeAsk::Bytes(size.saturating_sub(n), size - 1);
     }
-    let Some(start) = number(first) else { return RangeAsk::Ignore };
+    let Some(start) = number(first) else {
+        return RangeAsk::Ignore;
+    };
     let end = if last.is_empty() {
         None
     } else {
@@ -262,7 +314,10 @@ mod tests {
         assert_eq!(decode_key("a/b%20c/d.mp3").as_deref(), Some("a/b c/d.mp3"));
         assert_eq!(decode_key("a%2Fb"), None);
         assert_eq!(decode_key("%FF"), None);
-        assert_eq!(query_params("expires=1&signature=ab"), Some((Some("1".into()), Some("ab".into()))));
+        assert_eq!(
+            query_params("expires=1&signature=ab"),
+            Some((Some("1".into()), Some("ab".into())))
+        );
         assert_eq!(query_params("expires=1&expires=2&signature=ab"), None);
         assert_eq!(query_params("x=1"), Some((None, None)));
     }

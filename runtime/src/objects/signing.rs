@@ -74,11 +74,17 @@ pub fn verify(
         return Err(SignatureError::Malformed);
     }
     let expires: u64 = expires.parse().map_err(|_| SignatureError::Malformed)?;
-    if signature.len() != 64 || !signature.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+    if signature.len() != 64
+        || !signature
+            .bytes()
+            .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    {
         return Err(SignatureError::Malformed);
     }
     let signature = hex::decode(signature).map_err(|_| SignatureError::Malformed)?;
-    mac(signing_key, key, expires).verify_slice(&signature).map_err(|_| SignatureError::Invalid)?;
+    mac(signing_key, key, expires)
+        .verify_slice(&signature)
+        .map_err(|_| SignatureError::Invalid)?;
     if now >= expires {
         return Err(SignatureError::Expired);
     }
@@ -87,7 +93,10 @@ pub fn verify(
 
 /// The current time in Unix seconds.
 pub fn now_unix() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
 }
 
 #[cfg(test)]
@@ -99,32 +108,71 @@ mod tests {
     #[test]
     fn round_trip_and_every_tamper_is_refused() {
         let sig = sign(K, "a/b.mp3", 2_000);
-        assert_eq!(verify(K, "a/b.mp3", Some("2000"), Some(&sig), 1_000), Ok(2_000));
+        assert_eq!(
+            verify(K, "a/b.mp3", Some("2000"), Some(&sig), 1_000),
+            Ok(2_000)
+        );
         // Other spellings of the same values are refused too.
         assert_eq!(
             verify(K, "a/b.mp3", Some("2000"), Some(&sig.to_uppercase()), 1_000),
             Err(SignatureError::Malformed)
         );
-        assert_eq!(verify(K, "a/b.mp3", Some("02000"), Some(&sig), 1_000), Err(SignatureError::Malformed));
-        assert_eq!(verify(K, "a/c.mp3", Some("2000"), Some(&sig), 1_000), Err(SignatureError::Invalid));
-        assert_eq!(verify(K, "a/b.mp3", Some("2001"), Some(&sig), 1_000), Err(SignatureError::Invalid));
-        assert_eq!(verify(b"other", "a/b.mp3", Some("2000"), Some(&sig), 1_000), Err(SignatureError::Invalid));
+        assert_eq!(
+            verify(K, "a/b.mp3", Some("02000"), Some(&sig), 1_000),
+            Err(SignatureError::Malformed)
+        );
+        assert_eq!(
+            verify(K, "a/c.mp3", Some("2000"), Some(&sig), 1_000),
+            Err(SignatureError::Invalid)
+        );
+        assert_eq!(
+            verify(K, "a/b.mp3", Some("2001"), Some(&sig), 1_000),
+            Err(SignatureError::Invalid)
+        );
+        assert_eq!(
+            verify(b"other", "a/b.mp3", Some("2000"), Some(&sig), 1_000),
+            Err(SignatureError::Invalid)
+        );
         let mut flipped = sig.clone().into_bytes();
         flipped[10] = if flipped[10] == b'0' { b'1' } else { b'0' };
         let flipped = String::from_utf8(flipped).unwrap();
-        assert_eq!(verify(K, "a/b.mp3", Some("2000"), Some(&flipped), 1_000), Err(SignatureError::Invalid));
+        assert_eq!(
+            verify(K, "a/b.mp3", Some("2000"), Some(&flipped), 1_000),
+            Err(SignatureError::Invalid)
+        );
     }
 
     #[test]
     fn missing_malformed_expired() {
         let sig = sign(K, "k", 2_000);
-        assert_eq!(verify(K, "k", None, Some(&sig), 0), Err(SignatureError::Missing));
-        assert_eq!(verify(K, "k", Some("2000"), None, 0), Err(SignatureError::Missing));
-        assert_eq!(verify(K, "k", Some("+2000"), Some(&sig), 0), Err(SignatureError::Malformed));
-        assert_eq!(verify(K, "k", Some(""), Some(&sig), 0), Err(SignatureError::Malformed));
-        assert_eq!(verify(K, "k", Some("2000"), Some("zz"), 0), Err(SignatureError::Malformed));
-        assert_eq!(verify(K, "k", Some("2000"), Some(&sig[..62]), 0), Err(SignatureError::Malformed));
-        assert_eq!(verify(K, "k", Some("2000"), Some(&sig), 2_000), Err(SignatureError::Expired));
+        assert_eq!(
+            verify(K, "k", None, Some(&sig), 0),
+            Err(SignatureError::Missing)
+        );
+        assert_eq!(
+            verify(K, "k", Some("2000"), None, 0),
+            Err(SignatureError::Missing)
+        );
+        assert_eq!(
+            verify(K, "k", Some("+2000"), Some(&sig), 0),
+            Err(SignatureError::Malformed)
+        );
+        assert_eq!(
+            verify(K, "k", Some(""), Some(&sig), 0),
+            Err(SignatureError::Malformed)
+        );
+        assert_eq!(
+            verify(K, "k", Some("2000"), Some("zz"), 0),
+            Err(SignatureError::Malformed)
+        );
+        assert_eq!(
+            verify(K, "k", Some("2000"), Some(&sig[..62]), 0),
+            Err(SignatureError::Malformed)
+        );
+        assert_eq!(
+            verify(K, "k", Some("2000"), Some(&sig), 2_000),
+            Err(SignatureError::Expired)
+        );
         assert_eq!(verify(K, "k", Some("2000"), Some(&sig), 1_999), Ok(2_000));
     }
 }

@@ -25,8 +25,8 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use super::config::{
-    GATEWAY_OBJECT_STORE, GATEWAY_S3_ACCESS_KEY, GATEWAY_S3_BUCKET, GATEWAY_S3_ENDPOINT, GATEWAY_S3_PATH_STYLE,
-    GATEWAY_S3_REGION, GATEWAY_S3_SECRET_KEY,
+    GATEWAY_OBJECT_STORE, GATEWAY_S3_ACCESS_KEY, GATEWAY_S3_BUCKET, GATEWAY_S3_ENDPOINT,
+    GATEWAY_S3_PATH_STYLE, GATEWAY_S3_REGION, GATEWAY_S3_SECRET_KEY,
 };
 use super::{ObjectError, S3Config, S3Store};
 
@@ -54,7 +54,8 @@ impl S3TestServer {
             hex::encode(rand::random::<[u8; 6]>())
         ));
         std::fs::create_dir_all(&root)?;
-        let fs = s3s_fs::FileSystem::new(&root).map_err(|e| std::io::Error::other(format!("s3s-fs: {e:?}")))?;
+        let fs = s3s_fs::FileSystem::new(&root)
+            .map_err(|e| std::io::Error::other(format!("s3s-fs: {e:?}")))?;
         let service = {
             let mut builder = s3s::service::S3ServiceBuilder::new(fs);
             builder.set_auth(s3s::auth::SimpleAuth::from_single(ACCESS_KEY, SECRET_KEY));
@@ -65,37 +66,51 @@ impl S3TestServer {
         let addr = listener.local_addr()?;
         let (shutdown, mut stop) = tokio::sync::oneshot::channel::<()>();
         let thread_root = root.clone();
-        let thread = std::thread::Builder::new().name("s3-test-server".into()).spawn(move || {
-            let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-                Ok(rt) => rt,
-                Err(e) => {
-                    eprintln!("s3 test server: no runtime: {e}");
-                    return;
-                }
-            };
-            rt.block_on(async move {
-                let Ok(listener) = tokio::net::TcpListener::from_std(listener) else { return };
-                loop {
-                    let socket = tokio::select! {
-                        accepted = listener.accept() => match accepted {
-                            Ok((socket, _)) => socket,
-                            Err(_) => continue,
-                        },
-                        _ = &mut stop => break,
+        let thread = std::thread::Builder::new()
+            .name("s3-test-server".into())
+            .spawn(move || {
+                let rt = match tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                {
+                    Ok(rt) => rt,
+                    Err(e) => {
+                        eprintln!("s3 test server: no runtime: {e}");
+                        return;
+                    }
+                };
+                rt.block_on(async move {
+                    let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
+                        return;
                     };
-                    let _ = socket.set_nodelay(true);
-                    let service = service.clone();
-                    tokio::spawn(async move {
-                        let io = hyper_util::rt::TokioIo::new(socket);
-                        let _ = hyper::server::conn::http1::Builder::new().serve_connection(io, service).await;
-                    });
-                }
-            });
-            // Dropping the runtime ends the connections still open.
-            drop(rt);
-            let _ = std::fs::remove_dir_all(&thread_root);
-        })?;
-        Ok(S3TestServer { addr, root, shutdown: Some(shutdown), thread: Some(thread) })
+                    loop {
+                        let socket = tokio::select! {
+                            accepted = listener.accept() => match accepted {
+                                Ok((socket, _)) => socket,
+                                Err(_) => continue,
+                            },
+                            _ = &mut stop => break,
+                        };
+                        let _ = socket.set_nodelay(true);
+                        let service = service.clone();
+                        tokio::spawn(async move {
+                            let io = hyper_util::rt::TokioIo::new(socket);
+                            let _ = hyper::server::conn::http1::Builder::new()
+                                .serve_connection(io, service)
+                                .await;
+                        });
+                    }
+                });
+                // Dropping the runtime ends the connections still open.
+                drop(rt);
+                let _ = std::fs::remove_dir_all(&thread_root);
+            })?;
+        Ok(S3TestServer {
+            addr,
+            root,
+            shutdown: Some(shutdown),
+            thread: Some(thread),
+        })
     }
 
     /// `http://127.0.0.1:<port>`.

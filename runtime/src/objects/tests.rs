@@ -23,7 +23,10 @@ pub(crate) struct TempDir(PathBuf);
 
 impl TempDir {
     pub(crate) fn new() -> TempDir {
-        let path = std::env::temp_dir().join(format!("gateway-objects-test-{}", hex::encode(rand::random::<[u8; 8]>())));
+        let path = std::env::temp_dir().join(format!(
+            "gateway-objects-test-{}",
+            hex::encode(rand::random::<[u8; 8]>())
+        ));
         std::fs::create_dir_all(&path).unwrap();
         TempDir(path)
     }
@@ -47,7 +50,10 @@ fn pattern(i: u64) -> u8 {
 
 /// `len` bytes of the pattern starting at offset `from`.
 fn pattern_bytes(from: u64, len: usize) -> Bytes {
-    (from..from + len as u64).map(pattern).collect::<Vec<u8>>().into()
+    (from..from + len as u64)
+        .map(pattern)
+        .collect::<Vec<u8>>()
+        .into()
 }
 
 /// A body of `len` pattern bytes in chunks of an odd size; with
@@ -83,10 +89,20 @@ async fn check_pattern(mut stream: ByteStream, from: u64, len: u64) {
     while let Some(chunk) = stream.next().await {
         let chunk = chunk.expect("stream error");
         for (i, b) in chunk.iter().enumerate() {
-            assert_eq!(*b, pattern(at + i as u64), "byte at offset {}", at + i as u64);
+            assert_eq!(
+                *b,
+                pattern(at + i as u64),
+                "byte at offset {}",
+                at + i as u64
+            );
         }
         at += chunk.len() as u64;
-        assert!(at <= from + len, "more bytes than expected: {} > {}", at - from, len);
+        assert!(
+            at <= from + len,
+            "more bytes than expected: {} > {}",
+            at - from,
+            len
+        );
     }
     assert_eq!(at - from, len, "fewer bytes than expected");
 }
@@ -138,13 +154,25 @@ async fn conformance(store: &dyn ObjectStore) {
     // Round trip of a streamed body, content type kept.
     let key = "conf/2026/11/22/010203-res_big.mp3";
     assert!(!store.exists(key).await.unwrap());
-    let stored = store.put(key, "audio/mpeg", pattern_stream(size, None), Some(size)).await.unwrap();
+    let stored = store
+        .put(key, "audio/mpeg", pattern_stream(size, None), Some(size))
+        .await
+        .unwrap();
     assert_eq!(stored, size);
     assert!(store.exists(key).await.unwrap());
     let head = store.head(key).await.unwrap();
-    assert_eq!(head, ObjectMeta { size, content_type: "audio/mpeg".into() });
+    assert_eq!(
+        head,
+        ObjectMeta {
+            size,
+            content_type: "audio/mpeg".into()
+        }
+    );
     let body = store.get(key, None).await.unwrap();
-    assert_eq!((body.total_size, body.range, body.content_type.as_str()), (size, None, "audio/mpeg"));
+    assert_eq!(
+        (body.total_size, body.range, body.content_type.as_str()),
+        (size, None, "audio/mpeg")
+    );
     check_pattern(body.stream, 0, size).await;
 
     // Ranges: start, middle, suffix, end clamped, past the end.
@@ -159,7 +187,10 @@ async fn conformance(store: &dyn ObjectStore) {
     let body = store.get(key, range(size - 1000, None)).await.unwrap();
     assert_eq!(body.range, Some((size - 1000, size - 1)));
     check_pattern(body.stream, size - 1000, 1000).await;
-    let body = store.get(key, range(size - 10, Some(size + 100))).await.unwrap();
+    let body = store
+        .get(key, range(size - 10, Some(size + 100)))
+        .await
+        .unwrap();
     assert_eq!(body.range, Some((size - 10, size - 1)));
     check_pattern(body.stream, size - 10, 10).await;
     match store.get(key, range(size, None)).await {
@@ -170,7 +201,10 @@ async fn conformance(store: &dyn ObjectStore) {
     // Delete, then it is gone; deleting again is fine.
     store.delete(key).await.unwrap();
     assert!(!store.exists(key).await.unwrap());
-    assert!(matches!(store.get(key, None).await, Err(ObjectError::NotFound)));
+    assert!(matches!(
+        store.get(key, None).await,
+        Err(ObjectError::NotFound)
+    ));
     assert!(matches!(store.head(key).await, Err(ObjectError::NotFound)));
     store.delete(key).await.unwrap();
     store.delete("conf/never/was.bin").await.unwrap();
@@ -179,20 +213,38 @@ async fn conformance(store: &dyn ObjectStore) {
     // (a single PUT on S3), once after (a multipart upload, aborted).
     for (len, limit) in [(3 * MIB, MIB), (10 * MIB, 9 * MIB)] {
         let key = format!("conf/too-large-{len}.bin");
-        match store.put(&key, "audio/wav", pattern_stream(len, None), Some(limit)).await {
+        match store
+            .put(&key, "audio/wav", pattern_stream(len, None), Some(limit))
+            .await
+        {
             Err(ObjectError::TooLarge { limit: l }) => assert_eq!(l, limit),
             other => panic!("put over the limit: {other:?}"),
         }
         assert!(!store.exists(&key).await.unwrap(), "{key} left behind");
     }
     // Exactly at the limit is fine.
-    let at_limit = store.put("conf/at-limit.bin", "audio/wav", pattern_stream(4096, None), Some(4096)).await;
+    let at_limit = store
+        .put(
+            "conf/at-limit.bin",
+            "audio/wav",
+            pattern_stream(4096, None),
+            Some(4096),
+        )
+        .await;
     assert_eq!(at_limit.unwrap(), 4096);
 
     // A failing body: Body error, nothing stored (both paths again).
     for fail_after in [MIB, 9 * MIB] {
         let key = format!("conf/broken-{fail_after}.bin");
-        match store.put(&key, "audio/wav", pattern_stream(20 * MIB, Some(fail_after)), None).await {
+        match store
+            .put(
+                &key,
+                "audio/wav",
+                pattern_stream(20 * MIB, Some(fail_after)),
+                None,
+            )
+            .await
+        {
             Err(ObjectError::Body(msg)) => assert!(msg.contains("client went away"), "{msg}"),
             other => panic!("put of a failing body: {other:?}"),
         }
@@ -201,21 +253,47 @@ async fn conformance(store: &dyn ObjectStore) {
 
     // A failed overwrite leaves the object that was there.
     let keep = "conf/keep.txt";
-    store.put(keep, "text/plain", bytes_stream(b"first version"), None).await.unwrap();
-    let failed = store.put(keep, "text/plain", pattern_stream(2 * MIB, None), Some(MIB)).await;
+    store
+        .put(keep, "text/plain", bytes_stream(b"first version"), None)
+        .await
+        .unwrap();
+    let failed = store
+        .put(keep, "text/plain", pattern_stream(2 * MIB, None), Some(MIB))
+        .await;
     assert!(matches!(failed, Err(ObjectError::TooLarge { .. })));
-    let failed = store.put(keep, "text/plain", pattern_stream(2 * MIB, Some(1000)), None).await;
+    let failed = store
+        .put(
+            keep,
+            "text/plain",
+            pattern_stream(2 * MIB, Some(1000)),
+            None,
+        )
+        .await;
     assert!(matches!(failed, Err(ObjectError::Body(_))));
     let body = store.get(keep, None).await.unwrap();
     assert_eq!(read_all(body.stream).await, b"first version");
     // A successful overwrite replaces it, content type included.
-    store.put(keep, "application/json", bytes_stream(b"{}"), None).await.unwrap();
+    store
+        .put(keep, "application/json", bytes_stream(b"{}"), None)
+        .await
+        .unwrap();
     let body = store.get(keep, None).await.unwrap();
     assert_eq!(body.content_type, "application/json");
     assert_eq!(read_all(body.stream).await, b"{}");
 
     // An empty object.
-    assert_eq!(store.put("conf/empty.bin", "audio/wav", pattern_stream(0, None), Some(0)).await.unwrap(), 0);
+    assert_eq!(
+        store
+            .put(
+                "conf/empty.bin",
+                "audio/wav",
+                pattern_stream(0, None),
+                Some(0)
+            )
+            .await
+            .unwrap(),
+        0
+    );
     let body = store.get("conf/empty.bin", None).await.unwrap();
     assert_eq!(body.total_size, 0);
     assert!(read_all(body.stream).await.is_empty());
@@ -225,18 +303,53 @@ async fn conformance(store: &dyn ObjectStore) {
     ));
 
     // Keys both backends refuse.
-    for bad in ["", "/abs", "a//b", "a/../b", "..", "a\\b", ".tmp/x", "a/.hidden", "a/"] {
+    for bad in [
+        "",
+        "/abs",
+        "a//b",
+        "a/../b",
+        "..",
+        "a\\b",
+        ".tmp/x",
+        "a/.hidden",
+        "a/",
+    ] {
         let put = store.put(bad, "text/plain", bytes_stream(b"x"), None).await;
-        assert!(matches!(put, Err(ObjectError::Backend(_))), "put {bad:?}: {put:?}");
-        assert!(matches!(store.get(bad, None).await, Err(ObjectError::Backend(_))), "get {bad:?}");
-        assert!(store.presign_get(bad, Duration::from_secs(60)).is_err(), "presign {bad:?}");
+        assert!(
+            matches!(put, Err(ObjectError::Backend(_))),
+            "put {bad:?}: {put:?}"
+        );
+        assert!(
+            matches!(store.get(bad, None).await, Err(ObjectError::Backend(_))),
+            "get {bad:?}"
+        );
+        assert!(
+            store.presign_get(bad, Duration::from_secs(60)).is_err(),
+            "presign {bad:?}"
+        );
     }
 
     // Presigned URLs, fetched over HTTP. The key needs escaping.
     let key = "conf/pre signed/voice+1.txt";
     let other = "conf/pre signed/voice+2.txt";
-    store.put(key, "text/plain; charset=utf-8", bytes_stream(b"hello, presigned"), None).await.unwrap();
-    store.put(other, "text/plain; charset=utf-8", bytes_stream(b"another object"), None).await.unwrap();
+    store
+        .put(
+            key,
+            "text/plain; charset=utf-8",
+            bytes_stream(b"hello, presigned"),
+            None,
+        )
+        .await
+        .unwrap();
+    store
+        .put(
+            other,
+            "text/plain; charset=utf-8",
+            bytes_stream(b"another object"),
+            None,
+        )
+        .await
+        .unwrap();
     let url = store.presign_get(key, Duration::from_secs(300)).unwrap();
     let resp = http.get(&url).send().await.unwrap();
     assert_eq!(resp.status(), 200, "{url}");
@@ -247,7 +360,9 @@ async fn conformance(store: &dyn ObjectStore) {
     let tampered = [
         edit_query(&url, "signature", flip_hex),
         url.replacen("voice%2B1", "voice%2B2", 1),
-        edit_query(&url, "expires", |v| (v.parse::<u64>().unwrap() + 1).to_string()),
+        edit_query(&url, "expires", |v| {
+            (v.parse::<u64>().unwrap() + 1).to_string()
+        }),
     ];
     assert_ne!(tampered[1], url, "key not found in {url}");
     for bad in &tampered {
@@ -256,8 +371,14 @@ async fn conformance(store: &dyn ObjectStore) {
     }
     // The store's own URLs map back to their key; others do not.
     assert_eq!(store.key_of_url(&url).as_deref(), Some(key));
-    assert_eq!(store.key_of_url(&url[..url.find('?').unwrap()]).as_deref(), Some(key));
-    assert_eq!(store.key_of_url("https://elsewhere.example/objects/conf/pre%20signed/voice%2B1.txt"), None);
+    assert_eq!(
+        store.key_of_url(&url[..url.find('?').unwrap()]).as_deref(),
+        Some(key)
+    );
+    assert_eq!(
+        store.key_of_url("https://elsewhere.example/objects/conf/pre%20signed/voice%2B1.txt"),
+        None
+    );
     assert_eq!(store.key_of_url(""), None);
 
     // Rename: content and content type move; the source is gone.
@@ -270,7 +391,10 @@ async fn conformance(store: &dyn ObjectStore) {
     store.rename(moved, other).await.unwrap(); // replaces `other`
     let body = store.get(other, None).await.unwrap();
     assert_eq!(read_all(body.stream).await, b"hello, presigned");
-    assert!(matches!(store.rename(moved, "conf/x.txt").await, Err(ObjectError::NotFound)));
+    assert!(matches!(
+        store.rename(moved, "conf/x.txt").await,
+        Err(ObjectError::NotFound)
+    ));
     store.rename(other, key).await.unwrap();
 
     // Expired.
@@ -284,17 +408,25 @@ async fn conformance(store: &dyn ObjectStore) {
 fn spawn_presign_server(store: Arc<LocalStore>, listener: tokio::net::TcpListener) {
     tokio::spawn(async move {
         loop {
-            let Ok((socket, _)) = listener.accept().await else { continue };
+            let Ok((socket, _)) = listener.accept().await else {
+                continue;
+            };
             let store = store.clone();
             tokio::spawn(async move {
-                let service = hyper::service::service_fn(move |req: http::Request<hyper::body::Incoming>| {
-                    let store = store.clone();
-                    async move {
-                        Ok::<_, Infallible>(serve_presigned(&store, req.method(), req.uri(), req.headers()).await)
-                    }
-                });
+                let service =
+                    hyper::service::service_fn(move |req: http::Request<hyper::body::Incoming>| {
+                        let store = store.clone();
+                        async move {
+                            Ok::<_, Infallible>(
+                                serve_presigned(&store, req.method(), req.uri(), req.headers())
+                                    .await,
+                            )
+                        }
+                    });
                 let io = hyper_util::rt::TokioIo::new(socket);
-                let _ = hyper::server::conn::http1::Builder::new().serve_connection(io, service).await;
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(io, service)
+                    .await;
             });
         }
     });
@@ -304,7 +436,14 @@ fn spawn_presign_server(store: Arc<LocalStore>, listener: tokio::net::TcpListene
 async fn local_store(dir: &TempDir) -> Arc<LocalStore> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}/", listener.local_addr().unwrap());
-    let store = Arc::new(LocalStore::new(dir.path().join("objects"), base, b"test signing key".to_vec()).unwrap());
+    let store = Arc::new(
+        LocalStore::new(
+            dir.path().join("objects"),
+            base,
+            b"test signing key".to_vec(),
+        )
+        .unwrap(),
+    );
     spawn_presign_server(store.clone(), listener);
     store
 }
@@ -315,9 +454,14 @@ async fn objects_local_conformance() {
     let store = local_store(&dir).await;
     conformance(store.as_ref()).await;
     // Failed puts left no temporary file; deletes pruned empty directories.
-    let tmp: Vec<_> = std::fs::read_dir(store.root().join(".tmp")).unwrap().collect();
+    let tmp: Vec<_> = std::fs::read_dir(store.root().join(".tmp"))
+        .unwrap()
+        .collect();
     assert!(tmp.is_empty(), "temporary files left: {tmp:?}");
-    assert!(!store.root().join("conf/2026").exists(), "empty directories not pruned");
+    assert!(
+        !store.root().join("conf/2026").exists(),
+        "empty directories not pruned"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -334,24 +478,44 @@ async fn objects_s3_conformance() {
             if e.file_type().unwrap().is_dir() {
                 dirs.push(e.path());
             } else {
-                names.push(e.path().strip_prefix(server.root()).unwrap().display().to_string());
+                names.push(
+                    e.path()
+                        .strip_prefix(server.root())
+                        .unwrap()
+                        .display()
+                        .to_string(),
+                );
             }
         }
     }
-    assert!(!names.iter().any(|n| n.contains("too-large") || n.contains("broken")), "{names:?}");
+    assert!(
+        !names
+            .iter()
+            .any(|n| n.contains("too-large") || n.contains("broken")),
+        "{names:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn objects_s3_refuses_wrong_credentials() {
     let server = S3TestServer::start().unwrap();
     let store = server.store("creds").await.unwrap();
-    store.put("a/b.txt", "text/plain", bytes_stream(b"x"), None).await.unwrap();
+    store
+        .put("a/b.txt", "text/plain", bytes_stream(b"x"), None)
+        .await
+        .unwrap();
     let mut config = server.config("creds");
     config.secret_key = "not-the-secret".into();
     let wrong = S3Store::new(config).unwrap();
-    let err = wrong.get("a/b.txt", None).await.err().expect("a wrong secret must be refused");
+    let err = wrong
+        .get("a/b.txt", None)
+        .await
+        .err()
+        .expect("a wrong secret must be refused");
     assert!(matches!(err, ObjectError::Backend(_)), "{err:?}");
-    let url = wrong.presign_get("a/b.txt", Duration::from_secs(60)).unwrap();
+    let url = wrong
+        .presign_get("a/b.txt", Duration::from_secs(60))
+        .unwrap();
     assert_eq!(reqwest::get(&url).await.unwrap().status(), 403);
 }
 
@@ -361,9 +525,17 @@ async fn objects_local_http_serving() {
     let store = local_store(&dir).await;
     let http = reqwest::Client::new();
     let size = 300_000u64;
-    store.put("s/clip.mp3", "audio/mpeg", pattern_stream(size, None), None).await.unwrap();
-    let url = store.presign_get("s/clip.mp3", Duration::from_secs(600)).unwrap();
-    assert!(url.starts_with(&format!("http://{}/objects/s/clip.mp3?expires=", url[7..].split('/').next().unwrap())));
+    store
+        .put("s/clip.mp3", "audio/mpeg", pattern_stream(size, None), None)
+        .await
+        .unwrap();
+    let url = store
+        .presign_get("s/clip.mp3", Duration::from_secs(600))
+        .unwrap();
+    assert!(url.starts_with(&format!(
+        "http://{}/objects/s/clip.mp3?expires=",
+        url[7..].split('/').next().unwrap()
+    )));
 
     // Whole object: headers.
     let resp = http.get(&url).send().await.unwrap();
@@ -373,7 +545,11 @@ async fn objects_local_http_serving() {
     assert_eq!(h["content-length"], size.to_string().as_str());
     assert_eq!(h["accept-ranges"], "bytes");
     let cache = h["cache-control"].to_str().unwrap();
-    let max_age: u64 = cache.strip_prefix("private, max-age=").unwrap().parse().unwrap();
+    let max_age: u64 = cache
+        .strip_prefix("private, max-age=")
+        .unwrap()
+        .parse()
+        .unwrap();
     assert!((598..=600).contains(&max_age), "{cache}");
     assert_eq!(h["x-content-type-options"], "nosniff");
     assert_eq!(resp.bytes().await.unwrap(), pattern_bytes(0, size as usize));
@@ -393,14 +569,28 @@ async fn objects_local_http_serving() {
     ] {
         let resp = http.get(&url).header("range", header).send().await.unwrap();
         assert_eq!(resp.status(), 206, "{header}");
-        assert_eq!(resp.headers()["content-range"], format!("bytes {start}-{end}/{size}").as_str(), "{header}");
-        assert_eq!(resp.headers()["content-length"], (end - start + 1).to_string().as_str());
-        assert_eq!(resp.bytes().await.unwrap(), pattern_bytes(start, (end - start + 1) as usize), "{header}");
+        assert_eq!(
+            resp.headers()["content-range"],
+            format!("bytes {start}-{end}/{size}").as_str(),
+            "{header}"
+        );
+        assert_eq!(
+            resp.headers()["content-length"],
+            (end - start + 1).to_string().as_str()
+        );
+        assert_eq!(
+            resp.bytes().await.unwrap(),
+            pattern_bytes(start, (end - start + 1) as usize),
+            "{header}"
+        );
     }
     for header in ["bytes=300000-", "bytes=-0"] {
         let resp = http.get(&url).header("range", header).send().await.unwrap();
         assert_eq!(resp.status(), 416, "{header}");
-        assert_eq!(resp.headers()["content-range"], format!("bytes */{size}").as_str());
+        assert_eq!(
+            resp.headers()["content-range"],
+            format!("bytes */{size}").as_str()
+        );
     }
     // Several ranges, or nonsense: ignored, whole object.
     for header in ["bytes=0-1,5-6", "pages=1-2", "bytes=9-3"] {
@@ -411,14 +601,30 @@ async fn objects_local_http_serving() {
 
     // Refusals: JSON detail, 403 for every kind of bad URL.
     let base = &url[..url.find("/objects/").unwrap()];
-    let expired = store.presign_until("s/clip.mp3", signing::now_unix() - 1).unwrap();
+    let expired = store
+        .presign_until("s/clip.mp3", signing::now_unix() - 1)
+        .unwrap();
     let cases = [
         (format!("{base}/objects/s/clip.mp3"), "missing signature"),
-        (edit_query(&url, "signature", |_| String::new()), "malformed signature"),
-        (edit_query(&url, "signature", |v| v.to_uppercase()), "malformed signature"),
+        (
+            edit_query(&url, "signature", |_| String::new()),
+            "malformed signature",
+        ),
+        (
+            edit_query(&url, "signature", |v| v.to_uppercase()),
+            "malformed signature",
+        ),
         (edit_query(&url, "signature", flip_hex), "invalid signature"),
-        (edit_query(&url, "expires", |v| format!("0{v}")), "malformed signature"),
-        (edit_query(&url, "expires", |v| (v.parse::<u64>().unwrap() + 3600).to_string()), "invalid signature"),
+        (
+            edit_query(&url, "expires", |v| format!("0{v}")),
+            "malformed signature",
+        ),
+        (
+            edit_query(&url, "expires", |v| {
+                (v.parse::<u64>().unwrap() + 3600).to_string()
+            }),
+            "invalid signature",
+        ),
         (url.replacen("clip.mp3", "clip.wav", 1), "invalid signature"),
         (format!("{url}&expires=1"), "malformed signature"),
         (expired, "link expired"),
@@ -447,35 +653,62 @@ async fn objects_local_http_serving() {
 #[tokio::test]
 async fn objects_local_put_cancelled_leaves_nothing() {
     let dir = TempDir::new();
-    let store = LocalStore::new(dir.path().to_path_buf(), "http://gw".into(), b"k".to_vec()).unwrap();
+    let store =
+        LocalStore::new(dir.path().to_path_buf(), "http://gw".into(), b"k".to_vec()).unwrap();
     // A body that never ends: the put is dropped half-way.
     let endless: ByteStream = Box::pin(
-        futures_util::stream::iter(std::iter::repeat_with(|| Ok(Bytes::from_static(&[7u8; 4096])))).take(100)
-            .chain(futures_util::stream::pending()),
+        futures_util::stream::iter(std::iter::repeat_with(|| {
+            Ok(Bytes::from_static(&[7u8; 4096]))
+        }))
+        .take(100)
+        .chain(futures_util::stream::pending()),
     );
     let put = store.put("x/y.bin", "audio/wav", endless, None);
-    assert!(tokio::time::timeout(Duration::from_millis(200), put).await.is_err());
-    assert_eq!(std::fs::read_dir(dir.path().join(".tmp")).unwrap().count(), 0);
+    assert!(tokio::time::timeout(Duration::from_millis(200), put)
+        .await
+        .is_err());
+    assert_eq!(
+        std::fs::read_dir(dir.path().join(".tmp")).unwrap().count(),
+        0
+    );
     assert!(!store.exists("x/y.bin").await.unwrap());
 }
 
 #[tokio::test]
 async fn objects_local_file_layout_and_corruption() {
     let dir = TempDir::new();
-    let store = LocalStore::new(dir.path().to_path_buf(), "http://gw".into(), b"k".to_vec()).unwrap();
-    store.put("a/b.txt", "", bytes_stream(b"abc"), None).await.unwrap();
+    let store =
+        LocalStore::new(dir.path().to_path_buf(), "http://gw".into(), b"k".to_vec()).unwrap();
+    store
+        .put("a/b.txt", "", bytes_stream(b"abc"), None)
+        .await
+        .unwrap();
     // Empty content type is stored as octet-stream; one file per object.
-    assert_eq!(std::fs::read(dir.path().join("a/b.txt")).unwrap(), b"gwobj1 application/octet-stream\nabc");
+    assert_eq!(
+        std::fs::read(dir.path().join("a/b.txt")).unwrap(),
+        b"gwobj1 application/octet-stream\nabc"
+    );
     assert!(matches!(
-        store.put("a/c.txt", "text/plain\nX-Evil: 1", bytes_stream(b"x"), None).await,
+        store
+            .put("a/c.txt", "text/plain\nX-Evil: 1", bytes_stream(b"x"), None)
+            .await,
         Err(ObjectError::Backend(_))
     ));
     std::fs::write(dir.path().join("a/raw.txt"), b"no header").unwrap();
-    assert!(matches!(store.get("a/raw.txt", None).await, Err(ObjectError::Backend(_))));
+    assert!(matches!(
+        store.get("a/raw.txt", None).await,
+        Err(ObjectError::Backend(_))
+    ));
     // A directory is not an object.
     assert!(!store.exists("a").await.unwrap());
-    assert!(matches!(store.get("a", None).await, Err(ObjectError::NotFound)));
-    assert!(matches!(store.get("a/b.txt/c", None).await, Err(ObjectError::NotFound)));
+    assert!(matches!(
+        store.get("a", None).await,
+        Err(ObjectError::NotFound)
+    ));
+    assert!(matches!(
+        store.get("a/b.txt/c", None).await,
+        Err(ObjectError::NotFound)
+    ));
 }
 
 #[test]
@@ -484,9 +717,40 @@ fn objects_key_validation_and_ranges() {
     assert!(validate_key("a b/ü.mp3").is_ok());
     assert!(validate_key(&"a".repeat(1025)).is_err());
     assert!(validate_key("a\u{0}b").is_err());
-    assert_eq!(ByteRange { start: 0, end: None }.resolve(10).unwrap(), (0, 9));
-    assert_eq!(ByteRange { start: 3, end: Some(100) }.resolve(10).unwrap(), (3, 9));
-    assert!(ByteRange { start: 10, end: None }.resolve(10).is_err());
-    assert!(ByteRange { start: 5, end: Some(4) }.resolve(10).is_err());
-    assert!(ByteRange { start: 0, end: None }.resolve(0).is_err());
+    assert_eq!(
+        ByteRange {
+            start: 0,
+            end: None
+        }
+        .resolve(10)
+        .unwrap(),
+        (0, 9)
+    );
+    assert_eq!(
+        ByteRange {
+            start: 3,
+            end: Some(100)
+        }
+        .resolve(10)
+        .unwrap(),
+        (3, 9)
+    );
+    assert!(ByteRange {
+        start: 10,
+        end: None
+    }
+    .resolve(10)
+    .is_err());
+    assert!(ByteRange {
+        start: 5,
+        end: Some(4)
+    }
+    .resolve(10)
+    .is_err());
+    assert!(ByteRange {
+        start: 0,
+        end: None
+    }
+    .resolve(0)
+    .is_err());
 }

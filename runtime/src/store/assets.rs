@@ -58,7 +58,8 @@ fn row_to_asset(r: &rusqlite::Row<'_>) -> rusqlite::Result<AssetRow> {
     })
 }
 
-const JOB_COLS: &str = "job_id, kind, upstream_id, user_id, submit_route, status, media_type, result, billed,
+const JOB_COLS: &str =
+    "job_id, kind, upstream_id, user_id, submit_route, status, media_type, result, billed,
      mirror_asset_id, mirror_state, callback_uri, created_at, updated_at";
 
 fn row_to_job(r: &rusqlite::Row<'_>) -> rusqlite::Result<JobRow> {
@@ -83,12 +84,24 @@ fn row_to_job(r: &rusqlite::Row<'_>) -> rusqlite::Result<JobRow> {
 impl Store {
     pub fn asset(&self, id: i64) -> Result<Option<AssetRow>> {
         let conn = self.conn()?;
-        Ok(conn.query_row(&format!("SELECT {ASSET_COLS} FROM assets WHERE id = ?1"), [id], row_to_asset).optional()?)
+        Ok(conn
+            .query_row(
+                &format!("SELECT {ASSET_COLS} FROM assets WHERE id = ?1"),
+                [id],
+                row_to_asset,
+            )
+            .optional()?)
     }
 
     pub fn asset_by_key(&self, key: &str) -> Result<Option<AssetRow>> {
         let conn = self.conn()?;
-        Ok(conn.query_row(&format!("SELECT {ASSET_COLS} FROM assets WHERE object_key = ?1"), [key], row_to_asset).optional()?)
+        Ok(conn
+            .query_row(
+                &format!("SELECT {ASSET_COLS} FROM assets WHERE object_key = ?1"),
+                [key],
+                row_to_asset,
+            )
+            .optional()?)
     }
 
     /// Every asset, oldest first (tests, operators).
@@ -112,13 +125,19 @@ impl Store {
 
     /// Marks an asset's object deleted.
     pub fn mark_asset_deleted(&self, id: i64, at: &str) -> Result<()> {
-        self.conn()?.execute("UPDATE assets SET deleted_at = ?2 WHERE id = ?1 AND deleted_at IS NULL", params![id, at])?;
+        self.conn()?.execute(
+            "UPDATE assets SET deleted_at = ?2 WHERE id = ?1 AND deleted_at IS NULL",
+            params![id, at],
+        )?;
         Ok(())
     }
 
     /// Test and operator hook: moves an asset's expiry.
     pub fn set_asset_expiry(&self, id: i64, expires_at: Option<&str>) -> Result<()> {
-        self.conn()?.execute("UPDATE assets SET expires_at = ?2 WHERE id = ?1", params![id, expires_at])?;
+        self.conn()?.execute(
+            "UPDATE assets SET expires_at = ?2 WHERE id = ?1",
+            params![id, expires_at],
+        )?;
         Ok(())
     }
 
@@ -126,7 +145,11 @@ impl Store {
     pub fn job(&self, kind: &str, job_id: &str) -> Result<Option<JobRow>> {
         let conn = self.conn()?;
         Ok(conn
-            .query_row(&format!("SELECT {JOB_COLS} FROM jobs WHERE kind = ?1 AND job_id = ?2"), params![kind, job_id], row_to_job)
+            .query_row(
+                &format!("SELECT {JOB_COLS} FROM jobs WHERE kind = ?1 AND job_id = ?2"),
+                params![kind, job_id],
+                row_to_job,
+            )
             .optional()?)
     }
 
@@ -143,9 +166,19 @@ impl Store {
     }
 
     /// A user's jobs of a kind, newest first, one page (1-based), and the total.
-    pub fn jobs_of(&self, user_id: i64, kind: &str, page: u32, page_size: u32) -> Result<(Vec<JobRow>, u64)> {
+    pub fn jobs_of(
+        &self,
+        user_id: i64,
+        kind: &str,
+        page: u32,
+        page_size: u32,
+    ) -> Result<(Vec<JobRow>, u64)> {
         let conn = self.conn()?;
-        let total: i64 = conn.query_row("SELECT COUNT(*) FROM jobs WHERE user_id = ?1 AND kind = ?2", params![user_id, kind], |r| r.get(0))?;
+        let total: i64 = conn.query_row(
+            "SELECT COUNT(*) FROM jobs WHERE user_id = ?1 AND kind = ?2",
+            params![user_id, kind],
+            |r| r.get(0),
+        )?;
         let mut stmt = conn.prepare(&format!(
             "SELECT {JOB_COLS} FROM jobs WHERE user_id = ?1 AND kind = ?2 ORDER BY id DESC LIMIT ?3 OFFSET ?4"
         ))?;
@@ -157,7 +190,13 @@ impl Store {
     /// Tries to take the right to copy a job's result (multi-instance safe:
     /// the claim is a conditional update). A claim older than `stale_before`
     /// (its holder died) or a failed copy can be taken again.
-    pub fn claim_mirror(&self, kind: &str, job_id: &str, now: &str, stale_before: &str) -> Result<bool> {
+    pub fn claim_mirror(
+        &self,
+        kind: &str,
+        job_id: &str,
+        now: &str,
+        stale_before: &str,
+    ) -> Result<bool> {
         let n = self.conn()?.execute(
             "UPDATE jobs SET mirror_state = 'copying', mirror_claimed_at = ?3
              WHERE kind = ?1 AND job_id = ?2 AND mirror_asset_id IS NULL

@@ -26,8 +26,11 @@ pub use assets::{AssetRow, JobRow};
 pub use money::{LedgerRow, ReconciliationRow, UsageRow};
 pub use owners::WebhookEventRow;
 
-pub use writer::{AssetRecord, AuditRecord, Committed, JobRecord, JobUpdate, Record, RecordWriter, UsageRecord, WebhookEventRecord};
 use writer::RecordWriter as Writer;
+pub use writer::{
+    AssetRecord, AuditRecord, Committed, JobRecord, JobUpdate, Record, RecordWriter, UsageRecord,
+    WebhookEventRecord,
+};
 
 /// Migrations, applied in order; `PRAGMA user_version` records how many ran.
 /// Append only: never edit a migration that has shipped.
@@ -211,12 +214,14 @@ fn configure(conn: &mut Connection) -> rusqlite::Result<()> {
 /// Opens (creating if needed) the database file and runs pending migrations.
 fn open_and_migrate(path: &Path) -> Result<Connection> {
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| StoreError(format!("creating {}: {e}", dir.display())))?;
+        std::fs::create_dir_all(dir)
+            .map_err(|e| StoreError(format!("creating {}: {e}", dir.display())))?;
     }
     let mut conn = Connection::open(path)?;
     configure(&mut conn)?;
     conn.pragma_update(None, "journal_mode", "WAL")?;
-    let version: usize = conn.pragma_query_value(None, "user_version", |r| r.get::<_, i64>(0))? as usize;
+    let version: usize =
+        conn.pragma_query_value(None, "user_version", |r| r.get::<_, i64>(0))? as usize;
     for (i, sql) in MIGRATIONS.iter().enumerate().skip(version) {
         let tx = conn.transaction()?;
         tx.execute_batch(sql)?;
@@ -245,10 +250,17 @@ impl Store {
         let writer_conn = open_and_migrate(path)?;
         // FULL: a committed record survives a power cut ("must not lose a
         // record"); NORMAL (WAL): it survives a crash of the process.
-        writer_conn.pragma_update(None, "synchronous", if sync_full { "FULL" } else { "NORMAL" })?;
+        writer_conn.pragma_update(
+            None,
+            "synchronous",
+            if sync_full { "FULL" } else { "NORMAL" },
+        )?;
         let manager = SqliteConnectionManager::file(path).with_init(configure);
         let pool = r2d2::Pool::builder().max_size(8).build(manager)?;
-        Ok(Store { pool, writer: Writer::start(writer_conn) })
+        Ok(Store {
+            pool,
+            writer: Writer::start(writer_conn),
+        })
     }
 
     pub(crate) fn conn(&self) -> Result<r2d2::PooledConnection<SqliteConnectionManager>> {
@@ -257,7 +269,10 @@ impl Store {
 
     /// Runs `f` on this store in tokio's blocking pool (SQLite calls block),
     /// so that async code never blocks its runtime on the database.
-    pub async fn blocking<T: Send + 'static>(&self, f: impl FnOnce(&Store) -> Result<T> + Send + 'static) -> Result<T> {
+    pub async fn blocking<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Store) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
         let store = self.clone();
         tokio::task::spawn_blocking(move || f(&store))
             .await
@@ -284,12 +299,19 @@ impl Store {
     pub fn user(&self, id: i64) -> Result<Option<User>> {
         let conn = self.conn()?;
         Ok(conn
-            .query_row("SELECT id, email, is_admin, disabled FROM users WHERE id = ?1", [id], row_to_user)
+            .query_row(
+                "SELECT id, email, is_admin, disabled FROM users WHERE id = ?1",
+                [id],
+                row_to_user,
+            )
             .optional()?)
     }
 
     pub fn set_user_disabled(&self, id: i64, disabled: bool) -> Result<bool> {
-        let n = self.conn()?.execute("UPDATE users SET disabled = ?2 WHERE id = ?1", params![id, disabled])?;
+        let n = self.conn()?.execute(
+            "UPDATE users SET disabled = ?2 WHERE id = ?1",
+            params![id, disabled],
+        )?;
         Ok(n == 1)
     }
 
@@ -348,7 +370,12 @@ impl Store {
 }
 
 fn row_to_user(r: &rusqlite::Row<'_>) -> rusqlite::Result<User> {
-    Ok(User { id: r.get(0)?, email: r.get(1)?, is_admin: r.get(2)?, disabled: r.get(3)? })
+    Ok(User {
+        id: r.get(0)?,
+        email: r.get(1)?,
+        is_admin: r.get(2)?,
+        disabled: r.get(3)?,
+    })
 }
 
 /// Current time as RFC 3339 UTC with milliseconds.
@@ -370,7 +397,11 @@ mod tests {
         pub struct Dir(pub std::path::PathBuf);
         impl Dir {
             pub fn new() -> Dir {
-                let p = std::env::temp_dir().join(format!("rt-store-{}-{}", std::process::id(), rand::random::<u64>()));
+                let p = std::env::temp_dir().join(format!(
+                    "rt-store-{}-{}",
+                    std::process::id(),
+                    rand::random::<u64>()
+                ));
                 std::fs::create_dir_all(&p).unwrap();
                 Dir(p)
             }

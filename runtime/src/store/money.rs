@@ -50,7 +50,9 @@ pub struct ReconciliationRow {
 }
 
 fn dec(s: String) -> rusqlite::Result<Decimal> {
-    Decimal::from_str(&s).map_err(|e| rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, Box::new(e)))
+    Decimal::from_str(&s).map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, Box::new(e))
+    })
 }
 
 fn opt_dec(s: Option<String>) -> rusqlite::Result<Option<Decimal>> {
@@ -59,7 +61,12 @@ fn opt_dec(s: Option<String>) -> rusqlite::Result<Option<Decimal>> {
 
 impl Store {
     /// Adds credit to a user (`gateway credits grant`); returns the new balance.
-    pub fn grant_credit(&self, user_id: i64, amount: Decimal, note: Option<&str>) -> Result<Decimal> {
+    pub fn grant_credit(
+        &self,
+        user_id: i64,
+        amount: Decimal,
+        note: Option<&str>,
+    ) -> Result<Decimal> {
         if self.user(user_id)?.is_none() {
             return Err(StoreError(format!("no user with id {user_id}")));
         }
@@ -74,7 +81,11 @@ impl Store {
     pub fn balance(&self, user_id: i64) -> Result<Decimal> {
         let conn = self.conn()?;
         let s: Option<String> = conn
-            .query_row("SELECT balance FROM credit_balances WHERE user_id = ?1", [user_id], |r| r.get(0))
+            .query_row(
+                "SELECT balance FROM credit_balances WHERE user_id = ?1",
+                [user_id],
+                |r| r.get(0),
+            )
             .optional()?;
         Ok(s.map(dec).transpose()?.unwrap_or(Decimal::ZERO))
     }
@@ -133,7 +144,13 @@ impl Store {
         )?;
         let (from, to) = day_bounds(day)?;
         let mut totals = BTreeMap::new();
-        let rows = stmt.query_map(params![from, to], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, dec(r.get(2)?)?)))?;
+        let rows = stmt.query_map(params![from, to], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                dec(r.get(2)?)?,
+            ))
+        })?;
         for row in rows {
             let (product, unit, q) = row?;
             *totals.entry((product, unit)).or_insert(Decimal::ZERO) += q;
@@ -181,7 +198,13 @@ impl Store {
 
 /// `[day 00:00, next day 00:00)` as stored timestamps compare.
 fn day_bounds(day: &str) -> Result<(String, String)> {
-    let d = chrono::NaiveDate::parse_from_str(day, "%Y-%m-%d").map_err(|e| StoreError(format!("date {day:?}: {e}")))?;
-    let next = d.succ_opt().ok_or_else(|| StoreError("date out of range".into()))?;
-    Ok((format!("{d}T00:00:00.000Z"), format!("{next}T00:00:00.000Z")))
+    let d = chrono::NaiveDate::parse_from_str(day, "%Y-%m-%d")
+        .map_err(|e| StoreError(format!("date {day:?}: {e}")))?;
+    let next = d
+        .succ_opt()
+        .ok_or_else(|| StoreError("date out of range".into()))?;
+    Ok((
+        format!("{d}T00:00:00.000Z"),
+        format!("{next}T00:00:00.000Z"),
+    ))
 }

@@ -33,8 +33,11 @@ impl Store {
     /// Owners of every recorded resource of a kind: upstream id → owner.
     pub fn resource_owners(&self, kind: &str) -> Result<HashMap<String, i64>> {
         let conn = self.conn()?;
-        let mut stmt = conn.prepare_cached("SELECT upstream_id, owner_id FROM resources WHERE kind = ?1")?;
-        let rows = stmt.query_map([kind], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))?;
+        let mut stmt =
+            conn.prepare_cached("SELECT upstream_id, owner_id FROM resources WHERE kind = ?1")?;
+        let rows = stmt.query_map([kind], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))
+        })?;
         Ok(rows.collect::<rusqlite::Result<HashMap<_, _>>>()?)
     }
 
@@ -42,7 +45,11 @@ impl Store {
     pub fn resource_status(&self, kind: &str, upstream_id: &str) -> Result<Option<String>> {
         let conn = self.conn()?;
         Ok(conn
-            .query_row("SELECT status FROM resources WHERE kind = ?1 AND upstream_id = ?2", params![kind, upstream_id], |r| r.get(0))
+            .query_row(
+                "SELECT status FROM resources WHERE kind = ?1 AND upstream_id = ?2",
+                params![kind, upstream_id],
+                |r| r.get(0),
+            )
             .optional()?
             .flatten())
     }
@@ -51,7 +58,11 @@ impl Store {
     pub fn webhook_event_seen(&self, body_sha256: &str) -> Result<bool> {
         let conn = self.conn()?;
         Ok(conn
-            .query_row("SELECT 1 FROM webhook_events WHERE body_sha256 = ?1", [body_sha256], |_| Ok(()))
+            .query_row(
+                "SELECT 1 FROM webhook_events WHERE body_sha256 = ?1",
+                [body_sha256],
+                |_| Ok(()),
+            )
             .optional()?
             .is_some())
     }
@@ -78,7 +89,11 @@ impl Store {
     pub fn callback_secret(&self, user_id: i64) -> Result<Option<String>> {
         let conn = self.conn()?;
         let existing: Option<Option<String>> = conn
-            .query_row("SELECT callback_secret FROM users WHERE id = ?1", [user_id], |r| r.get(0))
+            .query_row(
+                "SELECT callback_secret FROM users WHERE id = ?1",
+                [user_id],
+                |r| r.get(0),
+            )
             .optional()?;
         match existing {
             None => Ok(None),
@@ -90,7 +105,11 @@ impl Store {
                     params![user_id, secret],
                 )?;
                 // Another process may have won the race: read what is stored.
-                Ok(conn.query_row("SELECT callback_secret FROM users WHERE id = ?1", [user_id], |r| r.get(0))?)
+                Ok(conn.query_row(
+                    "SELECT callback_secret FROM users WHERE id = ?1",
+                    [user_id],
+                    |r| r.get(0),
+                )?)
             }
         }
     }
@@ -106,7 +125,13 @@ impl Store {
     }
 
     /// Records the end of a callback delivery: `delivered` or `failed`.
-    pub fn finish_callback(&self, kind: &str, job_id: &str, state: &str, attempts: u32) -> Result<()> {
+    pub fn finish_callback(
+        &self,
+        kind: &str,
+        job_id: &str,
+        state: &str,
+        attempts: u32,
+    ) -> Result<()> {
         self.conn()?.execute(
             "UPDATE jobs SET callback_state = ?3, callback_attempts = ?4 WHERE kind = ?1 AND job_id = ?2",
             params![kind, job_id, state, attempts],

@@ -131,11 +131,24 @@ pub enum Record {
     JobCreate(JobRecord),
     JobUpdate(JobUpdate),
     /// A user-owned resource was created upstream through the gateway.
-    OwnerAdd { kind: String, upstream_id: String, owner_id: i64, at: String },
+    OwnerAdd {
+        kind: String,
+        upstream_id: String,
+        owner_id: i64,
+        at: String,
+    },
     /// A user-owned resource was deleted.
-    OwnerRemove { kind: String, upstream_id: String },
+    OwnerRemove {
+        kind: String,
+        upstream_id: String,
+    },
     /// A resource's status changed (a voice finished training).
-    OwnerStatus { kind: String, upstream_id: String, status: String, at: String },
+    OwnerStatus {
+        kind: String,
+        upstream_id: String,
+        status: String,
+        at: String,
+    },
     WebhookEvent(WebhookEventRecord),
 }
 
@@ -179,8 +192,11 @@ impl RecordWriter {
             return Ok(Committed::default());
         }
         let (done, wait) = tokio::sync::oneshot::channel();
-        self.tx.send(Batch { records, done }).map_err(|_| StoreError("record writer stopped".into()))?;
-        wait.await.map_err(|_| StoreError("record writer stopped".into()))?
+        self.tx
+            .send(Batch { records, done })
+            .map_err(|_| StoreError("record writer stopped".into()))?;
+        wait.await
+            .map_err(|_| StoreError("record writer stopped".into()))?
     }
 }
 
@@ -249,7 +265,12 @@ fn write_group(conn: &mut Connection, group: &[Batch]) -> rusqlite::Result<Vec<C
                 Record::Asset(a) => committed.asset_ids.push(insert_asset(&tx, a)?),
                 Record::JobCreate(j) => insert_job(&tx, j)?,
                 Record::JobUpdate(j) => update_job(&tx, j)?,
-                Record::OwnerAdd { kind, upstream_id, owner_id, at } => {
+                Record::OwnerAdd {
+                    kind,
+                    upstream_id,
+                    owner_id,
+                    at,
+                } => {
                     tx.prepare_cached(
                         "INSERT INTO resources (kind, upstream_id, owner_id, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?4)
                          ON CONFLICT (kind, upstream_id) DO NOTHING",
@@ -257,10 +278,17 @@ fn write_group(conn: &mut Connection, group: &[Batch]) -> rusqlite::Result<Vec<C
                     .execute(params![kind, upstream_id, owner_id, at])?;
                 }
                 Record::OwnerRemove { kind, upstream_id } => {
-                    tx.prepare_cached("DELETE FROM resources WHERE kind = ?1 AND upstream_id = ?2")?
-                        .execute(params![kind, upstream_id])?;
+                    tx.prepare_cached(
+                        "DELETE FROM resources WHERE kind = ?1 AND upstream_id = ?2",
+                    )?
+                    .execute(params![kind, upstream_id])?;
                 }
-                Record::OwnerStatus { kind, upstream_id, status, at } => {
+                Record::OwnerStatus {
+                    kind,
+                    upstream_id,
+                    status,
+                    at,
+                } => {
                     tx.prepare_cached("UPDATE resources SET status = ?3, updated_at = ?4 WHERE kind = ?1 AND upstream_id = ?2")?
                         .execute(params![kind, upstream_id, status, at])?;
                 }
@@ -325,13 +353,26 @@ fn insert_usage(tx: &Connection, u: &UsageRecord) -> rusqlite::Result<bool> {
     if inserted == 0 {
         // Already charged under this key: the request still gets its usage
         // record, with nothing to bill.
-        let zero = UsageRecord { quantity: Decimal::ZERO, charged: Decimal::ZERO, once_key: None, ..u.clone() };
+        let zero = UsageRecord {
+            quantity: Decimal::ZERO,
+            charged: Decimal::ZERO,
+            once_key: None,
+            ..u.clone()
+        };
         insert_usage(tx, &zero)?;
         return Ok(false);
     }
     let usage_id = tx.last_insert_rowid();
     if let (Some(user), false) = (u.user_id, u.charged.is_zero()) {
-        apply_credit(tx, user, -u.charged, "charge", Some(usage_id), None, &u.created_at)?;
+        apply_credit(
+            tx,
+            user,
+            -u.charged,
+            "charge",
+            Some(usage_id),
+            None,
+            &u.created_at,
+        )?;
     }
     Ok(true)
 }
@@ -351,7 +392,8 @@ pub(super) fn apply_credit(
         .query_row([user_id], |r| r.get(0))
         .optional()?;
     let current = match current {
-        Some(s) => Decimal::from_str(&s).map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?,
+        Some(s) => Decimal::from_str(&s)
+            .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?,
         None => Decimal::ZERO,
     };
     let after = current + amount;
