@@ -24,8 +24,10 @@ use http::{HeaderValue, StatusCode};
 use serde_json::{json, Value};
 
 use crate::jobs::{self, Status};
+use crate::request::Req;
 use crate::resources::{render_audio, Store};
-use crate::server::{bad_field, error, full, not_found, ok, Req, Resp, Shared};
+use crate::response::{bad_field, error, full, not_found, ok, Resp};
+use crate::shared::Shared;
 
 /// Handles a `/__sim/...` control request.
 pub fn handle(sh: &Arc<Shared>, req: &Req) -> Resp {

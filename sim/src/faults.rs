@@ -217,7 +217,7 @@ fn parse_fault(v: &Value) -> Result<Fault, String> {
                         json!({
                             "success": false,
                             "message": "injected fault",
-                            "error": crate::server::error_code(status),
+                            "error": crate::response::error_code(status),
                         })
                     });
                     let mut headers = Vec::new();

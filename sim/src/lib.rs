@@ -37,11 +37,16 @@
 //!
 //! # Layout
 //!
-//! * [`server`]: accept loop (hyper 1, TCP_NODELAY), the per-request pipeline
-//!   (buffer body → log → faults → credentials → route) and response helpers;
+//! * [`server`]: accept loop (hyper 1, TCP_NODELAY) and the per-request pipeline
+//!   (buffer body → log → faults → credentials → route);
+//! * [`shared`]: the state shared by the server, handlers and background tasks;
+//! * [`request`]: the buffered request (query, body fields, multipart parts);
+//! * [`response`]: response types and helpers (JSON, upstream-style errors);
 //! * [`control`]: the `/__sim/...` control plane and media serving;
-//! * [`resources`]: the provider API routes, with a generic in-memory CRUD store;
-//! * [`jobs`]: asynchronous job model, status clock, result items, completion;
+//! * [`resources`]: the provider API routes and handlers, with a generic
+//!   in-memory CRUD [store](resources::store);
+//! * [`jobs`]: asynchronous jobs: the [model](jobs::model) (status clock,
+//!   result items) and the runtime (submission, completion, probes);
 //! * [`openai`]: the OpenAI-compatible model provider under `/v1` (chat,
 //!   completions with SSE streaming, embeddings, images, videos, speech,
 //!   transcription) for the general gateway area;
@@ -62,8 +67,11 @@ pub mod faults;
 pub mod jobs;
 pub mod log;
 pub mod openai;
+pub mod request;
 pub mod resources;
+pub mod response;
 pub mod server;
+pub mod shared;
 pub mod webhook;
 
 use std::net::SocketAddr;
@@ -72,7 +80,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-pub use server::Shared;
+pub use shared::Shared;
 
 /// Simulator settings. `job_duration`, `webhook_url`, `webhook_secret`,
 /// `api_key` and `seconds_per_char` can also be changed at run time with

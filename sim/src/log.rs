@@ -13,7 +13,7 @@ use bytes::Bytes;
 use http::{HeaderMap, Method};
 use serde_json::{json, Map, Value};
 
-use crate::server::Req;
+use crate::request::Req;
 
 /// How many entries are kept (oldest dropped first).
 pub const CAPACITY: usize = 10_000;

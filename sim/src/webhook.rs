@@ -22,7 +22,7 @@ use hmac::{Hmac, Mac};
 use serde_json::{json, Value};
 use sha2::Sha256;
 
-use crate::server::Shared;
+use crate::shared::Shared;
 
 /// Header carrying the signature.
 pub const SIGNATURE_HEADER: &str = "X-Provider-Signature";

@@ -5,7 +5,7 @@
 //!
 //! | Method | Path | Notes |
 //! |---|---|---|
-//! | POST | `/v1/chat/completions` | `messages` required; `stream: true` answers server-sent events, one word per chunk ([`stream_delay_ms`](crate::server::Shared::stream_delay_ms) apart), `stream_options.include_usage` adds a usage chunk; `max_tokens` sets the reply length (finish `length`) |
+//! | POST | `/v1/chat/completions` | `messages` required; `stream: true` answers server-sent events, one word per chunk ([`stream_delay_ms`](crate::shared::Shared::stream_delay_ms) apart), `stream_options.include_usage` adds a usage chunk; `max_tokens` sets the reply length (finish `length`) |
 //! | POST | `/v1/completions` | `prompt` required; same streaming rules |
 //! | POST | `/v1/embeddings` | `input` (or `text`): string or list; `dimensions` (default 16); deterministic unit vectors |
 //! | POST | `/v1/images/generations` | `prompt` required; `n` (1..10), `size`, `response_format` `url` (PNG under `/__sim/media`) or `b64_json` |
@@ -16,6 +16,11 @@
 //! | GET | `/v1/models`, `/v1/models/{id}` | a small fixed list |
 //!
 //! Errors use OpenAI's shape: `{"error": {"message", "type", "param", "code"}}`.
+//!
+//! The video job record lives in [`video`] (the store holds it); the routes
+//! and handlers are here.
+
+pub mod video;
 
 use std::convert::Infallible;
 use std::sync::atomic::Ordering;
@@ -31,7 +36,12 @@ use hyper::body::Frame;
 use serde_json::{json, Map, Value};
 
 use crate::audio;
-use crate::server::{full, json_response, FrameStream, Req, Resp, Shared};
+use crate::request::Req;
+use crate::response::{full, json_response, FrameStream, Resp};
+use crate::shared::Shared;
+
+use video::unix_now;
+pub use video::Video;
 
 type R = Result<Resp, Resp>;
 
@@ -49,55 +59,6 @@ pub const MODELS: [&str; 6] = [
 pub const PNG_1X1: &str =
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=";
 
-/// A video generation job.
-#[derive(Clone, Debug)]
-pub struct Video {
-    /// Clock start.
-    started: Instant,
-    /// Time to completion.
-    duration: Duration,
-    /// Terminal status set by cancel or the control plane.
-    forced: Option<&'static str>,
-    /// Creation order.
-    seq: u64,
-    /// Static fields of the OpenAI video object.
-    item: Map<String, Value>,
-}
-
-impl Video {
-    fn status(&self) -> &'static str {
-        if let Some(s) = self.forced {
-            return s;
-        }
-        let e = self.started.elapsed();
-        if e >= self.duration {
-            "completed"
-        } else if e >= self.duration / 3 {
-            "in_progress"
-        } else {
-            "queued"
-        }
-    }
-
-    fn render(&self) -> Value {
-        let mut item = self.item.clone();
-        let status = self.status();
-        let progress = match status {
-            "completed" => 100,
-            "queued" => 0,
-            _ => (self.started.elapsed().as_secs_f64() / self.duration.as_secs_f64().max(1e-9)
-                * 100.0)
-                .min(99.0) as u64,
-        };
-        item.insert("status".into(), json!(status));
-        item.insert("progress".into(), json!(progress));
-        if status == "completed" {
-            item.insert("completed_at".into(), json!(unix_now()));
-        }
-        Value::Object(item)
-    }
-}
-
 /// Forces a video to `completed` or `failed`; false when unknown.
 pub fn force_video(sh: &Shared, id: &str, status: &'static str) -> Option<Value> {
     let mut store = sh.store.lock().unwrap();
@@ -106,12 +67,6 @@ pub fn force_video(sh: &Shared, id: &str, status: &'static str) -> Option<Value>
         v.forced = Some(status);
     }
     Some(v.render())
-}
-
-fn unix_now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
 }
 
 fn short_id(prefix: &str) -> String {
