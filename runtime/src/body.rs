@@ -1,4 +1,4 @@
-//! The response body type shared by every handler.
+//! The response body type shared by every handler, and the JSON answer.
 
 use bytes::Bytes;
 use http_body_util::{combinators::BoxBody, BodyExt, Empty, Full};
@@ -21,4 +21,15 @@ pub fn empty() -> Body {
     Empty::<Bytes>::new()
         .map_err(|never| match never {})
         .boxed()
+}
+
+/// A JSON answer with a status.
+pub fn json(status: http::StatusCode, v: &serde_json::Value) -> http::Response<Body> {
+    let mut out = http::Response::new(full(Bytes::from(v.to_string())));
+    *out.status_mut() = status;
+    out.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json"),
+    );
+    out
 }

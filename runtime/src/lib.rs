@@ -2,31 +2,45 @@
 //!
 //! # Layout
 //!
-//! * [`spec`] — the row type (`EndpointSpec`) generated code is made of.
+//! Where a request goes, in order:
+//!
+//! * [`server`] — accept loop, dispatch to the generated matcher, graceful shutdown.
 //! * [`router`] — the interface between the generated matcher and the server.
-//! * [`server`] — accept loop, dispatch, graceful shutdown.
-//! * [`pipeline`] — the phases every request goes through.
-//! * [`forward`], [`synthesis`], [`jobs`], [`uploads`] — the modes: how a
-//!   row's request is forwarded and answered.
-//! * [`mirror`] — copying job results into the object store (once).
+//! * [`spec`] — the row type (`EndpointSpec`) and the whole-table facts
+//!   (`Table`) generated code is made of.
+//! * [`pipeline`] — the phases every request goes through (authenticate →
+//!   gate → rate-limit → configured → validate → forward → record → answer).
+//! * [`ctx`] — the request context (`Ctx`) and what a mode hands back (`Outcome`).
+//! * [`modes`] — one module per mode family: how a row's request is forwarded
+//!   and answered.
+//!
+//! What the modes use:
+//!
+//! * [`upstream`] — the one way to call a provider (`Call` → `Answer`) and
+//!   spec §7's error mapping.
+//! * [`shape`] — mapping the gateway's request shape to the upstream's.
+//! * [`validate`] — field rules of bodies and query strings.
 //! * [`owners`] — tenant isolation: who owns which upstream resource.
-//! * [`webhook`] — the inbound, signed provider webhook.
+//! * [`progress`] — what one observation of a job changes (billed once,
+//!   called back once).
+//! * [`mirror`] — copying job results into the object store (once).
+//! * [`fetch`] — SSRF-safe fetching of callers' `audio_url`s.
 //! * [`callbacks`] — signed job callbacks to callers' `callback_uri`s.
-//! * [`ratelimit`] — per user, per capability limits.
+//! * [`signing`] — the HMAC signature scheme of webhooks and callbacks.
 //! * [`billing`] — prices, markup, charges (decimal).
+//! * [`audio`] — measuring audio durations.
+//! * [`body`] — the response body type and JSON answers.
+//!
+//! Underneath:
+//!
+//! * [`auth`] — API keys (hashed) and the authentication cache.
+//! * [`ratelimit`] — per user, per capability limits.
+//! * [`store`] — SQLite: migrations, repositories, group-commit writer.
 //! * [`objects`] — object storage (local filesystem, S3) and presigned URLs.
 //! * [`retention`] — the sweeper of expired objects.
 //! * [`reconcile`] — usage totals against the upstream's billing usage.
-//! * [`audio`] — measuring audio durations.
-//! * [`shape`] — mapping the gateway's request shape to the upstream's.
-//! * [`validate`] — field rules of bodies and query strings.
-//! * [`upstream`] — the HTTP client to providers and error mapping (spec §7).
-//! * [`fetch`] — SSRF-safe fetching of callers' `audio_url`s.
-//! * [`auth`] — API keys (hashed) and the authentication cache.
-//! * [`store`] — SQLite: migrations, repositories, group-commit writer.
 //! * [`errors`] — one error type, three wire formats.
 //! * [`config`] — environment → configuration.
-//! * [`body`] — the response body type.
 //!
 //! Architecture invariant: nothing here knows an individual route; what a
 //! route does is data in its `EndpointSpec`.
@@ -37,27 +51,26 @@ pub mod billing;
 pub mod body;
 pub mod callbacks;
 pub mod config;
+pub mod ctx;
 pub mod errors;
 pub mod fetch;
-pub mod forward;
-pub mod jobs;
 pub mod mirror;
+pub mod modes;
 pub mod objects;
 pub mod owners;
 pub mod pipeline;
+pub mod progress;
 pub mod ratelimit;
 pub mod reconcile;
 pub mod retention;
 pub mod router;
 pub mod server;
 pub mod shape;
+pub mod signing;
 pub mod spec;
 pub mod store;
-pub mod synthesis;
-pub mod uploads;
 pub mod upstream;
 pub mod validate;
-pub mod webhook;
 
 use std::sync::Arc;
 
@@ -77,8 +90,8 @@ pub struct Inner {
     pub upstream: upstream::Upstream,
     /// Object storage.
     pub objects: std::sync::Arc<dyn objects::ObjectStore>,
-    /// Every generated row, so that a job's submit row can be found by id.
-    pub routes: &'static [&'static spec::EndpointSpec],
+    /// The generated table: rows, capabilities, job kinds, bases.
+    pub table: &'static spec::Table,
     /// Per user, per capability rate limits.
     pub limiter: ratelimit::RateLimiter,
     /// Cached owner lookups of tenant isolation.
@@ -107,10 +120,7 @@ impl Gateway {
     /// Opens the database (migrating it) and the object store, and builds
     /// the upstream client. Without `config.public_url`, the gateway's own
     /// object URLs start with `http://<config.addr>`.
-    pub fn new(
-        config: config::Config,
-        routes: &'static [&'static spec::EndpointSpec],
-    ) -> Result<Gateway, StartError> {
+    pub fn new(config: config::Config, table: &'static spec::Table) -> Result<Gateway, StartError> {
         let store = store::Store::open_with(&config.db_path, config.db_sync_full)?;
         let auth = auth::Auth::new(store.clone());
         let upstream = upstream::Upstream::new(&config);
@@ -129,24 +139,10 @@ impl Gateway {
             auth,
             upstream,
             objects,
-            routes,
+            table,
             limiter,
             owner_cache: Default::default(),
         })))
-    }
-
-    /// How the table presents the upstream key to `base` (`[bases.*].auth`,
-    /// carried by every row calling that base); bearer when no row does.
-    pub fn base_auth(&self, base: spec::Base) -> spec::UpstreamAuth {
-        self.routes
-            .iter()
-            .find_map(|r| r.upstream.filter(|u| u.base == base).map(|u| u.auth))
-            .unwrap_or(spec::UpstreamAuth::Bearer)
-    }
-
-    /// The generated row with this id.
-    pub fn route_by_id(&self, id: &str) -> Option<&'static spec::EndpointSpec> {
-        self.routes.iter().copied().find(|r| r.id == id)
     }
 }
 

@@ -20,26 +20,26 @@
 //! * **After a delete**: the record is removed.
 //! * **Lists** (GET of a collection row with `resource`): the upstream's list
 //!   is read whole (page by page) and filtered to the caller's own resources
-//!   (plus stock voices), then paginated by the gateway ([`list`]).
+//!   (plus stock voices), then paginated by the gateway
+//!   ([`crate::modes::lists`]).
+//!
+//! The owner cache is updated from the ownership records once they are
+//! committed ([`OwnerCache::committed`], called by the pipeline's record
+//! phase), never by a mode: a create or delete whose records did not commit
+//! leaves no trace.
 
 use std::collections::HashMap;
 
-use http::StatusCode;
-use serde_json::{json, Value};
+use serde_json::Value;
 
+use crate::ctx::Ctx;
 use crate::errors::ApiError;
-use crate::forward::json_response;
-use crate::pipeline::{Ctx, Outcome};
 use crate::spec::{EndpointSpec, Method, PathParams};
 use crate::store::Record;
 use crate::{shape, Gateway};
 
 /// The kind whose unowned resources (the account's stock) everyone may read.
 pub const SHARED_STOCK_KIND: &str = "voice";
-/// Page size asked of the upstream while reading a whole list.
-const UPSTREAM_PAGE: u32 = 1000;
-/// Most upstream pages read for one list.
-const MAX_PAGES: u32 = 50;
 
 /// Whether the row addresses its resource through its last path parameter.
 fn addresses_item(spec: &EndpointSpec) -> bool {
@@ -71,7 +71,7 @@ const CACHE_MAX: usize = 100_000;
 
 /// kind → upstream id → (owner, when looked up). Nested so that a lookup
 /// borrows the id instead of allocating a key.
-type OwnerMap = HashMap<&'static str, HashMap<String, (Option<i64>, std::time::Instant)>>;
+type OwnerMap = HashMap<String, HashMap<String, (Option<i64>, std::time::Instant)>>;
 
 /// Owner lookups, cached: the hot path of every owned route reads no database.
 #[derive(Default)]
@@ -80,7 +80,7 @@ pub struct OwnerCache {
 }
 
 impl OwnerCache {
-    fn get(&self, kind: &'static str, id: &str) -> Option<Option<i64>> {
+    fn get(&self, kind: &str, id: &str) -> Option<Option<i64>> {
         let map = self.map.read().unwrap_or_else(|e| e.into_inner());
         match map.get(kind).and_then(|ids| ids.get(id)) {
             Some((owner, at)) if at.elapsed() < CACHE_TTL => Some(*owner),
@@ -89,13 +89,33 @@ impl OwnerCache {
     }
 
     /// Remembers (or, after a create or delete here, corrects) an owner.
-    pub fn put(&self, kind: &'static str, id: String, owner: Option<i64>) {
+    pub fn put(&self, kind: &str, id: String, owner: Option<i64>) {
         let mut map = self.map.write().unwrap_or_else(|e| e.into_inner());
-        let ids = map.entry(kind).or_default();
+        let ids = match map.get_mut(kind) {
+            Some(ids) => ids,
+            None => map.entry(kind.to_owned()).or_default(),
+        };
         if ids.len() >= CACHE_MAX {
             ids.clear();
         }
         ids.insert(id, (owner, std::time::Instant::now()));
+    }
+}
+
+/// What committing `record` changes in the owner cache, if anything: the
+/// pipeline takes these before the commit and applies them after it.
+pub fn cache_change(record: &Record) -> Option<(String, String, Option<i64>)> {
+    match record {
+        Record::OwnerAdd {
+            kind,
+            upstream_id,
+            owner_id,
+            ..
+        } => Some((kind.clone(), upstream_id.clone(), Some(*owner_id))),
+        Record::OwnerRemove { kind, upstream_id } => {
+            Some((kind.clone(), upstream_id.clone(), None))
+        }
+        _ => None,
     }
 }
 
@@ -197,10 +217,7 @@ pub fn created(ctx: &Ctx, answer: &Value) -> Result<Record, ApiError> {
                 "the voice provider created a {kind} but its answer names no id"
             ))
         })?;
-    let owner_id = ctx
-        .user_id()
-        .ok_or_else(|| ApiError::Internal("create without a user".into()))?;
-    ctx.gw.owner_cache.put(kind, id.clone(), Some(owner_id));
+    let owner_id = ctx.require_user("create")?;
     Ok(Record::OwnerAdd {
         kind: kind.to_owned(),
         upstream_id: id,
@@ -213,107 +230,8 @@ pub fn created(ctx: &Ctx, answer: &Value) -> Result<Record, ApiError> {
 pub fn deleted(ctx: &Ctx, params: &PathParams) -> Option<Record> {
     let last = ctx.spec.params.last()?;
     let (kind, id) = (ctx.spec.resource?, params.get(last)?.into_owned());
-    ctx.gw.owner_cache.put(kind, id.clone(), None);
     Some(Record::OwnerRemove {
         kind: kind.to_owned(),
         upstream_id: id,
     })
-}
-
-/// The id of a list item.
-fn item_id(item: &Value) -> Option<String> {
-    ["uuid", "id"].iter().find_map(|k| match item.get(*k) {
-        Some(Value::String(s)) => Some(s.clone()),
-        Some(Value::Number(n)) => Some(n.to_string()),
-        _ => None,
-    })
-}
-
-/// `GET` of a collection: the caller's own resources (plus stock voices),
-/// paginated by the gateway: `{"success", "page", "num_pages", "page_size",
-/// "total_items", "items"}`.
-pub async fn list(ctx: &mut Ctx, params: &PathParams) -> Result<Outcome, ApiError> {
-    let spec = ctx.spec;
-    let kind = spec.resource.unwrap_or_default();
-    let user = ctx.user_id();
-    let up = spec
-        .upstream
-        .ok_or_else(|| ApiError::Internal(format!("row {} has no upstream", spec.id)))?;
-    let page: u32 = query_num(&ctx.query, "page").unwrap_or(1).max(1);
-    let page_size: u32 = query_num(&ctx.query, "page_size")
-        .unwrap_or(10)
-        .clamp(1, 1000);
-
-    let owners: HashMap<String, i64> = ctx
-        .gw
-        .store
-        .blocking(move |store| store.resource_owners(kind))
-        .await?;
-
-    let mut mine = Vec::new();
-    let mut upstream_status = 200;
-    for upstream_page in 1..=MAX_PAGES {
-        let mut query: Vec<(String, String)> = ctx
-            .query
-            .iter()
-            .filter(|(k, _)| k != "page" && k != "page_size")
-            .cloned()
-            .collect();
-        let path = shape::upstream_path(spec, up.path, params, &mut query, None)?;
-        query.push(("page".into(), upstream_page.to_string()));
-        query.push(("page_size".into(), UPSTREAM_PAGE.to_string()));
-        shape::shape_query(spec, &mut query);
-        let rb = ctx.gw.upstream.request(&up, &path, &query)?;
-        let resp = ctx.gw.upstream.send(up.base, rb).await?;
-        upstream_status = resp.status().as_u16();
-        let bytes = resp
-            .bytes()
-            .await
-            .map_err(|e| ctx.gw.upstream.network_error(up.base, &e))?;
-        let v: Value = serde_json::from_slice(&bytes).map_err(|_| {
-            ApiError::BadGateway("the voice provider answered a list that is not JSON".into())
-        })?;
-        let items = v
-            .get("items")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
-        let n = items.len();
-        for item in items {
-            let visible = match item_id(&item).and_then(|id| owners.get(&id).copied()) {
-                Some(owner) => Some(owner) == user,
-                None => kind == SHARED_STOCK_KIND,
-            };
-            if visible {
-                mine.push(item);
-            }
-        }
-        let num_pages = v.get("num_pages").and_then(Value::as_u64).unwrap_or(0);
-        if n < UPSTREAM_PAGE as usize || (num_pages > 0 && upstream_page as u64 >= num_pages) {
-            break;
-        }
-    }
-    let total = mine.len();
-    let num_pages = total.div_ceil(page_size as usize).max(1);
-    let start = ((page - 1) as usize * page_size as usize).min(total);
-    let end = (start + page_size as usize).min(total);
-    let answer = json!({
-        "success": true,
-        "page": page,
-        "num_pages": num_pages,
-        "page_size": page_size,
-        "total_items": total,
-        "items": &mine[start..end],
-    });
-    Ok(Outcome::new(
-        json_response(StatusCode::OK, &answer),
-        Some(upstream_status),
-    ))
-}
-
-fn query_num(query: &[(String, String)], name: &str) -> Option<u32> {
-    query
-        .iter()
-        .find(|(k, _)| k == name)
-        .and_then(|(_, v)| v.trim().parse().ok())
 }

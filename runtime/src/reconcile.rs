@@ -68,17 +68,19 @@ pub async fn upstream_usage(
         path: "/account/billing_usage",
         from_query: &[],
         from_body: &[],
-        auth: gw.base_auth(Base::Main),
+        auth: gw.table.base_auth(Base::Main),
     };
     let query = vec![
         ("start_date".to_owned(), day.to_owned()),
         ("end_date".to_owned(), day.to_owned()),
     ];
-    let rb = gw.upstream.request(&up, up.path, &query)?;
-    let resp = gw.upstream.send(Base::Main, rb).await?;
-    let v: Value = resp.json().await.map_err(|e| {
-        ApiError::BadGateway(format!("billing usage is not JSON: {}", e.without_url()))
-    })?;
+    let v = gw
+        .upstream
+        .call(&up, up.path, &query)?
+        .send()
+        .await?
+        .json("its billing usage")
+        .await?;
     let items = v
         .get("items")
         .and_then(Value::as_object)

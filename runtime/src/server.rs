@@ -18,8 +18,8 @@ use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
 
 use crate::body;
+use crate::ctx::new_request_id;
 use crate::errors::ApiError;
-use crate::pipeline::new_request_id;
 use crate::router::{Request, Response, RouteFn, RouteMatch};
 use crate::spec::ErrorFormat;
 use crate::Gateway;

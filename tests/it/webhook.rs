@@ -24,7 +24,7 @@ async fn post_webhook(env: &Env, body: &[u8], signature: Option<String>) -> Answ
 }
 
 fn sign(secret: &str, body: &[u8]) -> String {
-    runtime::webhook::sign(secret.as_bytes(), body)
+    runtime::signing::sign(secret.as_bytes(), body)
 }
 
 async fn stt_job(env: &Env) -> String {
@@ -296,7 +296,7 @@ async fn callbacks_are_signed_retried_and_delivered_once() {
     assert_eq!(seen.len(), 2, "one failed attempt, one retry, nothing more");
     let secret = env.store().callback_secret(env.user_id).unwrap().unwrap();
     for (sig, body) in &seen {
-        runtime::webhook::verify(secret.as_bytes(), body, sig.as_deref())
+        runtime::signing::verify(secret.as_bytes(), body, sig.as_deref())
             .expect("signed with the user's callback secret");
     }
     let v: Value = serde_json::from_slice(&seen[1].1).unwrap();

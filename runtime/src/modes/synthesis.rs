@@ -25,8 +25,8 @@ use base64::Engine;
 use serde_json::{json, Value};
 
 use crate::billing::decimal_from_json;
+use crate::ctx::{Ctx, Outcome};
 use crate::errors::ApiError;
-use crate::pipeline::{Ctx, Metered, Outcome};
 use crate::router::Request;
 use crate::shape;
 use crate::spec::PathParams;
@@ -45,7 +45,7 @@ pub async fn synthesize(
     params: &PathParams,
 ) -> Result<Outcome, ApiError> {
     let spec = ctx.spec;
-    let mut body = crate::forward::read_body(ctx, req).await?;
+    let mut body = super::read_body(ctx, req).await?;
     let voice_uuid = body
         .get("voice_uuid")
         .and_then(Value::as_str)
@@ -53,24 +53,11 @@ pub async fn synthesize(
         .to_owned();
     body.entry("output_format")
         .or_insert_with(|| Value::from(DEFAULT_OUTPUT_FORMAT));
-    let up = spec
-        .upstream
-        .ok_or_else(|| ApiError::Internal(format!("row {} has no upstream", spec.id)))?;
-    let rb = crate::forward::upstream_request(ctx, params, Some(&mut body))?;
+    let call = super::call(ctx, params, Some(&mut body))?;
     shape::shape_body(spec, &mut body)?;
-    let rb = rb.json(&body);
-    let resp = ctx.gw.upstream.send(up.base, rb).await?;
-    let upstream_status = resp.status().as_u16();
-    let bytes = resp
-        .bytes()
-        .await
-        .map_err(|e| ctx.gw.upstream.network_error(up.base, &e))?;
-    let mut raw: Value = serde_json::from_slice(&bytes).map_err(|_| {
-        ApiError::BadGateway(format!(
-            "{} answered synthesis with a body that is not JSON",
-            crate::upstream::provider_name(up.base)
-        ))
-    })?;
+    let answer = call.json(&body).send().await?;
+    let upstream_status = answer.status();
+    let mut raw = answer.json("synthesis with a body").await?;
     let audio_content = match raw.as_object_mut().and_then(|m| m.remove("audio_content")) {
         Some(Value::String(s)) if !s.is_empty() => s,
         _ => {
@@ -107,20 +94,10 @@ pub async fn synthesize(
                 .ok_or_else(|| ApiError::BadGateway("the voice provider answered synthesis without a duration, and the audio could not be measured".into()))?
         }
     };
-    let charge = ctx.meter(Metered {
-        product: ctx.product().to_owned(),
-        unit: spec.billing.as_str(),
-        quantity: duration,
-        once_key: None,
-        user_id: None,
-        route_id: None,
-        capability: None,
-    });
+    let charge = ctx.meter_row(duration, None);
 
     // Store the audio; its record is committed with the audit and usage records.
-    let user_id = ctx
-        .user_id()
-        .ok_or_else(|| ApiError::Internal("synthesis without a user".into()))?;
+    let user_id = ctx.require_user("synthesis")?;
     let now = chrono::Utc::now();
     let key = format!(
         "synthesis/{user_id}/{}-{}.{ext}",

@@ -23,10 +23,10 @@ use http::StatusCode;
 use http_body_util::BodyExt;
 use serde_json::json;
 
+use crate::body::json;
+use crate::ctx::{Ctx, Outcome};
 use crate::errors::ApiError;
-use crate::forward::json_response;
 use crate::objects::{ByteStream, ObjectError};
-use crate::pipeline::{Ctx, Outcome};
 use crate::router::Request;
 use crate::store::{AssetRecord, Record};
 
@@ -160,9 +160,7 @@ fn multipart_error(e: multer::Error) -> ApiError {
 
 /// `upload`.
 pub async fn upload(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
-    let user_id = ctx
-        .user_id()
-        .ok_or_else(|| ApiError::Internal("upload without a user".into()))?;
+    let user_id = ctx.require_user("upload")?;
     let content_type = req
         .headers()
         .get(http::header::CONTENT_TYPE)
@@ -300,7 +298,7 @@ pub async fn upload(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
         "extension": ext,
         "size_bytes": size,
     });
-    Ok(Outcome::new(json_response(StatusCode::OK, &answer), None))
+    Ok(Outcome::new(json(StatusCode::OK, &answer), None))
 }
 
 /// 24 random hex characters.

@@ -1,7 +1,8 @@
 //! The `webhook` mode (spec §6): notifications from the upstream provider.
 //!
-//! * **Signature**: `X-Provider-Signature: sha256=<hex>`, HMAC-SHA256 of the
-//!   raw body keyed by `PROVIDER_WEBHOOK_SECRET`, compared in constant time.
+//! * **Signature** ([`crate::signing`]): `X-Provider-Signature: sha256=<hex>`,
+//!   HMAC-SHA256 of the raw body keyed by `PROVIDER_WEBHOOK_SECRET`, compared
+//!   in constant time.
 //!   Missing, malformed or wrong → 401 and nothing stored. With no secret
 //!   configured, events are accepted unsigned (a warning is logged at start).
 //! * **Size**: bodies over [`MAX_BODY`] → 413.
@@ -10,56 +11,28 @@
 //!   SHA-256: the same delivery twice is stored once and changes nothing the
 //!   second time.
 //! * **Effects**: a job event updates the matching job record and bills a
-//!   completed job exactly once ([`crate::jobs::complete`], the same path as a
-//!   GET); a voice event records the voice's training status. An unknown job
+//!   completed job exactly once ([`crate::progress::observe`], the same path
+//!   as a GET); a voice event records the voice's training status. An unknown job
 //!   or malformed JSON with a valid signature is stored and answered 200, so
 //!   the upstream does not retry forever.
 //! * **Answer**: `{"received": true}`.
 
-use hmac::{Hmac, Mac};
 use http::StatusCode;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
+use crate::body;
+use crate::ctx::{Ctx, Outcome};
 use crate::errors::ApiError;
-use crate::forward::json_response;
-use crate::pipeline::{Ctx, Deferred, Outcome};
 use crate::router::Request;
-use crate::spec::Mode;
+use crate::signing::{verify, SIGNATURE_HEADER};
 use crate::store::{Record, WebhookEventRecord};
 
 /// Largest webhook body accepted.
 pub const MAX_BODY: usize = 1 << 20;
-/// The signature header.
-pub const SIGNATURE_HEADER: &str = "x-provider-signature";
-
-/// `sha256=<hex>` of `body` keyed by `secret` (what senders put in the header).
-pub fn sign(secret: &[u8], body: &[u8]) -> String {
-    let mut mac = Hmac::<Sha256>::new_from_slice(secret).expect("HMAC takes any key length");
-    mac.update(body);
-    format!("sha256={}", hex::encode(mac.finalize().into_bytes()))
-}
-
-/// Verifies a signature header value in constant time.
-pub fn verify(secret: &[u8], body: &[u8], header: Option<&str>) -> Result<(), &'static str> {
-    let header = header.ok_or("missing X-Provider-Signature")?;
-    let hex_sig = header
-        .trim()
-        .strip_prefix("sha256=")
-        .ok_or("malformed X-Provider-Signature: expected sha256=<hex>")?;
-    let sig = hex::decode(hex_sig).map_err(|_| "malformed X-Provider-Signature: not hex")?;
-    if sig.len() != 32 {
-        return Err("malformed X-Provider-Signature: wrong length");
-    }
-    let mut mac = Hmac::<Sha256>::new_from_slice(secret).expect("HMAC takes any key length");
-    mac.update(body);
-    mac.verify_slice(&sig)
-        .map_err(|_| "invalid X-Provider-Signature")
-}
-
 fn received() -> Outcome {
     Outcome::new(
-        json_response(StatusCode::OK, &json!({ "received": true })),
+        body::json(StatusCode::OK, &json!({ "received": true })),
         None,
     )
 }
@@ -178,60 +151,10 @@ async fn apply(
     let Some(job) = job else {
         return Ok("unknown_job".into());
     };
-    // The GET row of this job kind says where its result is (edit answers without a status).
-    let get_row = ctx
-        .gw
-        .routes
-        .iter()
-        .find(|r| r.mode == Mode::JobGet && r.job == Some(kind));
-    let mirror = get_row.and_then(|r| r.mirror);
-    let (update, metered) =
-        crate::jobs::complete(&job, ctx.gw.route_by_id(&job.submit_route), &item, mirror);
-    let finished = update.status == crate::jobs::status::COMPLETED
-        || update.status == crate::jobs::status::FAILED;
-    if let Some(m) = metered {
-        ctx.meter(m);
-    }
-    if finished {
-        if let Some(uri) = job.callback_uri.clone() {
-            outcome.deferred.push(Deferred::Callback {
-                kind: job.kind.clone(),
-                job_id: job.job_id.clone(),
-                user_id: job.user_id,
-                uri,
-                body: crate::jobs::answer_for(&job, &item, &update.status),
-            });
-        }
-    }
-    outcome.records.push(Record::JobUpdate(update));
+    let Some(job_kind) = ctx.gw.table.job_kind(&job.kind) else {
+        return Ok("unknown_job".into());
+    };
+    // The same progress as a GET: billed once, called back once, recorded on a change.
+    crate::progress::observe(job_kind, &job, &item).apply(ctx, outcome);
     Ok("job_updated".into())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn signatures() {
-        let body = br#"{"event":"job.completed"}"#;
-        let good = sign(b"secret", body);
-        assert!(verify(b"secret", body, Some(&good)).is_ok());
-        assert_eq!(
-            verify(b"other", body, Some(&good)),
-            Err("invalid X-Provider-Signature")
-        );
-        assert_eq!(
-            verify(b"secret", body, None),
-            Err("missing X-Provider-Signature")
-        );
-        assert!(
-            verify(b"secret", body, Some(&good[..good.len() - 2])).is_err(),
-            "truncated"
-        );
-        assert!(
-            verify(b"secret", body, Some(good.trim_start_matches("sha256="))).is_err(),
-            "no scheme"
-        );
-        assert!(verify(b"secret", b"{}", Some(&good)).is_err(), "other body");
-    }
 }

@@ -1,35 +1,18 @@
-//! The HTTP client to the upstream providers, and error mapping (spec §7).
-//!
-//! One shared `reqwest` client keeps a keep-alive pool to every upstream,
-//! with `TCP_NODELAY` and the configured time-out (120 s by default). The
-//! upstream key is added here and nowhere else; every message taken from an
-//! upstream answer is scrubbed of it before it can reach a caller or a log.
+//! Spec §7: what an upstream's failure becomes for the caller, and how its
+//! message is read (bounded) and scrubbed of the upstream key.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use http::StatusCode;
-use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use serde_json::Value;
 
-use crate::config::Config;
 use crate::errors::ApiError;
-use crate::spec::{self, Base, UpstreamAuth};
-
-/// Characters kept as they are in a path segment: RFC 3986 unreserved.
-const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
-    .remove(b'-')
-    .remove(b'.')
-    .remove(b'_')
-    .remove(b'~');
+use crate::spec::Base;
 
 /// Largest upstream error body read to find its message.
 const MAX_ERROR_BODY: usize = 64 * 1024;
-
-/// Percent-encodes one path segment.
-pub fn encode_segment(s: &str) -> String {
-    utf8_percent_encode(s, SEGMENT).to_string()
-}
 
 /// Who an upstream base is, in messages.
 pub fn provider_name(base: Base) -> &'static str {
@@ -39,99 +22,19 @@ pub fn provider_name(base: Base) -> &'static str {
     }
 }
 
-/// The upstream client.
-pub struct Upstream {
-    client: reqwest::Client,
-    main: String,
-    synth: String,
-    key: Option<String>,
-    timeout: Duration,
+/// What error mapping needs to know of a call: its base (for messages), the
+/// time-out (for the time-out message) and the key (to scrub it). Carried by
+/// every [`super::Call`] and [`super::Answer`], so that answers own no borrow.
+#[derive(Clone)]
+pub(crate) struct Mapping {
+    pub base: Base,
+    pub timeout: Duration,
+    pub key: Option<Arc<str>>,
 }
 
-impl Upstream {
-    pub fn new(config: &Config) -> Upstream {
-        let client = reqwest::Client::builder()
-            .timeout(config.upstream_timeout)
-            .connect_timeout(config.upstream_timeout.min(Duration::from_secs(10)))
-            .tcp_nodelay(true)
-            .pool_max_idle_per_host(1024)
-            .pool_idle_timeout(Duration::from_secs(60))
-            .no_proxy()
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .expect("building the upstream HTTP client");
-        Upstream {
-            client,
-            main: config.provider_base_url.clone(),
-            synth: config.provider_synth_url.clone(),
-            key: config.provider_api_key.clone(),
-            timeout: config.upstream_timeout,
-        }
-    }
-
-    /// Whether `PROVIDER_API_KEY` is set.
-    pub fn configured(&self) -> bool {
-        self.key.is_some()
-    }
-
-    /// The shared client (for fetching media from upstream hosts).
-    pub fn client(&self) -> &reqwest::Client {
-        &self.client
-    }
-
-    fn base_url(&self, base: Base) -> Result<&str, ApiError> {
-        match base {
-            Base::Main => Ok(&self.main),
-            Base::Synth => Ok(&self.synth),
-            Base::Llm => Err(ApiError::NotImplemented(
-                "the general gateway's model provider is not configured".into(),
-            )),
-        }
-    }
-
-    /// A request to `path` (already filled and encoded) on the row's base,
-    /// with the upstream credential in the base's form.
-    pub fn request(
-        &self,
-        up: &spec::Upstream,
-        path: &str,
-        query: &[(String, String)],
-    ) -> Result<reqwest::RequestBuilder, ApiError> {
-        let key = self
-            .key
-            .as_deref()
-            .ok_or_else(|| ApiError::Unavailable("upstream integration not configured".into()))?;
-        let url = format!("{}{}", self.base_url(up.base)?, path);
-        let mut rb = self.client.request(up.method.to_http(), url);
-        if !query.is_empty() {
-            rb = rb.query(query);
-        }
-        rb = match up.auth {
-            UpstreamAuth::Bearer => rb.header(http::header::AUTHORIZATION, format!("Bearer {key}")),
-            UpstreamAuth::Token => {
-                rb.header(http::header::AUTHORIZATION, format!("Token token={key}"))
-            }
-            UpstreamAuth::AccessToken => rb.header("x-access-token", key),
-        };
-        Ok(rb)
-    }
-
-    /// Sends a request; a non-success status or a network failure becomes
-    /// the [`ApiError`] of spec §7.
-    pub async fn send(
-        &self,
-        base: Base,
-        rb: reqwest::RequestBuilder,
-    ) -> Result<reqwest::Response, ApiError> {
-        let resp = rb.send().await.map_err(|e| self.network_error(base, &e))?;
-        if resp.status().is_success() {
-            return Ok(resp);
-        }
-        Err(self.error_from_response(base, resp).await)
-    }
-
+impl Mapping {
     /// Maps a transport failure: always 502 "network error contacting ...".
-    pub fn network_error(&self, base: Base, e: &reqwest::Error) -> ApiError {
+    pub fn network_error(&self, e: &reqwest::Error) -> ApiError {
         let what = if e.is_timeout() {
             format!("timed out after {} s", self.timeout.as_secs_f64())
         } else if e.is_connect() {
@@ -141,15 +44,13 @@ impl Upstream {
         } else {
             "connection error".to_owned()
         };
-        tracing::warn!(provider = provider_name(base), error = %self.scrub(&e.to_string()), "upstream network error");
-        ApiError::Network(format!(
-            "network error contacting {}: {what}",
-            provider_name(base)
-        ))
+        let who = provider_name(self.base);
+        tracing::warn!(provider = who, error = %self.scrub(&e.to_string()), "upstream network error");
+        ApiError::Network(format!("network error contacting {who}: {what}"))
     }
 
     /// Maps an upstream error status, reading (a bounded part of) its body.
-    pub async fn error_from_response(&self, base: Base, resp: reqwest::Response) -> ApiError {
+    pub async fn error_from_response(&self, resp: reqwest::Response) -> ApiError {
         let status = resp.status();
         let retry_after = resp
             .headers()
@@ -158,16 +59,14 @@ impl Upstream {
             .and_then(|v| v.trim().parse::<u64>().ok());
         let body = read_bounded(resp, MAX_ERROR_BODY).await;
         let message = self.scrub(&upstream_message(&body).unwrap_or_default());
-        tracing::info!(provider = provider_name(base), status = status.as_u16(), message = %message, "upstream error status");
-        map_status(base, status, retry_after, message)
+        tracing::info!(provider = provider_name(self.base), status = status.as_u16(), message = %message, "upstream error status");
+        map_status(self.base, status, retry_after, message)
     }
 
     /// Removes the upstream key from a text.
     pub fn scrub(&self, s: &str) -> String {
         match &self.key {
-            Some(k) if !k.is_empty() && s.contains(k.as_str()) => {
-                s.replace(k.as_str(), "[redacted]")
-            }
+            Some(k) if !k.is_empty() && s.contains(&**k) => s.replace(&**k, "[redacted]"),
             _ => s.to_owned(),
         }
     }
@@ -257,6 +156,7 @@ pub fn upstream_message(body: &[u8]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::upstream::encode_segment;
 
     #[test]
     fn messages_from_upstream_bodies() {

@@ -1,0 +1,155 @@
+//! The request context: what one request carries through the phases, and
+//! what a mode hands back.
+//!
+//! Defined apart from the driver ([`crate::pipeline`]) and the modes
+//! ([`crate::modes`]) so that both depend on it and neither on the other
+//! (pingora's split of the per-request context from the proxy loop).
+
+use std::time::Instant;
+
+use rand::RngCore;
+
+use crate::billing::Charge;
+use crate::errors::ApiError;
+use crate::router::Response;
+use crate::spec::{self, EndpointSpec, JobKind};
+use crate::store::{Record, User};
+use crate::Gateway;
+
+/// `res_` + 24 hex characters: the id of every request (spec §2's `request_id`).
+pub fn new_request_id() -> String {
+    let mut b = [0u8; 12];
+    rand::thread_rng().fill_bytes(&mut b);
+    format!("res_{}", hex::encode(b))
+}
+
+/// The billed quantity of a request, decided by its mode.
+#[derive(Debug, Clone)]
+pub struct Metered {
+    /// Price-key product (`tts`, `watermark_apply`, ...).
+    pub product: String,
+    /// Billing unit (`audio_seconds`, ...).
+    pub unit: &'static str,
+    pub quantity: rust_decimal::Decimal,
+    /// At most one charge per key (a job, a voice's first build).
+    pub once_key: Option<String>,
+    /// Whose credit is charged, when not the caller (inbound webhooks).
+    pub user_id: Option<i64>,
+    /// The route the charge belongs to, when not this one (a job's submit route).
+    pub route_id: Option<&'static str>,
+    pub capability: Option<&'static str>,
+}
+
+/// What a request carries through the phases.
+pub struct Ctx {
+    pub spec: &'static EndpointSpec,
+    pub gw: Gateway,
+    pub request_id: String,
+    /// The authenticated caller (`None` on unauthenticated rows).
+    pub user: Option<User>,
+    pub started: Instant,
+    /// Decoded query parameters, in order.
+    pub query: Vec<(String, String)>,
+    /// What this request bills (set by the mode through [`Ctx::meter`]);
+    /// `None` writes a usage record with quantity 0.
+    pub metered: Option<(Metered, Charge)>,
+}
+
+impl Ctx {
+    /// The caller's id (authenticated rows).
+    pub fn user_id(&self) -> Option<i64> {
+        self.user.as_ref().map(|u| u.id)
+    }
+
+    /// The caller's id on a row that has one (every `bearer` row); `what`
+    /// names the operation in the internal error a misconfigured row would get.
+    pub fn require_user(&self, what: &str) -> Result<i64, ApiError> {
+        self.user_id()
+            .ok_or_else(|| ApiError::Internal(format!("{what} without a user")))
+    }
+
+    /// The row's upstream call (the generator refuses forwarding modes without one).
+    pub fn upstream(&self) -> Result<&'static spec::Upstream, ApiError> {
+        self.spec
+            .upstream
+            .as_ref()
+            .ok_or_else(|| ApiError::Internal(format!("row {} has no upstream", self.spec.id)))
+    }
+
+    /// The row's job kind (job modes).
+    pub fn job_kind(&self) -> Result<&'static JobKind, ApiError> {
+        self.spec
+            .job
+            .and_then(|kind| self.gw.table.job_kind(kind))
+            .ok_or_else(|| ApiError::Internal(format!("row {} has no job kind", self.spec.id)))
+    }
+
+    /// Records what this request bills and returns its charge (for answers
+    /// that show it, like synthesis's `billing`).
+    pub fn meter(&mut self, m: Metered) -> Charge {
+        let charge = self
+            .gw
+            .config
+            .prices
+            .charge(&format!("{}.{}", m.product, m.unit), m.quantity);
+        self.metered = Some((m, charge.clone()));
+        charge
+    }
+
+    /// Meters `quantity` of the row's own product and unit (once per
+    /// `once_key` when given).
+    pub fn meter_row(
+        &mut self,
+        quantity: rust_decimal::Decimal,
+        once_key: Option<String>,
+    ) -> Charge {
+        self.meter(Metered {
+            product: self.product().to_owned(),
+            unit: self.spec.billing.as_str(),
+            quantity,
+            once_key,
+            user_id: None,
+            route_id: None,
+            capability: None,
+        })
+    }
+
+    /// The price-key product of this row: its job kind, else its capability.
+    pub fn product(&self) -> &'static str {
+        self.spec.job.unwrap_or(self.spec.capability)
+    }
+}
+
+/// What a mode hands back: the answer, the upstream status it saw, any
+/// records that must be committed with the audit record, and work to start
+/// once they are committed.
+pub struct Outcome {
+    pub response: Response,
+    pub upstream_status: Option<u16>,
+    pub records: Vec<Record>,
+    pub deferred: Vec<Deferred>,
+}
+
+impl Outcome {
+    pub fn new(response: Response, upstream_status: Option<u16>) -> Outcome {
+        Outcome {
+            response,
+            upstream_status,
+            records: Vec::new(),
+            deferred: Vec::new(),
+        }
+    }
+}
+
+/// Work started in the background after a request's records are committed.
+#[derive(Debug, Clone)]
+pub enum Deferred {
+    /// Deliver a finished job's record to the caller's `callback_uri`.
+    Callback {
+        kind: String,
+        job_id: String,
+        user_id: i64,
+        uri: String,
+        body: serde_json::Value,
+    },
+}

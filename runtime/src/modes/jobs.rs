@@ -1,0 +1,187 @@
+//! The job modes: `job_submit`, `job_get`, `job_list`.
+//!
+//! * **Submit** forwards the job (JSON, or multipart with the caller's
+//!   `audio_url` fetched and streamed as the row's `file_field`), then writes
+//!   a job record (owner, kind, the `job_id` given to the caller, the
+//!   upstream's id) in the same group commit as the audit record. The caller's
+//!   `job_id` is the upstream's id.
+//! * **Get** reads the job record first: a job that does not exist, belongs
+//!   to another user or to another kind answers 404 without any upstream
+//!   call. It then asks the upstream and hands what it saw to
+//!   [`crate::progress::observe`] (record, once-only charge, callback), and
+//!   mirrors the result audio ([`crate::mirror`]) when the row has `mirror`.
+//! * **List** answers the caller's own jobs from the gateway's records.
+
+use http::StatusCode;
+use serde_json::Value;
+
+use crate::body::json;
+use crate::ctx::{Ctx, Outcome};
+use crate::errors::ApiError;
+use crate::progress::{item_of, item_status, observe};
+use crate::router::Request;
+use crate::spec::PathParams;
+use crate::store::{JobRecord, Record};
+use crate::{fetch, shape};
+
+/// `job_submit`.
+pub async fn submit(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<Outcome, ApiError> {
+    let spec = ctx.spec;
+    let kind = ctx.job_kind()?.kind;
+    let user_id = ctx.require_user("job submission")?;
+    let mut body = super::read_body(ctx, req).await?;
+    let callback_uri = body
+        .get("callback_uri")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    let media_type = body
+        .get("media_type")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    let call = super::call(ctx, params, Some(&mut body))?;
+    let call = match spec.file_field {
+        Some(field) => {
+            let url = body
+                .remove("audio_url")
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .ok_or_else(|| ApiError::BadRequest("audio_url is required".into()))?;
+            shape::shape_body(spec, &mut body)?;
+            let part = fetch::open_as_part(&ctx.gw, ctx.user_id(), &url).await?;
+            call.multipart(shape::text_parts(body).part(field, part))
+        }
+        None => {
+            fetch::check_own(
+                &ctx.gw,
+                ctx.user_id(),
+                body.get("audio_url").and_then(Value::as_str),
+            )
+            .await?;
+            shape::shape_body(spec, &mut body)?;
+            call.json(&body)
+        }
+    };
+    let answer = call.send().await?;
+    let status = answer.status();
+    let mut answer = answer.json("a job submission").await?;
+    let upstream_id = shape::upstream_id(&answer).ok_or_else(|| {
+        ApiError::BadGateway("the voice provider answered a job submission without an id".into())
+    })?;
+    let item = item_of(&answer);
+    let record = JobRecord {
+        job_id: upstream_id.clone(),
+        kind: kind.to_owned(),
+        upstream_id: upstream_id.clone(),
+        user_id,
+        submit_route: spec.id.to_owned(),
+        status: item_status(item, None).to_owned(),
+        media_type: item
+            .get("media_type")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .or(media_type),
+        callback_uri,
+        created_at: crate::store::now_rfc3339(),
+    };
+    if let Value::Object(m) = &mut answer {
+        m.insert("job_id".into(), Value::String(upstream_id));
+    }
+    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
+    let mut outcome = Outcome::new(json(status, &answer), Some(status.as_u16()));
+    outcome.records.push(Record::JobCreate(record));
+    Ok(outcome)
+}
+
+/// `job_get`.
+pub async fn get(ctx: &mut Ctx, _req: Request, params: &PathParams) -> Result<Outcome, ApiError> {
+    let spec = ctx.spec;
+    let kind = ctx.job_kind()?;
+    let job_id = params
+        .get("job_id")
+        .map(|c| c.into_owned())
+        .unwrap_or_default();
+    let user_id = ctx.user_id();
+    let (k, j) = (kind.kind, job_id.clone());
+    let job = ctx
+        .gw
+        .store
+        .blocking(move |store| store.job(k, &j))
+        .await?
+        .filter(|j| Some(j.user_id) == user_id)
+        .ok_or_else(|| ApiError::NotFound(format!("no {} job {job_id}", kind.kind)))?;
+    let mut upstream_params = PathParams::new();
+    upstream_params.push("job_id", &crate::upstream::encode_segment(&job.upstream_id));
+    // The job is named by its upstream id; the caller's query is not forwarded.
+    let up = ctx.upstream()?;
+    let path = shape::upstream_path(spec, up.path, &upstream_params, &mut Vec::new(), None)?;
+    let answer = ctx.gw.upstream.call(up, &path, &[])?.send().await?;
+    let upstream_status = answer.status();
+    let mut answer = answer.json("a job status").await?;
+    let item = item_of(&answer).clone();
+    let progress = observe(kind, &job, &item);
+    if let Value::Object(m) = &mut answer {
+        m.insert("job_id".into(), Value::String(job.job_id.clone()));
+        m.insert("status".into(), Value::String(progress.status.to_owned()));
+    }
+    if let (Some(field), true) = (spec.mirror, progress.completed()) {
+        if let Some(Value::String(url)) = shape::dotted(&answer, field).cloned() {
+            let mirrored = crate::mirror::mirror(&ctx.gw, &job, spec, &url).await;
+            if let Value::Object(m) = &mut answer {
+                m.insert("resemble_url".into(), Value::String(url));
+                if let Some(mirrored) = mirrored {
+                    m.insert("audio_url".into(), Value::String(mirrored.url));
+                    m.insert("expires_at".into(), Value::String(mirrored.expires_at));
+                }
+            }
+        }
+    }
+    let mut outcome = Outcome::new(json(StatusCode::OK, &answer), Some(upstream_status));
+    progress.apply(ctx, &mut outcome);
+    Ok(outcome)
+}
+
+/// `job_list`: the caller's own jobs of the row's kind, from the gateway's
+/// records (never the upstream account's list), newest first:
+/// `{"success", "items": [{job_id, status, created_at, updated_at, result}],
+/// "meta": {page, per_page, total_pages, total_items}}`.
+pub async fn list(ctx: &mut Ctx) -> Result<Outcome, ApiError> {
+    let kind = ctx.job_kind()?.kind;
+    let user = ctx.require_user("job list")?;
+    let num = |name: &str, default: u32| {
+        ctx.query
+            .iter()
+            .find(|(k, _)| k == name)
+            .and_then(|(_, v)| v.trim().parse::<u32>().ok())
+            .unwrap_or(default)
+    };
+    let page = num("page", 1).max(1);
+    let per_page = num("page_size", 10).clamp(1, 1000);
+    let (jobs, total) = ctx
+        .gw
+        .store
+        .blocking(move |store| store.jobs_of(user, kind, page, per_page))
+        .await?;
+    let items: Vec<Value> = jobs
+        .iter()
+        .map(|j| {
+            serde_json::json!({
+                "job_id": j.job_id,
+                "status": j.status,
+                "media_type": j.media_type,
+                "created_at": j.created_at,
+                "updated_at": j.updated_at,
+                "result": j.result.as_deref().and_then(|r| serde_json::from_str::<Value>(r).ok()),
+            })
+        })
+        .collect();
+    let answer = serde_json::json!({
+        "success": true,
+        "items": items,
+        "meta": {
+            "page": page,
+            "per_page": per_page,
+            "total_pages": (total as u32).div_ceil(per_page).max(1),
+            "total_items": total,
+        },
+    });
+    Ok(Outcome::new(json(StatusCode::OK, &answer), None))
+}

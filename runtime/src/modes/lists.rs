@@ -1,0 +1,113 @@
+//! `proxy` on the collection of an owned resource (`GET /voices`,
+//! `GET /projects`, ...): the caller's own items, paginated by the gateway.
+//!
+//! The upstream's list is read whole, page by page ([`UPSTREAM_PAGE`] items,
+//! at most [`MAX_PAGES`] pages), and filtered to the caller's own resources
+//! (plus the account's stock voices, which everyone may read); see
+//! [`crate::owners`] for the rules.
+
+use std::collections::HashMap;
+
+use http::StatusCode;
+use serde_json::Value;
+
+use crate::body::json;
+use crate::ctx::{Ctx, Outcome};
+use crate::errors::ApiError;
+use crate::owners::SHARED_STOCK_KIND;
+use crate::shape;
+use crate::spec::PathParams;
+
+/// Page size asked of the upstream while reading a whole list.
+const UPSTREAM_PAGE: u32 = 1000;
+/// Most upstream pages read for one list.
+const MAX_PAGES: u32 = 50;
+
+/// The id of a list item.
+fn item_id(item: &Value) -> Option<String> {
+    ["uuid", "id"].iter().find_map(|k| match item.get(*k) {
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(Value::Number(n)) => Some(n.to_string()),
+        _ => None,
+    })
+}
+
+/// `GET` of a collection: the caller's own resources (plus stock voices),
+/// paginated by the gateway: `{"success", "page", "num_pages", "page_size",
+/// "total_items", "items"}`.
+pub async fn list(ctx: &mut Ctx, params: &PathParams) -> Result<Outcome, ApiError> {
+    let spec = ctx.spec;
+    let kind = spec.resource.unwrap_or_default();
+    let user = ctx.user_id();
+    let up = ctx.upstream()?;
+    let page: u32 = query_num(&ctx.query, "page").unwrap_or(1).max(1);
+    let page_size: u32 = query_num(&ctx.query, "page_size")
+        .unwrap_or(10)
+        .clamp(1, 1000);
+
+    let owners: HashMap<String, i64> = ctx
+        .gw
+        .store
+        .blocking(move |store| store.resource_owners(kind))
+        .await?;
+
+    let mut mine = Vec::new();
+    let mut upstream_status = 200;
+    for upstream_page in 1..=MAX_PAGES {
+        let mut query: Vec<(String, String)> = ctx
+            .query
+            .iter()
+            .filter(|(k, _)| k != "page" && k != "page_size")
+            .cloned()
+            .collect();
+        let path = shape::upstream_path(spec, up.path, params, &mut query, None)?;
+        query.push(("page".into(), upstream_page.to_string()));
+        query.push(("page_size".into(), UPSTREAM_PAGE.to_string()));
+        shape::shape_query(spec, &mut query);
+        let answer = ctx.gw.upstream.call(up, &path, &query)?.send().await?;
+        upstream_status = answer.status();
+        let v = answer.json("a list").await?;
+        let items = v
+            .get("items")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        let n = items.len();
+        for item in items {
+            let visible = match item_id(&item).and_then(|id| owners.get(&id).copied()) {
+                Some(owner) => Some(owner) == user,
+                None => kind == SHARED_STOCK_KIND,
+            };
+            if visible {
+                mine.push(item);
+            }
+        }
+        let num_pages = v.get("num_pages").and_then(Value::as_u64).unwrap_or(0);
+        if n < UPSTREAM_PAGE as usize || (num_pages > 0 && upstream_page as u64 >= num_pages) {
+            break;
+        }
+    }
+    let total = mine.len();
+    let num_pages = total.div_ceil(page_size as usize).max(1);
+    let start = ((page - 1) as usize * page_size as usize).min(total);
+    let end = (start + page_size as usize).min(total);
+    let answer = serde_json::json!({
+        "success": true,
+        "page": page,
+        "num_pages": num_pages,
+        "page_size": page_size,
+        "total_items": total,
+        "items": &mine[start..end],
+    });
+    Ok(Outcome::new(
+        json(StatusCode::OK, &answer),
+        Some(upstream_status),
+    ))
+}
+
+fn query_num(query: &[(String, String)], name: &str) -> Option<u32> {
+    query
+        .iter()
+        .find(|(k, _)| k == name)
+        .and_then(|(_, v)| v.trim().parse().ok())
+}
