@@ -14,45 +14,23 @@
 //! replenished within it, and a client that spaces its calls evenly is never
 //! limited.
 //!
-//! Defaults ([`DEFAULT_LIMITS`]); `off` means no limit:
-//!
-//! | capability     | default | area             |
-//! |----------------|---------|------------------|
-//! | `tts`          | 60/m    | voice            |
-//! | `voices`       | 10/m    | voice            |
-//! | `recordings`   | 120/m   | voice            |
-//! | `voice_design` | 10/m    | voice            |
-//! | `stt`          | 30/m    | voice            |
-//! | `enhance`      | 30/m    | voice            |
-//! | `edit`         | 30/m    | voice            |
-//! | `detect`       | 30/m    | voice            |
-//! | `intelligence` | 30/m    | voice            |
-//! | `tracing`      | 30/m    | voice            |
-//! | `watermark`    | 30/m    | voice            |
-//! | `identity`     | 30/m    | voice            |
-//! | `projects`     | 120/m   | voice            |
-//! | `agents`       | 120/m   | voice            |
-//! | `uploads`      | 20/m    | voice            |
-//! | `webhook`      | off     | voice            |
-//! | `chat`         | 120/m   | general gateway  |
-//! | `completions`  | 120/m   | general gateway  |
-//! | `embeddings`   | 120/m   | general gateway  |
-//! | `images`       | 20/m    | general gateway  |
-//! | `videos`       | 20/m    | general gateway  |
-//! | `audio`        | 60/m    | general gateway  |
-//! | `models`       | 300/m   | general gateway  |
-//!
-//! `webhook` is off by default: it is the provider calling in, not a user.
-//! It can still be limited like any other capability.
+//! The capabilities and their default quotas are data of the route table:
+//! the `[capabilities]` section of `endpoints.toml` (`name = "60/m"`, or
+//! `"off"` for no limit), generated as [`Capability`]. This module
+//! names no capability; it gets the table's when the [`RateLimiter`] is
+//! built.
 //!
 //! # Configuration
 //!
-//! [`GATEWAY_RATE_LIMITS`] overrides the defaults, capability by capability:
-//! `tts=60/m, stt=30/m, detect=600/h, webhook=off`. Capability names are the
-//! route table's; an unknown name, a capability given twice, a quota of 0,
-//! a count that is not a whole number or an unknown unit is an error naming
-//! it ([`Limits::parse`]). White space around names, counts and units is
-//! ignored; so are empty items (a trailing comma).
+//! [`GATEWAY_RATE_LIMITS`] overrides the defaults, capability by capability,
+//! e.g. `tts=60/m, stt=30/m, detect=600/h, webhook=off`. A capability given
+//! twice, a quota of 0, a count that is not a whole number or an unknown unit
+//! is an error naming it ([`Limits::parse`], when the configuration is read).
+//! White space around names, counts and units is ignored; so are empty items
+//! (a trailing comma). Capability names are the route table's: a name the
+//! table does not have is an error naming it and listing the known ones
+//! ([`Quotas::resolve`], when the limiter is built at gateway start).
+//! [`RateLimiter::quotas`] shows the quotas in force.
 //!
 //! # Stores
 //!
@@ -75,16 +53,17 @@
 //! cost nothing. (Chosen over a map of per-key direct limiters because
 //! governor only offers this stale-state test on keyed limiters.)
 //!
-//! The hot path allocates nothing once a capability has been seen: a read
-//! lock on the capability map, a lookup by `&str`, a `DashMap` lookup by
-//! `i64` and one compare-and-swap.
+//! The hot path allocates nothing once a capability has been seen: a scan
+//! of the quotas in force by `&str`, a read lock on the store's capability
+//! map, a lookup by `&str`, a `DashMap` lookup by `i64` and one
+//! compare-and-swap.
 
 mod quota;
 mod store;
 #[cfg(test)]
 mod tests;
 
-pub use quota::{Limits, Quota};
+pub use quota::{Limits, Quota, Quotas};
 pub use store::{Decision, InProcessStore, LimiterStore, StoreUnavailable};
 
 use std::fmt;
@@ -93,9 +72,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::errors::ApiError;
+use crate::spec::Capability;
 
-/// Per-capability quotas on top of the defaults: `tts=60/m,stt=30/m,detect=600/h,webhook=off`.
-/// Default: [`DEFAULT_LIMITS`].
+/// Per-capability quotas on top of the route table's defaults:
+/// `capability=count/unit` or `capability=off`, comma-separated ([`Limits::parse`]).
+/// Default: none (the table's `[capabilities]` as they are).
 pub const GATEWAY_RATE_LIMITS: &str = "GATEWAY_RATE_LIMITS";
 
 /// How often the in-process store drops stale per-user states.
@@ -104,60 +85,13 @@ pub const SWEEP_EVERY: Duration = Duration::from_secs(60);
 /// At most one "store failed" warning per this interval.
 pub const WARN_EVERY: Duration = Duration::from_secs(10);
 
-const NUM_CAPABILITIES: usize = 23;
-
-/// Every capability of the route table with its default quota (`None`: no limit).
-/// The module documentation shows the same table.
-pub const DEFAULT_LIMITS: [(&str, Option<Quota>); NUM_CAPABILITIES] = [
-    // voice area
-    ("tts", Some(Quota::per_minute(60))),
-    ("voices", Some(Quota::per_minute(10))),
-    ("recordings", Some(Quota::per_minute(120))),
-    ("voice_design", Some(Quota::per_minute(10))),
-    ("stt", Some(Quota::per_minute(30))),
-    ("enhance", Some(Quota::per_minute(30))),
-    ("edit", Some(Quota::per_minute(30))),
-    ("detect", Some(Quota::per_minute(30))),
-    ("intelligence", Some(Quota::per_minute(30))),
-    ("tracing", Some(Quota::per_minute(30))),
-    ("watermark", Some(Quota::per_minute(30))),
-    ("identity", Some(Quota::per_minute(30))),
-    ("projects", Some(Quota::per_minute(120))),
-    ("agents", Some(Quota::per_minute(120))),
-    ("uploads", Some(Quota::per_minute(20))),
-    ("webhook", None),
-    // general gateway
-    ("chat", Some(Quota::per_minute(120))),
-    ("completions", Some(Quota::per_minute(120))),
-    ("embeddings", Some(Quota::per_minute(120))),
-    ("images", Some(Quota::per_minute(20))),
-    ("videos", Some(Quota::per_minute(20))),
-    ("audio", Some(Quota::per_minute(60))),
-    ("models", Some(Quota::per_minute(300))),
-];
-
-/// The capability names of the route table, in [`DEFAULT_LIMITS`] order.
-pub const CAPABILITIES: [&str; NUM_CAPABILITIES] = {
-    let mut names = [""; NUM_CAPABILITIES];
-    let mut i = 0;
-    while i < NUM_CAPABILITIES {
-        names[i] = DEFAULT_LIMITS[i].0;
-        i += 1;
-    }
-    names
-};
-
-fn capability_index(name: &str) -> Option<usize> {
-    CAPABILITIES.iter().position(|c| *c == name)
-}
-
 // ---------------------------------------------------------------------------
 // The limiter the pipeline calls
 // ---------------------------------------------------------------------------
 
 /// Quotas + a store: the rate-limit phase of the pipeline.
 pub struct RateLimiter {
-    limits: Limits,
+    quotas: Quotas,
     store: Arc<dyn LimiterStore>,
     /// Reference point of `next_warning`.
     epoch: Instant,
@@ -174,16 +108,39 @@ pub struct RateLimiter {
 impl fmt::Debug for RateLimiter {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RateLimiter")
-            .field("limits", &self.limits)
+            .field("quotas", &self.quotas)
             .field("store_failures", &self.store_failures())
             .finish_non_exhaustive()
     }
 }
 
 impl RateLimiter {
-    pub fn new(limits: Limits, store: Arc<dyn LimiterStore>) -> RateLimiter {
+    /// The quotas of `capabilities` (the route table's `[capabilities]`)
+    /// overridden by `limits`, on `store`. A capability of `limits` that the
+    /// table does not have is an error naming it ([`Quotas::resolve`]).
+    pub fn new(
+        capabilities: &'static [Capability],
+        limits: &Limits,
+        store: Arc<dyn LimiterStore>,
+    ) -> Result<RateLimiter, String> {
+        Ok(RateLimiter::with_quotas(
+            Quotas::resolve(capabilities, limits)?,
+            store,
+        ))
+    }
+
+    /// [`new`](Self::new) on an [`InProcessStore`] (real clock).
+    pub fn in_process(
+        capabilities: &'static [Capability],
+        limits: &Limits,
+    ) -> Result<RateLimiter, String> {
+        RateLimiter::new(capabilities, limits, Arc::new(InProcessStore::new()))
+    }
+
+    /// `quotas`, already resolved, on `store`.
+    pub fn with_quotas(quotas: Quotas, store: Arc<dyn LimiterStore>) -> RateLimiter {
         RateLimiter {
-            limits,
+            quotas,
             store,
             epoch: Instant::now(),
             next_warning: AtomicU64::new(0),
@@ -193,14 +150,9 @@ impl RateLimiter {
         }
     }
 
-    /// `limits` on an [`InProcessStore`] (real clock).
-    pub fn in_process(limits: Limits) -> RateLimiter {
-        RateLimiter::new(limits, Arc::new(InProcessStore::new()))
-    }
-
-    /// The quotas in force.
-    pub fn limits(&self) -> &Limits {
-        &self.limits
+    /// The quotas in force, capability by capability.
+    pub fn quotas(&self) -> &Quotas {
+        &self.quotas
     }
 
     /// How many checks the store failed (each allowed its request).
@@ -213,7 +165,7 @@ impl RateLimiter {
     /// limited and does not reach the store. A failing store allows the
     /// request and logs a warning (at most one per [`WARN_EVERY`]).
     pub fn check(&self, user_id: i64, capability: &str) -> Result<(), u64> {
-        let Some(quota) = self.limits.get(capability) else {
+        let Some(quota) = self.quotas.get(capability) else {
             return Ok(());
         };
         match self.store.check(user_id, capability, quota) {

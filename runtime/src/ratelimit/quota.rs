@@ -1,11 +1,12 @@
-//! Quotas (`count/unit`) and the per-capability [`Limits`].
+//! Quotas (`count/unit`), the operator's [`Limits`] and the [`Quotas`] in
+//! force (the route table's defaults overridden by the limits).
 
 use std::fmt;
 use std::num::NonZeroU32;
 use std::str::FromStr;
 use std::time::Duration;
 
-use super::{capability_index, CAPABILITIES, DEFAULT_LIMITS, NUM_CAPABILITIES};
+use crate::spec::{Capability, QuotaSpec};
 
 // ---------------------------------------------------------------------------
 // Quotas
@@ -47,12 +48,26 @@ impl Quota {
         }
     }
 
+    /// A quota as the route table writes it (`[capabilities]`).
+    pub const fn from_spec(spec: QuotaSpec) -> Quota {
+        Quota {
+            count: spec.count,
+            per: Duration::from_secs(spec.per_secs),
+        }
+    }
+
     /// The governor quota: burst `count`, one request replenished every `per / count`.
     /// `None` when `count == 0`.
     pub(super) fn gcra(&self) -> Option<governor::Quota> {
         let burst = NonZeroU32::new(self.count)?;
         let period = (self.per / self.count).max(Duration::from_nanos(1));
         governor::Quota::with_period(period).map(|q| q.allow_burst(burst))
+    }
+}
+
+impl From<QuotaSpec> for Quota {
+    fn from(spec: QuotaSpec) -> Quota {
+        Quota::from_spec(spec)
     }
 }
 
@@ -99,93 +114,139 @@ impl fmt::Display for Quota {
 }
 
 // ---------------------------------------------------------------------------
-// Limits: capability -> quota
+// Limits: what the operator said
 // ---------------------------------------------------------------------------
 
-/// The quota of every capability (`None`: not limited).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The operator's quotas ([`GATEWAY_RATE_LIMITS`](super::GATEWAY_RATE_LIMITS)),
+/// capability by capability, in the order given; `None` is `off`.
+///
+/// Which capabilities exist is the route table's business: the names are
+/// checked against it when the limiter is built ([`Quotas::resolve`]).
+/// [`Limits::default`] overrides nothing.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Limits {
-    /// Indexed like [`CAPABILITIES`].
-    quotas: [Option<Quota>; NUM_CAPABILITIES],
-}
-
-impl Default for Limits {
-    fn default() -> Limits {
-        Limits::defaults()
-    }
+    overrides: Vec<(Box<str>, Option<Quota>)>,
 }
 
 impl Limits {
-    /// The documented defaults ([`DEFAULT_LIMITS`]).
-    pub fn defaults() -> Limits {
-        Limits {
-            quotas: DEFAULT_LIMITS.map(|(_, q)| q),
-        }
-    }
-
-    /// No capability limited.
-    pub fn unlimited() -> Limits {
-        Limits {
-            quotas: [None; NUM_CAPABILITIES],
-        }
-    }
-
-    /// The defaults overridden by `spec` (the value of [`GATEWAY_RATE_LIMITS`]):
-    /// comma-separated `capability=count/unit` or `capability=off`.
-    /// `None` or a blank spec gives the defaults. The error names the offending capability or item.
+    /// `spec` (the value of [`GATEWAY_RATE_LIMITS`](super::GATEWAY_RATE_LIMITS)):
+    /// comma-separated `capability=count/unit` or `capability=off`. `None` or
+    /// a blank spec overrides nothing. The error names the offending
+    /// capability or item.
     pub fn parse(spec: Option<&str>) -> Result<Limits, String> {
-        let mut limits = Limits::defaults();
+        let mut limits = Limits::default();
         let Some(spec) = spec else { return Ok(limits) };
-        let mut seen = [false; NUM_CAPABILITIES];
         for item in spec.split(',').map(str::trim).filter(|i| !i.is_empty()) {
             let (name, value) = item.split_once('=').ok_or_else(|| {
                 format!("{item:?}: expected `capability=count/unit` or `capability=off`")
             })?;
             let (name, value) = (name.trim(), value.trim());
-            let index = capability_index(name).ok_or_else(|| {
-                format!(
-                    "unknown capability {name:?} (known: {})",
-                    CAPABILITIES.join(", ")
-                )
-            })?;
-            if std::mem::replace(&mut seen[index], true) {
+            if limits.iter().any(|(given, _)| given == name) {
                 return Err(format!("capability {name:?} is given more than once"));
             }
-            limits.quotas[index] = if value.eq_ignore_ascii_case("off") {
+            let quota = if value.eq_ignore_ascii_case("off") {
                 None
             } else {
                 Some(value.parse::<Quota>().map_err(|e| format!("{name}: {e}"))?)
             };
+            limits.overrides.push((name.into(), quota));
         }
         Ok(limits)
     }
 
-    /// The quota of `capability`; `None` when it is not limited or not a known capability.
-    pub fn get(&self, capability: &str) -> Option<&Quota> {
-        self.quotas[capability_index(capability)?].as_ref()
+    /// Whether nothing is overridden.
+    pub fn is_empty(&self) -> bool {
+        self.overrides.is_empty()
     }
 
-    /// Every capability with its quota, in [`CAPABILITIES`] order.
-    pub fn iter(&self) -> impl Iterator<Item = (&'static str, Option<&Quota>)> + '_ {
-        CAPABILITIES
+    /// Every capability given, with its quota (`None`: `off`), in the order given.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, Option<&Quota>)> + '_ {
+        self.overrides
             .iter()
-            .copied()
-            .zip(self.quotas.iter().map(Option::as_ref))
+            .map(|(name, quota)| (&**name, quota.as_ref()))
     }
 }
 
 impl fmt::Display for Limits {
-    /// In [`GATEWAY_RATE_LIMITS`] syntax (`tts=60/m,...,webhook=off`), for start-up logs.
+    /// In [`GATEWAY_RATE_LIMITS`](super::GATEWAY_RATE_LIMITS) syntax; empty when nothing is overridden.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, (name, quota)) in self.iter().enumerate() {
-            if i > 0 {
-                f.write_str(",")?;
-            }
-            match quota {
-                Some(q) => write!(f, "{name}={q}")?,
-                None => write!(f, "{name}=off")?,
-            }
-        }
-        Ok(())
+        write_quotas(f, self.iter())
     }
+}
+
+// ---------------------------------------------------------------------------
+// Quotas: the table's capabilities, each with its quota in force
+// ---------------------------------------------------------------------------
+
+/// The quota in force for every capability of the route table (`None`: not
+/// limited): the table's default, unless [`Limits`] overrides it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Quotas {
+    /// In table order. A few dozen entries: [`get`](Self::get) scans them,
+    /// which neither hashes nor allocates.
+    entries: Box<[(&'static str, Option<Quota>)]>,
+}
+
+impl Quotas {
+    /// The defaults of `capabilities` (the route table's `[capabilities]`)
+    /// overridden by `limits`. A capability of `limits` that the table does
+    /// not have is an error naming it and listing the known ones.
+    pub fn resolve(capabilities: &'static [Capability], limits: &Limits) -> Result<Quotas, String> {
+        let mut entries: Box<[(&'static str, Option<Quota>)]> = capabilities
+            .iter()
+            .map(|c| (c.name, c.quota.map(Quota::from_spec)))
+            .collect();
+        for (name, quota) in limits.iter() {
+            let Some(entry) = entries.iter_mut().find(|(known, _)| *known == name) else {
+                let known: Vec<&str> = capabilities.iter().map(|c| c.name).collect();
+                return Err(format!(
+                    "unknown capability {name:?} (known: {})",
+                    known.join(", ")
+                ));
+            };
+            entry.1 = quota.copied();
+        }
+        Ok(Quotas { entries })
+    }
+
+    /// The quota of `capability`; `None` when it is not limited or not a known capability.
+    pub fn get(&self, capability: &str) -> Option<&Quota> {
+        self.entries
+            .iter()
+            .find(|(name, _)| *name == capability)?
+            .1
+            .as_ref()
+    }
+
+    /// Every capability with its quota, in table order.
+    pub fn iter(&self) -> impl Iterator<Item = (&'static str, Option<&Quota>)> + '_ {
+        self.entries
+            .iter()
+            .map(|(name, quota)| (*name, quota.as_ref()))
+    }
+}
+
+impl fmt::Display for Quotas {
+    /// In [`GATEWAY_RATE_LIMITS`](super::GATEWAY_RATE_LIMITS) syntax
+    /// (`name=60/m,...,name=off`), for start-up logs.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write_quotas(f, self.iter())
+    }
+}
+
+/// `name=quota` (or `name=off`), comma-separated.
+fn write_quotas<'n, 'q>(
+    f: &mut fmt::Formatter<'_>,
+    quotas: impl Iterator<Item = (&'n str, Option<&'q Quota>)>,
+) -> fmt::Result {
+    for (i, (name, quota)) in quotas.enumerate() {
+        if i > 0 {
+            f.write_str(",")?;
+        }
+        match quota {
+            Some(q) => write!(f, "{name}={q}")?,
+            None => write!(f, "{name}=off")?,
+        }
+    }
+    Ok(())
 }

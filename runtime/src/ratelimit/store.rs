@@ -9,7 +9,7 @@ use governor::clock::{Clock, DefaultClock, Reference};
 use governor::middleware::NoOpMiddleware;
 use governor::state::keyed::DashMapStateStore;
 
-use super::{Quota, NUM_CAPABILITIES, SWEEP_EVERY};
+use super::{Quota, SWEEP_EVERY};
 
 // ---------------------------------------------------------------------------
 // The store interface
@@ -100,7 +100,7 @@ impl<C: Clock + Clone> InProcessStore<C> {
         InProcessStore {
             clock,
             start,
-            limiters: RwLock::new(HashMap::with_capacity(NUM_CAPABILITIES)),
+            limiters: RwLock::new(HashMap::new()),
             next_sweep: AtomicU64::new(nanos(SWEEP_EVERY)),
         }
     }

@@ -1,7 +1,69 @@
-//! Unit tests of the rate limiter: parsing, the in-process store, fail open.
+//! Unit tests of the rate limiter: parsing, resolution against a table, the
+//! in-process store, fail open.
 
 use super::*;
+use crate::spec::QuotaSpec;
 use governor::clock::FakeRelativeClock;
+
+/// A small route table: the capabilities these tests use, with defaults.
+const CAPS: &[Capability] = &[
+    Capability {
+        name: "tts",
+        quota: Some(QuotaSpec {
+            count: 60,
+            per_secs: 60,
+        }),
+    },
+    Capability {
+        name: "voices",
+        quota: Some(QuotaSpec {
+            count: 10,
+            per_secs: 60,
+        }),
+    },
+    Capability {
+        name: "stt",
+        quota: Some(QuotaSpec {
+            count: 30,
+            per_secs: 60,
+        }),
+    },
+    Capability {
+        name: "detect",
+        quota: Some(QuotaSpec {
+            count: 30,
+            per_secs: 60,
+        }),
+    },
+    Capability {
+        name: "webhook",
+        quota: None,
+    },
+    Capability {
+        name: "chat",
+        quota: Some(QuotaSpec {
+            count: 120,
+            per_secs: 60,
+        }),
+    },
+    Capability {
+        name: "models",
+        quota: Some(QuotaSpec {
+            count: 300,
+            per_secs: 60,
+        }),
+    },
+];
+
+/// `spec` parsed and resolved against [`CAPS`].
+fn quotas(spec: Option<&str>) -> Result<Quotas, String> {
+    Limits::parse(spec).and_then(|limits| Quotas::resolve(CAPS, &limits))
+}
+
+/// The defaults of [`CAPS`].
+fn defaults() -> Quotas {
+    Quotas::resolve(CAPS, &Limits::default()).unwrap()
+}
 
 fn fake() -> (FakeRelativeClock, Arc<InProcessStore<FakeRelativeClock>>) {
     let clock = FakeRelativeClock::default();
@@ -16,7 +78,7 @@ fn limiter(
     RateLimiter,
 ) {
     let (clock, store) = fake();
-    let rl = RateLimiter::new(Limits::parse(Some(spec)).unwrap(), store.clone());
+    let rl = RateLimiter::new(CAPS, &Limits::parse(Some(spec)).unwrap(), store.clone()).unwrap();
     (clock, store, rl)
 }
 
@@ -24,18 +86,20 @@ fn limiter(
 
 #[test]
 fn parse_good_specs() {
-    assert_eq!(Limits::parse(None).unwrap(), Limits::defaults());
-    assert_eq!(Limits::parse(Some("")).unwrap(), Limits::defaults());
-    assert_eq!(Limits::parse(Some("  ")).unwrap(), Limits::defaults());
+    assert_eq!(quotas(None).unwrap(), defaults());
+    assert_eq!(quotas(Some("")).unwrap(), defaults());
+    assert_eq!(quotas(Some("  ")).unwrap(), defaults());
+    assert!(Limits::parse(None).unwrap().is_empty());
+    assert_eq!(Limits::parse(Some(" ,")).unwrap(), Limits::default());
 
-    let l = Limits::parse(Some("tts=60/m,stt=30/m,detect=600/h")).unwrap();
+    let l = quotas(Some("tts=60/m,stt=30/m,detect=600/h")).unwrap();
     assert_eq!(l.get("tts"), Some(&Quota::per_minute(60)));
     assert_eq!(l.get("stt"), Some(&Quota::per_minute(30)));
     assert_eq!(l.get("detect"), Some(&Quota::per_hour(600)));
     // Untouched capabilities keep their defaults.
     assert_eq!(l.get("models"), Some(&Quota::per_minute(300)));
 
-    let l = Limits::parse(Some(
+    let l = quotas(Some(
         " tts = 5 / s ,\tvoices=2/d , chat= off, webhook=100/h ,",
     ))
     .unwrap();
@@ -55,12 +119,12 @@ fn parse_good_specs() {
     );
     assert_eq!(l.get("chat"), None);
     assert_eq!(l.get("webhook"), Some(&Quota::per_hour(100)));
-    assert_eq!(Limits::parse(Some("tts=OFF")).unwrap().get("tts"), None);
+    assert_eq!(quotas(Some("tts=OFF")).unwrap().get("tts"), None);
 }
 
 #[test]
 fn parse_errors_name_the_culprit() {
-    let err = |s: &str| Limits::parse(Some(s)).unwrap_err();
+    let err = |s: &str| quotas(Some(s)).unwrap_err();
     let e = err("tts=60/m,speech=10/m");
     assert!(e.contains("unknown capability \"speech\""), "{e}");
     assert!(
@@ -87,6 +151,14 @@ fn parse_errors_name_the_culprit() {
     assert!(err("stt 10/m").contains("\"stt 10/m\""));
     let e = err("tts=1/s, tts=2/s");
     assert!(e.contains("\"tts\"") && e.contains("more than once"), "{e}");
+    // Names are checked against the table, not by the parser.
+    let speech = Limits::parse(Some("speech=10/m")).unwrap();
+    assert_eq!(
+        speech.iter().collect::<Vec<_>>(),
+        [("speech", Some(&Quota::per_minute(10)))]
+    );
+    let e = RateLimiter::in_process(CAPS, &speech).unwrap_err();
+    assert!(e.contains("unknown capability \"speech\""), "{e}");
 }
 
 #[test]
@@ -94,78 +166,66 @@ fn quota_display_round_trips() {
     for s in ["60/s", "60/m", "600/h", "1/d"] {
         assert_eq!(s.parse::<Quota>().unwrap().to_string(), s);
     }
-    let l = Limits::parse(Some("tts=1/s")).unwrap();
+    let l = quotas(Some("tts=1/s")).unwrap();
     let shown = l.to_string();
     assert!(
         shown.starts_with("tts=1/s,voices=10/m,") && shown.contains("webhook=off"),
         "{shown}"
     );
-    assert_eq!(Limits::parse(Some(&shown)).unwrap(), l);
+    assert_eq!(quotas(Some(&shown)).unwrap(), l);
+    // The operator's limits show as given.
+    let given = Limits::parse(Some(" tts = 1/s , webhook=off,")).unwrap();
+    assert_eq!(given.to_string(), "tts=1/s,webhook=off");
+    assert_eq!(Limits::parse(Some(&given.to_string())).unwrap(), given);
+    assert_eq!(Limits::default().to_string(), "");
 }
 
 // ---- defaults ----
 
 #[test]
-fn defaults_cover_every_capability() {
-    let table = [
-        "tts",
-        "voices",
-        "recordings",
-        "voice_design",
-        "stt",
-        "enhance",
-        "edit",
-        "detect",
-        "intelligence",
-        "tracing",
-        "watermark",
-        "identity",
-        "projects",
-        "agents",
-        "uploads",
-        "webhook",
-        "chat",
-        "completions",
-        "embeddings",
-        "images",
-        "videos",
-        "audio",
-        "models",
-    ];
-    assert_eq!(CAPABILITIES.len(), table.len());
-    let d = Limits::defaults();
-    for cap in table {
-        assert!(CAPABILITIES.contains(&cap), "{cap}");
-        if cap == "webhook" {
-            assert_eq!(d.get(cap), None, "webhook is not limited by default");
-        } else {
-            let q = d.get(cap).unwrap_or_else(|| panic!("{cap} has no default"));
-            assert!(
-                q.count >= 1 && q.per >= Duration::from_secs(1),
-                "{cap}: {q}"
-            );
-        }
+fn table_defaults_cover_every_capability() {
+    let d = defaults();
+    assert_eq!(
+        d.iter().map(|(name, _)| name).collect::<Vec<_>>(),
+        CAPS.iter().map(|c| c.name).collect::<Vec<_>>(),
+        "every capability of the table, in table order"
+    );
+    for cap in CAPS {
+        assert_eq!(
+            d.get(cap.name).copied(),
+            cap.quota.map(Quota::from_spec),
+            "{}",
+            cap.name
+        );
     }
+    assert_eq!(d.get("webhook"), None, "off in the table: not limited");
     assert_eq!(d.get("tts"), Some(&Quota::per_minute(60)));
     assert_eq!(d.get("stt"), Some(&Quota::per_minute(30)));
     assert_eq!(d.get("nope"), None);
+    assert_eq!(
+        RateLimiter::in_process(CAPS, &Limits::default())
+            .unwrap()
+            .quotas(),
+        &d
+    );
 }
 
 #[test]
-fn module_doc_table_matches_the_defaults() {
-    let source = include_str!("mod.rs");
-    for (name, quota) in DEFAULT_LIMITS {
-        let shown = quota.map_or_else(|| "off".to_owned(), |q| q.to_string());
-        let row = source
-            .lines()
-            .find(|l| l.starts_with(&format!("//! | `{name}` ")))
-            .unwrap_or_else(|| panic!("no doc row for {name}"));
-        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
-        assert_eq!(cells[2], shown, "doc row of {name}");
-    }
+fn table_quotas_read_like_the_table() {
+    let shown = |count, per_secs| Quota::from(QuotaSpec { count, per_secs }).to_string();
+    assert_eq!(shown(60, 60), "60/m");
+    assert_eq!(shown(5, 1), "5/s");
+    assert_eq!(shown(600, 3600), "600/h");
+    assert_eq!(shown(1, 86_400), "1/d");
+    assert_eq!(shown(5, 90), "5/90s");
+    assert_eq!(
+        Quota::from_spec(QuotaSpec {
+            count: 60,
+            per_secs: 60
+        }),
+        Quota::per_minute(60)
+    );
 }
-
-// ---- the in-process store ----
 
 #[test]
 fn the_61st_request_of_60_per_minute_is_denied() {
@@ -308,7 +368,7 @@ fn stale_states_are_swept() {
 #[test]
 fn in_process_on_the_real_clock() {
     // 60/h: no request comes back within the test, whatever the machine's speed.
-    let rl = RateLimiter::in_process(Limits::parse(Some("tts=60/h")).unwrap());
+    let rl = RateLimiter::in_process(CAPS, &Limits::parse(Some("tts=60/h")).unwrap()).unwrap();
     for _ in 0..60 {
         assert_eq!(rl.check(1, "tts"), Ok(()));
     }
@@ -370,7 +430,12 @@ fn a_failing_store_allows_every_request_and_warns_rarely() {
         calls: AtomicU64::new(0),
     });
     let started = Instant::now();
-    let rl = RateLimiter::new(Limits::parse(Some("tts=1/d")).unwrap(), store.clone());
+    let rl = RateLimiter::new(
+        CAPS,
+        &Limits::parse(Some("tts=1/d")).unwrap(),
+        store.clone(),
+    )
+    .unwrap();
     for _ in 0..1000 {
         assert_eq!(rl.check(1, "tts"), Ok(()), "fail open");
     }
@@ -401,8 +466,11 @@ fn store_decisions_map_to_whole_seconds() {
             Ok(self.0)
         }
     }
-    let check =
-        |d: Decision| RateLimiter::new(Limits::defaults(), Arc::new(Fixed(d))).check(1, "tts");
+    let check = |d: Decision| {
+        RateLimiter::new(CAPS, &Limits::default(), Arc::new(Fixed(d)))
+            .unwrap()
+            .check(1, "tts")
+    };
     assert_eq!(check(Decision::Allow), Ok(()));
     assert_eq!(
         check(Decision::Deny {
