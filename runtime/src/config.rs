@@ -94,7 +94,8 @@ pub struct Config {
     pub objects: crate::objects::ObjectConfig,
     /// Whether every commit is fsynced (`GATEWAY_DB_SYNC=full`).
     pub db_sync_full: bool,
-    /// Rate limits per capability (`GATEWAY_RATE_LIMITS` over the defaults).
+    /// Rate-limit overrides per capability (`GATEWAY_RATE_LIMITS`), applied over
+    /// the route table's defaults when the gateway starts.
     pub rate_limits: crate::ratelimit::Limits,
     /// A shared rate-limit store (several instances); `None`: in-process.
     pub limiter_store: Option<std::sync::Arc<dyn crate::ratelimit::LimiterStore>>,
@@ -168,7 +169,7 @@ impl Config {
             reconcile_at: chrono::NaiveTime::from_hms_opt(0, 30, 0),
             objects: crate::objects::ObjectConfig::default(),
             db_sync_full: true,
-            rate_limits: crate::ratelimit::Limits::defaults(),
+            rate_limits: crate::ratelimit::Limits::default(),
             limiter_store: None,
         }
     }

@@ -89,7 +89,7 @@ fn temp_table() -> &'static runtime::spec::Table {
             .collect();
         Table {
             routes: routes::ROUTES,
-            capabilities: &[],
+            capabilities: runtime::DEFAULT_CAPABILITIES_TEMP,
             job_kinds: Box::leak(kinds.into_boxed_slice()),
             bases: Box::leak(bases.into_boxed_slice()),
         }

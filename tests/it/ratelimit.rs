@@ -74,10 +74,21 @@ fn bad_limit_configuration_names_the_variable() {
     .err()
     .unwrap();
     assert_eq!(e.name, "GATEWAY_RATE_LIMITS");
-    let e = runtime::config::Config::from_lookup(|k| {
-        (k == "GATEWAY_RATE_LIMITS").then(|| "nosuch=5/m".to_owned())
+    // Capability names are the route table's: checked when the gateway
+    // starts, before anything is opened.
+    let dir = TempDir::new("ratelimit-config");
+    let data = dir.0.join("data");
+    let config = runtime::config::Config::from_lookup(|k| match k {
+        "GATEWAY_RATE_LIMITS" => Some("nosuch=5/m".to_owned()),
+        "GATEWAY_DATA_DIR" => Some(data.display().to_string()),
+        _ => None,
     })
-    .err()
     .unwrap();
+    let e = match server::gateway(config).err().unwrap() {
+        runtime::StartError::Config(e) => e,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(e.name, "GATEWAY_RATE_LIMITS");
     assert!(e.reason.contains("nosuch"), "{}", e.reason);
+    assert!(!data.exists(), "no database was opened");
 }
