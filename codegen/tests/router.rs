@@ -24,6 +24,9 @@ errors = "envelope"
 [bases.main]
 auth = "bearer"
 
+[capabilities]
+things = "off"
+
 [[endpoint]]
 id = "things.item"
 area = "gateway"

@@ -430,6 +430,9 @@ pub struct Table {
     pub rows: Vec<Row>,
     /// `[resources]`: parameter name → kind of user-owned resource it names.
     pub resources: Vec<(String, String)>,
+    /// `[capabilities]`, in the order written: every rate-limit bucket a
+    /// row names, with its default quota.
+    pub capabilities: Vec<CapabilityDef>,
 }
 
 impl Table {
@@ -442,6 +445,106 @@ impl Table {
     /// The row with this id.
     pub fn row(&self, id: &str) -> Option<&Row> {
         self.rows.iter().find(|r| r.id == id)
+    }
+
+    /// One entry per distinct `job` kind, in the order the kinds first
+    /// appear. Validation makes sure each kind has exactly one
+    /// `job_submit` row and at most one `job_get` row.
+    pub fn job_kinds(&self) -> Vec<JobKindDef<'_>> {
+        let mut kinds: Vec<&str> = Vec::new();
+        for job in self.rows.iter().filter_map(|r| r.job.as_deref()) {
+            if !kinds.contains(&job) {
+                kinds.push(job);
+            }
+        }
+        kinds
+            .into_iter()
+            .filter_map(|kind| {
+                let with = |mode: Mode| {
+                    self.rows
+                        .iter()
+                        .find(|r| r.mode == mode && r.job.as_deref() == Some(kind))
+                };
+                Some(JobKindDef {
+                    kind,
+                    submit: with(Mode::JobSubmit)?,
+                    get: with(Mode::JobGet),
+                })
+            })
+            .collect()
+    }
+}
+
+/// A resolved `[capabilities]` entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CapabilityDef {
+    pub name: String,
+    /// `None` is `"off"`: not rate-limited.
+    pub quota: Option<Quota>,
+}
+
+/// A quota as the table writes it (`"60/m"`): `count` requests per
+/// `per_secs` seconds (`runtime::spec::QuotaSpec`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Quota {
+    pub count: u32,
+    pub per_secs: u64,
+}
+
+impl Quota {
+    /// Reads a `[capabilities]` value: `"off"` (`None`) or
+    /// `"<count>/<unit>"`, count a whole number ≥ 1, unit `s`, `m`, `h`
+    /// or `d`. The error says what is wrong, for the table's messages.
+    pub fn parse(text: &str) -> Result<Option<Quota>, String> {
+        if text == "off" {
+            return Ok(None);
+        }
+        let Some((count, unit)) = text.split_once('/') else {
+            return Err(format!(
+                "quota `{text}` must be `off` or `<count>/<unit>`, e.g. `60/m`"
+            ));
+        };
+        let count = count
+            .bytes()
+            .all(|b| b.is_ascii_digit())
+            .then(|| count.parse::<u32>().ok())
+            .flatten()
+            .filter(|&c| c >= 1)
+            .ok_or_else(|| {
+                format!(
+                    "quota `{text}`: the count `{count}` must be a whole number from 1 to {}",
+                    u32::MAX
+                )
+            })?;
+        let per_secs = match unit {
+            "s" => 1,
+            "m" => 60,
+            "h" => 3600,
+            "d" => 86_400,
+            _ => {
+                return Err(format!(
+                    "quota `{text}`: unknown unit `{unit}` (expected s, m, h or d)"
+                ))
+            }
+        };
+        Ok(Some(Quota { count, per_secs }))
+    }
+}
+
+/// One job kind of the table: the rows that serve it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct JobKindDef<'a> {
+    pub kind: &'a str,
+    /// The `job_submit` row of this kind.
+    pub submit: &'a Row,
+    /// The `job_get` row of this kind, if any; its `mirror` is the kind's.
+    pub get: Option<&'a Row>,
+}
+
+impl JobKindDef<'_> {
+    /// Dotted path of the result URL to mirror (the `get` row's `mirror`).
+    pub fn mirror(&self) -> Option<&str> {
+        self.get.and_then(|g| g.mirror.as_deref())
     }
 }
 

@@ -1,15 +1,15 @@
 //! The sections of the table outside the rows: the top-level keys,
-//! `[areas.*]`, `[bases.*]` and `[resources]`, read into a [`Document`] that
-//! the rows are checked against.
+//! `[areas.*]`, `[bases.*]`, `[capabilities]` and `[resources]`, read into a
+//! [`Document`] that the rows are checked against.
 
 use serde::Deserialize;
 
 use super::{describe, did_you_mean, doc_err, split_toml_error, Spans, TableError};
 use crate::table::*;
-use crate::validate::paths::static_segment_problem;
+use crate::validate::paths::{is_ident, static_segment_problem};
 
 /// The top-level keys a table may have.
-const TOP_LEVEL_KEYS: &[&str] = &["areas", "bases", "resources", "endpoint"];
+const TOP_LEVEL_KEYS: &[&str] = &["areas", "bases", "capabilities", "resources", "endpoint"];
 
 /// What the rows can refer to.
 pub(super) struct Document {
@@ -19,6 +19,23 @@ pub(super) struct Document {
     /// Declared, but unreadable (already reported).
     pub broken_areas: Vec<AreaName>,
     pub broken_bases: Vec<BaseName>,
+    pub capabilities: Vec<CapabilityDef>,
+    /// Names declared in `[capabilities]` whose entry is unreadable
+    /// (already reported): rows naming them say nothing more.
+    pub broken_capabilities: Vec<String>,
+    /// `capabilities` is there but is not a table (already reported): rows
+    /// say nothing about their capability.
+    pub capabilities_unreadable: bool,
+}
+
+impl Document {
+    /// Whether a row naming capability `name` should be told it is not
+    /// declared.
+    pub fn capability_undeclared(&self, name: &str) -> bool {
+        !self.capabilities_unreadable
+            && !self.capabilities.iter().any(|c| c.name == name)
+            && !self.broken_capabilities.iter().any(|c| c == name)
+    }
 }
 
 /// Reads every section but the rows; problems go to `errors`.
@@ -30,6 +47,7 @@ pub(super) fn read_document(
     check_top_level_keys(value, spans, errors);
     let areas = read_areas(value.get("areas"), spans, errors);
     let bases = read_bases(value.get("bases"), spans, errors);
+    let capabilities = read_capabilities(value.get("capabilities"), spans, errors);
     let resources = read_resources(value.get("resources"), spans, errors);
     // Declared but unreadable: already reported, rows naming them say nothing more.
     let declared = |section: &str, name: &str| {
@@ -54,6 +72,9 @@ pub(super) fn read_document(
         resources,
         broken_areas,
         broken_bases,
+        capabilities: capabilities.defs,
+        broken_capabilities: capabilities.broken,
+        capabilities_unreadable: capabilities.unreadable,
     }
 }
 
@@ -67,7 +88,7 @@ fn check_top_level_keys(value: &toml::Table, spans: &Spans<'_>, errors: &mut Vec
                 errors,
                 spans,
                 &[key],
-                format!("unknown top-level key `{key}`{hint}; the table has `[areas.*]`, `[bases.*]` and `[[endpoint]]` rows"),
+                format!("unknown top-level key `{key}`{hint}; the table has `[areas.*]`, `[bases.*]`, `[capabilities]`, `[resources]` and `[[endpoint]]` rows"),
             );
         }
     }
@@ -252,6 +273,77 @@ fn read_bases(
                     format!("[bases.{name}]: {}", describe(&path, &msg)),
                 );
             }
+        }
+    }
+    out
+}
+
+/// What `[capabilities]` declares.
+struct Capabilities {
+    defs: Vec<CapabilityDef>,
+    /// Declared, but unreadable (already reported).
+    broken: Vec<String>,
+    /// `capabilities` is not a table (already reported).
+    unreadable: bool,
+}
+
+/// `[capabilities]`: `name = "<count>/<unit>"` or `name = "off"`. A table
+/// without the section declares none (every row then says so).
+fn read_capabilities(
+    value: Option<&toml::Value>,
+    spans: &Spans<'_>,
+    errors: &mut Vec<TableError>,
+) -> Capabilities {
+    let mut out = Capabilities {
+        defs: Vec::new(),
+        broken: Vec::new(),
+        unreadable: false,
+    };
+    let Some(value) = value else {
+        return out;
+    };
+    let Some(table) = value.as_table() else {
+        doc_err(
+            errors,
+            spans,
+            &["capabilities"],
+            "`capabilities` must be a table of `name = \"<count>/<unit>\"` quotas (or `\"off\"`)"
+                .to_string(),
+        );
+        out.unreadable = true;
+        return out;
+    };
+    for (name, v) in table {
+        let quota = match v.as_str() {
+            Some(text) => Quota::parse(text),
+            None => Err(
+                "the quota must be a string: `\"<count>/<unit>\"` (e.g. `\"60/m\"`) or `\"off\"`"
+                    .to_string(),
+            ),
+        };
+        let mut problems = Vec::new();
+        if !is_ident(name) {
+            problems.push(
+                "a capability name must be an identifier (letters, digits and `_`)".to_string(),
+            );
+        }
+        if let Err(msg) = &quota {
+            problems.push(msg.clone());
+        }
+        match quota {
+            Ok(quota) if problems.is_empty() => out.defs.push(CapabilityDef {
+                name: name.clone(),
+                quota,
+            }),
+            _ => out.broken.push(name.clone()),
+        }
+        for p in problems {
+            doc_err(
+                errors,
+                spans,
+                &["capabilities", name],
+                format!("[capabilities] `{name}`: {p}"),
+            );
         }
     }
     out

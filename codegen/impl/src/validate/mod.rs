@@ -15,13 +15,14 @@
 //! * this file: the entry [`parse_table`], [`TableError`], where problems go
 //!   (line numbers, `did you mean`);
 //! * `document`: the sections outside the rows (`[areas.*]`, `[bases.*]`,
-//!   `[resources]`, unknown top-level keys);
+//!   `[capabilities]`, `[resources]`, unknown top-level keys);
 //! * `row`: one `[[endpoint]]` row, one function per part of it;
 //! * `fields`: a row's body and query rules and its mapping toward the
 //!   upstream (`rename`, `drop`, `set`, `file_field`);
 //! * `upstream`: a row's upstream call and its path template's sources;
 //! * `paths`: route paths, prefixes and upstream path templates;
-//! * `cross_row`: checks between rows (duplicate ids, names and routes).
+//! * `cross_row`: checks between rows (duplicate ids, names and routes, job
+//!   kinds, unused capabilities).
 //!
 //! Line numbers come from a second, span-keeping parse with `toml_edit`:
 //! a row's line is the line of its `[[endpoint]]` header, and a problem
@@ -71,7 +72,14 @@ pub const ROW_KEYS: &[&str] = &[
 ];
 
 /// Names the generated module defines besides the row statics.
-const RESERVED_NAMES: &[&str] = &["ROUTES", "ROUTE_COUNT"];
+const RESERVED_NAMES: &[&str] = &[
+    "ROUTES",
+    "ROUTE_COUNT",
+    "TABLE",
+    "CAPABILITIES",
+    "JOB_KINDS",
+    "BASES",
+];
 
 /// One problem in the table.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -281,6 +289,7 @@ impl RowCx<'_, '_> {
 /// `errors` stays empty).
 fn check(value: &toml::Table, spans: &Spans<'_>, errors: &mut Vec<TableError>) -> Table {
     let doc = document::read_document(value, spans, errors);
+    let mut complete = true;
     let (rows, keys) = match value.get("endpoint") {
         None => {
             doc_err(
@@ -300,6 +309,7 @@ fn check(value: &toml::Table, spans: &Spans<'_>, errors: &mut Vec<TableError>) -
                     "the table has no `[[endpoint]]` rows".to_string(),
                 );
             }
+            complete = items.iter().all(toml::Value::is_table);
             row::read_rows(items, &doc, spans, errors)
         }
         Some(_) => {
@@ -313,12 +323,13 @@ fn check(value: &toml::Table, spans: &Spans<'_>, errors: &mut Vec<TableError>) -
         }
     };
 
-    cross_row::check_across_rows(&keys, spans, errors);
+    cross_row::check_across_rows(&keys, complete, &doc.capabilities, spans, errors);
 
     Table {
         areas: doc.areas,
         bases: doc.bases,
         rows,
         resources: doc.resources,
+        capabilities: doc.capabilities,
     }
 }

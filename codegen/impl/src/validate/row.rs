@@ -77,6 +77,9 @@ fn row_key(cx: &RowCx<'_, '_>, raw: &RawEndpoint, doc: &Document) -> RowKey {
         id: raw.id.clone().filter(|id| !id.is_empty()),
         method: raw.method,
         path,
+        capability: readable_capability(raw),
+        mode: raw.mode,
+        job: raw.job.clone().filter(|j| valid_job_kind(j)),
     }
 }
 
@@ -133,7 +136,7 @@ fn resolve_row(
 ) -> Option<Row> {
     check_required_keys(cx, row);
     check_id(cx, raw);
-    check_capability(cx, raw);
+    check_capability(cx, raw, doc);
     let area = resolve_area(cx, raw, doc);
     let params = resolve_path(cx, raw);
     let (auth, errors) = area_defaults(cx, row, raw, area);
@@ -251,8 +254,8 @@ fn check_id(cx: &mut RowCx<'_, '_>, raw: &RawEndpoint) {
     }
 }
 
-/// The capability's spelling.
-fn check_capability(cx: &mut RowCx<'_, '_>, raw: &RawEndpoint) {
+/// The capability's spelling, and that `[capabilities]` declares it.
+fn check_capability(cx: &mut RowCx<'_, '_>, raw: &RawEndpoint, doc: &Document) {
     let Some(cap) = &raw.capability else {
         return;
     };
@@ -263,7 +266,23 @@ fn check_capability(cx: &mut RowCx<'_, '_>, raw: &RawEndpoint) {
             &["capability"],
             format!("capability `{cap}` contains white space"),
         );
+    } else if doc.capability_undeclared(cap) {
+        let names: Vec<&str> = doc.capabilities.iter().map(|c| c.name.as_str()).collect();
+        let hint = did_you_mean(cap, &names)
+            .map(|s| format!(" (did you mean `{s}`?)"))
+            .unwrap_or_default();
+        cx.err(
+            &["capability"],
+            format!("capability `{cap}` is not declared in `[capabilities]`{hint}"),
+        );
     }
+}
+
+/// The row's capability, when it is spelled well (for the checks across rows).
+fn readable_capability(raw: &RawEndpoint) -> Option<String> {
+    raw.capability
+        .clone()
+        .filter(|c| !c.trim().is_empty() && !c.chars().any(char::is_whitespace))
 }
 
 /// The row's area, when it is declared.
@@ -428,14 +447,18 @@ fn check_mode(
     }
 }
 
+/// A job kind: lower-case letters, digits and `_`.
+fn valid_job_kind(job: &str) -> bool {
+    !job.is_empty()
+        && job
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+}
+
 /// `job`, `mirror`, `retention_days` and `summary` on their own.
 fn check_job_keys(cx: &mut RowCx<'_, '_>, raw: &RawEndpoint) {
     if let Some(job) = &raw.job {
-        if job.is_empty()
-            || !job
-                .chars()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
-        {
+        if !valid_job_kind(job) {
             cx.err(
                 &["job"],
                 format!("job kind `{job}` must be lower-case letters, digits and `_`"),
