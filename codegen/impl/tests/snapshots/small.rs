@@ -292,6 +292,61 @@ pub static ROUTES: &[&::runtime::__private::EndpointSpec] = &[
 ];
 /// Number of rows in [`ROUTES`].
 pub const ROUTE_COUNT: usize = 7;
+/// `[capabilities]`: every rate-limit bucket with its default quota, in table order.
+pub static CAPABILITIES: &[::runtime::__private::Capability] = &[
+    ::runtime::__private::Capability {
+        name: "tts",
+        quota: ::core::option::Option::Some(::runtime::__private::QuotaSpec {
+            count: 60,
+            per_secs: 60,
+        }),
+    },
+    ::runtime::__private::Capability {
+        name: "agents",
+        quota: ::core::option::Option::Some(::runtime::__private::QuotaSpec {
+            count: 120,
+            per_secs: 60,
+        }),
+    },
+    ::runtime::__private::Capability {
+        name: "stt",
+        quota: ::core::option::Option::Some(::runtime::__private::QuotaSpec {
+            count: 30,
+            per_secs: 60,
+        }),
+    },
+    ::runtime::__private::Capability {
+        name: "webhook",
+        quota: ::core::option::Option::None,
+    },
+];
+/// One entry per job kind, in order of first appearance in the table.
+pub static JOB_KINDS: &[::runtime::__private::JobKind] = &[
+    ::runtime::__private::JobKind {
+        kind: "stt",
+        submit: &STT_SUBMIT,
+        get: ::core::option::Option::Some(&STT_GET),
+        mirror: ::core::option::Option::Some("item.result_url"),
+    },
+];
+/// `[bases.*]`: how the provider key is presented to each base, in table order.
+pub static BASES: &[::runtime::__private::BaseSpec] = &[
+    ::runtime::__private::BaseSpec {
+        base: ::runtime::__private::Base::Main,
+        auth: ::runtime::__private::UpstreamAuth::Bearer,
+    },
+    ::runtime::__private::BaseSpec {
+        base: ::runtime::__private::Base::Synth,
+        auth: ::runtime::__private::UpstreamAuth::AccessToken,
+    },
+];
+/// The whole table: [`ROUTES`], [`CAPABILITIES`], [`JOB_KINDS`] and [`BASES`].
+pub static TABLE: ::runtime::__private::Table = ::runtime::__private::Table {
+    routes: ROUTES,
+    capabilities: CAPABILITIES,
+    job_kinds: JOB_KINDS,
+    bases: BASES,
+};
 fn handle_tts_synthesize(
     gw: ::runtime::__private::Gateway,
     req: ::runtime::__private::Request,
