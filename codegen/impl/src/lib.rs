@@ -10,6 +10,7 @@
 //!
 //! # Layout
 //!
+//! * [`keywords`]: one enum per keyword of the table, mirroring `runtime::spec`.
 //! * [`table`]: the data model. The raw serde layer (`#[serde(deny_unknown_fields)]`,
 //!   one enum per keyword: method, mode, billing, gate, auth, errors, base,
 //!   field type) and the resolved layer ([`Table`], [`Row`], capabilities
@@ -33,6 +34,7 @@
 //! `EndpointSpec::listing_line`.
 
 pub mod expand;
+pub mod keywords;
 pub mod table;
 pub mod validate;
 

@@ -138,83 +138,99 @@ pub(super) fn check_rules(
     section: &str,
     rules: &OrderedMap<RawField>,
 ) -> Vec<FieldRule> {
-    let mut out = Vec::new();
-    for (name, rule) in &rules.0 {
-        let at = [section, name.as_str()];
-        let what = format!("[endpoint.{section}] field `{name}`");
-        if name.is_empty() {
-            cx.err(
-                &at,
-                format!("[endpoint.{section}] has a field with an empty name"),
-            );
-        }
-        let ty = rule.ty.as_str();
-        if rule.ty != FieldType::String {
-            if rule.max_len.is_some() {
-                cx.err(
-                    &at,
-                    format!("{what}: `max_len` only applies to strings, but the type is `{ty}`"),
-                );
+    rules
+        .0
+        .iter()
+        .map(|(name, rule)| {
+            check_rule(cx, section, name, rule);
+            FieldRule {
+                name: name.clone(),
+                ty: rule.ty,
+                required: rule.required,
+                max_len: rule.max_len,
+                min: rule.min,
+                max: rule.max,
+                one_of: rule.one_of.clone().unwrap_or_default(),
             }
-            if rule.one_of.is_some() {
-                cx.err(
-                    &at,
-                    format!("{what}: `one_of` only applies to strings, but the type is `{ty}`"),
-                );
-            }
-        }
-        if !rule.ty.is_numeric() && (rule.min.is_some() || rule.max.is_some()) {
-            cx.err(
-                &at,
-                format!("{what}: `min`/`max` only apply to `integer` and `number` fields, but the type is `{ty}`"),
-            );
-        }
-        for (key, bound) in [("min", rule.min), ("max", rule.max)] {
-            if bound.is_some_and(|b| !b.is_finite()) {
-                cx.err(&at, format!("{what}: `{key}` must be a finite number"));
-            }
-        }
-        if let (Some(min), Some(max)) = (rule.min, rule.max) {
-            if min > max {
-                cx.err(
-                    &at,
-                    format!("{what}: `min` ({min}) is greater than `max` ({max})"),
-                );
-            }
-        }
-        if let Some(one_of) = &rule.one_of {
-            if one_of.is_empty() {
-                cx.err(
-                    &at,
-                    format!("{what}: `one_of` is empty (leave it out to allow any value)"),
-                );
-            }
-            let mut seen = BTreeSet::new();
-            for v in one_of {
-                if !seen.insert(v) {
-                    cx.err(&at, format!("{what}: `one_of` lists `{v}` twice"));
-                }
-                if let Some(max_len) = rule.max_len {
-                    if v.chars().count() > max_len as usize {
-                        cx.err(
-                            &at,
-                            format!(
-                                "{what}: `one_of` value `{v}` is longer than `max_len` ({max_len})"
-                            ),
-                        );
-                    }
-                }
-            }
-        }
-        out.push(FieldRule {
-            name: name.clone(),
-            ty: rule.ty,
-            required: rule.required,
-            max_len: rule.max_len,
-            min: rule.min,
-            max: rule.max,
-            one_of: rule.one_of.clone().unwrap_or_default(),
-        });
+        })
+        .collect()
+}
+
+/// One field rule: its name, and which constraints its type takes.
+fn check_rule(cx: &mut RowCx<'_, '_>, section: &str, name: &str, rule: &RawField) {
+    let at = [section, name];
+    let what = format!("[endpoint.{section}] field `{name}`");
+    if name.is_empty() {
+        cx.err(
+            &at,
+            format!("[endpoint.{section}] has a field with an empty name"),
+        );
     }
-    out
+    let ty = rule.ty.as_str();
+    if rule.ty != FieldType::String {
+        if rule.max_len.is_some() {
+            cx.err(
+                &at,
+                format!("{what}: `max_len` only applies to strings, but the type is `{ty}`"),
+            );
+        }
+        if rule.one_of.is_some() {
+            cx.err(
+                &at,
+                format!("{what}: `one_of` only applies to strings, but the type is `{ty}`"),
+            );
+        }
+    }
+    if !rule.ty.is_numeric() && (rule.min.is_some() || rule.max.is_some()) {
+        cx.err(
+            &at,
+            format!("{what}: `min`/`max` only apply to `integer` and `number` fields, but the type is `{ty}`"),
+        );
+    }
+    for (key, bound) in [("min", rule.min), ("max", rule.max)] {
+        if bound.is_some_and(|b| !b.is_finite()) {
+            cx.err(&at, format!("{what}: `{key}` must be a finite number"));
+        }
+    }
+    if let (Some(min), Some(max)) = (rule.min, rule.max) {
+        if min > max {
+            cx.err(
+                &at,
+                format!("{what}: `min` ({min}) is greater than `max` ({max})"),
+            );
+        }
+    }
+    if let Some(one_of) = &rule.one_of {
+        check_one_of(cx, &at, &what, one_of, rule.max_len);
+    }
+}
+
+/// A rule's `one_of`: not empty, no value twice, none longer than `max_len`.
+fn check_one_of(
+    cx: &mut RowCx<'_, '_>,
+    at: &[&str],
+    what: &str,
+    one_of: &[String],
+    max_len: Option<u32>,
+) {
+    if one_of.is_empty() {
+        cx.err(
+            at,
+            format!("{what}: `one_of` is empty (leave it out to allow any value)"),
+        );
+    }
+    let mut seen = BTreeSet::new();
+    for v in one_of {
+        if !seen.insert(v) {
+            cx.err(at, format!("{what}: `one_of` lists `{v}` twice"));
+        }
+        if let Some(max_len) = max_len {
+            if v.chars().count() > max_len as usize {
+                cx.err(
+                    at,
+                    format!("{what}: `one_of` value `{v}` is longer than `max_len` ({max_len})"),
+                );
+            }
+        }
+    }
 }
