@@ -9,9 +9,11 @@
 //! ```
 //!
 //! The expansion defines, in the invoking module: one `pub static` per row
-//! (`tts.synthesize` → `TTS_SYNTHESIZE: EndpointSpec`), `ROUTES`,
-//! `ROUTE_COUNT`, one thin handler per row and
-//! `pub fn route(&HttpMethod, &str) -> RouteMatch`. A problem in the table
+//! (`tts.synthesize` → `TTS_SYNTHESIZE: EndpointSpec`),
+//! `ROUTES: &[&EndpointSpec]`, `ROUTE_COUNT: usize`, the whole-table facts
+//! `CAPABILITIES: &[Capability]`, `JOB_KINDS: &[JobKind]`,
+//! `BASES: &[BaseSpec]` and `TABLE: Table` (the four together), one thin
+//! handler per row and `pub fn route(&HttpMethod, &str) -> RouteMatch`. A problem in the table
 //! is a compile error naming the row and its line; every problem is
 //! reported, not only the first.
 //!

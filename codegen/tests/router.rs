@@ -24,6 +24,9 @@ errors = "envelope"
 [bases.main]
 auth = "bearer"
 
+[capabilities]
+things = "off"
+
 [[endpoint]]
 id = "things.item"
 area = "gateway"
@@ -153,6 +156,54 @@ fn real_routes_match_the_table_parsed_at_run_time() {
             spec.upstream.map(|u| u.path),
             row.upstream.as_ref().map(|u| u.path.as_str())
         );
+    }
+}
+
+#[test]
+fn real_table_facts_match_the_table_parsed_at_run_time() {
+    let text =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../endpoints.toml")).unwrap();
+    let table = codegen_impl::parse_table(&text).expect("the table is valid");
+    let t = &real::TABLE;
+    assert_eq!(t.routes.len(), real::ROUTE_COUNT);
+    assert!(t
+        .routes
+        .iter()
+        .zip(real::ROUTES)
+        .all(|(a, b)| std::ptr::eq(*a, *b)));
+
+    assert_eq!(t.capabilities.len(), table.capabilities.len());
+    for (c, def) in t.capabilities.iter().zip(&table.capabilities) {
+        assert_eq!(c.name, def.name);
+        assert_eq!(
+            c.quota.map(|q| (q.count, q.per_secs)),
+            def.quota.map(|q| (q.count, q.per_secs))
+        );
+    }
+    assert_eq!(t.capability("webhook").unwrap().quota, None);
+    assert_eq!(t.capability("tts").unwrap().quota.unwrap().count, 60);
+    // Every row's capability is one of them.
+    assert!(t
+        .routes
+        .iter()
+        .all(|r| t.capability(r.capability).is_some()));
+
+    let kinds = table.job_kinds();
+    assert_eq!(t.job_kinds.len(), kinds.len());
+    for (k, def) in t.job_kinds.iter().zip(&kinds) {
+        assert_eq!(k.kind, def.kind);
+        assert_eq!(k.submit.id, def.submit.id);
+        assert_eq!(k.get.map(|g| g.id), def.get.map(|g| g.id.as_str()));
+        assert_eq!(k.mirror, def.mirror());
+    }
+    let stt = t.job_kind("stt").unwrap();
+    assert!(std::ptr::eq(stt.submit, &real::STT_SUBMIT));
+    assert!(std::ptr::eq(stt.get.unwrap(), &real::STT_GET));
+
+    assert_eq!(t.bases.len(), table.bases.len());
+    for (b, def) in t.bases.iter().zip(&table.bases) {
+        assert_eq!(b.base.as_str(), def.name.as_str());
+        assert_eq!(b.auth.as_str(), def.auth.as_str());
     }
 }
 

@@ -5,9 +5,16 @@
 //! 1. `const _: &str = include_str!("<table>");` so cargo rebuilds when the
 //!    table changes;
 //! 2. one `pub static <ROW>: EndpointSpec` per row;
-//! 3. `pub static ROUTES` (table order) and `pub const ROUTE_COUNT`;
-//! 4. one `fn handle_<row>` per row: a single call to the runtime's `handle`;
-//! 5. `pub fn route(method, path) -> RouteMatch`: a `match` over the path's
+//! 3. `pub static ROUTES: &[&EndpointSpec]` (table order) and
+//!    `pub const ROUTE_COUNT: usize`;
+//! 4. the whole-table facts, as data: `pub static CAPABILITIES: &[Capability]`
+//!    (`[capabilities]`, table order), `pub static JOB_KINDS: &[JobKind]`
+//!    (one per job kind, in order of first appearance: its `job_submit` row,
+//!    its `job_get` row and that row's `mirror`), `pub static BASES:
+//!    &[BaseSpec]` (`[bases.*]`, table order), and `pub static TABLE: Table`
+//!    holding the four;
+//! 5. one `fn handle_<row>` per row: a single call to the runtime's `handle`;
+//! 6. `pub fn route(method, path) -> RouteMatch`: a `match` over the path's
 //!    segments, one arm per distinct path shape, then a `match` on the
 //!    method.
 //!
@@ -201,6 +208,53 @@ fn row_static(row: &Row) -> TokenStream {
     }
 }
 
+/// `CAPABILITIES`, `JOB_KINDS`, `BASES` and `TABLE`: what spans rows, as data.
+fn table_facts(table: &Table) -> TokenStream {
+    let rt = rt();
+    let capabilities = table.capabilities.iter().map(|c| {
+        let name = &c.name;
+        let quota = some_or_none(c.quota.map(|q| {
+            let count = u32_lit(q.count);
+            let per_secs = Literal::u64_unsuffixed(q.per_secs);
+            quote!(#rt::QuotaSpec { count: #count, per_secs: #per_secs })
+        }));
+        quote!(#rt::Capability { name: #name, quota: #quota })
+    });
+    let spec = |row: &Row| {
+        let name = format_ident!("{}", row.static_name());
+        quote!(&#name)
+    };
+    let job_kinds = table.job_kinds().into_iter().map(|k| {
+        let kind = k.kind;
+        let submit = spec(k.submit);
+        let get = some_or_none(k.get.map(spec));
+        let mirror = some_or_none(k.mirror());
+        quote!(#rt::JobKind { kind: #kind, submit: #submit, get: #get, mirror: #mirror })
+    });
+    let bases = table.bases.iter().map(|b| {
+        let BaseDef { name, auth } = b;
+        quote!(#rt::BaseSpec { base: #name, auth: #auth })
+    });
+    quote! {
+        /// `[capabilities]`: every rate-limit bucket with its default quota, in table order.
+        pub static CAPABILITIES: &[#rt::Capability] = &[#(#capabilities),*];
+
+        /// One entry per job kind, in order of first appearance in the table.
+        pub static JOB_KINDS: &[#rt::JobKind] = &[#(#job_kinds),*];
+
+        /// `[bases.*]`: how the provider key is presented to each base, in table order.
+        pub static BASES: &[#rt::BaseSpec] = &[#(#bases),*];
+
+        /// The whole table: [`ROUTES`], [`CAPABILITIES`], [`JOB_KINDS`] and [`BASES`].
+        pub static TABLE: #rt::Table = #rt::Table {
+            routes: ROUTES,
+            capabilities: CAPABILITIES,
+            job_kinds: JOB_KINDS,
+            bases: BASES,
+        };
+    }
+}
+
 /// The thin handler of one row: one call into the runtime.
 fn row_handler(row: &Row) -> TokenStream {
     let rt = rt();
@@ -361,6 +415,7 @@ pub fn expand(table: &Table, source_path: Option<&str>) -> TokenStream {
         .iter()
         .map(|r| format_ident!("{}", r.static_name()));
     let count = Literal::usize_unsuffixed(table.rows.len());
+    let facts = table_facts(table);
     let router = router(table);
     quote! {
         #include
@@ -372,6 +427,8 @@ pub fn expand(table: &Table, source_path: Option<&str>) -> TokenStream {
 
         /// Number of rows in [`ROUTES`].
         pub const ROUTE_COUNT: usize = #count;
+
+        #facts
 
         #(#handlers)*
 

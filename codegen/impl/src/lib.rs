@@ -1,5 +1,5 @@
 //! The generator behind `codegen::routes!`: `endpoints.toml` → router,
-//! handlers and `ROUTES`.
+//! handlers, `ROUTES` and `TABLE`.
 //!
 //! This is an ordinary library (progenitor / dropshot style): the proc-macro
 //! crate `codegen` only forwards its input to [`routes_macro`], and
@@ -10,16 +10,19 @@
 //!
 //! # Layout
 //!
+//! * [`keywords`]: one enum per keyword of the table, mirroring `runtime::spec`.
 //! * [`table`]: the data model. The raw serde layer (`#[serde(deny_unknown_fields)]`,
 //!   one enum per keyword: method, mode, billing, gate, auth, errors, base,
-//!   field type) and the resolved layer ([`Table`], [`Row`]) with every
-//!   default applied.
+//!   field type) and the resolved layer ([`Table`], [`Row`], capabilities
+//!   with their quotas, job kinds) with every default applied.
 //! * [`validate`]: text → [`Table`], or *every* problem as a [`TableError`]
 //!   carrying the row id and the 1-based line. Rows are read one by one from
-//!   `toml::Value`, so one bad row never hides another.
+//!   `toml::Value`, so one bad row never hides another. One module per part:
+//!   the sections outside the rows, one row, its upstream, its fields, paths,
+//!   and the checks across rows.
 //! * [`expand`](mod@expand): [`Table`] → tokens: one `static EndpointSpec`
-//!   per row, `ROUTES`, `ROUTE_COUNT`, one thin handler per row, and the
-//!   `route` matcher. Generated code holds no logic and names everything
+//!   per row, `ROUTES`, `ROUTE_COUNT`, `CAPABILITIES`, `JOB_KINDS`, `BASES`,
+//!   `TABLE`, one thin handler per row, and the `route` matcher. Generated code holds no logic and names everything
 //!   through `::runtime::__private`.
 //! * this file: the public API and [`routes_macro`], which reads the macro's
 //!   input (`"path/relative/to/CARGO_MANIFEST_DIR"` or `inline = "..."`)
@@ -31,6 +34,7 @@
 //! `EndpointSpec::listing_line`.
 
 pub mod expand;
+pub mod keywords;
 pub mod table;
 pub mod validate;
 
@@ -42,7 +46,7 @@ use syn::parse::{Parse, ParseStream};
 use syn::LitStr;
 
 pub use expand::expand;
-pub use table::{FieldRule, Row, Table, Upstream};
+pub use table::{CapabilityDef, FieldRule, JobKindDef, Quota, Row, Table, Upstream};
 pub use validate::{parse_table, TableError, MAX_PARAMS};
 
 /// Where the macro's table comes from.

@@ -66,3 +66,95 @@ fn spot_checks() {
         )
     );
 }
+
+#[test]
+fn capabilities_and_job_kinds() {
+    let t = real();
+    // The defaults runtime/src/ratelimit.rs had hard-coded, in table order.
+    let caps: Vec<(&str, Option<(u32, u64)>)> = t
+        .capabilities
+        .iter()
+        .map(|c| (c.name.as_str(), c.quota.map(|q| (q.count, q.per_secs))))
+        .collect();
+    let m = |n| Some((n, 60));
+    assert_eq!(
+        caps,
+        [
+            ("tts", m(60)),
+            ("voices", m(10)),
+            ("recordings", m(120)),
+            ("voice_design", m(10)),
+            ("stt", m(30)),
+            ("enhance", m(30)),
+            ("edit", m(30)),
+            ("detect", m(30)),
+            ("intelligence", m(30)),
+            ("tracing", m(30)),
+            ("watermark", m(30)),
+            ("identity", m(30)),
+            ("projects", m(120)),
+            ("agents", m(120)),
+            ("uploads", m(20)),
+            ("webhook", None),
+            ("chat", m(120)),
+            ("completions", m(120)),
+            ("embeddings", m(120)),
+            ("images", m(20)),
+            ("videos", m(20)),
+            ("audio", m(60)),
+            ("models", m(300)),
+        ]
+    );
+
+    let job_kinds = t.job_kinds();
+    let kinds: Vec<(&str, &str, Option<&str>, Option<&str>)> = job_kinds
+        .iter()
+        .map(|k| {
+            (
+                k.kind,
+                k.submit.id.as_str(),
+                k.get.map(|g| g.id.as_str()),
+                k.mirror(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("stt", "stt.submit", Some("stt.get"), None),
+            (
+                "enhance",
+                "enhance.submit",
+                Some("enhance.get"),
+                Some("item.enhanced_audio_url")
+            ),
+            (
+                "edit",
+                "edit.submit",
+                Some("edit.get"),
+                Some("item.result_audio_url")
+            ),
+            ("detect", "detect.submit", Some("detect.get"), None),
+            (
+                "intelligence",
+                "intelligence.submit",
+                Some("intelligence.get"),
+                None
+            ),
+            ("tracing", "tracing.submit", Some("tracing.get"), None),
+            (
+                "watermark_apply",
+                "watermark.apply.submit",
+                Some("watermark.apply.get"),
+                Some("item.watermarked_media")
+            ),
+            (
+                "watermark_detect",
+                "watermark.detect.submit",
+                Some("watermark.detect.get"),
+                None
+            ),
+        ]
+    );
+    assert_eq!(t.bases.len(), 3);
+}

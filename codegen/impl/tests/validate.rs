@@ -36,12 +36,35 @@ billing = "free"
 upstream = { base = "main", method = "GET", path = "/things/{thing_id}" }
 "#;
 
-/// Header + rows.
+/// The `job_submit` row of job kind `stt`: a table whose rows name the kind
+/// needs one.
+const STT_SUBMIT: &str = r#"
+[[endpoint]]
+id = "stt.submit"
+area = "voice"
+method = "POST"
+path = "/stt"
+mode = "job_submit"
+job = "stt"
+capability = "things"
+billing = "free"
+upstream = { base = "main", method = "POST", path = "/stt" }
+"#;
+
+/// The capability `ROW` names. Tables put it after their rows, so the rows'
+/// line numbers do not depend on it.
+const CAPABILITIES: &str = r#"
+[capabilities]
+things = "60/m"
+"#;
+
+/// Header + rows + `[capabilities]`.
 fn table(rows: &[&str]) -> String {
     let mut t = HEADER.to_string();
     for r in rows {
         t.push_str(r);
     }
+    t.push_str(CAPABILITIES);
     t
 }
 
@@ -336,22 +359,22 @@ fn keywords_and_unknown_keys() {
     );
     check_row(&[("mode", Some("3"))], "", "`mode`");
     check(
-        &format!("{HEADER}\n[server]\nport = 1\n{ROW}"),
+        &format!("{HEADER}\n[server]\nport = 1\n{ROW}{CAPABILITIES}"),
         "unknown top-level key `server`",
     );
     check(
-        &format!("{HEADER}\n[areas.admin]\nprefix = \"/admin\"\n{ROW}"),
+        &format!("{HEADER}\n[areas.admin]\nprefix = \"/admin\"\n{ROW}{CAPABILITIES}"),
         "unknown area `admin`",
     );
     check(
-        &format!("{HEADER}\n[bases.cdn]\nauth = \"bearer\"\n{ROW}"),
+        &format!("{HEADER}\n[bases.cdn]\nauth = \"bearer\"\n{ROW}{CAPABILITIES}"),
         "unknown base `cdn`",
     );
     check(
-        &format!("{HEADER}\n[bases.synth]\nauth = \"basic\"\n{ROW}"),
+        &format!("{HEADER}\n[bases.synth]\nauth = \"basic\"\n{ROW}{CAPABILITIES}"),
         "[bases.synth]: `auth`: unknown upstream auth `basic`",
     );
-    check(&format!("[areas.voice]\nprefix = \"/v\"\nauth = \"bearer\"\nerrors = \"detail\"\ncolour = 1\n[bases.main]\nauth = \"bearer\"\n{ROW}"), "unknown field `colour`");
+    check(&format!("[areas.voice]\nprefix = \"/v\"\nauth = \"bearer\"\nerrors = \"detail\"\ncolour = 1\n[bases.main]\nauth = \"bearer\"\n{ROW}{CAPABILITIES}"), "unknown field `colour`");
 }
 
 #[test]
@@ -411,7 +434,7 @@ fn missing_keys() {
 fn areas_and_bases_must_be_declared() {
     ok(&table(&[&row(&[("area", Some("\"gateway\""))], "")]));
     let no_gateway = format!(
-        "[areas.voice]\nprefix = \"/api/v1/voice\"\nauth = \"bearer\"\nerrors = \"detail\"\n[bases.main]\nauth = \"bearer\"\n{}",
+        "[areas.voice]\nprefix = \"/api/v1/voice\"\nauth = \"bearer\"\nerrors = \"detail\"\n[bases.main]\nauth = \"bearer\"\n{}{CAPABILITIES}",
         row(&[("area", Some("\"gateway\""))], "")
     );
     check(&no_gateway, "area `gateway` is not declared in `[areas]`");
@@ -423,22 +446,23 @@ fn areas_and_bases_must_be_declared() {
         "",
         "base `synth` is not declared in `[bases]`",
     );
-    let no_defaults =
-        format!("[areas.voice]\nprefix = \"/v\"\n[bases.main]\nauth = \"bearer\"\n{ROW}");
+    let no_defaults = format!(
+        "[areas.voice]\nprefix = \"/v\"\n[bases.main]\nauth = \"bearer\"\n{ROW}{CAPABILITIES}"
+    );
     let errs = errors(&no_defaults);
     assert_eq!(errs.len(), 2, "{errs:#?}");
     assert!(errs[0].message.contains("no `auth`"));
     assert!(errs[1].message.contains("no `errors`"));
     ok(&format!(
-        "[areas.voice]\nprefix = \"/v\"\n[bases.main]\nauth = \"bearer\"\n{}",
+        "[areas.voice]\nprefix = \"/v\"\n[bases.main]\nauth = \"bearer\"\n{}{CAPABILITIES}",
         row(
             &[("auth", Some("\"bearer\"")), ("errors", Some("\"detail\""))],
             ""
         )
     ));
-    check(&format!("[areas.voice]\nprefix = \"api\"\nauth = \"bearer\"\nerrors = \"detail\"\n[bases.main]\nauth = \"bearer\"\n{ROW}"), "prefix `api` must start with `/`");
-    check(&format!("[areas.voice]\nprefix = \"/api/\"\nauth = \"bearer\"\nerrors = \"detail\"\n[bases.main]\nauth = \"bearer\"\n{ROW}"), "must not end with `/`");
-    check(&format!("[areas.voice]\nprefix = \"/api/{{v}}\"\nauth = \"bearer\"\nerrors = \"detail\"\n[bases.main]\nauth = \"bearer\"\n{ROW}"), "contains `{`");
+    check(&format!("[areas.voice]\nprefix = \"api\"\nauth = \"bearer\"\nerrors = \"detail\"\n[bases.main]\nauth = \"bearer\"\n{ROW}{CAPABILITIES}"), "prefix `api` must start with `/`");
+    check(&format!("[areas.voice]\nprefix = \"/api/\"\nauth = \"bearer\"\nerrors = \"detail\"\n[bases.main]\nauth = \"bearer\"\n{ROW}{CAPABILITIES}"), "must not end with `/`");
+    check(&format!("[areas.voice]\nprefix = \"/api/{{v}}\"\nauth = \"bearer\"\nerrors = \"detail\"\n[bases.main]\nauth = \"bearer\"\n{ROW}{CAPABILITIES}"), "contains `{`");
 }
 
 #[test]
@@ -616,14 +640,17 @@ fn upstream_templates() {
         "path parameter `{thing_id}` is not used by the upstream path `/things`",
     );
     // ... but a job mode may use its parameter locally.
-    ok(&table(&[&row(
-        &[
-            ("mode", Some("\"job_get\"")),
-            ("job", Some("\"stt\"")),
-            ("upstream", Some(&up("/jobs", ""))),
-        ],
-        "",
-    )]));
+    ok(&table(&[
+        &row(
+            &[
+                ("mode", Some("\"job_get\"")),
+                ("job", Some("\"stt\"")),
+                ("upstream", Some(&up("/jobs", ""))),
+            ],
+            "",
+        ),
+        STT_SUBMIT,
+    ]));
 }
 
 #[test]
@@ -716,23 +743,31 @@ fn modes() {
         "",
         "`mirror` only applies to mode `job_get`, not `proxy`",
     );
-    check_row(
-        &[
-            ("mode", Some("\"job_get\"")),
-            ("job", Some("\"stt\"")),
-            ("mirror", Some("\"item..url\"")),
-        ],
-        "",
+    check(
+        &table(&[
+            &row(
+                &[
+                    ("mode", Some("\"job_get\"")),
+                    ("job", Some("\"stt\"")),
+                    ("mirror", Some("\"item..url\"")),
+                ],
+                "",
+            ),
+            STT_SUBMIT,
+        ]),
         "must be a dotted path",
     );
-    ok(&table(&[&row(
-        &[
-            ("mode", Some("\"job_get\"")),
-            ("job", Some("\"stt\"")),
-            ("mirror", Some("\"item.url\"")),
-        ],
-        "",
-    )]));
+    ok(&table(&[
+        &row(
+            &[
+                ("mode", Some("\"job_get\"")),
+                ("job", Some("\"stt\"")),
+                ("mirror", Some("\"item.url\"")),
+            ],
+            "",
+        ),
+        STT_SUBMIT,
+    ]));
     // The general-gateway modes may or may not call an upstream.
     ok(&table(&[&row(
         &[("mode", Some("\"catalogue\"")), ("upstream", None)],
@@ -1134,4 +1169,151 @@ fn body_fields_named_in_resources_are_checked() {
         t.rows[0].owner_checks,
         vec![("voice_uuid".to_string(), "voice".to_string())]
     );
+}
+
+#[test]
+fn capabilities() {
+    let with_caps = |caps: &str| format!("{HEADER}{ROW}\n[capabilities]\n{caps}\n");
+    ok(&with_caps("things = \"60/m\""));
+    ok(&with_caps("things = \"off\""));
+    for q in ["1/s", "600/h", "1/d", "4294967295/m"] {
+        ok(&with_caps(&format!("things = \"{q}\"")));
+    }
+    let t = parse_table(&with_caps("things = \"600/h\"")).unwrap();
+    assert_eq!(t.capabilities.len(), 1);
+    assert_eq!(t.capabilities[0].name, "things");
+    let q = t.capabilities[0].quota.unwrap();
+    assert_eq!((q.count, q.per_secs), (600, 3600));
+    let off = parse_table(&with_caps("things = \"off\"")).unwrap();
+    assert_eq!(off.capabilities[0].quota, None);
+
+    // Bad quotas, each on its own line; every one is reported.
+    let text = with_caps(
+        "things = \"60/w\"\nb = \"0/m\"\nc = \"60\"\nd = 60\ne = \"-1/m\"\nf = \"60 /m\"\ng = \"OFF\"\n\"h-i\" = \"1/m\"",
+    );
+    let errs = errors(&text);
+    let rendered: Vec<String> = errs.iter().map(|e| e.to_string()).collect();
+    let expect = [
+        "[capabilities] `things`: quota `60/w`: unknown unit `w` (expected s, m, h or d)",
+        "[capabilities] `b`: quota `0/m`: the count `0` must be a whole number from 1",
+        "[capabilities] `c`: quota `60` must be `off` or `<count>/<unit>`",
+        "[capabilities] `d`: the quota must be a string",
+        "[capabilities] `e`: quota `-1/m`: the count `-1`",
+        "[capabilities] `f`: quota `60 /m`: the count `60 `",
+        "[capabilities] `g`: quota `OFF` must be `off` or",
+        "[capabilities] `h-i`: a capability name must be an identifier",
+    ];
+    assert_eq!(errs.len(), expect.len(), "{rendered:#?}");
+    for (e, x) in rendered.iter().zip(expect) {
+        assert!(e.contains(x), "{e:?} does not contain {x:?}");
+    }
+    // A broken entry is declared: the row naming it says nothing more.
+    assert!(errs.iter().all(|e| e.row.is_none()), "{rendered:#?}");
+    let caps_line = text.lines().position(|l| l == "b = \"0/m\"").unwrap() + 1;
+    assert_eq!(errs[1].line, Some(caps_line));
+
+    // Undeclared, with a suggestion, on the row's `capability` line.
+    let text = table(&[&row(&[("capability", Some("\"thing\""))], "")]);
+    let errs = errors(&text);
+    let rendered: Vec<String> = errs.iter().map(|e| e.to_string()).collect();
+    assert_eq!(errs.len(), 2, "{rendered:#?}");
+    let cap_line = text
+        .lines()
+        .position(|l| l == "capability = \"thing\"")
+        .unwrap()
+        + 1;
+    assert_eq!(
+        rendered[0],
+        format!("line {cap_line}: row `things.get`: capability `thing` is not declared in `[capabilities]` (did you mean `things`?)")
+    );
+    // ... and `things` is then declared but unused.
+    assert!(
+        rendered[1]
+            .contains("capability `things` is declared in `[capabilities]` but no row uses it"),
+        "{rendered:#?}"
+    );
+    // No `[capabilities]` at all: each row says its capability is undeclared.
+    check(
+        &format!("{HEADER}{ROW}"),
+        "capability `things` is not declared in `[capabilities]`",
+    );
+    check(
+        &format!("capabilities = 3\n{HEADER}{ROW}"),
+        "`capabilities` must be a table",
+    );
+    // Unused, alone.
+    check(
+        &with_caps("things = \"60/m\"\nspare = \"1/m\""),
+        "capability `spare` is declared in `[capabilities]` but no row uses it",
+    );
+    // A row whose capability is unreadable might be the user: no "unused".
+    check_row(&[("capability", Some("\"\""))], "", "`capability` is empty");
+}
+
+#[test]
+fn job_kinds() {
+    let get = row(
+        &[
+            ("id", Some("\"stt.get\"")),
+            ("path", Some("\"/stt/{thing_id}\"")),
+            ("mode", Some("\"job_get\"")),
+            ("job", Some("\"stt\"")),
+            ("mirror", Some("\"item.url\"")),
+        ],
+        "",
+    );
+    let t = parse_table(&table(&[&get, STT_SUBMIT])).unwrap();
+    let kinds = t.job_kinds();
+    assert_eq!(kinds.len(), 1);
+    assert_eq!(kinds[0].kind, "stt");
+    assert_eq!(kinds[0].submit.id, "stt.submit");
+    assert_eq!(kinds[0].get.unwrap().id, "stt.get");
+    assert_eq!(kinds[0].mirror(), Some("item.url"));
+
+    // No submit row.
+    let text = table(&[&get]);
+    let errs = errors(&text);
+    assert_eq!(errs.len(), 1, "{errs:#?}");
+    let job_line = text.lines().position(|l| l == "job = \"stt\"").unwrap() + 1;
+    assert_eq!(
+        errs[0].render(None),
+        format!("line {job_line}: row `stt.get`: job kind `stt` has no `job_submit` row (it is named by `stt.get` (line 18)); each job kind needs exactly one")
+    );
+    // Two submit rows, two get rows.
+    let submit2 = STT_SUBMIT
+        .replace("stt.submit", "stt.submit2")
+        .replace("\"/stt\"", "\"/stt2\"");
+    let get2 = get
+        .replace("stt.get", "stt.get2")
+        .replace("/stt/{thing_id}", "/stt2/{thing_id}");
+    check_all(
+        &table(&[STT_SUBMIT, &get, &submit2, &get2]),
+        &[
+            "row `stt.submit2`: job kind `stt` already has a `job_submit` row, `stt.submit` (line 18); a job kind has exactly one",
+            "row `stt.get2`: job kind `stt` already has a `job_get` row, `stt.get` (line 29); a job kind has at most one",
+        ],
+    );
+    // A row whose mode is unreadable leaves the kind alone.
+    check(
+        &table(&[&get.replace("\"job_get\"", "\"job_gett\"")]),
+        "unknown mode `job_gett`",
+    );
+}
+
+#[test]
+fn generated_names_are_reserved() {
+    for id in [
+        "table",
+        "capabilities",
+        "job_kinds",
+        "bases",
+        "routes",
+        "route.count",
+    ] {
+        check_row(
+            &[("id", Some(&format!("\"{id}\"")))],
+            "",
+            "a name the generated module already uses",
+        );
+    }
 }

@@ -182,15 +182,171 @@ pub static AGENTS_DELETE: ::runtime::__private::EndpointSpec = ::runtime::__priv
     retention_days: ::core::option::Option::None,
     summary: "",
 };
+/// `POST /api/v1/voice/stt` (row `stt.submit`).
+pub static STT_SUBMIT: ::runtime::__private::EndpointSpec = ::runtime::__private::EndpointSpec {
+    id: "stt.submit",
+    area: ::runtime::__private::Area::Voice,
+    method: ::runtime::__private::Method::Post,
+    path: "/api/v1/voice/stt",
+    params: &[],
+    mode: ::runtime::__private::Mode::JobSubmit,
+    capability: "stt",
+    billing: ::runtime::__private::Billing::AudioSeconds,
+    metering: ::runtime::__private::Metering::Measured,
+    resource: ::core::option::Option::None,
+    owner_checks: &[],
+    gate: ::core::option::Option::None,
+    auth: ::runtime::__private::Auth::Bearer,
+    errors: ::runtime::__private::ErrorFormat::Detail,
+    upstream: ::core::option::Option::Some(::runtime::__private::Upstream {
+        base: ::runtime::__private::Base::Main,
+        method: ::runtime::__private::Method::Post,
+        path: "/stt",
+        from_query: &[],
+        from_body: &[],
+        auth: ::runtime::__private::UpstreamAuth::Bearer,
+    }),
+    body: &[],
+    query: &[],
+    rename: &[],
+    drop: &[],
+    set: ::core::option::Option::None,
+    file_field: ::core::option::Option::None,
+    job: ::core::option::Option::Some("stt"),
+    mirror: ::core::option::Option::None,
+    retention_days: ::core::option::Option::None,
+    summary: "",
+};
+/// `GET /api/v1/voice/stt/{uuid}` (row `stt.get`).
+pub static STT_GET: ::runtime::__private::EndpointSpec = ::runtime::__private::EndpointSpec {
+    id: "stt.get",
+    area: ::runtime::__private::Area::Voice,
+    method: ::runtime::__private::Method::Get,
+    path: "/api/v1/voice/stt/{uuid}",
+    params: &["uuid"],
+    mode: ::runtime::__private::Mode::JobGet,
+    capability: "stt",
+    billing: ::runtime::__private::Billing::Free,
+    metering: ::runtime::__private::Metering::None,
+    resource: ::core::option::Option::None,
+    owner_checks: &[],
+    gate: ::core::option::Option::None,
+    auth: ::runtime::__private::Auth::Bearer,
+    errors: ::runtime::__private::ErrorFormat::Detail,
+    upstream: ::core::option::Option::Some(::runtime::__private::Upstream {
+        base: ::runtime::__private::Base::Main,
+        method: ::runtime::__private::Method::Get,
+        path: "/stt/{uuid}",
+        from_query: &[],
+        from_body: &[],
+        auth: ::runtime::__private::UpstreamAuth::Bearer,
+    }),
+    body: &[],
+    query: &[],
+    rename: &[],
+    drop: &[],
+    set: ::core::option::Option::None,
+    file_field: ::core::option::Option::None,
+    job: ::core::option::Option::Some("stt"),
+    mirror: ::core::option::Option::Some("item.result_url"),
+    retention_days: ::core::option::Option::None,
+    summary: "",
+};
+/// `POST /api/v1/voice/webhooks/provider` (row `webhooks.provider`).
+pub static WEBHOOKS_PROVIDER: ::runtime::__private::EndpointSpec = ::runtime::__private::EndpointSpec {
+    id: "webhooks.provider",
+    area: ::runtime::__private::Area::Voice,
+    method: ::runtime::__private::Method::Post,
+    path: "/api/v1/voice/webhooks/provider",
+    params: &[],
+    mode: ::runtime::__private::Mode::Webhook,
+    capability: "webhook",
+    billing: ::runtime::__private::Billing::Free,
+    metering: ::runtime::__private::Metering::None,
+    resource: ::core::option::Option::None,
+    owner_checks: &[],
+    gate: ::core::option::Option::None,
+    auth: ::runtime::__private::Auth::Signature,
+    errors: ::runtime::__private::ErrorFormat::Detail,
+    upstream: ::core::option::Option::None,
+    body: &[],
+    query: &[],
+    rename: &[],
+    drop: &[],
+    set: ::core::option::Option::None,
+    file_field: ::core::option::Option::None,
+    job: ::core::option::Option::None,
+    mirror: ::core::option::Option::None,
+    retention_days: ::core::option::Option::None,
+    summary: "",
+};
 /// Every row of the route table, in table order.
 pub static ROUTES: &[&::runtime::__private::EndpointSpec] = &[
     &TTS_SYNTHESIZE,
     &AGENTS_CAPABILITIES,
     &AGENTS_GET,
     &AGENTS_DELETE,
+    &STT_SUBMIT,
+    &STT_GET,
+    &WEBHOOKS_PROVIDER,
 ];
 /// Number of rows in [`ROUTES`].
-pub const ROUTE_COUNT: usize = 4;
+pub const ROUTE_COUNT: usize = 7;
+/// `[capabilities]`: every rate-limit bucket with its default quota, in table order.
+pub static CAPABILITIES: &[::runtime::__private::Capability] = &[
+    ::runtime::__private::Capability {
+        name: "tts",
+        quota: ::core::option::Option::Some(::runtime::__private::QuotaSpec {
+            count: 60,
+            per_secs: 60,
+        }),
+    },
+    ::runtime::__private::Capability {
+        name: "agents",
+        quota: ::core::option::Option::Some(::runtime::__private::QuotaSpec {
+            count: 120,
+            per_secs: 60,
+        }),
+    },
+    ::runtime::__private::Capability {
+        name: "stt",
+        quota: ::core::option::Option::Some(::runtime::__private::QuotaSpec {
+            count: 30,
+            per_secs: 60,
+        }),
+    },
+    ::runtime::__private::Capability {
+        name: "webhook",
+        quota: ::core::option::Option::None,
+    },
+];
+/// One entry per job kind, in order of first appearance in the table.
+pub static JOB_KINDS: &[::runtime::__private::JobKind] = &[
+    ::runtime::__private::JobKind {
+        kind: "stt",
+        submit: &STT_SUBMIT,
+        get: ::core::option::Option::Some(&STT_GET),
+        mirror: ::core::option::Option::Some("item.result_url"),
+    },
+];
+/// `[bases.*]`: how the provider key is presented to each base, in table order.
+pub static BASES: &[::runtime::__private::BaseSpec] = &[
+    ::runtime::__private::BaseSpec {
+        base: ::runtime::__private::Base::Main,
+        auth: ::runtime::__private::UpstreamAuth::Bearer,
+    },
+    ::runtime::__private::BaseSpec {
+        base: ::runtime::__private::Base::Synth,
+        auth: ::runtime::__private::UpstreamAuth::AccessToken,
+    },
+];
+/// The whole table: [`ROUTES`], [`CAPABILITIES`], [`JOB_KINDS`] and [`BASES`].
+pub static TABLE: ::runtime::__private::Table = ::runtime::__private::Table {
+    routes: ROUTES,
+    capabilities: CAPABILITIES,
+    job_kinds: JOB_KINDS,
+    bases: BASES,
+};
 fn handle_tts_synthesize(
     gw: ::runtime::__private::Gateway,
     req: ::runtime::__private::Request,
@@ -222,6 +378,29 @@ fn handle_agents_delete(
     params: ::runtime::__private::PathParams,
 ) -> ::runtime::__private::HandlerFuture {
     ::std::boxed::Box::pin(::runtime::__private::handle(&AGENTS_DELETE, gw, req, params))
+}
+fn handle_stt_submit(
+    gw: ::runtime::__private::Gateway,
+    req: ::runtime::__private::Request,
+    params: ::runtime::__private::PathParams,
+) -> ::runtime::__private::HandlerFuture {
+    ::std::boxed::Box::pin(::runtime::__private::handle(&STT_SUBMIT, gw, req, params))
+}
+fn handle_stt_get(
+    gw: ::runtime::__private::Gateway,
+    req: ::runtime::__private::Request,
+    params: ::runtime::__private::PathParams,
+) -> ::runtime::__private::HandlerFuture {
+    ::std::boxed::Box::pin(::runtime::__private::handle(&STT_GET, gw, req, params))
+}
+fn handle_webhooks_provider(
+    gw: ::runtime::__private::Gateway,
+    req: ::runtime::__private::Request,
+    params: ::runtime::__private::PathParams,
+) -> ::runtime::__private::HandlerFuture {
+    ::std::boxed::Box::pin(
+        ::runtime::__private::handle(&WEBHOOKS_PROVIDER, gw, req, params),
+    )
 }
 /// Finds the row for a request: `path` is the URI's path (no query
 /// string), still percent-encoded. One trailing `/` is ignored; an
@@ -298,12 +477,64 @@ pub fn route(
                 }
             }
         }
+        ["api", "v1", "voice", "stt"] => {
+            match *method {
+                ::runtime::__private::HttpMethod::POST => {
+                    ::runtime::__private::RouteMatch::Found {
+                        spec: &STT_SUBMIT,
+                        handler: handle_stt_submit,
+                        params: ::runtime::__private::PathParams::new(),
+                    }
+                }
+                _ => {
+                    ::runtime::__private::RouteMatch::MethodNotAllowed {
+                        allowed: "POST",
+                    }
+                }
+            }
+        }
+        ["api", "v1", "voice", "stt", p0] => {
+            match *method {
+                ::runtime::__private::HttpMethod::GET => {
+                    ::runtime::__private::RouteMatch::Found {
+                        spec: &STT_GET,
+                        handler: handle_stt_get,
+                        params: {
+                            let mut params = ::runtime::__private::PathParams::new();
+                            params.push("uuid", p0);
+                            params
+                        },
+                    }
+                }
+                _ => {
+                    ::runtime::__private::RouteMatch::MethodNotAllowed {
+                        allowed: "GET",
+                    }
+                }
+            }
+        }
         ["api", "v1", "voice", "tts", "synthesize"] => {
             match *method {
                 ::runtime::__private::HttpMethod::POST => {
                     ::runtime::__private::RouteMatch::Found {
                         spec: &TTS_SYNTHESIZE,
                         handler: handle_tts_synthesize,
+                        params: ::runtime::__private::PathParams::new(),
+                    }
+                }
+                _ => {
+                    ::runtime::__private::RouteMatch::MethodNotAllowed {
+                        allowed: "POST",
+                    }
+                }
+            }
+        }
+        ["api", "v1", "voice", "webhooks", "provider"] => {
+            match *method {
+                ::runtime::__private::HttpMethod::POST => {
+                    ::runtime::__private::RouteMatch::Found {
+                        spec: &WEBHOOKS_PROVIDER,
+                        handler: handle_webhooks_provider,
                         params: ::runtime::__private::PathParams::new(),
                     }
                 }

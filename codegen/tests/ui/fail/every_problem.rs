@@ -9,6 +9,9 @@ errors = "detail"
 [bases.main]
 auth = "bearer"
 
+[capabilities]
+one = "1/m"
+
 [[endpoint]]
 id = "one"
 area = "voice"

@@ -9,6 +9,9 @@ errors = "detail"
 [bases.main]
 auth = "bearer"
 
+[capabilities]
+voices = "10/m"
+
 [[endpoint]]
 id = "voices.get"
 area = "voice"
