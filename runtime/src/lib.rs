@@ -74,52 +74,6 @@ pub mod validate;
 
 use std::sync::Arc;
 
-// TEMPORARY: replaced by the generated routes::TABLE.capabilities on merge
-/// The route table's capabilities with their default quotas (`None`: off),
-/// until `[capabilities]` of `endpoints.toml` is generated.
-pub const DEFAULT_CAPABILITIES_TEMP: &[spec::Capability] = &[
-    // voice area
-    temp_capability("tts", Some(60)),
-    temp_capability("voices", Some(10)),
-    temp_capability("recordings", Some(120)),
-    temp_capability("voice_design", Some(10)),
-    temp_capability("stt", Some(30)),
-    temp_capability("enhance", Some(30)),
-    temp_capability("edit", Some(30)),
-    temp_capability("detect", Some(30)),
-    temp_capability("intelligence", Some(30)),
-    temp_capability("tracing", Some(30)),
-    temp_capability("watermark", Some(30)),
-    temp_capability("identity", Some(30)),
-    temp_capability("projects", Some(120)),
-    temp_capability("agents", Some(120)),
-    temp_capability("uploads", Some(20)),
-    temp_capability("webhook", None),
-    // general gateway
-    temp_capability("chat", Some(120)),
-    temp_capability("completions", Some(120)),
-    temp_capability("embeddings", Some(120)),
-    temp_capability("images", Some(20)),
-    temp_capability("videos", Some(20)),
-    temp_capability("audio", Some(60)),
-    temp_capability("models", Some(300)),
-];
-
-// TEMPORARY: goes with DEFAULT_CAPABILITIES_TEMP.
-/// `name` limited to `per_minute` requests a minute (`None`: off).
-const fn temp_capability(name: &'static str, per_minute: Option<u32>) -> spec::Capability {
-    spec::Capability {
-        name,
-        quota: match per_minute {
-            Some(count) => Some(spec::QuotaSpec {
-                count,
-                per_secs: 60,
-            }),
-            None => None,
-        },
-    }
-}
-
 /// Shared state of a running gateway (cheap to clone).
 #[derive(Clone)]
 pub struct Gateway(Arc<Inner>);
@@ -169,10 +123,7 @@ impl Gateway {
     /// object store, and builds the upstream client. Without
     /// `config.public_url`, the gateway's own object URLs start with
     /// `http://<config.addr>`.
-    pub fn new(
-        config: config::Config,
-        table: &'static spec::Table,
-    ) -> Result<Gateway, StartError> {
+    pub fn new(config: config::Config, table: &'static spec::Table) -> Result<Gateway, StartError> {
         let capabilities = table.capabilities;
         // Before anything is opened: a bad GATEWAY_RATE_LIMITS leaves no trace.
         let limiter = match &config.limiter_store {

@@ -52,48 +52,7 @@ impl Running {
 /// Builds the gateway of a configuration (database, object store, client)
 /// without serving: what the CLI's one-shot commands use.
 pub fn gateway(config: Config) -> Result<Gateway, StartError> {
-    Gateway::new(config, temp_table())
-}
-
-// TEMPORARY: replaced by the generated `routes::TABLE` when codegen emits it.
-fn temp_table() -> &'static runtime::spec::Table {
-    use runtime::spec::*;
-    static T: std::sync::OnceLock<Table> = std::sync::OnceLock::new();
-    T.get_or_init(|| {
-        let mut kinds: Vec<JobKind> = Vec::new();
-        for r in routes::ROUTES.iter().copied() {
-            if let (Some(k), Mode::JobSubmit) = (r.job, r.mode) {
-                let get = routes::ROUTES
-                    .iter()
-                    .copied()
-                    .find(|g| g.job == Some(k) && g.mode == Mode::JobGet);
-                kinds.push(JobKind {
-                    kind: k,
-                    submit: r,
-                    get,
-                    mirror: get.and_then(|g| g.mirror),
-                });
-            }
-        }
-        let bases: Vec<BaseSpec> = [Base::Main, Base::Synth, Base::Llm]
-            .into_iter()
-            .filter_map(|b| {
-                routes::ROUTES
-                    .iter()
-                    .find_map(|r| r.upstream.filter(|u| u.base == b))
-                    .map(|u| BaseSpec {
-                        base: b,
-                        auth: u.auth,
-                    })
-            })
-            .collect();
-        Table {
-            routes: routes::ROUTES,
-            capabilities: runtime::DEFAULT_CAPABILITIES_TEMP,
-            job_kinds: Box::leak(kinds.into_boxed_slice()),
-            bases: Box::leak(bases.into_boxed_slice()),
-        }
-    })
+    Gateway::new(config, &routes::TABLE)
 }
 
 /// Starts a gateway on `listener` with `config`, with its background tasks

@@ -13,6 +13,7 @@ mod errors;
 mod forwarding;
 mod gate;
 mod isolation;
+mod layout;
 mod media;
 mod mirror;
 mod money;

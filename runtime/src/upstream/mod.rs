@@ -138,11 +138,6 @@ impl Upstream {
             mapping: self.mapping(up.base),
         })
     }
-
-    /// Removes the upstream key from a text.
-    pub fn scrub(&self, s: &str) -> String {
-        self.mapping(Base::Main).scrub(s)
-    }
 }
 
 /// One upstream request, built once ([`Upstream::call`]) and sent once.

@@ -1,0 +1,234 @@
+//! The architecture invariants of ARCHITECTURE.md that a test can check,
+//! checked on the source tree itself.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// Every `.rs` file under `dir`, relative to `dir`, with its text.
+fn sources(dir: &str) -> Vec<(String, String)> {
+    fn walk(base: &Path, dir: &Path, out: &mut Vec<(String, String)>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(base, &path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let rel = path
+                    .strip_prefix(base)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned();
+                out.push((rel, std::fs::read_to_string(&path).unwrap()));
+            }
+        }
+    }
+    let base = root().join(dir);
+    let mut out = Vec::new();
+    walk(&base, &base, &mut out);
+    out.sort();
+    out
+}
+
+/// The code of a file without its `#[cfg(test)]` tail and without `//` comments.
+fn code(text: &str) -> String {
+    let text = match text.find("#[cfg(test)]") {
+        Some(i) => &text[..i],
+        None => text,
+    };
+    text.lines()
+        .map(|l| match l.find("//") {
+            Some(i) if !l[..i].contains('"') => &l[..i],
+            _ => l,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `a/b.rs` → `a::b`, `a/mod.rs` → `a`, `lib.rs` → ``.
+fn module_of(rel: &str) -> String {
+    let m = rel.trim_end_matches(".rs").replace('/', "::");
+    let m = m
+        .strip_suffix("::mod")
+        .map(str::to_owned)
+        .unwrap_or(m.clone());
+    if m == "lib" || m == "main" {
+        String::new()
+    } else {
+        m
+    }
+}
+
+#[test]
+fn runtime_files_import_each_other_in_no_circle() {
+    let files = sources("runtime/src");
+    let modules: BTreeSet<String> = files.iter().map(|(rel, _)| module_of(rel)).collect();
+    let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (rel, text) in &files {
+        let me = module_of(rel);
+        let code = code(text);
+        for (i, _) in code.match_indices("crate::") {
+            let path: String = code[i + 7..]
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':')
+                .collect();
+            // The longest module prefix of the path is the file it names.
+            let mut parts: Vec<&str> = path.split("::").filter(|p| !p.is_empty()).collect();
+            while !parts.is_empty() {
+                let m = parts.join("::");
+                if modules.contains(&m) {
+                    // A child naming its own parent does not count.
+                    if m != me && !me.starts_with(&format!("{m}::")) {
+                        edges.entry(me.clone()).or_default().insert(m);
+                    }
+                    break;
+                }
+                parts.pop();
+            }
+        }
+    }
+    // Depth-first search for a back edge.
+    fn visit(
+        m: &str,
+        edges: &BTreeMap<String, BTreeSet<String>>,
+        state: &mut BTreeMap<String, u8>,
+        stack: &mut Vec<String>,
+    ) -> Option<Vec<String>> {
+        state.insert(m.to_owned(), 1);
+        stack.push(m.to_owned());
+        for next in edges.get(m).into_iter().flatten() {
+            match state.get(next.as_str()).copied().unwrap_or(0) {
+                1 => {
+                    let start = stack.iter().position(|s| s == next).unwrap();
+                    let mut circle = stack[start..].to_vec();
+                    circle.push(next.clone());
+                    return Some(circle);
+                }
+                0 => {
+                    if let Some(c) = visit(next, edges, state, stack) {
+                        return Some(c);
+                    }
+                }
+                _ => {}
+            }
+        }
+        stack.pop();
+        state.insert(m.to_owned(), 2);
+        None
+    }
+    let mut state = BTreeMap::new();
+    for m in &modules {
+        if state.get(m.as_str()).copied().unwrap_or(0) == 0 {
+            if let Some(circle) = visit(m, &edges, &mut state, &mut Vec::new()) {
+                panic!("runtime/src imports in a circle: {}", circle.join(" -> "));
+            }
+        }
+    }
+}
+
+#[test]
+fn modes_never_import_a_sibling_mode() {
+    for (rel, text) in sources("runtime/src/modes") {
+        if rel == "mod.rs" {
+            continue;
+        }
+        let code = code(&text);
+        assert!(
+            !code.contains("crate::modes::") && !code.contains("super::super"),
+            "modes/{rel} reaches into another mode"
+        );
+        for (i, _) in code.match_indices("super::") {
+            let name: String = code[i + 7..]
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            assert!(
+                !Path::new(&root().join("runtime/src/modes").join(format!("{name}.rs"))).exists(),
+                "modes/{rel} imports the sibling mode {name}"
+            );
+        }
+    }
+}
+
+#[test]
+fn only_store_speaks_sql() {
+    for (rel, text) in sources("runtime/src") {
+        if rel.starts_with("store/") {
+            continue;
+        }
+        let code = code(&text);
+        assert!(!code.contains("rusqlite"), "{rel} uses rusqlite");
+        for kw in [
+            "\"SELECT ",
+            "\"INSERT ",
+            "\"UPDATE ",
+            "\"DELETE FROM",
+            "\"CREATE TABLE",
+        ] {
+            assert!(!code.contains(kw), "{rel} holds SQL ({kw})");
+        }
+    }
+}
+
+#[test]
+fn ratelimit_names_no_capability() {
+    let capabilities: BTreeSet<&str> = server::routes::TABLE
+        .capabilities
+        .iter()
+        .map(|c| c.name)
+        .collect();
+    assert!(
+        capabilities.contains("tts"),
+        "the table's capabilities are generated"
+    );
+    for (rel, text) in sources("runtime/src/ratelimit") {
+        if rel == "tests.rs" {
+            continue; // unit tests use a capability table of their own
+        }
+        let code = code(&text);
+        for c in &capabilities {
+            assert!(
+                !code.contains(&format!("\"{c}\"")),
+                "ratelimit/{rel} names the capability {c}"
+            );
+        }
+    }
+}
+
+#[test]
+fn only_upstream_presents_the_provider_key() {
+    for (rel, text) in sources("runtime/src") {
+        if rel.starts_with("upstream/") || rel == "config.rs" {
+            continue;
+        }
+        let code = code(&text);
+        assert!(
+            !code.contains("provider_api_key")
+                && !code.contains("x-access-token")
+                && !code.contains("Token token="),
+            "{rel} handles the upstream credential"
+        );
+    }
+}
+
+#[test]
+fn files_stay_small() {
+    for (dir, limit) in [
+        ("runtime/src", 700),
+        ("codegen/impl/src", 900),
+        ("sim/src", 700),
+    ] {
+        for (rel, text) in sources(dir) {
+            if rel.ends_with("tests.rs") {
+                continue; // a test module of its own
+            }
+            let lines = code(&text).lines().count();
+            assert!(
+                lines <= limit,
+                "{dir}/{rel}: {lines} lines of code (limit {limit})"
+            );
+        }
+    }
+}
