@@ -174,6 +174,34 @@ impl Config {
         }
     }
 
+    /// The start-up warning of a gateway whose stored objects its provider
+    /// cannot fetch: routes whose upstream fetches `audio_url` itself
+    /// (detect, intelligence, tracing, watermark, identity) pass the
+    /// gateway's own presigned URLs, which name the public URL (the local
+    /// store) or the S3 endpoint. When that host is a loopback or private
+    /// address and a provider base is not, the provider cannot reach them.
+    /// `public_url` is the URL objects are served under when
+    /// `GATEWAY_PUBLIC_URL` is not set (`http://<bound address>`). Host
+    /// names are not resolved: `localhost` (and `*.localhost`) count as
+    /// loopback, other names as public.
+    pub fn unreachable_objects_warning(&self, public_url: &str) -> Option<String> {
+        let (what, objects_url) = match &self.objects.backend {
+            crate::objects::ObjectBackend::Local => (GATEWAY_PUBLIC_URL, public_url),
+            crate::objects::ObjectBackend::S3(s3) => ("the S3 endpoint", s3.endpoint.as_str()),
+        };
+        if host_is_private(objects_url) != Some(true) {
+            return None;
+        }
+        let public_provider = [&self.provider_base_url, &self.provider_synth_url]
+            .into_iter()
+            .find(|u| host_is_private(u) == Some(false))?;
+        Some(format!(
+            "{what} ({objects_url}) is a loopback or private address but the provider ({public_provider}) is not: \
+             routes whose provider fetches audio_url itself (detect, intelligence, tracing, watermark, identity) \
+             pass it presigned URLs it cannot reach; set {GATEWAY_PUBLIC_URL} to an address the provider can reach"
+        ))
+    }
+
     /// Reads the process environment.
     pub fn from_env() -> Result<Config, ConfigError> {
         Config::from_lookup(|name| std::env::var(name).ok())
@@ -315,6 +343,22 @@ fn parse_url(name: &'static str, v: &str) -> Result<String, ConfigError> {
     }
 }
 
+/// Whether a URL's host is a loopback or private address (`None`: no host).
+/// Names are not resolved: `localhost` and `*.localhost` are loopback, other
+/// names are taken as public.
+fn host_is_private(url: &str) -> Option<bool> {
+    let parsed = reqwest::Url::parse(url).ok()?;
+    let host = parsed.host_str()?;
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    Some(match bare.parse::<std::net::IpAddr>() {
+        Ok(ip) => crate::fetch::is_private(ip),
+        Err(_) => {
+            let d = bare.trim_end_matches('.').to_ascii_lowercase();
+            d == "localhost" || d.ends_with(".localhost")
+        }
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -355,5 +399,34 @@ mod tests {
     fn debug_never_shows_the_key() {
         let c = cfg(&[(PROVIDER_API_KEY, "sk-very-secret")]).unwrap();
         assert!(!format!("{c:?}").contains("very-secret"));
+    }
+
+    #[test]
+    fn objects_the_provider_cannot_reach_are_warned_about() {
+        let mut c = Config::with_data_dir("/tmp/x");
+        c.provider_base_url = "https://api.example.com/v2".into();
+        c.provider_synth_url = "https://f.example.com".into();
+        let w = c
+            .unreachable_objects_warning("http://127.0.0.1:8080")
+            .unwrap();
+        assert!(
+            w.contains("GATEWAY_PUBLIC_URL") && w.contains("https://api.example.com/v2"),
+            "{w}"
+        );
+        assert!(c
+            .unreachable_objects_warning("http://localhost:8080")
+            .is_some());
+        assert!(c.unreachable_objects_warning("http://[::1]:8080").is_some());
+        assert!(c.unreachable_objects_warning("http://10.1.2.3").is_some());
+        assert!(c
+            .unreachable_objects_warning("https://gw.example.com")
+            .is_none());
+        c.provider_base_url = "http://127.0.0.1:9000".into();
+        c.provider_synth_url = "http://127.0.0.1:9001".into();
+        assert!(
+            c.unreachable_objects_warning("http://127.0.0.1:8080")
+                .is_none(),
+            "both local: fine"
+        );
     }
 }

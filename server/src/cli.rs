@@ -303,6 +303,13 @@ pub async fn serve(config: Config) -> CliResult {
     }
     let listener = tokio::net::TcpListener::bind(config.addr).await?;
     let addr = listener.local_addr()?;
+    let public_url = config
+        .public_url
+        .clone()
+        .unwrap_or_else(|| format!("http://{addr}"));
+    if let Some(w) = config.unreachable_objects_warning(&public_url) {
+        tracing::warn!("{w}");
+    }
     let running = crate::start(config, listener)?;
     tracing::info!("listening on {addr}");
     shutdown_signal().await;

@@ -205,3 +205,46 @@ fn demo_curl_commands_work_as_printed() {
     let status = terminate(&mut child);
     assert!(status.success(), "{status:?}");
 }
+
+/// The log lines `gateway serve` prints up to "listening on", with `envs`.
+fn serve_start_lines(envs: &[(&str, &str)]) -> Vec<String> {
+    let dir = TempDir::new("cli");
+    let mut c = gateway(&dir);
+    c.arg("serve")
+        .env("GATEWAY_ADDR", "127.0.0.1:0")
+        .env("PROVIDER_API_KEY", PROVIDER_KEY)
+        .stderr(Stdio::piped());
+    for (k, v) in envs {
+        c.env(k, v);
+    }
+    let mut child = c.spawn().unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let lines = read_until(&mut err, "listening on");
+    terminate(&mut child);
+    lines
+}
+
+#[test]
+fn a_public_provider_with_loopback_objects_is_warned_about_at_start_up() {
+    let warned = |lines: &[String]| {
+        lines
+            .iter()
+            .any(|l| l.contains("WARN") && l.contains("is a loopback or private address"))
+    };
+    let lines = serve_start_lines(&[
+        ("PROVIDER_BASE_URL", "https://api.provider.example/v2"),
+        ("PROVIDER_SYNTH_URL", "https://f.provider.example"),
+    ]);
+    assert!(warned(&lines), "{lines:#?}");
+    let lines = serve_start_lines(&[
+        ("PROVIDER_BASE_URL", "https://api.provider.example/v2"),
+        ("PROVIDER_SYNTH_URL", "https://f.provider.example"),
+        ("GATEWAY_PUBLIC_URL", "https://gateway.example.com"),
+    ]);
+    assert!(!warned(&lines), "a public GATEWAY_PUBLIC_URL: {lines:#?}");
+    let lines = serve_start_lines(&[
+        ("PROVIDER_BASE_URL", "http://127.0.0.1:9/v2"),
+        ("PROVIDER_SYNTH_URL", "http://127.0.0.1:9"),
+    ]);
+    assert!(!warned(&lines), "provider on loopback too: {lines:#?}");
+}
