@@ -41,6 +41,9 @@ pub const GATEWAY_PRICES: &str = "GATEWAY_PRICES";
 pub const GATEWAY_PUBLIC_URL: &str = "GATEWAY_PUBLIC_URL";
 /// Extra hosts (comma-separated) whose result URLs may be mirrored, besides the upstream bases.
 pub const GATEWAY_MIRROR_HOSTS: &str = "GATEWAY_MIRROR_HOSTS";
+/// Ids (comma-separated) of voices shared by every user, besides the voices
+/// the provider lists with `source: stock` (see [`crate::owners`]).
+pub const GATEWAY_STOCK_VOICES: &str = "GATEWAY_STOCK_VOICES";
 /// Seconds between retention sweeps; 0 disables the periodic sweep. Default 3600.
 pub const GATEWAY_SWEEP_INTERVAL_SECS: &str = "GATEWAY_SWEEP_INTERVAL_SECS";
 /// UTC time (`HH:MM`) of the nightly reconciliation, or `off`. Default `00:30`.
@@ -86,6 +89,8 @@ pub struct Config {
     pub public_url: Option<String>,
     /// Extra hosts whose result URLs may be mirrored.
     pub mirror_hosts: Vec<String>,
+    /// Voices shared by every user besides the provider's `source: stock` ones.
+    pub stock_voices: Vec<String>,
     /// Interval of the retention sweeper; `None` disables it.
     pub sweep_interval: Option<Duration>,
     /// UTC time of the nightly reconciliation; `None` disables it.
@@ -125,6 +130,7 @@ impl std::fmt::Debug for Config {
             .field("prices", &self.prices)
             .field("public_url", &self.public_url)
             .field("mirror_hosts", &self.mirror_hosts)
+            .field("stock_voices", &self.stock_voices)
             .field("sweep_interval", &self.sweep_interval)
             .field("reconcile_at", &self.reconcile_at)
             .field("objects", &self.objects)
@@ -165,6 +171,7 @@ impl Config {
             prices: crate::billing::Prices::parse(None, "20.0").expect("default prices"),
             public_url: None,
             mirror_hosts: Vec::new(),
+            stock_voices: Vec::new(),
             sweep_interval: Some(Duration::from_secs(3600)),
             reconcile_at: chrono::NaiveTime::from_hms_opt(0, 30, 0),
             objects: crate::objects::ObjectConfig::default(),
@@ -267,6 +274,13 @@ impl Config {
             c.mirror_hosts = v
                 .split(',')
                 .map(|h| h.trim().to_ascii_lowercase())
+                .filter(|h| !h.is_empty())
+                .collect();
+        }
+        if let Some(v) = get(GATEWAY_STOCK_VOICES) {
+            c.stock_voices = v
+                .split(',')
+                .map(|h| h.trim().to_owned())
                 .filter(|h| !h.is_empty())
                 .collect();
         }

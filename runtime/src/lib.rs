@@ -96,6 +96,8 @@ pub struct Inner {
     pub limiter: ratelimit::RateLimiter,
     /// Cached owner lookups of tenant isolation.
     pub owner_cache: owners::OwnerCache,
+    /// The account's stock voices, as last read from the provider.
+    pub stock_voices: owners::StockVoices,
 }
 
 impl std::ops::Deref for Gateway {
@@ -153,6 +155,7 @@ impl Gateway {
             table,
             limiter,
             owner_cache: Default::default(),
+            stock_voices: Default::default(),
         })))
     }
 }

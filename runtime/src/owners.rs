@@ -9,12 +9,16 @@
 //! * **Before forwarding** ([`check`]): every checked parameter must name a
 //!   resource the caller owns. Another user's resource, or one no gateway
 //!   user created, answers 404 — the same answer as an unknown id, with no
-//!   upstream call. The exception is the upstream account's *stock voices*
-//!   (voices no gateway user owns): everyone may read them (GET), nobody may
-//!   change them.
+//!   upstream call. The exception is the upstream account's *stock voices*:
+//!   everyone may read them (GET), nobody may change them.
+//! * **Stock voices** ([`is_stock`]) are the voices the provider lists with
+//!   `source: "stock"` (read from its voice list, remembered for
+//!   [`STOCK_TTL`]) and those named in `GATEWAY_STOCK_VOICES`. Any other voice
+//!   no gateway user created (made on the upstream account outside the
+//!   gateway) is nobody's to read, list or use: 404 like an unknown id.
 //! * **Body fields** named in `[resources]` (the `voice_uuid` of a synthesis
-//!   or an edit, [`check_body`]): another user's resource answers 404; stock
-//!   voices may be used by everyone.
+//!   or an edit, [`check_body`]): another user's resource, or one nobody
+//!   owns, answers 404; stock voices may be used by everyone.
 //! * **After a create** (POST of a row with `resource`): the new id from the
 //!   upstream's answer is recorded as the caller's ([`created`]).
 //! * **After a delete**: the record is removed.
@@ -119,6 +123,102 @@ pub fn cache_change(record: &Record) -> Option<(String, String, Option<i64>)> {
     }
 }
 
+/// How long the provider's list of stock voices is trusted.
+pub const STOCK_TTL: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// The stock voices last read from the provider (see the module docs).
+#[derive(Default)]
+pub struct StockVoices {
+    known: std::sync::RwLock<Option<(std::collections::HashSet<String>, std::time::Instant)>>,
+    /// One refresh at a time; the others wait for its result.
+    refreshing: tokio::sync::Mutex<()>,
+}
+
+impl StockVoices {
+    fn lookup(&self, id: &str) -> Option<bool> {
+        let known = self.known.read().unwrap_or_else(|e| e.into_inner());
+        match &*known {
+            Some((ids, at)) if at.elapsed() < STOCK_TTL => Some(ids.contains(id)),
+            _ => None,
+        }
+    }
+}
+
+/// Whether `id` is one of the account's stock voices, which every user may
+/// read and use: named in `GATEWAY_STOCK_VOICES`, or listed by the provider
+/// with `source: "stock"`.
+pub async fn is_stock(gw: &Gateway, id: &str) -> Result<bool, ApiError> {
+    if gw.config.stock_voices.iter().any(|v| v == id) {
+        return Ok(true);
+    }
+    if let Some(hit) = gw.stock_voices.lookup(id) {
+        return Ok(hit);
+    }
+    let _one = gw.stock_voices.refreshing.lock().await;
+    if let Some(hit) = gw.stock_voices.lookup(id) {
+        return Ok(hit);
+    }
+    let ids = read_stock_voices(gw).await?;
+    let hit = ids.contains(id);
+    *gw.stock_voices
+        .known
+        .write()
+        .unwrap_or_else(|e| e.into_inner()) = Some((ids, std::time::Instant::now()));
+    Ok(hit)
+}
+
+/// Whether a voice of the provider's list is a stock voice.
+pub fn is_stock_item(gw: &Gateway, item: &Value) -> bool {
+    item.get("source").and_then(Value::as_str) == Some("stock")
+        || item
+            .get("uuid")
+            .and_then(Value::as_str)
+            .is_some_and(|id| gw.config.stock_voices.iter().any(|v| v == id))
+}
+
+/// The ids of the voices the provider lists with `source: "stock"` (its
+/// `GET /voices`, page by page; not a gateway route, so not a table row).
+async fn read_stock_voices(gw: &Gateway) -> Result<std::collections::HashSet<String>, ApiError> {
+    const PAGE: u32 = 1000;
+    const MAX_PAGES: u32 = 50;
+    let up = crate::spec::Upstream {
+        base: crate::spec::Base::Main,
+        method: Method::Get,
+        path: "/voices",
+        from_query: &[],
+        from_body: &[],
+        auth: gw.table.base_auth(crate::spec::Base::Main),
+    };
+    let mut ids = std::collections::HashSet::new();
+    for page in 1..=MAX_PAGES {
+        let query = [
+            ("page".to_owned(), page.to_string()),
+            ("page_size".to_owned(), PAGE.to_string()),
+        ];
+        let v = gw
+            .upstream
+            .call(&up, up.path, &query)?
+            .send()
+            .await?
+            .json("its voice list")
+            .await?;
+        let items = v.get("items").and_then(Value::as_array);
+        let n = items.map_or(0, Vec::len);
+        for item in items.into_iter().flatten() {
+            if item.get("source").and_then(Value::as_str) == Some("stock") {
+                if let Some(id) = item.get("uuid").and_then(Value::as_str) {
+                    ids.insert(id.to_owned());
+                }
+            }
+        }
+        let num_pages = v.get("num_pages").and_then(Value::as_u64).unwrap_or(0);
+        if n < PAGE as usize || (num_pages > 0 && page as u64 >= num_pages) {
+            break;
+        }
+    }
+    Ok(ids)
+}
+
 async fn owner_of(gw: &Gateway, kind: &'static str, id: String) -> Result<Option<i64>, ApiError> {
     if let Some(owner) = gw.owner_cache.get(kind, &id) {
         return Ok(owner);
@@ -147,7 +247,11 @@ pub async fn check(ctx: &Ctx, params: &PathParams) -> Result<(), ApiError> {
         };
         let allowed = match owner_of(&ctx.gw, c.kind, value.clone()).await? {
             Some(owner) => owner == user,
-            None => c.kind == SHARED_STOCK_KIND && ctx.spec.method == Method::Get,
+            None => {
+                c.kind == SHARED_STOCK_KIND
+                    && ctx.spec.method == Method::Get
+                    && is_stock(&ctx.gw, &value).await?
+            }
         };
         if !allowed {
             return Err(not_found(c.kind, &value));
@@ -157,8 +261,8 @@ pub async fn check(ctx: &Ctx, params: &PathParams) -> Result<(), ApiError> {
 }
 
 /// Checks the owned fields of a JSON body (e.g. the `voice_uuid` a synthesis
-/// or an edit uses): another user's resource answers 404 like an unknown one;
-/// resources no gateway user owns (the account's stock voices) may be used.
+/// or an edit uses): another user's resource, or one nobody owns, answers
+/// 404 like an unknown one; the account's stock voices may be used.
 pub async fn check_body(ctx: &Ctx, body: &serde_json::Map<String, Value>) -> Result<(), ApiError> {
     let Some(user) = ctx.user_id() else {
         return Ok(());
@@ -170,10 +274,12 @@ pub async fn check_body(ctx: &Ctx, body: &serde_json::Map<String, Value>) -> Res
         let Some(Value::String(value)) = body.get(c.param) else {
             continue;
         };
-        if let Some(owner) = owner_of(&ctx.gw, c.kind, value.clone()).await? {
-            if owner != user {
-                return Err(not_found(c.kind, value));
-            }
+        let allowed = match owner_of(&ctx.gw, c.kind, value.clone()).await? {
+            Some(owner) => owner == user,
+            None => c.kind == SHARED_STOCK_KIND && is_stock(&ctx.gw, value).await?,
+        };
+        if !allowed {
+            return Err(not_found(c.kind, value));
         }
     }
     Ok(())

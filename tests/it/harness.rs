@@ -85,7 +85,12 @@ impl Env {
 
     /// Configuration adjusted by `f` before start.
     pub async fn with(f: impl FnOnce(&mut Config)) -> Env {
-        let sim = start_sim().await;
+        Env::on_sim(start_sim().await, f).await
+    }
+
+    /// A gateway on a simulator already started (and perhaps prepared), its
+    /// configuration adjusted by `f` before start.
+    pub async fn on_sim(sim: sim::Sim, f: impl FnOnce(&mut Config)) -> Env {
         let dir = TempDir::new("env");
         let mut config = config_for(&sim, &dir);
         f(&mut config);

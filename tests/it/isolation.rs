@@ -303,3 +303,93 @@ async fn nobody_synthesizes_with_another_users_voice() {
     .expect(200);
     env.post("/tts/synthesize", body).await.expect(200);
 }
+
+/// Creates a voice on the provider account directly, outside the gateway.
+async fn voice_made_outside(sim: &sim::Sim) -> String {
+    let r = reqwest::Client::new()
+        .post(format!("{}/voices", sim.base_url()))
+        .bearer_auth(PROVIDER_KEY)
+        .json(&json!({"name": "made outside the gateway"}))
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success());
+    let v: Value = r.json().await.unwrap();
+    v["item"]["uuid"]
+        .as_str()
+        .or(v["uuid"].as_str())
+        .unwrap_or_else(|| panic!("no uuid in {v}"))
+        .to_owned()
+}
+
+#[tokio::test]
+async fn only_stock_voices_are_shared_not_every_voice_nobody_owns() {
+    let env = Env::start().await;
+    env.grant("10");
+    let outside = voice_made_outside(&env.sim).await;
+    // Read, synthesize with, list: the unowned non-stock voice is nobody's.
+    env.get(&format!("/tts/voices/{outside}")).await.expect(404);
+    env.clear_sim_log().await;
+    let before = env.usage().len();
+    let a = env
+        .post(
+            "/tts/synthesize",
+            json!({"voice_uuid": outside, "text": "hi"}),
+        )
+        .await;
+    a.expect(404);
+    assert_eq!(a.detail(), format!("no voice {outside}"));
+    assert!(
+        !env.sim_requests().await.iter().any(|r| r["path"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("synthesize")),
+        "no synthesis upstream"
+    );
+    assert_eq!(env.usage().len(), before, "nothing billed");
+    let list = env.get("/tts/voices?page_size=1000").await;
+    list.expect(200);
+    let listed = ids(&list.json);
+    assert!(!listed.contains(&outside), "{listed:?}");
+    assert!(listed.iter().any(|v| v == "stock-voice-1"), "{listed:?}");
+    // Stock voices stay everyone's.
+    env.get("/tts/voices/stock-voice-1").await.expect(200);
+    env.post(
+        "/tts/synthesize",
+        json!({"voice_uuid": "stock-voice-2", "text": "hi"}),
+    )
+    .await
+    .expect(200);
+}
+
+#[tokio::test]
+async fn gateway_stock_voices_names_more_shared_voices() {
+    let sim = start_sim().await;
+    let shared = voice_made_outside(&sim).await;
+    let other = voice_made_outside(&sim).await;
+    let env = Env::on_sim(sim, |c| {
+        c.stock_voices = vec![shared.clone()];
+        c.business_plan_active = true;
+    })
+    .await;
+    env.grant("10");
+    env.get(&format!("/tts/voices/{shared}")).await.expect(200);
+    env.get(&format!("/tts/voices/{other}")).await.expect(404);
+    env.post(
+        "/tts/synthesize",
+        json!({"voice_uuid": shared, "text": "hi"}),
+    )
+    .await
+    .expect(200);
+    let listed = ids(&env.get("/tts/voices?page_size=1000").await.json);
+    assert!(
+        listed.contains(&shared) && !listed.contains(&other),
+        "{listed:?}"
+    );
+    // Still nobody may change it.
+    env.clear_sim_log().await;
+    env.call("DELETE", &format!("/voices/{shared}"), None)
+        .await
+        .expect(404);
+    env.assert_no_upstream_call().await;
+}
