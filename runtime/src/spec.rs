@@ -69,6 +69,9 @@ pub enum Mode {
     Upload,
     /// Inbound, signature-verified webhook from the upstream provider.
     Webhook,
+    /// A search over the row's `resource` kind (identity search): only the
+    /// caller's own resources are answered.
+    OwnedSearch,
     // ---- general gateway (area B) ----
     Chat,
     Completion,
@@ -97,6 +100,7 @@ impl Mode {
             Mode::JobList => "job_list",
             Mode::Upload => "upload",
             Mode::Webhook => "webhook",
+            Mode::OwnedSearch => "owned_search",
             Mode::Chat => "chat",
             Mode::Completion => "completion",
             Mode::StopStream => "stop_stream",

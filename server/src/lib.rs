@@ -66,6 +66,14 @@ pub fn start(mut config: Config, listener: TcpListener) -> Result<Running, Start
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let gw = gateway.clone();
     let mut background = Vec::new();
+    // Learn the account's stock voices now rather than on the first request
+    // that names an unowned voice (best effort: that request retries).
+    let warm = gw.clone();
+    background.push(tokio::spawn(async move {
+        if let Err(e) = runtime::owners::is_stock(&warm, "").await {
+            tracing::info!(error = %e, "stock voices not read at start-up; read on first use");
+        }
+    }));
     if let Some(every) = gw.config.sweep_interval {
         background.push(tokio::spawn(runtime::retention::run_periodically(
             gw.clone(),

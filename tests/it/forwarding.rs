@@ -242,7 +242,9 @@ async fn every_voice_route_forwards() {
     .await
     .expect(200);
     let r = expect_upstream(&env, "POST", "/api/v2/identity/search").await;
-    assert_eq!(r["json"], json!({"url": audio_url, "top_k": 3}));
+    // The upstream ranks every tenant's identities: it is asked for as many as
+    // the row allows (100), and the caller gets their own 3 nearest.
+    assert_eq!(r["json"], json!({"url": audio_url, "top_k": 100}));
     env.get("/identity").await.expect(200);
     expect_upstream(&env, "GET", "/api/v2/identity").await;
     env.get(&format!("/identity/{identity}")).await.expect(200);
@@ -418,8 +420,12 @@ async fn every_voice_route_forwards() {
 
 #[tokio::test]
 async fn path_parameters_are_percent_encoded_upstream() {
-    // Unowned voices are readable (stock voices), so these reach the upstream.
-    let env = Env::start().await;
+    // Stock voices are readable by everyone, so these reach the upstream
+    // (which knows none of them).
+    let env = Env::with(|c| {
+        c.stock_voices = ["a b", "a/b", "été?"].map(String::from).to_vec();
+    })
+    .await;
     env.get("/tts/voices/a%20b").await.expect(404);
     expect_upstream(&env, "GET", "/api/v2/voices/a%20b").await;
     env.get("/tts/voices/a%2Fb").await.expect(404);

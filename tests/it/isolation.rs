@@ -393,3 +393,92 @@ async fn gateway_stock_voices_names_more_shared_voices() {
         .expect(404);
     env.assert_no_upstream_call().await;
 }
+
+#[tokio::test]
+async fn identity_search_answers_only_the_callers_identities_from_the_callers_audio() {
+    let env = Env::start().await;
+    env.grant("10");
+    let (bob_id, bob) = env.new_user("bob@example.com");
+    env.store()
+        .grant_credit(bob_id, "10".parse().unwrap(), Some("test"))
+        .unwrap();
+    let audio = "https://media.example.com/sample.wav";
+    let alice_ids: Vec<String> = {
+        let mut v = Vec::new();
+        for name in ["A1", "A2", "A3"] {
+            let a = env
+                .post(
+                    "/identity/enroll",
+                    json!({"name": name, "audio_url": audio}),
+                )
+                .await;
+            a.expect(200);
+            v.push(a.json["item"]["uuid"].as_str().unwrap().to_owned());
+        }
+        v
+    };
+    let b = env
+        .call_as(
+            &bob,
+            "POST",
+            &env.voice("/identity/enroll"),
+            Some(json!({"name": "B1", "audio_url": audio})),
+        )
+        .await;
+    b.expect(200);
+    let bob_identity = b.json["item"]["uuid"].as_str().unwrap().to_owned();
+    // Bob's search: his identity only, never Alice's.
+    let s = env
+        .call_as(
+            &bob,
+            "POST",
+            &env.voice("/identity/search"),
+            Some(json!({"audio_url": audio, "top_k": 5})),
+        )
+        .await;
+    s.expect(200);
+    let found: Vec<&String> = s.json["item"].as_object().unwrap().keys().collect();
+    assert_eq!(found, vec![&bob_identity], "{}", s.text);
+    // Alice's: hers only, the top_k nearest.
+    let all = env
+        .post("/identity/search", json!({"audio_url": audio, "top_k": 3}))
+        .await;
+    all.expect(200);
+    let all = all.json["item"].as_object().unwrap().clone();
+    let mut ranked: Vec<(&String, f64)> = all
+        .iter()
+        .map(|(k, v)| (k, v["distance"].as_f64().unwrap()))
+        .collect();
+    ranked.sort_by(|a, b| a.1.total_cmp(&b.1));
+    let mut mine: Vec<&String> = all.keys().collect();
+    mine.sort();
+    let mut expected: Vec<&String> = alice_ids.iter().collect();
+    expected.sort();
+    assert_eq!(mine, expected, "all three of hers");
+    let s = env
+        .post("/identity/search", json!({"audio_url": audio, "top_k": 2}))
+        .await;
+    s.expect(200);
+    let mut nearest: Vec<&String> = s.json["item"].as_object().unwrap().keys().collect();
+    nearest.sort();
+    let mut want: Vec<&String> = ranked[..2].iter().map(|(k, _)| *k).collect();
+    want.sort();
+    assert_eq!(nearest, want, "{}", s.text);
+    // Alice's upload is not Bob's to enroll or search with.
+    let up = env.upload("me.wav", wav(1.0), None).await;
+    up.expect(200);
+    env.clear_sim_log().await;
+    for path in ["/identity/enroll", "/identity/search"] {
+        let a = env
+            .call_as(
+                &bob,
+                "POST",
+                &env.voice(path),
+                Some(json!({"name": "stolen", "audio_url": up.json["url"]})),
+            )
+            .await;
+        a.expect(400);
+        assert!(a.detail().contains("not yours"), "{path}: {}", a.text);
+    }
+    env.assert_no_upstream_call().await;
+}

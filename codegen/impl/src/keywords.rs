@@ -128,6 +128,7 @@ keyword_enum! {
         JobList = "job_list",
         Upload = "upload",
         Webhook = "webhook",
+        OwnedSearch = "owned_search",
         Chat = "chat",
         Completion = "completion",
         StopStream = "stop_stream",
@@ -152,6 +153,7 @@ impl Mode {
             self,
             Mode::Proxy
                 | Mode::Fields
+                | Mode::OwnedSearch
                 | Mode::Synthesize
                 | Mode::JobSubmit
                 | Mode::JobGet

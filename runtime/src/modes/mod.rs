@@ -8,6 +8,8 @@
 //!   deletes.
 //! * [`lists`] — `proxy` on a collection of an owned resource: the caller's
 //!   own items, paginated by the gateway.
+//! * [`search`] — `owned_search`: a search answered with the caller's own
+//!   resources only.
 //! * [`synthesis`] — `synthesize`: the spec §2 synthesis answer, stored audio.
 //! * [`jobs`] — `job_submit`, `job_get`, `job_list`.
 //! * [`uploads`] — `upload`: multipart streamed into the object store.
@@ -21,6 +23,7 @@
 pub mod jobs;
 pub mod lists;
 pub mod proxy;
+pub mod search;
 pub mod synthesis;
 pub mod uploads;
 pub mod webhook;
@@ -41,6 +44,7 @@ pub async fn run(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<Out
         Mode::Proxy if owners::lists(spec) => lists::list(ctx, params).await,
         Mode::Proxy => proxy::proxy(ctx, req, params).await,
         Mode::Fields => proxy::fields(ctx, req, params).await,
+        Mode::OwnedSearch => search::search(ctx, req, params).await,
         Mode::JobSubmit => jobs::submit(ctx, req, params).await,
         Mode::JobGet => jobs::get(ctx, req, params).await,
         Mode::JobList => jobs::list(ctx).await,

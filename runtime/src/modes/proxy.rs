@@ -22,6 +22,13 @@ const MAX_READ_ANSWER: usize = 1 << 20;
 pub async fn proxy(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<Outcome, ApiError> {
     let carries = super::has_body(ctx.spec.method);
     let mut body = super::read_body(ctx, req).await?;
+    // An `audio_url` the upstream fetches itself: the gateway's own URLs only for their owner.
+    crate::fetch::check_own(
+        &ctx.gw,
+        ctx.user_id(),
+        body.get("audio_url").and_then(Value::as_str),
+    )
+    .await?;
     let mut call = super::call(ctx, params, Some(&mut body))?;
     if carries {
         shape::shape_body(ctx.spec, &mut body)?;
