@@ -187,6 +187,7 @@ async fn read_stock_voices(gw: &Gateway) -> Result<std::collections::HashSet<Str
         path: "/voices",
         from_query: &[],
         from_body: &[],
+        from_parent: &[],
         auth: gw.table.base_auth(crate::spec::Base::Main),
     };
     let mut ids = std::collections::HashSet::new();
@@ -309,8 +310,10 @@ pub fn upstream_not_found(ctx: &Ctx, params: &PathParams, e: ApiError) -> ApiErr
     }
 }
 
-/// The record of a resource created by this request, from the upstream's answer.
-pub fn created(ctx: &Ctx, answer: &Value) -> Result<Record, ApiError> {
+/// The record of a resource created by this request, from the upstream's
+/// answer; `parent` is the resource it belongs to upstream, when the row
+/// names one ([`parent_of_create`]).
+pub fn created(ctx: &Ctx, answer: &Value, parent: Option<String>) -> Result<Record, ApiError> {
     let kind = ctx.spec.resource.unwrap_or_default();
     let id = answer
         .get("voice_uuid")
@@ -328,8 +331,54 @@ pub fn created(ctx: &Ctx, answer: &Value) -> Result<Record, ApiError> {
         kind: kind.to_owned(),
         upstream_id: id,
         owner_id,
+        parent,
         at: crate::store::now_rfc3339(),
     })
+}
+
+/// The parent a create names: the value of the row's owned `from_body`
+/// variable (`fields.agent_uuid` of an agent tool), read before the body is
+/// shaped (shaping removes it).
+pub fn parent_of_create(ctx: &Ctx, body: &serde_json::Map<String, Value>) -> Option<String> {
+    let up = ctx.spec.upstream.as_ref()?;
+    up.from_body
+        .iter()
+        .find(|v| ctx.spec.owner_checks.iter().any(|c| c.param == **v))
+        .and_then(|v| body.get(*v))
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+}
+
+/// Fills the row's `from_parent` template variables from the parent
+/// recorded with the addressed resource (its last path parameter; already
+/// checked to be the caller's). A resource recorded without one answers 404.
+pub async fn fill_parents(ctx: &Ctx, params: &mut PathParams) -> Result<(), ApiError> {
+    let Some(up) = ctx
+        .spec
+        .upstream
+        .as_ref()
+        .filter(|u| !u.from_parent.is_empty())
+    else {
+        return Ok(());
+    };
+    let (Some(kind), Some(last)) = (ctx.spec.resource, ctx.spec.params.last()) else {
+        return Err(ApiError::Internal(format!(
+            "row {} has from_parent but no resource",
+            ctx.spec.id
+        )));
+    };
+    let id = params.get(last).map(|v| v.into_owned()).unwrap_or_default();
+    let key = id.clone();
+    let parent = ctx
+        .gw
+        .store
+        .blocking(move |store| store.resource_parent(kind, &key))
+        .await?
+        .ok_or_else(|| not_found(kind, &id))?;
+    for var in up.from_parent {
+        params.push(*var, &crate::upstream::encode_segment(&parent));
+    }
+    Ok(())
 }
 
 /// The record removing the resource this request deleted.

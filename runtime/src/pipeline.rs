@@ -10,7 +10,9 @@
 //! 4. **configured** — voice rows need `PROVIDER_API_KEY` (else 503).
 //! 5. **validate** — the row's query rules here; body rules in the mode, as
 //!    the body is read. Then **tenant isolation** ([`crate::owners`]): owned
-//!    parameters must name the caller's resources (else 404, no upstream call).
+//!    parameters must name the caller's resources (else 404, no upstream call);
+//!    a row's `from_parent` variables are filled from the addressed
+//!    resource's recorded parent.
 //! 6. **forward** — the row's mode ([`crate::modes`]).
 //! 7. **record** — on success, the audit record, the usage record (what the
 //!    mode metered, or quantity 0) and the mode's own records are committed
@@ -117,6 +119,8 @@ async fn run(
     //    then tenant isolation: owned parameters must be the caller's.
     validate::query(spec.query, &ctx.query)?;
     owners::check(ctx, &params).await?;
+    let mut params = params;
+    owners::fill_parents(ctx, &mut params).await?;
     // 6. forward
     let outcome = modes::run(ctx, req, &params)
         .await

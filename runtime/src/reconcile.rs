@@ -68,6 +68,7 @@ pub async fn upstream_usage(
         path: "/account/billing_usage",
         from_query: &[],
         from_body: &[],
+        from_parent: &[],
         auth: gw.table.base_auth(Base::Main),
     };
     let query = vec![

@@ -274,8 +274,13 @@ pub struct Upstream {
     /// query forwarded upstream.
     pub from_query: &'static [&'static str],
     /// Template variables taken from the JSON body (e.g. a design's
-    /// `candidate_index`). They are removed from the body forwarded upstream.
+    /// `candidate_index`; in `fields` mode a field of the `fields` object).
+    /// They are removed from the body forwarded upstream.
     pub from_body: &'static [&'static str],
+    /// Template variables taken from the parent recorded with the row's own
+    /// addressed resource at its creation (an agent tool's agent): the
+    /// caller names the parent once, when creating.
+    pub from_parent: &'static [&'static str],
     /// How the gateway presents `PROVIDER_API_KEY` to this base.
     pub auth: UpstreamAuth,
 }

@@ -322,12 +322,13 @@ async fn every_voice_route_forwards() {
     )
     .await
     .expect(200);
+    // The spec's flat paths: the agent is named once, inside the envelope;
+    // the gateway fills the upstream path from its records afterwards.
     for (prefix, upstream) in [("/agent-tools", "tools"), ("/agent-webhooks", "webhooks")] {
-        let q = format!("?agent_uuid={agent}");
         let id = id_of(
             env.post(
-                &format!("{prefix}{q}"),
-                json!({"fields": {"name": "x", "url": "https://example.com/h"}}),
+                prefix,
+                json!({"fields": {"agent_uuid": agent, "name": "x", "url": "https://example.com/h"}}),
             )
             .await
             .expect(200),
@@ -338,8 +339,25 @@ async fn every_voice_route_forwards() {
             "",
             "agent_uuid is a path variable upstream, not a query parameter"
         );
-        env.get(&format!("{prefix}{q}")).await.expect(200);
-        env.get(&format!("{prefix}/{id}{q}")).await.expect(200);
+        let sent: Value = serde_json::from_str(r["body"].as_str().unwrap()).unwrap();
+        assert_eq!(
+            sent,
+            json!({"name": "x", "url": "https://example.com/h"}),
+            "agent_uuid is not forwarded as a body field"
+        );
+        let listed = env.get(prefix).await;
+        listed.expect(200);
+        assert_eq!(
+            listed.json["items"][0]["uuid"],
+            json!(id),
+            "{}",
+            listed.text
+        );
+        expect_upstream(&env, "GET", &format!("/api/v2/agents/{agent}/{upstream}")).await;
+        env.get(&format!("{prefix}?agent_uuid={agent}"))
+            .await
+            .expect(200);
+        env.get(&format!("{prefix}/{id}")).await.expect(200);
         expect_upstream(
             &env,
             "GET",
@@ -348,12 +366,18 @@ async fn every_voice_route_forwards() {
         .await;
         env.call(
             "PUT",
-            &format!("{prefix}/{id}{q}"),
+            &format!("{prefix}/{id}"),
             Some(json!({"fields": {"name": "y"}})),
         )
         .await
         .expect(200);
-        env.call("DELETE", &format!("{prefix}/{id}{q}"), None)
+        expect_upstream(
+            &env,
+            "PUT",
+            &format!("/api/v2/agents/{agent}/{upstream}/{id}"),
+        )
+        .await;
+        env.call("DELETE", &format!("{prefix}/{id}"), None)
             .await
             .expect(200);
         expect_upstream(

@@ -482,3 +482,92 @@ async fn identity_search_answers_only_the_callers_identities_from_the_callers_au
     }
     env.assert_no_upstream_call().await;
 }
+
+#[tokio::test]
+async fn agent_tools_belong_to_their_agent_and_its_owner() {
+    let env = Env::start().await;
+    let (_, bob) = env.new_user("bob@example.com");
+    let agent = env
+        .post("/agents", json!({"fields": {"name": "Alice's desk"}}))
+        .await;
+    agent.expect(200);
+    let agent = agent.json["item"]["uuid"].as_str().unwrap().to_owned();
+    let tool = env
+        .post(
+            "/agent-tools",
+            json!({"fields": {"agent_uuid": agent, "name": "lookup"}}),
+        )
+        .await;
+    tool.expect(200);
+    let tool = tool.json["item"]["uuid"].as_str().unwrap().to_owned();
+    let rows: Vec<(String, Option<String>)> = {
+        let conn = rusqlite::Connection::open(&env.gw.gateway.config.db_path).unwrap();
+        let mut st = conn
+            .prepare("SELECT upstream_id, parent FROM resources WHERE kind = 'agent_tool'")
+            .unwrap();
+        st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    };
+    assert_eq!(
+        rows,
+        vec![(tool.clone(), Some(agent.clone()))],
+        "the tool's agent is recorded"
+    );
+
+    env.clear_sim_log().await;
+    let bob_call = |method: &'static str, path: String, body: Option<Value>| {
+        let (env, bob) = (&env, &bob);
+        async move { env.call_as(bob, method, &env.voice(&path), body).await }
+    };
+    // Bob cannot hang a tool on Alice's agent, nor reach her tool.
+    let a = bob_call(
+        "POST",
+        "/agent-tools".into(),
+        Some(json!({"fields": {"agent_uuid": agent, "name": "mine now"}})),
+    )
+    .await;
+    a.expect(404);
+    assert_eq!(a.detail(), format!("no agent {agent}"));
+    for (method, body) in [
+        ("GET", None),
+        ("PUT", Some(json!({"fields": {"name": "x"}}))),
+        ("DELETE", None),
+    ] {
+        bob_call(method, format!("/agent-tools/{tool}"), body)
+            .await
+            .expect(404);
+    }
+    env.assert_no_upstream_call().await;
+    // Bob's list across his (no) agents is empty; Alice's holds her tool.
+    let listed = bob_call("GET", "/agent-tools".into(), None).await;
+    listed.expect(200);
+    assert_eq!(ids(&listed.json), Vec::<String>::new());
+    assert_eq!(ids(&env.get("/agent-tools").await.json), vec![tool.clone()]);
+    // A second agent of Alice's: the list spans both; a filter narrows it.
+    let agent2 = env
+        .post("/agents", json!({"fields": {"name": "Second desk"}}))
+        .await;
+    let agent2 = agent2.json["item"]["uuid"].as_str().unwrap().to_owned();
+    let tool2 = env
+        .post(
+            "/agent-tools",
+            json!({"fields": {"agent_uuid": agent2, "name": "book"}}),
+        )
+        .await;
+    tool2.expect(200);
+    let tool2 = tool2.json["item"]["uuid"].as_str().unwrap().to_owned();
+    let mut all = ids(&env.get("/agent-tools").await.json);
+    all.sort();
+    let mut want = vec![tool.clone(), tool2.clone()];
+    want.sort();
+    assert_eq!(all, want);
+    assert_eq!(
+        ids(&env
+            .get(&format!("/agent-tools?agent_uuid={agent2}"))
+            .await
+            .json),
+        vec![tool2]
+    );
+}

@@ -136,7 +136,12 @@ fn cases() -> Vec<(&'static str, String, Option<Value>, &'static str)> {
             Some(json!([1, 2])),
             "request body must be a JSON object",
         ),
-        ("GET", "/agent-tools".into(), None, "agent_uuid is required"),
+        (
+            "POST",
+            "/agent-tools".into(),
+            Some(json!({"fields": {"name": "x"}})),
+            "fields.agent_uuid is required",
+        ),
         (
             "POST",
             "/identity/search".into(),

@@ -143,6 +143,7 @@ fn row_static(row: &Row) -> TokenStream {
         } = u;
         let from_query = str_slice(&u.from_query);
         let from_body = str_slice(&u.from_body);
+        let from_parent = str_slice(&u.from_parent);
         quote! {
             #rt::Upstream {
                 base: #base,
@@ -150,6 +151,7 @@ fn row_static(row: &Row) -> TokenStream {
                 path: #path,
                 from_query: #from_query,
                 from_body: #from_body,
+                from_parent: #from_parent,
                 auth: #auth,
             }
         }

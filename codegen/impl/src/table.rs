@@ -90,9 +90,14 @@ pub struct RawUpstream {
     /// Placeholders filled from the query string.
     #[serde(default)]
     pub from_query: Vec<String>,
-    /// Placeholders filled from the JSON body.
+    /// Placeholders filled from the JSON body (in `fields` mode: from the
+    /// `fields` object).
     #[serde(default)]
     pub from_body: Vec<String>,
+    /// Placeholders filled from the parent recorded with the row's own
+    /// addressed resource when it was created (an agent tool's agent).
+    #[serde(default)]
+    pub from_parent: Vec<String>,
 }
 
 /// One entry of `[endpoint.body]` or `[endpoint.query]`.
@@ -412,6 +417,7 @@ pub struct Upstream {
     pub path: String,
     pub from_query: Vec<String>,
     pub from_body: Vec<String>,
+    pub from_parent: Vec<String>,
     pub auth: UpstreamAuth,
 }
 

@@ -160,7 +160,7 @@ fn errors_name_the_row_and_line() {
         errs[0].render(Some("endpoints.toml")),
         format!(
             "endpoints.toml:{mode_line}: row `b`: `mode`: unknown mode `prox`, expected one of: proxy, fields, synthesize, \
-             job_submit, job_get, job_list, upload, webhook, chat, completion, stop_stream, embedding, image, video_submit, \
+             job_submit, job_get, job_list, upload, webhook, owned_search, chat, completion, stop_stream, embedding, image, video_submit, \
              video_get, video_list, video_cancel, speech, transcription, catalogue, catalogue_trending, catalogue_model"
         )
     );
@@ -534,7 +534,7 @@ fn upstream_templates() {
     check_all(
         &table(&[&row(&[("upstream", Some(&up("/things/{id}", "")))], "")]),
         &[
-            "uses `{id}`, which is neither a path parameter of the route nor listed in `from_query`/`from_body`",
+            "uses `{id}`, which is neither a path parameter of the route nor listed in `from_query`/`from_body`/`from_parent`",
             "path parameter `{thing_id}` is not used by the upstream path `/things/{id}`",
         ],
     );

@@ -4,7 +4,9 @@
 //! The upstream's list is read whole, page by page ([`UPSTREAM_PAGE`] items,
 //! at most [`MAX_PAGES`] pages), and filtered to the caller's own resources
 //! (plus the account's stock voices, which everyone may read); see
-//! [`crate::owners`] for the rules.
+//! [`crate::owners`] for the rules. A collection that lives under a parent
+//! upstream (`/agents/{agent_uuid}/tools`) is read for the parent the caller
+//! names in the query, or for each of the caller's parents when none is named.
 
 use std::collections::HashMap;
 
@@ -53,38 +55,35 @@ pub async fn list(ctx: &mut Ctx, params: &PathParams) -> Result<Outcome, ApiErro
 
     let mut mine = Vec::new();
     let mut upstream_status = 200;
-    for upstream_page in 1..=MAX_PAGES {
-        let mut query: Vec<(String, String)> = ctx
-            .query
-            .iter()
-            .filter(|(k, _)| k != "page" && k != "page_size")
-            .cloned()
-            .collect();
-        let path = shape::upstream_path(spec, up.path, params, &mut query, None)?;
-        query.push(("page".into(), upstream_page.to_string()));
-        query.push(("page_size".into(), UPSTREAM_PAGE.to_string()));
-        shape::shape_query(spec, &mut query);
-        let answer = ctx.gw.upstream.call(up, &path, &query)?.send().await?;
-        upstream_status = answer.status();
-        let v = answer.json("a list").await?;
-        let items = v
-            .get("items")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
-        let n = items.len();
-        for item in items {
-            let visible = match item_id(&item).and_then(|id| owners.get(&id).copied()) {
-                Some(owner) => Some(owner) == user,
-                None => kind == SHARED_STOCK_KIND && is_stock_item(&ctx.gw, &item),
-            };
-            if visible {
-                mine.push(item);
+    for base_query in upstream_queries(ctx).await? {
+        for upstream_page in 1..=MAX_PAGES {
+            let mut query = base_query.clone();
+            let path = shape::upstream_path(spec, up.path, params, &mut query, None)?;
+            query.push(("page".into(), upstream_page.to_string()));
+            query.push(("page_size".into(), UPSTREAM_PAGE.to_string()));
+            shape::shape_query(spec, &mut query);
+            let answer = ctx.gw.upstream.call(up, &path, &query)?.send().await?;
+            upstream_status = answer.status();
+            let v = answer.json("a list").await?;
+            let items = v
+                .get("items")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            let n = items.len();
+            for item in items {
+                let visible = match item_id(&item).and_then(|id| owners.get(&id).copied()) {
+                    Some(owner) => Some(owner) == user,
+                    None => kind == SHARED_STOCK_KIND && is_stock_item(&ctx.gw, &item),
+                };
+                if visible {
+                    mine.push(item);
+                }
             }
-        }
-        let num_pages = v.get("num_pages").and_then(Value::as_u64).unwrap_or(0);
-        if n < UPSTREAM_PAGE as usize || (num_pages > 0 && upstream_page as u64 >= num_pages) {
-            break;
+            let num_pages = v.get("num_pages").and_then(Value::as_u64).unwrap_or(0);
+            if n < UPSTREAM_PAGE as usize || (num_pages > 0 && upstream_page as u64 >= num_pages) {
+                break;
+            }
         }
     }
     let total = mine.len();
@@ -103,6 +102,48 @@ pub async fn list(ctx: &mut Ctx, params: &PathParams) -> Result<Outcome, ApiErro
         json(StatusCode::OK, &answer),
         Some(upstream_status),
     ))
+}
+
+/// The queries of the upstream lists to read: the caller's query (without
+/// the gateway's own pagination), or, when the row's path takes an owned
+/// parent from the query and the caller names none (`GET /agent-tools`),
+/// one query per parent of the caller's (each of their agents).
+async fn upstream_queries(ctx: &Ctx) -> Result<Vec<Vec<(String, String)>>, ApiError> {
+    let base: Vec<(String, String)> = ctx
+        .query
+        .iter()
+        .filter(|(k, _)| k != "page" && k != "page_size")
+        .cloned()
+        .collect();
+    let from_query = ctx.spec.upstream.map(|u| u.from_query).unwrap_or(&[]);
+    let missing = ctx
+        .spec
+        .owner_checks
+        .iter()
+        .find(|c| from_query.contains(&c.param) && !base.iter().any(|(k, _)| k == c.param));
+    let Some(check) = missing else {
+        return Ok(vec![base]);
+    };
+    let user = ctx.require_user("list")?;
+    let kind = check.kind;
+    let mut parents: Vec<String> = ctx
+        .gw
+        .store
+        .blocking(move |store| store.resource_owners(kind))
+        .await?
+        .into_iter()
+        .filter(|(_, owner)| *owner == user)
+        .map(|(id, _)| id)
+        .collect();
+    parents.sort();
+    Ok(parents
+        .into_iter()
+        .map(|parent| {
+            let mut q = base.clone();
+            q.push((check.param.to_owned(), parent));
+            q
+        })
+        .collect())
 }
 
 fn query_num(query: &[(String, String)], name: &str) -> Option<u32> {

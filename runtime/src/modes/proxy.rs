@@ -35,21 +35,35 @@ pub async fn proxy(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<O
         call = call.json(&body);
     }
     let answer = call.send().await?;
-    finish(ctx, answer, params).await
+    finish(ctx, answer, params, None).await
 }
 
 /// `fields`: the body is `{"fields": {...}}`; the object is forwarded
 /// unchanged as JSON. On a row with `file_field` (recordings, which the
 /// upstream takes as multipart), `fields.audio_url`, when present, is fetched
 /// (or read from the gateway's own store) and sent as that file part, the
-/// other fields as text parts.
+/// other fields as text parts. The row's `from_body` template variables are
+/// fields of the envelope: required, owner-checked, recorded as the created
+/// resource's parent, and not forwarded.
 pub async fn fields(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<Outcome, ApiError> {
     let mut body = super::read_body(ctx, req).await?;
     let mut fields = match body.remove("fields") {
         Some(Value::Object(f)) => f,
         _ => return Err(ApiError::BadRequest("fields is required".into())),
     };
-    let call = super::call(ctx, params, Some(&mut body))?;
+    // Template variables from the body are fields of the envelope (an agent
+    // tool names its agent as `fields.agent_uuid`): required, owner-checked,
+    // and not forwarded.
+    if let Some(up) = ctx.spec.upstream.as_ref() {
+        if let Some(missing) = up.from_body.iter().find(|v| !fields.contains_key(**v)) {
+            return Err(ApiError::BadRequest(format!(
+                "fields.{missing} is required"
+            )));
+        }
+    }
+    owners::check_body(ctx, &fields).await?;
+    let parent = owners::parent_of_create(ctx, &fields);
+    let call = super::call(ctx, params, Some(&mut fields))?;
     let call = match (ctx.spec.file_field, fields.remove("audio_url")) {
         (Some(field), Some(Value::String(url))) => {
             let part = crate::fetch::open_as_part(&ctx.gw, ctx.user_id(), &url).await?;
@@ -68,14 +82,19 @@ pub async fn fields(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<
         }
     };
     let answer = call.send().await?;
-    finish(ctx, answer, params).await
+    finish(ctx, answer, params, parent).await
 }
 
 /// The answer of a pass-through row: streamed back as it arrives, unless the
 /// gateway must read it (a create records the new id's owner; a first build
 /// needs the voice's id to bill it once). Also meters per-request units and
 /// forgets deleted resources.
-async fn finish(ctx: &mut Ctx, answer: Answer, params: &PathParams) -> Result<Outcome, ApiError> {
+async fn finish(
+    ctx: &mut Ctx,
+    answer: Answer,
+    params: &PathParams,
+    parent: Option<String>,
+) -> Result<Outcome, ApiError> {
     let status = answer.status();
     let must_read = owners::creates(ctx.spec) || ctx.spec.metering == Metering::FirstBuild;
     let mut records = Vec::new();
@@ -93,7 +112,7 @@ async fn finish(ctx: &mut Ctx, answer: Answer, params: &PathParams) -> Result<Ou
     let bytes = answer.bytes(MAX_READ_ANSWER).await?;
     let parsed: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
     if owners::creates(ctx.spec) {
-        records.push(owners::created(ctx, &parsed)?);
+        records.push(owners::created(ctx, &parsed, parent)?);
     }
     if ctx.spec.metering == Metering::FirstBuild {
         // The voice is named by the path (build) or by the answer (promote).

@@ -175,6 +175,10 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE jobs ADD COLUMN callback_state TEXT;
     ALTER TABLE jobs ADD COLUMN callback_attempts INTEGER NOT NULL DEFAULT 0;
     "#,
+    // 4: the parent of an owned resource (an agent tool's agent), recorded at creation.
+    r#"
+    ALTER TABLE resources ADD COLUMN parent TEXT;
+    "#,
 ];
 
 /// A database error, kept as text (callers log it and answer 500).

@@ -30,6 +30,18 @@ impl Store {
         Ok(owner)
     }
 
+    /// The parent recorded with a resource at its creation (an agent tool's agent).
+    pub fn resource_parent(&self, kind: &str, upstream_id: &str) -> Result<Option<String>> {
+        let conn = self.conn()?;
+        let parent = conn
+            .prepare_cached("SELECT parent FROM resources WHERE kind = ?1 AND upstream_id = ?2")?
+            .query_row(params![kind, upstream_id], |r| {
+                r.get::<_, Option<String>>(0)
+            })
+            .optional()?;
+        Ok(parent.flatten())
+    }
+
     /// Owners of every recorded resource of a kind: upstream id → owner.
     pub fn resource_owners(&self, kind: &str) -> Result<HashMap<String, i64>> {
         let conn = self.conn()?;

@@ -135,6 +135,8 @@ pub enum Record {
         kind: String,
         upstream_id: String,
         owner_id: i64,
+        /// The resource it belongs to upstream (an agent tool's agent), if any.
+        parent: Option<String>,
         at: String,
     },
     /// A user-owned resource was deleted.
@@ -269,13 +271,14 @@ fn write_group(conn: &mut Connection, group: &[Batch]) -> rusqlite::Result<Vec<C
                     kind,
                     upstream_id,
                     owner_id,
+                    parent,
                     at,
                 } => {
                     tx.prepare_cached(
-                        "INSERT INTO resources (kind, upstream_id, owner_id, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?4)
+                        "INSERT INTO resources (kind, upstream_id, owner_id, parent, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?5)
                          ON CONFLICT (kind, upstream_id) DO NOTHING",
                     )?
-                    .execute(params![kind, upstream_id, owner_id, at])?;
+                    .execute(params![kind, upstream_id, owner_id, parent, at])?;
                 }
                 Record::OwnerRemove { kind, upstream_id } => {
                     tx.prepare_cached(

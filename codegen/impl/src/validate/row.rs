@@ -500,8 +500,9 @@ fn check_resource(cx: &mut RowCx<'_, '_>, raw: &RawEndpoint) {
 }
 
 /// Owner checks: every path parameter named in `[resources]`, the last
-/// path parameter as the row's own `resource`, `from_query` variables and
-/// body fields named in `[resources]` (e.g. the `voice_uuid` a synthesis uses).
+/// path parameter as the row's own `resource`, `from_query` and `from_body`
+/// variables and body fields named in `[resources]` (e.g. the `voice_uuid` a
+/// synthesis uses, the agent an agent tool is created for).
 fn owner_checks(
     raw: &RawEndpoint,
     doc: &Document,
@@ -524,7 +525,7 @@ fn owner_checks(
         }
     }
     if let Some(up) = &raw.upstream {
-        for q in &up.from_query {
+        for q in up.from_query.iter().chain(&up.from_body) {
             if let Some(k) = kind_of(q) {
                 owner_checks.push((q.clone(), k));
             }

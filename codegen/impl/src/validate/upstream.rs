@@ -1,5 +1,5 @@
 //! A row's `upstream`: its base, and the sources of its path template's
-//! placeholders (route parameters, `from_query`, `from_body`).
+//! placeholders (route parameters, `from_query`, `from_body`, `from_parent`).
 
 use std::collections::BTreeSet;
 
@@ -41,7 +41,8 @@ pub(super) fn resolve_upstream(
         Ok(vars) => {
             check_template_vars(cx, up, &vars, params);
             let route_params = params.unwrap_or_default();
-            check_upstream_lists(cx, up, &vars, route_params, rules);
+            check_upstream_lists(cx, raw, doc, up, &vars, route_params, rules);
+            check_from_parent(cx, raw, doc, up, &vars, route_params);
             if raw.mode.is_some_and(Mode::forwards_path) {
                 check_forwarded_params(cx, raw, up, &vars, route_params);
             }
@@ -53,6 +54,7 @@ pub(super) fn resolve_upstream(
         path: up.path.clone(),
         from_query: up.from_query.clone(),
         from_body: up.from_body.clone(),
+        from_parent: up.from_parent.clone(),
         auth: base.auth,
     })
 }
@@ -68,13 +70,15 @@ fn check_template_vars(
         return;
     };
     for var in vars {
-        let known =
-            route_params.contains(var) || up.from_query.contains(var) || up.from_body.contains(var);
+        let known = route_params.contains(var)
+            || up.from_query.contains(var)
+            || up.from_body.contains(var)
+            || up.from_parent.contains(var);
         if !known {
             cx.err(
                 &["upstream", "path"],
                 format!(
-                    "upstream path `{}` uses `{{{var}}}`, which is neither a path parameter of the route nor listed in `from_query`/`from_body`",
+                    "upstream path `{}` uses `{{{var}}}`, which is neither a path parameter of the route nor listed in `from_query`/`from_body`/`from_parent`",
                     up.path
                 ),
             );
@@ -83,9 +87,15 @@ fn check_template_vars(
 }
 
 /// `from_query` and `from_body`: each name once, used by the template, not
-/// a path parameter, and declared as required in its section.
+/// a path parameter, and declared as required in its section. Two
+/// exceptions: in `fields` mode a `from_body` name is a field of the `fields`
+/// object (the runtime requires it); a list row (GET of its `resource`'s
+/// collection) may declare a `from_query` name of an owned kind optional:
+/// without it, the caller's resources of that kind are each listed.
 fn check_upstream_lists(
     cx: &mut RowCx<'_, '_>,
+    raw: &RawEndpoint,
+    doc: &Document,
     up: &RawUpstream,
     vars: &[String],
     route_params: &[String],
@@ -126,7 +136,14 @@ fn check_upstream_lists(
                     format!("`{name}` is listed in both `from_query` and `from_body`"),
                 );
             }
-            if !rule(rules, name).is_some_and(|r| r.required) {
+            let envelope = list == "from_body" && raw.mode == Some(Mode::Fields);
+            let fan_out = list == "from_query"
+                && raw.resource.is_some()
+                && raw.method == Some(Method::Get)
+                && !raw.path.as_deref().unwrap_or_default().ends_with('}')
+                && doc.resources.iter().any(|(p, _)| p == name)
+                && rule(rules, name).is_some();
+            if !envelope && !fan_out && !rule(rules, name).is_some_and(|r| r.required) {
                 cx.err(
                     &at,
                     format!(
@@ -155,6 +172,53 @@ fn check_forwarded_params(
                     up.path,
                     raw.mode.map(Mode::as_str).unwrap_or_default()
                 ),
+            );
+        }
+    }
+}
+
+/// `from_parent`: each name used by the template, not otherwise sourced, a
+/// parameter of `[resources]` (the parent's kind), on a row that addresses
+/// its own `resource` through its last path parameter.
+fn check_from_parent(
+    cx: &mut RowCx<'_, '_>,
+    raw: &RawEndpoint,
+    doc: &Document,
+    up: &RawUpstream,
+    vars: &[String],
+    route_params: &[String],
+) {
+    let at = ["upstream", "from_parent"];
+    let addresses_own =
+        raw.resource.is_some() && raw.path.as_deref().unwrap_or_default().ends_with('}');
+    for name in &up.from_parent {
+        if !vars.contains(name) {
+            cx.err(
+                &at,
+                format!(
+                    "`from_parent` lists `{name}`, which the upstream path `{}` does not use",
+                    up.path
+                ),
+            );
+        } else if route_params.contains(name)
+            || up.from_query.contains(name)
+            || up.from_body.contains(name)
+        {
+            cx.err(
+                &at,
+                format!("`{name}` has another source than `from_parent`"),
+            );
+        }
+        if !doc.resources.iter().any(|(p, _)| p == name) {
+            cx.err(
+                &at,
+                format!("`from_parent` lists `{name}`, which is not a parameter of `[resources]` (the parent's kind)"),
+            );
+        }
+        if !addresses_own {
+            cx.err(
+                &at,
+                format!("`from_parent` needs a row that addresses its own `resource` through its last path parameter"),
             );
         }
     }
