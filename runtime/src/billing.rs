@@ -120,7 +120,15 @@ impl Prices {
     }
 
     /// Charge for `quantity` units of `price_key`.
+    /// A negative quantity is never charged as a credit: it is billed as 0
+    /// (and logged; [`quantity_from_upstream`] keeps upstream figures out).
     pub fn charge(&self, price_key: &str, quantity: Decimal) -> Charge {
+        let quantity = if quantity.is_sign_negative() && !quantity.is_zero() {
+            tracing::error!(price_key, %quantity, "negative quantity billed as 0");
+            Decimal::ZERO
+        } else {
+            quantity
+        };
         let unit_price = self.price(price_key);
         let charged = match unit_price {
             Some(p) => {
@@ -155,6 +163,61 @@ pub fn decimal_from_json(v: &serde_json::Value) -> Option<Decimal> {
         }
         serde_json::Value::String(s) => Decimal::from_str(s.trim()).ok(),
         _ => None,
+    }
+}
+
+/// A quantity the upstream reported, read by [`quantity_from_upstream`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UpstreamQuantity {
+    /// The field is absent (or `null`).
+    Absent,
+    /// A finite, non-negative quantity.
+    Valid(Decimal),
+    /// The field is present but negative, non-finite or not a number: it was
+    /// logged at error level and must bill nothing.
+    Rejected,
+}
+
+impl UpstreamQuantity {
+    /// The valid quantity, if any.
+    pub fn valid(self) -> Option<Decimal> {
+        match self {
+            UpstreamQuantity::Valid(d) => Some(d),
+            _ => None,
+        }
+    }
+}
+
+/// The one place where an upstream figure becomes a billable quantity.
+///
+/// The upstream's figures (a synthesis `duration`, a job's `duration_seconds`
+/// or `image_count`, through a GET or a signed webhook) are **never** trusted
+/// to credit a balance: a negative, non-finite (`"NaN"`, `"Infinity"`, a
+/// number beyond the decimal range) or non-numeric value is logged at error
+/// level and answered [`UpstreamQuantity::Rejected`], and the caller bills
+/// nothing for it. What each caller does then:
+///
+/// * **synthesis** measures the returned audio instead (as when the upstream
+///   gives no duration) and bills that; when the audio cannot be measured
+///   either, the request fails with 502 and nothing is billed;
+/// * **a job** is recorded as completed but billed quantity 0 (its once-key
+///   is spent, so a later observation cannot bill it again).
+pub fn quantity_from_upstream(field: &str, v: Option<&serde_json::Value>) -> UpstreamQuantity {
+    let v = match v {
+        None | Some(serde_json::Value::Null) => return UpstreamQuantity::Absent,
+        Some(v) => v,
+    };
+    match decimal_from_json(v) {
+        Some(d) if !d.is_sign_negative() || d.is_zero() => UpstreamQuantity::Valid(d.abs()),
+        other => {
+            tracing::error!(
+                field,
+                value = %v,
+                parsed = ?other,
+                "the upstream reported a negative or non-finite quantity; billing nothing for it"
+            );
+            UpstreamQuantity::Rejected
+        }
     }
 }
 
@@ -239,5 +302,33 @@ mod tests {
         assert_eq!(decimal_from_json(&serde_json::json!(3)), Some(d("3")));
         assert_eq!(decimal_from_json(&serde_json::json!("1.5")), Some(d("1.5")));
         assert_eq!(decimal_from_json(&serde_json::json!(null)), None);
+    }
+
+    #[test]
+    fn upstream_quantities_never_go_negative() {
+        use serde_json::json;
+        let q = |v: serde_json::Value| quantity_from_upstream("duration", Some(&v));
+        assert_eq!(q(json!(2.5)), UpstreamQuantity::Valid(d("2.5")));
+        assert_eq!(q(json!(0)), UpstreamQuantity::Valid(Decimal::ZERO));
+        assert_eq!(q(json!(-0.0)), UpstreamQuantity::Valid(Decimal::ZERO));
+        assert_eq!(q(json!(-500)), UpstreamQuantity::Rejected);
+        assert_eq!(q(json!("-1")), UpstreamQuantity::Rejected);
+        assert_eq!(q(json!("NaN")), UpstreamQuantity::Rejected);
+        assert_eq!(q(json!("Infinity")), UpstreamQuantity::Rejected);
+        assert_eq!(q(json!(1e300)), UpstreamQuantity::Rejected);
+        assert_eq!(q(json!({"x": 1})), UpstreamQuantity::Rejected);
+        assert_eq!(
+            quantity_from_upstream("duration", None),
+            UpstreamQuantity::Absent
+        );
+        assert_eq!(
+            quantity_from_upstream("duration", Some(&json!(null))),
+            UpstreamQuantity::Absent
+        );
+        let p = Prices::parse(None, "20").unwrap();
+        assert_eq!(
+            p.charge("tts.audio_seconds", d("-500")).charged,
+            Decimal::ZERO
+        );
     }
 }
