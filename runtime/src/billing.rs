@@ -4,6 +4,9 @@
 //!   when it has one (so watermark apply and detect are priced apart), else
 //!   its capability; the unit is what the request is billed by
 //!   (`tts.audio_seconds`, `detect.video_seconds`, `identity.searches`, ...).
+//!   A voice subscription has one key, `voices.voice_subscription`, whether
+//!   it is billed at a voice's first build or at its promotion from a design
+//!   (whose capability is `voice_design`): see [`product_of`].
 //! * **Charge** = quantity × unit price × (1 + markup / 100), rounded half
 //!   away from zero to 8 decimal places, rendered with exactly 8 places.
 //! * A product without a configured price is **unpriced**: its quantity is
@@ -23,6 +26,18 @@ pub const DEFAULT_PRICES: &[(&str, &str)] = &[
     ("watermark_apply.audio_seconds", "0.0005"),
     ("watermark_detect.audio_seconds", "0.0002"),
 ];
+
+/// The product of every voice subscription charge (build or promotion).
+pub const VOICE_SUBSCRIPTION_PRODUCT: &str = "voices";
+
+/// The price-key product of a row: [`VOICE_SUBSCRIPTION_PRODUCT`] for a
+/// voice subscription, else the row's job kind, else its capability.
+pub fn product_of(spec: &crate::spec::EndpointSpec) -> &'static str {
+    match spec.billing {
+        crate::spec::Billing::VoiceSubscription => VOICE_SUBSCRIPTION_PRODUCT,
+        _ => spec.job.unwrap_or(spec.capability),
+    }
+}
 
 /// Decimal places of every charge.
 pub const CHARGE_DP: u32 = 8;

@@ -198,6 +198,70 @@ async fn voice_subscription_is_billed_on_the_first_build_only() {
     assert_eq!(env.balance(), d("-1.2"));
 }
 
+/// Spec A2: a promoted design is billed under the same price key as a build
+/// (`voices.voice_subscription`); DELETE /voices is free (and still gated).
+#[tokio::test]
+async fn promotion_shares_the_build_price_key_and_delete_is_free() {
+    let env = Env::with(|c| {
+        c.business_plan_active = true;
+        c.prices =
+            runtime::billing::Prices::parse(Some("voices.voice_subscription=1.00"), "20").unwrap();
+    })
+    .await;
+    let design = env
+        .post(
+            "/voice-design/candidates",
+            json!({"description": "a calm narrator"}),
+        )
+        .await;
+    design.expect(200);
+    let design_uuid = design.json["item"]["uuid"].as_str().unwrap().to_owned();
+    let promoted = env
+        .post(
+            &format!("/voice-design/{design_uuid}/promote"),
+            json!({"candidate_index": 1, "name": "Calm"}),
+        )
+        .await;
+    promoted.expect(200);
+    let voice = promoted.json["voice_uuid"].as_str().unwrap().to_owned();
+    env.call("DELETE", &format!("/voices/{voice}"), None)
+        .await
+        .expect(200);
+    let usage = env.usage();
+    let promote = usage
+        .iter()
+        .find(|u| u.route_id == "voice_design.promote")
+        .unwrap();
+    assert_eq!(
+        (
+            promote.product.as_str(),
+            promote.unit.as_str(),
+            promote.charged
+        ),
+        ("voices", "voice_subscription", d("1.2"))
+    );
+    let delete = usage
+        .iter()
+        .find(|u| u.route_id == "voices.delete")
+        .unwrap();
+    assert_eq!(
+        (delete.unit.as_str(), delete.quantity, delete.charged),
+        ("free", Decimal::ZERO, Decimal::ZERO)
+    );
+    let designs: Decimal = usage
+        .iter()
+        .filter(|u| u.route_id == "voice_design.candidates")
+        .map(|u| u.charged)
+        .sum();
+    assert_eq!(env.balance(), -(d("1.2") + designs));
+
+    // Still gated: without the business plan DELETE answers the gate's refusal.
+    let env = Env::start().await;
+    let a = env.call("DELETE", "/voices/v1", None).await;
+    assert_ne!(a.status, 200, "{}", a.text);
+    env.assert_no_upstream_call().await;
+}
+
 #[tokio::test]
 async fn a_job_is_charged_exactly_once_however_often_it_is_read() {
     let env = Env::with(|c| {
