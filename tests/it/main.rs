@@ -6,6 +6,7 @@
 
 mod harness;
 
+mod absent;
 mod audit;
 mod auth;
 mod cli;
