@@ -23,5 +23,6 @@ mod reconcile;
 mod retention;
 mod routes;
 mod synthesis;
+mod urlpolicy;
 mod validation;
 mod webhook;

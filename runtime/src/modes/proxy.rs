@@ -43,9 +43,11 @@ pub async fn fields(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<
         _ => return Err(ApiError::BadRequest("fields is required".into())),
     };
     let call = super::call(ctx, params, Some(&mut body))?;
+    let mut guard = crate::fetch::SizeGuard::default();
     let call = match (ctx.spec.file_field, fields.remove("audio_url")) {
         (Some(field), Some(Value::String(url))) => {
-            let part = crate::fetch::open_as_part(&ctx.gw, ctx.user_id(), &url).await?;
+            let (part, g) = crate::fetch::open_as_part(&ctx.gw, ctx.user_id(), &url).await?;
+            guard = g;
             call.multipart(shape::text_parts(fields).part(field, part))
         }
         (Some(_), Some(_)) => {
@@ -60,7 +62,7 @@ pub async fn fields(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<
             call.json(&fields)
         }
     };
-    let answer = call.send().await?;
+    let answer = call.send().await.map_err(|e| guard.explain(e))?;
     finish(ctx, answer, params).await
 }
 
