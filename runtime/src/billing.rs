@@ -4,6 +4,9 @@
 //!   when it has one (so watermark apply and detect are priced apart), else
 //!   its capability; the unit is what the request is billed by
 //!   (`tts.audio_seconds`, `detect.video_seconds`, `identity.searches`, ...).
+//!   A voice subscription has one key, `voices.voice_subscription`, whether
+//!   it is billed at a voice's first build or at its promotion from a design
+//!   (whose capability is `voice_design`): see [`product_of`].
 //! * **Charge** = quantity × unit price × (1 + markup / 100), rounded half
 //!   away from zero to 8 decimal places, rendered with exactly 8 places.
 //! * A product without a configured price is **unpriced**: its quantity is
@@ -23,6 +26,18 @@ pub const DEFAULT_PRICES: &[(&str, &str)] = &[
     ("watermark_apply.audio_seconds", "0.0005"),
     ("watermark_detect.audio_seconds", "0.0002"),
 ];
+
+/// The product of every voice subscription charge (build or promotion).
+pub const VOICE_SUBSCRIPTION_PRODUCT: &str = "voices";
+
+/// The price-key product of a row: [`VOICE_SUBSCRIPTION_PRODUCT`] for a
+/// voice subscription, else the row's job kind, else its capability.
+pub fn product_of(spec: &crate::spec::EndpointSpec) -> &'static str {
+    match spec.billing {
+        crate::spec::Billing::VoiceSubscription => VOICE_SUBSCRIPTION_PRODUCT,
+        _ => spec.job.unwrap_or(spec.capability),
+    }
+}
 
 /// Decimal places of every charge.
 pub const CHARGE_DP: u32 = 8;
@@ -120,7 +135,15 @@ impl Prices {
     }
 
     /// Charge for `quantity` units of `price_key`.
+    /// A negative quantity is never charged as a credit: it is billed as 0
+    /// (and logged; [`quantity_from_upstream`] keeps upstream figures out).
     pub fn charge(&self, price_key: &str, quantity: Decimal) -> Charge {
+        let quantity = if quantity.is_sign_negative() && !quantity.is_zero() {
+            tracing::error!(price_key, %quantity, "negative quantity billed as 0");
+            Decimal::ZERO
+        } else {
+            quantity
+        };
         let unit_price = self.price(price_key);
         let charged = match unit_price {
             Some(p) => {
@@ -155,6 +178,61 @@ pub fn decimal_from_json(v: &serde_json::Value) -> Option<Decimal> {
         }
         serde_json::Value::String(s) => Decimal::from_str(s.trim()).ok(),
         _ => None,
+    }
+}
+
+/// A quantity the upstream reported, read by [`quantity_from_upstream`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UpstreamQuantity {
+    /// The field is absent (or `null`).
+    Absent,
+    /// A finite, non-negative quantity.
+    Valid(Decimal),
+    /// The field is present but negative, non-finite or not a number: it was
+    /// logged at error level and must bill nothing.
+    Rejected,
+}
+
+impl UpstreamQuantity {
+    /// The valid quantity, if any.
+    pub fn valid(self) -> Option<Decimal> {
+        match self {
+            UpstreamQuantity::Valid(d) => Some(d),
+            _ => None,
+        }
+    }
+}
+
+/// The one place where an upstream figure becomes a billable quantity.
+///
+/// The upstream's figures (a synthesis `duration`, a job's `duration_seconds`
+/// or `image_count`, through a GET or a signed webhook) are **never** trusted
+/// to credit a balance: a negative, non-finite (`"NaN"`, `"Infinity"`, a
+/// number beyond the decimal range) or non-numeric value is logged at error
+/// level and answered [`UpstreamQuantity::Rejected`], and the caller bills
+/// nothing for it. What each caller does then:
+///
+/// * **synthesis** measures the returned audio instead (as when the upstream
+///   gives no duration) and bills that; when the audio cannot be measured
+///   either, the request fails with 502 and nothing is billed;
+/// * **a job** is recorded as completed but billed quantity 0 (its once-key
+///   is spent, so a later observation cannot bill it again).
+pub fn quantity_from_upstream(field: &str, v: Option<&serde_json::Value>) -> UpstreamQuantity {
+    let v = match v {
+        None | Some(serde_json::Value::Null) => return UpstreamQuantity::Absent,
+        Some(v) => v,
+    };
+    match decimal_from_json(v) {
+        Some(d) if !d.is_sign_negative() || d.is_zero() => UpstreamQuantity::Valid(d.abs()),
+        other => {
+            tracing::error!(
+                field,
+                value = %v,
+                parsed = ?other,
+                "the upstream reported a negative or non-finite quantity; billing nothing for it"
+            );
+            UpstreamQuantity::Rejected
+        }
     }
 }
 
@@ -239,5 +317,33 @@ mod tests {
         assert_eq!(decimal_from_json(&serde_json::json!(3)), Some(d("3")));
         assert_eq!(decimal_from_json(&serde_json::json!("1.5")), Some(d("1.5")));
         assert_eq!(decimal_from_json(&serde_json::json!(null)), None);
+    }
+
+    #[test]
+    fn upstream_quantities_never_go_negative() {
+        use serde_json::json;
+        let q = |v: serde_json::Value| quantity_from_upstream("duration", Some(&v));
+        assert_eq!(q(json!(2.5)), UpstreamQuantity::Valid(d("2.5")));
+        assert_eq!(q(json!(0)), UpstreamQuantity::Valid(Decimal::ZERO));
+        assert_eq!(q(json!(-0.0)), UpstreamQuantity::Valid(Decimal::ZERO));
+        assert_eq!(q(json!(-500)), UpstreamQuantity::Rejected);
+        assert_eq!(q(json!("-1")), UpstreamQuantity::Rejected);
+        assert_eq!(q(json!("NaN")), UpstreamQuantity::Rejected);
+        assert_eq!(q(json!("Infinity")), UpstreamQuantity::Rejected);
+        assert_eq!(q(json!(1e300)), UpstreamQuantity::Rejected);
+        assert_eq!(q(json!({"x": 1})), UpstreamQuantity::Rejected);
+        assert_eq!(
+            quantity_from_upstream("duration", None),
+            UpstreamQuantity::Absent
+        );
+        assert_eq!(
+            quantity_from_upstream("duration", Some(&json!(null))),
+            UpstreamQuantity::Absent
+        );
+        let p = Prices::parse(None, "20").unwrap();
+        assert_eq!(
+            p.charge("tts.audio_seconds", d("-500")).charged,
+            Decimal::ZERO
+        );
     }
 }

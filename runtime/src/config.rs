@@ -81,6 +81,9 @@ pub struct Config {
     pub upstream_timeout: Duration,
     /// Whether `audio_url`s on private addresses may be fetched (tests, demo).
     pub allow_private_fetch: bool,
+    /// Largest body of a fetched `audio_url` (500 MiB, the upload limit;
+    /// counted while streaming). Not read from the environment.
+    pub max_fetch_bytes: u64,
     /// Largest JSON request body accepted.
     pub max_json_bytes: usize,
     /// Prices and markup.
@@ -126,6 +129,7 @@ impl std::fmt::Debug for Config {
             .field("db_path", &self.db_path)
             .field("upstream_timeout", &self.upstream_timeout)
             .field("allow_private_fetch", &self.allow_private_fetch)
+            .field("max_fetch_bytes", &self.max_fetch_bytes)
             .field("max_json_bytes", &self.max_json_bytes)
             .field("prices", &self.prices)
             .field("public_url", &self.public_url)
@@ -167,6 +171,7 @@ impl Config {
             data_dir,
             upstream_timeout: Duration::from_secs(120),
             allow_private_fetch: false,
+            max_fetch_bytes: 500 * 1024 * 1024,
             max_json_bytes: 1 << 20,
             prices: crate::billing::Prices::parse(None, "20.0").expect("default prices"),
             public_url: None,

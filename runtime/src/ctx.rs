@@ -114,9 +114,11 @@ impl Ctx {
         })
     }
 
-    /// The price-key product of this row: its job kind, else its capability.
+    /// The price-key product of this row: [`crate::billing::VOICE_SUBSCRIPTION_PRODUCT`]
+    /// for a voice subscription (so a build and a promotion from a design
+    /// share one price key), else its job kind, else its capability.
     pub fn product(&self) -> &'static str {
-        self.spec.job.unwrap_or(self.spec.capability)
+        crate::billing::product_of(self.spec)
     }
 }
 

@@ -11,7 +11,11 @@ use std::net::{IpAddr, SocketAddr};
 
 use crate::errors::ApiError;
 
-/// Whether an address is one a public URL must not reach.
+/// Whether an address is one a public URL must not reach. An IPv6 address
+/// that embeds an IPv4 one (mapped `::ffff:a.b.c.d`, compatible `::a.b.c.d`,
+/// translated `::ffff:0:a.b.c.d`, NAT64 `64:ff9b::/96`, 6to4 `2002::/16`,
+/// Teredo `2001::/32`) is judged by that IPv4 address; the local-use NAT64
+/// prefix `64:ff9b:1::/48` is private.
 pub fn is_private(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => {
@@ -26,17 +30,88 @@ pub fn is_private(ip: IpAddr) -> bool {
                 || (v4.octets()[0] == 100 && (v4.octets()[1] & 0xc0) == 64) // 100.64/10 carrier-grade NAT
         }
         IpAddr::V6(v6) => {
-            if let Some(v4) = v6.to_ipv4_mapped() {
+            if v6.is_loopback() || v6.is_unspecified() {
+                return true;
+            }
+            if let Some(v4) = embedded_v4(v6) {
                 return is_private(IpAddr::V4(v4));
             }
-            let seg0 = v6.segments()[0];
-            v6.is_loopback()
-                || v6.is_unspecified()
-                || v6.is_multicast()
-                || (seg0 & 0xfe00) == 0xfc00 // unique local
-                || (seg0 & 0xffc0) == 0xfe80 // link local
+            let s = v6.segments();
+            v6.is_multicast()
+                || (s[0] & 0xfe00) == 0xfc00 // unique local
+                || (s[0] & 0xffc0) == 0xfe80 // link local
+                || (s[0] & 0xffc0) == 0xfec0 // site local (deprecated)
+                || (s[0] == 0x64 && s[1] == 0xff9b && s[2] == 1) // 64:ff9b:1::/48 local-use NAT64
+                || (s[0] == 0x2001 && s[1] == 0x0db8) // documentation
         }
     }
+}
+
+/// The IPv4 address an IPv6 address carries, by the forms that route to it.
+fn embedded_v4(v6: std::net::Ipv6Addr) -> Option<std::net::Ipv4Addr> {
+    let s = v6.segments();
+    let o = v6.octets();
+    let last = std::net::Ipv4Addr::new(o[12], o[13], o[14], o[15]);
+    match s {
+        // ::ffff:a.b.c.d (mapped) and ::a.b.c.d (compatible)
+        [0, 0, 0, 0, 0, 0xffff, _, _] | [0, 0, 0, 0, 0, 0, _, _] => Some(last),
+        // ::ffff:0:a.b.c.d (translated)
+        [0, 0, 0, 0, 0xffff, 0, _, _] => Some(last),
+        // 64:ff9b::/96 (NAT64, well-known prefix)
+        [0x64, 0xff9b, 0, 0, 0, 0, _, _] => Some(last),
+        // 2002:AABB:CCDD::/48 (6to4)
+        [0x2002, ..] => Some(std::net::Ipv4Addr::new(o[2], o[3], o[4], o[5])),
+        // 2001:0::/32 (Teredo): the client's address, inverted
+        [0x2001, 0, ..] => Some(std::net::Ipv4Addr::from(!u32::from(last))),
+        _ => None,
+    }
+}
+
+/// Checks a URL the gateway will not fetch itself now (an `audio_url` the
+/// upstream fetches, a `callback_uri` delivered later) against the same
+/// policy as fetched URLs: `http`/`https` with a host, and, unless
+/// `allow_private`, no host that resolves to a private, loopback or
+/// link-local address. A host that does not resolve here passes (the
+/// upstream resolves it itself; a callback's name may resolve later, and
+/// delivery checks again with [`pinned_client`]).
+pub async fn check_url(url: &str, allow_private: bool) -> Result<(), Refusal> {
+    match resolve(url, allow_private).await {
+        Ok(_) | Err(Refusal::Unresolved) => Ok(()),
+        Err(r) => Err(r),
+    }
+}
+
+/// The URL parsed, its host and the addresses it resolves to, checked by the
+/// policy (see the module docs).
+async fn resolve(
+    url: &str,
+    allow_private: bool,
+) -> Result<(reqwest::Url, String, Vec<SocketAddr>), Refusal> {
+    let parsed = reqwest::Url::parse(url).map_err(|_| Refusal::NotHttp("is not a valid URL"))?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(Refusal::NotHttp("must be an http or https URL"));
+    }
+    let host = parsed
+        .host_str()
+        .filter(|h| !h.is_empty())
+        .ok_or(Refusal::NotHttp("has no host"))?
+        .to_owned();
+    let port = parsed.port_or_known_default().unwrap_or(80);
+    let lookup_host = host
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_owned();
+    let addrs: Vec<SocketAddr> = tokio::net::lookup_host((lookup_host.as_str(), port))
+        .await
+        .map_err(|_| Refusal::Unresolved)?
+        .collect();
+    if addrs.is_empty() {
+        return Err(Refusal::Unresolved);
+    }
+    if !allow_private && addrs.iter().any(|a| is_private(a.ip())) {
+        return Err(Refusal::Private);
+    }
+    Ok((parsed, host, addrs))
 }
 
 /// A fetched media body, ready to stream.
@@ -81,27 +156,8 @@ pub async fn pinned_client(
     allow_private: bool,
     timeout: std::time::Duration,
 ) -> Result<(reqwest::Client, reqwest::Url), Refusal> {
-    let parsed = reqwest::Url::parse(url).map_err(|_| Refusal::NotHttp("is not a valid URL"))?;
-    if !matches!(parsed.scheme(), "http" | "https") {
-        return Err(Refusal::NotHttp("must be an http or https URL"));
-    }
-    let host = parsed
-        .host_str()
-        .ok_or(Refusal::NotHttp("has no host"))?
-        .to_owned();
-    let port = parsed.port_or_known_default().unwrap_or(80);
-    let lookup_host = host
-        .trim_start_matches('[')
-        .trim_end_matches(']')
-        .to_owned();
-    let addrs: Vec<SocketAddr> = tokio::net::lookup_host((lookup_host.as_str(), port))
-        .await
-        .map_err(|_| Refusal::Unresolved)?
-        .collect();
-    let addr = *addrs.first().ok_or(Refusal::Unresolved)?;
-    if !allow_private && addrs.iter().any(|a| is_private(a.ip())) {
-        return Err(Refusal::Private);
-    }
+    let (parsed, host, addrs) = resolve(url, allow_private).await?;
+    let addr = addrs[0];
     let client = reqwest::Client::builder()
         .timeout(timeout)
         .tcp_nodelay(true)
@@ -203,28 +259,60 @@ pub async fn own_asset(
     }
 }
 
-/// Checks an `audio_url` that the upstream will fetch itself: when it is
-/// one of the gateway's own URLs, the caller must own the object.
+/// Checks an `audio_url` that the upstream will fetch itself: one of the
+/// gateway's own URLs must be the caller's object; any other URL must pass
+/// the fetch policy ([`check_url`]: http(s) only, no private, loopback or
+/// link-local address unless `GATEWAY_ALLOW_PRIVATE_FETCH`), else 400.
 pub async fn check_own(
     gw: &crate::Gateway,
     user_id: Option<i64>,
     url: Option<&str>,
 ) -> Result<(), ApiError> {
     if let Some(url) = url {
-        own_asset(gw, user_id, url).await?;
+        if own_asset(gw, user_id, url).await?.is_none() {
+            check_url(url, gw.config.allow_private_fetch)
+                .await
+                .map_err(|r| ApiError::BadRequest(format!("audio_url {}", r.describe())))?;
+        }
     }
     Ok(())
 }
 
+/// Tells whether a fetched body outgrew its limit, to explain a failed
+/// upstream call that was streaming it.
+#[derive(Clone, Default)]
+pub struct SizeGuard {
+    limit: u64,
+    exceeded: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl SizeGuard {
+    /// `e`, or 413 when the fetched body was cut off at its limit.
+    pub fn explain(&self, e: ApiError) -> ApiError {
+        if self.exceeded.load(std::sync::atomic::Ordering::Acquire) {
+            too_large(self.limit)
+        } else {
+            e
+        }
+    }
+}
+
+fn too_large(limit: u64) -> ApiError {
+    ApiError::PayloadTooLarge(format!("audio_url is larger than {} MiB", limit >> 20))
+}
+
 /// Opens `url` as a streaming multipart file part: the gateway's own URLs
 /// are read straight from the object store (no HTTP round trip, owner
-/// checked); any other URL is fetched with [`open`].
+/// checked); any other URL is fetched with [`open`], its body capped at
+/// `max_fetch_bytes` (the upload limit) while it streams: a declared length
+/// beyond it is refused (413) before anything is sent upstream, a body that
+/// grows beyond it is cut off and the guard explains the failed call (413).
 pub async fn open_as_part(
     gw: &crate::Gateway,
     user_id: Option<i64>,
     url: &str,
-) -> Result<reqwest::multipart::Part, ApiError> {
-    use futures_util::TryStreamExt;
+) -> Result<(reqwest::multipart::Part, SizeGuard), ApiError> {
+    use futures_util::{StreamExt, TryStreamExt};
     if let Some(asset) = own_asset(gw, user_id, url).await? {
         let body = gw
             .objects
@@ -246,23 +334,44 @@ pub async fn open_as_part(
         .file_name(name)
         .mime_str(&asset.content_type)
         .map_err(|e| ApiError::Internal(format!("multipart part: {e}")))?;
-        return Ok(part);
+        return Ok((part, SizeGuard::default()));
     }
     let cfg = &gw.config;
+    let limit = cfg.max_fetch_bytes;
     let fetched = open(url, cfg.allow_private_fetch, cfg.upstream_timeout).await?;
     let len = fetched.response.content_length();
+    if len.is_some_and(|n| n > limit) {
+        return Err(too_large(limit));
+    }
+    let guard = SizeGuard {
+        limit,
+        exceeded: Default::default(),
+    };
+    let flag = guard.exceeded.clone();
+    let mut seen = 0u64;
     let stream = fetched
         .response
         .bytes_stream()
-        .map_err(std::io::Error::other);
+        .map_err(std::io::Error::other)
+        .map(move |chunk| {
+            let chunk = chunk?;
+            seen += chunk.len() as u64;
+            if seen > limit {
+                flag.store(true, std::sync::atomic::Ordering::Release);
+                return Err(std::io::Error::other("audio_url body over the limit"));
+            }
+            Ok(chunk)
+        });
     let body = reqwest::Body::wrap_stream(stream);
     let part = match len {
         Some(n) => reqwest::multipart::Part::stream_with_length(body, n),
         None => reqwest::multipart::Part::stream(body),
     };
-    part.file_name(fetched.file_name)
+    let part = part
+        .file_name(fetched.file_name)
         .mime_str(&fetched.content_type)
-        .map_err(|e| ApiError::Internal(format!("multipart part: {e}")))
+        .map_err(|e| ApiError::Internal(format!("multipart part: {e}")))?;
+    Ok((part, guard))
 }
 
 #[cfg(test)]
@@ -283,12 +392,59 @@ mod tests {
             "fd00::1",
             "fe80::1",
             "::ffff:127.0.0.1",
+            // IPv6 forms that embed a private IPv4 address
+            "::127.0.0.1",
+            "::10.0.0.1",
+            "::ffff:169.254.169.254",
+            "::ffff:0:127.0.0.1",
+            "64:ff9b::127.0.0.1",
+            "64:ff9b::a9fe:a9fe",
+            "64:ff9b::10.1.2.3",
+            "64:ff9b:1::8.8.8.8",
+            "2002:7f00:1::",
+            "2002:a9fe:a9fe::1",
+            "2002:c0a8:0101::",
+            "2001:0:4136:e378:8000:63bf:80ff:fffe", // Teredo, client 127.0.0.1
+            "fec0::1",
         ] {
             assert!(is_private(a.parse().unwrap()), "{a}");
         }
-        for a in ["8.8.8.8", "1.1.1.1", "2606:4700::1111"] {
+        for a in [
+            "8.8.8.8",
+            "1.1.1.1",
+            "2606:4700::1111",
+            "::ffff:8.8.8.8",
+            "64:ff9b::8.8.8.8",
+            "2002:0808:0808::",
+        ] {
             assert!(!is_private(a.parse().unwrap()), "{a}");
         }
+    }
+
+    #[tokio::test]
+    async fn urls_the_gateway_does_not_fetch_follow_the_same_policy() {
+        for url in [
+            "file:///etc/passwd",
+            "ftp://example.com/a.wav",
+            "gopher://x/",
+            "http://127.0.0.1/a.wav",
+            "http://[::1]/a.wav",
+            "http://[::127.0.0.1]/a.wav",
+            "http://[::ffff:127.0.0.1]/a.wav",
+            "http://[64:ff9b::a9fe:a9fe]/latest/meta-data",
+            "http://[2002:7f00:1::]/a.wav",
+            "http://169.254.169.254/latest/meta-data",
+            "http://localhost:8080/a.wav",
+        ] {
+            assert!(check_url(url, false).await.is_err(), "{url}");
+        }
+        assert_eq!(
+            check_url("http://127.0.0.1/a.wav", true).await,
+            Ok(()),
+            "allowed by GATEWAY_ALLOW_PRIVATE_FETCH"
+        );
+        assert!(check_url("file:///etc/passwd", true).await.is_err());
+        assert_eq!(check_url("https://8.8.8.8/a.wav", false).await, Ok(()));
     }
 
     #[tokio::test]

@@ -18,7 +18,7 @@
 use rust_decimal::Decimal;
 use serde_json::Value;
 
-use crate::billing::decimal_from_json;
+use crate::billing::{quantity_from_upstream, UpstreamQuantity};
 use crate::ctx::{Ctx, Deferred, Metered, Outcome};
 use crate::shape;
 use crate::spec::{Billing, EndpointSpec, JobKind};
@@ -77,19 +77,25 @@ pub fn job_quantity(
     item: &Value,
     media_type: Option<&str>,
 ) -> (&'static str, Decimal) {
-    let seconds = [
-        "duration_seconds",
-        "duration",
-        "audio_duration",
-        "media_duration",
-    ]
-    .iter()
-    .find_map(|k| item.get(*k).and_then(decimal_from_json))
-    .unwrap_or(Decimal::ZERO);
-    let images = ["image_count", "images"]
-        .iter()
-        .find_map(|k| item.get(*k).and_then(decimal_from_json))
-        .unwrap_or(Decimal::ONE);
+    // The first field present decides; a rejected figure bills 0 (never a
+    // credit, see `billing::quantity_from_upstream`).
+    let first = |keys: &[&str], absent: Decimal| {
+        keys.iter()
+            .map(|k| quantity_from_upstream(k, item.get(*k)))
+            .find(|q| *q != UpstreamQuantity::Absent)
+            .map(|q| q.valid().unwrap_or(Decimal::ZERO))
+            .unwrap_or(absent)
+    };
+    let seconds = first(
+        &[
+            "duration_seconds",
+            "duration",
+            "audio_duration",
+            "media_duration",
+        ],
+        Decimal::ZERO,
+    );
+    let images = first(&["image_count", "images"], Decimal::ONE);
     let media = item
         .get("media_type")
         .and_then(Value::as_str)
@@ -278,6 +284,26 @@ mod tests {
         assert_eq!(
             job_quantity(Billing::AudioSeconds, &item, None),
             ("audio_seconds", d("4.25"))
+        );
+    }
+
+    #[test]
+    fn negative_or_non_finite_figures_bill_nothing() {
+        for item in [
+            json!({"duration_seconds": -1000}),
+            json!({"duration_seconds": "NaN", "duration": 5}),
+            json!({"duration": "-Infinity"}),
+        ] {
+            assert_eq!(
+                job_quantity(Billing::AudioSeconds, &item, None),
+                ("audio_seconds", Decimal::ZERO),
+                "{item}"
+            );
+        }
+        let item = json!({"media_type": "image", "image_count": -3});
+        assert_eq!(
+            job_quantity(Billing::MediaSeconds, &item, None),
+            ("images", Decimal::ZERO)
         );
     }
 }

@@ -11,6 +11,9 @@
 //!   `{"delay_ms": 500}` waits then answers normally (combine with `status` to
 //!   delay the error), `"reset"` drops the connection without a response,
 //!   `"timeout"` never answers;
+//!   A `status` of 200 with a `body` answers any figure a test needs (a
+//!   synthesis `duration: -500`, a job item with `duration_seconds: -1000`)
+//!   on the real path;
 //! * `count`: how many matching requests the rule applies to (default 1;
 //!   0 means unlimited).
 //!
@@ -278,6 +281,21 @@ mod tests {
         assert!(f.take(&Method::POST, "/synthesize/x").is_none());
         f.clear();
         assert!(f.take(&Method::POST, "/synthesize").is_none());
+    }
+
+    #[test]
+    fn a_200_answers_any_body() {
+        let f = Faults::default();
+        f.add(
+            &json!({"path": "/synthesize", "fault": {"status": 200, "body": {"duration": -500}}}),
+        )
+        .unwrap();
+        match f.take(&Method::POST, "/synthesize").unwrap().effect {
+            Effect::Respond { status, body, .. } => {
+                assert_eq!((status, body), (StatusCode::OK, json!({"duration": -500})))
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

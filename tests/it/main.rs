@@ -6,6 +6,7 @@
 
 mod harness;
 
+mod absent;
 mod audit;
 mod auth;
 mod cli;
@@ -22,5 +23,6 @@ mod reconcile;
 mod retention;
 mod routes;
 mod synthesis;
+mod urlpolicy;
 mod validation;
 mod webhook;

@@ -198,6 +198,70 @@ async fn voice_subscription_is_billed_on_the_first_build_only() {
     assert_eq!(env.balance(), d("-1.2"));
 }
 
+/// Spec A2: a promoted design is billed under the same price key as a build
+/// (`voices.voice_subscription`); DELETE /voices is free (and still gated).
+#[tokio::test]
+async fn promotion_shares_the_build_price_key_and_delete_is_free() {
+    let env = Env::with(|c| {
+        c.business_plan_active = true;
+        c.prices =
+            runtime::billing::Prices::parse(Some("voices.voice_subscription=1.00"), "20").unwrap();
+    })
+    .await;
+    let design = env
+        .post(
+            "/voice-design/candidates",
+            json!({"description": "a calm narrator"}),
+        )
+        .await;
+    design.expect(200);
+    let design_uuid = design.json["item"]["uuid"].as_str().unwrap().to_owned();
+    let promoted = env
+        .post(
+            &format!("/voice-design/{design_uuid}/promote"),
+            json!({"candidate_index": 1, "name": "Calm"}),
+        )
+        .await;
+    promoted.expect(200);
+    let voice = promoted.json["voice_uuid"].as_str().unwrap().to_owned();
+    env.call("DELETE", &format!("/voices/{voice}"), None)
+        .await
+        .expect(200);
+    let usage = env.usage();
+    let promote = usage
+        .iter()
+        .find(|u| u.route_id == "voice_design.promote")
+        .unwrap();
+    assert_eq!(
+        (
+            promote.product.as_str(),
+            promote.unit.as_str(),
+            promote.charged
+        ),
+        ("voices", "voice_subscription", d("1.2"))
+    );
+    let delete = usage
+        .iter()
+        .find(|u| u.route_id == "voices.delete")
+        .unwrap();
+    assert_eq!(
+        (delete.unit.as_str(), delete.quantity, delete.charged),
+        ("free", Decimal::ZERO, Decimal::ZERO)
+    );
+    let designs: Decimal = usage
+        .iter()
+        .filter(|u| u.route_id == "voice_design.candidates")
+        .map(|u| u.charged)
+        .sum();
+    assert_eq!(env.balance(), -(d("1.2") + designs));
+
+    // Still gated: without the business plan DELETE answers the gate's refusal.
+    let env = Env::start().await;
+    let a = env.call("DELETE", "/voices/v1", None).await;
+    assert_ne!(a.status, 200, "{}", a.text);
+    env.assert_no_upstream_call().await;
+}
+
 #[tokio::test]
 async fn a_job_is_charged_exactly_once_however_often_it_is_read() {
     let env = Env::with(|c| {
@@ -362,4 +426,105 @@ async fn without_an_upstream_duration_the_audio_is_measured() {
         "present when the upstream gave a URL"
     );
     assert_eq!(env.usage()[0].quantity, d("1.5"));
+}
+
+/// F6: a negative `duration` from the synthesis upstream is never billed as a
+/// credit; the gateway measures the returned audio instead.
+#[tokio::test]
+async fn a_negative_synthesis_duration_is_measured_instead_never_credited() {
+    use base64::Engine;
+    let env = Env::start().await;
+    env.grant("10.00");
+    let audio = base64::engine::general_purpose::STANDARD.encode(wav(2.0));
+    for bad in [json!(-500), json!("NaN"), json!("-Infinity")] {
+        env.fault(
+            json!({"path": "/synthesize", "fault": {"status": 200, "body": {
+            "success": true, "audio_content": audio, "duration": bad, "output_format": "wav"}}}),
+        )
+        .await;
+        let a = env.post("/tts/synthesize", synth_body("Hello")).await;
+        a.expect(200);
+        let seconds = d(&a.json["billing"]["quantity"].to_string());
+        assert_eq!(seconds, d("2"), "{bad}: the audio's measured seconds");
+        assert_eq!(a.json["billing"]["charged"], json!("0.00120000"), "{bad}");
+    }
+    let usage = env.usage();
+    assert_eq!(usage.len(), 3);
+    assert!(usage
+        .iter()
+        .all(|u| u.quantity == d("2") && u.charged == d("0.0012")));
+    assert_eq!(env.balance(), d("10") - d("0.0036"), "never credited");
+}
+
+/// F6: a negative `duration_seconds` on a job (GET or signed webhook) bills 0.
+#[tokio::test]
+async fn a_negative_job_duration_bills_nothing_by_get_or_webhook() {
+    const SECRET: &str = "whsec-f6";
+    let env = Env::with(|c| {
+        c.webhook_secret = Some(SECRET.into());
+        c.prices = runtime::billing::Prices::parse(Some("stt.audio_seconds=0.01"), "20").unwrap();
+    })
+    .await;
+    env.grant("5.00");
+    let up = env.upload("in.wav", wav(1.0), Some("stt_input")).await;
+    let url = up.json["url"].clone();
+    let submit = || async {
+        let a = env.post("/stt", json!({"audio_url": url})).await;
+        a.expect(200);
+        a.json["job_id"].as_str().unwrap().to_owned()
+    };
+
+    // Through a GET: the upstream answers completed with -1000 seconds.
+    let job = submit().await;
+    env.fault(
+        json!({"path": format!("/api/v2/speech-to-text/{job}"), "method": "GET",
+        "fault": {"status": 200, "body": {"success": true, "item": {
+            "uuid": job, "status": "completed", "text": "hi", "duration_seconds": -1000}}}}),
+    )
+    .await;
+    let a = env.get(&format!("/stt/{job}")).await;
+    a.expect(200);
+    assert_eq!(a.json["status"], json!("completed"));
+    let row = env.store().job("stt", &job).unwrap().unwrap();
+    assert_eq!((row.status.as_str(), row.billed), ("completed", true));
+
+    // Through a signed webhook.
+    let job2 = submit().await;
+    let body = json!({"event": "job.completed", "kind": "stt", "id": job2, "status": "completed",
+        "item": {"uuid": job2, "status": "completed", "text": "hi", "duration_seconds": -1000}})
+    .to_string()
+    .into_bytes();
+    let a = env
+        .client
+        .post(env.voice("/webhooks/provider"))
+        .header("content-type", "application/json")
+        .header(
+            "x-provider-signature",
+            runtime::signing::sign(SECRET.as_bytes(), &body),
+        )
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(a.status().as_u16(), 200);
+    let row = env.store().job("stt", &job2).unwrap().unwrap();
+    assert_eq!((row.status.as_str(), row.billed), ("completed", true));
+
+    // A later GET (the job really completes upstream) bills nothing more.
+    env.complete_job(&job2).await;
+    env.get(&format!("/stt/{job2}")).await.expect(200);
+
+    let usage = env.usage();
+    assert!(
+        usage
+            .iter()
+            .all(|u| u.quantity >= Decimal::ZERO && u.charged >= Decimal::ZERO),
+        "{usage:#?}"
+    );
+    let job_charges: Vec<_> = usage.iter().filter(|u| u.once_key.is_some()).collect();
+    assert_eq!(job_charges.len(), 2, "{usage:#?}");
+    assert!(job_charges
+        .iter()
+        .all(|u| u.quantity.is_zero() && u.charged.is_zero()));
+    assert_eq!(env.balance(), d("5"), "nothing charged, nothing credited");
 }

@@ -328,21 +328,20 @@ async fn callbacks_are_signed_retried_and_delivered_once() {
 async fn callbacks_to_private_addresses_are_refused_unless_allowed() {
     let env = Env::with(|c| c.allow_private_fetch = false).await;
     let rx = receiver(0).await;
-    // Submit with an allowed audio URL (own upload) but a loopback callback.
+    // An allowed audio URL (own upload) but a loopback callback: refused at
+    // submit (it would never be delivered), nothing sent upstream.
     let up = env.upload("in.wav", wav(1.0), Some("stt_input")).await;
-    let job = env
+    env.clear_sim_log().await;
+    let a = env
         .post(
             "/stt",
             json!({"audio_url": up.json["url"], "callback_uri": rx.url}),
         )
-        .await
-        .json["job_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    env.complete_job(&job).await;
-    env.get(&format!("/stt/{job}")).await.expect(200);
-    tokio::time::sleep(Duration::from_millis(500)).await;
+        .await;
+    a.expect(400);
+    assert!(a.detail().contains("callback_uri"), "{}", a.text);
+    env.assert_no_upstream_call().await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
     assert!(
         rx.seen.lock().unwrap().is_empty(),
         "no request to a loopback callback"

@@ -38,7 +38,15 @@ pub async fn submit(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<
         .get("media_type")
         .and_then(Value::as_str)
         .map(str::to_owned);
+    // A callback that could never be delivered (not http(s), or a private
+    // address the gateway will not reach) is refused now, not dropped later.
+    if let Some(uri) = &callback_uri {
+        fetch::check_url(uri, ctx.gw.config.allow_private_fetch)
+            .await
+            .map_err(|r| ApiError::BadRequest(format!("callback_uri {}", r.describe())))?;
+    }
     let call = super::call(ctx, params, Some(&mut body))?;
+    let mut guard = fetch::SizeGuard::default();
     let call = match spec.file_field {
         Some(field) => {
             let url = body
@@ -46,21 +54,17 @@ pub async fn submit(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<
                 .and_then(|v| v.as_str().map(str::to_owned))
                 .ok_or_else(|| ApiError::BadRequest("audio_url is required".into()))?;
             shape::shape_body(spec, &mut body)?;
-            let part = fetch::open_as_part(&ctx.gw, ctx.user_id(), &url).await?;
+            let (part, g) = fetch::open_as_part(&ctx.gw, ctx.user_id(), &url).await?;
+            guard = g;
             call.multipart(shape::text_parts(body).part(field, part))
         }
+        // The upstream fetches `audio_url` itself: `read_body` checked it.
         None => {
-            fetch::check_own(
-                &ctx.gw,
-                ctx.user_id(),
-                body.get("audio_url").and_then(Value::as_str),
-            )
-            .await?;
             shape::shape_body(spec, &mut body)?;
             call.json(&body)
         }
     };
-    let answer = call.send().await?;
+    let answer = call.send().await.map_err(|e| guard.explain(e))?;
     let status = answer.status();
     let mut answer = answer.json("a job submission").await?;
     let upstream_id = shape::upstream_id(&answer).ok_or_else(|| {

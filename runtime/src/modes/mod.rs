@@ -78,7 +78,10 @@ pub(crate) fn has_body(m: Method) -> bool {
 }
 
 /// Reads and validates the JSON body of a row (empty for GET/DELETE):
-/// field rules, then owned fields. Every mode that takes a body reads it here.
+/// field rules, then owned fields, then, on a row whose upstream fetches
+/// `audio_url` itself (no `file_field`), that URL's policy
+/// ([`crate::fetch::check_own`]: the caller's own object, or an http(s) URL
+/// that reaches no private address). Every mode that takes a body reads it here.
 pub(crate) async fn read_body(ctx: &Ctx, req: Request) -> Result<Map<String, Value>, ApiError> {
     if !has_body(ctx.spec.method) {
         return Ok(Map::new());
@@ -86,6 +89,14 @@ pub(crate) async fn read_body(ctx: &Ctx, req: Request) -> Result<Map<String, Val
     let obj = shape::read_json_object(req.into_body(), ctx.gw.config.max_json_bytes).await?;
     validate::body(ctx.spec.body, &obj)?;
     owners::check_body(ctx, &obj).await?;
+    if ctx.spec.file_field.is_none() {
+        if let Some(url) = obj.get("audio_url") {
+            let url = url
+                .as_str()
+                .ok_or_else(|| ApiError::BadRequest("audio_url must be a string".into()))?;
+            crate::fetch::check_own(&ctx.gw, ctx.user_id(), Some(url)).await?;
+        }
+    }
     Ok(obj)
 }
 

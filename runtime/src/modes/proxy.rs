@@ -22,13 +22,6 @@ const MAX_READ_ANSWER: usize = 1 << 20;
 pub async fn proxy(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<Outcome, ApiError> {
     let carries = super::has_body(ctx.spec.method);
     let mut body = super::read_body(ctx, req).await?;
-    // An `audio_url` the upstream fetches itself: the gateway's own URLs only for their owner.
-    crate::fetch::check_own(
-        &ctx.gw,
-        ctx.user_id(),
-        body.get("audio_url").and_then(Value::as_str),
-    )
-    .await?;
     let mut call = super::call(ctx, params, Some(&mut body))?;
     if carries {
         shape::shape_body(ctx.spec, &mut body)?;
@@ -64,9 +57,11 @@ pub async fn fields(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<
     owners::check_body(ctx, &fields).await?;
     let parent = owners::parent_of_create(ctx, &fields);
     let call = super::call(ctx, params, Some(&mut fields))?;
+    let mut guard = crate::fetch::SizeGuard::default();
     let call = match (ctx.spec.file_field, fields.remove("audio_url")) {
         (Some(field), Some(Value::String(url))) => {
-            let part = crate::fetch::open_as_part(&ctx.gw, ctx.user_id(), &url).await?;
+            let (part, g) = crate::fetch::open_as_part(&ctx.gw, ctx.user_id(), &url).await?;
+            guard = g;
             call.multipart(shape::text_parts(fields).part(field, part))
         }
         (Some(_), Some(_)) => {
@@ -81,7 +76,7 @@ pub async fn fields(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<
             call.json(&fields)
         }
     };
-    let answer = call.send().await?;
+    let answer = call.send().await.map_err(|e| guard.explain(e))?;
     finish(ctx, answer, params, parent).await
 }
 

@@ -17,14 +17,18 @@
 //! | `resemble_url` | the upstream's own URL of the audio, only when it gave one |
 //!
 //! The billed seconds are the upstream's `duration`, or measured from the
-//! audio itself ([`crate::audio`]) when it gives none.
+//! audio itself ([`crate::audio`]) when it gives none or gives one that is
+//! negative or non-finite (rejected and logged by
+//! [`crate::billing::quantity_from_upstream`]; never billed as a credit);
+//! when the audio cannot be measured either, the answer is 502 and nothing
+//! is billed.
 
 use std::time::Duration;
 
 use base64::Engine;
 use serde_json::{json, Value};
 
-use crate::billing::decimal_from_json;
+use crate::billing::quantity_from_upstream;
 use crate::ctx::{Ctx, Outcome};
 use crate::errors::ApiError;
 use crate::router::Request;
@@ -82,7 +86,9 @@ pub async fn synthesize(
         Some("mp3") => "mp3",
         _ => sniff_extension(&audio),
     };
-    let duration = match raw.get("duration").and_then(decimal_from_json) {
+    // A negative or non-finite `duration` is rejected (logged) and the audio
+    // measured instead, as when there is none.
+    let duration = match quantity_from_upstream("duration", raw.get("duration")).valid() {
         Some(d) => d,
         None => {
             let bytes = audio.clone();

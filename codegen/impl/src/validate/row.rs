@@ -359,7 +359,7 @@ fn area_defaults(
     (auth, errors)
 }
 
-/// Billing, metering, gate and authentication agree.
+/// Billing, metering and authentication agree (a gate goes with any billing).
 fn check_billing(cx: &mut RowCx<'_, '_>, raw: &RawEndpoint, auth: Option<Auth>) {
     if let (Some(m), Some(billing)) = (raw.metering, raw.billing) {
         if billing == Billing::Free && m != Metering::None {
@@ -377,12 +377,7 @@ fn check_billing(cx: &mut RowCx<'_, '_>, raw: &RawEndpoint, auth: Option<Auth>) 
             );
         }
     }
-    if let (Some(gate), Some(Billing::Free)) = (raw.gate, raw.billing) {
-        cx.err(
-            &["gate"],
-            format!("gate `{gate}` on a `free` route: gates switch billed provider features on and off, a free route takes none"),
-        );
-    }
+    // A gate may sit on a free route: spec A2 gates DELETE /voices, which is free.
     if let (Some(billing), Some(a @ (Auth::None | Auth::Signature))) = (raw.billing, auth) {
         if billing != Billing::Free {
             cx.err(
