@@ -10,6 +10,7 @@ mod audit;
 mod auth;
 mod cli;
 mod errors;
+mod follower;
 mod forwarding;
 mod gate;
 mod isolation;
