@@ -247,3 +247,75 @@ async fn two_instances_on_one_database_call_back_and_bill_once() {
     assert_called_back_and_billed_once(&env, &rx, &job, &jobs).await;
     other.stop().await;
 }
+
+#[tokio::test]
+async fn network_errors_back_off_and_the_job_still_finishes() {
+    let env = Env::with(|c| {
+        follow_fast(c);
+        priced(c);
+    })
+    .await;
+    env.grant("10");
+    let rx = receiver(0).await;
+    let up = env.upload("in.wav", wav(2.0), Some("stt_input")).await;
+    // The job's upstream id is known only after submission: fail every job
+    // GET three times, whichever job it is.
+    env.fault(
+        json!({"path": "/api/v2/speech-to-text/*", "method": "GET", "fault": "reset", "count": 3}),
+    )
+    .await;
+    let a = env
+        .post(
+            "/stt",
+            json!({"audio_url": up.json["url"], "callback_uri": rx.url}),
+        )
+        .await;
+    assert!(a.status == 200 || a.status == 202, "{}", a.text);
+    let job = a.json["job_id"].as_str().unwrap().to_owned();
+    assert_called_back_and_billed_once(&env, &rx, &job, &[]).await;
+    let row = env.store().job("stt", &job).unwrap().unwrap();
+    assert!(
+        row.follow_attempts >= 4,
+        "three failed polls, then one: {row:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_job_the_upstream_does_not_know_is_given_up_after_bounded_polls() {
+    let env = Env::with(|c| {
+        follow_fast(c);
+        priced(c);
+    })
+    .await;
+    env.grant("10");
+    let job = stt_job(&env, None).await;
+    env.fault(json!({"path": format!("/api/v2/speech-to-text/{job}"), "method": "GET", "fault": {"status": 404}, "count": 0}))
+        .await;
+    eventually("the follower to give up", || {
+        env.store()
+            .job("stt", &job)
+            .unwrap()
+            .unwrap()
+            .follow_next_at
+            .is_none()
+    })
+    .await;
+    let polls = job_gets(&env.sim_requests().await, &job);
+    assert_eq!(
+        polls,
+        runtime::follower::NOT_FOUND_ATTEMPTS as usize,
+        "bounded"
+    );
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(
+        job_gets(&env.sim_requests().await, &job),
+        polls,
+        "no more polls"
+    );
+    let row = env.store().job("stt", &job).unwrap().unwrap();
+    assert!(
+        row.status != "failed" && row.status != "completed" && !row.billed,
+        "kept as it was, not marked failed: {row:?}"
+    );
+    assert!(job_charges(&env, "stt", &job).is_empty());
+}
