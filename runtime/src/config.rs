@@ -48,6 +48,10 @@ pub const GATEWAY_STOCK_VOICES: &str = "GATEWAY_STOCK_VOICES";
 pub const GATEWAY_SWEEP_INTERVAL_SECS: &str = "GATEWAY_SWEEP_INTERVAL_SECS";
 /// UTC time (`HH:MM`) of the nightly reconciliation, or `off`. Default `00:30`.
 pub const GATEWAY_RECONCILE_AT: &str = "GATEWAY_RECONCILE_AT";
+/// Seconds between the job follower's looks for due jobs; 0 disables it. Default 2.
+pub const GATEWAY_JOB_FOLLOW_SECS: &str = "GATEWAY_JOB_FOLLOW_SECS";
+/// Jobs the follower polls at once (per instance). Default 8.
+pub const GATEWAY_JOB_FOLLOW_CONCURRENCY: &str = "GATEWAY_JOB_FOLLOW_CONCURRENCY";
 
 /// `full` (default): every commit is fsynced before answers are sent, so a
 /// committed record survives a power cut. `normal`: commits survive a crash
@@ -98,6 +102,15 @@ pub struct Config {
     pub sweep_interval: Option<Duration>,
     /// UTC time of the nightly reconciliation; `None` disables it.
     pub reconcile_at: Option<chrono::NaiveTime>,
+    /// How often the job follower looks for due jobs; `None` disables it.
+    pub job_follow_interval: Option<Duration>,
+    /// How many jobs the follower polls at once.
+    pub job_follow_concurrency: usize,
+    /// Delay before a job's first poll; each later poll waits twice as long
+    /// as the one before, up to [`Config::job_follow_max_delay`].
+    pub job_follow_first_delay: Duration,
+    /// The longest delay between two polls of a job.
+    pub job_follow_max_delay: Duration,
     /// Object storage backend.
     pub objects: crate::objects::ObjectConfig,
     /// Whether every commit is fsynced (`GATEWAY_DB_SYNC=full`).
@@ -137,6 +150,10 @@ impl std::fmt::Debug for Config {
             .field("stock_voices", &self.stock_voices)
             .field("sweep_interval", &self.sweep_interval)
             .field("reconcile_at", &self.reconcile_at)
+            .field("job_follow_interval", &self.job_follow_interval)
+            .field("job_follow_concurrency", &self.job_follow_concurrency)
+            .field("job_follow_first_delay", &self.job_follow_first_delay)
+            .field("job_follow_max_delay", &self.job_follow_max_delay)
             .field("objects", &self.objects)
             .field("db_sync_full", &self.db_sync_full)
             .field("rate_limits", &self.rate_limits.to_string())
@@ -179,6 +196,10 @@ impl Config {
             stock_voices: Vec::new(),
             sweep_interval: Some(Duration::from_secs(3600)),
             reconcile_at: chrono::NaiveTime::from_hms_opt(0, 30, 0),
+            job_follow_interval: Some(Duration::from_secs(2)),
+            job_follow_concurrency: 8,
+            job_follow_first_delay: Duration::from_secs(2),
+            job_follow_max_delay: Duration::from_secs(60),
             objects: crate::objects::ObjectConfig::default(),
             db_sync_full: true,
             rate_limits: crate::ratelimit::Limits::default(),
@@ -310,6 +331,27 @@ impl Config {
                 )
             };
         }
+        if let Some(v) = get(GATEWAY_JOB_FOLLOW_SECS) {
+            let secs: u64 = v.trim().parse().map_err(|e| ConfigError {
+                name: GATEWAY_JOB_FOLLOW_SECS,
+                reason: format!("{v:?}: {e}"),
+            })?;
+            c.job_follow_interval = (secs > 0).then(|| Duration::from_secs(secs));
+        }
+        if let Some(v) = get(GATEWAY_JOB_FOLLOW_CONCURRENCY) {
+            let n: usize = v.trim().parse().map_err(|e| ConfigError {
+                name: GATEWAY_JOB_FOLLOW_CONCURRENCY,
+                reason: format!("{v:?}: {e}"),
+            })?;
+            if n == 0 {
+                return Err(ConfigError {
+                    name: GATEWAY_JOB_FOLLOW_CONCURRENCY,
+                    reason: "must be at least 1 (GATEWAY_JOB_FOLLOW_SECS=0 disables the follower)"
+                        .into(),
+                });
+            }
+            c.job_follow_concurrency = n;
+        }
         if let Some(v) = get(GATEWAY_DB_SYNC) {
             c.db_sync_full = match v.trim().to_ascii_lowercase().as_str() {
                 "full" => true,
@@ -412,6 +454,26 @@ mod tests {
         assert_eq!(e.name, PROVIDER_BASE_URL);
         let e = cfg(&[(PROVIDER_MARKUP_PCT, "-3")]).err().unwrap();
         assert_eq!(e.name, PROVIDER_MARKUP_PCT);
+    }
+
+    #[test]
+    fn the_job_follower_is_on_every_two_seconds_unless_zero() {
+        let c = cfg(&[]).unwrap();
+        assert_eq!(c.job_follow_interval, Some(Duration::from_secs(2)));
+        assert_eq!(c.job_follow_concurrency, 8);
+        let c = cfg(&[(GATEWAY_JOB_FOLLOW_SECS, "0")]).unwrap();
+        assert_eq!(c.job_follow_interval, None);
+        let c = cfg(&[
+            (GATEWAY_JOB_FOLLOW_SECS, "5"),
+            (GATEWAY_JOB_FOLLOW_CONCURRENCY, "3"),
+        ])
+        .unwrap();
+        assert_eq!(c.job_follow_interval, Some(Duration::from_secs(5)));
+        assert_eq!(c.job_follow_concurrency, 3);
+        let e = cfg(&[(GATEWAY_JOB_FOLLOW_CONCURRENCY, "0")]).err().unwrap();
+        assert_eq!(e.name, GATEWAY_JOB_FOLLOW_CONCURRENCY);
+        let e = cfg(&[(GATEWAY_JOB_FOLLOW_SECS, "soon")]).err().unwrap();
+        assert_eq!(e.name, GATEWAY_JOB_FOLLOW_SECS);
     }
 
     #[test]

@@ -13,7 +13,7 @@ use crate::billing::Charge;
 use crate::errors::ApiError;
 use crate::router::Response;
 use crate::spec::{self, EndpointSpec, JobKind};
-use crate::store::{Record, User};
+use crate::store::{Record, UsageRecord, User};
 use crate::Gateway;
 
 /// `res_` + 24 hex characters: the id of every request (spec §2's `request_id`).
@@ -38,6 +38,36 @@ pub struct Metered {
     /// The route the charge belongs to, when not this one (a job's submit route).
     pub route_id: Option<&'static str>,
     pub capability: Option<&'static str>,
+}
+
+impl Metered {
+    /// The usage record of this charge (the pipeline's record phase, the
+    /// job follower). `request_id` names what produced it; the user, route
+    /// and capability are this charge's own when set, else the given ones.
+    pub fn usage_record(
+        self,
+        charge: Charge,
+        request_id: String,
+        markup_pct: rust_decimal::Decimal,
+        user_id: Option<i64>,
+        route_id: &'static str,
+        capability: &'static str,
+    ) -> UsageRecord {
+        UsageRecord {
+            request_id,
+            user_id: self.user_id.or(user_id),
+            route_id: self.route_id.unwrap_or(route_id).to_owned(),
+            capability: self.capability.unwrap_or(capability).to_owned(),
+            product: self.product,
+            unit: self.unit.to_owned(),
+            quantity: self.quantity,
+            unit_price: charge.unit_price,
+            markup_pct,
+            charged: charge.charged,
+            once_key: self.once_key,
+            created_at: crate::store::now_rfc3339(),
+        }
+    }
 }
 
 /// What a request carries through the phases.
@@ -87,11 +117,7 @@ impl Ctx {
     /// Records what this request bills and returns its charge (for answers
     /// that show it, like synthesis's `billing`).
     pub fn meter(&mut self, m: Metered) -> Charge {
-        let charge = self
-            .gw
-            .config
-            .prices
-            .charge(&format!("{}.{}", m.product, m.unit), m.quantity);
+        let charge = charge_of(&self.gw, &m);
         self.metered = Some((m, charge.clone()));
         charge
     }
@@ -120,6 +146,13 @@ impl Ctx {
     pub fn product(&self) -> &'static str {
         crate::billing::product_of(self.spec)
     }
+}
+
+/// The charge of `m` at the gateway's prices.
+pub fn charge_of(gw: &Gateway, m: &Metered) -> Charge {
+    gw.config
+        .prices
+        .charge(&format!("{}.{}", m.product, m.unit), m.quantity)
 }
 
 /// What a mode hands back: the answer, the upstream status it saw, any
@@ -154,4 +187,24 @@ pub enum Deferred {
         uri: String,
         body: serde_json::Value,
     },
+}
+
+impl Deferred {
+    /// Starts the work in the background; call it only after the records
+    /// it follows are committed.
+    pub fn start(self, gw: Gateway) {
+        match self {
+            Deferred::Callback {
+                kind,
+                job_id,
+                user_id,
+                uri,
+                body,
+            } => {
+                tokio::spawn(crate::callbacks::deliver(
+                    gw, kind, job_id, user_id, uri, body,
+                ));
+            }
+        }
+    }
 }

@@ -38,6 +38,7 @@
 //! * [`store`] — SQLite: migrations, repositories, group-commit writer.
 //! * [`objects`] — object storage (local filesystem, S3) and presigned URLs.
 //! * [`retention`] — the sweeper of expired objects.
+//! * [`follower`] — pending jobs polled upstream until they finish.
 //! * [`reconcile`] — usage totals against the upstream's billing usage.
 //! * [`errors`] — one error type, three wire formats.
 //! * [`config`] — environment → configuration.
@@ -54,6 +55,7 @@ pub mod config;
 pub mod ctx;
 pub mod errors;
 pub mod fetch;
+pub mod follower;
 pub mod mirror;
 pub mod modes;
 pub mod objects;

@@ -28,7 +28,7 @@ use std::time::Instant;
 use http::HeaderValue;
 use rust_decimal::Decimal;
 
-use crate::ctx::{new_request_id, Ctx, Deferred, Metered};
+use crate::ctx::{charge_of, new_request_id, Ctx, Metered};
 use crate::errors::ApiError;
 use crate::router::{Request, Response};
 use crate::spec::{Area, Auth, EndpointSpec, Gate, PathParams};
@@ -136,7 +136,7 @@ async fn run(
         )
         .await?;
         for d in outcome.deferred {
-            start(ctx.gw.clone(), d);
+            d.start(ctx.gw.clone());
         }
     }
     // 8. answer
@@ -182,23 +182,6 @@ async fn record(
     Ok(())
 }
 
-/// Starts work that follows a committed request.
-fn start(gw: Gateway, deferred: Deferred) {
-    match deferred {
-        Deferred::Callback {
-            kind,
-            job_id,
-            user_id,
-            uri,
-            body,
-        } => {
-            tokio::spawn(crate::callbacks::deliver(
-                gw, kind, job_id, user_id, uri, body,
-            ));
-        }
-    }
-}
-
 /// The usage record of a successful request: what the mode metered, or
 /// quantity 0 of the row's unit.
 fn usage_record(ctx: &mut Ctx) -> UsageRecord {
@@ -215,26 +198,16 @@ fn usage_record(ctx: &mut Ctx) -> UsageRecord {
                 route_id: None,
                 capability: None,
             };
-            let charge = ctx
-                .gw
-                .config
-                .prices
-                .charge(&format!("{}.{}", m.product, m.unit), Decimal::ZERO);
+            let charge = charge_of(&ctx.gw, &m);
             (m, charge)
         }
     };
-    UsageRecord {
-        request_id: ctx.request_id.clone(),
-        user_id: m.user_id.or(ctx.user_id()),
-        route_id: m.route_id.unwrap_or(spec.id).to_owned(),
-        capability: m.capability.unwrap_or(spec.capability).to_owned(),
-        product: m.product,
-        unit: m.unit.to_owned(),
-        quantity: m.quantity,
-        unit_price: charge.unit_price,
-        markup_pct: ctx.gw.config.prices.markup_pct,
-        charged: charge.charged,
-        once_key: m.once_key,
-        created_at: crate::store::now_rfc3339(),
-    }
+    m.usage_record(
+        charge,
+        ctx.request_id.clone(),
+        ctx.gw.config.prices.markup_pct,
+        ctx.user_id(),
+        spec.id,
+        spec.capability,
+    )
 }

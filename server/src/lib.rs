@@ -56,7 +56,7 @@ pub fn gateway(config: Config) -> Result<Gateway, StartError> {
 }
 
 /// Starts a gateway on `listener` with `config`, with its background tasks
-/// (retention sweeper, nightly reconciliation) when configured.
+/// (retention sweeper, job follower, nightly reconciliation) when configured.
 pub fn start(mut config: Config, listener: TcpListener) -> Result<Running, StartError> {
     let addr = listener
         .local_addr()
@@ -76,6 +76,12 @@ pub fn start(mut config: Config, listener: TcpListener) -> Result<Running, Start
     }));
     if let Some(every) = gw.config.sweep_interval {
         background.push(tokio::spawn(runtime::retention::run_periodically(
+            gw.clone(),
+            every,
+        )));
+    }
+    if let Some(every) = gw.config.job_follow_interval {
+        background.push(tokio::spawn(runtime::follower::run_periodically(
             gw.clone(),
             every,
         )));

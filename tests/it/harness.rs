@@ -62,7 +62,17 @@ pub fn config_for(sim: &sim::Sim, dir: &TempDir) -> Config {
     c.provider_synth_url = sim.synth_url();
     c.allow_private_fetch = true;
     c.upstream_timeout = Duration::from_secs(10);
+    // The job follower is off unless a test turns it on (`follow_fast`), so
+    // that tests counting upstream calls, charges and copies see only their own.
+    c.job_follow_interval = None;
     c
+}
+
+/// Turns the job follower on with short delays (tests).
+pub fn follow_fast(c: &mut Config) {
+    c.job_follow_interval = Some(Duration::from_millis(100));
+    c.job_follow_first_delay = Duration::from_millis(200);
+    c.job_follow_max_delay = Duration::from_millis(800);
 }
 
 pub async fn start_sim() -> sim::Sim {

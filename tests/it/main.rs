@@ -11,6 +11,7 @@ mod audit;
 mod auth;
 mod cli;
 mod errors;
+mod follower;
 mod forwarding;
 mod gate;
 mod isolation;

@@ -214,15 +214,15 @@ async fn the_simulator_delivers_signed_webhooks_that_complete_jobs_and_voices() 
 }
 
 /// What a receiver saw: (signature header, body) per request.
-type Seen = Arc<Mutex<Vec<(Option<String>, Vec<u8>)>>>;
+pub(crate) type Seen = Arc<Mutex<Vec<(Option<String>, Vec<u8>)>>>;
 
 /// A callback receiver: answers 500 to the first `fail_first` requests, then 200.
-struct Receiver {
-    url: String,
-    seen: Seen,
+pub(crate) struct Receiver {
+    pub(crate) url: String,
+    pub(crate) seen: Seen,
 }
 
-async fn receiver(fail_first: usize) -> Receiver {
+pub(crate) async fn receiver(fail_first: usize) -> Receiver {
     use http_body_util::BodyExt;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/hook", listener.local_addr().unwrap());

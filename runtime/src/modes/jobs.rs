@@ -4,7 +4,9 @@
 //!   `audio_url` fetched and streamed as the row's `file_field`), then writes
 //!   a job record (owner, kind, the `job_id` given to the caller, the
 //!   upstream's id) in the same group commit as the audit record. The caller's
-//!   `job_id` is the upstream's id.
+//!   `job_id` is the upstream's id. The record schedules the job's first
+//!   poll by the background follower ([`crate::follower`]), which follows it
+//!   to the end when nobody GETs it.
 //! * **Get** reads the job record first: a job that does not exist, belongs
 //!   to another user or to another kind answers 404 without any upstream
 //!   call. It then asks the upstream and hands what it saw to
@@ -71,6 +73,9 @@ pub async fn submit(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<
         ApiError::BadGateway("the voice provider answered a job submission without an id".into())
     })?;
     let item = item_of(&answer);
+    let now = chrono::Utc::now();
+    let first_poll =
+        now + chrono::Duration::from_std(ctx.gw.config.job_follow_first_delay).unwrap_or_default();
     let record = JobRecord {
         job_id: upstream_id.clone(),
         kind: kind.to_owned(),
@@ -84,7 +89,10 @@ pub async fn submit(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<
             .map(str::to_owned)
             .or(media_type),
         callback_uri,
-        created_at: crate::store::now_rfc3339(),
+        created_at: crate::store::rfc3339(now),
+        // Every job is scheduled, so that a follower enabled later (or on
+        // another instance) finds it.
+        follow_at: Some(crate::store::rfc3339(first_poll)),
     };
     if let Value::Object(m) = &mut answer {
         m.insert("job_id".into(), Value::String(upstream_id));

@@ -37,6 +37,10 @@ pub struct JobRow {
     pub callback_uri: Option<String>,
     pub created_at: String,
     pub updated_at: String,
+    /// When the background follower polls the job next (`None`: not followed).
+    pub follow_next_at: Option<String>,
+    /// Polls the follower has claimed so far.
+    pub follow_attempts: u32,
 }
 
 const ASSET_COLS: &str =
@@ -60,7 +64,7 @@ fn row_to_asset(r: &rusqlite::Row<'_>) -> rusqlite::Result<AssetRow> {
 
 const JOB_COLS: &str =
     "job_id, kind, upstream_id, user_id, submit_route, status, media_type, result, billed,
-     mirror_asset_id, mirror_state, callback_uri, created_at, updated_at";
+     mirror_asset_id, mirror_state, callback_uri, created_at, updated_at, follow_next_at, follow_attempts";
 
 fn row_to_job(r: &rusqlite::Row<'_>) -> rusqlite::Result<JobRow> {
     Ok(JobRow {
@@ -78,6 +82,8 @@ fn row_to_job(r: &rusqlite::Row<'_>) -> rusqlite::Result<JobRow> {
         callback_uri: r.get(11)?,
         created_at: r.get(12)?,
         updated_at: r.get(13)?,
+        follow_next_at: r.get(14)?,
+        follow_attempts: r.get(15)?,
     })
 }
 
@@ -221,6 +227,53 @@ impl Store {
         self.conn()?.execute(
             "UPDATE jobs SET mirror_state = 'failed' WHERE kind = ?1 AND job_id = ?2 AND mirror_asset_id IS NULL",
             params![kind, job_id],
+        )?;
+        Ok(())
+    }
+
+    /// Pending jobs whose next poll is due at `now` and that no instance
+    /// holds a live lease on, the most overdue first.
+    pub fn due_jobs(&self, now: &str, limit: usize) -> Result<Vec<JobRow>> {
+        let conn = self.conn()?;
+        let mut stmt = conn.prepare(&format!(
+            "SELECT {JOB_COLS} FROM jobs
+             WHERE follow_next_at IS NOT NULL AND follow_next_at <= ?1
+               AND status NOT IN ('completed', 'failed')
+               AND (follow_lease_until IS NULL OR follow_lease_until < ?1)
+             ORDER BY follow_next_at LIMIT ?2"
+        ))?;
+        let rows = stmt.query_map(params![now, limit as i64], row_to_job)?;
+        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+    }
+
+    /// Tries to take the lease of one poll of a job until `lease_until`
+    /// (multi-instance safe: a conditional update; an expired lease, whose
+    /// holder died, can be taken again). Counts the attempt.
+    pub fn claim_follow(
+        &self,
+        kind: &str,
+        job_id: &str,
+        now: &str,
+        lease_until: &str,
+    ) -> Result<bool> {
+        let n = self.conn()?.execute(
+            "UPDATE jobs SET follow_lease_until = ?4, follow_attempts = follow_attempts + 1
+             WHERE kind = ?1 AND job_id = ?2
+               AND follow_next_at IS NOT NULL AND follow_next_at <= ?3
+               AND status NOT IN ('completed', 'failed')
+               AND (follow_lease_until IS NULL OR follow_lease_until < ?3)",
+            params![kind, job_id, now, lease_until],
+        )?;
+        Ok(n == 1)
+    }
+
+    /// Releases a poll's lease and sets the next poll (`None`: stop following).
+    pub fn release_follow(&self, kind: &str, job_id: &str, next: Option<&str>) -> Result<()> {
+        self.conn()?.execute(
+            "UPDATE jobs SET follow_lease_until = NULL,
+                    follow_next_at = CASE WHEN status IN ('completed', 'failed') THEN NULL ELSE ?3 END
+             WHERE kind = ?1 AND job_id = ?2",
+            params![kind, job_id, next],
         )?;
         Ok(())
     }

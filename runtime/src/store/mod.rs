@@ -179,6 +179,15 @@ const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE resources ADD COLUMN parent TEXT;
     "#,
+    // 5: the background job follower: when a pending job is polled next, the
+    //    lease of the instance polling it, and how many polls it has had.
+    r#"
+    ALTER TABLE jobs ADD COLUMN follow_next_at TEXT;
+    ALTER TABLE jobs ADD COLUMN follow_lease_until TEXT;
+    ALTER TABLE jobs ADD COLUMN follow_attempts INTEGER NOT NULL DEFAULT 0;
+    UPDATE jobs SET follow_next_at = updated_at WHERE status NOT IN ('completed', 'failed');
+    CREATE INDEX jobs_follow_due ON jobs(follow_next_at) WHERE follow_next_at IS NOT NULL;
+    "#,
 ];
 
 /// A database error, kept as text (callers log it and answer 500).
@@ -384,7 +393,13 @@ fn row_to_user(r: &rusqlite::Row<'_>) -> rusqlite::Result<User> {
 
 /// Current time as RFC 3339 UTC with milliseconds.
 pub fn now_rfc3339() -> String {
-    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+    rfc3339(chrono::Utc::now())
+}
+
+/// A time as the database stores it: RFC 3339 UTC with milliseconds (so
+/// that stored times compare as text).
+pub fn rfc3339(t: chrono::DateTime<chrono::Utc>) -> String {
+    t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
 #[cfg(test)]
@@ -443,6 +458,63 @@ mod tests {
             t.await.unwrap().unwrap();
         }
         assert_eq!(store.audit_rows().unwrap().len(), 200);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_job_poll_is_claimed_by_one_and_taken_over_after_its_lease() {
+        let (_d, store) = temp_db();
+        let user = store.create_user("a@example.com", false).unwrap();
+        let job = JobRecord {
+            job_id: "j1".into(),
+            kind: "stt".into(),
+            upstream_id: "j1".into(),
+            user_id: user,
+            submit_route: "stt.submit".into(),
+            status: "pending".into(),
+            media_type: None,
+            callback_uri: None,
+            created_at: "2026-01-01T00:00:00.000Z".into(),
+            follow_at: Some("2026-01-01T00:00:02.000Z".into()),
+        };
+        store.commit(vec![Record::JobCreate(job)]).await.unwrap();
+        let (t1, t2, t3) = (
+            "2026-01-01T00:00:01.000Z",
+            "2026-01-01T00:00:03.000Z",
+            "2026-01-01T00:10:00.000Z",
+        );
+        assert!(store.due_jobs(t1, 10).unwrap().is_empty(), "not yet due");
+        assert!(!store.claim_follow("stt", "j1", t1, t3).unwrap());
+        assert_eq!(store.due_jobs(t2, 10).unwrap().len(), 1);
+        assert!(store.claim_follow("stt", "j1", t2, t3).unwrap());
+        assert!(!store.claim_follow("stt", "j1", t2, t3).unwrap(), "leased");
+        assert!(store.due_jobs(t2, 10).unwrap().is_empty());
+        // The holder died: after the lease, another instance takes it over.
+        let later = "2026-01-01T00:10:00.001Z";
+        assert!(store
+            .claim_follow("stt", "j1", later, "2026-01-01T00:20:00.000Z")
+            .unwrap());
+        assert_eq!(store.job("stt", "j1").unwrap().unwrap().follow_attempts, 2);
+        store.release_follow("stt", "j1", Some(t3)).unwrap();
+        assert!(store.due_jobs(t2, 10).unwrap().is_empty(), "rescheduled");
+        assert_eq!(store.due_jobs(later, 10).unwrap().len(), 1);
+        // A finished job is no longer followed.
+        store
+            .commit(vec![Record::JobUpdate(JobUpdate {
+                kind: "stt".into(),
+                job_id: "j1".into(),
+                status: "completed".into(),
+                media_type: None,
+                result: Some("{}".into()),
+                billed: false,
+                updated_at: t2.into(),
+            })])
+            .await
+            .unwrap();
+        assert_eq!(
+            store.job("stt", "j1").unwrap().unwrap().follow_next_at,
+            None
+        );
+        assert!(!store.claim_follow("stt", "j1", later, t3).unwrap());
     }
 
     #[test]

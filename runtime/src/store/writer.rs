@@ -91,6 +91,8 @@ pub struct JobRecord {
     pub media_type: Option<String>,
     pub callback_uri: Option<String>,
     pub created_at: String,
+    /// When the background follower first polls the job (`None`: never).
+    pub follow_at: Option<String>,
 }
 
 /// A change to a job's status or result.
@@ -436,17 +438,18 @@ fn insert_asset(tx: &Connection, a: &AssetRecord) -> rusqlite::Result<i64> {
 
 fn insert_job(tx: &Connection, j: &JobRecord) -> rusqlite::Result<()> {
     tx.prepare_cached(
-        "INSERT INTO jobs (job_id, kind, upstream_id, user_id, submit_route, status, media_type, callback_uri, created_at, updated_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9)",
+        "INSERT INTO jobs (job_id, kind, upstream_id, user_id, submit_route, status, media_type, callback_uri, created_at, updated_at, follow_next_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9, ?10)",
     )?
-    .execute(params![j.job_id, j.kind, j.upstream_id, j.user_id, j.submit_route, j.status, j.media_type, j.callback_uri, j.created_at])?;
+    .execute(params![j.job_id, j.kind, j.upstream_id, j.user_id, j.submit_route, j.status, j.media_type, j.callback_uri, j.created_at, j.follow_at])?;
     Ok(())
 }
 
 fn update_job(tx: &Connection, j: &JobUpdate) -> rusqlite::Result<()> {
     tx.prepare_cached(
         "UPDATE jobs SET status = ?3, media_type = COALESCE(?4, media_type), result = COALESCE(?5, result),
-                billed = MAX(billed, ?6), updated_at = ?7
+                billed = MAX(billed, ?6), updated_at = ?7,
+                follow_next_at = CASE WHEN ?3 IN ('completed', 'failed') THEN NULL ELSE follow_next_at END
          WHERE kind = ?1 AND job_id = ?2",
     )?
     .execute(params![j.kind, j.job_id, j.status, j.media_type, j.result, j.billed, j.updated_at])?;
