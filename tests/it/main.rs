@@ -12,6 +12,7 @@ mod cli;
 mod errors;
 mod forwarding;
 mod gate;
+mod hardening;
 mod isolation;
 mod layout;
 mod media;
