@@ -32,8 +32,22 @@ pub const GATEWAY_DB: &str = "GATEWAY_DB";
 pub const GATEWAY_UPSTREAM_TIMEOUT_MS: &str = "GATEWAY_UPSTREAM_TIMEOUT_MS";
 /// Allow fetching `audio_url`s on loopback/private addresses. Default false.
 pub const GATEWAY_ALLOW_PRIVATE_FETCH: &str = "GATEWAY_ALLOW_PRIVATE_FETCH";
-/// Largest JSON request body accepted, in bytes. Default 1 MiB.
+/// Largest JSON request body accepted, in bytes. Default 1 MiB. A request
+/// whose `Content-Length` is larger is answered 413 before its body is read.
 pub const GATEWAY_MAX_JSON_BYTES: &str = "GATEWAY_MAX_JSON_BYTES";
+/// Seconds a client has to send a request's headers, counted from the
+/// connection's start or, on a keep-alive connection, from the first byte of
+/// the next request; then the connection is closed. Default 10.
+pub const GATEWAY_HEADER_TIMEOUT_SECS: &str = "GATEWAY_HEADER_TIMEOUT_SECS";
+/// Seconds a keep-alive connection with no request in flight stays open.
+/// Default 75.
+pub const GATEWAY_IDLE_TIMEOUT_SECS: &str = "GATEWAY_IDLE_TIMEOUT_SECS";
+/// Client connections open at once. Default: 10,000, or half the process's
+/// open-file limit if that is lower (a client connection may need an
+/// upstream connection too, and the database and objects need descriptors).
+/// At the cap the gateway stops accepting: new clients wait in the kernel's
+/// listen backlog and are accepted as connections close.
+pub const GATEWAY_MAX_CONNECTIONS: &str = "GATEWAY_MAX_CONNECTIONS";
 
 /// Price table on top of the defaults: `product.unit=usd,...`. Default: the spec's known prices.
 pub const GATEWAY_PRICES: &str = "GATEWAY_PRICES";
@@ -90,6 +104,12 @@ pub struct Config {
     pub max_fetch_bytes: u64,
     /// Largest JSON request body accepted.
     pub max_json_bytes: usize,
+    /// Time allowed for a request's headers (`GATEWAY_HEADER_TIMEOUT_SECS`).
+    pub header_timeout: Duration,
+    /// Idle keep-alive connections close after this (`GATEWAY_IDLE_TIMEOUT_SECS`).
+    pub idle_timeout: Duration,
+    /// Client connections open at once (`GATEWAY_MAX_CONNECTIONS`).
+    pub max_connections: usize,
     /// Prices and markup.
     pub prices: crate::billing::Prices,
     /// Base URL of the gateway itself; `None` until known (`http://<bound address>`).
@@ -144,6 +164,9 @@ impl std::fmt::Debug for Config {
             .field("allow_private_fetch", &self.allow_private_fetch)
             .field("max_fetch_bytes", &self.max_fetch_bytes)
             .field("max_json_bytes", &self.max_json_bytes)
+            .field("header_timeout", &self.header_timeout)
+            .field("idle_timeout", &self.idle_timeout)
+            .field("max_connections", &self.max_connections)
             .field("prices", &self.prices)
             .field("public_url", &self.public_url)
             .field("mirror_hosts", &self.mirror_hosts)
@@ -190,6 +213,9 @@ impl Config {
             allow_private_fetch: false,
             max_fetch_bytes: 500 * 1024 * 1024,
             max_json_bytes: 1 << 20,
+            header_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(75),
+            max_connections: default_max_connections(),
             prices: crate::billing::Prices::parse(None, "20.0").expect("default prices"),
             public_url: None,
             mirror_hosts: Vec::new(),
@@ -288,6 +314,16 @@ impl Config {
                 reason: format!("{v:?}: {e}"),
             })?;
         }
+        if let Some(v) = get(GATEWAY_HEADER_TIMEOUT_SECS) {
+            c.header_timeout =
+                Duration::from_secs(parse_positive(GATEWAY_HEADER_TIMEOUT_SECS, &v)?);
+        }
+        if let Some(v) = get(GATEWAY_IDLE_TIMEOUT_SECS) {
+            c.idle_timeout = Duration::from_secs(parse_positive(GATEWAY_IDLE_TIMEOUT_SECS, &v)?);
+        }
+        if let Some(v) = get(GATEWAY_MAX_CONNECTIONS) {
+            c.max_connections = parse_positive(GATEWAY_MAX_CONNECTIONS, &v)? as usize;
+        }
         c.prices = crate::billing::Prices::with_markup(get(GATEWAY_PRICES).as_deref(), markup)
             .map_err(|e| ConfigError {
                 name: GATEWAY_PRICES,
@@ -378,6 +414,41 @@ impl Config {
     }
 }
 
+/// The default of `GATEWAY_MAX_CONNECTIONS`: 10,000, or half the soft
+/// open-file limit if that is lower (at least 16).
+pub fn default_max_connections() -> usize {
+    const DEFAULT: usize = 10_000;
+    #[cfg(unix)]
+    {
+        let mut lim = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit writes into the struct we own.
+        if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } == 0
+            && lim.rlim_cur != libc::RLIM_INFINITY
+        {
+            return DEFAULT.min((lim.rlim_cur as usize / 2).max(16));
+        }
+    }
+    DEFAULT
+}
+
+/// A whole number greater than zero.
+fn parse_positive(name: &'static str, v: &str) -> Result<u64, ConfigError> {
+    match v.trim().parse::<u64>() {
+        Ok(n) if n > 0 => Ok(n),
+        Ok(_) => Err(ConfigError {
+            name,
+            reason: format!("{v:?} must be greater than 0"),
+        }),
+        Err(e) => Err(ConfigError {
+            name,
+            reason: format!("{v:?}: {e}"),
+        }),
+    }
+}
+
 fn parse_bool(name: &'static str, v: &str) -> Result<bool, ConfigError> {
     match v.trim().to_ascii_lowercase().as_str() {
         "1" | "true" | "yes" | "on" => Ok(true),
@@ -442,6 +513,30 @@ mod tests {
         assert_eq!(c.provider_base_url, DEFAULT_BASE_URL);
         assert!(c.provider_api_key.is_none());
         assert_eq!(c.db_path, PathBuf::from("./data/gateway.db"));
+        assert_eq!(c.header_timeout, Duration::from_secs(10));
+        assert_eq!(c.idle_timeout, Duration::from_secs(75));
+        assert!((16..=10_000).contains(&c.max_connections));
+    }
+
+    #[test]
+    fn connection_limits_parse() {
+        let c = cfg(&[
+            (GATEWAY_HEADER_TIMEOUT_SECS, "3"),
+            (GATEWAY_IDLE_TIMEOUT_SECS, "30"),
+            (GATEWAY_MAX_CONNECTIONS, "20"),
+        ])
+        .unwrap();
+        assert_eq!(c.header_timeout, Duration::from_secs(3));
+        assert_eq!(c.idle_timeout, Duration::from_secs(30));
+        assert_eq!(c.max_connections, 20);
+        for name in [
+            GATEWAY_HEADER_TIMEOUT_SECS,
+            GATEWAY_IDLE_TIMEOUT_SECS,
+            GATEWAY_MAX_CONNECTIONS,
+        ] {
+            assert_eq!(cfg(&[(name, "0")]).err().unwrap().name, name);
+            assert_eq!(cfg(&[(name, "soon")]).err().unwrap().name, name);
+        }
     }
 
     #[test]

@@ -73,6 +73,7 @@ pub mod spec;
 pub mod store;
 pub mod upstream;
 pub mod validate;
+pub mod watchdog;
 
 use std::sync::Arc;
 

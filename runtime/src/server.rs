@@ -13,15 +13,17 @@ use std::time::Duration;
 
 use http::{header, HeaderValue};
 use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use tokio::time::Instant;
 
 use crate::body;
 use crate::ctx::new_request_id;
 use crate::errors::ApiError;
 use crate::router::{Request, Response, RouteFn, RouteMatch};
 use crate::spec::ErrorFormat;
+use crate::watchdog::{ConnState, Tracked, Watched};
 use crate::Gateway;
 
 /// How long shutdown waits for requests in flight.
@@ -82,48 +84,185 @@ pub async fn dispatch(gw: Gateway, route: RouteFn, req: Request) -> Response {
     }
 }
 
+/// Limits of the accept loop and of each connection (from [`crate::config::Config`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Headers must be complete this long after the connection opened or
+    /// after the first byte of a keep-alive connection's next request.
+    pub header_timeout: Duration,
+    /// A connection with no request in flight for this long is closed.
+    pub idle_timeout: Duration,
+    /// Connections open at once; beyond, new ones wait in the kernel's backlog.
+    pub max_connections: usize,
+}
+
+impl Limits {
+    pub fn of(config: &crate::config::Config) -> Limits {
+        Limits {
+            header_timeout: config.header_timeout,
+            idle_timeout: config.idle_timeout,
+            max_connections: config.max_connections.max(1),
+        }
+    }
+}
+
+/// Back-off of a failing `accept` (e.g. out of file descriptors): 10 ms,
+/// doubling up to 1 s; logged at most once a second.
+struct AcceptBackoff {
+    delay: Duration,
+    last_log: Option<std::time::Instant>,
+    suppressed: u64,
+}
+
+impl AcceptBackoff {
+    const FIRST: Duration = Duration::from_millis(10);
+    const MAX: Duration = Duration::from_secs(1);
+
+    fn new() -> AcceptBackoff {
+        AcceptBackoff {
+            delay: Self::FIRST,
+            last_log: None,
+            suppressed: 0,
+        }
+    }
+
+    fn reset(&mut self) {
+        self.delay = Self::FIRST;
+    }
+
+    /// Logs (rate-limited) and returns how long to wait before accepting again.
+    fn failed(&mut self, e: &std::io::Error) -> Duration {
+        let now = std::time::Instant::now();
+        if self
+            .last_log
+            .is_none_or(|t| now.duration_since(t) >= Duration::from_secs(1))
+        {
+            tracing::warn!(error = %e, retry_in = ?self.delay, suppressed = self.suppressed, "accept failed");
+            self.last_log = Some(now);
+            self.suppressed = 0;
+        } else {
+            self.suppressed += 1;
+        }
+        let wait = self.delay;
+        self.delay = (self.delay * 2).min(Self::MAX);
+        wait
+    }
+}
+
 /// Serves until `shutdown` resolves, then drains requests in flight.
+///
+/// At most `max_connections` connections are open at once: the loop stops
+/// accepting while the cap is reached, so further clients wait in the
+/// kernel's listen backlog (and are served as connections close) instead of
+/// taking descriptors the open connections need. Each connection runs under
+/// the [`crate::watchdog`] (header and idle time-outs).
 pub async fn serve(
     listener: TcpListener,
     gw: Gateway,
     route: RouteFn,
     shutdown: impl Future<Output = ()>,
 ) {
-    let graceful = GracefulShutdown::new();
-    let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    let limits = Limits::of(&gw.config);
+    let permits = std::sync::Arc::new(Semaphore::new(limits.max_connections));
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    // The watchdog times headers; hyper's own timer would also close idle
+    // keep-alive connections after the header time-out.
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(None);
+    let mut backoff = AcceptBackoff::new();
     tokio::pin!(shutdown);
     loop {
+        let permit = tokio::select! {
+            p = permits.clone().acquire_owned() => p.expect("the semaphore is never closed"),
+            _ = &mut shutdown => break,
+        };
         let (stream, _peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok(s) => s,
+                Ok(s) => {
+                    backoff.reset();
+                    s
+                }
                 Err(e) => {
-                    tracing::warn!(error = %e, "accept failed");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
+                    let wait = backoff.failed(&e);
+                    drop(permit);
+                    tokio::select! {
+                        _ = tokio::time::sleep(wait) => continue,
+                        _ = &mut shutdown => break,
+                    }
                 }
             },
             _ = &mut shutdown => break,
         };
         let _ = stream.set_nodelay(true);
+        let state = ConnState::new();
         let gw = gw.clone();
+        let in_service = state.clone();
         let service = service_fn(move |req: Request| {
             let gw = gw.clone();
-            async move { Ok::<_, Infallible>(dispatch(gw, route, req).await) }
+            let guard = in_service.begin();
+            async move {
+                let resp = dispatch(gw, route, req).await;
+                Ok::<_, Infallible>(resp.map(|b| Tracked::new(b, guard)))
+            }
         });
         let conn = builder
-            .serve_connection_with_upgrades(TokioIo::new(stream), service)
+            .serve_connection_with_upgrades(
+                TokioIo::new(Watched::new(stream, state.clone())),
+                service,
+            )
             .into_owned();
-        let conn = graceful.watch(conn);
+        let mut stop = stop_rx.clone();
         tokio::spawn(async move {
-            if let Err(e) = conn.await {
-                tracing::debug!(error = %e, "connection ended with an error");
+            let _permit = permit;
+            tokio::pin!(conn);
+            // A deadline that appears while the timer sleeps (a request ends, a
+            // next one starts) is at least the shorter time-out away, so waking
+            // at least that often catches every deadline on time.
+            let period = limits.header_timeout.min(limits.idle_timeout);
+            let next =
+                |now: Instant| match state.deadline(limits.header_timeout, limits.idle_timeout) {
+                    Some(d) => d.min(now + period),
+                    None => now + period,
+                };
+            let timer = tokio::time::sleep_until(next(Instant::now()));
+            tokio::pin!(timer);
+            let mut stopping = false;
+            loop {
+                tokio::select! {
+                    ended = conn.as_mut() => {
+                        if let Err(e) = ended {
+                            tracing::debug!(error = %e, "connection ended with an error");
+                        }
+                        return;
+                    }
+                    _ = stop.changed(), if !stopping => {
+                        stopping = true;
+                        conn.as_mut().graceful_shutdown();
+                    }
+                    _ = timer.as_mut() => {
+                        let now = Instant::now();
+                        if state
+                            .deadline(limits.header_timeout, limits.idle_timeout)
+                            .is_some_and(|d| d <= now)
+                        {
+                            tracing::debug!("closing a connection: header or idle time-out");
+                            return; // nothing in flight: dropping closes the socket
+                        }
+                        timer.as_mut().reset(next(now));
+                    }
+                }
             }
         });
     }
     drop(listener);
     tracing::info!("shutting down: draining requests in flight");
+    let _ = stop_tx.send(true);
+    let all = u32::try_from(limits.max_connections).unwrap_or(u32::MAX);
     tokio::select! {
-        _ = graceful.shutdown() => {}
+        _ = permits.acquire_many(all) => {}
         _ = tokio::time::sleep(DRAIN) => tracing::warn!("drain timed out"),
     }
 }

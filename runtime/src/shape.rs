@@ -33,8 +33,24 @@ pub async fn read_json_object(
     }
 }
 
-/// Reads a whole body of at most `limit` bytes (413 beyond).
+/// 413 at once when the body's declared length (`Content-Length`) is over
+/// `limit`: nothing is read, and since hyper sends `100 Continue` only when
+/// the body is first polled, a client that asked for it never gets it.
+pub fn refuse_declared_over(body: &hyper::body::Incoming, limit: u64) -> Result<(), ApiError> {
+    use hyper::body::Body as _;
+    let declared = body.size_hint().lower();
+    if declared > limit {
+        return Err(ApiError::PayloadTooLarge(format!(
+            "request body is larger than {limit} bytes (Content-Length: {declared})"
+        )));
+    }
+    Ok(())
+}
+
+/// Reads a whole body of at most `limit` bytes (413 beyond, and at once when
+/// `Content-Length` already says so).
 pub async fn read_limited(body: hyper::body::Incoming, limit: usize) -> Result<Bytes, ApiError> {
+    refuse_declared_over(&body, limit as u64)?;
     match Limited::new(body, limit).collect().await {
         Ok(c) => Ok(c.to_bytes()),
         Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(ApiError::PayloadTooLarge(

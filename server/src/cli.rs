@@ -301,6 +301,8 @@ pub async fn serve(config: Config) -> CliResult {
     if config.webhook_secret.is_none() {
         tracing::warn!("PROVIDER_WEBHOOK_SECRET is not set: inbound webhooks are accepted unsigned (development only)");
     }
+    // Migrate before listening: no request meets a half-migrated database.
+    runtime::store::Store::migrate(&config.db_path)?;
     let listener = tokio::net::TcpListener::bind(config.addr).await?;
     let addr = listener.local_addr()?;
     let public_url = config

@@ -20,7 +20,7 @@ pub async fn run() -> Result<(), Box<dyn std::error::Error>> {
         "gateway-demo-{}",
         chrono::Utc::now().format("%Y%m%d-%H%M%S")
     ));
-    std::fs::create_dir_all(&data_dir)?;
+    runtime::store::create_private_dir(&data_dir)?;
 
     let sim_listener = TcpListener::bind("127.0.0.1:0").await?;
     let sim = sim::start(

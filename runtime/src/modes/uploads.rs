@@ -170,11 +170,18 @@ pub async fn upload(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
     let boundary = multer::parse_boundary(&content_type).map_err(|_| {
         ApiError::BadRequest("request must be multipart/form-data with a boundary".into())
     })?;
-    let body = req.into_body().into_data_stream();
     // The whole stream may be a little larger than the file (headers, purpose).
+    const MAX_STREAM: u64 = MAX_UPLOAD_BYTES + (1 << 20);
+    crate::shape::refuse_declared_over(req.body(), MAX_STREAM).map_err(|_| {
+        ApiError::PayloadTooLarge(format!(
+            "file is larger than {} MiB",
+            MAX_UPLOAD_BYTES >> 20
+        ))
+    })?;
+    let body = req.into_body().into_data_stream();
     let constraints = multer::Constraints::new().size_limit(
         multer::SizeLimit::new()
-            .whole_stream(MAX_UPLOAD_BYTES + (1 << 20))
+            .whole_stream(MAX_STREAM)
             .for_field("purpose", MAX_TEXT_FIELD as u64),
     );
     let mut form = multer::Multipart::with_constraints(body, boundary, constraints);

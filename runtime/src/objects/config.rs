@@ -188,7 +188,12 @@ pub fn load_or_create_signing_key(path: &Path) -> Result<Vec<u8>, ObjectError> {
         return read(&path);
     }
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| fail("creating the directory of", &e))?;
+        let mut b = std::fs::DirBuilder::new();
+        b.recursive(true);
+        #[cfg(unix)]
+        std::os::unix::fs::DirBuilderExt::mode(&mut b, 0o700);
+        b.create(dir)
+            .map_err(|e| fail("creating the directory of", &e))?;
     }
     let key: [u8; 32] = rand::random();
     // Written to a temporary file and linked into place, so that a reader

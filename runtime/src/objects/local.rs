@@ -133,6 +133,8 @@ impl LocalStore {
             return Err(ObjectError::Backend("empty signing key".into()));
         }
         let tmp = root.join(TMP_DIR);
+        // The store's root is the owner's only (0700), like the data directory.
+        private_dir(&root).map_err(|e| backend(format!("creating {}: {e}", root.display())))?;
         std::fs::create_dir_all(&tmp)
             .map_err(|e| backend(format!("creating {}: {e}", tmp.display())))?;
         if let Ok(entries) = std::fs::read_dir(&tmp) {
@@ -509,4 +511,14 @@ impl ObjectStore for LocalStore {
     fn rename<'a>(&'a self, from: &'a str, to: &'a str) -> BoxFuture<'a, Result<(), ObjectError>> {
         Box::pin(self.rename_inner(from, to))
     }
+}
+
+/// Creates `dir` and missing parents with mode 0700 (Unix); an existing
+/// directory keeps its mode.
+fn private_dir(dir: &Path) -> std::io::Result<()> {
+    let mut b = std::fs::DirBuilder::new();
+    b.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut b, 0o700);
+    b.create(dir)
 }

@@ -218,29 +218,85 @@ pub struct User {
     pub disabled: bool,
 }
 
+/// How long a connection waits for another's lock before "database is locked".
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
 fn configure(conn: &mut Connection) -> rusqlite::Result<()> {
-    conn.busy_timeout(Duration::from_secs(10))?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
     conn.pragma_update(None, "foreign_keys", "ON")?;
     Ok(())
 }
 
+/// Creates `dir` (and missing parents) readable by the owner only (0700 on
+/// Unix); a directory that exists keeps its mode.
+pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    let mut b = std::fs::DirBuilder::new();
+    b.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut b, 0o700);
+    b.create(dir)
+}
+
+/// Creates the database file, if missing, readable by the owner only (0600
+/// on Unix). SQLite gives the `-wal` and `-shm` files the database file's mode.
+fn create_private_file(path: &Path) -> std::io::Result<()> {
+    let mut o = std::fs::OpenOptions::new();
+    o.write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut o, 0o600);
+    o.open(path).map(drop)
+}
+
+/// Switches the database to WAL (persistent: a no-op once done). Changing
+/// the journal mode answers "database is locked" at once, without the busy
+/// handler, while another process holds a lock (two processes creating the
+/// database together), so it is retried here for up to the busy time-out.
+fn set_wal(conn: &Connection) -> Result<()> {
+    let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
+    let mut wait = Duration::from_millis(5);
+    loop {
+        match conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get::<_, String>(0)) {
+            Ok(_) => return Ok(()),
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if matches!(
+                    e.code,
+                    rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
+                ) && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(wait);
+                wait = (wait * 2).min(Duration::from_millis(100));
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
 /// Opens (creating if needed) the database file and runs pending migrations.
+///
+/// Safe when several processes start at once (`serve` beside a CLI
+/// command): reading `user_version` and applying what is pending happen in
+/// one `BEGIN IMMEDIATE` transaction, so a second process waits for the
+/// first (busy time-out) and then finds nothing to do.
 fn open_and_migrate(path: &Path) -> Result<Connection> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        create_private_dir(dir)
             .map_err(|e| StoreError(format!("creating {}: {e}", dir.display())))?;
     }
+    create_private_file(path)
+        .map_err(|e| StoreError(format!("creating {}: {e}", path.display())))?;
     let mut conn = Connection::open(path)?;
     configure(&mut conn)?;
-    conn.pragma_update(None, "journal_mode", "WAL")?;
+    set_wal(&conn)?;
+    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
     let version: usize =
-        conn.pragma_query_value(None, "user_version", |r| r.get::<_, i64>(0))? as usize;
-    for (i, sql) in MIGRATIONS.iter().enumerate().skip(version) {
-        let tx = conn.transaction()?;
+        tx.pragma_query_value(None, "user_version", |r| r.get::<_, i64>(0))? as usize;
+    for sql in MIGRATIONS.iter().skip(version) {
         tx.execute_batch(sql)?;
-        tx.pragma_update(None, "user_version", (i + 1) as i64)?;
-        tx.commit()?;
     }
+    if version < MIGRATIONS.len() {
+        tx.pragma_update(None, "user_version", MIGRATIONS.len() as i64)?;
+    }
+    tx.commit()?;
     Ok(conn)
 }
 
@@ -256,6 +312,12 @@ impl Store {
     /// thread, with every commit fsynced.
     pub fn open(path: &Path) -> Result<Store> {
         Store::open_with(path, true)
+    }
+
+    /// Creates and migrates the database at `path`, then closes it: what
+    /// `gateway serve` does before it listens.
+    pub fn migrate(path: &Path) -> Result<()> {
+        open_and_migrate(path).map(drop)
     }
 
     /// [`Store::open`], choosing whether commits are fsynced (`sync_full`).

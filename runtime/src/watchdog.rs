@@ -1,0 +1,238 @@
+//! Per-connection time-outs: headers must arrive within the header time-out
+//! (`GATEWAY_HEADER_TIMEOUT_SECS`), a keep-alive connection with no request
+//! in flight is closed after the idle time-out (`GATEWAY_IDLE_TIMEOUT_SECS`).
+//!
+//! hyper's own `header_read_timeout` restarts when a keep-alive connection
+//! goes idle, so it cannot tell "idle" from "slow headers"; this watchdog
+//! can. One [`ConnState`] per connection (one allocation per connection,
+//! none per request) is shared by:
+//!
+//! * [`Watched`], the socket: notes when the first byte arrives after the
+//!   connection went idle (the start of the next request's headers);
+//! * [`InFlight`], a guard created when hyper hands a request to the service
+//!   and carried by the response body ([`Tracked`]) until it is dropped, so a
+//!   long streamed answer is a request in flight;
+//! * [`ConnState::deadline`], asked by the connection task whenever its
+//!   timer fires: `None` while a request is in flight, else the instant the
+//!   connection must be closed by.
+//!
+//! A connection past its deadline has no request in flight, so the
+//! connection task simply drops it (closing the socket).
+
+use std::io;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::time::Instant;
+
+/// Shared state of one connection. Times are milliseconds since `epoch`
+/// plus one (0 means "not set").
+pub struct ConnState {
+    epoch: Instant,
+    /// Requests handed to the service whose answer is not yet finished.
+    in_flight: AtomicU32,
+    /// When the last request in flight finished (0: none finished yet).
+    idle_since: AtomicU64,
+    /// When the first byte arrived while no request was in flight (0: none).
+    first_byte: AtomicU64,
+}
+
+impl ConnState {
+    pub fn new() -> Arc<ConnState> {
+        Arc::new(ConnState {
+            epoch: Instant::now(),
+            in_flight: AtomicU32::new(0),
+            idle_since: AtomicU64::new(0),
+            first_byte: AtomicU64::new(0),
+        })
+    }
+
+    fn now(&self) -> u64 {
+        self.epoch.elapsed().as_millis() as u64 + 1
+    }
+
+    fn at(&self, stamp: u64) -> Instant {
+        self.epoch + Duration::from_millis(stamp.saturating_sub(1))
+    }
+
+    /// Marks a request as in flight until the guard is dropped.
+    pub fn begin(self: &Arc<Self>) -> InFlight {
+        self.in_flight.fetch_add(1, Ordering::AcqRel);
+        InFlight(self.clone())
+    }
+
+    /// The instant by which the connection must be closed, or `None` while
+    /// a request is in flight. Before the first request: connection start +
+    /// `header`; idle after a request: `idle` after it finished, or, once
+    /// the next request's first byte arrived, `header` after that byte.
+    pub fn deadline(&self, header: Duration, idle: Duration) -> Option<Instant> {
+        if self.in_flight.load(Ordering::Acquire) > 0 {
+            return None;
+        }
+        let idle_since = self.idle_since.load(Ordering::Acquire);
+        let first_byte = self.first_byte.load(Ordering::Acquire);
+        Some(if idle_since == 0 {
+            self.epoch + header
+        } else if first_byte != 0 {
+            self.at(first_byte) + header
+        } else {
+            self.at(idle_since) + idle
+        })
+    }
+
+    fn saw_bytes(&self) {
+        // Only the first byte after going idle matters; one load otherwise.
+        if self.first_byte.load(Ordering::Relaxed) == 0
+            && self.idle_since.load(Ordering::Relaxed) != 0
+            && self.in_flight.load(Ordering::Relaxed) == 0
+        {
+            let _ = self.first_byte.compare_exchange(
+                0,
+                self.now(),
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            );
+        }
+    }
+}
+
+/// A request in flight on its connection (see [`ConnState::begin`]).
+pub struct InFlight(Arc<ConnState>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        let s = &self.0;
+        if s.in_flight.fetch_sub(1, Ordering::AcqRel) == 1 {
+            s.first_byte.store(0, Ordering::Release);
+            s.idle_since.store(s.now(), Ordering::Release);
+        }
+    }
+}
+
+/// A response body carrying its request's [`InFlight`] guard.
+pub struct Tracked<B> {
+    inner: B,
+    _guard: InFlight,
+}
+
+impl<B> Tracked<B> {
+    pub fn new(inner: B, guard: InFlight) -> Tracked<B> {
+        Tracked {
+            inner,
+            _guard: guard,
+        }
+    }
+}
+
+impl<B> http_body::Body for Tracked<B>
+where
+    B: http_body::Body<Data = Bytes> + Unpin,
+{
+    type Data = Bytes;
+    type Error = B::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Bytes>, B::Error>>> {
+        Pin::new(&mut self.inner).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+/// A socket that reports the first byte read after its connection went idle.
+pub struct Watched<S> {
+    inner: S,
+    state: Arc<ConnState>,
+}
+
+impl<S> Watched<S> {
+    pub fn new(inner: S, state: Arc<ConnState>) -> Watched<S> {
+        Watched { inner, state }
+    }
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for Watched<S> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let before = buf.filled().len();
+        let res = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if buf.filled().len() > before {
+            self.state.saw_bytes();
+        }
+        res
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for Watched<S> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const H: Duration = Duration::from_secs(10);
+    const I: Duration = Duration::from_secs(75);
+
+    #[tokio::test(start_paused = true)]
+    async fn deadlines_follow_the_connection_phase() {
+        let s = ConnState::new();
+        let start = Instant::now();
+        // Nothing sent yet: the header time-out from the start.
+        assert_eq!(s.deadline(H, I), Some(s.epoch + H));
+        let g = s.begin();
+        assert_eq!(s.deadline(H, I), None, "a request is in flight");
+        tokio::time::advance(Duration::from_secs(100)).await;
+        drop(g);
+        let d = s.deadline(H, I).unwrap();
+        assert!(d >= start + Duration::from_secs(100) + I - Duration::from_millis(2));
+        // The next request's first byte: the header time-out from it.
+        tokio::time::advance(Duration::from_secs(5)).await;
+        s.saw_bytes();
+        let d = s.deadline(H, I).unwrap();
+        assert!(d <= start + Duration::from_secs(105) + H + Duration::from_millis(2));
+        assert!(d >= start + Duration::from_secs(105) + H - Duration::from_millis(2));
+    }
+}
