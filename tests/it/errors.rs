@@ -156,3 +156,45 @@ async fn upstream_404_is_404() {
     a.expect(404);
     assert!(env.audit().is_empty());
 }
+
+#[tokio::test]
+async fn successful_answers_are_scrubbed_of_the_key_too() {
+    let env = Env::start().await;
+    env.grant("10");
+    let echo = format!("the upstream echoes {PROVIDER_KEY} back");
+    // Streamed pass-through (proxy).
+    env.fault(json!({
+        "path": "/api/v2/voices/stock-voice-1",
+        "fault": {"status": 200, "body": {"uuid": "stock-voice-1", "note": echo}},
+    }))
+    .await;
+    let a = env.get("/tts/voices/stock-voice-1").await;
+    a.expect(200); // expect() also checks that the key is absent
+    assert!(
+        a.text.contains("the upstream echoes [redacted] back"),
+        "{}",
+        a.text
+    );
+    // Read and answered (fields create).
+    env.fault(json!({
+        "path": "/api/v2/projects",
+        "fault": {"status": 200, "body": {"success": true, "item": {"uuid": "p-echo", "note": echo}}},
+    }))
+    .await;
+    let a = env
+        .post("/projects", json!({"fields": {"name": "echo"}}))
+        .await;
+    a.expect(200);
+    assert!(a.text.contains("[redacted]"), "{}", a.text);
+    // A job submission.
+    env.fault(json!({
+        "path": "/api/v2/speech-to-text",
+        "fault": {"status": 200, "body": {"success": true, "item": {"uuid": "j-echo", "status": "pending", "note": echo}}},
+    }))
+    .await;
+    let up = env.upload("a.wav", wav(1.0), None).await;
+    up.expect(200);
+    let a = env.post("/stt", json!({"audio_url": up.json["url"]})).await;
+    a.expect(200);
+    assert!(a.text.contains("[redacted]"), "{}", a.text);
+}

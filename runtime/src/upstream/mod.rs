@@ -9,6 +9,10 @@
 //! * The [`Answer`] is read as bounded JSON ([`Answer::json`]), bounded bytes
 //!   ([`Answer::bytes`]), or streamed back to the caller ([`Answer::stream`]).
 //!
+//! Successful answers are scrubbed of the upstream key too, streamed ones
+//! chunk by chunk ([`scrub`]): an upstream that echoes the key in a 200
+//! answer does not hand it to a caller.
+//!
 //! This is the single seam where the HTTP client is chosen: one shared
 //! `reqwest` client keeps a keep-alive pool to every upstream, with
 //! `TCP_NODELAY` and the configured time-out (120 s by default). Modes never
@@ -16,6 +20,7 @@
 //! before it can reach a caller or a log.
 
 pub mod errors;
+pub mod scrub;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -200,7 +205,10 @@ impl Answer {
             }
             buf.extend_from_slice(&chunk);
         }
-        Ok(Bytes::from(buf))
+        Ok(match &mapping.key {
+            Some(key) => scrub::scrub_all(Bytes::from(buf), key),
+            None => Bytes::from(buf),
+        })
     }
 
     /// Reads the body as JSON (at most [`MAX_JSON_ANSWER`] bytes); `what`
@@ -216,18 +224,48 @@ impl Answer {
     /// Streams the answer back to the caller: status and content type kept,
     /// the body as a stream.
     pub fn stream(self) -> Response {
-        let resp = self.resp;
+        let Answer { resp, mapping } = self;
         let status = StatusCode::from_u16(resp.status().as_u16()).unwrap_or(StatusCode::OK);
         let content_type = resp.headers().get(header::CONTENT_TYPE).cloned();
-        let stream = resp
+        let bytes = resp
             .bytes_stream()
-            .map_ok(Frame::data)
             .map_err(|e| -> crate::body::BoxError { Box::new(e.without_url()) });
-        let mut out = http::Response::new(BodyExt::boxed(StreamBody::new(stream)));
+        let body = match mapping.key {
+            Some(key) => BodyExt::boxed(StreamBody::new(scrubbed(bytes, key).map_ok(Frame::data))),
+            None => BodyExt::boxed(StreamBody::new(bytes.map_ok(Frame::data))),
+        };
+        let mut out = http::Response::new(body);
         *out.status_mut() = status;
         if let Some(ct) = content_type {
             out.headers_mut().insert(header::CONTENT_TYPE, ct);
         }
         out
     }
+}
+
+/// `bytes` with the key scrubbed out as they stream (see [`scrub`]).
+fn scrubbed(
+    bytes: impl futures_util::Stream<Item = Result<Bytes, crate::body::BoxError>> + Send + 'static,
+    key: Arc<str>,
+) -> impl futures_util::Stream<Item = Result<Bytes, crate::body::BoxError>> + Send + 'static {
+    use futures_util::StreamExt;
+    let start = (Box::pin(bytes), scrub::Scrubber::new(key));
+    futures_util::stream::unfold(Some(start), |state| async move {
+        let (mut inner, mut scrubber) = state?;
+        loop {
+            match inner.next().await {
+                Some(Ok(chunk)) => {
+                    let out = scrubber.feed(chunk);
+                    if !out.is_empty() {
+                        return Some((Ok(out), Some((inner, scrubber))));
+                    }
+                }
+                Some(Err(e)) => return Some((Err(e), None)),
+                None => {
+                    let rest = scrubber.finish();
+                    return (!rest.is_empty()).then_some((Ok(rest), None));
+                }
+            }
+        }
+    })
 }
