@@ -324,3 +324,40 @@ fn the_data_directory_and_database_are_the_owners_only() {
     );
     assert_eq!(mode(&objects), 0o700, "object store");
 }
+
+/// The soft limit on open files of this process (`/proc/self/limits`).
+fn open_files_limit() -> usize {
+    std::fs::read_to_string("/proc/self/limits")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with("Max open files"))
+                .and_then(|l| l.split_whitespace().nth(3))
+                .and_then(|n| n.parse().ok())
+        })
+        .unwrap_or(1024)
+}
+
+#[tokio::test]
+async fn thousands_of_idle_connections_do_not_stop_the_gateway_serving() {
+    // The gateway runs in this process: each idle connection costs two
+    // descriptors here, and the default cap is half the limit.
+    let n = (open_files_limit() / 5).min(3000);
+    let env = Env::start().await;
+    let mut idle = Vec::with_capacity(n);
+    for _ in 0..n {
+        idle.push(connect(&env).await);
+    }
+    let client = reqwest::Client::new();
+    for path in ["/healthz", "/api/v1/voice/tts/voices/stock-voice-1"] {
+        let r = timeout(
+            WITHIN,
+            client.get(env.url(path)).bearer_auth(&env.key).send(),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("{path}: not served with {n} idle connections open"))
+        .unwrap();
+        assert_eq!(r.status().as_u16(), 200, "{path}");
+    }
+    assert!(n >= 200, "too few descriptors to mean anything: {n}");
+}
