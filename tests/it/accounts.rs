@@ -641,8 +641,20 @@ async fn keys_refresh_and_logout() {
     assert_eq!(data[0]["id"], k.json["id"]);
     assert_eq!(data[0]["active"], true);
     assert!(key.starts_with(data[0]["prefix"].as_str().unwrap()));
-    // Another user's key id is not found; revoking twice is 404.
+    // Another user's key id is not found (and stays live); revoking twice is 404.
     let path = format!("/keys/{}", k.json["id"]);
+    register(&env, "ida", "ida@example.com").await;
+    let (other, _) = login(&env, "ida", PASSWORD).await;
+    format1(
+        &with_bearer(&env, Method::DELETE, &path, &other, None).await,
+        404,
+        None,
+    );
+    let other_list = with_bearer(&env, Method::GET, "/keys", &other, None).await;
+    assert_eq!(other_list.json["data"], json!([]));
+    env.call_as(&key, "GET", &env.voice("/tts/voices"), None)
+        .await
+        .expect(200);
     with_bearer(&env, Method::DELETE, &path, &access, None)
         .await
         .expect(200);
@@ -928,4 +940,27 @@ async fn no_password_token_or_key_appears_in_the_log() {
     ] {
         assert!(!log.contains(secret), "the {what} is in the log:\n{log}");
     }
+}
+
+#[tokio::test]
+async fn without_gateway_admin_key_every_admin_key_is_wrong() {
+    let env = start_with(|c| c.accounts.admin_key = None).await;
+    let a = call(
+        &env,
+        Method::GET,
+        "/admin/users",
+        &[("x-admin-key", ADMIN_KEY)],
+        None,
+    )
+    .await;
+    assert_eq!(format1(&a, 401, None), "invalid admin key");
+    let a = call(
+        &env,
+        Method::GET,
+        "/admin/users",
+        &[("x-admin-key", "")],
+        None,
+    )
+    .await;
+    format1(&a, 401, None);
 }

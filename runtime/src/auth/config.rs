@@ -85,8 +85,10 @@ impl AccountConfig {
                 .map(|v| v.trim().to_owned())
                 .filter(|v| !v.is_empty())
         };
-        let mut c = AccountConfig::default();
-        c.jwt_secret = get(GATEWAY_JWT_SECRET).map(String::into_bytes);
+        let mut c = AccountConfig {
+            jwt_secret: get(GATEWAY_JWT_SECRET).map(String::into_bytes),
+            ..AccountConfig::default()
+        };
         if let Some(v) = get(GATEWAY_ENV) {
             c.env = v;
         }
@@ -161,5 +163,76 @@ pub fn load_or_create_secret(path: &Path) -> Result<Vec<u8>, String> {
             hex::decode(text.trim()).map_err(|e| fail("decoding", &e))
         }
         Err(e) => Err(fail("linking", &e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn parse(vars: &[(&str, &str)]) -> Result<AccountConfig, (&'static str, String)> {
+        let m: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        AccountConfig::from_lookup(|k| m.get(k).cloned())
+    }
+
+    #[test]
+    fn defaults_overrides_and_errors_naming_the_variable() {
+        let c = parse(&[]).unwrap();
+        assert_eq!(c.env, "production");
+        assert_eq!(c.access_ttl, Duration::from_secs(900));
+        assert_eq!(c.refresh_ttl, Duration::from_secs(30 * 24 * 3600));
+        assert!(!c.require_email_confirmation && c.jwt_secret.is_none() && c.admin_key.is_none());
+        let c = parse(&[
+            (GATEWAY_JWT_SECRET, "s3cret"),
+            (GATEWAY_ENV, "staging"),
+            (GATEWAY_REQUIRE_EMAIL_CONFIRMATION, "true"),
+            (GATEWAY_ADMIN_KEY, "adm"),
+            (GATEWAY_ACCESS_TOKEN_TTL_SECS, "60"),
+            (GATEWAY_REFRESH_TOKEN_TTL_SECS, "3600"),
+        ])
+        .unwrap();
+        assert_eq!(c.jwt_secret.as_deref(), Some(&b"s3cret"[..]));
+        assert_eq!(
+            (c.env.as_str(), c.require_email_confirmation),
+            ("staging", true)
+        );
+        assert_eq!(
+            (c.access_ttl.as_secs(), c.refresh_ttl.as_secs()),
+            (60, 3600)
+        );
+        let dbg = format!("{c:?}");
+        assert!(!dbg.contains("s3cret") && !dbg.contains("adm\""), "{dbg}");
+        assert_eq!(
+            parse(&[(GATEWAY_ACCESS_TOKEN_TTL_SECS, "0")])
+                .unwrap_err()
+                .0,
+            GATEWAY_ACCESS_TOKEN_TTL_SECS
+        );
+        assert_eq!(
+            parse(&[(GATEWAY_REQUIRE_EMAIL_CONFIRMATION, "maybe")])
+                .unwrap_err()
+                .0,
+            GATEWAY_REQUIRE_EMAIL_CONFIRMATION
+        );
+    }
+
+    #[test]
+    fn the_generated_secret_is_kept() {
+        let dir = std::env::temp_dir().join(format!("jwt-key-{}", rand::random::<u64>()));
+        let path = dir.join(JWT_KEY_FILE);
+        let a = load_or_create_secret(&path).unwrap();
+        let b = load_or_create_secret(&path).unwrap();
+        assert_eq!((a.len(), &a), (32, &b));
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
