@@ -140,6 +140,8 @@ pub struct Config {
     pub rate_limits: crate::ratelimit::Limits,
     /// A shared rate-limit store (several instances); `None`: in-process.
     pub limiter_store: Option<std::sync::Arc<dyn crate::ratelimit::LimiterStore>>,
+    /// Accounts, tokens, admin key, mail (`crate::auth::config`).
+    pub accounts: crate::auth::config::AccountConfig,
 }
 
 impl std::fmt::Debug for Config {
@@ -180,6 +182,7 @@ impl std::fmt::Debug for Config {
             .field("objects", &self.objects)
             .field("db_sync_full", &self.db_sync_full)
             .field("rate_limits", &self.rate_limits.to_string())
+            .field("accounts", &self.accounts)
             .field(
                 "limiter_store",
                 &self.limiter_store.as_ref().map(|_| "<custom>"),
@@ -230,6 +233,7 @@ impl Config {
             db_sync_full: true,
             rate_limits: crate::ratelimit::Limits::default(),
             limiter_store: None,
+            accounts: Default::default(),
         }
     }
 
@@ -410,6 +414,8 @@ impl Config {
             name: "GATEWAY_OBJECT_STORE",
             reason: e,
         })?;
+        c.accounts = crate::auth::config::AccountConfig::from_lookup(get)
+            .map_err(|(name, reason)| ConfigError { name, reason })?;
         Ok(c)
     }
 }

@@ -23,6 +23,11 @@ pub enum ApiError {
     Forbidden(String),
     /// The request failed validation; the message names the field.
     BadRequest(String),
+    /// A 400 with a machine-readable reason (format 1's `details.reason`).
+    BadRequestReason {
+        reason: &'static str,
+        message: String,
+    },
     /// Unknown route or resource.
     NotFound(String),
     /// The route exists but not with this method; carries the allowed methods.
@@ -60,6 +65,7 @@ impl ApiError {
             ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            ApiError::BadRequestReason { .. } => StatusCode::BAD_REQUEST,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
@@ -91,7 +97,9 @@ impl ApiError {
             | ApiError::UpstreamNotFound(m)
             | ApiError::BadGateway(m)
             | ApiError::Network(m) => m.clone(),
-            ApiError::RateLimited { message, .. } => message.clone(),
+            ApiError::RateLimited { message, .. } | ApiError::BadRequestReason { message, .. } => {
+                message.clone()
+            }
             ApiError::MethodNotAllowed(allowed) => {
                 format!("method not allowed; allowed: {allowed}")
             }
@@ -139,7 +147,10 @@ impl ApiError {
                 "error": self.kind(),
                 "message": message,
                 "status_code": status.as_u16(),
-                "details": serde_json::Value::Null,
+                "details": match &self {
+                    ApiError::BadRequestReason { reason, .. } => json!({ "reason": reason }),
+                    _ => serde_json::Value::Null,
+                },
             }),
             ErrorFormat::Envelope => json!({
                 "request_id": request_id,

@@ -56,6 +56,7 @@ pub mod ctx;
 pub mod errors;
 pub mod fetch;
 pub mod follower;
+pub mod mail;
 pub mod mirror;
 pub mod modes;
 pub mod objects;
@@ -142,7 +143,24 @@ impl Gateway {
             reason,
         })?;
         let store = store::Store::open_with(&config.db_path, config.db_sync_full)?;
-        let auth = auth::Auth::new(store.clone());
+        let accounts = &config.accounts;
+        let jwt_secret = match &accounts.jwt_secret {
+            Some(s) => s.clone(),
+            None => auth::config::load_or_create_secret(
+                &config.data_dir.join(auth::config::JWT_KEY_FILE),
+            )
+            .map_err(|reason| config::ConfigError {
+                name: auth::config::GATEWAY_JWT_SECRET,
+                reason,
+            })?,
+        };
+        let tokens = auth::tokens::Tokens::new(
+            jwt_secret,
+            accounts.env.clone(),
+            accounts.access_ttl,
+            accounts.refresh_ttl,
+        );
+        let auth = auth::Auth::new(store.clone(), tokens, accounts.admin_key.clone());
         let upstream = upstream::Upstream::new(&config);
         let public_url = config
             .public_url

@@ -2,8 +2,9 @@
 //!
 //! Phases, in order (pingora style: each documented, the last always runs):
 //!
-//! 1. **authenticate** — bearer API key ([`crate::auth`]); `none` and
-//!    `signature` rows skip it (the webhook verifies its own signature).
+//! 1. **authenticate** — API key or access token, admin key on admin rows
+//!    ([`crate::auth`], one call); `none` and `signature` rows skip it (the
+//!    webhook verifies its own signature).
 //! 2. **gate** — business-plan rows answer 503 while the gate is closed.
 //! 3. **rate-limit** — per user and capability ([`crate::ratelimit`]): 429
 //!    with `Retry-After`, before any upstream call.
@@ -31,7 +32,7 @@ use rust_decimal::Decimal;
 use crate::ctx::{charge_of, new_request_id, Ctx, Metered};
 use crate::errors::ApiError;
 use crate::router::{Request, Response};
-use crate::spec::{Area, Auth, EndpointSpec, Gate, PathParams};
+use crate::spec::{Area, EndpointSpec, Gate, PathParams};
 use crate::store::{AuditRecord, Record, UsageRecord};
 use crate::{modes, owners, validate, Gateway};
 
@@ -82,18 +83,7 @@ async fn run(
 ) -> Result<Response, ApiError> {
     let spec = ctx.spec;
     // 1. authenticate
-    match spec.auth {
-        Auth::Bearer | Auth::Admin => {
-            let user = ctx.gw.auth.authenticate(req.headers()).await?;
-            if spec.auth == Auth::Admin && !user.is_admin {
-                return Err(ApiError::Forbidden(
-                    "Insufficient privileges. Admin access required.".into(),
-                ));
-            }
-            ctx.user = Some(user);
-        }
-        Auth::None | Auth::Signature => {}
-    }
+    ctx.user = ctx.gw.auth.authenticate(req.headers(), spec.auth).await?;
     // 2. gate
     if let Some(gate) = spec.gate {
         match gate {

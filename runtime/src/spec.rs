@@ -87,6 +87,39 @@ pub enum Mode {
     Catalogue,
     CatalogueTrending,
     CatalogueModel,
+    // ---- accounts, tokens, keys and admin (served from the database) ----
+    /// `POST /auth/register`: a new account.
+    Register,
+    /// `POST /auth/login`: access and refresh tokens for a password.
+    Login,
+    /// `POST /auth/refresh`: a new access token (refresh token rotated).
+    TokenRefresh,
+    /// `POST /auth/logout`: revokes the presented access token (and a refresh token).
+    Logout,
+    /// `POST /auth/confirm`: confirms an e-mail address with a mailed token.
+    ConfirmEmail,
+    /// `POST /auth/reset-password`: requests or completes a password reset.
+    ResetPassword,
+    /// `GET /auth/me`: the caller and their balance.
+    Me,
+    /// The caller's API keys (never the keys themselves).
+    KeyList,
+    /// A new API key, answered once.
+    KeyCreate,
+    /// Revokes one of the caller's API keys.
+    KeyRevoke,
+    /// Admin: every user.
+    AdminUsers,
+    /// Admin: disables a user.
+    AdminDisable,
+    /// Admin: enables a user.
+    AdminEnable,
+    /// Admin: deletes a user (soft).
+    AdminDelete,
+    /// Admin: grants credit to a user.
+    AdminCredits,
+    /// Admin: a user's usage records.
+    AdminUsage,
 }
 
 impl Mode {
@@ -115,6 +148,22 @@ impl Mode {
             Mode::Catalogue => "catalogue",
             Mode::CatalogueTrending => "catalogue_trending",
             Mode::CatalogueModel => "catalogue_model",
+            Mode::Register => "register",
+            Mode::Login => "login",
+            Mode::TokenRefresh => "token_refresh",
+            Mode::Logout => "logout",
+            Mode::ConfirmEmail => "confirm_email",
+            Mode::ResetPassword => "reset_password",
+            Mode::Me => "me",
+            Mode::KeyList => "key_list",
+            Mode::KeyCreate => "key_create",
+            Mode::KeyRevoke => "key_revoke",
+            Mode::AdminUsers => "admin_users",
+            Mode::AdminDisable => "admin_disable",
+            Mode::AdminEnable => "admin_enable",
+            Mode::AdminDelete => "admin_delete",
+            Mode::AdminCredits => "admin_credits",
+            Mode::AdminUsage => "admin_usage",
         }
     }
 }
@@ -197,14 +246,17 @@ impl Gate {
 /// How the caller proves who it is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Auth {
-    /// `Authorization: Bearer <gateway API key>`.
+    /// `Authorization: Bearer <gateway API key or access token>`.
     Bearer,
     /// No authentication (model catalogue).
     None,
     /// HMAC signature of the body (inbound webhook).
     Signature,
-    /// Bearer key of an admin user.
+    /// An admin: a user with the admin role (API key or access token), or
+    /// the `X-Admin-Key` header equal to `GATEWAY_ADMIN_KEY`.
     Admin,
+    /// An access token (JWT) only: an API key is refused.
+    AccessToken,
 }
 
 impl Auth {
@@ -214,6 +266,7 @@ impl Auth {
             Auth::None => "none",
             Auth::Signature => "signature",
             Auth::Admin => "admin",
+            Auth::AccessToken => "access_token",
         }
     }
 }

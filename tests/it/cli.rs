@@ -75,7 +75,7 @@ fn routes_subcommand_prints_the_snapshot() {
     )
     .unwrap();
     assert_eq!(out, snapshot);
-    assert_eq!(out.lines().count(), 83);
+    assert_eq!(out.lines().count(), 99);
 }
 
 #[tokio::test]

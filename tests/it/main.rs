@@ -7,6 +7,7 @@
 mod harness;
 
 mod absent;
+mod accounts;
 mod audit;
 mod auth;
 mod cli;

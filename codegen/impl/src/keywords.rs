@@ -143,6 +143,22 @@ keyword_enum! {
         Catalogue = "catalogue",
         CatalogueTrending = "catalogue_trending",
         CatalogueModel = "catalogue_model",
+        Register = "register",
+        Login = "login",
+        TokenRefresh = "token_refresh",
+        Logout = "logout",
+        ConfirmEmail = "confirm_email",
+        ResetPassword = "reset_password",
+        Me = "me",
+        KeyList = "key_list",
+        KeyCreate = "key_create",
+        KeyRevoke = "key_revoke",
+        AdminUsers = "admin_users",
+        AdminDisable = "admin_disable",
+        AdminEnable = "admin_enable",
+        AdminDelete = "admin_delete",
+        AdminCredits = "admin_credits",
+        AdminUsage = "admin_usage",
     }
 }
 
@@ -163,7 +179,31 @@ impl Mode {
 
     /// Modes the gateway serves itself; an `upstream` on them is a mistake.
     pub fn forbids_upstream(self) -> bool {
-        matches!(self, Mode::Upload | Mode::Webhook)
+        matches!(self, Mode::Upload | Mode::Webhook) || self.is_account()
+    }
+
+    /// The account modes (accounts, tokens, keys, admin): served by the
+    /// gateway from its own database.
+    pub fn is_account(self) -> bool {
+        matches!(
+            self,
+            Mode::Register
+                | Mode::Login
+                | Mode::TokenRefresh
+                | Mode::Logout
+                | Mode::ConfirmEmail
+                | Mode::ResetPassword
+                | Mode::Me
+                | Mode::KeyList
+                | Mode::KeyCreate
+                | Mode::KeyRevoke
+                | Mode::AdminUsers
+                | Mode::AdminDisable
+                | Mode::AdminEnable
+                | Mode::AdminDelete
+                | Mode::AdminCredits
+                | Mode::AdminUsage
+        )
     }
 
     /// The asynchronous-job modes, which need a `job` kind.
@@ -235,6 +275,7 @@ keyword_enum! {
         None = "none",
         Signature = "signature",
         Admin = "admin",
+        AccessToken = "access_token",
     }
 }
 

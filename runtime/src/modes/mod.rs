@@ -14,13 +14,21 @@
 //! * [`jobs`] — `job_submit`, `job_get`, `job_list`.
 //! * [`uploads`] — `upload`: multipart streamed into the object store.
 //! * [`webhook`] — `webhook`: the provider's signed notifications.
+//! * [`account`] — `register`, `login`, `token_refresh`, `logout`,
+//!   `confirm_email`, `reset_password`, `me`.
+//! * [`keys`] — `key_list`, `key_create`, `key_revoke`.
+//! * [`admin`] — `admin_users`, `admin_disable`, `admin_enable`,
+//!   `admin_delete`, `admin_credits`, `admin_usage`.
 //!
 //! What every mode shares lives here ([`read_body`], [`call`]) or in a
 //! module of its own at the crate root ([`crate::ctx`], [`crate::shape`],
 //! [`crate::upstream`], [`crate::progress`], [`crate::owners`]); a mode never
 //! imports a sibling mode.
 
+pub mod account;
+pub mod admin;
 pub mod jobs;
+pub mod keys;
 pub mod lists;
 pub mod proxy;
 pub mod search;
@@ -51,6 +59,22 @@ pub async fn run(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<Out
         Mode::Synthesize => synthesis::synthesize(ctx, req, params).await,
         Mode::Upload => uploads::upload(ctx, req).await,
         Mode::Webhook => webhook::receive(ctx, req).await,
+        Mode::Register => account::register(ctx, req).await,
+        Mode::Login => account::login(ctx, req).await,
+        Mode::TokenRefresh => account::refresh(ctx, req).await,
+        Mode::Logout => account::logout(ctx, req).await,
+        Mode::ConfirmEmail => account::confirm(ctx, req).await,
+        Mode::ResetPassword => account::reset_password(ctx, req).await,
+        Mode::Me => account::me(ctx).await,
+        Mode::KeyList => keys::list(ctx).await,
+        Mode::KeyCreate => keys::create(ctx, req).await,
+        Mode::KeyRevoke => keys::revoke(ctx, params).await,
+        Mode::AdminUsers => admin::users(ctx).await,
+        Mode::AdminDisable => admin::set_disabled(ctx, params, true).await,
+        Mode::AdminEnable => admin::set_disabled(ctx, params, false).await,
+        Mode::AdminDelete => admin::delete(ctx, params).await,
+        Mode::AdminCredits => admin::credits(ctx, req, params).await,
+        Mode::AdminUsage => admin::usage(ctx, params).await,
         Mode::Chat
         | Mode::Completion
         | Mode::StopStream

@@ -17,11 +17,13 @@ use std::time::Duration;
 use r2d2_sqlite::SqliteConnectionManager;
 use rusqlite::{params, Connection, OptionalExtension};
 
+mod accounts;
 mod assets;
 mod money;
 mod owners;
 mod writer;
 
+pub use accounts::{KeyOwner, KeyRow, Registration, UserRow};
 pub use assets::{AssetRow, JobRow};
 pub use money::{LedgerRow, ReconciliationRow, UsageRow};
 pub use owners::WebhookEventRow;
@@ -188,6 +190,34 @@ const MIGRATIONS: &[&str] = &[
     UPDATE jobs SET follow_next_at = updated_at WHERE status NOT IN ('completed', 'failed');
     CREATE INDEX jobs_follow_due ON jobs(follow_next_at) WHERE follow_next_at IS NOT NULL;
     "#,
+    // 6: accounts: username, password hash, confirmation, soft deletion;
+    //    key names and display prefixes; revoked token ids until their
+    //    expiry; confirmation and reset tokens (hashed, with expiry).
+    r#"
+    ALTER TABLE users ADD COLUMN username TEXT;
+    ALTER TABLE users ADD COLUMN password_hash TEXT;
+    ALTER TABLE users ADD COLUMN confirmed INTEGER NOT NULL DEFAULT 1;
+    ALTER TABLE users ADD COLUMN deleted_at TEXT;
+    CREATE UNIQUE INDEX users_by_username ON users(username COLLATE NOCASE) WHERE username IS NOT NULL;
+    ALTER TABLE api_keys ADD COLUMN name TEXT;
+    ALTER TABLE api_keys ADD COLUMN prefix TEXT;
+    CREATE INDEX api_keys_by_user ON api_keys(user_id, id);
+    CREATE TABLE revoked_tokens (
+        jti         TEXT PRIMARY KEY,
+        user_id     INTEGER NOT NULL REFERENCES users(id),
+        expires_at  TEXT NOT NULL,
+        revoked_at  TEXT NOT NULL
+    );
+    CREATE INDEX revoked_tokens_expiry ON revoked_tokens(expires_at);
+    CREATE TABLE account_tokens (
+        token_hash  TEXT PRIMARY KEY,
+        user_id     INTEGER NOT NULL REFERENCES users(id),
+        purpose     TEXT NOT NULL,
+        expires_at  TEXT NOT NULL,
+        used_at     TEXT,
+        created_at  TEXT NOT NULL
+    );
+    "#,
 ];
 
 /// A database error, kept as text (callers log it and answer 500).
@@ -216,6 +246,8 @@ pub struct User {
     pub email: String,
     pub is_admin: bool,
     pub disabled: bool,
+    /// Soft-deleted (`DELETE /admin/users/{id}`): its credentials answer 401.
+    pub deleted: bool,
 }
 
 /// How long a connection waits for another's lock before "database is locked".
@@ -375,7 +407,7 @@ impl Store {
         let conn = self.conn()?;
         Ok(conn
             .query_row(
-                "SELECT id, email, is_admin, disabled FROM users WHERE id = ?1",
+                "SELECT id, email, is_admin, disabled, deleted_at IS NOT NULL FROM users WHERE id = ?1",
                 [id],
                 row_to_user,
             )
@@ -390,34 +422,12 @@ impl Store {
         Ok(n == 1)
     }
 
-    /// Stores the SHA-256 hash (hex) of a new key for a user.
-    pub fn insert_key_hash(&self, user_id: i64, key_hash: &str) -> Result<()> {
-        self.conn()?.execute(
-            "INSERT INTO api_keys (user_id, key_hash, created_at) VALUES (?1, ?2, ?3)",
-            params![user_id, key_hash, now_rfc3339()],
-        )?;
-        Ok(())
-    }
-
     pub fn revoke_key_hash(&self, key_hash: &str) -> Result<bool> {
         let n = self.conn()?.execute(
             "UPDATE api_keys SET revoked_at = ?2 WHERE key_hash = ?1 AND revoked_at IS NULL",
             params![key_hash, now_rfc3339()],
         )?;
         Ok(n == 1)
-    }
-
-    /// The user owning a live key with this hash.
-    pub fn user_by_key_hash(&self, key_hash: &str) -> Result<Option<User>> {
-        let conn = self.conn()?;
-        Ok(conn
-            .query_row(
-                "SELECT u.id, u.email, u.is_admin, u.disabled FROM api_keys k JOIN users u ON u.id = k.user_id
-                 WHERE k.key_hash = ?1 AND k.revoked_at IS NULL",
-                [key_hash],
-                row_to_user,
-            )
-            .optional()?)
     }
 
     /// Audit rows, oldest first (for tests and operators).
@@ -450,6 +460,7 @@ fn row_to_user(r: &rusqlite::Row<'_>) -> rusqlite::Result<User> {
         email: r.get(1)?,
         is_admin: r.get(2)?,
         disabled: r.get(3)?,
+        deleted: r.get(4)?,
     })
 }
 

@@ -92,12 +92,21 @@ impl Store {
 
     /// Every usage row, oldest first.
     pub fn usage_rows(&self) -> Result<Vec<UsageRow>> {
+        self.usage_rows_where(None)
+    }
+
+    /// One user's usage rows, oldest first.
+    pub fn usage_rows_of(&self, user_id: i64) -> Result<Vec<UsageRow>> {
+        self.usage_rows_where(Some(user_id))
+    }
+
+    fn usage_rows_where(&self, user_id: Option<i64>) -> Result<Vec<UsageRow>> {
         let conn = self.conn()?;
         let mut stmt = conn.prepare(
             "SELECT id, request_id, user_id, route_id, product, unit, quantity, unit_price, charged, unpriced, once_key, created_at
-             FROM usage ORDER BY id",
+             FROM usage WHERE ?1 IS NULL OR user_id = ?1 ORDER BY id",
         )?;
-        let rows = stmt.query_map([], |r| {
+        let rows = stmt.query_map([user_id], |r| {
             Ok(UsageRow {
                 id: r.get(0)?,
                 request_id: r.get(1)?,

@@ -1,0 +1,238 @@
+//! Configuration of accounts and tokens: environment names, defaults, and
+//! the JWT secret kept in the data directory when none is configured.
+
+use std::path::Path;
+use std::time::Duration;
+
+/// HS256 secret of access and refresh tokens. Unset: generated once and kept
+/// in `<data dir>/jwt.key`.
+pub const GATEWAY_JWT_SECRET: &str = "GATEWAY_JWT_SECRET";
+/// The environment tokens are issued for (`env` claim). Default `production`.
+pub const GATEWAY_ENV: &str = "GATEWAY_ENV";
+/// `true`: a new account cannot log in before its e-mail address is confirmed.
+pub const GATEWAY_REQUIRE_EMAIL_CONFIRMATION: &str = "GATEWAY_REQUIRE_EMAIL_CONFIRMATION";
+/// The admin key accepted in `X-Admin-Key` on admin routes. Unset: none is.
+pub const GATEWAY_ADMIN_KEY: &str = "GATEWAY_ADMIN_KEY";
+/// `smtp://` or `smtps://` URL of the mail server; unset: `.eml` files in
+/// `<data dir>/outbox/`.
+pub const GATEWAY_SMTP_URL: &str = "GATEWAY_SMTP_URL";
+/// The sender address of the gateway's mail. Default `gateway@localhost`.
+pub const GATEWAY_MAIL_FROM: &str = "GATEWAY_MAIL_FROM";
+/// Lifetime of an access token in seconds. Default 900 (15 minutes).
+pub const GATEWAY_ACCESS_TOKEN_TTL_SECS: &str = "GATEWAY_ACCESS_TOKEN_TTL_SECS";
+/// Lifetime of a refresh token in seconds. Default 2,592,000 (30 days).
+pub const GATEWAY_REFRESH_TOKEN_TTL_SECS: &str = "GATEWAY_REFRESH_TOKEN_TTL_SECS";
+
+/// File under the data directory holding the generated JWT secret.
+pub const JWT_KEY_FILE: &str = "jwt.key";
+
+/// Accounts and tokens.
+#[derive(Clone)]
+pub struct AccountConfig {
+    /// `None`: read or created in the data directory at start.
+    pub jwt_secret: Option<Vec<u8>>,
+    pub env: String,
+    pub require_email_confirmation: bool,
+    pub admin_key: Option<String>,
+    pub smtp_url: Option<String>,
+    pub mail_from: String,
+    pub access_ttl: Duration,
+    pub refresh_ttl: Duration,
+}
+
+impl std::fmt::Debug for AccountConfig {
+    // Hand-written so that no secret reaches a log line.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AccountConfig")
+            .field("jwt_secret", &self.jwt_secret.as_ref().map(|_| "<set>"))
+            .field("env", &self.env)
+            .field(
+                "require_email_confirmation",
+                &self.require_email_confirmation,
+            )
+            .field("admin_key", &self.admin_key.as_ref().map(|_| "<set>"))
+            .field("smtp_url", &self.smtp_url.as_ref().map(|_| "<set>"))
+            .field("mail_from", &self.mail_from)
+            .field("access_ttl", &self.access_ttl)
+            .field("refresh_ttl", &self.refresh_ttl)
+            .finish()
+    }
+}
+
+impl Default for AccountConfig {
+    fn default() -> Self {
+        AccountConfig {
+            jwt_secret: None,
+            env: "production".to_owned(),
+            require_email_confirmation: false,
+            admin_key: None,
+            smtp_url: None,
+            mail_from: "gateway@localhost".to_owned(),
+            access_ttl: Duration::from_secs(15 * 60),
+            refresh_ttl: Duration::from_secs(30 * 24 * 3600),
+        }
+    }
+}
+
+impl AccountConfig {
+    /// Reads the variables through `get` (empty values count as unset); the
+    /// error names the variable.
+    pub fn from_lookup(
+        get: impl Fn(&str) -> Option<String>,
+    ) -> Result<AccountConfig, (&'static str, String)> {
+        let get = |name: &str| {
+            get(name)
+                .map(|v| v.trim().to_owned())
+                .filter(|v| !v.is_empty())
+        };
+        let mut c = AccountConfig {
+            jwt_secret: get(GATEWAY_JWT_SECRET).map(String::into_bytes),
+            ..AccountConfig::default()
+        };
+        if let Some(v) = get(GATEWAY_ENV) {
+            c.env = v;
+        }
+        if let Some(v) = get(GATEWAY_REQUIRE_EMAIL_CONFIRMATION) {
+            c.require_email_confirmation = match v.to_ascii_lowercase().as_str() {
+                "1" | "true" | "yes" | "on" => true,
+                "0" | "false" | "no" | "off" => false,
+                _ => {
+                    return Err((
+                        GATEWAY_REQUIRE_EMAIL_CONFIRMATION,
+                        format!("{v:?} is not true or false"),
+                    ))
+                }
+            };
+        }
+        c.admin_key = get(GATEWAY_ADMIN_KEY);
+        c.smtp_url = get(GATEWAY_SMTP_URL);
+        if let Some(v) = get(GATEWAY_MAIL_FROM) {
+            c.mail_from = v;
+        }
+        for (name, slot) in [
+            (GATEWAY_ACCESS_TOKEN_TTL_SECS, &mut c.access_ttl),
+            (GATEWAY_REFRESH_TOKEN_TTL_SECS, &mut c.refresh_ttl),
+        ] {
+            if let Some(v) = get(name) {
+                match v.parse::<u64>() {
+                    Ok(n) if n > 0 => *slot = Duration::from_secs(n),
+                    _ => return Err((name, format!("{v:?} is not a whole number above 0"))),
+                }
+            }
+        }
+        Ok(c)
+    }
+}
+
+/// Reads the JWT secret file (hex), creating it with 32 random bytes (mode
+/// 0600) when it does not exist yet.
+pub fn load_or_create_secret(path: &Path) -> Result<Vec<u8>, String> {
+    let fail = |what: &str, e: &dyn std::fmt::Display| format!("{what} {}: {e}", path.display());
+    if path.exists() {
+        let text = std::fs::read_to_string(path).map_err(|e| fail("reading", &e))?;
+        return hex::decode(text.trim()).map_err(|e| fail("decoding", &e));
+    }
+    if let Some(dir) = path.parent() {
+        let mut b = std::fs::DirBuilder::new();
+        b.recursive(true);
+        #[cfg(unix)]
+        std::os::unix::fs::DirBuilderExt::mode(&mut b, 0o700);
+        b.create(dir)
+            .map_err(|e| fail("creating the directory of", &e))?;
+    }
+    let key: [u8; 32] = rand::random();
+    // Written to a temporary file and linked into place: a reader never sees
+    // a half-written secret, and if another process won the race its secret
+    // is the one kept.
+    let tmp = path.with_extension(format!("tmp{}", rand::random::<u32>()));
+    let mut o = std::fs::OpenOptions::new();
+    o.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut o, 0o600);
+    let mut f = o.open(&tmp).map_err(|e| fail("creating", &e))?;
+    std::io::Write::write_all(&mut f, hex::encode(key).as_bytes())
+        .and_then(|_| f.sync_all())
+        .map_err(|e| fail("writing", &e))?;
+    drop(f);
+    let linked = std::fs::hard_link(&tmp, path);
+    let _ = std::fs::remove_file(&tmp);
+    match linked {
+        Ok(()) => Ok(key.to_vec()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            let text = std::fs::read_to_string(path).map_err(|e| fail("reading", &e))?;
+            hex::decode(text.trim()).map_err(|e| fail("decoding", &e))
+        }
+        Err(e) => Err(fail("linking", &e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn parse(vars: &[(&str, &str)]) -> Result<AccountConfig, (&'static str, String)> {
+        let m: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        AccountConfig::from_lookup(|k| m.get(k).cloned())
+    }
+
+    #[test]
+    fn defaults_overrides_and_errors_naming_the_variable() {
+        let c = parse(&[]).unwrap();
+        assert_eq!(c.env, "production");
+        assert_eq!(c.access_ttl, Duration::from_secs(900));
+        assert_eq!(c.refresh_ttl, Duration::from_secs(30 * 24 * 3600));
+        assert!(!c.require_email_confirmation && c.jwt_secret.is_none() && c.admin_key.is_none());
+        let c = parse(&[
+            (GATEWAY_JWT_SECRET, "s3cret"),
+            (GATEWAY_ENV, "staging"),
+            (GATEWAY_REQUIRE_EMAIL_CONFIRMATION, "true"),
+            (GATEWAY_ADMIN_KEY, "adm"),
+            (GATEWAY_ACCESS_TOKEN_TTL_SECS, "60"),
+            (GATEWAY_REFRESH_TOKEN_TTL_SECS, "3600"),
+        ])
+        .unwrap();
+        assert_eq!(c.jwt_secret.as_deref(), Some(&b"s3cret"[..]));
+        assert_eq!(
+            (c.env.as_str(), c.require_email_confirmation),
+            ("staging", true)
+        );
+        assert_eq!(
+            (c.access_ttl.as_secs(), c.refresh_ttl.as_secs()),
+            (60, 3600)
+        );
+        let dbg = format!("{c:?}");
+        assert!(!dbg.contains("s3cret") && !dbg.contains("adm\""), "{dbg}");
+        assert_eq!(
+            parse(&[(GATEWAY_ACCESS_TOKEN_TTL_SECS, "0")])
+                .unwrap_err()
+                .0,
+            GATEWAY_ACCESS_TOKEN_TTL_SECS
+        );
+        assert_eq!(
+            parse(&[(GATEWAY_REQUIRE_EMAIL_CONFIRMATION, "maybe")])
+                .unwrap_err()
+                .0,
+            GATEWAY_REQUIRE_EMAIL_CONFIRMATION
+        );
+    }
+
+    #[test]
+    fn the_generated_secret_is_kept() {
+        let dir = std::env::temp_dir().join(format!("jwt-key-{}", rand::random::<u64>()));
+        let path = dir.join(JWT_KEY_FILE);
+        let a = load_or_create_secret(&path).unwrap();
+        let b = load_or_create_secret(&path).unwrap();
+        assert_eq!((a.len(), &a), (32, &b));
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

@@ -1,0 +1,137 @@
+//! The admin modes (admin role, or `X-Admin-Key`): the users, disable and
+//! enable, delete (soft), credit grants, a user's usage.
+
+use http::StatusCode;
+use rust_decimal::Decimal;
+use serde_json::{json, Value};
+
+use super::read_body;
+use crate::body;
+use crate::ctx::{Ctx, Outcome};
+use crate::errors::ApiError;
+use crate::router::Request;
+use crate::spec::PathParams;
+use crate::store::UserRow;
+
+fn user_json(u: &UserRow) -> Value {
+    json!({
+        "id": u.id,
+        "username": u.username,
+        "email": u.email,
+        "role": if u.is_admin { "admin" } else { "user" },
+        "confirmed": u.confirmed,
+        "disabled": u.disabled,
+        "deleted": u.deleted_at.is_some(),
+        "created_at": u.created_at,
+    })
+}
+
+fn ok(v: Value) -> Outcome {
+    Outcome::new(body::json(StatusCode::OK, &v), None)
+}
+
+/// The addressed user, which must exist.
+async fn target(ctx: &Ctx, params: &PathParams) -> Result<UserRow, ApiError> {
+    let not_found = || ApiError::NotFound("no such user".into());
+    let id: i64 = params
+        .get("user_id")
+        .and_then(|v| v.parse().ok())
+        .ok_or_else(not_found)?;
+    ctx.gw
+        .store
+        .blocking(move |s| s.user_row(id))
+        .await?
+        .ok_or_else(not_found)
+}
+
+/// `GET /admin/users`.
+pub async fn users(ctx: &mut Ctx) -> Result<Outcome, ApiError> {
+    let rows = ctx.gw.store.blocking(|s| s.user_rows()).await?;
+    let data: Vec<Value> = rows.iter().map(user_json).collect();
+    Ok(ok(json!({ "data": data })))
+}
+
+/// `POST /admin/users/{user_id}/disable` and `/enable`.
+pub async fn set_disabled(
+    ctx: &mut Ctx,
+    params: &PathParams,
+    disabled: bool,
+) -> Result<Outcome, ApiError> {
+    let u = target(ctx, params).await?;
+    let id = u.id;
+    ctx.gw
+        .store
+        .blocking(move |s| s.set_user_disabled(id, disabled))
+        .await?;
+    ctx.gw.auth.invalidate_all();
+    let row = target(ctx, params).await?;
+    Ok(ok(user_json(&row)))
+}
+
+/// `DELETE /admin/users/{user_id}`: soft deletion; the user's credentials
+/// answer 401 "user deleted" from then on.
+pub async fn delete(ctx: &mut Ctx, params: &PathParams) -> Result<Outcome, ApiError> {
+    let u = target(ctx, params).await?;
+    let id = u.id;
+    ctx.gw.store.blocking(move |s| s.delete_user(id)).await?;
+    ctx.gw.auth.invalidate_all();
+    Ok(ok(json!({ "id": id, "deleted": true })))
+}
+
+/// `POST /admin/users/{user_id}/credits` `{amount}` (a positive decimal).
+pub async fn credits(
+    ctx: &mut Ctx,
+    req: Request,
+    params: &PathParams,
+) -> Result<Outcome, ApiError> {
+    let obj = read_body(ctx, req).await?;
+    let amount: Decimal = match obj.get("amount") {
+        Some(Value::String(s)) => s.trim().parse().ok(),
+        Some(Value::Number(n)) => n.to_string().parse().ok(),
+        _ => None,
+    }
+    .filter(|a: &Decimal| *a > Decimal::ZERO)
+    .ok_or_else(|| ApiError::BadRequest("amount: a positive decimal is required".into()))?;
+    let u = target(ctx, params).await?;
+    let id = u.id;
+    let balance = ctx
+        .gw
+        .store
+        .blocking(move |s| s.grant_credit(id, amount, Some("admin grant")))
+        .await?;
+    Ok(ok(json!({
+        "user_id": id,
+        "amount": amount.to_string(),
+        "balance": format!("{balance:.8}"),
+    })))
+}
+
+/// `GET /admin/users/{user_id}/usage`: the user's usage records and balance.
+pub async fn usage(ctx: &mut Ctx, params: &PathParams) -> Result<Outcome, ApiError> {
+    let u = target(ctx, params).await?;
+    let id = u.id;
+    let (rows, balance) = ctx
+        .gw
+        .store
+        .blocking(move |s| Ok((s.usage_rows_of(id)?, s.balance(id)?)))
+        .await?;
+    let data: Vec<Value> = rows
+        .iter()
+        .map(|r| {
+            json!({
+                "request_id": r.request_id,
+                "route_id": r.route_id,
+                "product": r.product,
+                "unit": r.unit,
+                "quantity": r.quantity.to_string(),
+                "charged": r.charged.to_string(),
+                "created_at": r.created_at,
+            })
+        })
+        .collect();
+    Ok(ok(json!({
+        "user_id": id,
+        "balance": format!("{balance:.8}"),
+        "data": data,
+    })))
+}

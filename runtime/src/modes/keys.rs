@@ -1,0 +1,86 @@
+//! The key modes (access token only): `key_list` (never the keys),
+//! `key_create` (the key answered once), `key_revoke` (refused at once on
+//! this instance: the key cache is dropped).
+
+use http::StatusCode;
+use serde_json::{json, Value};
+
+use super::read_body;
+use crate::ctx::{Ctx, Outcome};
+use crate::errors::ApiError;
+use crate::router::Request;
+use crate::spec::PathParams;
+use crate::store::KeyRow;
+use crate::{auth, body};
+
+fn key_json(k: &KeyRow) -> Value {
+    json!({
+        "id": k.id,
+        "name": k.name,
+        "prefix": k.prefix,
+        "created_at": k.created_at,
+        "revoked_at": k.revoked_at,
+        "active": k.revoked_at.is_none(),
+    })
+}
+
+/// `GET /keys`.
+pub async fn list(ctx: &mut Ctx) -> Result<Outcome, ApiError> {
+    let uid = ctx.require_user("key list")?;
+    let keys = ctx.gw.store.blocking(move |s| s.keys_of(uid)).await?;
+    let data: Vec<Value> = keys.iter().map(key_json).collect();
+    Ok(Outcome::new(
+        body::json(StatusCode::OK, &json!({ "data": data })),
+        None,
+    ))
+}
+
+/// `POST /keys` `{name?}`.
+pub async fn create(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
+    let uid = ctx.require_user("key create")?;
+    let obj = read_body(ctx, req).await?;
+    let name = obj
+        .get("name")
+        .and_then(Value::as_str)
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty());
+    let (id, key) = ctx
+        .gw
+        .store
+        .blocking(move |s| {
+            auth::create_named_key(s, uid, name.as_deref())
+                .map_err(|e| crate::store::StoreError(e.to_string()))
+        })
+        .await?;
+    let row = ctx
+        .gw
+        .store
+        .blocking(move |s| Ok(s.keys_of(uid)?.into_iter().find(|k| k.id == id)))
+        .await?
+        .ok_or_else(|| ApiError::Internal("created key not found".into()))?;
+    let mut v = key_json(&row);
+    v["key"] = json!(key);
+    Ok(Outcome::new(body::json(StatusCode::CREATED, &v), None))
+}
+
+/// `DELETE /keys/{key_id}`.
+pub async fn revoke(ctx: &mut Ctx, params: &PathParams) -> Result<Outcome, ApiError> {
+    let uid = ctx.require_user("key revoke")?;
+    let key_id: i64 = params
+        .get("key_id")
+        .and_then(|v| v.parse().ok())
+        .ok_or_else(|| ApiError::NotFound("no such key".into()))?;
+    let done = ctx
+        .gw
+        .store
+        .blocking(move |s| s.revoke_key(uid, key_id))
+        .await?;
+    if !done {
+        return Err(ApiError::NotFound("no such key".into()));
+    }
+    ctx.gw.auth.invalidate_all();
+    Ok(Outcome::new(
+        body::json(StatusCode::OK, &json!({ "id": key_id, "revoked": true })),
+        None,
+    ))
+}
