@@ -198,6 +198,12 @@ fn demo_curl_commands_work_as_printed() {
         let text = String::from_utf8_lossy(&out.stdout).into_owned();
         let (body, code) = text.rsplit_once('\n').unwrap();
         assert_eq!(code, "200", "{cmd}\n{body}");
+        if cmd.contains("\"stream\": true") {
+            // A streaming chat: server-sent events, not one JSON document.
+            assert!(body.starts_with("data: {"), "{cmd}: {body}");
+            assert!(body.trim_end().ends_with("data: [DONE]"), "{cmd}: {body}");
+            continue;
+        }
         let v: serde_json::Value =
             serde_json::from_str(body).unwrap_or_else(|_| panic!("{cmd}: not JSON: {body}"));
         assert!(v.get("detail").is_none(), "{cmd}: {body}");

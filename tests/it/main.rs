@@ -14,6 +14,7 @@ mod errors;
 mod follower;
 mod forwarding;
 mod gate;
+mod gateway;
 mod hardening;
 mod isolation;
 mod layout;

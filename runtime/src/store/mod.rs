@@ -23,13 +23,13 @@ mod owners;
 mod writer;
 
 pub use assets::{AssetRow, JobRow};
-pub use money::{LedgerRow, ReconciliationRow, UsageRow};
+pub use money::{LedgerRow, ModelUsageRow, ReconciliationRow, Reserved, UsageRow};
 pub use owners::WebhookEventRow;
 
 use writer::RecordWriter as Writer;
 pub use writer::{
-    AssetRecord, AuditRecord, Committed, JobRecord, JobUpdate, Record, RecordWriter, UsageRecord,
-    WebhookEventRecord,
+    AssetRecord, AuditRecord, Committed, JobRecord, JobUpdate, ModelUsageRecord, Record,
+    RecordWriter, UsageRecord, WebhookEventRecord,
 };
 
 /// Migrations, applied in order; `PRAGMA user_version` records how many ran.
@@ -187,6 +187,31 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE jobs ADD COLUMN follow_attempts INTEGER NOT NULL DEFAULT 0;
     UPDATE jobs SET follow_next_at = updated_at WHERE status NOT IN ('completed', 'failed');
     CREATE INDEX jobs_follow_due ON jobs(follow_next_at) WHERE follow_next_at IS NOT NULL;
+    "#,
+    // 6: the general gateway: credit holds (a request's reserved maximum
+    //    cost until it settles) and the token detail of model usage.
+    r#"
+    CREATE TABLE credit_holds (
+        request_id  TEXT PRIMARY KEY,
+        user_id     INTEGER NOT NULL REFERENCES users(id),
+        amount      TEXT NOT NULL,
+        created_at  TEXT NOT NULL
+    );
+    CREATE INDEX holds_by_user ON credit_holds(user_id);
+    CREATE TABLE model_usage (
+        id             INTEGER PRIMARY KEY,
+        request_id     TEXT NOT NULL,
+        user_id        INTEGER REFERENCES users(id),
+        route_id       TEXT NOT NULL,
+        model          TEXT NOT NULL,
+        input_tokens   INTEGER NOT NULL,
+        output_tokens  INTEGER NOT NULL,
+        counted        INTEGER NOT NULL,
+        byok           INTEGER NOT NULL,
+        ended          TEXT NOT NULL,
+        created_at     TEXT NOT NULL
+    );
+    CREATE INDEX model_usage_by_time ON model_usage(created_at);
     "#,
 ];
 
