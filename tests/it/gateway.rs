@@ -674,3 +674,97 @@ async fn byok_sends_the_callers_key_charges_nothing_and_stores_nothing() {
     envelope(&a, 502);
     assert_eq!(env.balance(), d("1"));
 }
+
+#[tokio::test]
+async fn embeddings_answer_the_spec_shape_for_text_and_openais_for_input() {
+    let env = llm_env(|_| {}).await;
+    env.grant("1");
+    let a = env
+        .api(
+            "/embeddings",
+            json!({"model": "sim/sim-embed", "text": ["hello world", "bye"]}),
+        )
+        .await;
+    a.expect(200);
+    let data = a.json["data"].as_array().unwrap();
+    assert_eq!(data.len(), 2);
+    assert_eq!(a.json["dimensions"], 16);
+    assert_eq!(data[0].as_array().unwrap().len(), 16);
+    assert!(data[0][0].is_f64());
+    let sent = &env.sim_requests().await[0]["json"];
+    assert_eq!(
+        (sent["model"].as_str(), sent["input"].clone()),
+        (Some("sim-embed"), json!(["hello world", "bye"]))
+    );
+    assert!(sent.get("text").is_none());
+    // OpenAI's shape for `input`; the model may be omitted (the first embedding model).
+    let a = env.api("/embeddings", json!({"input": "hello"})).await;
+    a.expect(200);
+    assert_eq!(a.json["object"], "list");
+    assert_eq!(a.json["data"][0]["object"], "embedding");
+    assert_eq!(a.json["data"][0]["embedding"].as_array().unwrap().len(), 16);
+    let u: Vec<_> = env.usage();
+    assert_eq!(
+        (u[0].product.as_str(), u[0].unit.as_str()),
+        ("sim/sim-embed", "tokens")
+    );
+    assert!(u[0].charged > Decimal::ZERO);
+    for body in [
+        json!({}),
+        json!({"text": 3}),
+        json!({"text": []}),
+        json!({"text": "x", "model": "sim/sim-gpt"}),
+    ] {
+        let a = env.api("/embeddings", body).await;
+        envelope(&a, 400);
+    }
+    assert_eq!(env.store().held(env.user_id).unwrap(), Decimal::ZERO);
+}
+
+#[tokio::test]
+async fn generated_images_are_copied_and_answered_with_our_urls() {
+    let env = llm_env(|_| {}).await;
+    env.grant("1");
+    let a = env
+        .api(
+            "/images/generations",
+            json!({"model": "sim/sim-image", "prompt": "a cat", "size": "256x256", "n": 2}),
+        )
+        .await;
+    a.expect(200);
+    let data = a.json["data"].as_array().unwrap();
+    assert_eq!(data.len(), 2);
+    let gw = env.gw.url();
+    for item in data {
+        let url = item["url"].as_str().unwrap();
+        assert!(url.starts_with(&gw), "{url}");
+        assert!(item["expires_at"].is_string());
+        let r = env.client.get(url).send().await.unwrap();
+        assert_eq!(r.status().as_u16(), 200);
+        assert_eq!(&r.bytes().await.unwrap()[..4], b"\x89PNG");
+    }
+    assert_eq!(env.object_keys().len(), 2);
+    let assets = env.store().assets().unwrap();
+    assert_eq!(assets.len(), 2);
+    assert_eq!(assets[0].class, "image");
+    // 2 images at 0.04 USD, +20 %.
+    let u = env.usage();
+    assert_eq!(
+        (u[0].unit.as_str(), u[0].quantity, u[0].charged),
+        ("images", d("2"), d("0.096"))
+    );
+    assert_eq!(env.balance(), d("0.904"));
+    for size in ["big", "0x10", "1024x"] {
+        let a = env
+            .api(
+                "/images/generations",
+                json!({"prompt": "a cat", "size": size}),
+            )
+            .await;
+        envelope(&a, 400);
+    }
+    let a = env
+        .api("/images/generations", json!({"prompt": "a cat", "n": 11}))
+        .await;
+    envelope(&a, 400);
+}
