@@ -21,6 +21,7 @@ mod layout;
 mod media;
 mod mirror;
 mod money;
+mod openai_client;
 mod ratelimit;
 mod reconcile;
 mod retention;
