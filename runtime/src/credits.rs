@@ -1,6 +1,7 @@
 //! Credits of the general gateway: a request's maximum cost is held
 //! against the caller's balance before the upstream call
-//! ([`reserve`]: one atomic step in the store, 402 when it does not fit),
+//! ([`reserve`]: one atomic step in the store's group-commit writer, 402
+//! when it does not fit),
 //! and settled to its actual usage after the answer ([`Settle::records`]:
 //! the usage record, its debit and the end of the hold, one transaction).
 //! A request that fails releases its hold ([`Hold`]'s drop). BYOK requests
@@ -83,10 +84,20 @@ pub async fn reserve(ctx: &Ctx, amount: Decimal, byok: bool) -> Result<Option<Ho
         return Ok(None);
     }
     let user = ctx.require_user("a credit hold")?;
-    let (store, id) = (ctx.gw.store.clone(), ctx.request_id.clone());
-    let r = tokio::task::spawn_blocking(move || store.reserve(user, &id, amount))
-        .await
-        .map_err(|e| ApiError::Internal(e.to_string()))??;
+    let committed = ctx
+        .gw
+        .store
+        .commit(vec![Record::Hold {
+            request_id: ctx.request_id.clone(),
+            user_id: user,
+            amount,
+        }])
+        .await?;
+    let r = committed
+        .holds
+        .into_iter()
+        .next()
+        .ok_or_else(|| ApiError::Internal("a hold without its outcome".into()))?;
     match r {
         Reserved::Held => Ok(Some(Hold {
             gw: ctx.gw.clone(),

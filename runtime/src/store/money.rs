@@ -229,44 +229,16 @@ impl Store {
     /// Holds `amount` of a user's credit for `request_id`, in one
     /// `BEGIN IMMEDIATE` transaction (so two requests cannot both take the
     /// last credit): written only when the balance minus the user's other
-    /// live holds covers it.
+    /// live holds covers it. (The request path uses [`Record::Hold`]
+    /// through the group-commit writer instead: same rule, no lock waits.)
+    ///
+    /// [`Record::Hold`]: super::Record::Hold
     pub fn reserve(&self, user_id: i64, request_id: &str, amount: Decimal) -> Result<Reserved> {
         let mut conn = self.conn()?;
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let now = chrono::Utc::now();
-        let stale = super::rfc3339(now - chrono::Duration::hours(HOLD_TTL_HOURS));
-        tx.execute(
-            "DELETE FROM credit_holds WHERE user_id = ?1 AND created_at < ?2",
-            params![user_id, stale],
-        )?;
-        let balance: Decimal = tx
-            .query_row(
-                "SELECT balance FROM credit_balances WHERE user_id = ?1",
-                [user_id],
-                |r| r.get::<_, String>(0),
-            )
-            .optional()?
-            .map(dec)
-            .transpose()?
-            .unwrap_or(Decimal::ZERO);
-        let mut held = Decimal::ZERO;
-        {
-            let mut stmt =
-                tx.prepare_cached("SELECT amount FROM credit_holds WHERE user_id = ?1")?;
-            for a in stmt.query_map([user_id], |r| dec(r.get(0)?))? {
-                held += a?;
-            }
-        }
-        let available = balance - held;
-        if available < amount {
-            return Ok(Reserved::Insufficient { balance, available });
-        }
-        tx.execute(
-            "INSERT INTO credit_holds (request_id, user_id, amount, created_at) VALUES (?1, ?2, ?3, ?4)",
-            params![request_id, user_id, amount.to_string(), now_rfc3339()],
-        )?;
+        let r = hold(&tx, user_id, request_id, amount)?;
         tx.commit()?;
-        Ok(Reserved::Held)
+        Ok(r)
     }
 
     /// Ends a hold without a charge (the request failed).
@@ -322,6 +294,44 @@ impl Store {
         })?;
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
     }
+}
+
+/// Inside a write transaction: writes the hold when the user's balance
+/// minus their other live holds covers `amount` (stale holds, older than
+/// [`HOLD_TTL_HOURS`], are dropped first).
+pub(super) fn hold(
+    tx: &rusqlite::Connection,
+    user_id: i64,
+    request_id: &str,
+    amount: Decimal,
+) -> rusqlite::Result<Reserved> {
+    let now = chrono::Utc::now();
+    let stale = super::rfc3339(now - chrono::Duration::hours(HOLD_TTL_HOURS));
+    tx.prepare_cached("DELETE FROM credit_holds WHERE user_id = ?1 AND created_at < ?2")?
+        .execute(params![user_id, stale])?;
+    let balance: Decimal = tx
+        .prepare_cached("SELECT balance FROM credit_balances WHERE user_id = ?1")?
+        .query_row([user_id], |r| r.get::<_, String>(0))
+        .optional()?
+        .map(dec)
+        .transpose()?
+        .unwrap_or(Decimal::ZERO);
+    let mut held = Decimal::ZERO;
+    {
+        let mut stmt = tx.prepare_cached("SELECT amount FROM credit_holds WHERE user_id = ?1")?;
+        for a in stmt.query_map([user_id], |r| dec(r.get(0)?))? {
+            held += a?;
+        }
+    }
+    let available = balance - held;
+    if available < amount {
+        return Ok(Reserved::Insufficient { balance, available });
+    }
+    tx.prepare_cached(
+        "INSERT INTO credit_holds (request_id, user_id, amount, created_at) VALUES (?1, ?2, ?3, ?4)",
+    )?
+    .execute(params![request_id, user_id, amount.to_string(), super::rfc3339(now)])?;
+    Ok(Reserved::Held)
 }
 
 /// `[day 00:00, next day 00:00)` as stored timestamps compare.

@@ -161,6 +161,15 @@ pub enum Record {
     HoldRelease {
         request_id: String,
     },
+    /// Hold `amount` of a user's credit for a request, if the balance minus
+    /// the user's other holds covers it; the outcome is in
+    /// [`Committed::holds`]. Through the writer so that holds are group
+    /// committed and never wait for the database lock.
+    Hold {
+        request_id: String,
+        user_id: i64,
+        amount: Decimal,
+    },
 }
 
 /// The token detail of one model request, beside its usage record.
@@ -190,6 +199,8 @@ pub struct Committed {
     /// For each [`Record::Usage`] in order: whether it was written (false
     /// when its `once_key` had been used already).
     pub usage_written: Vec<bool>,
+    /// For each [`Record::Hold`] in order: whether it was held.
+    pub holds: Vec<super::Reserved>,
 }
 
 struct Batch {
@@ -330,6 +341,13 @@ fn write_group(conn: &mut Connection, group: &[Batch]) -> rusqlite::Result<Vec<C
                     )?
                     .execute(params![m.request_id, m.user_id, m.route_id, m.model, m.input_tokens as i64, m.output_tokens as i64, m.counted, m.byok, m.ended, m.created_at])?;
                 }
+                Record::Hold {
+                    request_id,
+                    user_id,
+                    amount,
+                } => committed
+                    .holds
+                    .push(super::money::hold(&tx, *user_id, request_id, *amount)?),
                 Record::HoldRelease { request_id } => {
                     tx.prepare_cached("DELETE FROM credit_holds WHERE request_id = ?1")?
                         .execute([request_id])?;
