@@ -768,3 +768,36 @@ async fn generated_images_are_copied_and_answered_with_our_urls() {
         .await;
     envelope(&a, 400);
 }
+
+#[tokio::test]
+async fn a_key_limited_to_other_models_is_403_with_no_upstream_call() {
+    let env = llm_env(|_| {}).await;
+    env.grant("1");
+    let hash = runtime::auth::hash_key(&env.key);
+    assert!(env
+        .store()
+        .set_key_models(&hash, Some("sim/sim-instruct, sim/sim-embed"))
+        .unwrap());
+    let a = env.api("/chat/completions", chat_body("hi")).await;
+    assert!(envelope(&a, 403).contains("sim/sim-gpt"));
+    env.assert_no_upstream_call().await;
+    assert!(env.usage().is_empty());
+    env.api(
+        "/completions",
+        json!({"model": "sim/sim-instruct", "prompt": "x"}),
+    )
+    .await
+    .expect(200);
+    // `provider/*` allows the provider's every model (this user has no credit: 402, past the check).
+    let (id, key) = env.new_user("carol@example.com");
+    env.store()
+        .set_key_models(&runtime::auth::hash_key(&key), Some("sim/*"))
+        .unwrap();
+    let url = env.url("/api/v1/chat/completions");
+    let a = env.call_as(&key, "POST", &url, Some(chat_body("hi"))).await;
+    envelope(&a, 402);
+    env.store().grant_credit(id, d("1"), None).unwrap();
+    env.call_as(&key, "POST", &url, Some(chat_body("hi")))
+        .await
+        .expect(200);
+}

@@ -149,6 +149,15 @@ pub(crate) async fn prepare_model_call(
     let (p, m) = gw
         .providers
         .resolve(body.get("model").and_then(Value::as_str), want)?;
+    if let Some(allowed) = ctx.user.as_ref().and_then(|u| u.models.as_ref()) {
+        let wildcard = format!("{}/*", p.id);
+        let name = format!("{}/{}", p.id, m.id);
+        if !allowed.iter().any(|a| *a == name || *a == wildcard) {
+            return Err(ApiError::Forbidden(format!(
+                "this API key has no access to model {name}"
+            )));
+        }
+    }
     let byok = body
         .get("byok_api_key")
         .and_then(Value::as_str)

@@ -212,6 +212,7 @@ const MIGRATIONS: &[&str] = &[
         created_at     TEXT NOT NULL
     );
     CREATE INDEX model_usage_by_time ON model_usage(created_at);
+    ALTER TABLE api_keys ADD COLUMN models TEXT;
     "#,
 ];
 
@@ -241,6 +242,9 @@ pub struct User {
     pub email: String,
     pub is_admin: bool,
     pub disabled: bool,
+    /// The models the presented API key may use (`provider/model` or
+    /// `provider/*`); `None`: every model. Only set by a key lookup.
+    pub models: Option<Vec<String>>,
 }
 
 /// How long a connection waits for another's lock before "database is locked".
@@ -424,6 +428,16 @@ impl Store {
         Ok(())
     }
 
+    /// Limits a key to `models` (comma-separated `provider/model` or
+    /// `provider/*`; `None`: every model). False when no live key has that hash.
+    pub fn set_key_models(&self, key_hash: &str, models: Option<&str>) -> Result<bool> {
+        let n = self.conn()?.execute(
+            "UPDATE api_keys SET models = ?2 WHERE key_hash = ?1 AND revoked_at IS NULL",
+            params![key_hash, models],
+        )?;
+        Ok(n == 1)
+    }
+
     pub fn revoke_key_hash(&self, key_hash: &str) -> Result<bool> {
         let n = self.conn()?.execute(
             "UPDATE api_keys SET revoked_at = ?2 WHERE key_hash = ?1 AND revoked_at IS NULL",
@@ -437,7 +451,7 @@ impl Store {
         let conn = self.conn()?;
         Ok(conn
             .query_row(
-                "SELECT u.id, u.email, u.is_admin, u.disabled FROM api_keys k JOIN users u ON u.id = k.user_id
+                "SELECT u.id, u.email, u.is_admin, u.disabled, k.models FROM api_keys k JOIN users u ON u.id = k.user_id
                  WHERE k.key_hash = ?1 AND k.revoked_at IS NULL",
                 [key_hash],
                 row_to_user,
@@ -470,11 +484,19 @@ impl Store {
 }
 
 fn row_to_user(r: &rusqlite::Row<'_>) -> rusqlite::Result<User> {
+    // A fifth column, when selected, is the key's model list.
+    let models: Option<String> = r.get(4).unwrap_or(None);
     Ok(User {
         id: r.get(0)?,
         email: r.get(1)?,
         is_admin: r.get(2)?,
         disabled: r.get(3)?,
+        models: models.map(|m| {
+            m.split(',')
+                .map(|s| s.trim().to_owned())
+                .filter(|s| !s.is_empty())
+                .collect()
+        }),
     })
 }
 
