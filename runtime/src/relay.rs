@@ -142,11 +142,16 @@ impl Relay {
         Some(settle.records(input, output, counted, ended))
     }
 
-    /// Commits what was streamed (once).
+    /// Commits what was streamed (once). The commit runs in a task of its
+    /// own, so that cancelling this (the caller hung up) cannot lose it.
     async fn finish(&mut self, ended: &str) {
         if let Some(records) = self.settle_records(ended) {
-            if let Err(e) = self.gw.store.commit(records).await {
-                tracing::error!(error = %e, "recording a stream's usage failed");
+            let store = self.gw.store.clone();
+            let commit = tokio::spawn(async move { store.commit(records).await });
+            match commit.await {
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) => tracing::error!(error = %e, "recording a stream's usage failed"),
+                Err(e) => tracing::error!(error = %e, "recording a stream's usage failed"),
             }
         }
     }
@@ -200,12 +205,21 @@ impl Relay {
     /// The relay as a body stream: a task drives the relay (so that it
     /// settles even when nobody polls the body any more) and hands each
     /// chunk over a one-slot channel; when the caller hangs up the channel
-    /// closes, the task ends and the relay, dropped, bills what was streamed.
+    /// closes, the task ends at once (even while the upstream is silent) and
+    /// the relay, dropped, bills what was streamed.
     pub fn into_stream(self) -> ChannelStream {
         let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(1);
         tokio::spawn(async move {
             let mut relay = self;
-            while let Some(b) = relay.next_chunk().await {
+            loop {
+                // A hang-up is noticed even while the upstream is silent;
+                // every step of `next_chunk` may be cancelled safely.
+                let next = tokio::select! {
+                    biased;
+                    _ = tx.closed() => return,
+                    b = relay.next_chunk() => b,
+                };
+                let Some(b) = next else { return };
                 if tx.send(b).await.is_err() {
                     return;
                 }

@@ -801,3 +801,27 @@ async fn a_key_limited_to_other_models_is_403_with_no_upstream_call() {
         .await
         .expect(200);
 }
+
+#[tokio::test]
+async fn a_hang_up_while_the_provider_is_silent_is_billed_at_once() {
+    let env = llm_env(|_| {}).await;
+    env.grant("1");
+    // The first event comes at once, the next after 3 s.
+    env.sim_config(json!({"stream_delay_ms": 3000})).await;
+    let mut body = chat_body("Hello there");
+    body["stream"] = json!(true);
+    body["max_tokens"] = json!(5);
+    let r = env.stream_chat(&env.key, body).await;
+    let mut s = r.bytes_stream();
+    s.next().await.unwrap().unwrap();
+    let hung_up = Instant::now();
+    drop(s);
+    let rows = env.wait_model_usage(1).await;
+    assert_eq!(rows[0].ended, "disconnected");
+    assert!(
+        hung_up.elapsed() < Duration::from_millis(2000),
+        "{:?}",
+        hung_up.elapsed()
+    );
+    assert_eq!(env.store().held(env.user_id).unwrap(), Decimal::ZERO);
+}
