@@ -343,3 +343,25 @@ async fn a_byok_key_is_never_logged() {
         }
     }
 }
+
+#[test]
+fn a_bad_providers_file_stops_start_up_naming_the_file_and_the_line() {
+    let dir = TempDir::new("cli");
+    let providers = dir.0.join("providers.toml");
+    std::fs::write(
+        &providers,
+        "[[provider]]\nid = \"sim\"\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:9/v1\"\napi_key_env = \"X\"\n[[provider.model]]\nid = \"m\"\ntype = \"chat\"\ninput_per_mtok = 2.5\n",
+    )
+    .unwrap();
+    let mut c = gateway(&dir);
+    c.arg("serve")
+        .env("GATEWAY_ADDR", "127.0.0.1:0")
+        .env("GATEWAY_PROVIDERS", &providers);
+    let out = c.output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("providers.toml") && err.contains("line 9") && err.contains("input_per_mtok"),
+        "{err}"
+    );
+}
