@@ -373,6 +373,11 @@ async fn insufficient_credit_is_402_with_no_upstream_call() {
     let mut body = chat_body("hi");
     body["max_tokens"] = json!(100);
     env.api("/chat/completions", body).await.expect(200);
+    // So does OpenAI's newer `max_completion_tokens`.
+    env.grant("0.001");
+    let mut body = chat_body("hi");
+    body["max_completion_tokens"] = json!(100);
+    env.api("/chat/completions", body).await.expect(200);
 }
 
 #[tokio::test]

@@ -97,7 +97,11 @@ pub async fn complete(ctx: &mut Ctx, req: Request, chat: bool) -> Result<Outcome
     };
     let stream = body.get("stream") == Some(&Value::Bool(true));
     let prompt_bound = credits::prompt_bound(bytes, messages);
-    let max_out = body.get("max_tokens").and_then(Value::as_u64);
+    // Newer OpenAI clients send `max_completion_tokens` instead.
+    let max_out = body
+        .get("max_tokens")
+        .or_else(|| body.get("max_completion_tokens"))
+        .and_then(Value::as_u64);
     let Prepared { call, settle } = prepare_model_call(ctx, body, want, op, |p, m| {
         let out = max_out.or(m.context_window).unwrap_or(DEFAULT_MAX_OUTPUT);
         credits::token_cost(p, m, prompt_bound, out)
