@@ -127,6 +127,8 @@ pub enum Event {
 pub struct Outcome {
     /// Latencies of successful measured requests (ns).
     pub hist: Histogram<u64>,
+    /// Times to the first byte of the answer's body (ns).
+    pub ttfb: Histogram<u64>,
     /// Successful measured requests.
     pub ok: u64,
     /// Failed requests (warm-up included).
@@ -143,6 +145,7 @@ impl Outcome {
     fn empty() -> Outcome {
         Outcome {
             hist: new_histogram(),
+            ttfb: new_histogram(),
             ok: 0,
             errors: 0,
             error_samples: Vec::new(),
@@ -160,6 +163,7 @@ impl Outcome {
 
     fn merge(&mut self, o: Outcome) {
         let _ = self.hist.add(&o.hist);
+        let _ = self.ttfb.add(&o.ttfb);
         self.ok += o.ok;
         self.bytes += o.bytes;
         self.errors += o.errors;
@@ -213,12 +217,13 @@ where
 }
 
 /// Sends `req` on `sender` and reads the whole answer: status and body
-/// (only its first `keep` bytes are kept; all are counted).
+/// (only its first `keep` bytes are kept; all are counted), and when its
+/// first body byte arrived.
 async fn exchange<B>(
     sender: &mut SendRequest<B>,
     req: Request<B>,
     keep: usize,
-) -> Result<(StatusCode, Vec<u8>, u64), String>
+) -> Result<(StatusCode, Vec<u8>, u64, Option<Instant>), String>
 where
     B: Body + Send + 'static,
 {
@@ -234,16 +239,20 @@ where
     let mut body = resp.into_body();
     let mut kept = Vec::new();
     let mut n = 0u64;
+    let mut first = None;
     while let Some(frame) = body.frame().await {
         let frame = frame.map_err(|e| format!("response body: {e}"))?;
         if let Some(d) = frame.data_ref() {
+            if first.is_none() && !d.is_empty() {
+                first = Some(Instant::now());
+            }
             n += d.len() as u64;
             if kept.len() < keep {
                 kept.extend_from_slice(&d[..d.len().min(keep - kept.len())]);
             }
         }
     }
-    Ok((status, kept, n))
+    Ok((status, kept, n, first))
 }
 
 /// One request on a fresh connection, for set-up steps: status and body.
@@ -254,7 +263,7 @@ pub async fn call(
 ) -> Result<(StatusCode, Vec<u8>), String> {
     let fut = async {
         let mut sender = connect::<Full<Bytes>>(addr).await?;
-        let (status, body, _) = exchange(
+        let (status, body, _, _) = exchange(
             &mut sender,
             spec.request(addr, Full::new(spec.body.clone())),
             usize::MAX,
@@ -359,15 +368,17 @@ async fn worker(index: usize, load: Load, spec: Arc<Spec>, shared: Arc<Shared>) 
         let result = tokio::time::timeout(load.timeout, exchange(&mut s, req, 300)).await;
         let latency = intended.elapsed();
         match result {
-            Ok(Ok((status, _, n))) if status.is_success() => {
+            Ok(Ok((status, _, n, first))) if status.is_success() => {
                 if phase == MEASURE {
                     out.hist.saturating_record(latency.as_nanos() as u64);
+                    let ttfb = first.map_or(latency, |f| f.saturating_duration_since(intended));
+                    out.ttfb.saturating_record(ttfb.as_nanos() as u64);
                     out.ok += 1;
                     out.bytes += n;
                 }
                 sender = Some(s);
             }
-            Ok(Ok((status, body, _))) => {
+            Ok(Ok((status, body, _, _))) => {
                 out.error(format!(
                     "{} {} -> {status}: {}",
                     spec.method,
@@ -520,7 +531,7 @@ pub async fn upload(
     let started = Instant::now();
     let fut = async {
         let mut sender = connect::<GeneratedBody>(addr).await?;
-        let (status, body, _) = exchange(&mut sender, req, 64 * 1024).await?;
+        let (status, body, _, _) = exchange(&mut sender, req, 64 * 1024).await?;
         Ok::<_, String>((status, body))
     };
     let (status, body) = tokio::time::timeout(timeout, fut)

@@ -33,7 +33,25 @@ pub const SIM_KEY: &str = "sk-bench-provider-key";
 
 /// `GATEWAY_RATE_LIMITS` of the benchmarked gateway: the capabilities the
 /// scenarios use, limited far above anything a run can send.
-pub const RATE_LIMITS: &str = "tts=1000000/s,enhance=1000000/s,uploads=1000000/s";
+pub const RATE_LIMITS: &str =
+    "tts=1000000/s,enhance=1000000/s,uploads=1000000/s,chat=1000000/s,completions=1000000/s";
+
+/// Variable holding the provider key named by the benchmark's providers file.
+pub const LLM_KEY_VAR: &str = "BENCH_LLM_KEY";
+
+/// The benchmarked gateway's providers file: the simulator's chat model.
+fn providers_file(data_dir: &Path, sim: SocketAddr) -> std::path::PathBuf {
+    let path = data_dir.join("providers.toml");
+    let text = format!(
+        "[[provider]]\nid = \"sim\"\nkind = \"openai\"\nbase_url = \"http://{sim}/v1\"\napi_key_env = \"{LLM_KEY_VAR}\"\n\n\
+         [[provider.model]]\nid = \"sim-gpt\"\ntype = \"chat\"\ncontext_window = 8192\n\
+         input_per_mtok = \"2.00\"\noutput_per_mtok = \"8.00\"\n"
+    );
+    if let Err(e) = std::fs::write(&path, text) {
+        eprintln!("note: writing {}: {e}", path.display());
+    }
+    path
+}
 
 /// Which CPUs the pieces run on.
 #[derive(Clone, Copy, Debug)]
@@ -298,7 +316,9 @@ pub fn start_sim(bin_dir: &Path) -> Result<Proc, String> {
 
 /// The gateway's environment, pointing at the simulator.
 fn gateway_env(cmd: &mut Command, data_dir: &Path, sim: SocketAddr) {
-    cmd.env("GATEWAY_DATA_DIR", data_dir)
+    cmd.env("GATEWAY_PROVIDERS", providers_file(data_dir, sim))
+        .env(LLM_KEY_VAR, SIM_KEY)
+        .env("GATEWAY_DATA_DIR", data_dir)
         .env("GATEWAY_ADDR", "127.0.0.1:0")
         .env("PROVIDER_API_KEY", SIM_KEY)
         .env("PROVIDER_BASE_URL", format!("http://{sim}/api/v2"))

@@ -63,6 +63,8 @@ pub struct Row {
     pub rps: f64,
     /// Latency percentiles and mean (ms): p50, p99, p99.9, max, mean.
     pub latency_ms: Option<[f64; 5]>,
+    /// Time to the answer's first body byte, same percentiles (ms).
+    pub ttfb_ms: Option<[f64; 5]>,
     /// CPU time of the process under test per request (µs); `None` for direct.
     pub cpu_us_per_req: Option<f64>,
     /// CPU time of the simulator per request (µs).
@@ -115,6 +117,7 @@ impl Row {
             seconds: o.elapsed.as_secs_f64(),
             rps: o.rps(),
             latency_ms: latency(&o.hist),
+            ttfb_ms: latency(&o.ttfb),
             cpu_us_per_req: proc_m.and_then(|m| per_req_us(m.cpu_seconds, o.ok)),
             sim_cpu_us_per_req: per_req_us(sim_m.cpu_seconds, o.ok),
             peak_rss_kib: proc_m.map(|m| m.peak_rss_kib),
@@ -151,6 +154,7 @@ impl Row {
             seconds: secs,
             rps: if secs > 0.0 { ok as f64 / secs } else { 0.0 },
             latency_ms: latency(&hist),
+            ttfb_ms: None,
             cpu_us_per_req: per_req_us(m.cpu_seconds, ok),
             sim_cpu_us_per_req: None,
             peak_rss_kib: Some(m.peak_rss_kib),
@@ -172,6 +176,7 @@ impl Row {
             seconds: 0.0,
             rps: 0.0,
             latency_ms: None,
+            ttfb_ms: None,
             cpu_us_per_req: None,
             sim_cpu_us_per_req: None,
             peak_rss_kib: None,
@@ -197,6 +202,12 @@ impl Row {
             .upload
             .map(|(mbps, _)| format!(" {mbps:.1} MB/s"))
             .unwrap_or_default();
+        let first = match self.ttfb_ms {
+            Some(t) if self.scenario == "chat_stream" => {
+                format!(" first byte p50 {} p99 {} ms", f_ms(t[0]), f_ms(t[1]))
+            }
+            _ => String::new(),
+        };
         let errs = if self.errors > 0 {
             format!(
                 " ERRORS {} (first: {})",
@@ -207,7 +218,7 @@ impl Row {
             String::new()
         };
         format!(
-            "{:<7} c={:<3} {:<9} {:>9.1} req/s {lat}{up}{errs}",
+            "{:<11} c={:<3} {:<9} {:>9.1} req/s {lat}{first}{up}{errs}",
             self.scenario,
             self.concurrency,
             self.target.name(),
@@ -499,6 +510,26 @@ impl Report {
                 r.errors
             ));
         }
+        let streams: Vec<&Row> = self
+            .rows
+            .iter()
+            .filter(|r| r.scenario == "chat_stream")
+            .collect();
+        if !streams.is_empty() {
+            s.push_str("\n| chat_stream | c | first byte p50 ms | first byte p99 ms | last byte p50 ms | last byte p99 ms |\n");
+            s.push_str("|---|---:|---:|---:|---:|---:|\n");
+            for r in streams {
+                let t = r.ttfb_ms.map(|t| (f_ms(t[0]), f_ms(t[1])));
+                let l = r.latency_ms.map(|l| (f_ms(l[0]), f_ms(l[1])));
+                let (t50, t99) = t.unwrap_or(("—".into(), "—".into()));
+                let (l50, l99) = l.unwrap_or(("—".into(), "—".into()));
+                s.push_str(&format!(
+                    "| {} | {} | {t50} | {t99} | {l50} | {l99} |\n",
+                    r.target.name(),
+                    r.concurrency
+                ));
+            }
+        }
         let uploads: Vec<&Row> = self.rows.iter().filter(|r| r.upload.is_some()).collect();
         if !uploads.is_empty() {
             s.push_str("\n| upload | file MiB | uploads | MB/s | s per upload (p50) | CPU s per upload | RSS before MiB | peak RSS MiB | errors |\n");
@@ -580,6 +611,7 @@ impl Report {
                     "seconds": r.seconds,
                     "requests_per_s": r.rps,
                     "latency_ms": l.map(|l| json!({"p50": l[0], "p99": l[1], "p99_9": l[2], "max": l[3], "mean": l[4]})),
+                    "first_byte_ms": r.ttfb_ms.map(|l| json!({"p50": l[0], "p99": l[1], "p99_9": l[2], "max": l[3], "mean": l[4]})),
                     "overhead_ms": o.map(|o| json!({"p50": o[0], "p99": o[1], "p99_9": o[2]})),
                     "cpu_us_per_request": r.cpu_us_per_req,
                     "sim_cpu_us_per_request": r.sim_cpu_us_per_req,

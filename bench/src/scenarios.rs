@@ -1,4 +1,4 @@
-//! The four scenarios and how each is driven at the three targets.
+//! The scenarios and how each is driven at the three targets.
 //!
 //! | scenario | direct (simulator) | forwarder | gateway |
 //! |---|---|---|---|
@@ -6,6 +6,11 @@
 //! | `billed` | `POST /synthesize` (upstream shape, `data`) | same, through the forwarder | `POST /api/v1/voice/tts/synthesize` (`text`) |
 //! | `upload` | — (the simulator has no upload route) | `POST /__bench/sink` (drained, no upstream) | `POST /api/v1/voice/uploads` |
 //! | `mirror` | `GET /api/v2/audio_enhancements/{id}` | same, through the forwarder | `GET /api/v1/voice/enhance/{id}` after the first (copying) GET |
+//! | `chat` | `POST /v1/chat/completions` (model `sim-gpt`) | same, through the forwarder | `POST /api/v1/chat/completions` (model `sim/sim-gpt`, credit held and settled) |
+//! | `chat_stream` | the same with `stream: true`: time to first byte and to last byte | same, through the forwarder | same, relayed by the gateway |
+//!
+//! `chat_stream` sets the simulator's delay between events to
+//! [`STREAM_DELAY_MS`] first, so that a run streams for real but quickly.
 //!
 //! `free` and `billed` run at every concurrency asked for; `mirror` at the
 //! lowest (it measures latency); `upload` sends one file at a time for the
@@ -27,6 +32,10 @@ use crate::report::{Row, Target};
 const VOICE: &str = "stock-voice-1";
 /// Text of the billed synthesis.
 const TEXT: &str = "Hello world";
+/// Output tokens of a chat answer.
+const CHAT_TOKENS: u64 = 16;
+/// The simulator's delay between streamed events in `chat_stream` (ms).
+pub const STREAM_DELAY_MS: u64 = 2;
 
 /// A scenario, as named on the command line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -39,15 +48,22 @@ pub enum Scenario {
     Upload,
     /// Later GETs of a completed, mirrored enhance job.
     Mirror,
+    /// A chat completion (JSON answer).
+    Chat,
+    /// A streamed chat completion (time to first and to last byte).
+    #[value(name = "chat_stream")]
+    ChatStream,
 }
 
 impl Scenario {
     /// Every scenario, in running order.
-    pub const ALL: [Scenario; 4] = [
+    pub const ALL: [Scenario; 6] = [
         Scenario::Free,
         Scenario::Billed,
         Scenario::Upload,
         Scenario::Mirror,
+        Scenario::Chat,
+        Scenario::ChatStream,
     ];
 
     /// Its name in tables and JSON.
@@ -57,6 +73,8 @@ impl Scenario {
             Scenario::Billed => "billed",
             Scenario::Upload => "upload",
             Scenario::Mirror => "mirror",
+            Scenario::Chat => "chat",
+            Scenario::ChatStream => "chat_stream",
         }
     }
 }
@@ -125,7 +143,10 @@ pub async fn run_all(env: &Env, plan: &Plan) -> Vec<Row> {
     let mut rows = Vec::new();
     for &scenario in &plan.scenarios {
         match scenario {
-            Scenario::Free | Scenario::Billed => {
+            Scenario::Free | Scenario::Billed | Scenario::Chat | Scenario::ChatStream => {
+                if scenario == Scenario::ChatStream {
+                    set_stream_delay(env, STREAM_DELAY_MS).await;
+                }
                 for &c in &plan.concurrency {
                     for target in Target::ALL {
                         let spec = request_spec(env, scenario, target, None);
@@ -187,6 +208,23 @@ fn request_spec(env: &Env, scenario: Scenario, target: Target, job_id: Option<&s
             format!("/api/v2/audio_enhancements/{job_id}"),
             env.sim_auth(),
         ),
+        (Scenario::Chat | Scenario::ChatStream, target) => {
+            let stream = scenario == Scenario::ChatStream;
+            let (path, model, auth) = match target {
+                Target::Gateway => (
+                    "/api/v1/chat/completions",
+                    "sim/sim-gpt",
+                    env.gateway_auth(),
+                ),
+                _ => ("/v1/chat/completions", "sim-gpt", env.sim_auth()),
+            };
+            Spec::post_json(
+                path,
+                auth,
+                &json!({"model": model, "stream": stream, "max_tokens": CHAT_TOKENS,
+                    "messages": [{"role": "user", "content": TEXT}]}),
+            )
+        }
         (Scenario::Upload, _) => unreachable!("uploads are not repeated requests"),
     }
 }
@@ -200,6 +238,14 @@ async fn clear_sim_log(env: &Env) {
         body: Bytes::new(),
     };
     let _ = load::call(env.sim.0, &spec, Duration::from_secs(10)).await;
+}
+
+/// Sets the simulator's delay between streamed events.
+async fn set_stream_delay(env: &Env, ms: u64) {
+    let spec = Spec::post_json("/__sim/config", Vec::new(), &json!({"stream_delay_ms": ms}));
+    if let Err(e) = load::call_json(env.sim.0, &spec, Duration::from_secs(10)).await {
+        eprintln!("note: setting the simulator's stream delay failed: {e}");
+    }
 }
 
 /// One load run of `spec` at `target`, with the process measurements.

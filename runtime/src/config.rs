@@ -67,6 +67,13 @@ pub const GATEWAY_JOB_FOLLOW_SECS: &str = "GATEWAY_JOB_FOLLOW_SECS";
 /// Jobs the follower polls at once (per instance). Default 8.
 pub const GATEWAY_JOB_FOLLOW_CONCURRENCY: &str = "GATEWAY_JOB_FOLLOW_CONCURRENCY";
 
+/// The general gateway's providers file (TOML; see [`crate::providers`]).
+/// Default: unset (no models; model routes answer 404).
+pub const GATEWAY_PROVIDERS: &str = "GATEWAY_PROVIDERS";
+/// Seconds a model stream may stay idle (before its first byte: 504; once
+/// streaming: an error event ends it). Default 30 (spec §8).
+pub const GATEWAY_STREAM_TIMEOUT_SECS: &str = "GATEWAY_STREAM_TIMEOUT_SECS";
+
 /// `full` (default): every commit is fsynced before answers are sent, so a
 /// committed record survives a power cut. `normal`: commits survive a crash
 /// of the gateway but the last ones may be lost with the machine (SQLite WAL
@@ -142,6 +149,10 @@ pub struct Config {
     pub limiter_store: Option<std::sync::Arc<dyn crate::ratelimit::LimiterStore>>,
     /// Accounts, tokens, admin key, mail (`crate::auth::config`).
     pub accounts: crate::auth::config::AccountConfig,
+    /// The providers file (`GATEWAY_PROVIDERS`).
+    pub providers_file: Option<PathBuf>,
+    /// Idle time-out of model streams (`GATEWAY_STREAM_TIMEOUT_SECS`).
+    pub stream_timeout: Duration,
 }
 
 impl std::fmt::Debug for Config {
@@ -181,6 +192,8 @@ impl std::fmt::Debug for Config {
             .field("job_follow_max_delay", &self.job_follow_max_delay)
             .field("objects", &self.objects)
             .field("db_sync_full", &self.db_sync_full)
+            .field("providers_file", &self.providers_file)
+            .field("stream_timeout", &self.stream_timeout)
             .field("rate_limits", &self.rate_limits.to_string())
             .field("accounts", &self.accounts)
             .field(
@@ -234,6 +247,8 @@ impl Config {
             rate_limits: crate::ratelimit::Limits::default(),
             limiter_store: None,
             accounts: Default::default(),
+            providers_file: None,
+            stream_timeout: Duration::from_secs(30),
         }
     }
 
@@ -391,6 +406,11 @@ impl Config {
                 });
             }
             c.job_follow_concurrency = n;
+        }
+        c.providers_file = get(GATEWAY_PROVIDERS).map(PathBuf::from);
+        if let Some(v) = get(GATEWAY_STREAM_TIMEOUT_SECS) {
+            c.stream_timeout =
+                Duration::from_secs(parse_positive(GATEWAY_STREAM_TIMEOUT_SECS, &v)?);
         }
         if let Some(v) = get(GATEWAY_DB_SYNC) {
             c.db_sync_full = match v.trim().to_ascii_lowercase().as_str() {

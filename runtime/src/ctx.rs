@@ -163,6 +163,10 @@ pub struct Outcome {
     pub upstream_status: Option<u16>,
     pub records: Vec<Record>,
     pub deferred: Vec<Deferred>,
+    /// The mode writes the request's usage record itself: in `records`
+    /// (model requests, priced per model) or when its stream ends. The
+    /// pipeline then writes none.
+    pub own_usage: bool,
 }
 
 impl Outcome {
@@ -172,6 +176,7 @@ impl Outcome {
             upstream_status,
             records: Vec::new(),
             deferred: Vec::new(),
+            own_usage: false,
         }
     }
 }

@@ -38,6 +38,15 @@ pub enum ApiError {
     RateLimited { message: String, retry_after: u64 },
     /// Credit exhausted (general gateway only; the voice API meters).
     PaymentRequired(String),
+    /// A request's maximum cost exceeds the caller's available credit
+    /// (balance minus other requests' holds): 402, with both amounts in the
+    /// `X-Credits-Available` and `X-Credits-Required` headers.
+    InsufficientCredits {
+        available: rust_decimal::Decimal,
+        required: rust_decimal::Decimal,
+    },
+    /// A stream stayed idle past its time-out (`GATEWAY_STREAM_TIMEOUT_SECS`).
+    GatewayTimeout(String),
     // ---- gateway ----
     /// A gate is closed or an integration is not configured.
     Unavailable(String),
@@ -70,7 +79,10 @@ impl ApiError {
             ApiError::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
-            ApiError::PaymentRequired(_) => StatusCode::PAYMENT_REQUIRED,
+            ApiError::PaymentRequired(_) | ApiError::InsufficientCredits { .. } => {
+                StatusCode::PAYMENT_REQUIRED
+            }
+            ApiError::GatewayTimeout(_) => StatusCode::GATEWAY_TIMEOUT,
             ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::NotImplemented(_) => StatusCode::NOT_IMPLEMENTED,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
@@ -91,6 +103,7 @@ impl ApiError {
             | ApiError::NotFound(m)
             | ApiError::PayloadTooLarge(m)
             | ApiError::PaymentRequired(m)
+            | ApiError::GatewayTimeout(m)
             | ApiError::Unavailable(m)
             | ApiError::NotImplemented(m)
             | ApiError::UpstreamRejected(m)
@@ -99,6 +112,9 @@ impl ApiError {
             | ApiError::Network(m) => m.clone(),
             ApiError::RateLimited { message, .. } | ApiError::BadRequestReason { message, .. } => {
                 message.clone()
+            }
+            ApiError::InsufficientCredits { .. } => {
+                "Insufficient credits for this request".to_owned()
             }
             ApiError::MethodNotAllowed(allowed) => {
                 format!("method not allowed; allowed: {allowed}")
@@ -125,6 +141,7 @@ impl ApiError {
             501 => "not_implemented",
             502 => "bad_gateway",
             503 => "service_unavailable",
+            504 => "gateway_timeout",
             _ => "internal_server_error",
         }
     }
@@ -168,6 +185,20 @@ impl ApiError {
         );
         if let Some(secs) = self.retry_after() {
             headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+        if let ApiError::InsufficientCredits {
+            available,
+            required,
+        } = &self
+        {
+            for (name, v) in [
+                ("x-credits-available", available),
+                ("x-credits-required", required),
+            ] {
+                if let Ok(v) = HeaderValue::from_str(&crate::billing::format_money(*v)) {
+                    headers.insert(name, v);
+                }
+            }
         }
         if let ApiError::MethodNotAllowed(allowed) = &self {
             headers.insert(header::ALLOW, HeaderValue::from_static(allowed));

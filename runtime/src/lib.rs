@@ -52,6 +52,7 @@ pub mod billing;
 pub mod body;
 pub mod callbacks;
 pub mod config;
+pub mod credits;
 pub mod ctx;
 pub mod errors;
 pub mod fetch;
@@ -63,8 +64,10 @@ pub mod objects;
 pub mod owners;
 pub mod pipeline;
 pub mod progress;
+pub mod providers;
 pub mod ratelimit;
 pub mod reconcile;
+pub mod relay;
 pub mod retention;
 pub mod router;
 pub mod server;
@@ -72,6 +75,7 @@ pub mod shape;
 pub mod signing;
 pub mod spec;
 pub mod store;
+pub mod streams;
 pub mod upstream;
 pub mod validate;
 pub mod watchdog;
@@ -102,6 +106,10 @@ pub struct Inner {
     pub owner_cache: owners::OwnerCache,
     /// The account's stock voices, as last read from the provider.
     pub stock_voices: owners::StockVoices,
+    /// The general gateway's model providers (`GATEWAY_PROVIDERS`).
+    pub providers: providers::Providers,
+    /// Open model streams (stop-stream).
+    pub streams: Arc<streams::Streams>,
 }
 
 impl std::ops::Deref for Gateway {
@@ -120,6 +128,8 @@ pub enum StartError {
     Store(#[from] store::StoreError),
     #[error(transparent)]
     Objects(#[from] objects::ObjectError),
+    #[error(transparent)]
+    Providers(#[from] providers::ProvidersError),
 }
 
 impl Gateway {
@@ -142,6 +152,10 @@ impl Gateway {
             name: ratelimit::GATEWAY_RATE_LIMITS,
             reason,
         })?;
+        let providers = match &config.providers_file {
+            Some(path) => providers::Providers::load(path, config.prices.markup_pct)?,
+            None => providers::Providers::default(),
+        };
         let store = store::Store::open_with(&config.db_path, config.db_sync_full)?;
         let accounts = &config.accounts;
         let jwt_secret = match &accounts.jwt_secret {
@@ -177,6 +191,8 @@ impl Gateway {
             limiter,
             owner_cache: Default::default(),
             stock_voices: Default::default(),
+            providers,
+            streams: Default::default(),
         })))
     }
 }

@@ -123,6 +123,7 @@ async fn run(
             &outcome.response,
             outcome.upstream_status,
             outcome.records,
+            outcome.own_usage,
         )
         .await?;
         for d in outcome.deferred {
@@ -142,6 +143,7 @@ async fn record(
     response: &Response,
     upstream_status: Option<u16>,
     mode_records: Vec<Record>,
+    own_usage: bool,
 ) -> Result<(), ApiError> {
     let mut records = Vec::with_capacity(2 + mode_records.len());
     records.push(Record::Audit(AuditRecord {
@@ -155,7 +157,9 @@ async fn record(
         latency_ms: ctx.started.elapsed().as_millis() as u64,
         created_at: crate::store::now_rfc3339(),
     }));
-    records.push(Record::Usage(usage_record(ctx)));
+    if !own_usage {
+        records.push(Record::Usage(usage_record(ctx)));
+    }
     let cache_changes: Vec<_> = mode_records
         .iter()
         .filter_map(owners::cache_change)

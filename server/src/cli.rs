@@ -106,6 +106,10 @@ pub enum KeysCommand {
     Create {
         #[arg(long)]
         user: i64,
+        /// Limit the key to these models of the general gateway
+        /// (comma-separated `provider/model` or `provider/*`); others answer 403.
+        #[arg(long)]
+        models: Option<String>,
     },
     /// Revoke an API key.
     Revoke {
@@ -241,8 +245,11 @@ pub fn run(command: Command) -> CliResult {
             let config = Config::from_env()?;
             let store = open_store(&config)?;
             match command {
-                KeysCommand::Create { user } => {
+                KeysCommand::Create { user, models } => {
                     let key = runtime::auth::create_key(&store, user).map_err(|e| e.message())?;
+                    if let Some(m) = models.as_deref() {
+                        store.set_key_models(&runtime::auth::hash_key(&key), Some(m))?;
+                    }
                     println!("{key}");
                 }
                 KeysCommand::Revoke { key } => {

@@ -15,6 +15,45 @@ use tokio::net::TcpListener;
 /// Upstream key the demo's simulator expects and its gateway sends.
 const DEMO_PROVIDER_KEY: &str = "demo-provider-key";
 
+/// Variable holding the provider key named by the demo's providers file.
+const DEMO_LLM_KEY_VAR: &str = "DEMO_LLM_KEY";
+
+/// The demo's providers file: the simulator's models.
+fn demo_providers(llm_url: &str) -> String {
+    format!(
+        r#"[[provider]]
+id = "sim"
+kind = "openai"
+base_url = "{llm_url}"
+api_key_env = "{DEMO_LLM_KEY_VAR}"
+
+[[provider.model]]
+id = "sim-gpt"
+type = "chat"
+context_window = 8192
+input_per_mtok = "2.00"
+output_per_mtok = "8.00"
+
+[[provider.model]]
+id = "sim-instruct"
+type = "completion"
+context_window = 4096
+input_per_mtok = "1.00"
+output_per_mtok = "2.00"
+
+[[provider.model]]
+id = "sim-embed"
+type = "embedding"
+input_per_mtok = "0.10"
+
+[[provider.model]]
+id = "sim-image"
+type = "image"
+per_image = "0.04"
+"#
+    )
+}
+
 pub async fn run() -> Result<(), Box<dyn std::error::Error>> {
     let data_dir = std::env::temp_dir().join(format!(
         "gateway-demo-{}",
@@ -39,6 +78,11 @@ pub async fn run() -> Result<(), Box<dyn std::error::Error>> {
     config.provider_base_url = sim.base_url();
     config.provider_synth_url = sim.synth_url();
     config.allow_private_fetch = true;
+    // The general gateway: one provider, the simulator's OpenAI-compatible /v1.
+    std::env::set_var(DEMO_LLM_KEY_VAR, DEMO_PROVIDER_KEY);
+    let providers = data_dir.join("providers.toml");
+    std::fs::write(&providers, demo_providers(&sim.llm_url()))?;
+    config.providers_file = Some(providers);
 
     let store = Store::open(&config.db_path)?;
     let user = store.create_user("demo@example.com", false)?;
@@ -70,6 +114,16 @@ Try:
   curl -s {base}/api/v1/voice/tts/synthesize -H "Authorization: Bearer $KEY" \
     -H 'Content-Type: application/json' \
     -d '{{"voice_uuid": "stock-voice-1", "text": "Hello from the gateway", "output_format": "wav"}}'
+
+  curl -s {base}/api/v1/models
+
+  curl -s {base}/api/v1/chat/completions -H "Authorization: Bearer $KEY" \
+    -H 'Content-Type: application/json' \
+    -d '{{"model": "sim/sim-gpt", "messages": [{{"role": "user", "content": "Hello"}}]}}'
+
+  curl -sN {base}/api/v1/chat/completions -H "Authorization: Bearer $KEY" \
+    -H 'Content-Type: application/json' \
+    -d '{{"model": "sim/sim-gpt", "stream": true, "messages": [{{"role": "user", "content": "Hello"}}]}}'
 
   {exe} routes   # every route of the table
 Press Ctrl-C to stop.

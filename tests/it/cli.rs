@@ -198,6 +198,12 @@ fn demo_curl_commands_work_as_printed() {
         let text = String::from_utf8_lossy(&out.stdout).into_owned();
         let (body, code) = text.rsplit_once('\n').unwrap();
         assert_eq!(code, "200", "{cmd}\n{body}");
+        if cmd.contains("\"stream\": true") {
+            // A streaming chat: server-sent events, not one JSON document.
+            assert!(body.starts_with("data: {"), "{cmd}: {body}");
+            assert!(body.trim_end().ends_with("data: [DONE]"), "{cmd}: {body}");
+            continue;
+        }
         let v: serde_json::Value =
             serde_json::from_str(body).unwrap_or_else(|_| panic!("{cmd}: not JSON: {body}"));
         assert!(v.get("detail").is_none(), "{cmd}: {body}");
@@ -247,4 +253,115 @@ fn a_public_provider_with_loopback_objects_is_warned_about_at_start_up() {
         ("PROVIDER_SYNTH_URL", "http://127.0.0.1:9"),
     ]);
     assert!(!warned(&lines), "provider on loopback too: {lines:#?}");
+}
+
+#[tokio::test]
+async fn a_byok_key_is_never_logged() {
+    const BYOK: &str = "sk-caller-own-key-for-the-log-test-42";
+    let dir = TempDir::new("cli");
+    let mut c = gateway(&dir);
+    c.args(["users", "create", "--email", "byok@example.com"]);
+    let id = stdout_of(c);
+    let mut c = gateway(&dir);
+    c.args(["keys", "create", "--user", id.trim()]);
+    let key = stdout_of(c).trim().to_owned();
+    // The provider knows only the caller's key.
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let sim = sim::start(
+        l,
+        sim::SimConfig {
+            api_key: Some(BYOK.to_owned()),
+            ..Default::default()
+        },
+    )
+    .await;
+    let providers = dir.0.join("providers.toml");
+    std::fs::write(&providers, crate::gateway::providers_toml(&sim.llm_url())).unwrap();
+    let mut c = gateway(&dir);
+    c.arg("serve")
+        .env("RUST_LOG", "debug")
+        .env("GATEWAY_ADDR", "127.0.0.1:0")
+        .env("GATEWAY_PROVIDERS", &providers)
+        .env(crate::gateway::LLM_KEY_VAR, PROVIDER_KEY)
+        .stderr(Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let lines = read_until(&mut err, "listening on");
+    let addr = lines
+        .last()
+        .unwrap()
+        .rsplit("listening on ")
+        .next()
+        .unwrap()
+        .trim()
+        .to_owned();
+    let client = reqwest::Client::new();
+    let url = format!("http://{addr}/api/v1/chat/completions");
+    let body = |stream: bool, byok: &str| {
+        serde_json::json!({"model": "sim/sim-gpt", "stream": stream, "byok_api_key": byok,
+            "messages": [{"role": "user", "content": "hi"}]})
+    };
+    for (stream, byok, status) in [
+        (false, BYOK, 200),
+        (true, BYOK, 200),
+        (false, "sk-wrong-byok-key-0000", 502),
+    ] {
+        let r = client
+            .post(&url)
+            .bearer_auth(&key)
+            .json(&body(stream, byok))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status().as_u16(), status);
+        let text = r.text().await.unwrap();
+        assert!(
+            !text.contains(BYOK) && !text.contains("sk-wrong-byok-key"),
+            "{text}"
+        );
+    }
+    let status = terminate(&mut child);
+    assert!(status.success(), "{status:?}");
+    let rest: Vec<String> = err.lines().map(|l| l.unwrap()).collect();
+    assert!(
+        !rest
+            .iter()
+            .chain(lines.iter())
+            .any(|l| l.contains(BYOK) || l.contains("sk-wrong-byok-key")),
+        "a BYOK key was logged: {rest:#?}"
+    );
+    // Nor stored: not in any file of the data directory.
+    for e in std::fs::read_dir(&dir.0).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_file() {
+            let bytes = std::fs::read(&p).unwrap();
+            assert!(
+                !bytes.windows(BYOK.len()).any(|w| w == BYOK.as_bytes()),
+                "in {}",
+                p.display()
+            );
+        }
+    }
+}
+
+#[test]
+fn a_bad_providers_file_stops_start_up_naming_the_file_and_the_line() {
+    let dir = TempDir::new("cli");
+    let providers = dir.0.join("providers.toml");
+    std::fs::write(
+        &providers,
+        "[[provider]]\nid = \"sim\"\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:9/v1\"\napi_key_env = \"X\"\n[[provider.model]]\nid = \"m\"\ntype = \"chat\"\ninput_per_mtok = 2.5\n",
+    )
+    .unwrap();
+    let mut c = gateway(&dir);
+    c.arg("serve")
+        .env("GATEWAY_ADDR", "127.0.0.1:0")
+        .env("GATEWAY_PROVIDERS", &providers);
+    let out = c.output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("providers.toml") && err.contains("line 9") && err.contains("input_per_mtok"),
+        "{err}"
+    );
 }

@@ -138,8 +138,8 @@ async fn unknown_routes_and_methods() {
         .call_as(
             &env.key,
             "POST",
-            &env.url("/api/v1/chat/completions"),
-            Some(json!({"messages": []})),
+            &env.url("/api/v1/videos/generations"),
+            Some(json!({"prompt": "a cat"})),
         )
         .await;
     a.expect(501);

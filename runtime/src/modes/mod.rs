@@ -19,6 +19,11 @@
 //! * [`keys`] — `key_list`, `key_create`, `key_revoke`.
 //! * [`admin`] — `admin_users`, `admin_disable`, `admin_enable`,
 //!   `admin_delete`, `admin_credits`, `admin_usage`.
+//! * [`chat`] — `chat`, `completion`, `stop_stream`: model calls with
+//!   credits held and settled, streams relayed and stoppable.
+//! * [`catalogue`] — `catalogue`, `catalogue_model`, `catalogue_trending`.
+//! * [`embeddings`] — `embedding`: the spec's or OpenAI's shape.
+//! * [`images`] — `image`: generated images copied into the object store.
 //!
 //! What every mode shares lives here ([`read_body`], [`call`]) or in a
 //! module of its own at the crate root ([`crate::ctx`], [`crate::shape`],
@@ -27,6 +32,10 @@
 
 pub mod account;
 pub mod admin;
+pub mod catalogue;
+pub mod chat;
+pub mod embeddings;
+pub mod images;
 pub mod jobs;
 pub mod keys;
 pub mod lists;
@@ -38,10 +47,13 @@ pub mod webhook;
 
 use serde_json::{Map, Value};
 
+use crate::credits::{self, Settle};
 use crate::ctx::{Ctx, Outcome};
 use crate::errors::ApiError;
+use crate::providers::{Model, ModelType, Op, Provider};
 use crate::router::Request;
 use crate::spec::{Method, Mode, PathParams};
+use crate::upstream::llm::ProviderKey;
 use crate::upstream::Call;
 use crate::{owners, shape, validate};
 
@@ -75,20 +87,20 @@ pub async fn run(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<Out
         Mode::AdminDelete => admin::delete(ctx, params).await,
         Mode::AdminCredits => admin::credits(ctx, req, params).await,
         Mode::AdminUsage => admin::usage(ctx, params).await,
-        Mode::Chat
-        | Mode::Completion
-        | Mode::StopStream
-        | Mode::Embedding
-        | Mode::Image
-        | Mode::VideoSubmit
+        Mode::Chat => chat::complete(ctx, req, true).await,
+        Mode::Completion => chat::complete(ctx, req, false).await,
+        Mode::StopStream => chat::stop(ctx, params).await,
+        Mode::Catalogue => catalogue::list(ctx).await,
+        Mode::CatalogueModel => catalogue::model(ctx, params).await,
+        Mode::CatalogueTrending => catalogue::trending(ctx).await,
+        Mode::Embedding => embeddings::embed(ctx, req).await,
+        Mode::Image => images::generate(ctx, req).await,
+        Mode::VideoSubmit
         | Mode::VideoGet
         | Mode::VideoList
         | Mode::VideoCancel
         | Mode::Speech
-        | Mode::Transcription
-        | Mode::Catalogue
-        | Mode::CatalogueTrending
-        | Mode::CatalogueModel => Err(ApiError::NotImplemented(format!(
+        | Mode::Transcription => Err(ApiError::NotImplemented(format!(
             "{} ({}) is not implemented yet in this gateway",
             spec.path,
             spec.mode.as_str()
@@ -137,4 +149,61 @@ pub(crate) fn call(
     let path = shape::upstream_path(ctx.spec, up.path, params, &mut query, body)?;
     shape::shape_query(ctx.spec, &mut query);
     ctx.gw.upstream.call(up, &path, &query)
+}
+
+/// A model request ready to send: the call to the provider (with our key
+/// or the caller's BYOK key) and what settles it.
+pub(crate) struct Prepared {
+    pub call: Call,
+    pub settle: Settle,
+}
+
+/// Resolves the body's `model` (of type `want`), chooses the key (the
+/// caller's `byok_api_key` for this call only, else the provider's), holds
+/// the request's maximum cost (`max_cost`; nothing with BYOK: 402 when it
+/// does not fit) and builds the upstream call of `op` from the body.
+pub(crate) async fn prepare_model_call(
+    ctx: &Ctx,
+    body: Map<String, Value>,
+    want: ModelType,
+    op: Op,
+    max_cost: impl FnOnce(&Provider, &Model) -> rust_decimal::Decimal,
+) -> Result<Prepared, ApiError> {
+    let gw = ctx.gw.clone();
+    let (p, m) = gw
+        .providers
+        .resolve(body.get("model").and_then(Value::as_str), want)?;
+    if let Some(allowed) = ctx.user.as_ref().and_then(|u| u.models.as_ref()) {
+        let wildcard = format!("{}/*", p.id);
+        let name = format!("{}/{}", p.id, m.id);
+        if !allowed.iter().any(|a| *a == name || *a == wildcard) {
+            return Err(ApiError::Forbidden(format!(
+                "this API key has no access to model {name}"
+            )));
+        }
+    }
+    let byok = body
+        .get("byok_api_key")
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .filter(|k| !k.is_empty())
+        .map(ProviderKey::byok);
+    let key = match &byok {
+        Some(k) => k.clone(),
+        None => p.key.clone().ok_or_else(|| {
+            ApiError::Unavailable(format!(
+                "the model provider {} is not configured (its key variable {} is unset)",
+                p.id, p.api_key_env
+            ))
+        })?,
+    };
+    let hold = credits::reserve(ctx, max_cost(p, m), byok.is_some()).await?;
+    let settle = Settle::new(ctx, p, m, byok.is_some(), hold);
+    let path = p.adapter.path(op);
+    let upstream_body = p.adapter.request(op, &m.id, body);
+    let call = gw
+        .upstream
+        .llm_call(Method::Post, &p.base_url, path, &key)
+        .json(&upstream_body);
+    Ok(Prepared { call, settle })
 }

@@ -194,12 +194,20 @@ impl Store {
         let conn = self.conn()?;
         Ok(conn
             .query_row(
-                "SELECT u.id, u.email, u.is_admin, u.disabled, u.deleted_at IS NOT NULL, k.revoked_at IS NOT NULL
+                "SELECT u.id, u.email, u.is_admin, u.disabled, u.deleted_at IS NOT NULL, k.revoked_at IS NOT NULL, k.models
                  FROM api_keys k JOIN users u ON u.id = k.user_id WHERE k.key_hash = ?1",
                 [key_hash],
                 |r| {
+                    let mut user = row_to_user(r)?;
+                    // The models the key may use (`provider/model` or `provider/*`, comma-separated).
+                    user.models = r.get::<_, Option<String>>(6)?.map(|m| {
+                        m.split(',')
+                            .map(|s| s.trim().to_owned())
+                            .filter(|s| !s.is_empty())
+                            .collect()
+                    });
                     Ok(KeyOwner {
-                        user: row_to_user(r)?,
+                        user,
                         revoked: r.get(5)?,
                     })
                 },

@@ -25,13 +25,13 @@ mod writer;
 
 pub use accounts::{KeyOwner, KeyRow, Registration, UserRow};
 pub use assets::{AssetRow, JobRow};
-pub use money::{LedgerRow, ReconciliationRow, UsageRow};
+pub use money::{LedgerRow, ModelUsageRow, ReconciliationRow, Reserved, UsageRow};
 pub use owners::WebhookEventRow;
 
 use writer::RecordWriter as Writer;
 pub use writer::{
-    AssetRecord, AuditRecord, Committed, JobRecord, JobUpdate, Record, RecordWriter, UsageRecord,
-    WebhookEventRecord,
+    AssetRecord, AuditRecord, Committed, JobRecord, JobUpdate, ModelUsageRecord, Record,
+    RecordWriter, UsageRecord, WebhookEventRecord,
 };
 
 /// Migrations, applied in order; `PRAGMA user_version` records how many ran.
@@ -218,6 +218,32 @@ const MIGRATIONS: &[&str] = &[
         created_at  TEXT NOT NULL
     );
     "#,
+    // 7: the general gateway: credit holds (a request's reserved maximum
+    //    cost until it settles) and the token detail of model usage.
+    r#"
+    CREATE TABLE credit_holds (
+        request_id  TEXT PRIMARY KEY,
+        user_id     INTEGER NOT NULL REFERENCES users(id),
+        amount      TEXT NOT NULL,
+        created_at  TEXT NOT NULL
+    );
+    CREATE INDEX holds_by_user ON credit_holds(user_id);
+    CREATE TABLE model_usage (
+        id             INTEGER PRIMARY KEY,
+        request_id     TEXT NOT NULL,
+        user_id        INTEGER REFERENCES users(id),
+        route_id       TEXT NOT NULL,
+        model          TEXT NOT NULL,
+        input_tokens   INTEGER NOT NULL,
+        output_tokens  INTEGER NOT NULL,
+        counted        INTEGER NOT NULL,
+        byok           INTEGER NOT NULL,
+        ended          TEXT NOT NULL,
+        created_at     TEXT NOT NULL
+    );
+    CREATE INDEX model_usage_by_time ON model_usage(created_at);
+    ALTER TABLE api_keys ADD COLUMN models TEXT;
+    "#,
 ];
 
 /// A database error, kept as text (callers log it and answer 500).
@@ -248,6 +274,9 @@ pub struct User {
     pub disabled: bool,
     /// Soft-deleted (`DELETE /admin/users/{id}`): its credentials answer 401.
     pub deleted: bool,
+    /// The models the presented API key may use (`provider/model` or
+    /// `provider/*`); `None`: every model. Only set by a key lookup.
+    pub models: Option<Vec<String>>,
 }
 
 /// How long a connection waits for another's lock before "database is locked".
@@ -422,6 +451,16 @@ impl Store {
         Ok(n == 1)
     }
 
+    /// Limits a key to `models` (comma-separated `provider/model` or
+    /// `provider/*`; `None`: every model). False when no live key has that hash.
+    pub fn set_key_models(&self, key_hash: &str, models: Option<&str>) -> Result<bool> {
+        let n = self.conn()?.execute(
+            "UPDATE api_keys SET models = ?2 WHERE key_hash = ?1 AND revoked_at IS NULL",
+            params![key_hash, models],
+        )?;
+        Ok(n == 1)
+    }
+
     pub fn revoke_key_hash(&self, key_hash: &str) -> Result<bool> {
         let n = self.conn()?.execute(
             "UPDATE api_keys SET revoked_at = ?2 WHERE key_hash = ?1 AND revoked_at IS NULL",
@@ -454,6 +493,8 @@ impl Store {
     }
 }
 
+/// A user from `id, email, is_admin, disabled, deleted` (the key's models,
+/// when a key was presented, are set by the key lookup).
 fn row_to_user(r: &rusqlite::Row<'_>) -> rusqlite::Result<User> {
     Ok(User {
         id: r.get(0)?,
@@ -461,6 +502,7 @@ fn row_to_user(r: &rusqlite::Row<'_>) -> rusqlite::Result<User> {
         is_admin: r.get(2)?,
         disabled: r.get(3)?,
         deleted: r.get(4)?,
+        models: None,
     })
 }
 

@@ -205,6 +205,144 @@ impl Store {
     }
 }
 
+/// The outcome of [`Store::reserve`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reserved {
+    /// The hold is written.
+    Held,
+    /// Balance minus the user's other holds is below the amount; nothing written.
+    Insufficient {
+        balance: Decimal,
+        available: Decimal,
+    },
+}
+
+/// A model request's token detail as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelUsageRow {
+    pub request_id: String,
+    pub user_id: Option<i64>,
+    pub route_id: String,
+    pub model: String,
+    pub input_tokens: i64,
+    pub output_tokens: i64,
+    pub counted: bool,
+    pub byok: bool,
+    pub ended: String,
+}
+
+/// Holds older than this are stale (a crashed instance's) and count no more.
+const HOLD_TTL_HOURS: i64 = 24;
+
+impl Store {
+    /// Holds `amount` of a user's credit for `request_id`, in one
+    /// `BEGIN IMMEDIATE` transaction (so two requests cannot both take the
+    /// last credit): written only when the balance minus the user's other
+    /// live holds covers it. (The request path uses [`Record::Hold`]
+    /// through the group-commit writer instead: same rule, no lock waits.)
+    ///
+    /// [`Record::Hold`]: super::Record::Hold
+    pub fn reserve(&self, user_id: i64, request_id: &str, amount: Decimal) -> Result<Reserved> {
+        let mut conn = self.conn()?;
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let r = hold(&tx, user_id, request_id, amount)?;
+        tx.commit()?;
+        Ok(r)
+    }
+
+    /// Ends a hold without a charge (the request failed).
+    pub fn release_hold(&self, request_id: &str) -> Result<()> {
+        self.conn()?.execute(
+            "DELETE FROM credit_holds WHERE request_id = ?1",
+            [request_id],
+        )?;
+        Ok(())
+    }
+
+    /// The sum of a user's live holds.
+    pub fn held(&self, user_id: i64) -> Result<Decimal> {
+        let conn = self.conn()?;
+        let mut stmt = conn.prepare("SELECT amount FROM credit_holds WHERE user_id = ?1")?;
+        let mut held = Decimal::ZERO;
+        for a in stmt.query_map([user_id], |r| dec(r.get(0)?))? {
+            held += a?;
+        }
+        Ok(held)
+    }
+
+    /// Models ranked by requests since `since` (RFC 3339), most first.
+    pub fn trending_models(&self, since: &str, limit: usize) -> Result<Vec<(String, i64)>> {
+        let conn = self.conn()?;
+        let mut stmt = conn.prepare(
+            "SELECT model, COUNT(*) AS n FROM model_usage WHERE created_at >= ?1
+             GROUP BY model ORDER BY n DESC, model LIMIT ?2",
+        )?;
+        let rows = stmt.query_map(params![since, limit as i64], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+    }
+
+    /// Every model-usage row, oldest first.
+    pub fn model_usage_rows(&self) -> Result<Vec<ModelUsageRow>> {
+        let conn = self.conn()?;
+        let mut stmt = conn.prepare(
+            "SELECT request_id, user_id, route_id, model, input_tokens, output_tokens, counted, byok, ended
+             FROM model_usage ORDER BY id",
+        )?;
+        let rows = stmt.query_map([], |r| {
+            Ok(ModelUsageRow {
+                request_id: r.get(0)?,
+                user_id: r.get(1)?,
+                route_id: r.get(2)?,
+                model: r.get(3)?,
+                input_tokens: r.get(4)?,
+                output_tokens: r.get(5)?,
+                counted: r.get(6)?,
+                byok: r.get(7)?,
+                ended: r.get(8)?,
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+    }
+}
+
+/// Inside a write transaction: writes the hold when the user's balance
+/// minus their other live holds covers `amount` (stale holds, older than
+/// [`HOLD_TTL_HOURS`], are dropped first).
+pub(super) fn hold(
+    tx: &rusqlite::Connection,
+    user_id: i64,
+    request_id: &str,
+    amount: Decimal,
+) -> rusqlite::Result<Reserved> {
+    let now = chrono::Utc::now();
+    let stale = super::rfc3339(now - chrono::Duration::hours(HOLD_TTL_HOURS));
+    tx.prepare_cached("DELETE FROM credit_holds WHERE user_id = ?1 AND created_at < ?2")?
+        .execute(params![user_id, stale])?;
+    let balance: Decimal = tx
+        .prepare_cached("SELECT balance FROM credit_balances WHERE user_id = ?1")?
+        .query_row([user_id], |r| r.get::<_, String>(0))
+        .optional()?
+        .map(dec)
+        .transpose()?
+        .unwrap_or(Decimal::ZERO);
+    let mut held = Decimal::ZERO;
+    {
+        let mut stmt = tx.prepare_cached("SELECT amount FROM credit_holds WHERE user_id = ?1")?;
+        for a in stmt.query_map([user_id], |r| dec(r.get(0)?))? {
+            held += a?;
+        }
+    }
+    let available = balance - held;
+    if available < amount {
+        return Ok(Reserved::Insufficient { balance, available });
+    }
+    tx.prepare_cached(
+        "INSERT INTO credit_holds (request_id, user_id, amount, created_at) VALUES (?1, ?2, ?3, ?4)",
+    )?
+    .execute(params![request_id, user_id, amount.to_string(), super::rfc3339(now)])?;
+    Ok(Reserved::Held)
+}
+
 /// `[day 00:00, next day 00:00)` as stored timestamps compare.
 fn day_bounds(day: &str) -> Result<(String, String)> {
     let d = chrono::NaiveDate::parse_from_str(day, "%Y-%m-%d")

@@ -154,6 +154,41 @@ pub enum Record {
         at: String,
     },
     WebhookEvent(WebhookEventRecord),
+    /// A model request's token detail (the general gateway).
+    ModelUsage(ModelUsageRecord),
+    /// A request's credit hold ends (it settled, with its usage record in
+    /// the same transaction).
+    HoldRelease {
+        request_id: String,
+    },
+    /// Hold `amount` of a user's credit for a request, if the balance minus
+    /// the user's other holds covers it; the outcome is in
+    /// [`Committed::holds`]. Through the writer so that holds are group
+    /// committed and never wait for the database lock.
+    Hold {
+        request_id: String,
+        user_id: i64,
+        amount: Decimal,
+    },
+}
+
+/// The token detail of one model request, beside its usage record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelUsageRecord {
+    pub request_id: String,
+    pub user_id: Option<i64>,
+    pub route_id: String,
+    /// `provider/model`.
+    pub model: String,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    /// Counted by the gateway (a stream without the upstream's `usage`).
+    pub counted: bool,
+    /// The caller's own key went upstream: recorded, charged nothing.
+    pub byok: bool,
+    /// How the request ended: `complete`, `stopped`, `disconnected`, `timeout`, `error`.
+    pub ended: String,
+    pub created_at: String,
 }
 
 /// What a commit produced.
@@ -164,6 +199,8 @@ pub struct Committed {
     /// For each [`Record::Usage`] in order: whether it was written (false
     /// when its `once_key` had been used already).
     pub usage_written: Vec<bool>,
+    /// For each [`Record::Hold`] in order: whether it was held.
+    pub holds: Vec<super::Reserved>,
 }
 
 struct Batch {
@@ -296,6 +333,24 @@ fn write_group(conn: &mut Connection, group: &[Batch]) -> rusqlite::Result<Vec<C
                 } => {
                     tx.prepare_cached("UPDATE resources SET status = ?3, updated_at = ?4 WHERE kind = ?1 AND upstream_id = ?2")?
                         .execute(params![kind, upstream_id, status, at])?;
+                }
+                Record::ModelUsage(m) => {
+                    tx.prepare_cached(
+                        "INSERT INTO model_usage (request_id, user_id, route_id, model, input_tokens, output_tokens, counted, byok, ended, created_at)
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                    )?
+                    .execute(params![m.request_id, m.user_id, m.route_id, m.model, m.input_tokens as i64, m.output_tokens as i64, m.counted, m.byok, m.ended, m.created_at])?;
+                }
+                Record::Hold {
+                    request_id,
+                    user_id,
+                    amount,
+                } => committed
+                    .holds
+                    .push(super::money::hold(&tx, *user_id, request_id, *amount)?),
+                Record::HoldRelease { request_id } => {
+                    tx.prepare_cached("DELETE FROM credit_holds WHERE request_id = ?1")?
+                        .execute([request_id])?;
                 }
                 Record::WebhookEvent(e) => {
                     tx.prepare_cached(

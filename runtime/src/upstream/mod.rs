@@ -20,6 +20,7 @@
 //! before it can reach a caller or a log.
 
 pub mod errors;
+pub mod llm;
 pub mod scrub;
 
 use std::sync::Arc;
@@ -158,6 +159,12 @@ impl Call {
         self
     }
 
+    /// Replaces the client's time-out for this call (a stream's lifetime).
+    pub fn timeout(mut self, d: Duration) -> Call {
+        self.rb = self.rb.timeout(d);
+        self
+    }
+
     /// Sends a multipart form (file parts stream).
     pub fn multipart(mut self, form: reqwest::multipart::Form) -> Call {
         self.rb = self.rb.multipart(form);
@@ -219,6 +226,23 @@ impl Answer {
         let bytes = self.bytes(MAX_JSON_ANSWER).await?;
         serde_json::from_slice(&bytes)
             .map_err(|_| ApiError::BadGateway(format!("{who} answered {what} that is not JSON")))
+    }
+
+    /// The body as a stream of chunks, scrubbed of the key (a relay that
+    /// reads what it passes on: [`crate::relay`]).
+    pub fn byte_stream(
+        self,
+    ) -> std::pin::Pin<
+        Box<dyn futures_util::Stream<Item = Result<Bytes, crate::body::BoxError>> + Send>,
+    > {
+        let Answer { resp, mapping } = self;
+        let bytes = resp
+            .bytes_stream()
+            .map_err(|e| -> crate::body::BoxError { Box::new(e.without_url()) });
+        match mapping.key {
+            Some(key) => Box::pin(scrubbed(bytes, key)),
+            None => Box::pin(bytes),
+        }
     }
 
     /// Streams the answer back to the caller: status and content type kept,

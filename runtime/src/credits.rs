@@ -1,0 +1,258 @@
+//! Credits of the general gateway: a request's maximum cost is held
+//! against the caller's balance before the upstream call
+//! ([`reserve`]: one atomic step in the store's group-commit writer, 402
+//! when it does not fit),
+//! and settled to its actual usage after the answer ([`Settle::records`]:
+//! the usage record, its debit and the end of the hold, one transaction).
+//! A request that fails releases its hold ([`Hold`]'s drop). BYOK requests
+//! hold nothing and are charged nothing, but their usage is recorded.
+
+use rust_decimal::{Decimal, RoundingStrategy};
+
+use crate::billing::CHARGE_DP;
+use crate::ctx::Ctx;
+use crate::errors::ApiError;
+use crate::providers::{Model, Provider};
+use crate::store::{ModelUsageRecord, Record, Reserved, UsageRecord};
+use crate::Gateway;
+
+const MTOK: Decimal = Decimal::from_parts(1_000_000, 0, 0, false, 0);
+
+/// The charge of `input` + `output` tokens of `m`, markup included, 8 places.
+pub fn token_cost(p: &Provider, m: &Model, input: u64, output: u64) -> Decimal {
+    let raw = raw_token_cost(m, input, output);
+    (raw * (Decimal::ONE + p.markup_pct / Decimal::ONE_HUNDRED))
+        .round_dp_with_strategy(CHARGE_DP, RoundingStrategy::MidpointAwayFromZero)
+}
+
+fn raw_token_cost(m: &Model, input: u64, output: u64) -> Decimal {
+    let i = m.input_per_mtok.unwrap_or_default() * Decimal::from(input) / MTOK;
+    let o = m.output_per_mtok.unwrap_or_default() * Decimal::from(output) / MTOK;
+    i + o
+}
+
+/// An upper bound of a prompt's tokens: every token covers at least one
+/// byte of text, plus a few per message for the chat format.
+pub fn prompt_bound(text_bytes: usize, messages: usize) -> u64 {
+    text_bytes as u64 + 4 * messages as u64 + 8
+}
+
+/// A live credit hold; dropped without [`Hold::into_release`], it is released.
+pub struct Hold {
+    gw: Gateway,
+    request_id: String,
+    pub amount: Decimal,
+    armed: bool,
+}
+
+impl Hold {
+    /// The record that ends the hold with the settling transaction.
+    pub fn into_release(mut self) -> Record {
+        self.armed = false;
+        Record::HoldRelease {
+            request_id: self.request_id.clone(),
+        }
+    }
+}
+
+impl Drop for Hold {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let store = self.gw.store.clone();
+        let id = std::mem::take(&mut self.request_id);
+        let release = move || {
+            if let Err(e) = store.release_hold(&id) {
+                tracing::error!(error = %e, "releasing a credit hold failed; it expires by itself");
+            }
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(h) => {
+                h.spawn_blocking(release);
+            }
+            Err(_) => release(),
+        }
+    }
+}
+
+/// Holds `amount` of the caller's credit for this request (nothing when
+/// `byok`). Insufficient → 402 "Insufficient credits for this request",
+/// with the balance and the required amount in the answer's headers.
+pub async fn reserve(ctx: &Ctx, amount: Decimal, byok: bool) -> Result<Option<Hold>, ApiError> {
+    if byok {
+        return Ok(None);
+    }
+    let user = ctx.require_user("a credit hold")?;
+    let committed = ctx
+        .gw
+        .store
+        .commit(vec![Record::Hold {
+            request_id: ctx.request_id.clone(),
+            user_id: user,
+            amount,
+        }])
+        .await?;
+    let r = committed
+        .holds
+        .into_iter()
+        .next()
+        .ok_or_else(|| ApiError::Internal("a hold without its outcome".into()))?;
+    match r {
+        Reserved::Held => Ok(Some(Hold {
+            gw: ctx.gw.clone(),
+            request_id: ctx.request_id.clone(),
+            amount,
+            armed: true,
+        })),
+        Reserved::Insufficient { available, .. } => Err(ApiError::InsufficientCredits {
+            available,
+            required: amount,
+        }),
+    }
+}
+
+/// What a finished model request settles.
+pub struct Settle {
+    pub request_id: String,
+    pub user_id: Option<i64>,
+    pub route_id: &'static str,
+    pub capability: &'static str,
+    pub provider: Provider,
+    pub model: Model,
+    pub byok: bool,
+    pub hold: Option<Hold>,
+}
+
+impl Settle {
+    /// From a request's context.
+    pub fn new(ctx: &Ctx, p: &Provider, m: &Model, byok: bool, hold: Option<Hold>) -> Settle {
+        Settle {
+            request_id: ctx.request_id.clone(),
+            user_id: ctx.user_id(),
+            route_id: ctx.spec.id,
+            capability: ctx.spec.capability,
+            provider: p.clone(),
+            model: m.clone(),
+            byok,
+            hold,
+        }
+    }
+
+    /// The usage record (with its debit), the token detail and the end of
+    /// the hold, to be committed together. The charge never exceeds the
+    /// hold, so concurrent requests cannot overdraw a balance.
+    pub fn records(self, input: u64, output: u64, counted: bool, ended: &str) -> Vec<Record> {
+        let raw = raw_token_cost(&self.model, input, output);
+        let priced = self.model.input_per_mtok.is_some() || self.model.output_per_mtok.is_some();
+        let tokens = Usage {
+            unit: "tokens",
+            quantity: input + output,
+            raw_cost: priced.then_some(raw),
+            input_tokens: input,
+            output_tokens: output,
+            counted,
+        };
+        self.settle(tokens, ended)
+    }
+
+    /// The records of `n` images at the model's `per_image` price.
+    pub fn image_records(self, n: u64) -> Vec<Record> {
+        let raw = self.model.per_image.map(|p| p * Decimal::from(n));
+        let usage = Usage {
+            unit: "images",
+            quantity: n,
+            raw_cost: raw,
+            input_tokens: 0,
+            output_tokens: 0,
+            counted: false,
+        };
+        self.settle(usage, "complete")
+    }
+
+    fn settle(self, usage: Usage, ended: &str) -> Vec<Record> {
+        let Settle {
+            request_id,
+            user_id,
+            route_id,
+            capability,
+            provider,
+            model,
+            byok,
+            hold,
+        } = self;
+        let mut charged = usage.raw_cost.map_or(Decimal::ZERO, |raw| {
+            (raw * (Decimal::ONE + provider.markup_pct / Decimal::ONE_HUNDRED))
+                .round_dp_with_strategy(CHARGE_DP, RoundingStrategy::MidpointAwayFromZero)
+        });
+        if let Some(h) = &hold {
+            if charged > h.amount {
+                tracing::warn!(request_id = %request_id, %charged, held = %h.amount, "usage beyond the hold; charging the hold");
+                charged = h.amount;
+            }
+        }
+        if byok {
+            charged = Decimal::ZERO;
+        }
+        let unit_price = usage.raw_cost.map(|raw| {
+            if usage.quantity == 0 {
+                Decimal::ZERO
+            } else {
+                (raw / Decimal::from(usage.quantity)).round_dp(12)
+            }
+        });
+        let now = crate::store::now_rfc3339();
+        let name = format!("{}/{}", provider.id, model.id);
+        let mut out = vec![
+            Record::Usage(UsageRecord {
+                request_id: request_id.clone(),
+                user_id,
+                route_id: route_id.to_owned(),
+                capability: capability.to_owned(),
+                product: name.clone(),
+                unit: usage.unit.to_owned(),
+                quantity: Decimal::from(usage.quantity),
+                unit_price,
+                markup_pct: provider.markup_pct,
+                charged,
+                once_key: None,
+                created_at: now.clone(),
+            }),
+            Record::ModelUsage(ModelUsageRecord {
+                request_id,
+                user_id,
+                route_id: route_id.to_owned(),
+                model: name,
+                input_tokens: usage.input_tokens,
+                output_tokens: usage.output_tokens,
+                counted: usage.counted,
+                byok,
+                ended: ended.to_owned(),
+                created_at: now,
+            }),
+        ];
+        if let Some(h) = hold {
+            out.push(h.into_release());
+        }
+        out
+    }
+}
+
+/// What a request used, before markup.
+struct Usage {
+    unit: &'static str,
+    quantity: u64,
+    /// `None`: the model has no price for it (recorded unpriced, charged 0).
+    raw_cost: Option<Decimal>,
+    input_tokens: u64,
+    output_tokens: u64,
+    counted: bool,
+}
+
+/// The charge of `n` images of `m`, markup included, 8 places.
+pub fn image_cost(p: &Provider, m: &Model, n: u64) -> Decimal {
+    (m.per_image.unwrap_or_default()
+        * Decimal::from(n)
+        * (Decimal::ONE + p.markup_pct / Decimal::ONE_HUNDRED))
+        .round_dp_with_strategy(CHARGE_DP, RoundingStrategy::MidpointAwayFromZero)
+}

@@ -1,0 +1,197 @@
+//! `chat`, `completion` and `stop_stream`: OpenAI-compatible chat and text
+//! completions through the model named `provider/model`, with credits held
+//! before the upstream call and settled to the actual usage
+//! ([`crate::credits`]), and streams relayed chunk by chunk
+//! ([`crate::relay`]) under an `X-Stream-Id` the caller can stop.
+
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use http::{header, HeaderValue, StatusCode};
+use rust_decimal::prelude::ToPrimitive;
+use serde_json::{json, Map, Value};
+
+use super::{prepare_model_call, Prepared};
+use crate::ctx::{Ctx, Outcome};
+use crate::errors::ApiError;
+use crate::providers::{ModelType, Op};
+use crate::relay::Relay;
+use crate::router::Request;
+use crate::spec::PathParams;
+use crate::{body, credits};
+
+/// Output tokens held for when neither `max_tokens` nor the model's
+/// context window bounds the reply.
+pub const DEFAULT_MAX_OUTPUT: u64 = 4096;
+
+/// Time allowed to a whole streamed answer (idleness is bounded apart).
+const STREAM_LIFETIME: Duration = Duration::from_secs(6 * 3600);
+
+/// The text of a chat message's `content` (a string or a list of parts).
+fn content_len(v: &Value) -> usize {
+    match v {
+        Value::String(s) => s.len(),
+        Value::Array(parts) => parts.iter().map(|p| p.to_string().len()).sum(),
+        Value::Null => 0,
+        other => other.to_string().len(),
+    }
+}
+
+/// Bytes of prompt text and number of messages of a request.
+fn prompt_size(body: &Map<String, Value>, chat: bool) -> Result<(usize, usize), ApiError> {
+    if chat {
+        let msgs = body
+            .get("messages")
+            .and_then(Value::as_array)
+            .ok_or_else(|| ApiError::BadRequest("messages: must be a list".into()))?;
+        if msgs.is_empty() {
+            return Err(ApiError::BadRequest(
+                "messages: must hold at least one message".into(),
+            ));
+        }
+        let mut bytes = 0;
+        for m in msgs {
+            let m = m.as_object().ok_or_else(|| {
+                ApiError::BadRequest("messages: each message must be an object".into())
+            })?;
+            bytes += m.get("content").map_or(0, content_len);
+        }
+        Ok((bytes, msgs.len()))
+    } else {
+        Ok((body.get("prompt").map_or(0, content_len), 1))
+    }
+}
+
+/// Tokens of the answer's text when the upstream gives no `usage`.
+fn counted_output(v: &Value) -> u64 {
+    let chars: usize = v
+        .get("choices")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|c| {
+            c.get("message")
+                .and_then(|m| m.get("content"))
+                .or_else(|| c.get("text"))
+                .and_then(Value::as_str)
+        })
+        .map(str::len)
+        .sum();
+    chars.div_ceil(4) as u64
+}
+
+fn usage_field(u: &Value, k: &str) -> Option<u64> {
+    crate::billing::quantity_from_upstream(k, u.get(k))
+        .valid()
+        .and_then(|d| d.ceil().to_u64())
+}
+
+/// `chat` (`chat = true`) and `completion`.
+pub async fn complete(ctx: &mut Ctx, req: Request, chat: bool) -> Result<Outcome, ApiError> {
+    let body = super::read_body(ctx, req).await?;
+    let (bytes, messages) = prompt_size(&body, chat)?;
+    let (want, op) = if chat {
+        (ModelType::Chat, Op::Chat)
+    } else {
+        (ModelType::Completion, Op::Completion)
+    };
+    let stream = body.get("stream") == Some(&Value::Bool(true));
+    let prompt_bound = credits::prompt_bound(bytes, messages);
+    // Newer OpenAI clients send `max_completion_tokens` instead.
+    let max_out = body
+        .get("max_tokens")
+        .or_else(|| body.get("max_completion_tokens"))
+        .and_then(Value::as_u64);
+    let Prepared { call, settle } = prepare_model_call(ctx, body, want, op, |p, m| {
+        let out = max_out.or(m.context_window).unwrap_or(DEFAULT_MAX_OUTPUT);
+        credits::token_cost(p, m, prompt_bound, out)
+    })
+    .await?;
+    if !stream {
+        let answer = call.send().await?;
+        let status = answer.status();
+        let v = answer.json("a completion").await?;
+        let usage = v.get("usage").filter(|u| u.is_object());
+        let (input, output, counted) = match usage.map(|u| {
+            (
+                usage_field(u, "prompt_tokens"),
+                usage_field(u, "completion_tokens"),
+            )
+        }) {
+            Some((Some(i), Some(o))) => (i, o, false),
+            _ => (bytes.div_ceil(4) as u64, counted_output(&v), true),
+        };
+        let mut out = Outcome::new(body::json(StatusCode::OK, &v), Some(status));
+        out.records = settle.records(input, output, counted, "complete");
+        out.own_usage = true;
+        return Ok(out);
+    }
+    let idle = ctx.gw.config.stream_timeout;
+    let timed_out = || {
+        ApiError::GatewayTimeout(format!(
+            "the model provider sent nothing for {} s",
+            idle.as_secs()
+        ))
+    };
+    let answer = tokio::time::timeout(idle, call.timeout(STREAM_LIFETIME).send())
+        .await
+        .map_err(|_| timed_out())??;
+    let status = answer.status();
+    let mut upstream = answer.byte_stream();
+    let first = match tokio::time::timeout(idle, upstream.next())
+        .await
+        .map_err(|_| timed_out())?
+    {
+        Some(Ok(b)) => Some(b),
+        Some(Err(e)) => {
+            tracing::warn!(error = %e, "model stream failed before its first byte");
+            return Err(ApiError::Network(
+                "network error contacting the model provider: connection closed while reading the answer".into(),
+            ));
+        }
+        None => None,
+    };
+    let registration = ctx.gw.streams.register(ctx.user_id());
+    let stream_id = registration.id.clone();
+    let relay = Relay::new(
+        ctx.gw.clone(),
+        upstream,
+        first,
+        idle,
+        registration,
+        settle,
+        bytes.div_ceil(4) as u64,
+    );
+    let body = http_body_util::BodyExt::boxed(http_body_util::StreamBody::new(
+        relay.into_stream().map(|r| r.map(hyper::body::Frame::data)),
+    ));
+    let mut resp = http::Response::new(body);
+    let h = resp.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    if let Ok(v) = HeaderValue::from_str(&stream_id) {
+        h.insert("x-stream-id", v);
+    }
+    let mut out = Outcome::new(resp, Some(status));
+    out.own_usage = true;
+    Ok(out)
+}
+
+/// `stop_stream`: ends the caller's open stream.
+pub async fn stop(ctx: &mut Ctx, params: &PathParams) -> Result<Outcome, ApiError> {
+    let id = params
+        .get("stream_id")
+        .ok_or_else(|| ApiError::Internal("stop_stream row without {stream_id}".into()))?;
+    if !ctx.gw.streams.stop(&id, ctx.user_id()) {
+        return Err(ApiError::NotFound(
+            "stream not found (finished, stopped or never created)".into(),
+        ));
+    }
+    Ok(Outcome::new(
+        body::json(StatusCode::OK, &json!({"success": true})),
+        None,
+    ))
+}

@@ -1,0 +1,93 @@
+//! `embedding`: embeddings through the model named `provider/model`.
+//! The spec's request (`text`: a string or a list) gets the spec's answer
+//! `{"data": [[float]], "dimensions": N}`; OpenAI's (`input`) gets OpenAI's
+//! answer as the provider gave it, so the official SDKs work unchanged.
+
+use http::StatusCode;
+use rust_decimal::prelude::ToPrimitive;
+use serde_json::{json, Value};
+
+use super::{prepare_model_call, Prepared};
+use crate::ctx::{Ctx, Outcome};
+use crate::errors::ApiError;
+use crate::providers::{ModelType, Op};
+use crate::router::Request;
+use crate::{body, credits};
+
+/// Bytes of the texts and how many there are; 400 unless a non-empty
+/// string or list of strings.
+fn texts_size(v: &Value, field: &str) -> Result<(usize, usize), ApiError> {
+    let bad = || {
+        ApiError::BadRequest(format!(
+            "{field}: must be a string or a non-empty list of strings"
+        ))
+    };
+    match v {
+        Value::String(s) => Ok((s.len(), 1)),
+        Value::Array(items) if !items.is_empty() => {
+            let mut bytes = 0;
+            for i in items {
+                bytes += match i {
+                    Value::String(s) => s.len(),
+                    // OpenAI also takes token arrays: each number is a token.
+                    Value::Array(tokens) if field == "input" => tokens.len(),
+                    Value::Number(_) if field == "input" => 1,
+                    _ => return Err(bad()),
+                };
+            }
+            Ok((bytes, items.len()))
+        }
+        _ => Err(bad()),
+    }
+}
+
+/// `embedding`.
+pub async fn embed(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
+    let body = super::read_body(ctx, req).await?;
+    let spec_shape = body.contains_key("text");
+    let (field, value) = match (body.get("text"), body.get("input")) {
+        (Some(t), _) => ("text", t),
+        (None, Some(i)) => ("input", i),
+        (None, None) => return Err(ApiError::BadRequest("text: required".into())),
+    };
+    let (bytes, items) = texts_size(value, field)?;
+    let bound = credits::prompt_bound(bytes, items);
+    let Prepared { call, settle } =
+        prepare_model_call(ctx, body, ModelType::Embedding, Op::Embedding, |p, m| {
+            credits::token_cost(p, m, bound, 0)
+        })
+        .await?;
+    let answer = call.send().await?;
+    let status = answer.status();
+    let v = answer.json("embeddings").await?;
+    let data = v.get("data").and_then(Value::as_array).ok_or_else(|| {
+        ApiError::BadGateway("the model provider answered embeddings without data".into())
+    })?;
+    let (input, counted) = match v
+        .get("usage")
+        .and_then(|u| {
+            crate::billing::quantity_from_upstream("prompt_tokens", u.get("prompt_tokens")).valid()
+        })
+        .and_then(|d| d.ceil().to_u64())
+    {
+        Some(t) => (t, false),
+        None => (bytes.div_ceil(4) as u64, true),
+    };
+    let answer = if spec_shape {
+        let vectors: Vec<Value> = data
+            .iter()
+            .map(|d| d.get("embedding").cloned().unwrap_or(Value::Null))
+            .collect();
+        let dimensions = vectors
+            .first()
+            .and_then(Value::as_array)
+            .map_or(0, Vec::len);
+        json!({"data": vectors, "dimensions": dimensions, "model": format!("{}/{}", settle.provider.id, settle.model.id)})
+    } else {
+        v
+    };
+    let mut out = Outcome::new(body::json(StatusCode::OK, &answer), Some(status));
+    out.records = settle.records(input, 0, counted, "complete");
+    out.own_usage = true;
+    Ok(out)
+}

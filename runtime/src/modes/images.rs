@@ -1,0 +1,185 @@
+//! `image`: image generation through the model named `provider/model`.
+//! Providers' image URLs expire within the hour, so each generated image is
+//! copied into the object store (an asset record, 7-day retention) and
+//! answered with the gateway's own presigned URL. Billed per image.
+
+use std::time::Duration;
+
+use futures_util::TryStreamExt;
+use http::StatusCode;
+use serde_json::Value;
+
+use super::{prepare_model_call, Prepared};
+use crate::ctx::{Ctx, Outcome};
+use crate::errors::ApiError;
+use crate::providers::{ModelType, Op};
+use crate::router::Request;
+use crate::store::{AssetRecord, Record};
+use crate::{body, credits};
+
+/// Retention of generated images.
+pub const IMAGE_RETENTION_DAYS: i64 = 7;
+/// Validity of the answered presigned URLs.
+pub const URL_VALIDITY: Duration = Duration::from_secs(3600);
+/// Largest image copied from a provider.
+pub const MAX_IMAGE_BYTES: u64 = 32 << 20;
+/// Largest side of `size`.
+pub const MAX_SIDE: u32 = 8192;
+
+/// `<width>x<height>`, both 1..=[`MAX_SIDE`].
+fn check_size(size: &str) -> Result<(), ApiError> {
+    let ok = size.split_once('x').is_some_and(|(w, h)| {
+        [w, h].iter().all(|s| {
+            !s.is_empty()
+                && s.bytes().all(|b| b.is_ascii_digit())
+                && s.parse::<u32>().is_ok_and(|n| (1..=MAX_SIDE).contains(&n))
+        })
+    });
+    if ok {
+        Ok(())
+    } else {
+        Err(ApiError::BadRequest(format!(
+            "size: must be <width>x<height> with sides from 1 to {MAX_SIDE}, like 1024x1024"
+        )))
+    }
+}
+
+/// Whether `url` is on the provider's own host (never fetch elsewhere).
+fn on_host(url: &str, base_url: &str) -> bool {
+    match (reqwest::Url::parse(url), reqwest::Url::parse(base_url)) {
+        (Ok(u), Ok(b)) => {
+            matches!(u.scheme(), "http" | "https")
+                && u.host_str() == b.host_str()
+                && u.port_or_known_default() == b.port_or_known_default()
+        }
+        _ => false,
+    }
+}
+
+/// `image`.
+pub async fn generate(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
+    let body = super::read_body(ctx, req).await?;
+    if let Some(size) = body.get("size").and_then(Value::as_str) {
+        check_size(size)?;
+    }
+    let n = body.get("n").and_then(Value::as_u64).unwrap_or(1);
+    let Prepared { call, settle } =
+        prepare_model_call(ctx, body, ModelType::Image, Op::Image, |p, m| {
+            credits::image_cost(p, m, n)
+        })
+        .await?;
+    let base_url = settle.provider.base_url.clone();
+    let answer = call.send().await?;
+    let status = answer.status();
+    let mut v = answer.json("images").await?;
+    let user_id = ctx.require_user("image generation")?;
+    let now = chrono::Utc::now();
+    let expires_at = crate::store::rfc3339(now + chrono::Duration::days(IMAGE_RETENTION_DAYS));
+    let mut records = Vec::new();
+    let items = v
+        .get_mut("data")
+        .and_then(Value::as_array_mut)
+        .ok_or_else(|| {
+            ApiError::BadGateway("the model provider answered images without data".into())
+        })?;
+    let count = items.len() as u64;
+    for (i, item) in items.iter_mut().enumerate() {
+        let Some(url) = item.get("url").and_then(Value::as_str).map(str::to_owned) else {
+            continue; // b64_json: already the caller's
+        };
+        if !on_host(&url, &base_url) {
+            return Err(ApiError::BadGateway(
+                "the model provider answered an image URL on another host".into(),
+            ));
+        }
+        let resp = ctx
+            .gw
+            .upstream
+            .client()
+            .get(&url)
+            .send()
+            .await
+            .and_then(|r| r.error_for_status())
+            .map_err(|_| {
+                ApiError::BadGateway(
+                    "fetching a generated image from the model provider failed".into(),
+                )
+            })?;
+        let content_type = resp
+            .headers()
+            .get(http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .filter(|t| t.starts_with("image/"))
+            .unwrap_or("image/png")
+            .to_owned();
+        let ext = match content_type.as_str() {
+            "image/jpeg" => "jpg",
+            "image/webp" => "webp",
+            _ => "png",
+        };
+        let key = format!(
+            "images/{user_id}/{}-{}-{i}.{ext}",
+            now.format("%Y/%m/%d/%H%M%S"),
+            ctx.request_id
+        );
+        let stream: crate::objects::ByteStream = Box::pin(
+            resp.bytes_stream()
+                .map_err(|e| std::io::Error::other(e.without_url())),
+        );
+        let size = ctx
+            .gw
+            .objects
+            .put(&key, &content_type, stream, Some(MAX_IMAGE_BYTES))
+            .await
+            .map_err(|e| ApiError::BadGateway(format!("copying a generated image failed: {e}")))?;
+        let ours = ctx
+            .gw
+            .objects
+            .presign_get(&key, URL_VALIDITY)
+            .map_err(|e| ApiError::Internal(format!("presigning an image: {e}")))?;
+        item["url"] = Value::String(ours);
+        item["expires_at"] = Value::String(expires_at.clone());
+        records.push(Record::Asset(AssetRecord {
+            owner_id: Some(user_id),
+            object_key: key,
+            class: "image".into(),
+            purpose: Some("image_generation".into()),
+            size_bytes: size,
+            content_type,
+            file_name: None,
+            source: Some(ctx.request_id.clone()),
+            created_at: crate::store::rfc3339(now),
+            expires_at: Some(expires_at.clone()),
+        }));
+    }
+    records.extend(settle.image_records(count));
+    let mut out = Outcome::new(body::json(StatusCode::OK, &v), Some(status));
+    out.records = records;
+    out.own_usage = true;
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        for ok in ["1024x1024", "1x8192", "256x512"] {
+            assert!(check_size(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "",
+            "1024",
+            "x1024",
+            "1024x",
+            "0x10",
+            "10x9000",
+            "1024X1024",
+            "-1x2",
+            "1e3x10",
+        ] {
+            assert!(check_size(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,240 @@
+//! Parsing the providers file into [`Providers`]: TOML errors carry the
+//! file and line (from `toml`), checks after parsing name the file and the
+//! provider/model key at fault.
+
+use std::str::FromStr;
+use std::sync::Arc;
+
+use rust_decimal::Decimal;
+use serde::Deserialize;
+
+use super::{openai, Adapter, Model, ModelType, Provider, Providers};
+use crate::upstream::llm::ProviderKey;
+
+/// Why the providers file could not be read.
+#[derive(Debug, thiserror::Error, PartialEq)]
+#[error("providers file {0}")]
+pub struct ProvidersError(pub String);
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileDoc {
+    #[serde(default)]
+    provider: Vec<ProviderDoc>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProviderDoc {
+    id: String,
+    kind: String,
+    base_url: String,
+    api_key_env: String,
+    markup_pct: Option<toml::Value>,
+    #[serde(default)]
+    model: Vec<ModelDoc>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ModelDoc {
+    id: String,
+    #[serde(rename = "type")]
+    kind: String,
+    context_window: Option<u64>,
+    #[serde(default)]
+    aliases: Vec<String>,
+    input_per_mtok: Option<String>,
+    output_per_mtok: Option<String>,
+    per_image: Option<String>,
+    per_second: Option<String>,
+}
+
+fn price(
+    file: &str,
+    at: &str,
+    key: &str,
+    v: Option<String>,
+) -> Result<Option<Decimal>, ProvidersError> {
+    let Some(v) = v else { return Ok(None) };
+    let d = Decimal::from_str(v.trim())
+        .map_err(|e| ProvidersError(format!("{file}: {at}: {key} {v:?} is not a decimal: {e}")))?;
+    if d.is_sign_negative() {
+        return Err(ProvidersError(format!(
+            "{file}: {at}: {key} {v:?} is negative"
+        )));
+    }
+    Ok(Some(d))
+}
+
+/// Parses the text of a providers file named `file`.
+pub fn parse(text: &str, file: &str, default_markup: Decimal) -> Result<Providers, ProvidersError> {
+    let doc: FileDoc = toml::from_str(text).map_err(|e| ProvidersError(format!("{file}: {e}")))?;
+    let mut providers: Vec<Provider> = Vec::new();
+    for p in doc.provider {
+        let at = format!("provider {:?}", p.id);
+        if p.id.is_empty() || p.id.contains('/') {
+            return Err(ProvidersError(format!(
+                "{file}: {at}: id must be non-empty, without '/'"
+            )));
+        }
+        if providers.iter().any(|x| x.id == p.id) {
+            return Err(ProvidersError(format!(
+                "{file}: {at}: duplicate provider id"
+            )));
+        }
+        let adapter: Arc<dyn Adapter> = match p.kind.as_str() {
+            "openai" => Arc::new(openai::OpenAi),
+            other => {
+                return Err(ProvidersError(format!(
+                    "{file}: {at}: kind {other:?} is not supported (supported: openai)"
+                )))
+            }
+        };
+        let base_url = p.base_url.trim().trim_end_matches('/').to_owned();
+        if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
+            return Err(ProvidersError(format!(
+                "{file}: {at}: base_url {base_url:?} is not an http(s) URL"
+            )));
+        }
+        let markup_pct = match p.markup_pct {
+            None => default_markup,
+            Some(v) => {
+                let text = match &v {
+                    toml::Value::String(s) => s.clone(),
+                    toml::Value::Float(_) | toml::Value::Integer(_) => v.to_string(),
+                    _ => String::new(),
+                };
+                crate::billing::parse_markup(&text)
+                    .map_err(|e| ProvidersError(format!("{file}: {at}: markup_pct: {e}")))?
+            }
+        };
+        let key = ProviderKey::from_env(&p.api_key_env);
+        if key.is_none() {
+            tracing::warn!(provider = %p.id, variable = %p.api_key_env, "the provider's key variable is unset: only BYOK calls can reach it");
+        }
+        let mut models: Vec<Model> = Vec::new();
+        for m in p.model {
+            let at = format!("provider {:?} model {:?}", p.id, m.id);
+            if m.id.is_empty() {
+                return Err(ProvidersError(format!(
+                    "{file}: {at}: id must be non-empty"
+                )));
+            }
+            if models.iter().any(|x| x.id == m.id) {
+                return Err(ProvidersError(format!("{file}: {at}: duplicate model id")));
+            }
+            let kind = ModelType::parse(&m.kind).ok_or_else(|| {
+                ProvidersError(format!(
+                    "{file}: {at}: type {:?} is not one of chat, completion, embedding, image, video, tts, stt",
+                    m.kind
+                ))
+            })?;
+            models.push(Model {
+                input_per_mtok: price(file, &at, "input_per_mtok", m.input_per_mtok)?,
+                output_per_mtok: price(file, &at, "output_per_mtok", m.output_per_mtok)?,
+                per_image: price(file, &at, "per_image", m.per_image)?,
+                per_second: price(file, &at, "per_second", m.per_second)?,
+                id: m.id,
+                kind,
+                context_window: m.context_window,
+                aliases: m.aliases,
+            });
+        }
+        providers.push(Provider {
+            id: p.id,
+            kind: p.kind,
+            base_url,
+            key,
+            api_key_env: p.api_key_env,
+            markup_pct,
+            models,
+            adapter,
+        });
+    }
+    Ok(Providers { providers })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+[[provider]]
+id = "sim"
+kind = "openai"
+base_url = "http://127.0.0.1:9100/v1/"
+api_key_env = "GW_TEST_UNSET_KEY_VAR"
+markup_pct = 10.0
+[[provider.model]]
+id = "sim-gpt"
+type = "chat"
+context_window = 8192
+aliases = ["gpt"]
+input_per_mtok = "2.00"
+output_per_mtok = "8.00"
+[[provider.model]]
+id = "sim-embed"
+type = "embedding"
+input_per_mtok = "0.10"
+"#;
+
+    #[test]
+    fn a_good_file_parses() {
+        let p = parse(GOOD, "p.toml", Decimal::from(20)).unwrap();
+        let sim = &p.providers[0];
+        assert_eq!(sim.base_url, "http://127.0.0.1:9100/v1");
+        assert_eq!(sim.markup_pct, Decimal::from_str("10.0").unwrap());
+        assert!(sim.key.is_none());
+        let (_, m) = p.resolve(Some("sim/sim-gpt"), ModelType::Chat).unwrap();
+        assert_eq!(m.input_per_mtok, Some(Decimal::from_str("2.00").unwrap()));
+        assert_eq!(
+            p.resolve(Some("gpt"), ModelType::Chat).unwrap().1.id,
+            "sim-gpt"
+        );
+        assert_eq!(
+            p.resolve(None, ModelType::Embedding).unwrap().1.id,
+            "sim-embed"
+        );
+        assert_eq!(
+            p.resolve(Some("sim/none"), ModelType::Chat)
+                .unwrap_err()
+                .status(),
+            404
+        );
+        assert_eq!(
+            p.resolve(Some("x/sim-gpt"), ModelType::Chat)
+                .unwrap_err()
+                .status(),
+            404
+        );
+        assert_eq!(
+            p.resolve(Some("sim/sim-embed"), ModelType::Chat)
+                .unwrap_err()
+                .status(),
+            400
+        );
+    }
+
+    #[test]
+    fn errors_name_the_file_and_the_key() {
+        let e = parse("[[provider]]\nid = 3\n", "p.toml", Decimal::ZERO).unwrap_err();
+        assert!(e.0.contains("p.toml") && e.0.contains("line 2"), "{e}");
+        let bad = GOOD.replace("\"8.00\"", "\"eight\"");
+        let e = parse(&bad, "p.toml", Decimal::ZERO).unwrap_err();
+        assert!(
+            e.0.contains("model \"sim-gpt\"") && e.0.contains("output_per_mtok"),
+            "{e}"
+        );
+        let bad = GOOD.replace("type = \"chat\"", "type = \"chatty\"");
+        assert!(parse(&bad, "p.toml", Decimal::ZERO)
+            .unwrap_err()
+            .0
+            .contains("chatty"));
+        let bad = GOOD.replace("kind = \"openai\"", "kind = \"other\"");
+        assert!(parse(&bad, "p.toml", Decimal::ZERO)
+            .unwrap_err()
+            .0
+            .contains("other"));
+    }
+}

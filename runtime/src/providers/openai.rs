@@ -1,0 +1,64 @@
+//! The OpenAI-compatible adapter: the gateway's request shape is OpenAI's,
+//! so the body passes through with the provider's model id, the gateway's
+//! own fields removed and `additional_params` merged in (its keys win
+//! over none of the gateway's: `model` stays the resolved one).
+
+use serde_json::{Map, Value};
+
+use super::{Adapter, Op};
+
+/// Fields the gateway consumes and never sends upstream.
+const GATEWAY_FIELDS: [&str; 2] = ["byok_api_key", "additional_params"];
+
+#[derive(Debug)]
+pub struct OpenAi;
+
+impl Adapter for OpenAi {
+    fn path(&self, op: Op) -> &'static str {
+        match op {
+            Op::Chat => "/chat/completions",
+            Op::Completion => "/completions",
+            Op::Embedding => "/embeddings",
+            Op::Image => "/images/generations",
+        }
+    }
+
+    fn request(&self, op: Op, model: &str, mut body: Map<String, Value>) -> Map<String, Value> {
+        if op == Op::Embedding {
+            // The spec's `text` is OpenAI's `input`.
+            if let Some(text) = body.remove("text") {
+                body.entry("input").or_insert(text);
+            }
+        }
+        let extra = body.remove("additional_params");
+        for f in GATEWAY_FIELDS {
+            body.remove(f);
+        }
+        if let Some(Value::Object(extra)) = extra {
+            for (k, v) in extra {
+                if !body.contains_key(&k) {
+                    body.insert(k, v);
+                }
+            }
+        }
+        body.insert("model".into(), Value::String(model.to_owned()));
+        body
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn gateway_fields_go_and_additional_params_merge() {
+        let body = json!({"messages": [], "model": "sim/sim-gpt", "byok_api_key": "k",
+            "temperature": 0.5, "additional_params": {"seed": 7, "temperature": 2}});
+        let out = OpenAi.request(Op::Chat, "sim-gpt", body.as_object().unwrap().clone());
+        assert_eq!(
+            Value::Object(out),
+            json!({"messages": [], "model": "sim-gpt", "temperature": 0.5, "seed": 7})
+        );
+    }
+}

@@ -1,0 +1,284 @@
+//! Relaying a model's server-sent events to the caller, chunk by chunk
+//! (never buffered whole), while reading what passes:
+//!
+//! * the upstream's `usage` when it sends one, else the content events
+//!   counted (one token per event with content);
+//! * a stop request ([`crate::streams`]): `data: [DONE]` and a clean end;
+//! * idleness past the stream time-out: an error event, then `[DONE]`;
+//! * the end, however it comes (finished, stopped, timed out, upstream
+//!   error, or the client hanging up, which drops the body): what was
+//!   streamed is settled once ([`crate::credits::Settle`]) — awaited
+//!   before the stream's last bytes on a normal end, spawned on a drop.
+
+use std::pin::Pin;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::{Stream, StreamExt};
+use serde_json::Value;
+
+use crate::body::BoxError;
+use crate::credits::Settle;
+use crate::streams::Registration;
+use crate::Gateway;
+
+type Upstream = Pin<Box<dyn Stream<Item = Result<Bytes, BoxError>> + Send>>;
+
+/// Most bytes of one unfinished SSE line kept for counting.
+const MAX_LINE: usize = 1 << 20;
+
+/// What the relay has seen of the events.
+#[derive(Debug, Default)]
+pub struct Counter {
+    line: Vec<u8>,
+    /// `usage` of the upstream: (prompt, completion) tokens.
+    pub usage: Option<(u64, u64)>,
+    /// Events that carried content.
+    pub content_events: u64,
+    pub done: bool,
+}
+
+impl Counter {
+    /// Feeds a chunk of the event stream.
+    pub fn feed(&mut self, chunk: &[u8]) {
+        for &b in chunk {
+            if b == b'\n' {
+                let line = std::mem::take(&mut self.line);
+                self.line_done(&line);
+            } else if self.line.len() < MAX_LINE {
+                self.line.push(b);
+            }
+        }
+    }
+
+    fn line_done(&mut self, line: &[u8]) {
+        let Some(data) = line.strip_prefix(b"data:") else {
+            return;
+        };
+        let data = data.trim_ascii();
+        if data == b"[DONE]" {
+            self.done = true;
+            return;
+        }
+        let Ok(v) = serde_json::from_slice::<Value>(data) else {
+            return;
+        };
+        if let Some(u) = v.get("usage").filter(|u| u.is_object()) {
+            let n = |k: &str| {
+                crate::billing::quantity_from_upstream(k, u.get(k))
+                    .valid()
+                    .and_then(|d| rust_decimal::prelude::ToPrimitive::to_u64(&d.ceil()))
+            };
+            if let (Some(p), Some(c)) = (n("prompt_tokens"), n("completion_tokens")) {
+                self.usage = Some((p, c));
+            }
+        }
+        for c in v
+            .get("choices")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let text = c
+                .get("delta")
+                .and_then(|d| d.get("content"))
+                .or_else(|| c.get("text"))
+                .and_then(Value::as_str);
+            if text.is_some_and(|t| !t.is_empty()) {
+                self.content_events += 1;
+            }
+        }
+    }
+}
+
+/// One relayed stream.
+pub struct Relay {
+    pub gw: Gateway,
+    pub upstream: Upstream,
+    /// The first chunk, read before the answer started (for the time-out).
+    pub first: Option<Bytes>,
+    pub idle: Duration,
+    pub registration: Registration,
+    pub settle: Option<Settle>,
+    /// Prompt tokens billed when the upstream sends no `usage`.
+    pub prompt_tokens: u64,
+    pub counter: Counter,
+    finished: bool,
+}
+
+impl Relay {
+    pub fn new(
+        gw: Gateway,
+        upstream: Upstream,
+        first: Option<Bytes>,
+        idle: Duration,
+        registration: Registration,
+        settle: Settle,
+        prompt_tokens: u64,
+    ) -> Relay {
+        let mut counter = Counter::default();
+        if let Some(b) = &first {
+            counter.feed(b);
+        }
+        Relay {
+            gw,
+            upstream,
+            first,
+            idle,
+            registration,
+            settle: Some(settle),
+            prompt_tokens,
+            counter,
+            finished: false,
+        }
+    }
+
+    fn settle_records(&mut self, ended: &str) -> Option<Vec<crate::store::Record>> {
+        let settle = self.settle.take()?;
+        let (input, output, counted) = match self.counter.usage {
+            Some((p, c)) => (p, c, false),
+            None => (self.prompt_tokens, self.counter.content_events, true),
+        };
+        Some(settle.records(input, output, counted, ended))
+    }
+
+    /// Commits what was streamed (once). The commit runs in a task of its
+    /// own, so that cancelling this (the caller hung up) cannot lose it.
+    async fn finish(&mut self, ended: &str) {
+        if let Some(records) = self.settle_records(ended) {
+            let store = self.gw.store.clone();
+            let commit = tokio::spawn(async move { store.commit(records).await });
+            match commit.await {
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) => tracing::error!(error = %e, "recording a stream's usage failed"),
+                Err(e) => tracing::error!(error = %e, "recording a stream's usage failed"),
+            }
+        }
+    }
+
+    /// The next chunk for the caller.
+    async fn next_chunk(&mut self) -> Option<Bytes> {
+        if self.finished {
+            return None;
+        }
+        if let Some(b) = self.first.take() {
+            return Some(b);
+        }
+        let mut stop = self.registration.stop.clone();
+        let next = tokio::select! {
+            biased;
+            _ = async { stop.wait_for(|s| *s).await.is_ok() } => None,
+            r = tokio::time::timeout(self.idle, self.upstream.next()) => Some(r),
+        };
+        let Some(next) = next else {
+            self.finished = true;
+            self.finish("stopped").await;
+            return Some(Bytes::from_static(b"data: [DONE]\n\n"));
+        };
+        match next {
+            Ok(Some(Ok(b))) => {
+                self.counter.feed(&b);
+                Some(b)
+            }
+            Ok(None) => {
+                self.finished = true;
+                self.finish("complete").await;
+                None
+            }
+            Ok(Some(Err(e))) => {
+                self.finished = true;
+                tracing::warn!(error = %e, "model stream broke off");
+                self.finish("error").await;
+                Some(error_event(502, "the model provider's stream broke off"))
+            }
+            Err(_) => {
+                self.finished = true;
+                self.finish("timeout").await;
+                Some(error_event(
+                    504,
+                    &format!("stream idle for more than {} s", self.idle.as_secs()),
+                ))
+            }
+        }
+    }
+
+    /// The relay as a body stream: a task drives the relay (so that it
+    /// settles even when nobody polls the body any more) and hands each
+    /// chunk over a one-slot channel; when the caller hangs up the channel
+    /// closes, the task ends at once (even while the upstream is silent) and
+    /// the relay, dropped, bills what was streamed.
+    pub fn into_stream(self) -> ChannelStream {
+        let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(1);
+        tokio::spawn(async move {
+            let mut relay = self;
+            loop {
+                // A hang-up is noticed even while the upstream is silent;
+                // every step of `next_chunk` may be cancelled safely.
+                let next = tokio::select! {
+                    biased;
+                    _ = tx.closed() => return,
+                    b = relay.next_chunk() => b,
+                };
+                let Some(b) = next else { return };
+                if tx.send(b).await.is_err() {
+                    return;
+                }
+            }
+        });
+        ChannelStream(rx)
+    }
+}
+
+/// The caller's side of a relay.
+pub struct ChannelStream(tokio::sync::mpsc::Receiver<Bytes>);
+
+impl Stream for ChannelStream {
+    type Item = Result<Bytes, BoxError>;
+
+    fn poll_next(
+        mut self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        self.0.poll_recv(cx).map(|o| o.map(Ok))
+    }
+}
+
+/// An error event in the stream (format 2's fields), then `[DONE]`.
+fn error_event(status: u16, message: &str) -> Bytes {
+    let v = serde_json::json!({"error": {"message": message, "code": status}, "success": false, "message": message});
+    Bytes::from(format!("data: {v}\n\ndata: [DONE]\n\n"))
+}
+
+impl Drop for Relay {
+    /// The caller hung up: what was streamed is billed.
+    fn drop(&mut self) {
+        if let Some(records) = self.settle_records("disconnected") {
+            let store = self.gw.store.clone();
+            if let Ok(h) = tokio::runtime::Handle::try_current() {
+                h.spawn(async move {
+                    if let Err(e) = store.commit(records).await {
+                        tracing::error!(error = %e, "recording a stream's usage failed");
+                    }
+                });
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_content_events_and_reads_usage_across_chunks() {
+        let mut c = Counter::default();
+        c.feed(
+            b"data: {\"choices\":[{\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\nda",
+        );
+        c.feed(b"ta: {\"choices\":[{\"delta\":{\"content\":\"Hi\"}}]}\n\n");
+        c.feed(b"data: {\"choices\":[{\"text\":\" there\"}]}\n\n");
+        assert_eq!((c.content_events, c.usage, c.done), (2, None, false));
+        c.feed(b"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":2}}\n\ndata: [DONE]\n\n");
+        assert_eq!((c.usage, c.done), (Some((3, 2)), true));
+    }
+}

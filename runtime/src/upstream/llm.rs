@@ -1,0 +1,60 @@
+//! Calls to the general gateway's model providers (the providers file,
+//! [`crate::providers`]): a provider's own base URL with that provider's
+//! key, or, for one call, the caller's own key (BYOK).
+//!
+//! The key is held in a [`ProviderKey`], whose `Debug` never shows it, and
+//! is added to the request here only; the answer is scrubbed of whichever
+//! key was used, like every other upstream answer.
+
+use std::sync::Arc;
+
+use http::header;
+
+use super::{Call, Mapping, Upstream};
+use crate::spec::{Base, Method};
+
+/// A provider key: read from its environment variable once, at start-up,
+/// or given by the caller for one request (BYOK). Never logged, never stored.
+#[derive(Clone)]
+pub struct ProviderKey(Arc<str>);
+
+impl std::fmt::Debug for ProviderKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ProviderKey(<redacted>)")
+    }
+}
+
+impl ProviderKey {
+    /// The key held by environment variable `name` (`None`: unset or empty).
+    pub fn from_env(name: &str) -> Option<ProviderKey> {
+        std::env::var(name)
+            .ok()
+            .filter(|v| !v.trim().is_empty())
+            .map(|v| ProviderKey(Arc::from(v.trim())))
+    }
+
+    /// The caller's own key (BYOK), for one call.
+    pub fn byok(key: &str) -> ProviderKey {
+        ProviderKey(Arc::from(key.trim()))
+    }
+}
+
+impl Upstream {
+    /// A call to `base_url` + `path` presenting `key` as a bearer token
+    /// (OpenAI-compatible providers).
+    pub fn llm_call(&self, method: Method, base_url: &str, path: &str, key: &ProviderKey) -> Call {
+        let url = format!("{}{}", base_url.trim_end_matches('/'), path);
+        let rb = self
+            .client
+            .request(method.to_http(), url)
+            .header(header::AUTHORIZATION, format!("Bearer {}", key.0));
+        Call {
+            rb,
+            mapping: Mapping {
+                base: Base::Llm,
+                timeout: self.timeout,
+                key: Some(key.0.clone()),
+            },
+        }
+    }
+}
