@@ -12,7 +12,40 @@ use symphonia::core::probe::Hint;
 
 /// Seconds of audio in `bytes` (`ext` hints the container), to 6 places.
 pub fn duration_seconds(bytes: Vec<u8>, ext: &str) -> Option<Decimal> {
-    let mss = MediaSourceStream::new(Box::new(Cursor::new(bytes)), Default::default());
+    duration_of(Box::new(Cursor::new(bytes)), ext)
+}
+
+/// Seconds of audio in the file at `path`, read from disk as probed (never
+/// whole in memory), to 6 places.
+pub fn file_duration_seconds(path: &std::path::Path, ext: &str) -> Option<Decimal> {
+    duration_of(Box::new(std::fs::File::open(path).ok()?), ext)
+}
+
+/// The container of audio or video `head` (the first bytes of a file)
+/// starts: `wav`, `mp3`, `flac`, `ogg`, `mp4` (also m4a and mov) or `webm`
+/// (also mkv); `None`: neither audio nor video.
+pub fn sniff_container(head: &[u8]) -> Option<&'static str> {
+    if head.len() >= 12 && &head[..4] == b"RIFF" && &head[8..12] == b"WAVE" {
+        Some("wav")
+    } else if head.starts_with(b"ID3")
+        || (head.len() >= 2 && head[0] == 0xFF && head[1] & 0xE0 == 0xE0)
+    {
+        Some("mp3")
+    } else if head.starts_with(b"fLaC") {
+        Some("flac")
+    } else if head.starts_with(b"OggS") {
+        Some("ogg")
+    } else if head.len() >= 8 && &head[4..8] == b"ftyp" {
+        Some("mp4")
+    } else if head.starts_with(&[0x1A, 0x45, 0xDF, 0xA3]) {
+        Some("webm")
+    } else {
+        None
+    }
+}
+
+fn duration_of(source: Box<dyn symphonia::core::io::MediaSource>, ext: &str) -> Option<Decimal> {
+    let mss = MediaSourceStream::new(source, Default::default());
     let mut hint = Hint::new();
     hint.with_extension(ext);
     let mut probed = symphonia::default::get_probe()
@@ -63,6 +96,15 @@ mod tests {
             duration_seconds(buf.into_inner(), "wav"),
             Some(Decimal::from_str("1.5").unwrap())
         );
+    }
+
+    #[test]
+    fn containers_are_sniffed() {
+        assert_eq!(sniff_container(b"RIFF\0\0\0\0WAVEfmt "), Some("wav"));
+        assert_eq!(sniff_container(b"ID3\x04"), Some("mp3"));
+        assert_eq!(sniff_container(b"\0\0\0\x20ftypisom"), Some("mp4"));
+        assert_eq!(sniff_container(b"not audio at all"), None);
+        assert_eq!(sniff_container(b"%PDF-1.7"), None);
     }
 
     #[test]

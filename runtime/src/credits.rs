@@ -147,7 +147,7 @@ impl Settle {
         let priced = self.model.input_per_mtok.is_some() || self.model.output_per_mtok.is_some();
         let tokens = Usage {
             unit: "tokens",
-            quantity: input + output,
+            quantity: Decimal::from(input + output),
             raw_cost: priced.then_some(raw),
             input_tokens: input,
             output_tokens: output,
@@ -161,7 +161,22 @@ impl Settle {
         let raw = self.model.per_image.map(|p| p * Decimal::from(n));
         let usage = Usage {
             unit: "images",
-            quantity: n,
+            quantity: Decimal::from(n),
+            raw_cost: raw,
+            input_tokens: 0,
+            output_tokens: 0,
+            counted: false,
+        };
+        self.settle(usage, "complete")
+    }
+
+    /// The records of `seconds` of audio or video at the model's
+    /// `per_second` price.
+    pub fn seconds_records(self, unit: &'static str, seconds: Decimal) -> Vec<Record> {
+        let raw = self.model.per_second.map(|p| p * seconds);
+        let usage = Usage {
+            unit,
+            quantity: seconds,
             raw_cost: raw,
             input_tokens: 0,
             output_tokens: 0,
@@ -195,10 +210,10 @@ impl Settle {
             charged = Decimal::ZERO;
         }
         let unit_price = usage.raw_cost.map(|raw| {
-            if usage.quantity == 0 {
+            if usage.quantity.is_zero() {
                 Decimal::ZERO
             } else {
-                (raw / Decimal::from(usage.quantity)).round_dp(12)
+                (raw / usage.quantity).round_dp(12)
             }
         });
         let now = crate::store::now_rfc3339();
@@ -211,7 +226,7 @@ impl Settle {
                 capability: capability.to_owned(),
                 product: name.clone(),
                 unit: usage.unit.to_owned(),
-                quantity: Decimal::from(usage.quantity),
+                quantity: usage.quantity,
                 unit_price,
                 markup_pct: provider.markup_pct,
                 charged,
@@ -241,7 +256,7 @@ impl Settle {
 /// What a request used, before markup.
 struct Usage {
     unit: &'static str,
-    quantity: u64,
+    quantity: Decimal,
     /// `None`: the model has no price for it (recorded unpriced, charged 0).
     raw_cost: Option<Decimal>,
     input_tokens: u64,
@@ -253,6 +268,14 @@ struct Usage {
 pub fn image_cost(p: &Provider, m: &Model, n: u64) -> Decimal {
     (m.per_image.unwrap_or_default()
         * Decimal::from(n)
+        * (Decimal::ONE + p.markup_pct / Decimal::ONE_HUNDRED))
+        .round_dp_with_strategy(CHARGE_DP, RoundingStrategy::MidpointAwayFromZero)
+}
+
+/// The charge of `seconds` of `m`, markup included, 8 places.
+pub fn seconds_cost(p: &Provider, m: &Model, seconds: Decimal) -> Decimal {
+    (m.per_second.unwrap_or_default()
+        * seconds
         * (Decimal::ONE + p.markup_pct / Decimal::ONE_HUNDRED))
         .round_dp_with_strategy(CHARGE_DP, RoundingStrategy::MidpointAwayFromZero)
 }

@@ -20,6 +20,7 @@ mod hardening;
 mod isolation;
 mod layout;
 mod media;
+mod media_b;
 mod mirror;
 mod money;
 mod openai_client;

@@ -24,6 +24,11 @@
 //! * [`catalogue`] — `catalogue`, `catalogue_model`, `catalogue_trending`.
 //! * [`embeddings`] — `embedding`: the spec's or OpenAI's shape.
 //! * [`images`] — `image`: generated images copied into the object store.
+//! * [`speech`] — `speech`: text to speech, the audio stored, billed in
+//!   seconds.
+//! * [`transcription`] — `transcription`: speech to text (and translation
+//!   to English), the upload spooled to disk, probed and streamed upstream,
+//!   billed in seconds.
 //!
 //! What every mode shares lives here ([`read_body`], [`call`]) or in a
 //! module of its own at the crate root ([`crate::ctx`], [`crate::shape`],
@@ -41,7 +46,9 @@ pub mod keys;
 pub mod lists;
 pub mod proxy;
 pub mod search;
+pub mod speech;
 pub mod synthesis;
+pub mod transcription;
 pub mod uploads;
 pub mod webhook;
 
@@ -95,16 +102,15 @@ pub async fn run(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<Out
         Mode::CatalogueTrending => catalogue::trending(ctx).await,
         Mode::Embedding => embeddings::embed(ctx, req).await,
         Mode::Image => images::generate(ctx, req).await,
-        Mode::VideoSubmit
-        | Mode::VideoGet
-        | Mode::VideoList
-        | Mode::VideoCancel
-        | Mode::Speech
-        | Mode::Transcription => Err(ApiError::NotImplemented(format!(
-            "{} ({}) is not implemented yet in this gateway",
-            spec.path,
-            spec.mode.as_str()
-        ))),
+        Mode::Speech => speech::speak(ctx, req).await,
+        Mode::Transcription => transcription::transcribe(ctx, req).await,
+        Mode::VideoSubmit | Mode::VideoGet | Mode::VideoList | Mode::VideoCancel => {
+            Err(ApiError::NotImplemented(format!(
+                "{} ({}) is not implemented yet in this gateway",
+                spec.path,
+                spec.mode.as_str()
+            )))
+        }
     }
 }
 
@@ -169,10 +175,39 @@ pub(crate) async fn prepare_model_call(
     op: Op,
     max_cost: impl FnOnce(&Provider, &Model) -> rust_decimal::Decimal,
 ) -> Result<Prepared, ApiError> {
+    let (settle, key) = pick_model(
+        ctx,
+        body.get("model").and_then(Value::as_str),
+        body.get("byok_api_key").and_then(Value::as_str),
+        want,
+        max_cost,
+    )
+    .await?;
+    let p = &settle.provider;
+    let path = p.adapter.path(op);
+    let upstream_body = p.adapter.request(op, &settle.model.id, body);
+    let call = ctx
+        .gw
+        .upstream
+        .llm_call(Method::Post, &p.base_url, path, &key)
+        .json(&upstream_body);
+    Ok(Prepared { call, settle })
+}
+
+/// Resolves the model `name` (of type `want`), checks the API key's model
+/// allow-list, chooses the key (`byok`, the caller's own, for this call
+/// only, else the provider's) and holds `max_cost` (nothing with BYOK; 402
+/// when it does not fit). The settle (with the provider and the model) and
+/// the key to call with.
+pub(crate) async fn pick_model(
+    ctx: &Ctx,
+    name: Option<&str>,
+    byok: Option<&str>,
+    want: ModelType,
+    max_cost: impl FnOnce(&Provider, &Model) -> rust_decimal::Decimal,
+) -> Result<(Settle, ProviderKey), ApiError> {
     let gw = ctx.gw.clone();
-    let (p, m) = gw
-        .providers
-        .resolve(body.get("model").and_then(Value::as_str), want)?;
+    let (p, m) = gw.providers.resolve(name, want)?;
     if let Some(allowed) = ctx.user.as_ref().and_then(|u| u.models.as_ref()) {
         let wildcard = format!("{}/*", p.id);
         let name = format!("{}/{}", p.id, m.id);
@@ -182,9 +217,7 @@ pub(crate) async fn prepare_model_call(
             )));
         }
     }
-    let byok = body
-        .get("byok_api_key")
-        .and_then(Value::as_str)
+    let byok = byok
         .map(str::trim)
         .filter(|k| !k.is_empty())
         .map(ProviderKey::byok);
@@ -198,12 +231,5 @@ pub(crate) async fn prepare_model_call(
         })?,
     };
     let hold = credits::reserve(ctx, max_cost(p, m), byok.is_some()).await?;
-    let settle = Settle::new(ctx, p, m, byok.is_some(), hold);
-    let path = p.adapter.path(op);
-    let upstream_body = p.adapter.request(op, &m.id, body);
-    let call = gw
-        .upstream
-        .llm_call(Method::Post, &p.base_url, path, &key)
-        .json(&upstream_body);
-    Ok(Prepared { call, settle })
+    Ok((Settle::new(ctx, p, m, byok.is_some(), hold), key))
 }

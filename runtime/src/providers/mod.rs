@@ -83,6 +83,9 @@ pub enum Op {
     Completion,
     Embedding,
     Image,
+    Speech,
+    Transcription,
+    Translation,
 }
 
 /// How the gateway speaks to one kind of provider API. The request and

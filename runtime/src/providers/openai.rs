@@ -20,6 +20,9 @@ impl Adapter for OpenAi {
             Op::Completion => "/completions",
             Op::Embedding => "/embeddings",
             Op::Image => "/images/generations",
+            Op::Speech => "/audio/speech",
+            Op::Transcription => "/audio/transcriptions",
+            Op::Translation => "/audio/translations",
         }
     }
 

@@ -1,0 +1,188 @@
+//! `speech`: text to speech through a `tts` model. The produced audio is
+//! stored in the object store (an asset record, 7-day retention) and
+//! answered with a presigned URL; billed by its seconds at the model's
+//! `per_second` price, measured here (OpenAI-style providers do not report
+//! a duration). The credit hold is an upper bound of the audio's length:
+//! [`HOLD_SECONDS_PER_CHAR`] per character of `input` (at least
+//! [`HOLD_MIN_SECONDS`]) divided by `speed`.
+
+use std::time::Duration;
+
+use http::StatusCode;
+use rust_decimal::Decimal;
+use serde_json::{json, Value};
+
+use super::{pick_model, read_body};
+use crate::ctx::{Ctx, Outcome};
+use crate::errors::ApiError;
+use crate::providers::{ModelType, Op};
+use crate::router::Request;
+use crate::store::{AssetRecord, Record};
+use crate::{body, credits};
+
+/// Retention of produced speech.
+pub const SPEECH_RETENTION_DAYS: i64 = 7;
+/// Validity of the answered presigned URL.
+pub const URL_VALIDITY: Duration = Duration::from_secs(3600);
+/// Largest audio accepted from a provider.
+pub const MAX_SPEECH_BYTES: usize = 64 << 20;
+/// Seconds of audio held per character of input (a generous bound: speech
+/// runs at about 0.07 s a character).
+pub const HOLD_SECONDS_PER_CHAR: Decimal = Decimal::from_parts(25, 0, 0, false, 2);
+/// Smallest hold, in seconds of audio.
+pub const HOLD_MIN_SECONDS: Decimal = Decimal::from_parts(5, 0, 0, false, 0);
+/// Formats whose length the gateway can measure (OpenAI's `pcm`: 24 kHz,
+/// 16-bit, mono).
+pub const FORMATS: [&str; 3] = ["mp3", "wav", "pcm"];
+
+/// The hold's seconds for `chars` characters at `speed`.
+pub fn hold_seconds(chars: usize, speed: f64) -> Decimal {
+    let speed = Decimal::try_from(speed.clamp(0.25, 4.0)).unwrap_or(Decimal::ONE);
+    ((Decimal::from(chars as u64) * HOLD_SECONDS_PER_CHAR).max(HOLD_MIN_SECONDS) / speed)
+        .round_dp(3)
+}
+
+/// Seconds of `audio` in `format` (one of [`FORMATS`]).
+async fn measure(audio: bytes::Bytes, format: &'static str) -> Option<Decimal> {
+    if format == "pcm" {
+        return Some((Decimal::from(audio.len() as u64 / 2) / Decimal::from(24_000)).round_dp(6));
+    }
+    tokio::task::spawn_blocking(move || crate::audio::duration_seconds(audio.to_vec(), format))
+        .await
+        .ok()
+        .flatten()
+}
+
+/// `speech`.
+pub async fn speak(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
+    let mut body = read_body(ctx, req).await?;
+    let format: &'static str = match body.get("response_format").and_then(Value::as_str) {
+        None => "mp3",
+        Some(f) => FORMATS.into_iter().find(|x| *x == f).ok_or_else(|| {
+            ApiError::BadRequest(format!(
+                "response_format: must be one of {}",
+                FORMATS.join(", ")
+            ))
+        })?,
+    };
+    body.insert("response_format".into(), json!(format));
+    let input = body.get("input").and_then(Value::as_str).unwrap_or("");
+    if input.trim().is_empty() {
+        return Err(ApiError::BadRequest("input: must not be empty".into()));
+    }
+    let chars = input.chars().count();
+    let speed = body.get("speed").and_then(Value::as_f64).unwrap_or(1.0);
+    let (settle, key) = pick_model(
+        ctx,
+        body.get("model").and_then(Value::as_str),
+        body.get("byok_api_key").and_then(Value::as_str),
+        ModelType::Tts,
+        |p, m| credits::seconds_cost(p, m, hold_seconds(chars, speed)),
+    )
+    .await?;
+    let p = &settle.provider;
+    let upstream_body = p.adapter.request(Op::Speech, &settle.model.id, body);
+    let answer = ctx
+        .gw
+        .upstream
+        .llm_call(
+            crate::spec::Method::Post,
+            &p.base_url,
+            p.adapter.path(Op::Speech),
+            &key,
+        )
+        .json(&upstream_body)
+        .send()
+        .await?;
+    let status = answer.status();
+    let audio = answer.bytes(MAX_SPEECH_BYTES).await?;
+    if audio.is_empty() {
+        return Err(ApiError::BadGateway(
+            "the model provider answered speech without audio".into(),
+        ));
+    }
+    let seconds = measure(audio.clone(), format).await.ok_or_else(|| {
+        ApiError::BadGateway(format!(
+            "the model provider answered speech that is not {format} audio"
+        ))
+    })?;
+    let user_id = ctx.require_user("speech")?;
+    let now = chrono::Utc::now();
+    let content_type = match format {
+        "wav" => "audio/wav",
+        "pcm" => "audio/pcm",
+        _ => "audio/mpeg",
+    };
+    let object_key = format!(
+        "speech/{user_id}/{}-{}.{format}",
+        now.format("%Y/%m/%d/%H%M%S"),
+        ctx.request_id
+    );
+    let size = audio.len() as u64;
+    ctx.gw
+        .objects
+        .put_bytes(&object_key, content_type, audio)
+        .await
+        .map_err(|e| ApiError::Internal(format!("storing speech: {e}")))?;
+    let audio_url = ctx
+        .gw
+        .objects
+        .presign_get(&object_key, URL_VALIDITY)
+        .map_err(|e| ApiError::Internal(format!("presigning speech: {e}")))?;
+    let expires_at = crate::store::rfc3339(now + chrono::Duration::days(SPEECH_RETENTION_DAYS));
+    let model = format!("{}/{}", settle.provider.id, settle.model.id);
+    let byok = settle.byok;
+    let mut records = vec![Record::Asset(AssetRecord {
+        owner_id: Some(user_id),
+        object_key,
+        class: "speech".into(),
+        purpose: Some("tts".into()),
+        size_bytes: size,
+        content_type: content_type.into(),
+        file_name: None,
+        source: Some(ctx.request_id.clone()),
+        created_at: crate::store::rfc3339(now),
+        expires_at: Some(expires_at.clone()),
+    })];
+    let settled = settle.seconds_records("audio_seconds", seconds);
+    let charged = settled
+        .iter()
+        .find_map(|r| match r {
+            Record::Usage(u) => Some(u.charged),
+            _ => None,
+        })
+        .unwrap_or_default();
+    records.extend(settled);
+    let v = json!({
+        "audio_url": audio_url,
+        "audio_duration": seconds.normalize().to_string().parse::<f64>().unwrap_or(0.0),
+        "format": format,
+        "content_type": content_type,
+        "size_bytes": size,
+        "model": model,
+        "expires_at": expires_at,
+        "billing": {
+            "unit": "audio_seconds",
+            "quantity": seconds.normalize().to_string(),
+            "charged": charged.normalize().to_string(),
+            "byok": byok,
+        },
+    });
+    let mut out = Outcome::new(body::json(StatusCode::OK, &v), Some(status));
+    out.records = records;
+    out.own_usage = true;
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hold_bounds() {
+        assert_eq!(hold_seconds(4, 1.0), Decimal::from(5));
+        assert_eq!(hold_seconds(100, 1.0), Decimal::from(25));
+        assert_eq!(hold_seconds(100, 0.25), Decimal::from(100));
+        assert_eq!(hold_seconds(100, 4.0), Decimal::new(625, 2));
+    }
+}

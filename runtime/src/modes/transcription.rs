@@ -1,0 +1,324 @@
+//! `transcription`: speech to text through an `stt` model, and translation
+//! to English (the row's upstream path says which). `multipart/form-data`
+//! with `file` plus `model`, `language`, `prompt`, `response_format`,
+//! `temperature` (and `byok_api_key`).
+//!
+//! The file is never held whole in memory: it is spooled chunk by chunk to
+//! a private file under `<data dir>/spool/` ([`MAX_STT_BYTES`] enforced
+//! while streaming: 413 beyond), recognised by its first bytes (a file that
+//! is neither audio nor video is 400, before any hold or upstream call),
+//! measured with `symphonia` where it can be (WAV, MP3), then streamed from
+//! disk to the provider; the spool file is removed however the request ends.
+//!
+//! Billed by the audio's seconds at the model's `per_second` price: the
+//! measured length, else the provider's reported `usage.seconds` or
+//! `duration`. The hold is the measured length, else a bound from the
+//! file's size ([`UNMEASURED_BYTES_PER_SECOND`]).
+
+use std::path::PathBuf;
+
+use http::StatusCode;
+use http_body_util::BodyExt;
+use rust_decimal::Decimal;
+use serde_json::{json, Map, Value};
+use tokio::io::AsyncWriteExt;
+
+use super::pick_model;
+use crate::billing::quantity_from_upstream;
+use crate::ctx::{Ctx, Outcome};
+use crate::errors::ApiError;
+use crate::providers::{ModelType, Op};
+use crate::router::Request;
+use crate::store::Record;
+
+/// Largest file accepted (OpenAI's own limit): 25 MiB.
+pub const MAX_STT_BYTES: u64 = 25 << 20;
+/// Largest text field.
+const MAX_TEXT_FIELD: u64 = 8 * 1024;
+/// Largest answer read from the provider.
+const MAX_ANSWER_BYTES: usize = 16 << 20;
+/// Text fields passed to the provider.
+pub const FIELDS: [&str; 6] = [
+    "model",
+    "language",
+    "prompt",
+    "response_format",
+    "temperature",
+    "byok_api_key",
+];
+/// `response_format` values.
+pub const FORMATS: [&str; 5] = ["json", "text", "srt", "verbose_json", "vtt"];
+/// The hold of a file whose length cannot be measured: one second per this
+/// many bytes (8 kbit/s, below any speech codec's rate).
+pub const UNMEASURED_BYTES_PER_SECOND: u64 = 1000;
+
+fn too_large() -> ApiError {
+    ApiError::PayloadTooLarge(format!("file is larger than {} MiB", MAX_STT_BYTES >> 20))
+}
+
+fn multipart_error(e: multer::Error) -> ApiError {
+    match e {
+        multer::Error::StreamSizeExceeded { .. } | multer::Error::FieldSizeExceeded { .. } => {
+            too_large()
+        }
+        other => ApiError::BadRequest(format!("malformed multipart body: {other}")),
+    }
+}
+
+/// The spooled file, removed when dropped.
+struct Spool {
+    path: PathBuf,
+}
+
+impl Drop for Spool {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// What the form held.
+struct Form {
+    fields: Map<String, Value>,
+    /// The spool, the file's name, its size and its first bytes.
+    file: Option<(Spool, String, u64, Vec<u8>)>,
+}
+
+async fn read_form(ctx: &Ctx, req: Request) -> Result<Form, ApiError> {
+    let content_type = req
+        .headers()
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_owned();
+    let boundary = multer::parse_boundary(&content_type).map_err(|_| {
+        ApiError::BadRequest("request must be multipart/form-data with a boundary".into())
+    })?;
+    const MAX_STREAM: u64 = MAX_STT_BYTES + (1 << 20);
+    crate::shape::refuse_declared_over(req.body(), MAX_STREAM).map_err(|_| too_large())?;
+    let mut limits = multer::SizeLimit::new()
+        .whole_stream(MAX_STREAM)
+        .for_field("file", MAX_STT_BYTES);
+    for f in FIELDS {
+        limits = limits.for_field(f, MAX_TEXT_FIELD);
+    }
+    let mut form = multer::Multipart::with_constraints(
+        req.into_body().into_data_stream(),
+        boundary,
+        multer::Constraints::new().size_limit(limits),
+    );
+    let mut out = Form {
+        fields: Map::new(),
+        file: None,
+    };
+    while let Some(mut field) = form.next_field().await.map_err(multipart_error)? {
+        match field.name() {
+            Some("file") if out.file.is_none() => {
+                let name = field
+                    .file_name()
+                    .map(str::to_owned)
+                    .filter(|n| !n.is_empty())
+                    .unwrap_or_else(|| "audio".into());
+                let dir = ctx.gw.config.data_dir.join("spool");
+                tokio::fs::create_dir_all(&dir)
+                    .await
+                    .map_err(|e| ApiError::Internal(format!("spool directory: {e}")))?;
+                let spool = Spool {
+                    path: dir.join(format!("stt-{}", ctx.request_id)),
+                };
+                let mut file = tokio::fs::File::create(&spool.path)
+                    .await
+                    .map_err(|e| ApiError::Internal(format!("spool file: {e}")))?;
+                let (mut size, mut head) = (0u64, Vec::new());
+                while let Some(chunk) = field.chunk().await.map_err(multipart_error)? {
+                    size += chunk.len() as u64;
+                    if size > MAX_STT_BYTES {
+                        return Err(too_large());
+                    }
+                    if head.len() < 64 {
+                        head.extend_from_slice(&chunk[..chunk.len().min(64 - head.len())]);
+                    }
+                    file.write_all(&chunk)
+                        .await
+                        .map_err(|e| ApiError::Internal(format!("spool write: {e}")))?;
+                }
+                file.flush()
+                    .await
+                    .map_err(|e| ApiError::Internal(format!("spool write: {e}")))?;
+                out.file = Some((spool, name, size, head));
+            }
+            Some("file") => return Err(ApiError::BadRequest("only one file per request".into())),
+            Some(name) if FIELDS.contains(&name) => {
+                let name = name.to_owned();
+                let text = field.text().await.map_err(multipart_error)?;
+                out.fields.insert(name, Value::String(text));
+            }
+            _ => while field.chunk().await.map_err(multipart_error)?.is_some() {},
+        }
+    }
+    Ok(out)
+}
+
+/// `transcription` (and translation, by the row's upstream path).
+pub async fn transcribe(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
+    let translate = ctx
+        .spec
+        .upstream
+        .as_ref()
+        .is_some_and(|u| u.path.ends_with("/translations"));
+    let op = if translate {
+        Op::Translation
+    } else {
+        Op::Transcription
+    };
+    let Form { mut fields, file } = read_form(ctx, req).await?;
+    let (spool, file_name, size, head) =
+        file.ok_or_else(|| ApiError::BadRequest("file is required".into()))?;
+    let format = match fields.get("response_format").and_then(Value::as_str) {
+        None => "json".to_owned(),
+        Some(f) if FORMATS.contains(&f) => f.to_owned(),
+        Some(_) => {
+            return Err(ApiError::BadRequest(format!(
+                "response_format: must be one of {}",
+                FORMATS.join(", ")
+            )))
+        }
+    };
+    if let Some(t) = fields.get("temperature").and_then(Value::as_str) {
+        match t.trim().parse::<f64>() {
+            Ok(x) if (0.0..=1.0).contains(&x) => {
+                fields.insert("temperature".into(), json!(x));
+            }
+            _ => {
+                return Err(ApiError::BadRequest(
+                    "temperature: must be a number from 0 to 1".into(),
+                ))
+            }
+        }
+    }
+    let container = crate::audio::sniff_container(&head)
+        .ok_or_else(|| ApiError::BadRequest("file: not an audio or video file".into()))?;
+    let measured = if matches!(container, "wav" | "mp3") {
+        let (path, ext) = (spool.path.clone(), container);
+        let secs =
+            tokio::task::spawn_blocking(move || crate::audio::file_duration_seconds(&path, ext))
+                .await
+                .ok()
+                .flatten();
+        Some(secs.ok_or_else(|| {
+            ApiError::BadRequest(format!("file: not decodable {container} audio"))
+        })?)
+    } else {
+        None
+    };
+    let bound = measured
+        .unwrap_or_else(|| Decimal::from(size.div_ceil(UNMEASURED_BYTES_PER_SECOND).max(1)));
+    let (settle, key) = pick_model(
+        ctx,
+        fields.get("model").and_then(Value::as_str),
+        fields.get("byok_api_key").and_then(Value::as_str),
+        ModelType::Stt,
+        |p, m| crate::credits::seconds_cost(p, m, bound),
+    )
+    .await?;
+    let p = &settle.provider;
+    let upstream_fields = p.adapter.request(op, &settle.model.id, fields);
+    let mut form = reqwest::multipart::Form::new();
+    for (k, v) in upstream_fields {
+        let text = match v {
+            Value::String(s) => s,
+            other => other.to_string(),
+        };
+        form = form.text(k, text);
+    }
+    let opened = tokio::fs::File::open(&spool.path)
+        .await
+        .map_err(|e| ApiError::Internal(format!("spool read: {e}")))?;
+    let body = reqwest::Body::wrap_stream(tokio_util::io::ReaderStream::new(opened));
+    let part = reqwest::multipart::Part::stream_with_length(body, size)
+        .file_name(file_name.clone())
+        .mime_str(crate::fetch::content_type_for(&file_name))
+        .map_err(|e| ApiError::Internal(format!("file part: {e}")))?;
+    form = form.part("file", part);
+    let answer = ctx
+        .gw
+        .upstream
+        .llm_call(
+            crate::spec::Method::Post,
+            &p.base_url,
+            p.adapter.path(op),
+            &key,
+        )
+        .multipart(form)
+        .send()
+        .await?;
+    drop(spool);
+    let status = answer.status();
+    let bytes = answer.bytes(MAX_ANSWER_BYTES).await?;
+    let json_answer = matches!(format.as_str(), "json" | "verbose_json");
+    let mut v = if json_answer {
+        Some(serde_json::from_slice::<Value>(&bytes).map_err(|_| {
+            ApiError::BadGateway(
+                "the model provider answered a transcription that is not JSON".into(),
+            )
+        })?)
+    } else {
+        None
+    };
+    let reported = v.as_ref().and_then(|v| {
+        quantity_from_upstream("usage.seconds", v.pointer("/usage/seconds"))
+            .valid()
+            .or_else(|| quantity_from_upstream("duration", v.get("duration")).valid())
+    });
+    let seconds = match measured.or(reported) {
+        Some(s) => s,
+        None => {
+            tracing::warn!(request_id = %ctx.request_id, container, "a transcription's length is unknown; recorded unpriced");
+            Decimal::ZERO
+        }
+    };
+    let records: Vec<Record> = settle.seconds_records("audio_seconds", seconds);
+    let charged = records
+        .iter()
+        .find_map(|r| match r {
+            Record::Usage(u) => Some(u.charged),
+            _ => None,
+        })
+        .unwrap_or_default();
+    let response = match v.as_mut() {
+        Some(v) => {
+            if let Some(obj) = v.as_object_mut() {
+                obj.insert(
+                    "billing".into(),
+                    json!({
+                        "unit": "audio_seconds",
+                        "quantity": seconds.normalize().to_string(),
+                        "charged": charged.normalize().to_string(),
+                    }),
+                );
+            }
+            crate::body::json(StatusCode::OK, v)
+        }
+        None => {
+            let ct = if format == "vtt" {
+                "text/vtt"
+            } else {
+                "text/plain; charset=utf-8"
+            };
+            let mut r = http::Response::new(crate::body::full(bytes));
+            r.headers_mut().insert(
+                http::header::CONTENT_TYPE,
+                http::HeaderValue::from_static(ct),
+            );
+            r.headers_mut().insert(
+                "x-billed-audio-seconds",
+                http::HeaderValue::from_str(&seconds.normalize().to_string())
+                    .map_err(|e| ApiError::Internal(e.to_string()))?,
+            );
+            r
+        }
+    };
+    let mut out = Outcome::new(response, Some(status));
+    out.records = records;
+    out.own_usage = true;
+    Ok(out)
+}
