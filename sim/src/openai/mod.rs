@@ -11,6 +11,7 @@
 //! | POST | `/v1/images/generations` | `prompt` required; `n` (1..10), `size`, `response_format` `url` (PNG under `/__sim/media`) or `b64_json` |
 //! | POST / GET | `/v1/videos`, `/v1/videos/{id}` | `queued` → `in_progress` → `completed` on the job clock |
 //! | POST | `/v1/videos/{id}/cancel` | `cancelled` unless already finished (then 400) |
+//! | GET | `/v1/videos/{id}/content` | the finished video (`video/mp4`, a small fixed MP4 header and payload: [`video::mp4_bytes`]); 400 `video_not_ready` before `completed` |
 //! | POST | `/v1/audio/speech` | `input` required; `response_format` mp3 (default), wav or pcm; real audio, `x-sim-audio-duration` header |
 //! | POST | `/v1/audio/transcriptions`, `/v1/audio/translations` | multipart `file` required; `response_format` json (default, with `usage.seconds`), text, verbose_json, srt, vtt |
 //! | GET | `/v1/models`, `/v1/models/{id}` | a small fixed list |
@@ -156,6 +157,22 @@ fn route_inner(sh: &Arc<Shared>, req: &Req) -> R {
                 .get(*id)
                 .map(|v| json_response(StatusCode::OK, &v.render()))
                 .ok_or_else(|| video_404(id))
+        }
+        ("GET", ["videos", id, "content"]) => {
+            let store = sh.store.lock().unwrap();
+            let v = store.videos.get(*id).ok_or_else(|| video_404(id))?;
+            if v.status() != "completed" {
+                return Err(oai_error(
+                    StatusCode::BAD_REQUEST,
+                    "Video is not ready: its job has not completed.",
+                    None,
+                    Some("video_not_ready"),
+                ));
+            }
+            let mut r = full(video::mp4_bytes());
+            r.headers_mut()
+                .insert(CONTENT_TYPE, HeaderValue::from_static("video/mp4"));
+            Ok(r)
         }
         ("POST", ["videos", id, "cancel"]) | ("DELETE", ["videos", id]) => {
             let mut store = sh.store.lock().unwrap();

@@ -63,3 +63,17 @@ pub(super) fn unix_now() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
 }
+
+/// The bytes served as a finished video: an MP4 `ftyp` box and an `mdat`
+/// box of 1 KiB (recognisable as MP4 by its first bytes; not playable).
+pub fn mp4_bytes() -> Vec<u8> {
+    let mut out = Vec::with_capacity(1056);
+    out.extend_from_slice(&[0, 0, 0, 0x18]);
+    out.extend_from_slice(b"ftypmp42");
+    out.extend_from_slice(&[0, 0, 0, 0]);
+    out.extend_from_slice(b"mp42isom");
+    out.extend_from_slice(&(8u32 + 1024).to_be_bytes());
+    out.extend_from_slice(b"mdat");
+    out.extend(std::iter::repeat_n(0u8, 1024));
+    out
+}

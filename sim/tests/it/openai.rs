@@ -195,8 +195,22 @@ async fn videos_speech_transcription() {
     );
     let (s, _) = post(&c, format!("{llm}/videos/{id}/cancel"), json!({})).await;
     assert_eq!(s, 400);
+    let r = c
+        .get(format!("{llm}/videos/{id}/content"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    assert_eq!(r.headers()["content-type"], "video/mp4");
+    assert_eq!(&r.bytes().await.unwrap()[4..8], b"ftyp");
     let (_, v) = post(&c, format!("{llm}/videos"), json!({"prompt": "rain"})).await;
     let id2 = v["id"].as_str().unwrap();
+    let r = c
+        .get(format!("{llm}/videos/{id2}/content"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 400, "not ready while queued");
     let (s, v) = post(&c, format!("{llm}/videos/{id2}/cancel"), json!({})).await;
     assert_eq!((s, v["status"].clone()), (200, json!("cancelled")));
     let v: Value = c
