@@ -46,6 +46,13 @@ pub struct Hold {
 }
 
 impl Hold {
+    /// Keeps the hold past this request (a video job's, settled or released
+    /// when the job finishes, by its request id, which is returned).
+    pub fn keep(mut self) -> String {
+        self.armed = false;
+        std::mem::take(&mut self.request_id)
+    }
+
     /// The record that ends the hold with the settling transaction.
     pub fn into_release(mut self) -> Record {
         self.armed = false;

@@ -30,6 +30,9 @@
 //!   [`NOT_FOUND_ATTEMPTS`] polls (a job the provider does not know). It is
 //!   not marked failed: its status stays what was last seen, and a GET or a
 //!   webhook can still finish it.
+//! * **Video jobs too.** Each tick also polls the general gateway's due
+//!   video jobs ([`crate::videos::follow_due`]: their own table, claimed the
+//!   same way, billed and copied once by [`crate::videos::observe`]).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -71,6 +74,7 @@ pub async fn run_periodically(gw: Gateway, every: Duration) {
     loop {
         tick.tick().await;
         while polls.try_join_next().is_some() {}
+        crate::videos::follow_due(&gw, gw.config.job_follow_concurrency.max(1)).await;
         follow_due(&gw, &permits, &mut polls).await;
     }
 }

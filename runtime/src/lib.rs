@@ -78,6 +78,7 @@ pub mod store;
 pub mod streams;
 pub mod upstream;
 pub mod validate;
+pub mod videos;
 pub mod watchdog;
 
 use std::sync::Arc;

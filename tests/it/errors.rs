@@ -133,7 +133,8 @@ async fn unknown_routes_and_methods() {
     assert_eq!(a.header("allow"), Some("POST"));
     let health = env.client.get(env.url("/healthz")).send().await.unwrap();
     assert_eq!(health.status().as_u16(), 200);
-    // General-gateway routes exist and answer in format 2 until implemented.
+    // General-gateway routes answer in format 2 (here: no video model is
+    // configured without a providers file).
     let a = env
         .call_as(
             &env.key,
@@ -142,7 +143,7 @@ async fn unknown_routes_and_methods() {
             Some(json!({"prompt": "a cat"})),
         )
         .await;
-    a.expect(501);
+    a.expect(404);
     assert_eq!(a.json["success"], json!(false));
     assert!(a.json["request_id"].as_str().unwrap().starts_with("res_"));
     assert_eq!(a.json["data"], json!(""));

@@ -29,6 +29,9 @@
 //! * [`transcription`] — `transcription`: speech to text (and translation
 //!   to English), the upload spooled to disk, probed and streamed upstream,
 //!   billed in seconds.
+//! * [`videos`] — `video_submit`, `video_get`, `video_list`,
+//!   `video_cancel`: caller-owned video jobs (observation shared with the
+//!   follower in [`crate::videos`]).
 //!
 //! What every mode shares lives here ([`read_body`], [`call`]) or in a
 //! module of its own at the crate root ([`crate::ctx`], [`crate::shape`],
@@ -50,6 +53,7 @@ pub mod speech;
 pub mod synthesis;
 pub mod transcription;
 pub mod uploads;
+pub mod videos;
 pub mod webhook;
 
 use serde_json::{Map, Value};
@@ -104,13 +108,10 @@ pub async fn run(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<Out
         Mode::Image => images::generate(ctx, req).await,
         Mode::Speech => speech::speak(ctx, req).await,
         Mode::Transcription => transcription::transcribe(ctx, req).await,
-        Mode::VideoSubmit | Mode::VideoGet | Mode::VideoList | Mode::VideoCancel => {
-            Err(ApiError::NotImplemented(format!(
-                "{} ({}) is not implemented yet in this gateway",
-                spec.path,
-                spec.mode.as_str()
-            )))
-        }
+        Mode::VideoSubmit => videos::submit(ctx, req).await,
+        Mode::VideoGet => videos::get(ctx, params).await,
+        Mode::VideoList => videos::list(ctx).await,
+        Mode::VideoCancel => videos::cancel(ctx, params).await,
     }
 }
 

@@ -86,6 +86,7 @@ pub enum Op {
     Speech,
     Transcription,
     Translation,
+    Video,
 }
 
 /// How the gateway speaks to one kind of provider API. The request and

@@ -23,6 +23,7 @@ impl Adapter for OpenAi {
             Op::Speech => "/audio/speech",
             Op::Transcription => "/audio/transcriptions",
             Op::Translation => "/audio/translations",
+            Op::Video => "/videos",
         }
     }
 

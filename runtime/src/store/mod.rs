@@ -21,12 +21,14 @@ mod accounts;
 mod assets;
 mod money;
 mod owners;
+mod videos;
 mod writer;
 
 pub use accounts::{KeyOwner, KeyRow, Registration, UserRow};
 pub use assets::{AssetRow, JobRow};
 pub use money::{LedgerRow, ModelUsageRow, ReconciliationRow, Reserved, UsageRow};
 pub use owners::WebhookEventRow;
+pub use videos::VideoJobRow;
 
 use writer::RecordWriter as Writer;
 pub use writer::{
@@ -243,6 +245,28 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX model_usage_by_time ON model_usage(created_at);
     ALTER TABLE api_keys ADD COLUMN models TEXT;
+    "#,
+    // 8: the general gateway's video generation jobs.
+    r#"
+    CREATE TABLE video_jobs (
+        job_id          TEXT PRIMARY KEY,
+        user_id         INTEGER NOT NULL REFERENCES users(id),
+        provider        TEXT NOT NULL,
+        model           TEXT NOT NULL,
+        hold_id         TEXT NOT NULL,
+        seconds         TEXT NOT NULL,
+        size            TEXT,
+        prompt          TEXT NOT NULL,
+        status          TEXT NOT NULL,
+        object_key      TEXT,
+        expires_at      TEXT,
+        copy_claimed_at TEXT,
+        follow_next_at  TEXT,
+        created_at      TEXT NOT NULL,
+        updated_at      TEXT NOT NULL
+    );
+    CREATE INDEX video_jobs_by_user ON video_jobs(user_id, created_at);
+    CREATE INDEX video_jobs_due ON video_jobs(follow_next_at);
     "#,
 ];
 
