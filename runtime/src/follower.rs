@@ -74,7 +74,7 @@ pub async fn run_periodically(gw: Gateway, every: Duration) {
     loop {
         tick.tick().await;
         while polls.try_join_next().is_some() {}
-        crate::videos::follow_due(&gw, gw.config.job_follow_concurrency.max(1)).await;
+        crate::videos::follow_due(&gw, &permits).await;
         follow_due(&gw, &permits, &mut polls).await;
     }
 }

@@ -20,11 +20,13 @@
 //!   delay (2 s) after each poll, at its interval, for at most [`MAX_AGE`]; each poll is claimed by a
 //!   conditional update, so one instance polls a job at a time.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::TryStreamExt;
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
+use tokio::sync::Semaphore;
 
 use crate::credits::Settle;
 use crate::errors::ApiError;
@@ -292,10 +294,12 @@ async fn copy(
     Ok((object_key, size))
 }
 
-/// The follower's share: claims due video jobs (at most `free`) and polls
-/// them; a job still unfinished is polled again after the follower's first
-/// delay, until it is [`MAX_AGE`] old.
-pub async fn follow_due(gw: &Gateway, free: usize) -> usize {
+/// The follower's share: claims due video jobs (at most as many as
+/// `permits` has free: the follower's concurrency, shared with the voice
+/// jobs) and polls them, each holding a permit; a job still unfinished is
+/// polled again after the follower's first delay, until it is [`MAX_AGE`] old.
+pub async fn follow_due(gw: &Gateway, permits: &Arc<Semaphore>) -> usize {
+    let free = permits.available_permits();
     if free == 0 {
         return 0;
     }
@@ -317,7 +321,11 @@ pub async fn follow_due(gw: &Gateway, free: usize) -> usize {
     let count = due.len();
     for job in due {
         let gw = gw.clone();
+        // Claimed: polled even when the permits ran out meanwhile (the
+        // voice jobs' polls took them), then within the bound again.
+        let permit = permits.clone().try_acquire_owned().ok();
         tokio::spawn(async move {
+            let _permit = permit;
             let id = job.job_id.clone();
             let created = chrono::DateTime::parse_from_rfc3339(&job.created_at)
                 .map(|t| t.with_timezone(&chrono::Utc))
