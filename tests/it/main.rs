@@ -22,6 +22,7 @@ mod layout;
 mod media;
 mod mirror;
 mod money;
+mod observe;
 mod openai_client;
 mod ratelimit;
 mod reconcile;

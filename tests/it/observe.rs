@@ -1,0 +1,153 @@
+//! Observability: the OpenAPI document generated from the table (checked-in
+//! snapshot, like the route listing), `/openapi.json`, `X-Request-Id` on
+//! every answer. Set `UPDATE_SNAPSHOTS=1` to rewrite the snapshot after an
+//! intended change.
+
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+use crate::harness::{Answer, Env};
+
+async fn send(rb: reqwest::RequestBuilder) -> Answer {
+    Answer::from(rb.send().await.expect("gateway answered")).await
+}
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn document() -> Value {
+    serde_json::from_str(server::routes::OPENAPI_JSON).expect("OPENAPI_JSON is JSON")
+}
+
+#[test]
+fn openapi_document_matches_snapshot() {
+    let pretty = serde_json::to_string_pretty(&document()).unwrap() + "\n";
+    let path = root().join("tests/snapshots/openapi.json");
+    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
+        std::fs::write(&path, &pretty).unwrap();
+    }
+    let expected = std::fs::read_to_string(&path)
+        .expect("tests/snapshots/openapi.json (UPDATE_SNAPSHOTS=1 creates it)");
+    assert!(
+        pretty == expected,
+        "the OpenAPI document changed; review and rerun with UPDATE_SNAPSHOTS=1"
+    );
+}
+
+#[test]
+fn openapi_document_lists_every_route_with_typed_bodies() {
+    let doc = document();
+    assert_eq!(doc["openapi"], "3.1.0");
+    for spec in server::routes::ROUTES {
+        let op = &doc["paths"][spec.path][spec.method.as_str().to_ascii_lowercase()];
+        assert_eq!(
+            op["operationId"],
+            spec.id,
+            "{} {}",
+            spec.method.as_str(),
+            spec.path
+        );
+        let params: Vec<&str> = op["parameters"]
+            .as_array()
+            .map(|a| a.iter().filter_map(|p| p["name"].as_str()).collect())
+            .unwrap_or_default();
+        for q in spec.query {
+            assert!(params.contains(&q.name), "{}: query {}", spec.id, q.name);
+        }
+        if !spec.body.is_empty() {
+            let schema = &op["requestBody"]["content"]["application/json"]["schema"];
+            for f in spec.body {
+                let field = &schema["properties"][f.name];
+                assert!(field.is_object(), "{}: body field {}", spec.id, f.name);
+                let required = schema["required"]
+                    .as_array()
+                    .is_some_and(|r| r.iter().any(|n| n == f.name));
+                assert_eq!(required, f.required, "{}: {} required", spec.id, f.name);
+            }
+        }
+        let error = op["responses"]["4XX"]["$ref"].as_str().unwrap();
+        let expected = match spec.errors {
+            runtime::spec::ErrorFormat::Detail => "ErrorDetail",
+            runtime::spec::ErrorFormat::Error => "ErrorFormat1",
+            runtime::spec::ErrorFormat::Envelope => "ErrorEnvelope",
+        };
+        assert!(error.ends_with(expected), "{}: {error}", spec.id);
+    }
+    // One typed body, in detail: the synthesis row.
+    let synth = &doc["paths"]["/api/v1/voice/tts/synthesize"]["post"];
+    let text = &synth["requestBody"]["content"]["application/json"]["schema"]["properties"]["text"];
+    assert_eq!(text["type"], "string");
+    assert_eq!(text["maxLength"], 10000);
+    assert_eq!(
+        synth["responses"]["2XX"]["content"]["application/json"]["schema"]["$ref"],
+        "#/components/schemas/SynthesisResponse"
+    );
+}
+
+#[tokio::test]
+async fn openapi_json_is_served() {
+    let env = Env::start().await;
+    let a = send(env.client.get(env.url("/openapi.json"))).await;
+    a.expect(200);
+    assert_eq!(a.header("content-type"), Some("application/json"));
+    assert_eq!(a.json, document());
+    assert!(a.header("x-request-id").is_some());
+}
+
+#[tokio::test]
+async fn every_answer_carries_a_request_id() {
+    let env = Env::start().await;
+    let is_id = |v: Option<&str>| v.is_some_and(|v| v.len() == 28 && v.starts_with("res_"));
+    // 404 (both areas), 405, /healthz, a routed answer.
+    for (method, path, status) in [
+        ("GET", "/api/v1/voice/no/such/route", 404),
+        ("GET", "/api/v1/no/such/route", 404),
+        ("GET", "/nothing-here", 404),
+        ("PATCH", "/api/v1/voice/tts/synthesize", 405),
+        ("GET", "/healthz", 200),
+        ("GET", "/api/v1/voice/tts/voices", 200),
+    ] {
+        let a = send(
+            env.client
+                .request(method.parse().unwrap(), env.url(path))
+                .bearer_auth(&env.key),
+        )
+        .await;
+        assert_eq!(a.status, status, "{method} {path}: {}", a.text);
+        assert!(
+            is_id(a.header("x-request-id")),
+            "{method} {path}: {:?}",
+            a.headers
+        );
+    }
+    // The envelope's request_id is the header's.
+    let a = send(env.client.get(env.url("/api/v1/no/such/route"))).await;
+    assert_eq!(a.json["request_id"].as_str(), a.header("x-request-id"));
+}
+
+#[tokio::test]
+async fn docs_page_is_served_and_lists_every_route() {
+    let env = Env::start().await;
+    let a = send(env.client.get(env.url("/docs"))).await;
+    a.expect(200);
+    assert_eq!(a.header("content-type"), Some("text/html; charset=utf-8"));
+    assert_eq!(a.text, server::routes::DOCS_HTML);
+    for spec in server::routes::ROUTES {
+        assert!(
+            a.text.contains(&format!("id=\"{}\"", spec.id)),
+            "{}",
+            spec.id
+        );
+        assert!(
+            a.text.contains(&format!("<code>{}</code>", spec.path)),
+            "{}",
+            spec.path
+        );
+    }
+    // Self-contained: no script and no asset from elsewhere.
+    assert!(!a.text.contains("<script"));
+    assert!(!a.text.contains("src="));
+    assert!(!a.text.contains("http://") && !a.text.contains("https://"));
+}
