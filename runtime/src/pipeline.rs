@@ -28,6 +28,7 @@ use std::time::Instant;
 
 use http::HeaderValue;
 use rust_decimal::Decimal;
+use tracing::Instrument;
 
 use crate::ctx::{charge_of, new_request_id, Ctx, Metered};
 use crate::errors::ApiError;
@@ -44,6 +45,9 @@ pub async fn handle(
     params: PathParams,
 ) -> Response {
     let request_id = new_request_id();
+    // Every line logged while serving the request carries its id and route
+    // (the JSON log format prints the current span's fields on each line).
+    let span = tracing::info_span!("request", request_id = %request_id, route = spec.id);
     let path = req.uri().path().to_owned();
     let query = validate::parse_query(req.uri().query());
     let mut ctx = Ctx {
@@ -55,7 +59,11 @@ pub async fn handle(
         query,
         metered: None,
     };
-    let mut response = match run(&mut ctx, &path, req, params).await {
+    let result = run(&mut ctx, &path, req, params)
+        .instrument(span.clone())
+        .await;
+    let _entered = span.enter();
+    let mut response = match result {
         Ok(r) => r,
         Err(e) => {
             match &e {

@@ -128,6 +128,91 @@ async fn every_answer_carries_a_request_id() {
 }
 
 #[tokio::test]
+async fn json_logs_carry_the_request_id_on_every_line_of_a_request() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    use std::time::Duration;
+    let dir = crate::harness::TempDir::new("json-log");
+    let sim = crate::harness::start_sim().await;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_gateway"))
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("GATEWAY_DATA_DIR", &dir.0)
+        .env("GATEWAY_LOG_FORMAT", "json")
+        .env("RUST_LOG", "debug")
+        .env("GATEWAY_ADDR", "127.0.0.1:0")
+        .env("PROVIDER_API_KEY", "sk-json-log-test")
+        .env("PROVIDER_BASE_URL", sim.base_url())
+        .env("PROVIDER_SYNTH_URL", sim.synth_url())
+        .arg("serve")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let err = BufReader::new(child.stderr.take().unwrap());
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for line in err.lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    let next = || {
+        rx.recv_timeout(Duration::from_secs(20))
+            .expect("a log line")
+    };
+    let parse = |line: &str| -> Value {
+        serde_json::from_str(line).unwrap_or_else(|e| panic!("not one JSON object ({e}): {line}"))
+    };
+    let addr = loop {
+        let line = next();
+        let v = parse(&line);
+        if let Some(m) = v["message"].as_str().filter(|m| m.contains("listening on")) {
+            break m.rsplit("listening on ").next().unwrap().trim().to_owned();
+        }
+    };
+    // A refused request (no key) logs "request refused" inside its span.
+    let a =
+        send(reqwest::Client::new().get(format!("http://{addr}/api/v1/voice/tts/voices"))).await;
+    a.expect(401);
+    let id = a.header("x-request-id").unwrap().to_owned();
+    let mut lines = Vec::new();
+    loop {
+        let v = parse(&next());
+        let refused = v["message"] == "request refused";
+        lines.push(v);
+        if refused {
+            break;
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let of_request: Vec<&Value> = lines
+        .iter()
+        .filter(|v| v["span"]["name"] == "request")
+        .collect();
+    assert!(!of_request.is_empty(), "{lines:#?}");
+    for v in &of_request {
+        assert_eq!(v["span"]["request_id"], id.as_str(), "{v}");
+        assert_eq!(v["span"]["route"], "tts.voices.list", "{v}");
+    }
+    let refused = lines.last().unwrap();
+    assert_eq!(refused["span"]["request_id"], id.as_str(), "{refused}");
+}
+
+#[test]
+fn an_unknown_log_format_stops_the_gateway() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gateway"))
+        .env("GATEWAY_LOG_FORMAT", "yaml")
+        .arg("routes")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("GATEWAY_LOG_FORMAT"), "{err}");
+}
+
+#[tokio::test]
 async fn docs_page_is_served_and_lists_every_route() {
     let env = Env::start().await;
     let a = send(env.client.get(env.url("/docs"))).await;
