@@ -35,7 +35,7 @@ use crate::errors::ApiError;
 use crate::router::{Request, Response};
 use crate::spec::{Area, EndpointSpec, Gate, PathParams};
 use crate::store::{AuditRecord, Record, UsageRecord};
-use crate::{modes, owners, validate, Gateway};
+use crate::{modes, owners, telemetry, validate, Gateway};
 
 /// Entry point of every generated handler.
 pub async fn handle(
@@ -80,6 +80,7 @@ pub async fn handle(
     if let Ok(v) = HeaderValue::from_str(&ctx.request_id) {
         response.headers_mut().insert("x-request-id", v);
     }
+    telemetry::request(spec.id, response.status().as_u16(), ctx.started.elapsed());
     response
 }
 
@@ -105,7 +106,10 @@ async fn run(
     }
     // 3. rate-limit
     if let Some(user) = &ctx.user {
-        ctx.gw.limiter.enforce(user.id, spec.capability)?;
+        ctx.gw
+            .limiter
+            .enforce(user.id, spec.capability)
+            .inspect_err(|_| telemetry::rate_limited(spec.capability))?;
     }
     // 4. configured
     if spec.area == Area::Voice && spec.upstream.is_some() && !ctx.gw.upstream.configured() {

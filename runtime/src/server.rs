@@ -89,6 +89,14 @@ async fn answer(gw: Gateway, route: RouteFn, req: Request, id: &mut Option<Strin
         "/healthz" => return static_answer(r#"{"status":"ok"}"#, "application/json"),
         "/openapi.json" => return static_answer(gw.table.openapi, "application/json"),
         "/docs" => return static_answer(gw.table.docs, "text/html; charset=utf-8"),
+        "/metrics" => {
+            let mut r = http::Response::new(body::full(crate::telemetry::render()));
+            r.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/plain; version=0.0.4"),
+            );
+            return r;
+        }
         _ => {}
     }
     match route(req.method(), path) {
@@ -108,9 +116,11 @@ async fn answer(gw: Gateway, route: RouteFn, req: Request, id: &mut Option<Strin
             }
         }
         RouteMatch::MethodNotAllowed { allowed } => {
+            crate::telemetry::unmatched(405);
             error(ApiError::MethodNotAllowed(allowed), format_for_path(path))
         }
         RouteMatch::NotFound => {
+            crate::telemetry::unmatched(404);
             let message = format!("no route for {} {}", req.method(), path);
             error(ApiError::NotFound(message), format_for_path(path))
         }

@@ -128,6 +128,46 @@ async fn every_answer_carries_a_request_id() {
 }
 
 #[tokio::test]
+async fn metrics_count_a_request_by_route_and_status() {
+    let env = Env::start().await;
+    env.grant("10");
+    env.get("/tts/voices").await.expect(200);
+    send(env.client.get(env.url("/api/v1/voice/no/such/route"))).await;
+    env.post("/tts/synthesize", crate::harness::synth_body("Hello there"))
+        .await
+        .expect(200);
+    let a = send(env.client.get(env.url("/metrics"))).await;
+    a.expect(200);
+    assert!(a.header("content-type").unwrap().starts_with("text/plain"));
+    let count = |route: &str, status: &str| -> f64 {
+        a.text
+            .lines()
+            .filter(|l| l.starts_with("gateway_requests_total{"))
+            .filter(|l| l.contains(&format!("route=\"{route}\"")))
+            .filter(|l| l.contains(&format!("status=\"{status}\"")))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum()
+    };
+    assert!(count("tts.voices.list", "200") >= 1.0, "{}", a.text);
+    assert!(count("unmatched", "404") >= 1.0, "{}", a.text);
+    assert!(count("tts.synthesize", "200") >= 1.0, "{}", a.text);
+    let charged: f64 = a
+        .text
+        .lines()
+        .filter(|l| l.starts_with("gateway_charged_microusd_total{capability=\"tts\"}"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum();
+    assert!(charged > 0.0, "{}", a.text);
+    for name in [
+        "gateway_request_duration_seconds_bucket",
+        "gateway_upstream_duration_seconds_bucket",
+        "gateway_record_commit_duration_seconds_bucket",
+    ] {
+        assert!(a.text.contains(name), "{name} missing:\n{}", a.text);
+    }
+}
+
+#[tokio::test]
 async fn json_logs_carry_the_request_id_on_every_line_of_a_request() {
     use std::io::{BufRead, BufReader};
     use std::process::{Command, Stdio};
