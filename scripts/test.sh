@@ -2,6 +2,8 @@
 # The whole test suite, as the README gives it and CI runs it (.ci/run):
 # check formatting, build everything, run every test, then the benchmark harness's smoke run
 # (it fails on errors, never on timing). Ends with one "N passed, N failed" line.
+# Tools beyond cargo (Debian's chromium, for the /docs check) are installed by
+# scripts/setup-tools.sh when missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 log="$(mktemp)"
@@ -11,6 +13,8 @@ if cargo fmt --version >/dev/null 2>&1; then
 else
     echo "rustfmt not installed: formatting not checked" >&2
 fi
+./scripts/setup-tools.sh
+export GATEWAY_TEST_REQUIRE_CHROMIUM=1
 cargo build --workspace --all-targets --locked
 cargo test --workspace --locked 2>&1 | tee "$log"
 cargo run -q --locked -p bench --bin gateway-bench -- --quick --out "$(mktemp -d)/bench.json"

@@ -276,3 +276,61 @@ async fn docs_page_is_served_and_lists_every_route() {
     assert!(!a.text.contains("src="));
     assert!(!a.text.contains("http://") && !a.text.contains("https://"));
 }
+
+/// The `/docs` page as headless Chromium renders it (its DOM after
+/// loading): it lists every route. Skipped when `chromium` is not installed,
+/// unless `GATEWAY_TEST_REQUIRE_CHROMIUM` is set (the test command sets it
+/// after `scripts/setup-tools.sh` installed Debian's `chromium`).
+#[tokio::test]
+async fn docs_page_renders_in_headless_chromium() {
+    let found = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join("chromium"))
+            .find(|p| p.is_file())
+    });
+    let Some(chromium) = found else {
+        assert!(
+            std::env::var_os("GATEWAY_TEST_REQUIRE_CHROMIUM").is_none(),
+            "chromium is not installed (scripts/setup-tools.sh installs it)"
+        );
+        eprintln!("chromium not installed: /docs not checked in a browser");
+        return;
+    };
+    let env = Env::start().await;
+    let url = env.url("/docs");
+    let profile = crate::harness::TempDir::new("chromium");
+    let mut cmd = std::process::Command::new("timeout");
+    cmd.arg("120")
+        .arg(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+        ])
+        .arg(format!("--user-data-dir={}", profile.0.display()))
+        .args(["--dump-dom", &url]);
+    let out = tokio::task::spawn_blocking(move || cmd.output())
+        .await
+        .unwrap()
+        .expect("chromium ran");
+    let dom = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        dom.contains("<ul id=\"routes\">"),
+        "no route list in the rendered page: {}\n{}",
+        dom,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        dom.matches("<li class=\"route\">").count(),
+        server::routes::ROUTES.len(),
+        "{dom}"
+    );
+    for spec in server::routes::ROUTES {
+        assert!(
+            dom.contains(&format!("<section id=\"{}\">", spec.id)),
+            "{}",
+            spec.id
+        );
+    }
+}
