@@ -830,3 +830,27 @@ async fn a_hang_up_while_the_provider_is_silent_is_billed_at_once() {
     );
     assert_eq!(env.store().held(env.user_id).unwrap(), Decimal::ZERO);
 }
+
+/// Found by schemathesis: a BYOK key with a control character cannot be
+/// sent in a header; it was answered 502 "network error", a 5xx of the
+/// gateway's own making. It is the caller's mistake: 400, no upstream call,
+/// the key not echoed.
+#[tokio::test]
+async fn a_byok_key_no_header_can_carry_is_a_400_without_an_upstream_call() {
+    let env = llm_env(|_| {}).await;
+    env.grant("1");
+    for path in ["/chat/completions", "/completions", "/embeddings"] {
+        let mut body = match path {
+            "/chat/completions" => chat_body("Hello"),
+            "/completions" => json!({"model": "sim/sim-instruct", "prompt": "Hello"}),
+            _ => json!({"model": "sim/sim-embed", "input": "Hello"}),
+        };
+        body["byok_api_key"] = json!("sk-line\nbreak");
+        let a = env.api(path, body).await;
+        envelope(&a, 400);
+        assert!(a.text.contains("byok_api_key"), "{}", a.text);
+        assert!(!a.text.contains("sk-line"), "{}", a.text);
+    }
+    assert!(env.sim_requests().await.is_empty());
+    assert_eq!(env.balance(), d("1"));
+}

@@ -84,6 +84,9 @@ fn openapi_document_lists_every_route_with_typed_bodies() {
         synth["responses"]["2XX"]["content"]["application/json"]["schema"]["$ref"],
         "#/components/schemas/SynthesisResponse"
     );
+    // Streamed model answers are server-sent events (found by schemathesis).
+    let chat = &doc["paths"]["/api/v1/chat/completions"]["post"]["responses"]["2XX"]["content"];
+    assert!(chat["text/event-stream"].is_object(), "{chat}");
 }
 
 #[tokio::test]

@@ -195,11 +195,16 @@ fn responses(row: &Row) -> Value {
         _ => json!({}),
     };
     let error = json!({"$ref": format!("#/components/responses/{}", error_component(row.errors))});
+    let mut content = json!({"application/json": {"schema": success}});
+    if matches!(row.mode, Mode::Chat | Mode::Completion) {
+        // `"stream": true`: server-sent events (found by schemathesis).
+        content["text/event-stream"] = json!({"schema": {"type": "string"}});
+    }
     json!({
         "2XX": {
             "description": "Success",
             "headers": {"X-Request-Id": {"$ref": "#/components/headers/X-Request-Id"}},
-            "content": {"application/json": {"schema": success}},
+            "content": content,
         },
         "4XX": error.clone(),
         "5XX": error,
