@@ -854,3 +854,26 @@ async fn a_byok_key_no_header_can_carry_is_a_400_without_an_upstream_call() {
     assert!(env.sim_requests().await.is_empty());
     assert_eq!(env.balance(), d("1"));
 }
+
+/// Found by schemathesis: a BYOK key the provider refuses (401) was
+/// answered 502 "refused the gateway's credentials", a 5xx blaming the
+/// gateway for the caller's key. It is the caller's to fix: 400, nothing
+/// charged, the key not echoed.
+#[tokio::test]
+async fn a_byok_key_the_provider_refuses_is_a_400_naming_byok_api_key() {
+    let env = llm_env(|_| {}).await;
+    env.sim_config(json!({"api_key": "sk-the-only-good-key"}))
+        .await;
+    env.grant("1");
+    for stream in [false, true] {
+        let mut body = chat_body("Hello");
+        body["byok_api_key"] = json!("sk-wrong-key-0123456789");
+        body["stream"] = json!(stream);
+        let a = env.api("/chat/completions", body).await;
+        let message = envelope(&a, 400);
+        assert!(message.contains("byok_api_key"), "{message}");
+        assert!(!a.text.contains("sk-wrong-key"), "{}", a.text);
+    }
+    assert_eq!(env.balance(), d("1"));
+    assert_eq!(env.store().held(env.user_id).unwrap(), Decimal::ZERO);
+}

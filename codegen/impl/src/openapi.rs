@@ -197,8 +197,13 @@ fn responses(row: &Row) -> Value {
     let error = json!({"$ref": format!("#/components/responses/{}", error_component(row.errors))});
     let mut content = json!({"application/json": {"schema": success}});
     if matches!(row.mode, Mode::Chat | Mode::Completion) {
-        // `"stream": true`: server-sent events (found by schemathesis).
-        content["text/event-stream"] = json!({"schema": {"type": "string"}});
+        // `"stream": true`: server-sent events (found by schemathesis); the
+        // schema is one event's (`data: {...}` lines, then `data: [DONE]`).
+        content["text/event-stream"] = json!({"schema": {
+            "type": "object",
+            "properties": {"data": {"type": "string"}, "event": {"type": "string"}, "id": {"type": "string"}},
+            "required": ["data"],
+        }});
     }
     json!({
         "2XX": {

@@ -114,6 +114,7 @@ impl Upstream {
             base,
             timeout: self.timeout,
             key: self.key.clone(),
+            callers_key: false,
         }
     }
 
