@@ -2,6 +2,9 @@
 # The whole test suite, as the README gives it and CI runs it (.ci/run):
 # check formatting, build everything, run every test, then the benchmark harness's smoke run
 # (it fails on errors, never on timing). Ends with one "N passed, N failed" line.
+# Then schemathesis against /openapi.json of a running gateway + simulator
+# (scripts/schemathesis.sh). Tools beyond cargo (Debian's chromium for the /docs
+# check, schemathesis from PyPI) are installed by scripts/setup-tools.sh when missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 log="$(mktemp)"
@@ -11,8 +14,11 @@ if cargo fmt --version >/dev/null 2>&1; then
 else
     echo "rustfmt not installed: formatting not checked" >&2
 fi
+./scripts/setup-tools.sh
+export GATEWAY_TEST_REQUIRE_CHROMIUM=1
 cargo build --workspace --all-targets --locked
 cargo test --workspace --locked 2>&1 | tee "$log"
+./scripts/schemathesis.sh
 cargo run -q --locked -p bench --bin gateway-bench -- --quick --out "$(mktemp -d)/bench.json"
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($i ~ /^passed/) p += $(i-1); if ($i ~ /^failed/) f += $(i-1) } }
      END { printf "%d passed, %d failed\n", p, f }' "$log"

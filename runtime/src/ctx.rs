@@ -206,8 +206,8 @@ impl Deferred {
                 uri,
                 body,
             } => {
-                tokio::spawn(crate::callbacks::deliver(
-                    gw, kind, job_id, user_id, uri, body,
+                tokio::spawn(tracing::Instrument::in_current_span(
+                    crate::callbacks::deliver(gw, kind, job_id, user_id, uri, body),
                 ));
             }
         }

@@ -76,6 +76,7 @@ pub mod signing;
 pub mod spec;
 pub mod store;
 pub mod streams;
+pub mod telemetry;
 pub mod upstream;
 pub mod validate;
 pub mod videos;
@@ -142,6 +143,7 @@ impl Gateway {
     /// `http://<config.addr>`.
     pub fn new(config: config::Config, table: &'static spec::Table) -> Result<Gateway, StartError> {
         let capabilities = table.capabilities;
+        telemetry::install();
         // Before anything is opened: a bad GATEWAY_RATE_LIMITS leaves no trace.
         let limiter = match &config.limiter_store {
             Some(shared) => {

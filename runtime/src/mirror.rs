@@ -208,6 +208,7 @@ async fn copy(
         .await
         .map_err(|e| e.to_string())?;
     let asset_id = *committed.asset_ids.first().ok_or("asset id missing")?;
+    crate::telemetry::mirror_copy();
     let (kind, job_id) = (job.kind.clone(), job.job_id.clone());
     gw.store
         .blocking(move |store| store.finish_mirror(&kind, &job_id, asset_id))

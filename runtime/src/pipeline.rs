@@ -28,13 +28,14 @@ use std::time::Instant;
 
 use http::HeaderValue;
 use rust_decimal::Decimal;
+use tracing::Instrument;
 
 use crate::ctx::{charge_of, new_request_id, Ctx, Metered};
 use crate::errors::ApiError;
 use crate::router::{Request, Response};
 use crate::spec::{Area, EndpointSpec, Gate, PathParams};
 use crate::store::{AuditRecord, Record, UsageRecord};
-use crate::{modes, owners, validate, Gateway};
+use crate::{modes, owners, telemetry, validate, Gateway};
 
 /// Entry point of every generated handler.
 pub async fn handle(
@@ -44,6 +45,9 @@ pub async fn handle(
     params: PathParams,
 ) -> Response {
     let request_id = new_request_id();
+    // Every line logged while serving the request carries its id and route
+    // (the JSON log format prints the current span's fields on each line).
+    let span = tracing::info_span!("request", request_id = %request_id, route = spec.id);
     let path = req.uri().path().to_owned();
     let query = validate::parse_query(req.uri().query());
     let mut ctx = Ctx {
@@ -55,7 +59,11 @@ pub async fn handle(
         query,
         metered: None,
     };
-    let mut response = match run(&mut ctx, &path, req, params).await {
+    let result = run(&mut ctx, &path, req, params)
+        .instrument(span.clone())
+        .await;
+    let _entered = span.enter();
+    let mut response = match result {
         Ok(r) => r,
         Err(e) => {
             match &e {
@@ -72,6 +80,7 @@ pub async fn handle(
     if let Ok(v) = HeaderValue::from_str(&ctx.request_id) {
         response.headers_mut().insert("x-request-id", v);
     }
+    telemetry::request(spec.id, response.status().as_u16(), ctx.started.elapsed());
     response
 }
 
@@ -97,7 +106,10 @@ async fn run(
     }
     // 3. rate-limit
     if let Some(user) = &ctx.user {
-        ctx.gw.limiter.enforce(user.id, spec.capability)?;
+        ctx.gw
+            .limiter
+            .enforce(user.id, spec.capability)
+            .inspect_err(|_| telemetry::rate_limited(spec.capability))?;
     }
     // 4. configured
     if spec.area == Area::Voice && spec.upstream.is_some() && !ctx.gw.upstream.configured() {

@@ -147,7 +147,9 @@ impl Relay {
     async fn finish(&mut self, ended: &str) {
         if let Some(records) = self.settle_records(ended) {
             let store = self.gw.store.clone();
-            let commit = tokio::spawn(async move { store.commit(records).await });
+            let commit = tokio::spawn(tracing::Instrument::in_current_span(async move {
+                store.commit(records).await
+            }));
             match commit.await {
                 Ok(Ok(_)) => {}
                 Ok(Err(e)) => tracing::error!(error = %e, "recording a stream's usage failed"),
@@ -209,7 +211,8 @@ impl Relay {
     /// the relay, dropped, bills what was streamed.
     pub fn into_stream(self) -> ChannelStream {
         let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(1);
-        tokio::spawn(async move {
+        // In the request's span: its log lines carry the request id.
+        tokio::spawn(tracing::Instrument::in_current_span(async move {
             let mut relay = self;
             loop {
                 // A hang-up is noticed even while the upstream is silent;
@@ -224,7 +227,7 @@ impl Relay {
                     return;
                 }
             }
-        });
+        }));
         ChannelStream(rx)
     }
 }

@@ -38,27 +38,66 @@ fn format_for_path(path: &str) -> ErrorFormat {
     }
 }
 
-/// Routes one request.
+/// A `200` with a static body of `content_type`.
+fn static_answer(body: &'static str, content_type: &'static str) -> Response {
+    let mut r = http::Response::new(body::full(body));
+    r.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    r
+}
+
+/// Routes one request. Every answer carries `X-Request-Id`: the pipeline
+/// sets the request's own; answers made here (404, 405, `/healthz`, ...)
+/// get a fresh one, the same as in an envelope error's body.
 pub async fn dispatch(gw: Gateway, route: RouteFn, req: Request) -> Response {
+    let mut id = None;
+    let mut resp = answer(gw, route, req, &mut id).await;
+    if !resp.headers().contains_key(REQUEST_ID) {
+        let id = id.unwrap_or_else(new_request_id);
+        if let Ok(v) = HeaderValue::from_str(&id) {
+            resp.headers_mut().insert(REQUEST_ID, v);
+        }
+    }
+    resp
+}
+
+/// The header every answer carries.
+pub const REQUEST_ID: &str = "x-request-id";
+
+async fn answer(gw: Gateway, route: RouteFn, req: Request, id: &mut Option<String>) -> Response {
     let path = req.uri().path().to_owned();
     let path = path.as_str();
+    let mut error = |e: ApiError, format: ErrorFormat| {
+        let rid = new_request_id();
+        let r = e.into_response(format, &rid);
+        *id = Some(rid);
+        r
+    };
     if path.starts_with(crate::objects::serve::PATH_PREFIX) {
         // The local object store's presigned URLs (S3 serves its own).
         return match gw.objects.as_local() {
             Some(local) => {
                 crate::objects::serve_presigned(local, req.method(), req.uri(), req.headers()).await
             }
-            None => ApiError::NotFound("no such object".into())
-                .into_response(ErrorFormat::Detail, &new_request_id()),
+            None => error(
+                ApiError::NotFound("no such object".into()),
+                ErrorFormat::Detail,
+            ),
         };
     }
-    if path == "/healthz" {
-        let mut r = http::Response::new(body::full(r#"{"status":"ok"}"#));
-        r.headers_mut().insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        );
-        return r;
+    match path {
+        "/healthz" => return static_answer(r#"{"status":"ok"}"#, "application/json"),
+        "/openapi.json" => return static_answer(gw.table.openapi, "application/json"),
+        "/docs" => return static_answer(gw.table.docs, "text/html; charset=utf-8"),
+        "/metrics" => {
+            let mut r = http::Response::new(body::full(crate::telemetry::render()));
+            r.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/plain; version=0.0.4"),
+            );
+            return r;
+        }
+        _ => {}
     }
     match route(req.method(), path) {
         RouteMatch::Found {
@@ -69,17 +108,21 @@ pub async fn dispatch(gw: Gateway, route: RouteFn, req: Request) -> Response {
                 Ok(resp) => resp,
                 Err(e) => {
                     tracing::error!(error = %e, "handler panicked");
-                    ApiError::Internal("handler panicked".into())
-                        .into_response(format_for_path(path), &new_request_id())
+                    error(
+                        ApiError::Internal("handler panicked".into()),
+                        format_for_path(path),
+                    )
                 }
             }
         }
-        RouteMatch::MethodNotAllowed { allowed } => ApiError::MethodNotAllowed(allowed)
-            .into_response(format_for_path(path), &new_request_id()),
+        RouteMatch::MethodNotAllowed { allowed } => {
+            crate::telemetry::unmatched(405);
+            error(ApiError::MethodNotAllowed(allowed), format_for_path(path))
+        }
         RouteMatch::NotFound => {
-            let format = format_for_path(path);
-            ApiError::NotFound(format!("no route for {} {}", req.method(), path))
-                .into_response(format, &new_request_id())
+            crate::telemetry::unmatched(404);
+            let message = format!("no route for {} {}", req.method(), path);
+            error(ApiError::NotFound(message), format_for_path(path))
         }
     }
 }

@@ -494,6 +494,10 @@ pub struct Table {
     pub job_kinds: &'static [JobKind],
     /// `[bases.*]`: how the upstream key is presented to each base.
     pub bases: &'static [BaseSpec],
+    /// The OpenAPI 3.1 document of the table (JSON text), served at `/openapi.json`.
+    pub openapi: &'static str,
+    /// The `/docs` page (HTML rendered from the OpenAPI document).
+    pub docs: &'static str,
 }
 
 impl Table {

@@ -32,6 +32,7 @@ impl Drop for Registration {
         if let Ok(mut open) = self.streams.open.lock() {
             open.remove(&self.id);
         }
+        crate::telemetry::open_streams(-1.0);
     }
 }
 
@@ -51,6 +52,7 @@ impl Streams {
             .lock()
             .expect("stream registry")
             .insert(id.clone(), (owner, tx));
+        crate::telemetry::open_streams(1.0);
         Registration {
             streams: self.clone(),
             id,

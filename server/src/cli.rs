@@ -118,20 +118,48 @@ pub enum KeysCommand {
     },
 }
 
-/// Sets up logging to stderr (`RUST_LOG`, default `info`).
-pub fn init_tracing() {
+/// `GATEWAY_LOG_FORMAT`: `text` (the default) or `json`.
+pub const GATEWAY_LOG_FORMAT: &str = "GATEWAY_LOG_FORMAT";
+
+/// Sets up logging to stderr (`RUST_LOG`, default `info`) in the format of
+/// `GATEWAY_LOG_FORMAT`: `text` (default), or `json`: one JSON object per
+/// line, the fields of the current span (a request's `request_id` and
+/// `route`) on every line logged while serving it.
+pub fn init_tracing() -> Result<(), String> {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt()
+    let format = std::env::var(GATEWAY_LOG_FORMAT).unwrap_or_default();
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .try_init();
+        .with_writer(std::io::stderr);
+    match format.trim() {
+        "" | "text" => {
+            let _ = builder.try_init();
+        }
+        "json" => {
+            let _ = builder
+                .json()
+                .flatten_event(true)
+                .with_current_span(true)
+                .with_span_list(false)
+                .try_init();
+        }
+        other => {
+            return Err(format!(
+                "{GATEWAY_LOG_FORMAT}=`{other}`: expected `text` or `json`"
+            ))
+        }
+    }
+    Ok(())
 }
 
 /// Entry point of the binary.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_tracing();
+    if let Err(e) = init_tracing() {
+        eprintln!("error: {e}");
+        return ExitCode::FAILURE;
+    }
     match run(cli.command) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

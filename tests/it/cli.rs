@@ -304,7 +304,9 @@ async fn a_byok_key_is_never_logged() {
     for (stream, byok, status) in [
         (false, BYOK, 200),
         (true, BYOK, 200),
-        (false, "sk-wrong-byok-key-0000", 502),
+        // A refused BYOK key is the caller's to fix: 400 (was 502, see
+        // gateway::a_byok_key_the_provider_refuses_is_a_400_naming_byok_api_key).
+        (false, "sk-wrong-byok-key-0000", 400),
     ] {
         let r = client
             .post(&url)

@@ -830,3 +830,50 @@ async fn a_hang_up_while_the_provider_is_silent_is_billed_at_once() {
     );
     assert_eq!(env.store().held(env.user_id).unwrap(), Decimal::ZERO);
 }
+
+/// Found by schemathesis: a BYOK key with a control character cannot be
+/// sent in a header; it was answered 502 "network error", a 5xx of the
+/// gateway's own making. It is the caller's mistake: 400, no upstream call,
+/// the key not echoed.
+#[tokio::test]
+async fn a_byok_key_no_header_can_carry_is_a_400_without_an_upstream_call() {
+    let env = llm_env(|_| {}).await;
+    env.grant("1");
+    for path in ["/chat/completions", "/completions", "/embeddings"] {
+        let mut body = match path {
+            "/chat/completions" => chat_body("Hello"),
+            "/completions" => json!({"model": "sim/sim-instruct", "prompt": "Hello"}),
+            _ => json!({"model": "sim/sim-embed", "input": "Hello"}),
+        };
+        body["byok_api_key"] = json!("sk-line\nbreak");
+        let a = env.api(path, body).await;
+        envelope(&a, 400);
+        assert!(a.text.contains("byok_api_key"), "{}", a.text);
+        assert!(!a.text.contains("sk-line"), "{}", a.text);
+    }
+    assert!(env.sim_requests().await.is_empty());
+    assert_eq!(env.balance(), d("1"));
+}
+
+/// Found by schemathesis: a BYOK key the provider refuses (401) was
+/// answered 502 "refused the gateway's credentials", a 5xx blaming the
+/// gateway for the caller's key. It is the caller's to fix: 400, nothing
+/// charged, the key not echoed.
+#[tokio::test]
+async fn a_byok_key_the_provider_refuses_is_a_400_naming_byok_api_key() {
+    let env = llm_env(|_| {}).await;
+    env.sim_config(json!({"api_key": "sk-the-only-good-key"}))
+        .await;
+    env.grant("1");
+    for stream in [false, true] {
+        let mut body = chat_body("Hello");
+        body["byok_api_key"] = json!("sk-wrong-key-0123456789");
+        body["stream"] = json!(stream);
+        let a = env.api("/chat/completions", body).await;
+        let message = envelope(&a, 400);
+        assert!(message.contains("byok_api_key"), "{message}");
+        assert!(!a.text.contains("sk-wrong-key"), "{}", a.text);
+    }
+    assert_eq!(env.balance(), d("1"));
+    assert_eq!(env.store().held(env.user_id).unwrap(), Decimal::ZERO);
+}

@@ -23,6 +23,7 @@ mod media;
 mod media_b;
 mod mirror;
 mod money;
+mod observe;
 mod openai_client;
 mod ratelimit;
 mod reconcile;

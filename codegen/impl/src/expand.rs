@@ -12,7 +12,9 @@
 //!    (one per job kind, in order of first appearance: its `job_submit` row,
 //!    its `job_get` row and that row's `mirror`), `pub static BASES:
 //!    &[BaseSpec]` (`[bases.*]`, table order), and `pub static TABLE: Table`
-//!    holding the four;
+//!    holding the four and `pub static OPENAPI_JSON: &str` (the OpenAPI
+//!    document, [`crate::openapi`], as text) and `pub static DOCS_HTML: &str`
+//!    (the `/docs` page, [`crate::docs`]);
 //! 5. one `fn handle_<row>` per row: a single call to the runtime's `handle`;
 //! 6. `pub fn route(method, path) -> RouteMatch`: a `match` over the path's
 //!    segments, one arm per distinct path shape, then a `match` on the
@@ -253,6 +255,8 @@ fn table_facts(table: &Table) -> TokenStream {
             capabilities: CAPABILITIES,
             job_kinds: JOB_KINDS,
             bases: BASES,
+            openapi: OPENAPI_JSON,
+            docs: DOCS_HTML,
         };
     }
 }
@@ -418,6 +422,9 @@ pub fn expand(table: &Table, source_path: Option<&str>) -> TokenStream {
         .map(|r| format_ident!("{}", r.static_name()));
     let count = Literal::usize_unsuffixed(table.rows.len());
     let facts = table_facts(table);
+    let document = crate::openapi::document(table);
+    let openapi = document.to_string();
+    let docs = crate::docs::page(&document);
     let router = router(table);
     quote! {
         #include
@@ -429,6 +436,12 @@ pub fn expand(table: &Table, source_path: Option<&str>) -> TokenStream {
 
         /// Number of rows in [`ROUTES`].
         pub const ROUTE_COUNT: usize = #count;
+
+        /// The OpenAPI 3.1 document of the table (JSON text), served at `/openapi.json`.
+        pub static OPENAPI_JSON: &str = #openapi;
+
+        /// The `/docs` page: HTML rendered from [`OPENAPI_JSON`]'s document.
+        pub static DOCS_HTML: &str = #docs;
 
         #facts
 

@@ -24,6 +24,9 @@
 //!   per row, `ROUTES`, `ROUTE_COUNT`, `CAPABILITIES`, `JOB_KINDS`, `BASES`,
 //!   `TABLE`, one thin handler per row, and the `route` matcher. Generated code holds no logic and names everything
 //!   through `::runtime::__private`.
+//! * [`openapi`]: [`Table`] → the OpenAPI 3.1 document (data), embedded by
+//!   the expansion as `OPENAPI_JSON` and served by the runtime.
+//! * [`docs`]: the OpenAPI document → the `/docs` HTML page (data, `DOCS_HTML`).
 //! * this file: the public API and [`routes_macro`], which reads the macro's
 //!   input (`"path/relative/to/CARGO_MANIFEST_DIR"` or `inline = "..."`)
 //!   and turns problems into one `compile_error!` each.
@@ -33,8 +36,10 @@
 //! variant for variant, and [`Row::listing_line`] uses the same format as
 //! `EndpointSpec::listing_line`.
 
+pub mod docs;
 pub mod expand;
 pub mod keywords;
+pub mod openapi;
 pub mod table;
 pub mod validate;
 

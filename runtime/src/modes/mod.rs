@@ -220,8 +220,16 @@ pub(crate) async fn pick_model(
     }
     let byok = byok
         .map(str::trim)
-        .filter(|k| !k.is_empty())
-        .map(ProviderKey::byok);
+        .filter(|k| !k.is_empty());
+    // A key no header can carry (control characters) is the caller's
+    // mistake: 400, never a failed upstream call (found by schemathesis).
+    if byok.is_some_and(|k| http::HeaderValue::from_str(k).is_err()) {
+        return Err(ApiError::BadRequest(
+            "byok_api_key: not a usable API key (it holds characters an HTTP header cannot carry)"
+                .into(),
+        ));
+    }
+    let byok = byok.map(ProviderKey::byok);
     let key = match &byok {
         Some(k) => k.clone(),
         None => p.key.clone().ok_or_else(|| {

@@ -236,6 +236,7 @@ impl RecordWriter {
         self.tx
             .send(Batch { records, done })
             .map_err(|_| StoreError("record writer stopped".into()))?;
+        crate::telemetry::record_queue(1.0);
         wait.await
             .map_err(|_| StoreError("record writer stopped".into()))?
     }
@@ -266,9 +267,14 @@ fn writer_loop(mut conn: Connection, rx: mpsc::Receiver<Batch>) {
             }
         }
         last_group = group.len();
-        match write_group(&mut conn, &group) {
+        crate::telemetry::record_queue(-(group.len() as f64));
+        let started = std::time::Instant::now();
+        let written = write_group(&mut conn, &group);
+        crate::telemetry::record_commit(started.elapsed());
+        match written {
             Ok(results) => {
                 for (b, r) in group.into_iter().zip(results) {
+                    count_charges(&b.records, &r);
                     let _ = b.done.send(Ok(r));
                 }
             }
@@ -284,12 +290,31 @@ fn writer_loop(mut conn: Connection, rx: mpsc::Receiver<Batch>) {
                     let r = write_group(&mut conn, std::slice::from_ref(&b))
                         .map(|mut v| v.pop().unwrap_or_default())
                         .map_err(|e| StoreError(e.to_string()));
-                    if let Err(e) = &r {
-                        tracing::error!(error = %e, "commit failed");
+                    match &r {
+                        Ok(c) => count_charges(&b.records, c),
+                        Err(e) => tracing::error!(error = %e, "commit failed"),
                     }
                     let _ = b.done.send(r);
                 }
             }
+        }
+    }
+}
+
+/// Counts the charges of a committed batch's usage records (those written).
+fn count_charges(records: &[Record], committed: &Committed) {
+    use rust_decimal::prelude::ToPrimitive;
+    let usages = records.iter().filter_map(|r| match r {
+        Record::Usage(u) => Some(u),
+        _ => None,
+    });
+    for (u, written) in usages.zip(&committed.usage_written) {
+        if *written && u.charged > Decimal::ZERO {
+            let micro = (u.charged * Decimal::from(1_000_000u32))
+                .round()
+                .to_u64()
+                .unwrap_or(0);
+            crate::telemetry::charged(crate::telemetry::intern(&u.capability), micro);
         }
     }
 }

@@ -30,6 +30,9 @@ pub(crate) struct Mapping {
     pub base: Base,
     pub timeout: Duration,
     pub key: Option<Arc<str>>,
+    /// The key is the caller's own (BYOK): a 401/403 refuses the caller's
+    /// key, not the gateway's, and is the caller's to fix (400).
+    pub callers_key: bool,
 }
 
 impl Mapping {
@@ -60,6 +63,14 @@ impl Mapping {
         let body = read_bounded(resp, MAX_ERROR_BODY).await;
         let message = self.scrub(&upstream_message(&body).unwrap_or_default());
         tracing::info!(provider = provider_name(self.base), status = status.as_u16(), message = %message, "upstream error status");
+        if self.callers_key && matches!(status.as_u16(), 401 | 403) {
+            // Found by schemathesis: this was a 502 about the gateway's credentials.
+            return ApiError::BadRequest(format!(
+                "byok_api_key: {} refused it (status {})",
+                provider_name(self.base),
+                status.as_u16()
+            ));
+        }
         map_status(self.base, status, retry_after, message)
     }
 

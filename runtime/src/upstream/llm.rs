@@ -16,7 +16,7 @@ use crate::spec::{Base, Method};
 /// A provider key: read from its environment variable once, at start-up,
 /// or given by the caller for one request (BYOK). Never logged, never stored.
 #[derive(Clone)]
-pub struct ProviderKey(Arc<str>);
+pub struct ProviderKey(Arc<str>, bool);
 
 impl std::fmt::Debug for ProviderKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -30,12 +30,12 @@ impl ProviderKey {
         std::env::var(name)
             .ok()
             .filter(|v| !v.trim().is_empty())
-            .map(|v| ProviderKey(Arc::from(v.trim())))
+            .map(|v| ProviderKey(Arc::from(v.trim()), false))
     }
 
     /// The caller's own key (BYOK), for one call.
     pub fn byok(key: &str) -> ProviderKey {
-        ProviderKey(Arc::from(key.trim()))
+        ProviderKey(Arc::from(key.trim()), true)
     }
 }
 
@@ -54,6 +54,7 @@ impl Upstream {
                 base: Base::Llm,
                 timeout: self.timeout,
                 key: Some(key.0.clone()),
+                callers_key: key.1,
             },
         }
     }

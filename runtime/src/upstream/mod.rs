@@ -114,6 +114,7 @@ impl Upstream {
             base,
             timeout: self.timeout,
             key: self.key.clone(),
+            callers_key: false,
         }
     }
 
@@ -175,10 +176,21 @@ impl Call {
     /// [`ApiError`] of spec §7.
     pub async fn send(self) -> Result<Answer, ApiError> {
         let Call { rb, mapping } = self;
-        let resp = rb.send().await.map_err(|e| mapping.network_error(&e))?;
+        let started = std::time::Instant::now();
+        let sent = rb.send().await;
+        crate::telemetry::upstream_latency(started.elapsed());
+        let resp = sent.map_err(|e| {
+            crate::telemetry::upstream_error(if e.is_timeout() { "timeout" } else { "network" });
+            mapping.network_error(&e)
+        })?;
         if resp.status().is_success() {
             return Ok(Answer { resp, mapping });
         }
+        crate::telemetry::upstream_error(match resp.status().as_u16() {
+            429 => "rate_limited",
+            400..=499 => "status_4xx",
+            _ => "status_5xx",
+        });
         Err(mapping.error_from_response(resp).await)
     }
 }

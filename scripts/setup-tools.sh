@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Tools the test command needs besides cargo, installed from Debian when
+# missing (idempotent: what is installed is skipped). Called by
+# scripts/test.sh; safe to run by hand.
+#
+#   chromium      renders /docs in a headless browser (tests/it/observe.rs)
+#   schemathesis  (PyPI, pinned) fuzzes /openapi.json (scripts/schemathesis.sh)
+set -euo pipefail
+
+SCHEMATHESIS_VERSION=4.32.5
+export PATH="$HOME/.local/bin:$PATH"
+
+need_apt=()
+command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
+command -v python3 >/dev/null 2>&1 || need_apt+=(python3)
+python3 -m pip --version >/dev/null 2>&1 || need_apt+=(python3-pip)
+
+if ((${#need_apt[@]})); then
+    if [ "$(id -u)" -eq 0 ]; then
+        sudo=()
+    elif command -v sudo >/dev/null 2>&1; then
+        sudo=(sudo)
+    else
+        echo "setup-tools: ${need_apt[*]} missing and no root or sudo to install it" >&2
+        exit 1
+    fi
+    echo "setup-tools: installing ${need_apt[*]} (apt-get)" >&2
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+fi
+
+if [ "$(st --version 2>/dev/null || true)" != "st, version $SCHEMATHESIS_VERSION" ]; then
+    echo "setup-tools: installing schemathesis $SCHEMATHESIS_VERSION (pip)" >&2
+    python3 -m pip install -q "schemathesis==$SCHEMATHESIS_VERSION" 2>/dev/null ||
+        python3 -m pip install -q --user --break-system-packages "schemathesis==$SCHEMATHESIS_VERSION"
+fi
