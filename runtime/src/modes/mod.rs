@@ -218,9 +218,7 @@ pub(crate) async fn pick_model(
             )));
         }
     }
-    let byok = byok
-        .map(str::trim)
-        .filter(|k| !k.is_empty());
+    let byok = byok.map(str::trim).filter(|k| !k.is_empty());
     // A key no header can carry (control characters) is the caller's
     // mistake: 400, never a failed upstream call (found by schemathesis).
     if byok.is_some_and(|k| http::HeaderValue::from_str(k).is_err()) {
