@@ -453,3 +453,123 @@ async fn s3_backend_stores_synthesis_and_uploads() {
     );
     assert!(env.object_keys().is_empty(), "nothing on the local disk");
 }
+
+/// A small deterministic generator (xorshift64*), so that a failing case
+/// can be replayed from its printed seed.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
+
+/// A valid multipart upload body and one of many ways to break it.
+fn mangled_upload(rng: &mut Rng, boundary: &str) -> Vec<u8> {
+    let names = ["a.wav", "b.mp3", "x.exe", "", "..\\..\\c.wav", "d.WAV"];
+    let purposes = ["", "uploads", "voice_clone", "backup", "stt_input"];
+    let mut body = Vec::new();
+    if rng.below(2) == 0 {
+        body.extend_from_slice(
+            format!(
+                "--{boundary}\r\nContent-Disposition: form-data; name=\"purpose\"\r\n\r\n{}\r\n",
+                purposes[rng.below(purposes.len())]
+            )
+            .as_bytes(),
+        );
+    }
+    body.extend_from_slice(
+        format!(
+            "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{}\"\r\nContent-Type: audio/wav\r\n\r\n",
+            names[rng.below(names.len())]
+        )
+        .as_bytes(),
+    );
+    body.extend((0..rng.below(4096)).map(|_| rng.next() as u8));
+    body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+    match rng.below(6) {
+        0 => body.truncate(rng.below(body.len())), // cut anywhere
+        1 => {
+            for _ in 0..1 + rng.below(8) {
+                let i = rng.below(body.len());
+                body[i] = rng.next() as u8; // flip bytes, headers included
+            }
+        }
+        2 => {
+            let at = rng.below(body.len());
+            let dup = body[..at].to_vec();
+            body.splice(at..at, dup); // repeat a prefix: parts and boundaries twice
+        }
+        3 => body = body.replace_crlf(), // bare LF line ends
+        4 => body.extend_from_slice(&body.clone()), // a second, trailing copy
+        _ => {}                          // valid (sometimes a refused name or purpose)
+    }
+    body
+}
+
+trait ReplaceCrlf {
+    fn replace_crlf(self) -> Vec<u8>;
+}
+
+impl ReplaceCrlf for Vec<u8> {
+    fn replace_crlf(self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.len());
+        let mut i = 0;
+        while i < self.len() {
+            if self[i] == b'\r' && self.get(i + 1) == Some(&b'\n') {
+                i += 1;
+            }
+            out.push(self[i]);
+            i += 1;
+        }
+        out
+    }
+}
+
+#[tokio::test]
+async fn malformed_multipart_uploads_never_fail_the_gateway_nor_leave_anything() {
+    let env = Env::start().await;
+    let boundary = "XyZzY-boundary-0123";
+    let (mut stored, mut refused) = (0, 0);
+    for seed in 1..=150u64 {
+        let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        let body = mangled_upload(&mut rng, boundary);
+        let objects_before = env.object_keys().len();
+        let r = env
+            .client
+            .post(env.voice("/uploads"))
+            .bearer_auth(&env.key)
+            .header(
+                "content-type",
+                format!("multipart/form-data; boundary={boundary}"),
+            )
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        let a = Answer::from(r).await;
+        assert!(a.status < 500, "seed {seed}: {} {}", a.status, a.text);
+        if a.status == 200 {
+            stored += 1;
+        } else {
+            refused += 1;
+            assert!(a.json.get("detail").is_some(), "seed {seed}: {}", a.text);
+            assert_eq!(
+                env.object_keys().len(),
+                objects_before,
+                "seed {seed}: a refused upload left an object"
+            );
+        }
+    }
+    // The cases reach both sides: some parse and are stored, most are refused.
+    assert!(
+        stored > 0 && refused > 0,
+        "stored {stored}, refused {refused}"
+    );
+}
