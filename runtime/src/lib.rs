@@ -24,6 +24,8 @@
 //! * [`progress`] — what one observation of a job changes (billed once,
 //!   called back once).
 //! * [`mirror`] — copying job results into the object store (once).
+//! * [`generated`] — storing media generated for a caller (synthesis,
+//!   speech, images): key, asset record, presigned URL.
 //! * [`fetch`] — SSRF-safe fetching of callers' `audio_url`s.
 //! * [`callbacks`] — signed job callbacks to callers' `callback_uri`s.
 //! * [`signing`] — the HMAC signature scheme of webhooks and callbacks.
@@ -57,6 +59,7 @@ pub mod ctx;
 pub mod errors;
 pub mod fetch;
 pub mod follower;
+pub mod generated;
 pub mod mail;
 pub mod mirror;
 pub mod modes;

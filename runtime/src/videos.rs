@@ -181,13 +181,9 @@ pub async fn observe(
 /// The seconds a completed job is billed: the provider's `seconds`, at most
 /// the requested seconds (the hold's basis).
 pub fn billed_seconds(item: &Value, requested: Decimal) -> Decimal {
-    let reported = match item.get("seconds") {
-        Some(Value::String(s)) => s.trim().parse::<Decimal>().ok(),
-        Some(Value::Number(n)) => n.to_string().parse::<Decimal>().ok(),
-        _ => None,
-    };
-    match reported {
-        Some(r) if r > Decimal::ZERO => r.min(requested),
+    // The one rule for upstream figures (negative or non-finite: logged, not billed).
+    match crate::billing::quantity_from_upstream("seconds", item.get("seconds")) {
+        crate::billing::UpstreamQuantity::Valid(r) if r > Decimal::ZERO => r.min(requested),
         _ => requested,
     }
 }

@@ -53,9 +53,17 @@ per_image = "0.04"
 
 /// A gateway on a simulator with the test providers file.
 pub async fn llm_env(f: impl FnOnce(&mut runtime::config::Config)) -> Env {
+    env_with_providers(providers_toml, f).await
+}
+
+/// A gateway on a simulator with the providers file `toml_for(llm_url)`.
+pub async fn env_with_providers(
+    toml_for: impl FnOnce(&str) -> String,
+    f: impl FnOnce(&mut runtime::config::Config),
+) -> Env {
     std::env::set_var(LLM_KEY_VAR, PROVIDER_KEY);
     let sim = start_sim().await;
-    let toml = providers_toml(&sim.llm_url());
+    let toml = toml_for(&sim.llm_url());
     Env::on_sim(sim, move |c| {
         let path = c.data_dir.join("providers.toml");
         std::fs::write(&path, toml).unwrap();
@@ -128,7 +136,7 @@ impl Env {
 
 /// Asserts format 2 with `status`; returns the message.
 #[track_caller]
-fn envelope(a: &Answer, status: u16) -> String {
+pub fn envelope(a: &Answer, status: u16) -> String {
     a.expect(status);
     assert_eq!(a.json["success"], json!(false), "{}", a.text);
     assert_eq!(a.json["data"], json!(""), "{}", a.text);

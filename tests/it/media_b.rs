@@ -6,8 +6,8 @@
 use rust_decimal::Decimal;
 use serde_json::json;
 
-use crate::gateway::{providers_toml, LLM_KEY_VAR};
-use crate::harness::{follow_fast, start_sim, wav, Answer, Env, PROVIDER_KEY};
+use crate::gateway::{env_with_providers, envelope, providers_toml};
+use crate::harness::{follow_fast, wav, Answer, Env};
 
 /// The test providers file plus media models.
 fn media_toml(llm_url: &str) -> String {
@@ -37,29 +37,11 @@ async fn media_env() -> Env {
 }
 
 async fn media_env_with(f: impl FnOnce(&mut runtime::config::Config)) -> Env {
-    std::env::set_var(LLM_KEY_VAR, PROVIDER_KEY);
-    let sim = start_sim().await;
-    let toml = media_toml(&sim.llm_url());
-    Env::on_sim(sim, move |c| {
-        let path = c.data_dir.join("providers.toml");
-        std::fs::write(&path, toml).unwrap();
-        c.providers_file = Some(path);
-        f(c);
-    })
-    .await
+    env_with_providers(media_toml, f).await
 }
 
 fn d(s: &str) -> Decimal {
     s.parse().unwrap()
-}
-
-/// Asserts format 2 with `status`.
-#[track_caller]
-fn envelope(a: &Answer, status: u16) {
-    a.expect(status);
-    assert_eq!(a.json["success"], json!(false), "{}", a.text);
-    assert_eq!(a.json["data"], json!(""), "{}", a.text);
-    assert!(a.json["request_id"].as_str().unwrap().starts_with("res_"));
 }
 
 /// Posts a multipart form to `/api/v1/audio/stt/<which>`.

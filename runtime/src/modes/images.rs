@@ -3,8 +3,6 @@
 //! copied into the object store (an asset record, 7-day retention) and
 //! answered with the gateway's own presigned URL. Billed per image.
 
-use std::time::Duration;
-
 use futures_util::TryStreamExt;
 use http::StatusCode;
 use serde_json::Value;
@@ -14,13 +12,10 @@ use crate::ctx::{Ctx, Outcome};
 use crate::errors::ApiError;
 use crate::providers::{ModelType, Op};
 use crate::router::Request;
-use crate::store::{AssetRecord, Record};
 use crate::{body, credits};
 
 /// Retention of generated images.
 pub const IMAGE_RETENTION_DAYS: i64 = 7;
-/// Validity of the answered presigned URLs.
-pub const URL_VALIDITY: Duration = Duration::from_secs(3600);
 /// Largest image copied from a provider.
 pub const MAX_IMAGE_BYTES: u64 = 32 << 20;
 /// Largest side of `size`.
@@ -74,7 +69,6 @@ pub async fn generate(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> 
     let mut v = answer.json("images").await?;
     let user_id = ctx.require_user("image generation")?;
     let now = chrono::Utc::now();
-    let expires_at = crate::store::rfc3339(now + chrono::Duration::days(IMAGE_RETENTION_DAYS));
     let mut records = Vec::new();
     let items = v
         .get_mut("data")
@@ -117,40 +111,27 @@ pub async fn generate(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> 
             "image/webp" => "webp",
             _ => "png",
         };
-        let key = format!(
-            "images/{user_id}/{}-{}-{i}.{ext}",
-            now.format("%Y/%m/%d/%H%M%S"),
-            ctx.request_id
-        );
         let stream: crate::objects::ByteStream = Box::pin(
             resp.bytes_stream()
                 .map_err(|e| std::io::Error::other(e.without_url())),
         );
-        let size = ctx
-            .gw
-            .objects
-            .put(&key, &content_type, stream, Some(MAX_IMAGE_BYTES))
-            .await
-            .map_err(|e| ApiError::BadGateway(format!("copying a generated image failed: {e}")))?;
-        let ours = ctx
-            .gw
-            .objects
-            .presign_get(&key, URL_VALIDITY)
-            .map_err(|e| ApiError::Internal(format!("presigning an image: {e}")))?;
-        item["url"] = Value::String(ours);
-        item["expires_at"] = Value::String(expires_at.clone());
-        records.push(Record::Asset(AssetRecord {
-            owner_id: Some(user_id),
-            object_key: key,
-            class: "image".into(),
-            purpose: Some("image_generation".into()),
-            size_bytes: size,
-            content_type,
-            file_name: None,
-            source: Some(ctx.request_id.clone()),
-            created_at: crate::store::rfc3339(now),
-            expires_at: Some(expires_at.clone()),
-        }));
+        let stored = crate::generated::Media {
+            owner: user_id,
+            prefix: "images",
+            class: "image",
+            purpose: "image_generation",
+            source: &ctx.request_id,
+            suffix: format!("-{i}"),
+            ext,
+            content_type: &content_type,
+            retention_days: IMAGE_RETENTION_DAYS,
+            now,
+        }
+        .store_stream(&ctx.gw, stream, MAX_IMAGE_BYTES)
+        .await?;
+        item["url"] = Value::String(stored.url);
+        item["expires_at"] = Value::String(stored.expires_at);
+        records.push(stored.record);
     }
     records.extend(settle.image_records(count));
     let mut out = Outcome::new(body::json(StatusCode::OK, &v), Some(status));

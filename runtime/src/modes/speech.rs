@@ -6,8 +6,6 @@
 //! [`HOLD_SECONDS_PER_CHAR`] per character of `input` (at least
 //! [`HOLD_MIN_SECONDS`]) divided by `speed`.
 
-use std::time::Duration;
-
 use http::StatusCode;
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
@@ -17,13 +15,11 @@ use crate::ctx::{Ctx, Outcome};
 use crate::errors::ApiError;
 use crate::providers::{ModelType, Op};
 use crate::router::Request;
-use crate::store::{AssetRecord, Record};
+use crate::store::Record;
 use crate::{body, credits};
 
 /// Retention of produced speech.
 pub const SPEECH_RETENTION_DAYS: i64 = 7;
-/// Validity of the answered presigned URL.
-pub const URL_VALIDITY: Duration = Duration::from_secs(3600);
 /// Largest audio accepted from a provider.
 pub const MAX_SPEECH_BYTES: usize = 64 << 20;
 /// Seconds of audio held per character of input (a generous bound: speech
@@ -107,43 +103,30 @@ pub async fn speak(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
         ))
     })?;
     let user_id = ctx.require_user("speech")?;
-    let now = chrono::Utc::now();
     let content_type = match format {
         "wav" => "audio/wav",
         "pcm" => "audio/pcm",
         _ => "audio/mpeg",
     };
-    let object_key = format!(
-        "speech/{user_id}/{}-{}.{format}",
-        now.format("%Y/%m/%d/%H%M%S"),
-        ctx.request_id
-    );
     let size = audio.len() as u64;
-    ctx.gw
-        .objects
-        .put_bytes(&object_key, content_type, audio)
-        .await
-        .map_err(|e| ApiError::Internal(format!("storing speech: {e}")))?;
-    let audio_url = ctx
-        .gw
-        .objects
-        .presign_get(&object_key, URL_VALIDITY)
-        .map_err(|e| ApiError::Internal(format!("presigning speech: {e}")))?;
-    let expires_at = crate::store::rfc3339(now + chrono::Duration::days(SPEECH_RETENTION_DAYS));
+    let stored = crate::generated::Media {
+        owner: user_id,
+        prefix: "speech",
+        class: "speech",
+        purpose: "tts",
+        source: &ctx.request_id,
+        suffix: String::new(),
+        ext: format,
+        content_type,
+        retention_days: SPEECH_RETENTION_DAYS,
+        now: chrono::Utc::now(),
+    }
+    .store_bytes(&ctx.gw, audio)
+    .await?;
+    let (audio_url, expires_at) = (stored.url, stored.expires_at);
     let model = format!("{}/{}", settle.provider.id, settle.model.id);
     let byok = settle.byok;
-    let mut records = vec![Record::Asset(AssetRecord {
-        owner_id: Some(user_id),
-        object_key,
-        class: "speech".into(),
-        purpose: Some("tts".into()),
-        size_bytes: size,
-        content_type: content_type.into(),
-        file_name: None,
-        source: Some(ctx.request_id.clone()),
-        created_at: crate::store::rfc3339(now),
-        expires_at: Some(expires_at.clone()),
-    })];
+    let mut records = vec![stored.record];
     let settled = settle.seconds_records("audio_seconds", seconds);
     let charged = settled
         .iter()

@@ -23,8 +23,6 @@
 //! when the audio cannot be measured either, the answer is 502 and nothing
 //! is billed.
 
-use std::time::Duration;
-
 use base64::Engine;
 use serde_json::{json, Value};
 
@@ -34,12 +32,9 @@ use crate::errors::ApiError;
 use crate::router::Request;
 use crate::shape;
 use crate::spec::PathParams;
-use crate::store::{AssetRecord, Record};
 
 /// Default output format of the gateway (spec A1).
 pub const DEFAULT_OUTPUT_FORMAT: &str = "mp3";
-/// Presigned URL validity (spec §8).
-pub const URL_VALIDITY: Duration = Duration::from_secs(3600);
 /// Retention of synthesis output when the row gives none (spec §8).
 pub const DEFAULT_RETENTION_DAYS: u32 = 7;
 
@@ -104,31 +99,26 @@ pub async fn synthesize(
 
     // Store the audio; its record is committed with the audit and usage records.
     let user_id = ctx.require_user("synthesis")?;
-    let now = chrono::Utc::now();
-    let key = format!(
-        "synthesis/{user_id}/{}-{}.{ext}",
-        now.format("%Y/%m/%d/%H%M%S"),
-        ctx.request_id
-    );
     let content_type = if ext == "wav" {
         "audio/wav"
     } else {
         "audio/mpeg"
     };
-    let size = audio.len() as u64;
-    ctx.gw
-        .objects
-        .put_bytes(&key, content_type, bytes::Bytes::from(audio))
-        .await
-        .map_err(|e| ApiError::Internal(format!("storing audio: {e}")))?;
-    let days = spec.retention_days.unwrap_or(DEFAULT_RETENTION_DAYS);
-    let expires_at = (now + chrono::Duration::days(days as i64))
-        .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
-    let audio_url = ctx
-        .gw
-        .objects
-        .presign_get(&key, URL_VALIDITY)
-        .map_err(|e| ApiError::Internal(format!("presigning audio: {e}")))?;
+    let stored = crate::generated::Media {
+        owner: user_id,
+        prefix: "synthesis",
+        class: "synthesis",
+        purpose: "synthesis",
+        source: &ctx.request_id,
+        suffix: String::new(),
+        ext,
+        content_type,
+        retention_days: spec.retention_days.unwrap_or(DEFAULT_RETENTION_DAYS) as i64,
+        now: chrono::Utc::now(),
+    }
+    .store_bytes(&ctx.gw, bytes::Bytes::from(audio))
+    .await?;
+    let (audio_url, expires_at) = (stored.url, stored.expires_at);
     let resemble_url = ["url", "audio_url", "audio_src"]
         .iter()
         .find_map(|k| raw.get(*k).and_then(Value::as_str))
@@ -163,18 +153,7 @@ pub async fn synthesize(
         http::HeaderValue::from_static("application/json"),
     );
     let mut outcome = Outcome::new(response, Some(upstream_status));
-    outcome.records.push(Record::Asset(AssetRecord {
-        owner_id: Some(user_id),
-        object_key: key,
-        class: "synthesis".into(),
-        purpose: Some("synthesis".into()),
-        size_bytes: size,
-        content_type: content_type.into(),
-        file_name: None,
-        source: Some(ctx.request_id.clone()),
-        created_at: now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
-        expires_at: Some(expires_at),
-    }));
+    outcome.records.push(stored.record);
     Ok(outcome)
 }
 
