@@ -42,6 +42,7 @@
 //! * [`retention`] — the sweeper of expired objects.
 //! * [`follower`] — pending jobs polled upstream until they finish.
 //! * [`reconcile`] — usage totals against the upstream's billing usage.
+//! * [`secret_file`] — secrets generated once into the data directory.
 //! * [`errors`] — one error type, three wire formats.
 //! * [`config`] — environment → configuration.
 //!
@@ -73,6 +74,7 @@ pub mod reconcile;
 pub mod relay;
 pub mod retention;
 pub mod router;
+pub mod secret_file;
 pub mod server;
 pub mod shape;
 pub mod signing;

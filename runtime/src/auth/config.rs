@@ -127,43 +127,7 @@ impl AccountConfig {
 /// Reads the JWT secret file (hex), creating it with 32 random bytes (mode
 /// 0600) when it does not exist yet.
 pub fn load_or_create_secret(path: &Path) -> Result<Vec<u8>, String> {
-    let fail = |what: &str, e: &dyn std::fmt::Display| format!("{what} {}: {e}", path.display());
-    if path.exists() {
-        let text = std::fs::read_to_string(path).map_err(|e| fail("reading", &e))?;
-        return hex::decode(text.trim()).map_err(|e| fail("decoding", &e));
-    }
-    if let Some(dir) = path.parent() {
-        let mut b = std::fs::DirBuilder::new();
-        b.recursive(true);
-        #[cfg(unix)]
-        std::os::unix::fs::DirBuilderExt::mode(&mut b, 0o700);
-        b.create(dir)
-            .map_err(|e| fail("creating the directory of", &e))?;
-    }
-    let key: [u8; 32] = rand::random();
-    // Written to a temporary file and linked into place: a reader never sees
-    // a half-written secret, and if another process won the race its secret
-    // is the one kept.
-    let tmp = path.with_extension(format!("tmp{}", rand::random::<u32>()));
-    let mut o = std::fs::OpenOptions::new();
-    o.write(true).create_new(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut o, 0o600);
-    let mut f = o.open(&tmp).map_err(|e| fail("creating", &e))?;
-    std::io::Write::write_all(&mut f, hex::encode(key).as_bytes())
-        .and_then(|_| f.sync_all())
-        .map_err(|e| fail("writing", &e))?;
-    drop(f);
-    let linked = std::fs::hard_link(&tmp, path);
-    let _ = std::fs::remove_file(&tmp);
-    match linked {
-        Ok(()) => Ok(key.to_vec()),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-            let text = std::fs::read_to_string(path).map_err(|e| fail("reading", &e))?;
-            hex::decode(text.trim()).map_err(|e| fail("decoding", &e))
-        }
-        Err(e) => Err(fail("linking", &e)),
-    }
+    crate::secret_file::load_or_create(path, 16)
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 //! default listed beside its name, and a value that does not parse is an
 //! error naming the variable.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use super::{LocalStore, ObjectError, ObjectStore, S3Config, S3Store};
@@ -172,52 +172,7 @@ pub fn open(
 /// Reads the signing key file (hex), creating it with 32 random bytes (mode
 /// 0600) when it does not exist yet.
 pub fn load_or_create_signing_key(path: &Path) -> Result<Vec<u8>, ObjectError> {
-    let fail = |what: &str, e: &dyn std::fmt::Display| {
-        ObjectError::Backend(format!("{what} {}: {e}", path.display()))
-    };
-    let read = |path: &PathBuf| -> Result<Vec<u8>, ObjectError> {
-        let text = std::fs::read_to_string(path).map_err(|e| fail("reading", &e))?;
-        let key = hex::decode(text.trim()).map_err(|e| fail("decoding", &e))?;
-        if key.len() < 16 {
-            return Err(fail("checking", &"signing key shorter than 16 bytes"));
-        }
-        Ok(key)
-    };
-    let path = path.to_path_buf();
-    if path.exists() {
-        return read(&path);
-    }
-    if let Some(dir) = path.parent() {
-        let mut b = std::fs::DirBuilder::new();
-        b.recursive(true);
-        #[cfg(unix)]
-        std::os::unix::fs::DirBuilderExt::mode(&mut b, 0o700);
-        b.create(dir)
-            .map_err(|e| fail("creating the directory of", &e))?;
-    }
-    let key: [u8; 32] = rand::random();
-    // Written to a temporary file and linked into place, so that a reader
-    // never sees a half-written key; if another process won the race, its
-    // key is the one.
-    let tmp = path.with_extension(format!("tmp{}", hex::encode(rand::random::<[u8; 4]>())));
-    {
-        use std::io::Write;
-        let mut options = std::fs::OpenOptions::new();
-        options.write(true).create_new(true);
-        #[cfg(unix)]
-        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-        let mut file = options.open(&tmp).map_err(|e| fail("creating", &e))?;
-        file.write_all(hex::encode(key).as_bytes())
-            .and_then(|()| file.sync_all())
-            .map_err(|e| fail("writing", &e))?;
-    }
-    let linked = std::fs::hard_link(&tmp, &path);
-    let _ = std::fs::remove_file(&tmp);
-    match linked {
-        Ok(()) => Ok(key.to_vec()),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => read(&path),
-        Err(e) => Err(fail("creating", &e)),
-    }
+    crate::secret_file::load_or_create(path, 16).map_err(ObjectError::Backend)
 }
 
 #[cfg(test)]
