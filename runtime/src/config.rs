@@ -28,6 +28,9 @@ pub const GATEWAY_ADDR: &str = "GATEWAY_ADDR";
 pub const GATEWAY_DATA_DIR: &str = "GATEWAY_DATA_DIR";
 /// SQLite file. Default `$GATEWAY_DATA_DIR/gateway.db`.
 pub const GATEWAY_DB: &str = "GATEWAY_DB";
+/// A PostgreSQL database (`postgres://user:password@host:port/db`) used
+/// instead of the SQLite file: several instances share it. Default: unset.
+pub const GATEWAY_DATABASE_URL: &str = "GATEWAY_DATABASE_URL";
 /// Upstream call time-out in milliseconds. Default 120000 (spec §8).
 pub const GATEWAY_UPSTREAM_TIMEOUT_MS: &str = "GATEWAY_UPSTREAM_TIMEOUT_MS";
 /// Allow fetching `audio_url`s on loopback/private addresses. Default false.
@@ -100,8 +103,10 @@ pub struct Config {
     pub addr: SocketAddr,
     /// Directory holding the database and the local object store.
     pub data_dir: PathBuf,
-    /// SQLite database file.
+    /// SQLite database file (when no `database_url` is set).
     pub db_path: PathBuf,
+    /// PostgreSQL database URL (`GATEWAY_DATABASE_URL`); takes the place of `db_path`.
+    pub database_url: Option<String>,
     /// Time-out of every upstream call.
     pub upstream_timeout: Duration,
     /// Whether `audio_url`s on private addresses may be fetched (tests, demo).
@@ -155,6 +160,16 @@ pub struct Config {
     pub stream_timeout: Duration,
 }
 
+impl Config {
+    /// Where the database is: `GATEWAY_DATABASE_URL` when set, else the SQLite file.
+    pub fn database(&self) -> crate::store::Location {
+        match &self.database_url {
+            Some(url) => crate::store::Location::Postgres(url.clone()),
+            None => crate::store::Location::Sqlite(self.db_path.clone()),
+        }
+    }
+}
+
 impl std::fmt::Debug for Config {
     // Hand-written so that the upstream key never reaches a log line.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -173,6 +188,10 @@ impl std::fmt::Debug for Config {
             .field("addr", &self.addr)
             .field("data_dir", &self.data_dir)
             .field("db_path", &self.db_path)
+            .field(
+                "database_url",
+                &self.database_url.as_deref().map(crate::store::redact_url),
+            )
             .field("upstream_timeout", &self.upstream_timeout)
             .field("allow_private_fetch", &self.allow_private_fetch)
             .field("max_fetch_bytes", &self.max_fetch_bytes)
@@ -224,6 +243,7 @@ impl Config {
             business_plan_active: false,
             addr: SocketAddr::from(([127, 0, 0, 1], 8080)),
             db_path: data_dir.join("gateway.db"),
+            database_url: None,
             data_dir,
             upstream_timeout: Duration::from_secs(120),
             allow_private_fetch: false,
@@ -316,6 +336,20 @@ impl Config {
         }
         if let Some(v) = get(GATEWAY_DB) {
             c.db_path = PathBuf::from(v);
+        }
+        if let Some(v) = get(GATEWAY_DATABASE_URL) {
+            let v = v.trim();
+            if !(v.starts_with("postgres://") || v.starts_with("postgresql://")) {
+                return Err(ConfigError {
+                    name: GATEWAY_DATABASE_URL,
+                    reason: "expected a postgres:// or postgresql:// URL".into(),
+                });
+            }
+            crate::store::check_url(v).map_err(|e| ConfigError {
+                name: GATEWAY_DATABASE_URL,
+                reason: e.to_string(),
+            })?;
+            c.database_url = Some(v.to_owned());
         }
         if let Some(v) = get(GATEWAY_UPSTREAM_TIMEOUT_MS) {
             let ms: u64 = v.parse().map_err(|e| ConfigError {

@@ -164,7 +164,7 @@ impl Gateway {
             Some(path) => providers::Providers::load(path, config.prices.markup_pct)?,
             None => providers::Providers::default(),
         };
-        let store = store::Store::open_with(&config.db_path, config.db_sync_full)?;
+        let store = store::Store::open_at_with(&config.database(), config.db_sync_full)?;
         let accounts = &config.accounts;
         let jwt_secret = match &accounts.jwt_secret {
             Some(s) => s.clone(),

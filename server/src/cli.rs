@@ -172,7 +172,7 @@ pub fn main() -> ExitCode {
 type CliResult = Result<(), Box<dyn std::error::Error>>;
 
 fn open_store(config: &Config) -> Result<Store, Box<dyn std::error::Error>> {
-    Ok(Store::open(&config.db_path)?)
+    Ok(Store::open_at(&config.database())?)
 }
 
 /// Runs one subcommand.
@@ -337,7 +337,7 @@ pub async fn serve(config: Config) -> CliResult {
         tracing::warn!("PROVIDER_WEBHOOK_SECRET is not set: inbound webhooks are accepted unsigned (development only)");
     }
     // Migrate before listening: no request meets a half-migrated database.
-    runtime::store::Store::migrate(&config.db_path)?;
+    runtime::store::Store::migrate(&config.database())?;
     let listener = tokio::net::TcpListener::bind(config.addr).await?;
     let addr = listener.local_addr()?;
     let public_url = config

@@ -84,7 +84,7 @@ pub async fn run() -> Result<(), Box<dyn std::error::Error>> {
     std::fs::write(&providers, demo_providers(&sim.llm_url()))?;
     config.providers_file = Some(providers);
 
-    let store = Store::open(&config.db_path)?;
+    let store = Store::open_at(&config.database())?;
     let user = store.create_user("demo@example.com", false)?;
     let key = runtime::auth::create_key(&store, user).map_err(|e| e.message())?;
     store.grant_credit(user, rust_decimal::Decimal::TEN, Some("demo credit"))?;

@@ -104,7 +104,7 @@ impl Env {
         let dir = TempDir::new("env");
         let mut config = config_for(&sim, &dir);
         f(&mut config);
-        let store = Store::open(&config.db_path).unwrap();
+        let store = Store::open_at(&config.database()).unwrap();
         let user_id = store.create_user("alice@example.com", false).unwrap();
         let key = runtime::auth::create_key(&store, user_id).unwrap();
         drop(store);

@@ -1,9 +1,8 @@
 //! Repositories of accounts: registration, log-in lookups, API keys by
 //! user, revoked token ids, confirmation and reset tokens (stored hashed).
 
-use rusqlite::{params, OptionalExtension, TransactionBehavior};
-
-use super::{now_rfc3339, row_to_user, Result, Store, User};
+use super::sql::{p, Dialect, Row};
+use super::{now_rfc3339, row_to_user, Result, Store, StoreError, User};
 
 const USER_COLS: &str = "id, email, is_admin, disabled, deleted_at IS NOT NULL";
 
@@ -45,7 +44,7 @@ pub enum Registration {
     EmailExists,
 }
 
-fn row_to_user_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<UserRow> {
+fn row_to_user_row(r: &Row<'_>) -> Result<UserRow> {
     Ok(UserRow {
         id: r.get(0)?,
         username: r.get(1)?,
@@ -71,103 +70,123 @@ impl Store {
         password_hash: &str,
         confirmed: bool,
     ) -> Result<Registration> {
-        let mut conn = self.conn()?;
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let email = email.to_lowercase();
-        let taken = |sql: &str, v: &str| -> rusqlite::Result<bool> {
-            tx.query_row(sql, [v], |_| Ok(()))
-                .optional()
-                .map(|o| o.is_some())
-        };
-        if taken(
-            "SELECT 1 FROM users WHERE username = ?1 COLLATE NOCASE",
-            username,
-        )? {
-            return Ok(Registration::UsernameExists);
-        }
-        if taken(
-            "SELECT 1 FROM users WHERE email = ?1 COLLATE NOCASE",
-            &email,
-        )? {
-            return Ok(Registration::EmailExists);
-        }
-        tx.execute(
-            "INSERT INTO users (email, username, password_hash, confirmed, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![email, username, password_hash, confirmed, now_rfc3339()],
-        )?;
-        let id = tx.last_insert_rowid();
-        tx.commit()?;
-        Ok(Registration::Created(id))
+        self.transaction(|tx| {
+            // SQLite compares with NOCASE (its unique index on usernames);
+            // PostgreSQL's index is on lower(username).
+            let (by_username, by_email) = match tx.dialect() {
+                Dialect::Sqlite => (
+                    "SELECT 1 FROM users WHERE username = ?1 COLLATE NOCASE",
+                    "SELECT 1 FROM users WHERE email = ?1 COLLATE NOCASE",
+                ),
+                Dialect::Postgres => (
+                    "SELECT 1 FROM users WHERE lower(username) = lower(?1)",
+                    "SELECT 1 FROM users WHERE lower(email) = lower(?1)",
+                ),
+            };
+            if tx.exists(by_username, p![username])? {
+                return Ok(Registration::UsernameExists);
+            }
+            if tx.exists(by_email, p![email])? {
+                return Ok(Registration::EmailExists);
+            }
+            // Another instance may register the same name meanwhile: its
+            // insert wins the unique index, this one inserts nothing.
+            let id: Option<i64> = tx.row(
+                "INSERT INTO users (email, username, password_hash, confirmed, created_at) VALUES (?1, ?2, ?3, ?4, ?5)
+                 ON CONFLICT DO NOTHING RETURNING id",
+                p![email, username, password_hash, confirmed, now_rfc3339()],
+                |r| r.get(0),
+            )?;
+            Ok(match id {
+                Some(id) => Registration::Created(id),
+                None if tx.exists(by_email, p![email])? => Registration::EmailExists,
+                None => Registration::UsernameExists,
+            })
+        })
     }
 
     /// The user logging in by e-mail address or username, their password
     /// hash and whether they are confirmed.
     pub fn login_lookup(&self, ident: &str) -> Result<Option<(User, Option<String>, bool)>> {
-        let conn = self.conn()?;
-        Ok(conn
-            .query_row(
-                &format!(
+        self.with(|db| {
+            let sql = match db.dialect() {
+                Dialect::Sqlite => format!(
                     "SELECT {USER_COLS}, password_hash, confirmed FROM users
                      WHERE email = ?1 COLLATE NOCASE OR username = ?1 COLLATE NOCASE
                      ORDER BY id LIMIT 1"
                 ),
-                [ident],
-                |r| Ok((row_to_user(r)?, r.get(5)?, r.get(6)?)),
-            )
-            .optional()?)
+                Dialect::Postgres => format!(
+                    "SELECT {USER_COLS}, password_hash, confirmed FROM users
+                     WHERE lower(email) = lower(?1) OR lower(username) = lower(?1)
+                     ORDER BY id LIMIT 1"
+                ),
+            };
+            db.row(&sql, p![ident], |r| {
+                Ok((row_to_user(r)?, r.get(5)?, r.get(6)?))
+            })
+        })
     }
 
     /// A live (not deleted) user by e-mail address.
     pub fn user_by_email(&self, email: &str) -> Result<Option<User>> {
-        let conn = self.conn()?;
-        Ok(conn
-            .query_row(
-                &format!("SELECT {USER_COLS} FROM users WHERE email = ?1 COLLATE NOCASE AND deleted_at IS NULL"),
-                [email],
-                row_to_user,
-            )
-            .optional()?)
+        self.with(|db| {
+            let sql = match db.dialect() {
+                Dialect::Sqlite => format!(
+                    "SELECT {USER_COLS} FROM users WHERE email = ?1 COLLATE NOCASE AND deleted_at IS NULL"
+                ),
+                Dialect::Postgres => format!(
+                    "SELECT {USER_COLS} FROM users WHERE lower(email) = lower(?1) AND deleted_at IS NULL"
+                ),
+            };
+            db.row(&sql, p![email], row_to_user)
+        })
     }
 
     pub fn user_row(&self, id: i64) -> Result<Option<UserRow>> {
-        let conn = self.conn()?;
-        Ok(conn
-            .query_row(
+        self.with(|db| {
+            db.row(
                 &format!("SELECT {USER_ROW_COLS} FROM users WHERE id = ?1"),
-                [id],
+                p![id],
                 row_to_user_row,
             )
-            .optional()?)
+        })
     }
 
     /// Every user, oldest first.
     pub fn user_rows(&self) -> Result<Vec<UserRow>> {
-        let conn = self.conn()?;
-        let mut stmt = conn.prepare(&format!("SELECT {USER_ROW_COLS} FROM users ORDER BY id"))?;
-        let rows = stmt.query_map([], row_to_user_row)?;
-        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        self.with(|db| {
+            db.rows(
+                &format!("SELECT {USER_ROW_COLS} FROM users ORDER BY id"),
+                &[],
+                row_to_user_row,
+            )
+        })
     }
 
     /// Soft-deletes a user; `false` when there is no such live user.
     pub fn delete_user(&self, id: i64) -> Result<bool> {
-        let n = self.conn()?.execute(
-            "UPDATE users SET deleted_at = ?2 WHERE id = ?1 AND deleted_at IS NULL",
-            params![id, now_rfc3339()],
-        )?;
-        Ok(n == 1)
+        self.with(|db| {
+            db.exec(
+                "UPDATE users SET deleted_at = ?2 WHERE id = ?1 AND deleted_at IS NULL",
+                p![id, now_rfc3339()],
+            )
+        })
+        .map(|n| n == 1)
     }
 
     pub fn set_password(&self, id: i64, password_hash: &str) -> Result<()> {
-        self.conn()?.execute(
-            "UPDATE users SET password_hash = ?2 WHERE id = ?1",
-            params![id, password_hash],
-        )?;
+        self.with(|db| {
+            db.exec(
+                "UPDATE users SET password_hash = ?2 WHERE id = ?1",
+                p![id, password_hash],
+            )
+        })?;
         Ok(())
     }
 
     pub fn confirm_user(&self, id: i64) -> Result<()> {
-        self.conn()?
-            .execute("UPDATE users SET confirmed = 1 WHERE id = ?1", [id])?;
+        self.with(|db| db.exec("UPDATE users SET confirmed = 1 WHERE id = ?1", p![id]))?;
         Ok(())
     }
 
@@ -181,26 +200,27 @@ impl Store {
         name: Option<&str>,
         prefix: &str,
     ) -> Result<i64> {
-        let conn = self.conn()?;
-        conn.execute(
-            "INSERT INTO api_keys (user_id, key_hash, name, prefix, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![user_id, key_hash, name, prefix, now_rfc3339()],
-        )?;
-        Ok(conn.last_insert_rowid())
+        self.with(|db| {
+            db.row(
+                "INSERT INTO api_keys (user_id, key_hash, name, prefix, created_at) VALUES (?1, ?2, ?3, ?4, ?5) RETURNING id",
+                p![user_id, key_hash, name, prefix, now_rfc3339()],
+                |r| r.get(0),
+            )?
+            .ok_or_else(|| StoreError("key insert returned no id".into()))
+        })
     }
 
     /// The owner of the key with this hash (revoked or not).
     pub fn key_owner(&self, key_hash: &str) -> Result<Option<KeyOwner>> {
-        let conn = self.conn()?;
-        Ok(conn
-            .query_row(
+        self.with(|db| {
+            db.row(
                 "SELECT u.id, u.email, u.is_admin, u.disabled, u.deleted_at IS NOT NULL, k.revoked_at IS NOT NULL, k.models
                  FROM api_keys k JOIN users u ON u.id = k.user_id WHERE k.key_hash = ?1",
-                [key_hash],
+                p![key_hash],
                 |r| {
                     let mut user = row_to_user(r)?;
                     // The models the key may use (`provider/model` or `provider/*`, comma-separated).
-                    user.models = r.get::<_, Option<String>>(6)?.map(|m| {
+                    user.models = r.get::<Option<String>>(6)?.map(|m| {
                         m.split(',')
                             .map(|s| s.trim().to_owned())
                             .filter(|s| !s.is_empty())
@@ -212,68 +232,78 @@ impl Store {
                     })
                 },
             )
-            .optional()?)
+        })
     }
 
     /// A user's keys, oldest first.
     pub fn keys_of(&self, user_id: i64) -> Result<Vec<KeyRow>> {
-        let conn = self.conn()?;
-        let mut stmt = conn.prepare(
-            "SELECT id, name, prefix, created_at, revoked_at FROM api_keys WHERE user_id = ?1 ORDER BY id",
-        )?;
-        let rows = stmt.query_map([user_id], |r| {
-            Ok(KeyRow {
-                id: r.get(0)?,
-                name: r.get(1)?,
-                prefix: r.get(2)?,
-                created_at: r.get(3)?,
-                revoked_at: r.get(4)?,
-            })
-        })?;
-        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        self.with(|db| {
+            db.rows(
+                "SELECT id, name, prefix, created_at, revoked_at FROM api_keys WHERE user_id = ?1 ORDER BY id",
+                p![user_id],
+                |r| {
+                    Ok(KeyRow {
+                        id: r.get(0)?,
+                        name: r.get(1)?,
+                        prefix: r.get(2)?,
+                        created_at: r.get(3)?,
+                        revoked_at: r.get(4)?,
+                    })
+                },
+            )
+        })
     }
 
     /// Revokes one of a user's live keys; `false` when there is none with this id.
     pub fn revoke_key(&self, user_id: i64, key_id: i64) -> Result<bool> {
-        let n = self.conn()?.execute(
-            "UPDATE api_keys SET revoked_at = ?3 WHERE id = ?1 AND user_id = ?2 AND revoked_at IS NULL",
-            params![key_id, user_id, now_rfc3339()],
-        )?;
-        Ok(n == 1)
+        self.with(|db| {
+            db.exec(
+                "UPDATE api_keys SET revoked_at = ?3 WHERE id = ?1 AND user_id = ?2 AND revoked_at IS NULL",
+                p![key_id, user_id, now_rfc3339()],
+            )
+        })
+        .map(|n| n == 1)
+    }
+
+    /// The hash of one of a user's keys (to tell other instances it is revoked).
+    pub fn key_hash_of(&self, user_id: i64, key_id: i64) -> Result<Option<String>> {
+        self.with(|db| {
+            db.row(
+                "SELECT key_hash FROM api_keys WHERE id = ?1 AND user_id = ?2",
+                p![key_id, user_id],
+                |r| r.get(0),
+            )
+        })
     }
 
     // ---- tokens ----
 
     /// The user of a token and whether its id is revoked, in one read.
     pub fn token_subject(&self, user_id: i64, jti: &str) -> Result<(Option<User>, bool)> {
-        let conn = self.conn()?;
-        let revoked = conn
-            .query_row("SELECT 1 FROM revoked_tokens WHERE jti = ?1", [jti], |_| {
-                Ok(())
-            })
-            .optional()?
-            .is_some();
-        let user = conn
-            .query_row(
+        self.with(|db| {
+            let revoked = db.exists("SELECT 1 FROM revoked_tokens WHERE jti = ?1", p![jti])?;
+            let user = db.row(
                 &format!("SELECT {USER_COLS} FROM users WHERE id = ?1"),
-                [user_id],
+                p![user_id],
                 row_to_user,
-            )
-            .optional()?;
-        Ok((user, revoked))
+            )?;
+            Ok((user, revoked))
+        })
     }
 
     /// Records a revoked token id until `expires_at` (and forgets those
     /// past their expiry). `false` when it was revoked already.
     pub fn revoke_token(&self, jti: &str, user_id: i64, expires_at: &str) -> Result<bool> {
-        let conn = self.conn()?;
         let now = now_rfc3339();
-        conn.execute("DELETE FROM revoked_tokens WHERE expires_at < ?1", [&now])?;
-        let n = conn.execute(
-            "INSERT OR IGNORE INTO revoked_tokens (jti, user_id, expires_at, revoked_at) VALUES (?1, ?2, ?3, ?4)",
-            params![jti, user_id, expires_at, now],
-        )?;
-        Ok(n == 1)
+        self.with(|db| {
+            db.exec("DELETE FROM revoked_tokens WHERE expires_at < ?1", p![now])?;
+            db.exec(
+                "INSERT INTO revoked_tokens (jti, user_id, expires_at, revoked_at) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT (jti) DO NOTHING",
+                p![jti, user_id, expires_at, now],
+            )
+        })
+        .map(|n| n == 1)
     }
 
     /// Stores a mailed token (its hash) for `purpose` (`confirm`, `reset`).
@@ -284,34 +314,28 @@ impl Store {
         purpose: &str,
         expires_at: &str,
     ) -> Result<()> {
-        self.conn()?.execute(
-            "INSERT INTO account_tokens (token_hash, user_id, purpose, expires_at, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![token_hash, user_id, purpose, expires_at, now_rfc3339()],
-        )?;
+        self.with(|db| {
+            db.exec(
+                "INSERT INTO account_tokens (token_hash, user_id, purpose, expires_at, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+                p![token_hash, user_id, purpose, expires_at, now_rfc3339()],
+            )
+        })?;
         Ok(())
     }
 
     /// Uses a mailed token once: the user it was for, if it is unused,
-    /// unexpired and for `purpose`.
+    /// unexpired and for `purpose`. One conditional update, so that two
+    /// uses at once (on any instances) cannot both succeed.
     pub fn take_account_token(&self, token_hash: &str, purpose: &str) -> Result<Option<i64>> {
-        let mut conn = self.conn()?;
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let now = now_rfc3339();
-        let user: Option<i64> = tx
-            .query_row(
-                "SELECT user_id FROM account_tokens
-                 WHERE token_hash = ?1 AND purpose = ?2 AND used_at IS NULL AND expires_at > ?3",
-                params![token_hash, purpose, now],
+        self.with(|db| {
+            db.row(
+                "UPDATE account_tokens SET used_at = ?3
+                 WHERE token_hash = ?1 AND purpose = ?2 AND used_at IS NULL AND expires_at > ?3
+                 RETURNING user_id",
+                p![token_hash, purpose, now],
                 |r| r.get(0),
             )
-            .optional()?;
-        if user.is_some() {
-            tx.execute(
-                "UPDATE account_tokens SET used_at = ?2 WHERE token_hash = ?1",
-                params![token_hash, now],
-            )?;
-        }
-        tx.commit()?;
-        Ok(user)
+        })
     }
 }

@@ -1,7 +1,6 @@
 //! Repositories of stored objects' records (assets) and of jobs.
 
-use rusqlite::{params, OptionalExtension};
-
+use super::sql::{p, Row};
 use super::{Result, Store};
 
 /// An asset as stored.
@@ -46,14 +45,14 @@ pub struct JobRow {
 const ASSET_COLS: &str =
     "id, owner_id, object_key, class, purpose, size_bytes, content_type, file_name, created_at, expires_at, deleted_at";
 
-fn row_to_asset(r: &rusqlite::Row<'_>) -> rusqlite::Result<AssetRow> {
+fn row_to_asset(r: &Row<'_>) -> Result<AssetRow> {
     Ok(AssetRow {
         id: r.get(0)?,
         owner_id: r.get(1)?,
         object_key: r.get(2)?,
         class: r.get(3)?,
         purpose: r.get(4)?,
-        size_bytes: r.get::<_, i64>(5)? as u64,
+        size_bytes: r.get::<i64>(5)? as u64,
         content_type: r.get(6)?,
         file_name: r.get(7)?,
         created_at: r.get(8)?,
@@ -66,7 +65,7 @@ const JOB_COLS: &str =
     "job_id, kind, upstream_id, user_id, submit_route, status, media_type, result, billed,
      mirror_asset_id, mirror_state, callback_uri, created_at, updated_at, follow_next_at, follow_attempts";
 
-fn row_to_job(r: &rusqlite::Row<'_>) -> rusqlite::Result<JobRow> {
+fn row_to_job(r: &Row<'_>) -> Result<JobRow> {
     Ok(JobRow {
         job_id: r.get(0)?,
         kind: r.get(1)?,
@@ -89,86 +88,86 @@ fn row_to_job(r: &rusqlite::Row<'_>) -> rusqlite::Result<JobRow> {
 
 impl Store {
     pub fn asset(&self, id: i64) -> Result<Option<AssetRow>> {
-        let conn = self.conn()?;
-        Ok(conn
-            .query_row(
+        self.with(|db| {
+            db.row(
                 &format!("SELECT {ASSET_COLS} FROM assets WHERE id = ?1"),
-                [id],
+                p![id],
                 row_to_asset,
             )
-            .optional()?)
+        })
     }
 
     pub fn asset_by_key(&self, key: &str) -> Result<Option<AssetRow>> {
-        let conn = self.conn()?;
-        Ok(conn
-            .query_row(
+        self.with(|db| {
+            db.row(
                 &format!("SELECT {ASSET_COLS} FROM assets WHERE object_key = ?1"),
-                [key],
+                p![key],
                 row_to_asset,
             )
-            .optional()?)
+        })
     }
 
     /// Every asset, oldest first (tests, operators).
     pub fn assets(&self) -> Result<Vec<AssetRow>> {
-        let conn = self.conn()?;
-        let mut stmt = conn.prepare(&format!("SELECT {ASSET_COLS} FROM assets ORDER BY id"))?;
-        let rows = stmt.query_map([], row_to_asset)?;
-        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        self.with(|db| {
+            db.rows(
+                &format!("SELECT {ASSET_COLS} FROM assets ORDER BY id"),
+                &[],
+                row_to_asset,
+            )
+        })
     }
 
     /// Live assets whose `expires_at` is at or before `now` (permanent ones never).
     pub fn expired_assets(&self, now: &str, limit: usize) -> Result<Vec<AssetRow>> {
-        let conn = self.conn()?;
-        let mut stmt = conn.prepare(&format!(
+        self.with(|db| db.rows(&format!(
             "SELECT {ASSET_COLS} FROM assets
              WHERE deleted_at IS NULL AND expires_at IS NOT NULL AND expires_at <= ?1 ORDER BY expires_at LIMIT ?2"
-        ))?;
-        let rows = stmt.query_map(params![now, limit as i64], row_to_asset)?;
-        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        ), p![now, limit as i64], row_to_asset))
     }
 
     /// Marks an asset's object deleted.
     pub fn mark_asset_deleted(&self, id: i64, at: &str) -> Result<()> {
-        self.conn()?.execute(
-            "UPDATE assets SET deleted_at = ?2 WHERE id = ?1 AND deleted_at IS NULL",
-            params![id, at],
-        )?;
+        self.with(|db| {
+            db.exec(
+                "UPDATE assets SET deleted_at = ?2 WHERE id = ?1 AND deleted_at IS NULL",
+                p![id, at],
+            )
+        })?;
         Ok(())
     }
 
     /// Test and operator hook: moves an asset's expiry.
     pub fn set_asset_expiry(&self, id: i64, expires_at: Option<&str>) -> Result<()> {
-        self.conn()?.execute(
-            "UPDATE assets SET expires_at = ?2 WHERE id = ?1",
-            params![id, expires_at],
-        )?;
+        self.with(|db| {
+            db.exec(
+                "UPDATE assets SET expires_at = ?2 WHERE id = ?1",
+                p![id, expires_at],
+            )
+        })?;
         Ok(())
     }
 
     /// A job by kind and the id the caller holds.
     pub fn job(&self, kind: &str, job_id: &str) -> Result<Option<JobRow>> {
-        let conn = self.conn()?;
-        Ok(conn
-            .query_row(
+        self.with(|db| {
+            db.row(
                 &format!("SELECT {JOB_COLS} FROM jobs WHERE kind = ?1 AND job_id = ?2"),
-                params![kind, job_id],
+                p![kind, job_id],
                 row_to_job,
             )
-            .optional()?)
+        })
     }
 
     /// A job by kind and upstream id (inbound webhooks).
     pub fn job_by_upstream(&self, kind: &str, upstream_id: &str) -> Result<Option<JobRow>> {
-        let conn = self.conn()?;
-        Ok(conn
-            .query_row(
+        self.with(|db| {
+            db.row(
                 &format!("SELECT {JOB_COLS} FROM jobs WHERE kind = ?1 AND upstream_id = ?2"),
-                params![kind, upstream_id],
+                p![kind, upstream_id],
                 row_to_job,
             )
-            .optional()?)
+        })
     }
 
     /// A user's jobs of a kind, newest first, one page (1-based), and the total.
@@ -179,18 +178,24 @@ impl Store {
         page: u32,
         page_size: u32,
     ) -> Result<(Vec<JobRow>, u64)> {
-        let conn = self.conn()?;
-        let total: i64 = conn.query_row(
-            "SELECT COUNT(*) FROM jobs WHERE user_id = ?1 AND kind = ?2",
-            params![user_id, kind],
-            |r| r.get(0),
-        )?;
-        let mut stmt = conn.prepare(&format!(
-            "SELECT {JOB_COLS} FROM jobs WHERE user_id = ?1 AND kind = ?2 ORDER BY id DESC LIMIT ?3 OFFSET ?4"
-        ))?;
         let offset = (page.max(1) as i64 - 1) * page_size as i64;
-        let rows = stmt.query_map(params![user_id, kind, page_size as i64, offset], row_to_job)?;
-        Ok((rows.collect::<rusqlite::Result<Vec<_>>>()?, total as u64))
+        self.with(|db| {
+            let total: i64 = db
+                .row(
+                    "SELECT COUNT(*) FROM jobs WHERE user_id = ?1 AND kind = ?2",
+                    p![user_id, kind],
+                    |r| r.get(0),
+                )?
+                .unwrap_or(0);
+            let rows = db.rows(
+                &format!(
+                    "SELECT {JOB_COLS} FROM jobs WHERE user_id = ?1 AND kind = ?2 ORDER BY id DESC LIMIT ?3 OFFSET ?4"
+                ),
+                p![user_id, kind, page_size, offset],
+                row_to_job,
+            )?;
+            Ok((rows, total as u64))
+        })
     }
 
     /// Tries to take the right to copy a job's result (multi-instance safe:
@@ -203,47 +208,46 @@ impl Store {
         now: &str,
         stale_before: &str,
     ) -> Result<bool> {
-        let n = self.conn()?.execute(
-            "UPDATE jobs SET mirror_state = 'copying', mirror_claimed_at = ?3
+        let n = self.with(|db| {
+            db.exec(
+                "UPDATE jobs SET mirror_state = 'copying', mirror_claimed_at = ?3
              WHERE kind = ?1 AND job_id = ?2 AND mirror_asset_id IS NULL
                AND (mirror_state IS NULL OR mirror_state = 'failed'
                     OR (mirror_state = 'copying' AND mirror_claimed_at < ?4))",
-            params![kind, job_id, now, stale_before],
-        )?;
+                p![kind, job_id, now, stale_before],
+            )
+        })?;
         Ok(n == 1)
     }
 
     /// Records a finished copy (the asset is already committed).
     pub fn finish_mirror(&self, kind: &str, job_id: &str, asset_id: i64) -> Result<()> {
-        self.conn()?.execute(
-            "UPDATE jobs SET mirror_state = 'done', mirror_asset_id = ?3 WHERE kind = ?1 AND job_id = ?2",
-            params![kind, job_id, asset_id],
-        )?;
+        self.with(|db| db.exec("UPDATE jobs SET mirror_state = 'done', mirror_asset_id = ?3 WHERE kind = ?1 AND job_id = ?2", p![kind, job_id, asset_id]))?;
         Ok(())
     }
 
     /// Records a failed copy; the next GET may try again.
     pub fn fail_mirror(&self, kind: &str, job_id: &str) -> Result<()> {
-        self.conn()?.execute(
-            "UPDATE jobs SET mirror_state = 'failed' WHERE kind = ?1 AND job_id = ?2 AND mirror_asset_id IS NULL",
-            params![kind, job_id],
-        )?;
+        self.with(|db| db.exec("UPDATE jobs SET mirror_state = 'failed' WHERE kind = ?1 AND job_id = ?2 AND mirror_asset_id IS NULL", p![kind, job_id]))?;
         Ok(())
     }
 
     /// Pending jobs whose next poll is due at `now` and that no instance
     /// holds a live lease on, the most overdue first.
     pub fn due_jobs(&self, now: &str, limit: usize) -> Result<Vec<JobRow>> {
-        let conn = self.conn()?;
-        let mut stmt = conn.prepare(&format!(
-            "SELECT {JOB_COLS} FROM jobs
+        self.with(|db| {
+            db.rows(
+                &format!(
+                    "SELECT {JOB_COLS} FROM jobs
              WHERE follow_next_at IS NOT NULL AND follow_next_at <= ?1
                AND status NOT IN ('completed', 'failed')
                AND (follow_lease_until IS NULL OR follow_lease_until < ?1)
              ORDER BY follow_next_at LIMIT ?2"
-        ))?;
-        let rows = stmt.query_map(params![now, limit as i64], row_to_job)?;
-        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+                ),
+                p![now, limit as i64],
+                row_to_job,
+            )
+        })
     }
 
     /// Tries to take the lease of one poll of a job until `lease_until`
@@ -256,25 +260,24 @@ impl Store {
         now: &str,
         lease_until: &str,
     ) -> Result<bool> {
-        let n = self.conn()?.execute(
-            "UPDATE jobs SET follow_lease_until = ?4, follow_attempts = follow_attempts + 1
+        let n = self.with(|db| {
+            db.exec(
+                "UPDATE jobs SET follow_lease_until = ?4, follow_attempts = follow_attempts + 1
              WHERE kind = ?1 AND job_id = ?2
                AND follow_next_at IS NOT NULL AND follow_next_at <= ?3
                AND status NOT IN ('completed', 'failed')
                AND (follow_lease_until IS NULL OR follow_lease_until < ?3)",
-            params![kind, job_id, now, lease_until],
-        )?;
+                p![kind, job_id, now, lease_until],
+            )
+        })?;
         Ok(n == 1)
     }
 
     /// Releases a poll's lease and sets the next poll (`None`: stop following).
     pub fn release_follow(&self, kind: &str, job_id: &str, next: Option<&str>) -> Result<()> {
-        self.conn()?.execute(
-            "UPDATE jobs SET follow_lease_until = NULL,
+        self.with(|db| db.exec("UPDATE jobs SET follow_lease_until = NULL,
                     follow_next_at = CASE WHEN status IN ('completed', 'failed') THEN NULL ELSE ?3 END
-             WHERE kind = ?1 AND job_id = ?2",
-            params![kind, job_id, next],
-        )?;
+             WHERE kind = ?1 AND job_id = ?2", p![kind, job_id, next]))?;
         Ok(())
     }
 }

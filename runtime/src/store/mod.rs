@@ -1,9 +1,16 @@
-//! SQLite: migrations, repositories, and the group-commit record writer.
+//! The database: migrations, repositories, and the group-commit record writer.
 //!
 //! Architecture invariant: only this module speaks SQL.
 //!
-//! * Reads go through an `r2d2` pool (WAL mode lets them run beside the writer)
-//!   and are called from async code through [`Store::blocking`] (tokio's blocking pool).
+//! Two databases behind one interface ([`Location`]): SQLite, the embedded
+//! default (one file, WAL), and PostgreSQL (`GATEWAY_DATABASE_URL`), which
+//! several gateway instances share. The repositories are written once, in
+//! SQL both read alike ([`sql`]); each database has its own migrations
+//! (`MIGRATIONS` here, [`pg::MIGRATIONS`]) describing the same schema.
+//!
+//! * Reads go through an `r2d2` pool (WAL mode lets SQLite's run beside the
+//!   writer) and are called from async code through [`Store::blocking`]
+//!   (tokio's blocking pool).
 //! * Records that must not be lost (audit, usage, ledger, assets, jobs) go
 //!   through [`RecordWriter`]: one dedicated thread owns one connection and
 //!   commits whatever has queued up in one transaction (group commit), then
@@ -11,18 +18,23 @@
 //!   after its records are durable, without one fsync per request and without
 //!   blocking the async runtime.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use r2d2_sqlite::SqliteConnectionManager;
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::Connection;
 
 mod accounts;
 mod assets;
 mod money;
 mod owners;
+mod pg;
+pub(crate) mod sql;
 mod videos;
 mod writer;
+
+pub use sql::Dialect;
+use sql::{p, Db, Row};
 
 pub use accounts::{KeyOwner, KeyRow, Registration, UserRow};
 pub use assets::{AssetRow, JobRow};
@@ -289,6 +301,48 @@ impl From<r2d2::Error> for StoreError {
 
 pub type Result<T> = std::result::Result<T, StoreError>;
 
+/// Where the database is: a SQLite file (the embedded default) or a
+/// PostgreSQL server (`postgres://...`), which several instances can share.
+#[derive(Clone, PartialEq, Eq)]
+pub enum Location {
+    Sqlite(PathBuf),
+    Postgres(String),
+}
+
+impl std::fmt::Debug for Location {
+    /// Never prints a PostgreSQL URL's password.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Location::Sqlite(p) => f.debug_tuple("Sqlite").field(p).finish(),
+            Location::Postgres(url) => f.debug_tuple("Postgres").field(&redact_url(url)).finish(),
+        }
+    }
+}
+
+/// Whether a PostgreSQL URL parses (for configuration errors at start).
+pub fn check_url(url: &str) -> Result<()> {
+    pg::parse_url(url).map(drop)
+}
+
+/// A database URL without its password (for logs).
+pub fn redact_url(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let creds = &url[scheme + 3..at];
+            match creds.find(':') {
+                Some(colon) => format!(
+                    "{}{}:***{}",
+                    &url[..scheme + 3],
+                    &creds[..colon],
+                    &url[at..]
+                ),
+                None => url.to_owned(),
+            }
+        }
+        _ => url.to_owned(),
+    }
+}
+
 /// A user as authentication sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct User {
@@ -385,49 +439,121 @@ fn open_and_migrate(path: &Path) -> Result<Connection> {
     Ok(conn)
 }
 
+/// Connects to PostgreSQL and runs pending migrations.
+fn open_and_migrate_pg(url: &str, sync_full: bool) -> Result<(pg::PgConn, tokio_postgres::Config)> {
+    let config = pg::parse_url(url)?;
+    let mut conn = pg::PgConn::connect(&config, sync_full)?;
+    pg::migrate(&mut conn.db())?;
+    Ok((conn, config))
+}
+
+/// The read pool of either database.
+#[derive(Clone)]
+enum Pool {
+    Sqlite(r2d2::Pool<SqliteConnectionManager>),
+    Postgres(r2d2::Pool<pg::PgManager>),
+}
+
 /// The database: a read pool and the record writer.
 #[derive(Clone)]
 pub struct Store {
-    pool: r2d2::Pool<SqliteConnectionManager>,
+    pool: Pool,
     writer: RecordWriter,
 }
 
 impl Store {
-    /// Opens the database at `path`, migrates it, and starts the writer
-    /// thread, with every commit fsynced.
+    /// Opens the SQLite database at `path`, migrates it, and starts the
+    /// writer thread, with every commit fsynced.
     pub fn open(path: &Path) -> Result<Store> {
         Store::open_with(path, true)
     }
 
-    /// Creates and migrates the database at `path`, then closes it: what
+    /// Opens the database at `location` (see [`Store::open_at_with`]), with
+    /// every commit made durable before it is acknowledged.
+    pub fn open_at(location: &Location) -> Result<Store> {
+        Store::open_at_with(location, true)
+    }
+
+    /// Creates and migrates the database, then closes it: what
     /// `gateway serve` does before it listens.
-    pub fn migrate(path: &Path) -> Result<()> {
-        open_and_migrate(path).map(drop)
+    pub fn migrate(location: &Location) -> Result<()> {
+        match location {
+            Location::Sqlite(path) => open_and_migrate(path).map(drop),
+            Location::Postgres(url) => open_and_migrate_pg(url, true).map(drop),
+        }
     }
 
     /// [`Store::open`], choosing whether commits are fsynced (`sync_full`).
     pub fn open_with(path: &Path, sync_full: bool) -> Result<Store> {
-        let writer_conn = open_and_migrate(path)?;
-        // FULL: a committed record survives a power cut ("must not lose a
-        // record"); NORMAL (WAL): it survives a crash of the process.
-        writer_conn.pragma_update(
-            None,
-            "synchronous",
-            if sync_full { "FULL" } else { "NORMAL" },
-        )?;
-        let manager = SqliteConnectionManager::file(path).with_init(configure);
-        let pool = r2d2::Pool::builder().max_size(8).build(manager)?;
-        Ok(Store {
-            pool,
-            writer: Writer::start(writer_conn),
-        })
+        Store::open_at_with(&Location::Sqlite(path.to_owned()), sync_full)
     }
 
-    pub(crate) fn conn(&self) -> Result<r2d2::PooledConnection<SqliteConnectionManager>> {
-        Ok(self.pool.get()?)
+    /// Opens the database at `location`, migrates it, and starts the writer
+    /// thread. `sync_full`: every commit is flushed to disk before it is
+    /// acknowledged (SQLite `synchronous=FULL`; PostgreSQL's default
+    /// `synchronous_commit`); otherwise a crash of the machine (not of the
+    /// gateway) may lose the last commits.
+    pub fn open_at_with(location: &Location, sync_full: bool) -> Result<Store> {
+        match location {
+            Location::Sqlite(path) => {
+                let writer_conn = open_and_migrate(path)?;
+                // FULL: a committed record survives a power cut ("must not lose a
+                // record"); NORMAL (WAL): it survives a crash of the process.
+                writer_conn.pragma_update(
+                    None,
+                    "synchronous",
+                    if sync_full { "FULL" } else { "NORMAL" },
+                )?;
+                let manager = SqliteConnectionManager::file(path).with_init(configure);
+                let pool = r2d2::Pool::builder().max_size(8).build(manager)?;
+                Ok(Store {
+                    pool: Pool::Sqlite(pool),
+                    writer: Writer::start(writer::Conn::Sqlite(writer_conn)),
+                })
+            }
+            Location::Postgres(url) => {
+                let (writer_conn, config) = open_and_migrate_pg(url, sync_full)?;
+                let manager = pg::PgManager { config, sync_full };
+                let pool = r2d2::Pool::builder()
+                    .max_size(8)
+                    .min_idle(Some(1))
+                    .build(manager)?;
+                Ok(Store {
+                    pool: Pool::Postgres(pool),
+                    writer: Writer::start(writer::Conn::Postgres(writer_conn)),
+                })
+            }
+        }
     }
 
-    /// Runs `f` on this store in tokio's blocking pool (SQLite calls block),
+    /// Which database this is.
+    pub fn dialect(&self) -> Dialect {
+        match self.pool {
+            Pool::Sqlite(_) => Dialect::Sqlite,
+            Pool::Postgres(_) => Dialect::Postgres,
+        }
+    }
+
+    /// Runs `f` on a pooled connection.
+    pub(crate) fn with<T>(&self, f: impl FnOnce(&mut Db<'_>) -> Result<T>) -> Result<T> {
+        match &self.pool {
+            Pool::Sqlite(pool) => {
+                let conn = pool.get()?;
+                f(&mut Db::lite(&conn))
+            }
+            Pool::Postgres(pool) => {
+                let mut conn = pool.get()?;
+                f(&mut conn.db())
+            }
+        }
+    }
+
+    /// Runs `f` in one write transaction on a pooled connection.
+    pub(crate) fn transaction<T>(&self, f: impl FnOnce(&mut Db<'_>) -> Result<T>) -> Result<T> {
+        self.with(|db| db.transaction(f))
+    }
+
+    /// Runs `f` on this store in tokio's blocking pool (database calls block),
     /// so that async code never blocks its runtime on the database.
     pub async fn blocking<T: Send + 'static>(
         &self,
@@ -448,78 +574,86 @@ impl Store {
     // ---- users and keys (used by the CLI and by auth) ----
 
     pub fn create_user(&self, email: &str, is_admin: bool) -> Result<i64> {
-        let conn = self.conn()?;
-        conn.execute(
-            "INSERT INTO users (email, is_admin, created_at) VALUES (?1, ?2, ?3)",
-            params![email, is_admin, now_rfc3339()],
-        )?;
-        Ok(conn.last_insert_rowid())
+        self.with(|db| {
+            db.row(
+                "INSERT INTO users (email, is_admin, created_at) VALUES (?1, ?2, ?3) RETURNING id",
+                p![email, is_admin, now_rfc3339()],
+                |r| r.get(0),
+            )?
+            .ok_or_else(|| StoreError("insert returned no id".into()))
+        })
     }
 
     pub fn user(&self, id: i64) -> Result<Option<User>> {
-        let conn = self.conn()?;
-        Ok(conn
-            .query_row(
+        self.with(|db| {
+            db.row(
                 "SELECT id, email, is_admin, disabled, deleted_at IS NOT NULL FROM users WHERE id = ?1",
-                [id],
+                p![id],
                 row_to_user,
             )
-            .optional()?)
+        })
     }
 
     pub fn set_user_disabled(&self, id: i64, disabled: bool) -> Result<bool> {
-        let n = self.conn()?.execute(
-            "UPDATE users SET disabled = ?2 WHERE id = ?1",
-            params![id, disabled],
-        )?;
-        Ok(n == 1)
+        self.with(|db| {
+            db.exec(
+                "UPDATE users SET disabled = ?2 WHERE id = ?1",
+                p![id, disabled],
+            )
+        })
+        .map(|n| n == 1)
     }
 
     /// Limits a key to `models` (comma-separated `provider/model` or
     /// `provider/*`; `None`: every model). False when no live key has that hash.
     pub fn set_key_models(&self, key_hash: &str, models: Option<&str>) -> Result<bool> {
-        let n = self.conn()?.execute(
-            "UPDATE api_keys SET models = ?2 WHERE key_hash = ?1 AND revoked_at IS NULL",
-            params![key_hash, models],
-        )?;
-        Ok(n == 1)
+        self.with(|db| {
+            db.exec(
+                "UPDATE api_keys SET models = ?2 WHERE key_hash = ?1 AND revoked_at IS NULL",
+                p![key_hash, models],
+            )
+        })
+        .map(|n| n == 1)
     }
 
     pub fn revoke_key_hash(&self, key_hash: &str) -> Result<bool> {
-        let n = self.conn()?.execute(
-            "UPDATE api_keys SET revoked_at = ?2 WHERE key_hash = ?1 AND revoked_at IS NULL",
-            params![key_hash, now_rfc3339()],
-        )?;
-        Ok(n == 1)
+        self.with(|db| {
+            db.exec(
+                "UPDATE api_keys SET revoked_at = ?2 WHERE key_hash = ?1 AND revoked_at IS NULL",
+                p![key_hash, now_rfc3339()],
+            )
+        })
+        .map(|n| n == 1)
     }
 
     /// Audit rows, oldest first (for tests and operators).
     pub fn audit_rows(&self) -> Result<Vec<AuditRecord>> {
-        let conn = self.conn()?;
-        let mut stmt = conn.prepare(
-            "SELECT request_id, user_id, route_id, method, path, status, upstream_status, latency_ms, created_at
-             FROM audit ORDER BY id",
-        )?;
-        let rows = stmt.query_map([], |r| {
-            Ok(AuditRecord {
-                request_id: r.get(0)?,
-                user_id: r.get(1)?,
-                route_id: r.get(2)?,
-                method: r.get(3)?,
-                path: r.get(4)?,
-                status: r.get(5)?,
-                upstream_status: r.get(6)?,
-                latency_ms: r.get::<_, i64>(7)? as u64,
-                created_at: r.get(8)?,
-            })
-        })?;
-        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        self.with(|db| {
+            db.rows(
+                "SELECT request_id, user_id, route_id, method, path, status, upstream_status, latency_ms, created_at
+                 FROM audit ORDER BY id",
+                &[],
+                |r| {
+                    Ok(AuditRecord {
+                        request_id: r.get(0)?,
+                        user_id: r.get(1)?,
+                        route_id: r.get(2)?,
+                        method: r.get(3)?,
+                        path: r.get(4)?,
+                        status: r.get(5)?,
+                        upstream_status: r.get(6)?,
+                        latency_ms: r.get::<i64>(7)? as u64,
+                        created_at: r.get(8)?,
+                    })
+                },
+            )
+        })
     }
 }
 
 /// A user from `id, email, is_admin, disabled, deleted` (the key's models,
 /// when a key was presented, are set by the key lookup).
-fn row_to_user(r: &rusqlite::Row<'_>) -> rusqlite::Result<User> {
+fn row_to_user(r: &Row<'_>) -> Result<User> {
     Ok(User {
         id: r.get(0)?,
         email: r.get(1)?,

@@ -2,12 +2,11 @@
 //! daily totals for reconciliation.
 
 use std::collections::BTreeMap;
-use std::str::FromStr;
 
-use rusqlite::{params, OptionalExtension, TransactionBehavior};
 use rust_decimal::Decimal;
 
-use super::writer::apply_credit;
+use super::sql::{p, Db, Row};
+use super::writer::{apply_credit, lock_balance};
 use super::{now_rfc3339, Result, Store, StoreError};
 
 /// A usage row as stored.
@@ -49,16 +48,6 @@ pub struct ReconciliationRow {
     pub status: String,
 }
 
-fn dec(s: String) -> rusqlite::Result<Decimal> {
-    Decimal::from_str(&s).map_err(|e| {
-        rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, Box::new(e))
-    })
-}
-
-fn opt_dec(s: Option<String>) -> rusqlite::Result<Option<Decimal>> {
-    s.map(dec).transpose()
-}
-
 impl Store {
     /// Adds credit to a user (`gateway credits grant`); returns the new balance.
     pub fn grant_credit(
@@ -70,24 +59,22 @@ impl Store {
         if self.user(user_id)?.is_none() {
             return Err(StoreError(format!("no user with id {user_id}")));
         }
-        let mut conn = self.conn()?;
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let after = apply_credit(&tx, user_id, amount, "grant", None, note, &now_rfc3339())?;
-        tx.commit()?;
-        Ok(after)
+        self.transaction(|tx| {
+            apply_credit(tx, user_id, amount, "grant", None, note, &now_rfc3339())
+        })
     }
 
     /// A user's credit balance (0 when never credited nor charged).
     pub fn balance(&self, user_id: i64) -> Result<Decimal> {
-        let conn = self.conn()?;
-        let s: Option<String> = conn
-            .query_row(
-                "SELECT balance FROM credit_balances WHERE user_id = ?1",
-                [user_id],
-                |r| r.get(0),
-            )
-            .optional()?;
-        Ok(s.map(dec).transpose()?.unwrap_or(Decimal::ZERO))
+        Ok(self
+            .with(|db| {
+                db.row(
+                    "SELECT balance FROM credit_balances WHERE user_id = ?1",
+                    p![user_id],
+                    |r| r.dec(0),
+                )
+            })?
+            .unwrap_or(Decimal::ZERO))
     }
 
     /// Every usage row, oldest first.
@@ -101,12 +88,7 @@ impl Store {
     }
 
     fn usage_rows_where(&self, user_id: Option<i64>) -> Result<Vec<UsageRow>> {
-        let conn = self.conn()?;
-        let mut stmt = conn.prepare(
-            "SELECT id, request_id, user_id, route_id, product, unit, quantity, unit_price, charged, unpriced, once_key, created_at
-             FROM usage WHERE ?1 IS NULL OR user_id = ?1 ORDER BY id",
-        )?;
-        let rows = stmt.query_map([user_id], |r| {
+        let row = |r: &Row<'_>| {
             Ok(UsageRow {
                 id: r.get(0)?,
                 request_id: r.get(1)?,
@@ -114,54 +96,58 @@ impl Store {
                 route_id: r.get(3)?,
                 product: r.get(4)?,
                 unit: r.get(5)?,
-                quantity: dec(r.get(6)?)?,
-                unit_price: opt_dec(r.get(7)?)?,
-                charged: dec(r.get(8)?)?,
+                quantity: r.dec(6)?,
+                unit_price: r.opt_dec(7)?,
+                charged: r.dec(8)?,
                 unpriced: r.get(9)?,
                 once_key: r.get(10)?,
                 created_at: r.get(11)?,
             })
-        })?;
-        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        };
+        const COLS: &str = "SELECT id, request_id, user_id, route_id, product, unit, quantity, unit_price, charged, unpriced, once_key, created_at FROM usage";
+        self.with(|db| match user_id {
+            None => db.rows(&format!("{COLS} ORDER BY id"), &[], row),
+            Some(u) => db.rows(
+                &format!("{COLS} WHERE user_id = ?1 ORDER BY id"),
+                p![u],
+                row,
+            ),
+        })
     }
 
     /// A user's ledger, oldest first.
     pub fn ledger(&self, user_id: i64) -> Result<Vec<LedgerRow>> {
-        let conn = self.conn()?;
-        let mut stmt = conn.prepare(
-            "SELECT user_id, amount, balance_after, kind, usage_id, note FROM credit_ledger WHERE user_id = ?1 ORDER BY id",
-        )?;
-        let rows = stmt.query_map([user_id], |r| {
-            Ok(LedgerRow {
-                user_id: r.get(0)?,
-                amount: dec(r.get(1)?)?,
-                balance_after: dec(r.get(2)?)?,
-                kind: r.get(3)?,
-                usage_id: r.get(4)?,
-                note: r.get(5)?,
-            })
-        })?;
-        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        self.with(|db| {
+            db.rows(
+                "SELECT user_id, amount, balance_after, kind, usage_id, note FROM credit_ledger WHERE user_id = ?1 ORDER BY id",
+                p![user_id],
+                |r| {
+                    Ok(LedgerRow {
+                        user_id: r.get(0)?,
+                        amount: r.dec(1)?,
+                        balance_after: r.dec(2)?,
+                        kind: r.get(3)?,
+                        usage_id: r.get(4)?,
+                        note: r.get(5)?,
+                    })
+                },
+            )
+        })
     }
 
     /// Quantities per (product, unit) recorded on a UTC day (`YYYY-MM-DD`),
     /// summed exactly in decimal.
     pub fn usage_totals(&self, day: &str) -> Result<BTreeMap<(String, String), Decimal>> {
-        let conn = self.conn()?;
-        let mut stmt = conn.prepare(
-            "SELECT product, unit, quantity FROM usage WHERE created_at >= ?1 AND created_at < ?2 AND quantity != '0'",
-        )?;
         let (from, to) = day_bounds(day)?;
-        let mut totals = BTreeMap::new();
-        let rows = stmt.query_map(params![from, to], |r| {
-            Ok((
-                r.get::<_, String>(0)?,
-                r.get::<_, String>(1)?,
-                dec(r.get(2)?)?,
-            ))
+        let rows = self.with(|db| {
+            db.rows(
+                "SELECT product, unit, quantity FROM usage WHERE created_at >= ?1 AND created_at < ?2 AND quantity != '0'",
+                p![from, to],
+                |r| Ok((r.get::<String>(0)?, r.get::<String>(1)?, r.dec(2)?)),
+            )
         })?;
-        for row in rows {
-            let (product, unit, q) = row?;
+        let mut totals = BTreeMap::new();
+        for (product, unit, q) in rows {
             *totals.entry((product, unit)).or_insert(Decimal::ZERO) += q;
         }
         Ok(totals)
@@ -169,39 +155,42 @@ impl Store {
 
     /// Stores one reconciliation comparison.
     pub fn insert_reconciliation(&self, r: &ReconciliationRow) -> Result<()> {
-        self.conn()?.execute(
-            "INSERT INTO reconciliation_runs (day, product, gateway_total, upstream_total, drift_pct, status, created_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            params![
-                r.day,
-                r.product,
-                r.gateway_total.to_string(),
-                r.upstream_total.map(|d| d.to_string()),
-                r.drift_pct.map(|d| d.to_string()),
-                r.status,
-                now_rfc3339()
-            ],
-        )?;
+        self.with(|db| {
+            db.exec(
+                "INSERT INTO reconciliation_runs (day, product, gateway_total, upstream_total, drift_pct, status, created_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                p![
+                    r.day,
+                    r.product,
+                    r.gateway_total.to_string(),
+                    r.upstream_total.map(|d| d.to_string()),
+                    r.drift_pct.map(|d| d.to_string()),
+                    r.status,
+                    now_rfc3339()
+                ],
+            )
+        })?;
         Ok(())
     }
 
     /// Stored reconciliation comparisons of a day, in insertion order.
     pub fn reconciliations(&self, day: &str) -> Result<Vec<ReconciliationRow>> {
-        let conn = self.conn()?;
-        let mut stmt = conn.prepare(
-            "SELECT day, product, gateway_total, upstream_total, drift_pct, status FROM reconciliation_runs WHERE day = ?1 ORDER BY id",
-        )?;
-        let rows = stmt.query_map([day], |r| {
-            Ok(ReconciliationRow {
-                day: r.get(0)?,
-                product: r.get(1)?,
-                gateway_total: dec(r.get(2)?)?,
-                upstream_total: opt_dec(r.get(3)?)?,
-                drift_pct: opt_dec(r.get(4)?)?,
-                status: r.get(5)?,
-            })
-        })?;
-        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        self.with(|db| {
+            db.rows(
+                "SELECT day, product, gateway_total, upstream_total, drift_pct, status FROM reconciliation_runs WHERE day = ?1 ORDER BY id",
+                p![day],
+                |r| {
+                    Ok(ReconciliationRow {
+                        day: r.get(0)?,
+                        product: r.get(1)?,
+                        gateway_total: r.dec(2)?,
+                        upstream_total: r.opt_dec(3)?,
+                        drift_pct: r.opt_dec(4)?,
+                        status: r.get(5)?,
+                    })
+                },
+            )
+        })
     }
 }
 
@@ -243,104 +232,101 @@ impl Store {
     ///
     /// [`Record::Hold`]: super::Record::Hold
     pub fn reserve(&self, user_id: i64, request_id: &str, amount: Decimal) -> Result<Reserved> {
-        let mut conn = self.conn()?;
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let r = hold(&tx, user_id, request_id, amount)?;
-        tx.commit()?;
-        Ok(r)
+        self.transaction(|tx| hold(tx, user_id, request_id, amount))
     }
 
     /// Ends a hold without a charge (the request failed).
     pub fn release_hold(&self, request_id: &str) -> Result<()> {
-        self.conn()?.execute(
-            "DELETE FROM credit_holds WHERE request_id = ?1",
-            [request_id],
-        )?;
+        self.with(|db| {
+            db.exec(
+                "DELETE FROM credit_holds WHERE request_id = ?1",
+                p![request_id],
+            )
+        })?;
         Ok(())
     }
 
     /// The sum of a user's live holds.
     pub fn held(&self, user_id: i64) -> Result<Decimal> {
-        let conn = self.conn()?;
-        let mut stmt = conn.prepare("SELECT amount FROM credit_holds WHERE user_id = ?1")?;
-        let mut held = Decimal::ZERO;
-        for a in stmt.query_map([user_id], |r| dec(r.get(0)?))? {
-            held += a?;
-        }
-        Ok(held)
+        self.with(|db| sum_holds(db, user_id))
     }
 
     /// Models ranked by requests since `since` (RFC 3339), most first.
     pub fn trending_models(&self, since: &str, limit: usize) -> Result<Vec<(String, i64)>> {
-        let conn = self.conn()?;
-        let mut stmt = conn.prepare(
-            "SELECT model, COUNT(*) AS n FROM model_usage WHERE created_at >= ?1
-             GROUP BY model ORDER BY n DESC, model LIMIT ?2",
-        )?;
-        let rows = stmt.query_map(params![since, limit as i64], |r| Ok((r.get(0)?, r.get(1)?)))?;
-        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        self.with(|db| {
+            db.rows(
+                "SELECT model, COUNT(*) AS n FROM model_usage WHERE created_at >= ?1
+                 GROUP BY model ORDER BY n DESC, model LIMIT ?2",
+                p![since, limit],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+        })
     }
 
     /// Every model-usage row, oldest first.
     pub fn model_usage_rows(&self) -> Result<Vec<ModelUsageRow>> {
-        let conn = self.conn()?;
-        let mut stmt = conn.prepare(
-            "SELECT request_id, user_id, route_id, model, input_tokens, output_tokens, counted, byok, ended
-             FROM model_usage ORDER BY id",
-        )?;
-        let rows = stmt.query_map([], |r| {
-            Ok(ModelUsageRow {
-                request_id: r.get(0)?,
-                user_id: r.get(1)?,
-                route_id: r.get(2)?,
-                model: r.get(3)?,
-                input_tokens: r.get(4)?,
-                output_tokens: r.get(5)?,
-                counted: r.get(6)?,
-                byok: r.get(7)?,
-                ended: r.get(8)?,
-            })
-        })?;
-        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        self.with(|db| {
+            db.rows(
+                "SELECT request_id, user_id, route_id, model, input_tokens, output_tokens, counted, byok, ended
+                 FROM model_usage ORDER BY id",
+                &[],
+                |r| {
+                    Ok(ModelUsageRow {
+                        request_id: r.get(0)?,
+                        user_id: r.get(1)?,
+                        route_id: r.get(2)?,
+                        model: r.get(3)?,
+                        input_tokens: r.get(4)?,
+                        output_tokens: r.get(5)?,
+                        counted: r.get(6)?,
+                        byok: r.get(7)?,
+                        ended: r.get(8)?,
+                    })
+                },
+            )
+        })
     }
 }
 
 /// Inside a write transaction: writes the hold when the user's balance
 /// minus their other live holds covers `amount` (stale holds, older than
-/// [`HOLD_TTL_HOURS`], are dropped first).
+/// [`HOLD_TTL_HOURS`], are dropped first). The balance row is locked first
+/// ([`lock_balance`]), so two holds of one user never both take the last
+/// credit, whichever instance writes them.
 pub(super) fn hold(
-    tx: &rusqlite::Connection,
+    tx: &mut Db<'_>,
     user_id: i64,
     request_id: &str,
     amount: Decimal,
-) -> rusqlite::Result<Reserved> {
+) -> Result<Reserved> {
     let now = chrono::Utc::now();
+    let at = super::rfc3339(now);
+    let balance = lock_balance(tx, user_id, &at)?;
     let stale = super::rfc3339(now - chrono::Duration::hours(HOLD_TTL_HOURS));
-    tx.prepare_cached("DELETE FROM credit_holds WHERE user_id = ?1 AND created_at < ?2")?
-        .execute(params![user_id, stale])?;
-    let balance: Decimal = tx
-        .prepare_cached("SELECT balance FROM credit_balances WHERE user_id = ?1")?
-        .query_row([user_id], |r| r.get::<_, String>(0))
-        .optional()?
-        .map(dec)
-        .transpose()?
-        .unwrap_or(Decimal::ZERO);
-    let mut held = Decimal::ZERO;
-    {
-        let mut stmt = tx.prepare_cached("SELECT amount FROM credit_holds WHERE user_id = ?1")?;
-        for a in stmt.query_map([user_id], |r| dec(r.get(0)?))? {
-            held += a?;
-        }
-    }
+    tx.exec(
+        "DELETE FROM credit_holds WHERE user_id = ?1 AND created_at < ?2",
+        p![user_id, stale],
+    )?;
+    let held = sum_holds(tx, user_id)?;
     let available = balance - held;
     if available < amount {
         return Ok(Reserved::Insufficient { balance, available });
     }
-    tx.prepare_cached(
+    tx.exec(
         "INSERT INTO credit_holds (request_id, user_id, amount, created_at) VALUES (?1, ?2, ?3, ?4)",
-    )?
-    .execute(params![request_id, user_id, amount.to_string(), super::rfc3339(now)])?;
+        p![request_id, user_id, amount.to_string(), at],
+    )?;
     Ok(Reserved::Held)
+}
+
+/// The sum of a user's live holds.
+fn sum_holds(db: &mut Db<'_>, user_id: i64) -> Result<Decimal> {
+    let amounts = db.rows(
+        "SELECT amount FROM credit_holds WHERE user_id = ?1",
+        p![user_id],
+        |r| r.dec(0),
+    )?;
+    Ok(amounts.into_iter().sum())
 }
 
 /// `[day 00:00, next day 00:00)` as stored timestamps compare.

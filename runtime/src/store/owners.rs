@@ -3,8 +3,7 @@
 
 use std::collections::HashMap;
 
-use rusqlite::{params, OptionalExtension};
-
+use super::sql::p;
 use super::{now_rfc3339, Result, Store};
 
 /// An inbound webhook event as stored.
@@ -22,68 +21,64 @@ pub struct WebhookEventRow {
 impl Store {
     /// The owner of a resource, if a gateway user created it.
     pub fn resource_owner(&self, kind: &str, upstream_id: &str) -> Result<Option<i64>> {
-        let conn = self.conn()?;
-        let owner = conn
-            .prepare_cached("SELECT owner_id FROM resources WHERE kind = ?1 AND upstream_id = ?2")?
-            .query_row(params![kind, upstream_id], |r| r.get(0))
-            .optional()?;
-        Ok(owner)
+        self.with(|db| {
+            db.row(
+                "SELECT owner_id FROM resources WHERE kind = ?1 AND upstream_id = ?2",
+                p![kind, upstream_id],
+                |r| r.get(0),
+            )
+        })
     }
 
     /// The parent recorded with a resource at its creation (an agent tool's agent).
     pub fn resource_parent(&self, kind: &str, upstream_id: &str) -> Result<Option<String>> {
-        let conn = self.conn()?;
-        let parent = conn
-            .prepare_cached("SELECT parent FROM resources WHERE kind = ?1 AND upstream_id = ?2")?
-            .query_row(params![kind, upstream_id], |r| {
-                r.get::<_, Option<String>>(0)
-            })
-            .optional()?;
+        let parent = self.with(|db| {
+            db.row(
+                "SELECT parent FROM resources WHERE kind = ?1 AND upstream_id = ?2",
+                p![kind, upstream_id],
+                |r| r.get::<Option<String>>(0),
+            )
+        })?;
         Ok(parent.flatten())
     }
 
     /// Owners of every recorded resource of a kind: upstream id → owner.
     pub fn resource_owners(&self, kind: &str) -> Result<HashMap<String, i64>> {
-        let conn = self.conn()?;
-        let mut stmt =
-            conn.prepare_cached("SELECT upstream_id, owner_id FROM resources WHERE kind = ?1")?;
-        let rows = stmt.query_map([kind], |r| {
-            Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))
+        let rows = self.with(|db| {
+            db.rows(
+                "SELECT upstream_id, owner_id FROM resources WHERE kind = ?1",
+                p![kind],
+                |r| Ok((r.get::<String>(0)?, r.get::<i64>(1)?)),
+            )
         })?;
-        Ok(rows.collect::<rusqlite::Result<HashMap<_, _>>>()?)
+        Ok(rows.into_iter().collect())
     }
 
     /// The status recorded for a resource (a voice's training).
     pub fn resource_status(&self, kind: &str, upstream_id: &str) -> Result<Option<String>> {
-        let conn = self.conn()?;
-        Ok(conn
-            .query_row(
+        let status = self.with(|db| {
+            db.row(
                 "SELECT status FROM resources WHERE kind = ?1 AND upstream_id = ?2",
-                params![kind, upstream_id],
-                |r| r.get(0),
+                p![kind, upstream_id],
+                |r| r.get::<Option<String>>(0),
             )
-            .optional()?
-            .flatten())
+        })?;
+        Ok(status.flatten())
     }
 
     /// Whether an event with this body hash was stored already.
     pub fn webhook_event_seen(&self, body_sha256: &str) -> Result<bool> {
-        let conn = self.conn()?;
-        Ok(conn
-            .query_row(
+        self.with(|db| {
+            db.exists(
                 "SELECT 1 FROM webhook_events WHERE body_sha256 = ?1",
-                [body_sha256],
-                |_| Ok(()),
+                p![body_sha256],
             )
-            .optional()?
-            .is_some())
+        })
     }
 
     /// Every stored webhook event, oldest first.
     pub fn webhook_events(&self) -> Result<Vec<WebhookEventRow>> {
-        let conn = self.conn()?;
-        let mut stmt = conn.prepare("SELECT id, body, event, kind, upstream_id, signed, outcome FROM webhook_events ORDER BY id")?;
-        let rows = stmt.query_map([], |r| {
+        self.with(|db| db.rows("SELECT id, body, event, kind, upstream_id, signed, outcome FROM webhook_events ORDER BY id", &[], |r| {
             Ok(WebhookEventRow {
                 id: r.get(0)?,
                 body: r.get(1)?,
@@ -93,46 +88,39 @@ impl Store {
                 signed: r.get(5)?,
                 outcome: r.get(6)?,
             })
-        })?;
-        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        }))
     }
 
     /// A user's callback secret, created on first use (32 random bytes, hex).
     pub fn callback_secret(&self, user_id: i64) -> Result<Option<String>> {
-        let conn = self.conn()?;
-        let existing: Option<Option<String>> = conn
-            .query_row(
-                "SELECT callback_secret FROM users WHERE id = ?1",
-                [user_id],
-                |r| r.get(0),
-            )
-            .optional()?;
-        match existing {
-            None => Ok(None),
-            Some(Some(s)) => Ok(Some(s)),
-            Some(None) => {
-                let secret = hex::encode(rand::random::<[u8; 32]>());
-                conn.execute(
-                    "UPDATE users SET callback_secret = ?2 WHERE id = ?1 AND callback_secret IS NULL",
-                    params![user_id, secret],
-                )?;
-                // Another process may have won the race: read what is stored.
-                Ok(conn.query_row(
+        self.with(|db| {
+            let read = |db: &mut super::sql::Db<'_>| {
+                db.row(
                     "SELECT callback_secret FROM users WHERE id = ?1",
-                    [user_id],
-                    |r| r.get(0),
-                )?)
+                    p![user_id],
+                    |r| r.get::<Option<String>>(0),
+                )
+            };
+            match read(db)? {
+                None => Ok(None),
+                Some(Some(s)) => Ok(Some(s)),
+                Some(None) => {
+                    let secret = hex::encode(rand::random::<[u8; 32]>());
+                    db.exec(
+                        "UPDATE users SET callback_secret = ?2 WHERE id = ?1 AND callback_secret IS NULL",
+                        p![user_id, secret],
+                    )?;
+                    // Another process may have won the race: read what is stored.
+                    Ok(read(db)?.flatten())
+                }
             }
-        }
+        })
     }
 
     /// Takes the right to deliver a job's callback (once per job).
     pub fn claim_callback(&self, kind: &str, job_id: &str) -> Result<bool> {
-        let n = self.conn()?.execute(
-            "UPDATE jobs SET callback_state = 'delivering', updated_at = ?3
-             WHERE kind = ?1 AND job_id = ?2 AND callback_uri IS NOT NULL AND callback_state IS NULL",
-            params![kind, job_id, now_rfc3339()],
-        )?;
+        let n = self.with(|db| db.exec("UPDATE jobs SET callback_state = 'delivering', updated_at = ?3
+             WHERE kind = ?1 AND job_id = ?2 AND callback_uri IS NOT NULL AND callback_state IS NULL", p![kind, job_id, now_rfc3339()]))?;
         Ok(n == 1)
     }
 
@@ -144,10 +132,7 @@ impl Store {
         state: &str,
         attempts: u32,
     ) -> Result<()> {
-        self.conn()?.execute(
-            "UPDATE jobs SET callback_state = ?3, callback_attempts = ?4 WHERE kind = ?1 AND job_id = ?2",
-            params![kind, job_id, state, attempts],
-        )?;
+        self.with(|db| db.exec("UPDATE jobs SET callback_state = ?3, callback_attempts = ?4 WHERE kind = ?1 AND job_id = ?2", p![kind, job_id, state, attempts]))?;
         Ok(())
     }
 }

@@ -2,8 +2,7 @@
 //! migration 8): the caller's job, its model, its credit hold, its status
 //! as last seen, the stored copy of its video and the follower's schedule.
 
-use rusqlite::{params, OptionalExtension};
-
+use super::sql::{p, Row};
 use super::{Result, Store};
 
 /// One video job.
@@ -31,7 +30,7 @@ pub struct VideoJobRow {
 
 const COLS: &str = "job_id, user_id, provider, model, hold_id, seconds, size, prompt, status, object_key, expires_at, created_at, updated_at";
 
-fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<VideoJobRow> {
+fn row(r: &Row<'_>) -> Result<VideoJobRow> {
     Ok(VideoJobRow {
         job_id: r.get(0)?,
         user_id: r.get(1)?,
@@ -52,11 +51,9 @@ fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<VideoJobRow> {
 impl Store {
     /// Records a submitted job, first followed at `follow_at`.
     pub fn insert_video_job(&self, j: &VideoJobRow, follow_at: &str) -> Result<()> {
-        self.conn()?.execute(
-            &format!(
+        self.with(|db| db.exec(&format!(
                 "INSERT INTO video_jobs ({COLS}, follow_next_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)"
-            ),
-            params![
+            ), p![
                 j.job_id,
                 j.user_id,
                 j.provider,
@@ -71,21 +68,19 @@ impl Store {
                 j.created_at,
                 j.updated_at,
                 follow_at
-            ],
-        )?;
+            ]))?;
         Ok(())
     }
 
     /// One job by its id.
     pub fn video_job(&self, job_id: &str) -> Result<Option<VideoJobRow>> {
-        Ok(self
-            .conn()?
-            .query_row(
+        self.with(|db| {
+            db.row(
                 &format!("SELECT {COLS} FROM video_jobs WHERE job_id = ?1"),
-                params![job_id],
+                p![job_id],
                 row,
             )
-            .optional()?)
+        })
     }
 
     /// A user's jobs, newest first, and how many there are.
@@ -95,54 +90,59 @@ impl Store {
         limit: u32,
         skip: u32,
     ) -> Result<(Vec<VideoJobRow>, u64)> {
-        let conn = self.conn()?;
-        let total: i64 = conn.query_row(
-            "SELECT COUNT(*) FROM video_jobs WHERE user_id = ?1",
-            params![user_id],
-            |r| r.get(0),
-        )?;
-        let mut stmt = conn.prepare(&format!(
-            "SELECT {COLS} FROM video_jobs WHERE user_id = ?1
-             ORDER BY created_at DESC, rowid DESC LIMIT ?2 OFFSET ?3"
-        ))?;
-        let rows = stmt
-            .query_map(params![user_id, limit, skip], row)?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
-        Ok((rows, total as u64))
+        self.with(|db| {
+            let total: i64 = db
+                .row(
+                    "SELECT COUNT(*) FROM video_jobs WHERE user_id = ?1",
+                    p![user_id],
+                    |r| r.get(0),
+                )?
+                .unwrap_or(0);
+            let rows = db.rows(
+                &format!(
+                    "SELECT {COLS} FROM video_jobs WHERE user_id = ?1
+                     ORDER BY created_at DESC, rowid DESC LIMIT ?2 OFFSET ?3"
+                ),
+                p![user_id, limit, skip],
+                row,
+            )?;
+            Ok((rows, total as u64))
+        })
     }
 
     /// Sets a job's status while it is unfinished; `true` when it changed.
     /// A finished job (`completed`, `failed`, `cancelled`) is never changed
     /// again, so its hold is settled or released once.
     pub fn set_video_status(&self, job_id: &str, status: &str, now: &str) -> Result<bool> {
-        let n = self.conn()?.execute(
-            "UPDATE video_jobs SET status = ?2, updated_at = ?3,
+        let n = self.with(|db| db.exec("UPDATE video_jobs SET status = ?2, updated_at = ?3,
                     follow_next_at = CASE WHEN ?2 IN ('completed', 'failed', 'cancelled') THEN NULL ELSE follow_next_at END
-             WHERE job_id = ?1 AND status NOT IN ('completed', 'failed', 'cancelled')",
-            params![job_id, status, now],
-        )?;
+             WHERE job_id = ?1 AND status NOT IN ('completed', 'failed', 'cancelled')", p![job_id, status, now]))?;
         Ok(n == 1)
     }
 
     /// Claims the copy of a finished job's video (one copier at a time,
     /// across instances; a claim older than `stale_before` is taken over).
     pub fn claim_video_copy(&self, job_id: &str, now: &str, stale_before: &str) -> Result<bool> {
-        let n = self.conn()?.execute(
-            "UPDATE video_jobs SET copy_claimed_at = ?2
+        let n = self.with(|db| {
+            db.exec(
+                "UPDATE video_jobs SET copy_claimed_at = ?2
              WHERE job_id = ?1 AND object_key IS NULL
                AND status NOT IN ('completed', 'failed', 'cancelled')
                AND (copy_claimed_at IS NULL OR copy_claimed_at < ?3)",
-            params![job_id, now, stale_before],
-        )?;
+                p![job_id, now, stale_before],
+            )
+        })?;
         Ok(n == 1)
     }
 
     /// Gives a copy claim up (the copy failed: the next observer retries).
     pub fn release_video_copy(&self, job_id: &str) -> Result<()> {
-        self.conn()?.execute(
-            "UPDATE video_jobs SET copy_claimed_at = NULL WHERE job_id = ?1",
-            params![job_id],
-        )?;
+        self.with(|db| {
+            db.exec(
+                "UPDATE video_jobs SET copy_claimed_at = NULL WHERE job_id = ?1",
+                p![job_id],
+            )
+        })?;
         Ok(())
     }
 
@@ -155,12 +155,14 @@ impl Store {
         expires_at: &str,
         now: &str,
     ) -> Result<bool> {
-        let n = self.conn()?.execute(
-            "UPDATE video_jobs SET status = 'completed', object_key = ?2, expires_at = ?3,
+        let n = self.with(|db| {
+            db.exec(
+                "UPDATE video_jobs SET status = 'completed', object_key = ?2, expires_at = ?3,
                     updated_at = ?4, follow_next_at = NULL, copy_claimed_at = NULL
              WHERE job_id = ?1 AND status NOT IN ('completed', 'failed', 'cancelled')",
-            params![job_id, object_key, expires_at, now],
-        )?;
+                p![job_id, object_key, expires_at, now],
+            )
+        })?;
         Ok(n == 1)
     }
 
@@ -171,39 +173,43 @@ impl Store {
         lease_until: &str,
         limit: usize,
     ) -> Result<Vec<VideoJobRow>> {
-        let conn = self.conn()?;
-        let mut stmt = conn.prepare(&format!(
-            "SELECT {COLS} FROM video_jobs
-             WHERE follow_next_at IS NOT NULL AND follow_next_at <= ?1
-               AND status NOT IN ('completed', 'failed', 'cancelled')
-             ORDER BY follow_next_at LIMIT ?2"
-        ))?;
-        let due = stmt
-            .query_map(params![now, limit as i64], row)?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
-        let mut out = Vec::new();
-        for j in due {
-            // The lease moves the next poll out; a conditional update, so
-            // that one instance polls a job at a time.
-            let n = conn.execute(
-                "UPDATE video_jobs SET follow_next_at = ?3
-                 WHERE job_id = ?1 AND follow_next_at IS NOT NULL AND follow_next_at <= ?2",
-                params![j.job_id, now, lease_until],
+        self.with(|db| {
+            let due = db.rows(
+                &format!(
+                    "SELECT {COLS} FROM video_jobs
+                     WHERE follow_next_at IS NOT NULL AND follow_next_at <= ?1
+                       AND status NOT IN ('completed', 'failed', 'cancelled')
+                     ORDER BY follow_next_at LIMIT ?2"
+                ),
+                p![now, limit],
+                row,
             )?;
-            if n == 1 {
-                out.push(j);
+            let mut out = Vec::new();
+            for j in due {
+                // The lease moves the next poll out; a conditional update, so
+                // that one instance polls a job at a time.
+                let n = db.exec(
+                    "UPDATE video_jobs SET follow_next_at = ?3
+                     WHERE job_id = ?1 AND follow_next_at IS NOT NULL AND follow_next_at <= ?2",
+                    p![j.job_id, now, lease_until],
+                )?;
+                if n == 1 {
+                    out.push(j);
+                }
             }
-        }
-        Ok(out)
+            Ok(out)
+        })
     }
 
     /// Sets a job's next poll (`None`: no longer followed).
     pub fn reschedule_video(&self, job_id: &str, next: Option<&str>) -> Result<()> {
-        self.conn()?.execute(
-            "UPDATE video_jobs SET follow_next_at = ?2
+        self.with(|db| {
+            db.exec(
+                "UPDATE video_jobs SET follow_next_at = ?2
              WHERE job_id = ?1 AND status NOT IN ('completed', 'failed', 'cancelled')",
-            params![job_id, next],
-        )?;
+                p![job_id, next],
+            )
+        })?;
         Ok(())
     }
 }

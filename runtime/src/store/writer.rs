@@ -15,12 +15,11 @@
 //!   build) is written at most once: a second one with the same key is
 //!   skipped, with no debit.
 
-use std::str::FromStr;
 use std::sync::mpsc;
 
-use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use rust_decimal::Decimal;
 
+use super::sql::{p, Db};
 use super::{Result, StoreError};
 
 /// One audit row: who called which route, and how it went.
@@ -217,8 +216,23 @@ pub struct RecordWriter {
 /// Most batches folded into one transaction.
 pub const MAX_GROUP: usize = 512;
 
+/// The writer's own connection.
+pub(super) enum Conn {
+    Sqlite(rusqlite::Connection),
+    Postgres(super::pg::PgConn),
+}
+
+impl Conn {
+    fn db(&mut self) -> Db<'_> {
+        match self {
+            Conn::Sqlite(c) => Db::lite(c),
+            Conn::Postgres(c) => c.db(),
+        }
+    }
+}
+
 impl RecordWriter {
-    pub(super) fn start(conn: Connection) -> RecordWriter {
+    pub(super) fn start(conn: Conn) -> RecordWriter {
         let (tx, rx) = mpsc::channel::<Batch>();
         std::thread::Builder::new()
             .name("record-writer".into())
@@ -247,7 +261,7 @@ impl RecordWriter {
 /// the same one fsync. Alone (one request at a time) it never waits.
 pub const GATHER: std::time::Duration = std::time::Duration::from_micros(200);
 
-fn writer_loop(mut conn: Connection, rx: mpsc::Receiver<Batch>) {
+fn writer_loop(mut conn: Conn, rx: mpsc::Receiver<Batch>) {
     let mut last_group = 1;
     // Blocks until work arrives; ends when every sender is gone.
     while let Ok(first) = rx.recv() {
@@ -269,7 +283,7 @@ fn writer_loop(mut conn: Connection, rx: mpsc::Receiver<Batch>) {
         last_group = group.len();
         crate::telemetry::record_queue(-(group.len() as f64));
         let started = std::time::Instant::now();
-        let written = write_group(&mut conn, &group);
+        let written = write_group(&mut conn.db(), &group);
         crate::telemetry::record_commit(started.elapsed());
         match written {
             Ok(results) => {
@@ -287,7 +301,7 @@ fn writer_loop(mut conn: Connection, rx: mpsc::Receiver<Batch>) {
             Err(e) => {
                 tracing::warn!(error = %e, batches = group.len(), "group commit failed; retrying batches one by one");
                 for b in group {
-                    let r = write_group(&mut conn, std::slice::from_ref(&b))
+                    let r = write_group(&mut conn.db(), std::slice::from_ref(&b))
                         .map(|mut v| v.pop().unwrap_or_default())
                         .map_err(|e| StoreError(e.to_string()));
                     match &r {
@@ -319,108 +333,115 @@ fn count_charges(records: &[Record], committed: &Committed) {
     }
 }
 
-fn write_group(conn: &mut Connection, group: &[Batch]) -> rusqlite::Result<Vec<Committed>> {
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    let mut results = Vec::with_capacity(group.len());
-    for batch in group {
-        let mut committed = Committed::default();
-        for record in &batch.records {
-            match record {
-                Record::Audit(a) => insert_audit(&tx, a)?,
-                Record::Usage(u) => committed.usage_written.push(insert_usage(&tx, u)?),
-                Record::Asset(a) => committed.asset_ids.push(insert_asset(&tx, a)?),
-                Record::JobCreate(j) => insert_job(&tx, j)?,
-                Record::JobUpdate(j) => update_job(&tx, j)?,
-                Record::OwnerAdd {
-                    kind,
-                    upstream_id,
-                    owner_id,
-                    parent,
-                    at,
-                } => {
-                    tx.prepare_cached(
-                        "INSERT INTO resources (kind, upstream_id, owner_id, parent, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?5)
-                         ON CONFLICT (kind, upstream_id) DO NOTHING",
-                    )?
-                    .execute(params![kind, upstream_id, owner_id, parent, at])?;
-                }
-                Record::OwnerRemove { kind, upstream_id } => {
-                    tx.prepare_cached(
-                        "DELETE FROM resources WHERE kind = ?1 AND upstream_id = ?2",
-                    )?
-                    .execute(params![kind, upstream_id])?;
-                }
-                Record::OwnerStatus {
-                    kind,
-                    upstream_id,
-                    status,
-                    at,
-                } => {
-                    tx.prepare_cached("UPDATE resources SET status = ?3, updated_at = ?4 WHERE kind = ?1 AND upstream_id = ?2")?
-                        .execute(params![kind, upstream_id, status, at])?;
-                }
-                Record::ModelUsage(m) => {
-                    tx.prepare_cached(
-                        "INSERT INTO model_usage (request_id, user_id, route_id, model, input_tokens, output_tokens, counted, byok, ended, created_at)
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-                    )?
-                    .execute(params![m.request_id, m.user_id, m.route_id, m.model, m.input_tokens as i64, m.output_tokens as i64, m.counted, m.byok, m.ended, m.created_at])?;
-                }
-                Record::Hold {
-                    request_id,
-                    user_id,
-                    amount,
-                } => committed
-                    .holds
-                    .push(super::money::hold(&tx, *user_id, request_id, *amount)?),
-                Record::HoldRelease { request_id } => {
-                    tx.prepare_cached("DELETE FROM credit_holds WHERE request_id = ?1")?
-                        .execute([request_id])?;
-                }
-                Record::WebhookEvent(e) => {
-                    tx.prepare_cached(
-                        "INSERT INTO webhook_events (body_sha256, body, event, kind, upstream_id, signed, outcome, received_at)
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT (body_sha256) DO NOTHING",
-                    )?
-                    .execute(params![e.body_sha256, e.body, e.event, e.kind, e.upstream_id, e.signed, e.outcome, e.received_at])?;
-                }
+fn write_group(db: &mut Db<'_>, group: &[Batch]) -> Result<Vec<Committed>> {
+    db.transaction(|tx| {
+        let mut results = Vec::with_capacity(group.len());
+        for batch in group {
+            let mut committed = Committed::default();
+            for record in &batch.records {
+                write_record(tx, record, &mut committed)?;
             }
+            results.push(committed);
         }
-        results.push(committed);
-    }
-    tx.commit()?;
-    Ok(results)
+        Ok(results)
+    })
 }
 
-fn insert_audit(tx: &Connection, a: &AuditRecord) -> rusqlite::Result<()> {
-    tx.prepare_cached(
+fn write_record(tx: &mut Db<'_>, record: &Record, committed: &mut Committed) -> Result<()> {
+    match record {
+        Record::Audit(a) => insert_audit(tx, a)?,
+        Record::Usage(u) => committed.usage_written.push(insert_usage(tx, u)?),
+        Record::Asset(a) => committed.asset_ids.push(insert_asset(tx, a)?),
+        Record::JobCreate(j) => insert_job(tx, j)?,
+        Record::JobUpdate(j) => update_job(tx, j)?,
+        Record::OwnerAdd {
+            kind,
+            upstream_id,
+            owner_id,
+            parent,
+            at,
+        } => {
+            tx.exec(
+                "INSERT INTO resources (kind, upstream_id, owner_id, parent, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?5)
+                 ON CONFLICT (kind, upstream_id) DO NOTHING",
+                p![kind, upstream_id, owner_id, parent, at],
+            )?;
+        }
+        Record::OwnerRemove { kind, upstream_id } => {
+            tx.exec(
+                "DELETE FROM resources WHERE kind = ?1 AND upstream_id = ?2",
+                p![kind, upstream_id],
+            )?;
+        }
+        Record::OwnerStatus {
+            kind,
+            upstream_id,
+            status,
+            at,
+        } => {
+            tx.exec(
+                "UPDATE resources SET status = ?3, updated_at = ?4 WHERE kind = ?1 AND upstream_id = ?2",
+                p![kind, upstream_id, status, at],
+            )?;
+        }
+        Record::ModelUsage(m) => {
+            tx.exec(
+                "INSERT INTO model_usage (request_id, user_id, route_id, model, input_tokens, output_tokens, counted, byok, ended, created_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                p![m.request_id, m.user_id, m.route_id, m.model, m.input_tokens, m.output_tokens, m.counted, m.byok, m.ended, m.created_at],
+            )?;
+        }
+        Record::Hold {
+            request_id,
+            user_id,
+            amount,
+        } => committed
+            .holds
+            .push(super::money::hold(tx, *user_id, request_id, *amount)?),
+        Record::HoldRelease { request_id } => {
+            tx.exec(
+                "DELETE FROM credit_holds WHERE request_id = ?1",
+                p![request_id],
+            )?;
+        }
+        Record::WebhookEvent(e) => {
+            tx.exec(
+                "INSERT INTO webhook_events (body_sha256, body, event, kind, upstream_id, signed, outcome, received_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT (body_sha256) DO NOTHING",
+                p![e.body_sha256, e.body, e.event, e.kind, e.upstream_id, e.signed, e.outcome, e.received_at],
+            )?;
+        }
+    }
+    Ok(())
+}
+
+fn insert_audit(tx: &mut Db<'_>, a: &AuditRecord) -> Result<()> {
+    tx.exec(
         "INSERT INTO audit (request_id, user_id, route_id, method, path, status, upstream_status, latency_ms, created_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-    )?
-    .execute(params![
-        a.request_id,
-        a.user_id,
-        a.route_id,
-        a.method,
-        a.path,
-        a.status,
-        a.upstream_status,
-        a.latency_ms as i64,
-        a.created_at
-    ])?;
+        p![
+            a.request_id,
+            a.user_id,
+            a.route_id,
+            a.method,
+            a.path,
+            a.status,
+            a.upstream_status,
+            a.latency_ms,
+            a.created_at
+        ],
+    )?;
     Ok(())
 }
 
 /// Inserts a usage record and debits its charge; `false` when its once-key was taken.
-fn insert_usage(tx: &Connection, u: &UsageRecord) -> rusqlite::Result<bool> {
-    let inserted = tx
-        .prepare_cached(
-            "INSERT INTO usage (request_id, user_id, route_id, capability, product, unit, quantity, unit_price,
-                                markup_pct, charged, unpriced, once_key, created_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
-             ON CONFLICT (once_key) DO NOTHING",
-        )?
-        .execute(params![
+fn insert_usage(tx: &mut Db<'_>, u: &UsageRecord) -> Result<bool> {
+    let usage_id: Option<i64> = tx.row(
+        "INSERT INTO usage (request_id, user_id, route_id, capability, product, unit, quantity, unit_price,
+                            markup_pct, charged, unpriced, once_key, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
+         ON CONFLICT (once_key) DO NOTHING RETURNING id",
+        p![
             u.request_id,
             u.user_id,
             u.route_id,
@@ -434,8 +455,10 @@ fn insert_usage(tx: &Connection, u: &UsageRecord) -> rusqlite::Result<bool> {
             u.unit_price.is_none(),
             u.once_key,
             u.created_at
-        ])?;
-    if inserted == 0 {
+        ],
+        |r| r.get(0),
+    )?;
+    let Some(usage_id) = usage_id else {
         // Already charged under this key: the request still gets its usage
         // record, with nothing to bill.
         let zero = UsageRecord {
@@ -446,8 +469,7 @@ fn insert_usage(tx: &Connection, u: &UsageRecord) -> rusqlite::Result<bool> {
         };
         insert_usage(tx, &zero)?;
         return Ok(false);
-    }
-    let usage_id = tx.last_insert_rowid();
+    };
     if let (Some(user), false) = (u.user_id, u.charged.is_zero()) {
         apply_credit(
             tx,
@@ -462,76 +484,88 @@ fn insert_usage(tx: &Connection, u: &UsageRecord) -> rusqlite::Result<bool> {
     Ok(true)
 }
 
+/// Inside a write transaction: the user's balance (0 when never credited),
+/// with its row locked until the transaction ends. Every change of a
+/// balance or of its holds takes this lock first, so concurrent writers —
+/// other instances on PostgreSQL — take their turns per user. (SQLite's
+/// `BEGIN IMMEDIATE` already serialises every writer; the statement is the
+/// same for both.)
+pub(super) fn lock_balance(tx: &mut Db<'_>, user_id: i64, at: &str) -> Result<Decimal> {
+    let balance: Option<String> = tx.row(
+        "INSERT INTO credit_balances (user_id, balance, updated_at) VALUES (?1, '0.00000000', ?2)
+         ON CONFLICT (user_id) DO UPDATE SET updated_at = credit_balances.updated_at
+         RETURNING balance",
+        p![user_id, at],
+        |r| r.get(0),
+    )?;
+    match balance {
+        Some(s) => super::sql::parse_dec(&s),
+        None => Err(StoreError("balance upsert returned no row".into())),
+    }
+}
+
 /// Adds `amount` (negative: a debit) to a user's balance and writes the ledger line.
 pub(super) fn apply_credit(
-    tx: &Connection,
+    tx: &mut Db<'_>,
     user_id: i64,
     amount: Decimal,
     kind: &str,
     usage_id: Option<i64>,
     note: Option<&str>,
     at: &str,
-) -> rusqlite::Result<Decimal> {
-    let current: Option<String> = tx
-        .prepare_cached("SELECT balance FROM credit_balances WHERE user_id = ?1")?
-        .query_row([user_id], |r| r.get(0))
-        .optional()?;
-    let current = match current {
-        Some(s) => Decimal::from_str(&s)
-            .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?,
-        None => Decimal::ZERO,
-    };
+) -> Result<Decimal> {
+    let current = lock_balance(tx, user_id, at)?;
     let after = current + amount;
     let after_s = crate::billing::format_money(after);
-    tx.prepare_cached(
-        "INSERT INTO credit_balances (user_id, balance, updated_at) VALUES (?1, ?2, ?3)
-         ON CONFLICT (user_id) DO UPDATE SET balance = excluded.balance, updated_at = excluded.updated_at",
-    )?
-    .execute(params![user_id, after_s, at])?;
-    tx.prepare_cached(
+    tx.exec(
+        "UPDATE credit_balances SET balance = ?2, updated_at = ?3 WHERE user_id = ?1",
+        p![user_id, after_s, at],
+    )?;
+    tx.exec(
         "INSERT INTO credit_ledger (user_id, amount, balance_after, kind, usage_id, note, created_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-    )?
-    .execute(params![user_id, crate::billing::format_money(amount), after_s, kind, usage_id, note, at])?;
+        p![user_id, crate::billing::format_money(amount), after_s, kind, usage_id, note, at],
+    )?;
     Ok(after)
 }
 
-fn insert_asset(tx: &Connection, a: &AssetRecord) -> rusqlite::Result<i64> {
-    tx.prepare_cached(
+fn insert_asset(tx: &mut Db<'_>, a: &AssetRecord) -> Result<i64> {
+    tx.row(
         "INSERT INTO assets (owner_id, object_key, class, purpose, size_bytes, content_type, file_name, source, created_at, expires_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) RETURNING id",
+        p![
+            a.owner_id,
+            a.object_key,
+            a.class,
+            a.purpose,
+            a.size_bytes,
+            a.content_type,
+            a.file_name,
+            a.source,
+            a.created_at,
+            a.expires_at
+        ],
+        |r| r.get(0),
     )?
-    .execute(params![
-        a.owner_id,
-        a.object_key,
-        a.class,
-        a.purpose,
-        a.size_bytes as i64,
-        a.content_type,
-        a.file_name,
-        a.source,
-        a.created_at,
-        a.expires_at
-    ])?;
-    Ok(tx.last_insert_rowid())
+    .ok_or_else(|| StoreError("asset insert returned no id".into()))
 }
 
-fn insert_job(tx: &Connection, j: &JobRecord) -> rusqlite::Result<()> {
-    tx.prepare_cached(
+fn insert_job(tx: &mut Db<'_>, j: &JobRecord) -> Result<()> {
+    tx.exec(
         "INSERT INTO jobs (job_id, kind, upstream_id, user_id, submit_route, status, media_type, callback_uri, created_at, updated_at, follow_next_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9, ?10)",
-    )?
-    .execute(params![j.job_id, j.kind, j.upstream_id, j.user_id, j.submit_route, j.status, j.media_type, j.callback_uri, j.created_at, j.follow_at])?;
+        p![j.job_id, j.kind, j.upstream_id, j.user_id, j.submit_route, j.status, j.media_type, j.callback_uri, j.created_at, j.follow_at],
+    )?;
     Ok(())
 }
 
-fn update_job(tx: &Connection, j: &JobUpdate) -> rusqlite::Result<()> {
-    tx.prepare_cached(
+fn update_job(tx: &mut Db<'_>, j: &JobUpdate) -> Result<()> {
+    tx.exec(
         "UPDATE jobs SET status = ?3, media_type = COALESCE(?4, media_type), result = COALESCE(?5, result),
-                billed = MAX(billed, ?6), updated_at = ?7,
+                billed = CASE WHEN ?6 > billed THEN ?6 ELSE billed END, updated_at = ?7,
                 follow_next_at = CASE WHEN ?3 IN ('completed', 'failed') THEN NULL ELSE follow_next_at END
          WHERE kind = ?1 AND job_id = ?2",
-    )?
-    .execute(params![j.kind, j.job_id, j.status, j.media_type, j.result, j.billed, j.updated_at])?;
+        p![j.kind, j.job_id, j.status, j.media_type, j.result, j.billed, j.updated_at],
+    )?;
     Ok(())
 }

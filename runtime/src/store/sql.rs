@@ -1,0 +1,429 @@
+//! One body of SQL for two databases: SQLite (the embedded default) and
+//! PostgreSQL (`GATEWAY_DATABASE_URL`).
+//!
+//! Repositories are written once, against [`Db`]: statements in SQLite's
+//! syntax with numbered parameters (`?1`, `?2`, …), in the subset both
+//! databases read alike (`ON CONFLICT … DO NOTHING/UPDATE`, `RETURNING`,
+//! `COALESCE`, `CASE`). On PostgreSQL each statement is translated once per
+//! connection (`?N` → `$N`) and kept prepared. The few statements that cannot
+//! be common pick theirs by [`Db::dialect`].
+//!
+//! Values cross as four kinds ([`P`]: null, integer, text, bytes); the
+//! PostgreSQL side converts each to the column's declared type (an integer
+//! to `BIGINT`, `INTEGER` or `BOOLEAN`), and [`Row::get`] reads a column of
+//! either database into the Rust type asked for. Flags are integers (0/1) in
+//! both schemas, money and times are text, so the SQL is the same.
+
+use std::borrow::Cow;
+use std::str::FromStr;
+
+use rusqlite::types::{ToSqlOutput, ValueRef};
+use rust_decimal::Decimal;
+use tokio_postgres::types::{IsNull, Type};
+
+use super::pg::PgConn;
+use super::{Result, StoreError};
+
+/// Which database a [`Db`] speaks to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    Sqlite,
+    Postgres,
+}
+
+/// A statement parameter.
+#[derive(Debug, Clone, Copy)]
+pub enum P<'a> {
+    Null,
+    Int(i64),
+    Text(&'a str),
+    Blob(&'a [u8]),
+}
+
+/// What can be bound as a parameter ([`p!`](crate::p)).
+pub trait ToP {
+    fn to_p(&self) -> P<'_>;
+}
+
+macro_rules! int_param {
+    ($($t:ty),*) => {$(
+        impl ToP for $t {
+            fn to_p(&self) -> P<'_> {
+                P::Int(*self as i64)
+            }
+        }
+    )*};
+}
+int_param!(i64, i32, u32, u16, u64, usize);
+
+impl ToP for bool {
+    fn to_p(&self) -> P<'_> {
+        P::Int(*self as i64)
+    }
+}
+impl ToP for str {
+    fn to_p(&self) -> P<'_> {
+        P::Text(self)
+    }
+}
+impl ToP for String {
+    fn to_p(&self) -> P<'_> {
+        P::Text(self)
+    }
+}
+impl ToP for [u8] {
+    fn to_p(&self) -> P<'_> {
+        P::Blob(self)
+    }
+}
+impl ToP for Vec<u8> {
+    fn to_p(&self) -> P<'_> {
+        P::Blob(self)
+    }
+}
+impl<T: ToP + ?Sized> ToP for &T {
+    fn to_p(&self) -> P<'_> {
+        (**self).to_p()
+    }
+}
+impl<T: ToP> ToP for Option<T> {
+    fn to_p(&self) -> P<'_> {
+        match self {
+            Some(v) => v.to_p(),
+            None => P::Null,
+        }
+    }
+}
+
+/// Statement parameters: `p![a, b, c]` binds `?1`, `?2`, `?3`.
+macro_rules! p {
+    ($($e:expr),* $(,)?) => {
+        &[$($crate::store::sql::ToP::to_p(&$e)),*][..]
+    };
+}
+pub(crate) use p;
+
+impl rusqlite::ToSql for P<'_> {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(ToSqlOutput::Borrowed(match *self {
+            P::Null => ValueRef::Null,
+            P::Int(i) => ValueRef::Integer(i),
+            P::Text(s) => ValueRef::Text(s.as_bytes()),
+            P::Blob(b) => ValueRef::Blob(b),
+        }))
+    }
+}
+
+impl tokio_postgres::types::ToSql for P<'_> {
+    fn to_sql(
+        &self,
+        ty: &Type,
+        out: &mut bytes::BytesMut,
+    ) -> std::result::Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        match *self {
+            P::Null => Ok(IsNull::Yes),
+            P::Int(i) => match *ty {
+                Type::INT8 => i.to_sql(ty, out),
+                Type::INT4 => i32::try_from(i)?.to_sql(ty, out),
+                Type::INT2 => i16::try_from(i)?.to_sql(ty, out),
+                Type::BOOL => (i != 0).to_sql(ty, out),
+                Type::TEXT | Type::VARCHAR => i.to_string().as_str().to_sql(ty, out),
+                _ => Err(format!("integer parameter for a {ty} column").into()),
+            },
+            P::Text(s) => s.to_sql(ty, out),
+            P::Blob(b) => b.to_sql(ty, out),
+        }
+    }
+
+    fn accepts(_: &Type) -> bool {
+        true
+    }
+
+    tokio_postgres::types::to_sql_checked!();
+}
+
+/// One result row of either database.
+pub enum Row<'r> {
+    Lite(&'r rusqlite::Row<'r>),
+    Pg(&'r tokio_postgres::Row),
+}
+
+impl Row<'_> {
+    /// Column `i` (from 0) as `T`.
+    pub fn get<T: Col>(&self, i: usize) -> Result<T> {
+        match self {
+            Row::Lite(r) => T::lite(r, i).map_err(StoreError::from),
+            Row::Pg(r) => T::pg(r, i),
+        }
+    }
+
+    /// Column `i`, decimal text, as a [`Decimal`].
+    pub fn dec(&self, i: usize) -> Result<Decimal> {
+        parse_dec(&self.get::<String>(i)?)
+    }
+
+    /// Column `i`, decimal text or null.
+    pub fn opt_dec(&self, i: usize) -> Result<Option<Decimal>> {
+        self.get::<Option<String>>(i)?
+            .map(|s| parse_dec(&s))
+            .transpose()
+    }
+}
+
+pub(super) fn parse_dec(s: &str) -> Result<Decimal> {
+    Decimal::from_str(s).map_err(|e| StoreError(format!("stored decimal {s:?}: {e}")))
+}
+
+/// A Rust type a column of either database reads into.
+pub trait Col: Sized {
+    fn lite(r: &rusqlite::Row<'_>, i: usize) -> rusqlite::Result<Self>;
+    fn pg(r: &tokio_postgres::Row, i: usize) -> Result<Self>;
+}
+
+/// The PostgreSQL side of a non-null column type: reads it as `Option`.
+trait PgCol: Sized {
+    fn pg_opt(r: &tokio_postgres::Row, i: usize) -> Result<Option<Self>>;
+}
+
+fn pg_err(e: tokio_postgres::Error) -> StoreError {
+    StoreError(e.to_string())
+}
+
+fn pg_int(r: &tokio_postgres::Row, i: usize) -> Result<Option<i64>> {
+    let ty = r.columns()[i].type_().clone();
+    match ty {
+        Type::INT8 => r.try_get::<_, Option<i64>>(i).map_err(pg_err),
+        Type::INT4 => Ok(r
+            .try_get::<_, Option<i32>>(i)
+            .map_err(pg_err)?
+            .map(i64::from)),
+        Type::INT2 => Ok(r
+            .try_get::<_, Option<i16>>(i)
+            .map_err(pg_err)?
+            .map(i64::from)),
+        Type::BOOL => Ok(r
+            .try_get::<_, Option<bool>>(i)
+            .map_err(pg_err)?
+            .map(i64::from)),
+        _ => Err(StoreError(format!("column {i}: {ty} read as an integer"))),
+    }
+}
+
+impl PgCol for i64 {
+    fn pg_opt(r: &tokio_postgres::Row, i: usize) -> Result<Option<Self>> {
+        pg_int(r, i)
+    }
+}
+impl PgCol for u32 {
+    fn pg_opt(r: &tokio_postgres::Row, i: usize) -> Result<Option<Self>> {
+        pg_int(r, i)?
+            .map(|v| u32::try_from(v).map_err(|e| StoreError(format!("column {i}: {e}"))))
+            .transpose()
+    }
+}
+impl PgCol for u16 {
+    fn pg_opt(r: &tokio_postgres::Row, i: usize) -> Result<Option<Self>> {
+        pg_int(r, i)?
+            .map(|v| u16::try_from(v).map_err(|e| StoreError(format!("column {i}: {e}"))))
+            .transpose()
+    }
+}
+impl PgCol for bool {
+    fn pg_opt(r: &tokio_postgres::Row, i: usize) -> Result<Option<Self>> {
+        Ok(pg_int(r, i)?.map(|v| v != 0))
+    }
+}
+impl PgCol for String {
+    fn pg_opt(r: &tokio_postgres::Row, i: usize) -> Result<Option<Self>> {
+        r.try_get::<_, Option<String>>(i).map_err(pg_err)
+    }
+}
+impl PgCol for Vec<u8> {
+    fn pg_opt(r: &tokio_postgres::Row, i: usize) -> Result<Option<Self>> {
+        r.try_get::<_, Option<Vec<u8>>>(i).map_err(pg_err)
+    }
+}
+
+macro_rules! col {
+    ($($t:ty),*) => {$(
+        impl Col for $t {
+            fn lite(r: &rusqlite::Row<'_>, i: usize) -> rusqlite::Result<Self> {
+                r.get(i)
+            }
+            fn pg(r: &tokio_postgres::Row, i: usize) -> Result<Self> {
+                <$t as PgCol>::pg_opt(r, i)?
+                    .ok_or_else(|| StoreError(format!("column {i} is null")))
+            }
+        }
+        impl Col for Option<$t> {
+            fn lite(r: &rusqlite::Row<'_>, i: usize) -> rusqlite::Result<Self> {
+                r.get(i)
+            }
+            fn pg(r: &tokio_postgres::Row, i: usize) -> Result<Self> {
+                <$t as PgCol>::pg_opt(r, i)
+            }
+        }
+    )*};
+}
+col!(i64, u32, u16, bool, String, Vec<u8>);
+
+/// A connection of either database, borrowed for a few statements.
+pub struct Db<'c> {
+    inner: Inner<'c>,
+}
+
+enum Inner<'c> {
+    Lite(&'c rusqlite::Connection),
+    Pg(&'c mut PgConn),
+}
+
+impl<'c> Db<'c> {
+    pub(super) fn lite(conn: &'c rusqlite::Connection) -> Db<'c> {
+        Db {
+            inner: Inner::Lite(conn),
+        }
+    }
+
+    pub(super) fn pg(conn: &'c mut PgConn) -> Db<'c> {
+        Db {
+            inner: Inner::Pg(conn),
+        }
+    }
+
+    pub fn dialect(&self) -> Dialect {
+        match self.inner {
+            Inner::Lite(_) => Dialect::Sqlite,
+            Inner::Pg(_) => Dialect::Postgres,
+        }
+    }
+
+    /// Runs one statement; returns how many rows it changed.
+    pub fn exec(&mut self, sql: &str, params: &[P<'_>]) -> Result<u64> {
+        match &mut self.inner {
+            Inner::Lite(c) => {
+                Ok(c.prepare_cached(sql)?
+                    .execute(rusqlite::params_from_iter(params.iter()))? as u64)
+            }
+            Inner::Pg(c) => c.execute(sql, params),
+        }
+    }
+
+    /// The first row of a query, mapped by `f`.
+    pub fn row<T>(
+        &mut self,
+        sql: &str,
+        params: &[P<'_>],
+        f: impl FnOnce(&Row<'_>) -> Result<T>,
+    ) -> Result<Option<T>> {
+        match &mut self.inner {
+            Inner::Lite(c) => {
+                let mut stmt = c.prepare_cached(sql)?;
+                let mut rows = stmt.query(rusqlite::params_from_iter(params.iter()))?;
+                match rows.next()? {
+                    Some(r) => f(&Row::Lite(r)).map(Some),
+                    None => Ok(None),
+                }
+            }
+            Inner::Pg(c) => match c.query(sql, params)?.first() {
+                Some(r) => f(&Row::Pg(r)).map(Some),
+                None => Ok(None),
+            },
+        }
+    }
+
+    /// Every row of a query, mapped by `f`.
+    pub fn rows<T>(
+        &mut self,
+        sql: &str,
+        params: &[P<'_>],
+        mut f: impl FnMut(&Row<'_>) -> Result<T>,
+    ) -> Result<Vec<T>> {
+        match &mut self.inner {
+            Inner::Lite(c) => {
+                let mut stmt = c.prepare_cached(sql)?;
+                let mut rows = stmt.query(rusqlite::params_from_iter(params.iter()))?;
+                let mut out = Vec::new();
+                while let Some(r) = rows.next()? {
+                    out.push(f(&Row::Lite(r))?);
+                }
+                Ok(out)
+            }
+            Inner::Pg(c) => c
+                .query(sql, params)?
+                .iter()
+                .map(|r| f(&Row::Pg(r)))
+                .collect(),
+        }
+    }
+
+    /// Whether a query has a row.
+    pub fn exists(&mut self, sql: &str, params: &[P<'_>]) -> Result<bool> {
+        Ok(self.row(sql, params, |_| Ok(()))?.is_some())
+    }
+
+    /// Runs statements without parameters (`BEGIN`, DDL).
+    pub fn batch(&mut self, sql: &str) -> Result<()> {
+        match &mut self.inner {
+            Inner::Lite(c) => Ok(c.execute_batch(sql)?),
+            Inner::Pg(c) => c.batch(sql),
+        }
+    }
+
+    /// Runs `f` in a write transaction: committed when it returns `Ok`,
+    /// rolled back otherwise. SQLite takes the write lock at the start
+    /// (`BEGIN IMMEDIATE`); PostgreSQL runs at READ COMMITTED, so what must
+    /// not race locks its rows (see `money::lock_balance`) or is one
+    /// conditional statement.
+    pub fn transaction<T>(&mut self, f: impl FnOnce(&mut Db<'_>) -> Result<T>) -> Result<T> {
+        self.batch(match self.dialect() {
+            Dialect::Sqlite => "BEGIN IMMEDIATE",
+            Dialect::Postgres => "BEGIN",
+        })?;
+        match f(self) {
+            Ok(v) => {
+                self.batch("COMMIT")?;
+                Ok(v)
+            }
+            Err(e) => {
+                if let Err(rollback) = self.batch("ROLLBACK") {
+                    tracing::warn!(error = %rollback, "rollback failed");
+                }
+                Err(e)
+            }
+        }
+    }
+}
+
+/// `?N` parameters as PostgreSQL's `$N` (outside quoted text).
+pub(super) fn to_postgres(sql: &str) -> Cow<'_, str> {
+    if !sql.contains('?') {
+        return Cow::Borrowed(sql);
+    }
+    let mut out = String::with_capacity(sql.len());
+    let mut quoted = false;
+    for c in sql.chars() {
+        match c {
+            '\'' => {
+                quoted = !quoted;
+                out.push(c);
+            }
+            '?' if !quoted => out.push('$'),
+            _ => out.push(c),
+        }
+    }
+    Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parameters_become_dollar_numbers_outside_quotes() {
+        assert_eq!(
+            to_postgres("SELECT a FROM t WHERE b = ?1 AND c = '?2' AND d IN (?2, ?10)"),
+            "SELECT a FROM t WHERE b = $1 AND c = '?2' AND d IN ($2, $10)"
+        );
+        assert!(matches!(to_postgres("SELECT 1"), Cow::Borrowed(_)));
+    }
+}
