@@ -761,7 +761,7 @@ async fn no_password_token_or_key_appears_in_the_log() {
     let mut child = Command::new(env!("CARGO_BIN_EXE_gateway"))
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("GATEWAY_DATA_DIR", &dir.0)
+        .envs(dir.gateway_env())
         .env("RUST_LOG", "debug")
         .env("GATEWAY_ADDR", "127.0.0.1:0")
         .env("GATEWAY_REQUIRE_EMAIL_CONFIRMATION", "true")

@@ -41,6 +41,14 @@ async fn missing_malformed_and_unknown_keys_get_401() {
 async fn a_valid_key_passes_and_the_key_is_stored_only_hashed() {
     let env = Env::start().await;
     env.get("/tts/voices").await.expect(200);
+    if test_database_url().is_some() {
+        // On PostgreSQL there is no file to read: the key is found by its
+        // hash, never by itself.
+        let hash = runtime::auth::hash_key(&env.key);
+        assert!(env.store().key_owner(&hash).unwrap().is_some());
+        assert!(env.store().key_owner(&env.key).unwrap().is_none());
+        return;
+    }
     let conn = rusqlite::Connection::open(env.dir.0.join("gateway.db")).unwrap();
     let hashes: Vec<String> = conn
         .prepare("SELECT key_hash FROM api_keys")

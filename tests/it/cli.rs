@@ -14,8 +14,8 @@ fn gateway(dir: &TempDir) -> Command {
     let mut c = Command::new(BIN);
     c.env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("GATEWAY_DATA_DIR", &dir.0)
         .env("RUST_LOG", "info");
+    c.envs(dir.gateway_env());
     c
 }
 

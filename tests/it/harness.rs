@@ -11,8 +11,30 @@ use tokio::net::TcpListener;
 /// The upstream key the simulator expects; must never appear in an answer.
 pub const PROVIDER_KEY: &str = "sk-test-provider-key-0123456789";
 
-/// A temporary directory removed on drop.
-pub struct TempDir(pub PathBuf);
+/// The PostgreSQL server the suite runs on instead of SQLite files, when set
+/// (`postgres://postgres@127.0.0.1:5432/postgres`): every test directory
+/// then gets a schema of its own there.
+pub const TEST_DATABASE_URL: &str = "GATEWAY_TEST_DATABASE_URL";
+
+/// The suite's PostgreSQL server, if it runs on one.
+pub fn test_database_url() -> Option<String> {
+    std::env::var(TEST_DATABASE_URL)
+        .ok()
+        .filter(|v| !v.trim().is_empty())
+}
+
+/// A temporary directory removed on drop, with the database of the gateway
+/// that uses it: `gateway.db` inside it, or (on PostgreSQL) a fresh schema
+/// made on first use and dropped with the directory.
+pub struct TempDir(pub PathBuf, std::sync::OnceLock<Option<PgSchema>>);
+
+/// A PostgreSQL schema made for one test directory.
+pub struct PgSchema {
+    base: String,
+    name: String,
+    /// The URL whose connections use the schema.
+    pub url: String,
+}
 
 impl TempDir {
     pub fn new(tag: &str) -> TempDir {
@@ -22,13 +44,51 @@ impl TempDir {
             rand_u64()
         ));
         std::fs::create_dir_all(&p).unwrap();
-        TempDir(p)
+        TempDir(p, std::sync::OnceLock::new())
+    }
+
+    /// `GATEWAY_DATABASE_URL` of this directory's gateway (PostgreSQL), or
+    /// `None` on SQLite (`$GATEWAY_DATA_DIR/gateway.db`).
+    pub fn database_url(&self) -> Option<String> {
+        self.1
+            .get_or_init(|| {
+                let base = test_database_url()?;
+                let name = format!("gwt_{}_{:016x}", std::process::id(), rand_u64());
+                let url = runtime::store::create_pg_schema(&base, &name)
+                    .unwrap_or_else(|e| panic!("{TEST_DATABASE_URL}: {e}"));
+                Some(PgSchema { base, name, url })
+            })
+            .as_ref()
+            .map(|s| s.url.clone())
+    }
+
+    /// This directory's database.
+    pub fn database(&self) -> runtime::store::Location {
+        match self.database_url() {
+            Some(url) => runtime::store::Location::Postgres(url),
+            None => runtime::store::Location::Sqlite(self.0.join("gateway.db")),
+        }
+    }
+
+    /// The variables pointing a `gateway` command at this directory
+    /// (`GATEWAY_DATA_DIR`) and its database (`Command::envs`).
+    pub fn gateway_env(&self) -> Vec<(&'static str, std::ffi::OsString)> {
+        let mut vars = vec![("GATEWAY_DATA_DIR", self.0.clone().into_os_string())];
+        if let Some(url) = self.database_url() {
+            vars.push(("GATEWAY_DATABASE_URL", url.into()));
+        }
+        vars
     }
 }
 
 impl Drop for TempDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
+        if let Some(Some(s)) = self.1.get() {
+            if let Err(e) = runtime::store::drop_pg_schema(&s.base, &s.name) {
+                eprintln!("schema {} left behind: {e}", s.name);
+            }
+        }
     }
 }
 
@@ -57,6 +117,7 @@ pub struct Env {
 /// A test configuration pointing at the simulator.
 pub fn config_for(sim: &sim::Sim, dir: &TempDir) -> Config {
     let mut c = Config::with_data_dir(&dir.0);
+    c.database_url = dir.database_url();
     c.provider_api_key = Some(PROVIDER_KEY.to_owned());
     c.provider_base_url = sim.base_url();
     c.provider_synth_url = sim.synth_url();

@@ -500,16 +500,16 @@ async fn agent_tools_belong_to_their_agent_and_its_owner() {
         .await;
     tool.expect(200);
     let tool = tool.json["item"]["uuid"].as_str().unwrap().to_owned();
-    let rows: Vec<(String, Option<String>)> = {
-        let conn = rusqlite::Connection::open(&env.gw.gateway.config.db_path).unwrap();
-        let mut st = conn
-            .prepare("SELECT upstream_id, parent FROM resources WHERE kind = 'agent_tool'")
-            .unwrap();
-        st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-            .unwrap()
-            .map(Result::unwrap)
-            .collect()
-    };
+    let rows: Vec<(String, Option<String>)> = env
+        .store()
+        .resource_owners("agent_tool")
+        .unwrap()
+        .into_keys()
+        .map(|id| {
+            let parent = env.store().resource_parent("agent_tool", &id).unwrap();
+            (id, parent)
+        })
+        .collect();
     assert_eq!(
         rows,
         vec![(tool.clone(), Some(agent.clone()))],

@@ -363,41 +363,32 @@ async fn detect_bills_by_media_type() {
 #[test]
 fn credits_grant_cli_prints_the_balance() {
     let dir = TempDir::new("credits");
-    let store = runtime::store::Store::open(&dir.0.join("gateway.db")).unwrap();
+    let store = runtime::store::Store::open_at(&dir.database()).unwrap();
     let id = store.create_user("c@example.com", false).unwrap();
     drop(store);
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gateway"))
-        .args([
+    let grant = |amount: &str| {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_gateway"));
+        c.args([
             "credits",
             "grant",
             "--user",
             &id.to_string(),
             "--amount",
-            "10.00",
-        ])
-        .env("GATEWAY_DATA_DIR", &dir.0)
-        .output()
-        .unwrap();
+            amount,
+        ]);
+        c.envs(dir.gateway_env());
+        c.output().unwrap()
+    };
+    let out = grant("10.00");
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(String::from_utf8(out.stdout).unwrap(), "10.00000000\n");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gateway"))
-        .args([
-            "credits",
-            "grant",
-            "--user",
-            &id.to_string(),
-            "--amount",
-            "ten",
-        ])
-        .env("GATEWAY_DATA_DIR", &dir.0)
-        .output()
-        .unwrap();
+    let out = grant("ten");
     assert!(!out.status.success());
-    let store = runtime::store::Store::open(&dir.0.join("gateway.db")).unwrap();
+    let store = runtime::store::Store::open_at(&dir.database()).unwrap();
     assert_eq!(store.balance(id).unwrap(), d("10"));
 }
 

@@ -180,7 +180,7 @@ async fn json_logs_carry_the_request_id_on_every_line_of_a_request() {
     let mut child = Command::new(env!("CARGO_BIN_EXE_gateway"))
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("GATEWAY_DATA_DIR", &dir.0)
+        .envs(dir.gateway_env())
         .env("GATEWAY_LOG_FORMAT", "json")
         .env("RUST_LOG", "debug")
         .env("GATEWAY_ADDR", "127.0.0.1:0")

@@ -15,7 +15,7 @@ use crate::harness::*;
 fn reconcile_cli(env: &Env, day: &str) -> (String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_gateway"))
         .args(["reconcile", "--date", day])
-        .env("GATEWAY_DATA_DIR", &env.dir.0)
+        .envs(env.dir.gateway_env())
         .env("PROVIDER_API_KEY", PROVIDER_KEY)
         .env("PROVIDER_BASE_URL", env.sim.base_url())
         .env("RUST_LOG", "info")

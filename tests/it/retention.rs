@@ -38,7 +38,7 @@ async fn sweep_deletes_expired_objects_only() {
     // `gateway sweep`, the operator's command, on the same data directory.
     let out = Command::new(env!("CARGO_BIN_EXE_gateway"))
         .arg("sweep")
-        .env("GATEWAY_DATA_DIR", &env.dir.0)
+        .envs(env.dir.gateway_env())
         .env("GATEWAY_PUBLIC_URL", env.gw.url())
         .output()
         .unwrap();

@@ -318,7 +318,7 @@ async fn callbacks_are_signed_retried_and_delivered_once() {
             "--user",
             &env.user_id.to_string(),
         ])
-        .env("GATEWAY_DATA_DIR", &env.dir.0)
+        .envs(env.dir.gateway_env())
         .output()
         .unwrap();
     assert_eq!(String::from_utf8(out.stdout).unwrap().trim(), secret);

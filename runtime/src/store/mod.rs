@@ -319,6 +319,8 @@ impl std::fmt::Debug for Location {
     }
 }
 
+pub use pg::{create_schema as create_pg_schema, drop_schema as drop_pg_schema};
+
 /// Whether a PostgreSQL URL parses (for configuration errors at start).
 pub fn check_url(url: &str) -> Result<()> {
     pg::parse_url(url).map(drop)

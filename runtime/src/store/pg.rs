@@ -382,3 +382,40 @@ pub fn parse_url(url: &str) -> Result<tokio_postgres::Config> {
     url.parse::<tokio_postgres::Config>()
         .map_err(|e| StoreError(format!("database URL: {e}")))
 }
+
+/// A fresh schema of the PostgreSQL database at `base_url` (created now),
+/// and the URL whose connections use it (`search_path`): tests give each
+/// gateway they start a database of its own this way.
+pub fn create_schema(base_url: &str, schema: &str) -> Result<String> {
+    check_schema_name(schema)?;
+    let mut conn = PgConn::connect(&parse_url(base_url)?, true)?;
+    conn.batch(&format!("CREATE SCHEMA {schema}"))?;
+    let sep = if base_url.contains('?') { '&' } else { '?' };
+    Ok(format!(
+        "{base_url}{sep}options=-c%20search_path%3D{schema}"
+    ))
+}
+
+/// Drops a schema made by [`create_schema`] and everything in it; gives up
+/// after two seconds if a connection still holds a lock in it.
+pub fn drop_schema(base_url: &str, schema: &str) -> Result<()> {
+    check_schema_name(schema)?;
+    let mut conn = PgConn::connect(&parse_url(base_url)?, true)?;
+    conn.batch(&format!(
+        "SET lock_timeout = '2s'; DROP SCHEMA IF EXISTS {schema} CASCADE"
+    ))
+}
+
+fn check_schema_name(schema: &str) -> Result<()> {
+    let ok = !schema.is_empty()
+        && schema.len() < 60
+        && schema.starts_with(|c: char| c.is_ascii_lowercase())
+        && schema
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    if ok {
+        Ok(())
+    } else {
+        Err(StoreError(format!("schema name {schema:?}")))
+    }
+}
