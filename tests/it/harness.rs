@@ -23,6 +23,21 @@ pub fn test_database_url() -> Option<String> {
         .filter(|v| !v.trim().is_empty())
 }
 
+/// The suite's PostgreSQL server for a test that needs one: `None` (the
+/// test is skipped, and says so) when none is configured, unless
+/// `GATEWAY_TEST_REQUIRE_POSTGRES=1`, which makes a missing one a failure.
+pub fn require_postgres(what: &str) -> Option<String> {
+    let url = test_database_url();
+    if url.is_none() {
+        assert!(
+            std::env::var("GATEWAY_TEST_REQUIRE_POSTGRES").as_deref() != Ok("1"),
+            "{what}: GATEWAY_TEST_REQUIRE_POSTGRES=1 but {TEST_DATABASE_URL} is not set"
+        );
+        eprintln!("SKIPPED {what}: no PostgreSQL ({TEST_DATABASE_URL} not set)");
+    }
+    url
+}
+
 /// A temporary directory removed on drop, with the database of the gateway
 /// that uses it: `gateway.db` inside it, or (on PostgreSQL) a fresh schema
 /// made on first use and dropped with the directory.

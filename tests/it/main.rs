@@ -11,6 +11,7 @@ mod accounts;
 mod audit;
 mod auth;
 mod cli;
+mod database;
 mod errors;
 mod follower;
 mod forwarding;

@@ -628,6 +628,27 @@ impl Store {
         .map(|n| n == 1)
     }
 
+    /// Every table's columns, `(table, column)` sorted: the schema as the
+    /// database sees it (both databases' migrations must describe the same).
+    pub fn schema_columns(&self) -> Result<Vec<(String, String)>> {
+        let mut cols = self.with(|db| match db.dialect() {
+            Dialect::Sqlite => db.rows(
+                "SELECT m.name, p.name FROM sqlite_master m, pragma_table_info(m.name) p
+                 WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite_%'",
+                &[],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            ),
+            Dialect::Postgres => db.rows(
+                "SELECT table_name::text, column_name::text FROM information_schema.columns
+                 WHERE table_schema = current_schema() AND table_name <> 'gateway_schema'",
+                &[],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            ),
+        })?;
+        cols.sort();
+        Ok(cols)
+    }
+
     /// Audit rows, oldest first (for tests and operators).
     pub fn audit_rows(&self) -> Result<Vec<AuditRecord>> {
         self.with(|db| {
