@@ -153,7 +153,9 @@ pub async fn reconcile(gw: &Gateway, day: &str) -> Result<Vec<ReconciliationRow>
     Ok(rows)
 }
 
-/// Runs [`reconcile`] for the previous UTC day every day at `at` (UTC).
+/// Runs [`reconcile`] for the previous UTC day every day at `at` (UTC),
+/// on one instance only (a claim in the database). `gateway reconcile`
+/// always runs.
 pub async fn run_nightly(gw: Gateway, at: chrono::NaiveTime) {
     loop {
         let now = chrono::Utc::now();
@@ -165,6 +167,19 @@ pub async fn run_nightly(gw: Gateway, at: chrono::NaiveTime) {
         let day = (chrono::Utc::now().date_naive() - chrono::Duration::days(1))
             .format("%Y-%m-%d")
             .to_string();
+        // Once per day whatever the number of instances sharing the database.
+        let claim = format!("reconcile:{day}");
+        match gw.store.blocking(move |s| s.claim_once(&claim)).await {
+            Ok(true) => {}
+            Ok(false) => {
+                tracing::info!(day, "reconciled by another instance");
+                continue;
+            }
+            Err(e) => {
+                tracing::error!(day, error = %e, "nightly reconciliation not claimed");
+                continue;
+            }
+        }
         if let Err(e) = reconcile(&gw, &day).await {
             tracing::error!(day, error = %e, "nightly reconciliation failed");
         }

@@ -76,3 +76,23 @@ fn instances_migrating_one_postgres_database_at_once_all_succeed() {
     ids.dedup();
     assert_eq!(ids.len(), 4);
 }
+
+#[test]
+fn scheduled_work_is_claimed_once_per_database() {
+    let mut stores = vec![];
+    let lite_dir = TempDir::new("claims-lite");
+    stores.push(Store::open_at(&Location::Sqlite(lite_dir.0.join("gateway.db"))).unwrap());
+    let pg_dir = TempDir::new("claims-pg");
+    if let Some(url) = pg_dir.database_url() {
+        // Two instances on one PostgreSQL database: one claim between them.
+        let a = Store::open_at(&Location::Postgres(url.clone())).unwrap();
+        let b = Store::open_at(&Location::Postgres(url)).unwrap();
+        assert!(a.claim_once("reconcile:2026-11-22").unwrap());
+        assert!(!b.claim_once("reconcile:2026-11-22").unwrap());
+        assert!(b.claim_once("reconcile:2026-11-23").unwrap());
+    }
+    for s in stores {
+        assert!(s.claim_once("reconcile:2026-11-22").unwrap());
+        assert!(!s.claim_once("reconcile:2026-11-22").unwrap());
+    }
+}

@@ -280,6 +280,14 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX video_jobs_by_user ON video_jobs(user_id, created_at);
     CREATE INDEX video_jobs_due ON video_jobs(follow_next_at);
     "#,
+    // 9: once-only claims of scheduled work shared by several instances
+    //    (the nightly reconciliation of a day).
+    r#"
+    CREATE TABLE claims (
+        name        TEXT PRIMARY KEY,
+        claimed_at  TEXT NOT NULL
+    );
+    "#,
 ];
 
 /// A database error, kept as text (callers log it and answer 500).
@@ -647,6 +655,18 @@ impl Store {
         })?;
         cols.sort();
         Ok(cols)
+    }
+
+    /// Claims the work named `name` once for all instances sharing this
+    /// database: `true` for the first caller only.
+    pub fn claim_once(&self, name: &str) -> Result<bool> {
+        self.with(|db| {
+            db.exec(
+                "INSERT INTO claims (name, claimed_at) VALUES (?1, ?2) ON CONFLICT (name) DO NOTHING",
+                p![name, now_rfc3339()],
+            )
+        })
+        .map(|n| n == 1)
     }
 
     /// Audit rows, oldest first (for tests and operators).
