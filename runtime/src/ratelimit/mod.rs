@@ -1,4 +1,4 @@
-//! Rate limiting: per user, per capability (GCRA, with `governor`).
+//! Rate limiting: per user, per capability (GCRA: `governor` in-process, a Lua script in Redis).
 //!
 //! Every row of the route table names a `capability`; a request is counted
 //! against the quota of its row's capability for the authenticated user. A
