@@ -391,7 +391,7 @@ pub fn wav(secs: f64) -> Vec<u8> {
 
 // ---- several instances ----
 
-pub use runtime::cluster::testing::{fresh_prefix, redis_or_skip};
+pub use runtime::cluster::testing::{fresh_prefix, redis_or_skip, Partition};
 
 /// Two gateway instances behaving as one behind a load balancer: one
 /// simulator, one database, one object store (and signing key, JWT secret),

@@ -378,51 +378,6 @@ async fn with_redis_unreachable_requests_still_pass() {
     drop(silent);
 }
 
-/// A TCP forwarder to Redis that can be cut (every connection dropped, new
-/// ones refused) and healed: a network partition between one instance and
-/// Redis.
-struct Partition {
-    url: String,
-    cut: tokio::sync::watch::Sender<bool>,
-}
-
-impl Partition {
-    async fn to(redis_url: &str) -> Partition {
-        let target = reqwest::Url::parse(redis_url).unwrap();
-        let target = format!(
-            "{}:{}",
-            target.host_str().unwrap(),
-            target.port().unwrap_or(6379)
-        );
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("redis://{}", listener.local_addr().unwrap());
-        let (cut, cut_rx) = tokio::sync::watch::channel(false);
-        tokio::spawn(async move {
-            while let Ok((mut client, _)) = listener.accept().await {
-                if *cut_rx.borrow() {
-                    continue; // dropped: refused
-                }
-                let mut cut = cut_rx.clone();
-                let target = target.clone();
-                tokio::spawn(async move {
-                    let Ok(mut server) = tokio::net::TcpStream::connect(target).await else {
-                        return;
-                    };
-                    tokio::select! {
-                        _ = tokio::io::copy_bidirectional(&mut client, &mut server) => {}
-                        _ = cut.wait_for(|c| *c) => {}
-                    }
-                });
-            }
-        });
-        Partition { url, cut }
-    }
-
-    fn cut(&self, on: bool) {
-        self.cut.send_replace(on);
-    }
-}
-
 #[tokio::test]
 async fn a_reconnected_instance_forgets_what_it_may_have_missed() {
     let test = "scaleout::a_reconnected_instance_forgets";
@@ -475,4 +430,37 @@ async fn a_reconnected_instance_forgets_what_it_may_have_missed() {
     let a = p.send(&key, "GET", &p.url_b(VOICE), None).await;
     a.expect(401);
     assert_eq!(a.detail(), "API key revoked");
+}
+
+#[tokio::test]
+async fn a_claimed_stream_stops_even_if_the_bus_message_is_lost() {
+    let Some(p) = llm_pair("scaleout::a_claimed_stream_stops_even_if").await else {
+        return;
+    };
+    p.a.grant("1");
+    p.a.sim_config(json!({"stream_delay_ms": 300})).await;
+    let (id, mut text, mut s) = stream_on_a(&p).await;
+    // Claimed as another instance would, without its message on the bus.
+    let claimed: i64 = p
+        .redis(
+            redis::cmd("EVAL")
+                .arg(runtime::streams::CLAIM)
+                .arg(1)
+                .arg(format!("{}stream:{id}", p.prefix))
+                .arg(p.a.user_id.to_string()),
+        )
+        .await;
+    assert_eq!(claimed, 1);
+    // The holder's next refresh (every 5 s) finds it claimed.
+    let start = Instant::now();
+    while let Some(c) = s.next().await {
+        text.push_str(&String::from_utf8_lossy(&c.unwrap()));
+    }
+    assert!(
+        start.elapsed() < runtime::streams::REFRESH + Duration::from_secs(2),
+        "{:?}",
+        start.elapsed()
+    );
+    assert!(text.ends_with("data: [DONE]\n\n"), "{text}");
+    assert_eq!(p.a.wait_model_usage(1).await[0].ended, "stopped");
 }

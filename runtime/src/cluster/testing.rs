@@ -48,3 +48,52 @@ pub fn fresh_prefix(tag: &str) -> String {
     rand::thread_rng().fill_bytes(&mut b);
     format!("gwtest:{tag}:{}:", hex::encode(b))
 }
+
+/// A TCP forwarder to a Redis that can be cut (every connection dropped,
+/// new ones refused) and healed: a network partition between one instance
+/// and Redis. Point the instance at [`Partition::url`].
+pub struct Partition {
+    pub url: String,
+    cut: tokio::sync::watch::Sender<bool>,
+}
+
+impl Partition {
+    /// A forwarder on a free loopback port to the Redis of `redis_url`.
+    pub async fn to(redis_url: &str) -> Partition {
+        let target = reqwest::Url::parse(redis_url).expect("a redis:// URL");
+        let target = format!(
+            "{}:{}",
+            target.host_str().expect("a host"),
+            target.port().unwrap_or(6379)
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("a loopback port");
+        let url = format!("redis://{}", listener.local_addr().expect("bound"));
+        let (cut, cut_rx) = tokio::sync::watch::channel(false);
+        tokio::spawn(async move {
+            while let Ok((mut client, _)) = listener.accept().await {
+                if *cut_rx.borrow() {
+                    continue; // dropped: refused
+                }
+                let mut cut = cut_rx.clone();
+                let target = target.clone();
+                tokio::spawn(async move {
+                    let Ok(mut server) = tokio::net::TcpStream::connect(target).await else {
+                        return;
+                    };
+                    tokio::select! {
+                        _ = tokio::io::copy_bidirectional(&mut client, &mut server) => {}
+                        _ = cut.wait_for(|c| *c) => {}
+                    }
+                });
+            }
+        });
+        Partition { url, cut }
+    }
+
+    /// Cuts (`true`) or heals (`false`) the link.
+    pub fn cut(&self, on: bool) {
+        self.cut.send_replace(on);
+    }
+}

@@ -259,3 +259,38 @@ async fn a_silent_redis_costs_one_timeout_then_rests() {
     assert_eq!(rl.store_failures(), 11);
     drop(silent);
 }
+
+#[tokio::test]
+async fn limits_hold_again_once_redis_is_back() {
+    let Some(url) = redis("limits_hold_again").await else {
+        return;
+    };
+    let partition = crate::cluster::testing::Partition::to(&url).await;
+    let rl = limiter(
+        &cluster(&partition.url, &fresh_prefix("rl-back")),
+        "tts=2/h",
+    );
+    assert_eq!(rl.check(1, "tts").await, Ok(()));
+    partition.cut(true);
+    // Refused connections: every check fails open.
+    for _ in 0..5 {
+        assert_eq!(rl.check(1, "tts").await, Ok(()));
+    }
+    assert!(rl.store_failures() >= 1);
+    partition.cut(false);
+    // The connection comes back by itself: the second request of the
+    // budget passes, the third is refused again.
+    let start = Instant::now();
+    loop {
+        let failures = rl.store_failures();
+        let r = rl.check(1, "tts").await;
+        if rl.store_failures() == failures {
+            assert_eq!(r, Ok(()), "the second of the budget");
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(5), "Redis not back");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let retry = rl.check(1, "tts").await.unwrap_err();
+    assert!((1790..=1800).contains(&retry), "{retry}");
+}
