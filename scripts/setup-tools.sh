@@ -4,6 +4,9 @@
 # scripts/test.sh; safe to run by hand.
 #
 #   chromium      renders /docs in a headless browser (tests/it/observe.rs)
+#   redis-server  the Redis of the scale-out tests (tests/it/scaleout.rs,
+#                 runtime's ratelimit::redis_tests): started on 127.0.0.1:6379,
+#                 keeping nothing on disk, when nothing answers there
 #   schemathesis  (PyPI, pinned) fuzzes /openapi.json (scripts/schemathesis.sh)
 set -euo pipefail
 
@@ -12,6 +15,7 @@ export PATH="$HOME/.local/bin:$PATH"
 
 need_apt=()
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
+command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
 command -v python3 >/dev/null 2>&1 || need_apt+=(python3)
 python3 -m pip --version >/dev/null 2>&1 || need_apt+=(python3-pip)
 
@@ -27,6 +31,18 @@ if ((${#need_apt[@]})); then
     echo "setup-tools: installing ${need_apt[*]} (apt-get)" >&2
     "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
     "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+fi
+
+if ! redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1; then
+    echo "setup-tools: starting redis-server on 127.0.0.1:6379" >&2
+    redis_dir="${TMPDIR:-/tmp}/gateway-test-redis"
+    mkdir -p "$redis_dir"
+    redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no \
+        --dir "$redis_dir" --logfile "$redis_dir/redis.log"
+    for _ in $(seq 50); do
+        redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1 && break
+        sleep 0.1
+    done
 fi
 
 if [ "$(st --version 2>/dev/null || true)" != "st, version $SCHEMATHESIS_VERSION" ]; then

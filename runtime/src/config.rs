@@ -77,6 +77,13 @@ pub const GATEWAY_PROVIDERS: &str = "GATEWAY_PROVIDERS";
 /// streaming: an error event ends it). Default 30 (spec §8).
 pub const GATEWAY_STREAM_TIMEOUT_SECS: &str = "GATEWAY_STREAM_TIMEOUT_SECS";
 
+/// The Redis shared by several instances (`redis://[:password@]host[:port][/db]`
+/// or `unix:///path`): rate limits, cache invalidation, stop-stream (see
+/// [`crate::cluster`]). Default: unset (one instance; no Redis needed).
+pub const GATEWAY_REDIS_URL: &str = "GATEWAY_REDIS_URL";
+/// Prefix of every Redis key and channel of the gateway. Default `gateway:`.
+pub const GATEWAY_REDIS_PREFIX: &str = "GATEWAY_REDIS_PREFIX";
+
 /// `full` (default): every commit is fsynced before answers are sent, so a
 /// committed record survives a power cut. `normal`: commits survive a crash
 /// of the gateway but the last ones may be lost with the machine (SQLite WAL
@@ -150,7 +157,11 @@ pub struct Config {
     /// Rate-limit overrides per capability (`GATEWAY_RATE_LIMITS`), applied over
     /// the route table's defaults when the gateway starts.
     pub rate_limits: crate::ratelimit::Limits,
-    /// A shared rate-limit store (several instances); `None`: in-process.
+    /// The Redis shared by several instances (`GATEWAY_REDIS_URL`,
+    /// `GATEWAY_REDIS_PREFIX`); `None`: one instance, nothing shared.
+    pub redis: Option<crate::cluster::RedisConfig>,
+    /// A rate-limit store of one's own (tests); `None`: on Redis with
+    /// [`Config::redis`], else in-process.
     pub limiter_store: Option<std::sync::Arc<dyn crate::ratelimit::LimiterStore>>,
     /// Accounts, tokens, admin key, mail (`crate::auth::config`).
     pub accounts: crate::auth::config::AccountConfig,
@@ -215,6 +226,7 @@ impl std::fmt::Debug for Config {
             .field("stream_timeout", &self.stream_timeout)
             .field("rate_limits", &self.rate_limits.to_string())
             .field("accounts", &self.accounts)
+            .field("redis", &self.redis)
             .field(
                 "limiter_store",
                 &self.limiter_store.as_ref().map(|_| "<custom>"),
@@ -265,6 +277,7 @@ impl Config {
             objects: crate::objects::ObjectConfig::default(),
             db_sync_full: true,
             rate_limits: crate::ratelimit::Limits::default(),
+            redis: None,
             limiter_store: None,
             accounts: Default::default(),
             providers_file: None,
@@ -464,6 +477,17 @@ impl Config {
                     name: crate::ratelimit::GATEWAY_RATE_LIMITS,
                     reason,
                 })?;
+        if let Some(url) = get(GATEWAY_REDIS_URL) {
+            let prefix = get(GATEWAY_REDIS_PREFIX);
+            c.redis = Some(
+                crate::cluster::RedisConfig::parse(&url, prefix.as_deref()).map_err(|reason| {
+                    ConfigError {
+                        name: GATEWAY_REDIS_URL,
+                        reason,
+                    }
+                })?,
+            );
+        }
         c.objects = crate::objects::ObjectConfig::from_lookup(get).map_err(|e| ConfigError {
             name: "GATEWAY_OBJECT_STORE",
             reason: e,
@@ -629,6 +653,28 @@ mod tests {
         assert_eq!(e.name, GATEWAY_JOB_FOLLOW_CONCURRENCY);
         let e = cfg(&[(GATEWAY_JOB_FOLLOW_SECS, "soon")]).err().unwrap();
         assert_eq!(e.name, GATEWAY_JOB_FOLLOW_SECS);
+    }
+
+    #[test]
+    fn redis_is_off_unless_configured() {
+        assert!(cfg(&[(GATEWAY_REDIS_PREFIX, "x:")])
+            .unwrap()
+            .redis
+            .is_none());
+        let c = cfg(&[(GATEWAY_REDIS_URL, "redis://:pw@127.0.0.1:6379/2")]).unwrap();
+        let r = c.redis.as_ref().unwrap();
+        assert_eq!(r.prefix, crate::cluster::DEFAULT_PREFIX);
+        assert!(!format!("{c:?}").contains("pw@"), "{c:?}");
+        let c = cfg(&[
+            (GATEWAY_REDIS_URL, "redis://127.0.0.1"),
+            (GATEWAY_REDIS_PREFIX, "gw-eu:"),
+        ])
+        .unwrap();
+        assert_eq!(c.redis.unwrap().prefix, "gw-eu:");
+        for bad in ["http://127.0.0.1:6379", "redis://", "not a url"] {
+            let e = cfg(&[(GATEWAY_REDIS_URL, bad)]).err().unwrap();
+            assert_eq!(e.name, GATEWAY_REDIS_URL, "{bad}");
+        }
     }
 
     #[test]

@@ -37,6 +37,8 @@
 //!
 //! * [`auth`] — API keys (hashed) and the authentication cache.
 //! * [`ratelimit`] — per user, per capability limits.
+//! * [`cluster`] — the Redis several instances share: its connection, the
+//!   bus (cache invalidation, stop-stream).
 //! * [`store`] — SQLite: migrations, repositories, group-commit writer.
 //! * [`objects`] — object storage (local filesystem, S3) and presigned URLs.
 //! * [`retention`] — the sweeper of expired objects.
@@ -54,6 +56,7 @@ pub mod auth;
 pub mod billing;
 pub mod body;
 pub mod callbacks;
+pub mod cluster;
 pub mod config;
 pub mod credits;
 pub mod ctx;
@@ -117,6 +120,8 @@ pub struct Inner {
     pub providers: providers::Providers,
     /// Open model streams (stop-stream).
     pub streams: Arc<streams::Streams>,
+    /// The Redis shared with other instances (`GATEWAY_REDIS_URL`); `None`: a single instance.
+    pub cluster: Option<cluster::Cluster>,
 }
 
 impl std::ops::Deref for Gateway {
@@ -142,19 +147,29 @@ pub enum StartError {
 impl Gateway {
     /// Builds the rate limiter (the table's capabilities overridden by
     /// `config.rate_limits`; an unknown capability is a configuration error
-    /// of `GATEWAY_RATE_LIMITS`), opens the database (migrating it) and the
+    /// of `GATEWAY_RATE_LIMITS`; on Redis with `config.redis`, unless
+    /// `config.limiter_store` gives a store), opens the database (migrating it) and the
     /// object store, and builds the upstream client. Without
     /// `config.public_url`, the gateway's own object URLs start with
     /// `http://<config.addr>`.
     pub fn new(config: config::Config, table: &'static spec::Table) -> Result<Gateway, StartError> {
         let capabilities = table.capabilities;
         telemetry::install();
+        // Connects on first use, never here: an unreachable Redis is no
+        // reason not to start (see `cluster`).
+        let cluster = match &config.redis {
+            Some(r) => Some(cluster::Cluster::new(r).map_err(|e| config::ConfigError {
+                name: config::GATEWAY_REDIS_URL,
+                reason: e.to_string(),
+            })?),
+            None => None,
+        };
         // Before anything is opened: a bad GATEWAY_RATE_LIMITS leaves no trace.
-        let limiter = match &config.limiter_store {
-            Some(shared) => {
-                ratelimit::RateLimiter::new(capabilities, &config.rate_limits, shared.clone())
-            }
-            None => ratelimit::RateLimiter::in_process(capabilities, &config.rate_limits),
+        let limits = &config.rate_limits;
+        let limiter = match (&config.limiter_store, &cluster) {
+            (Some(custom), _) => ratelimit::RateLimiter::new(capabilities, limits, custom.clone()),
+            (None, Some(c)) => ratelimit::RateLimiter::redis(capabilities, limits, c.clone()),
+            (None, None) => ratelimit::RateLimiter::in_process(capabilities, limits),
         }
         .map_err(|reason| config::ConfigError {
             name: ratelimit::GATEWAY_RATE_LIMITS,
@@ -200,7 +215,8 @@ impl Gateway {
             owner_cache: Default::default(),
             stock_voices: Default::default(),
             providers,
-            streams: Default::default(),
+            streams: Arc::new(streams::Streams::new(cluster.clone())),
+            cluster,
         })))
     }
 }

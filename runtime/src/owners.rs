@@ -28,9 +28,10 @@
 //!   ([`crate::modes::lists`]).
 //!
 //! The owner cache is updated from the ownership records once they are
-//! committed ([`OwnerCache::committed`], called by the pipeline's record
-//! phase), never by a mode: a create or delete whose records did not commit
-//! leaves no trace.
+//! committed ([`cache_change`], applied by the pipeline's record phase
+//! through [`crate::cluster::owners_changed`], which also tells the other
+//! instances), never by a mode: a create or delete whose records did not
+//! commit leaves no trace.
 
 use std::collections::HashMap;
 
@@ -67,8 +68,10 @@ pub fn deletes(spec: &EndpointSpec) -> bool {
 
 /// How long a looked-up owner is remembered. Ownership never changes hands
 /// (ids are the upstream's fresh UUIDs); a create or delete made through this
-/// instance updates the cache at once, one made through another instance is
-/// seen within the TTL (a deleted resource then answers the upstream's 404).
+/// instance updates the cache at once; one made through another instance
+/// drops the entry here through the cluster bus ([`crate::cluster`]), or,
+/// without Redis or while the bus is down, is seen within the TTL (a
+/// deleted resource then answers the upstream's 404).
 pub const CACHE_TTL: std::time::Duration = std::time::Duration::from_secs(30);
 /// Entries kept before the cache is emptied and refilled.
 const CACHE_MAX: usize = 100_000;
@@ -103,6 +106,19 @@ impl OwnerCache {
             ids.clear();
         }
         ids.insert(id, (owner, std::time::Instant::now()));
+    }
+
+    /// Drops one entry (changed by another instance).
+    pub fn forget(&self, kind: &str, id: &str) {
+        let mut map = self.map.write().unwrap_or_else(|e| e.into_inner());
+        if let Some(ids) = map.get_mut(kind) {
+            ids.remove(id);
+        }
+    }
+
+    /// Drops every entry.
+    pub fn clear(&self) {
+        self.map.write().unwrap_or_else(|e| e.into_inner()).clear();
     }
 }
 

@@ -109,6 +109,7 @@ async fn run(
         ctx.gw
             .limiter
             .enforce(user.id, spec.capability)
+            .await
             .inspect_err(|_| telemetry::rate_limited(spec.capability))?;
     }
     // 4. configured
@@ -148,7 +149,7 @@ async fn run(
 
 /// Phase 7: commits the audit record, the usage record and the mode's
 /// records in one group commit, then updates the owner cache from what was
-/// committed.
+/// committed (and tells the other instances, with Redis).
 async fn record(
     ctx: &mut Ctx,
     path: &str,
@@ -182,9 +183,7 @@ async fn record(
         .commit(records)
         .await
         .map_err(|e| ApiError::Internal(e.to_string()))?;
-    for (kind, id, owner) in cache_changes {
-        ctx.gw.owner_cache.put(&kind, id, owner);
-    }
+    crate::cluster::owners_changed(&ctx.gw, cache_changes).await;
     Ok(())
 }
 

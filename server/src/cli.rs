@@ -206,8 +206,14 @@ pub fn run(command: Command) -> CliResult {
                     let id = store.create_user(email, admin)?;
                     println!("{id}");
                 }
-                UsersCommand::Disable { user } => set_disabled(&store, user, true)?,
-                UsersCommand::Enable { user } => set_disabled(&store, user, false)?,
+                UsersCommand::Disable { user } => {
+                    set_disabled(&store, user, true)?;
+                    tell_running_instances(&config)?;
+                }
+                UsersCommand::Enable { user } => {
+                    set_disabled(&store, user, false)?;
+                    tell_running_instances(&config)?;
+                }
                 UsersCommand::CallbackSecret { user } => match store.callback_secret(user)? {
                     Some(secret) => println!("{secret}"),
                     None => return Err(format!("no user with id {user}").into()),
@@ -285,6 +291,7 @@ pub fn run(command: Command) -> CliResult {
                         return Err("no such live key".into());
                     }
                     eprintln!("revoked");
+                    tell_running_instances(&config)?;
                 }
             }
             Ok(())
@@ -301,6 +308,25 @@ fn set_disabled(store: &Store, user: i64, disabled: bool) -> CliResult {
         if disabled { "disabled" } else { "enabled" }
     );
     Ok(())
+}
+
+/// After a revoke, disable or enable: with `GATEWAY_REDIS_URL`, running
+/// instances drop their cached key lookups now (the cluster bus); without
+/// it, or if Redis does not answer, they see the change within 30 s.
+fn tell_running_instances(config: &Config) -> CliResult {
+    let Some(redis) = &config.redis else {
+        return Ok(());
+    };
+    runtime_block_on(async {
+        let cluster = runtime::cluster::Cluster::new(redis)?;
+        match cluster.publish(runtime::cluster::Event::Credentials).await {
+            Ok(()) => eprintln!("running instances told"),
+            Err(e) => {
+                eprintln!("warning: {e}; running instances see the change within 30 s")
+            }
+        }
+        Ok(())
+    })
 }
 
 fn runtime_block_on(f: impl std::future::Future<Output = CliResult>) -> CliResult {

@@ -56,7 +56,8 @@ pub fn gateway(config: Config) -> Result<Gateway, StartError> {
 }
 
 /// Starts a gateway on `listener` with `config`, with its background tasks
-/// (retention sweeper, job follower, nightly reconciliation) when configured.
+/// (retention sweeper, job follower, nightly reconciliation, the cluster
+/// bus) when configured.
 pub fn start(mut config: Config, listener: TcpListener) -> Result<Running, StartError> {
     let addr = listener
         .local_addr()
@@ -74,6 +75,11 @@ pub fn start(mut config: Config, listener: TcpListener) -> Result<Running, Start
             tracing::info!(error = %e, "stock voices not read at start-up; read on first use");
         }
     }));
+    // The cluster bus (with GATEWAY_REDIS_URL): connects, and reconnects,
+    // in the background; an unreachable Redis delays nothing.
+    if gw.cluster.is_some() {
+        background.push(tokio::spawn(runtime::cluster::bus::run(gw.clone())));
+    }
     if let Some(every) = gw.config.sweep_interval {
         background.push(tokio::spawn(runtime::retention::run_periodically(
             gw.clone(),

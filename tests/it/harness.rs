@@ -464,3 +464,93 @@ pub fn wav(secs: f64) -> Vec<u8> {
     }
     buf.into_inner()
 }
+
+// ---- several instances ----
+
+pub use runtime::cluster::testing::{fresh_prefix, redis_or_skip, Partition};
+
+/// Two gateway instances behaving as one behind a load balancer: one
+/// simulator, one database, one object store (and signing key, JWT secret),
+/// one Redis under a fresh prefix (`GATEWAY_REDIS_PREFIX`, so tests never
+/// meet). `a` is an ordinary [`Env`] (its user, key, simulator, data); `b`
+/// serves the same data. For now both share the SQLite file and the local
+/// object-store directory; this is the one place to change when the pair
+/// moves to PostgreSQL and S3.
+pub struct Pair {
+    pub a: Env,
+    pub b: server::Running,
+    pub redis_url: String,
+    pub prefix: String,
+}
+
+impl Pair {
+    /// A pair on a fresh simulator, each configuration adjusted by `f`;
+    /// `None` (the test skips, saying so) when Redis is unreachable, unless
+    /// `GATEWAY_TEST_REQUIRE_REDIS=1`.
+    pub async fn start(test: &str, f: impl Fn(&mut Config)) -> Option<Pair> {
+        Pair::on_sim(test, start_sim().await, f).await
+    }
+
+    /// [`start`](Self::start) on a simulator already started.
+    pub async fn on_sim(test: &str, sim: sim::Sim, f: impl Fn(&mut Config)) -> Option<Pair> {
+        Pair::on_sim_b(test, sim, f, |_| {}).await
+    }
+
+    /// [`on_sim`](Self::on_sim), instance B's configuration adjusted by
+    /// `b` after `f`.
+    pub async fn on_sim_b(
+        test: &str,
+        sim: sim::Sim,
+        f: impl Fn(&mut Config),
+        b: impl FnOnce(&mut Config),
+    ) -> Option<Pair> {
+        let redis_url = redis_or_skip(test).await?;
+        let prefix = fresh_prefix("it");
+        let redis = runtime::cluster::RedisConfig::parse(&redis_url, Some(&prefix)).unwrap();
+        let shared = |c: &mut Config| {
+            c.redis = Some(redis.clone());
+            f(c);
+        };
+        let a = Env::on_sim(sim, shared).await;
+        let mut config = config_for(&a.sim, &a.dir);
+        shared(&mut config);
+        b(&mut config);
+        let b = server::start(config, TcpListener::bind("127.0.0.1:0").await.unwrap()).unwrap();
+        let pair = Pair {
+            a,
+            b,
+            redis_url,
+            prefix,
+        };
+        // Subscribed before the test starts, so that no message is missed.
+        for gw in [&pair.a.gw.gateway, &pair.b.gateway] {
+            let cluster = gw.cluster.as_ref().expect("configured");
+            let start = std::time::Instant::now();
+            while !cluster.bus_connected() {
+                assert!(
+                    start.elapsed() < Duration::from_secs(5),
+                    "the cluster bus did not connect"
+                );
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
+        Some(pair)
+    }
+
+    /// `http://instance A` + `path`.
+    pub fn url_a(&self, path: &str) -> String {
+        self.a.url(path)
+    }
+
+    /// `http://instance B` + `path`.
+    pub fn url_b(&self, path: &str) -> String {
+        format!("{}{}", self.b.url(), path)
+    }
+
+    /// A command on the pair's Redis (the test's own connection).
+    pub async fn redis<T: redis::FromRedisValue>(&self, cmd: &redis::Cmd) -> T {
+        let client = redis::Client::open(self.redis_url.as_str()).unwrap();
+        let mut c = client.get_multiplexed_async_connection().await.unwrap();
+        cmd.query_async(&mut c).await.unwrap()
+    }
+}

@@ -184,7 +184,7 @@ fn ratelimit_names_no_capability() {
         "the table's capabilities are generated"
     );
     for (rel, text) in sources("runtime/src/ratelimit") {
-        if rel == "tests.rs" {
+        if rel.ends_with("tests.rs") {
             continue; // unit tests use a capability table of their own
         }
         let code = code(&text);

@@ -30,6 +30,7 @@ mod ratelimit;
 mod reconcile;
 mod retention;
 mod routes;
+mod scaleout;
 mod synthesis;
 mod urlpolicy;
 mod validation;

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use runtime::ratelimit::{Decision, LimiterStore, Limits, Quota, StoreUnavailable};
+use runtime::ratelimit::{CheckFuture, LimiterStore, Limits, Quota, StoreUnavailable};
 
 use crate::harness::*;
 
@@ -43,13 +43,8 @@ async fn the_61st_request_in_a_minute_is_429_for_that_user_and_capability_only()
 struct Down;
 
 impl LimiterStore for Down {
-    fn check(
-        &self,
-        _user: i64,
-        _capability: &str,
-        _quota: &Quota,
-    ) -> Result<Decision, StoreUnavailable> {
-        Err(StoreUnavailable("connection refused".into()))
+    fn check<'a>(&'a self, _user: i64, _capability: &'a str, _quota: &'a Quota) -> CheckFuture<'a> {
+        Box::pin(async { Err(StoreUnavailable("connection refused".into())) })
     }
 }
 

@@ -9,8 +9,10 @@
 //!
 //! The hot path of an API key does not touch the database: a small cache
 //! maps key hash → owner for [`keys::CACHE_TTL`]; a revoke, disable or delete
-//! made through this process's [`Auth`] drops the cache at once, one made by
-//! another process (the CLI, another instance) is seen within the TTL.
+//! made through this process's [`Auth`] drops the cache at once; one made by
+//! another process (the CLI, another instance) drops it through the cluster
+//! bus when Redis is configured ([`crate::cluster`]), else is seen within
+//! the TTL.
 //! Access tokens are checked against the database (revocation, deleted
 //! users) on every request.
 

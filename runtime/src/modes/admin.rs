@@ -63,7 +63,7 @@ pub async fn set_disabled(
         .store
         .blocking(move |s| s.set_user_disabled(id, disabled))
         .await?;
-    ctx.gw.auth.invalidate_all();
+    crate::cluster::credentials_changed(&ctx.gw).await;
     let row = target(ctx, params).await?;
     Ok(ok(user_json(&row)))
 }
@@ -74,7 +74,7 @@ pub async fn delete(ctx: &mut Ctx, params: &PathParams) -> Result<Outcome, ApiEr
     let u = target(ctx, params).await?;
     let id = u.id;
     ctx.gw.store.blocking(move |s| s.delete_user(id)).await?;
-    ctx.gw.auth.invalidate_all();
+    crate::cluster::credentials_changed(&ctx.gw).await;
     Ok(ok(json!({ "id": id, "deleted": true })))
 }
 

@@ -151,7 +151,7 @@ pub async fn complete(ctx: &mut Ctx, req: Request, chat: bool) -> Result<Outcome
         }
         None => None,
     };
-    let registration = ctx.gw.streams.register(ctx.user_id());
+    let registration = ctx.gw.streams.register(ctx.user_id()).await;
     let stream_id = registration.id.clone();
     let relay = Relay::new(
         ctx.gw.clone(),
@@ -185,7 +185,7 @@ pub async fn stop(ctx: &mut Ctx, params: &PathParams) -> Result<Outcome, ApiErro
     let id = params
         .get("stream_id")
         .ok_or_else(|| ApiError::Internal("stop_stream row without {stream_id}".into()))?;
-    if !ctx.gw.streams.stop(&id, ctx.user_id()) {
+    if !ctx.gw.streams.stop(&id, ctx.user_id()).await {
         return Err(ApiError::NotFound(
             "stream not found (finished, stopped or never created)".into(),
         ));

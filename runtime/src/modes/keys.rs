@@ -1,6 +1,7 @@
 //! The key modes (access token only): `key_list` (never the keys),
 //! `key_create` (the key answered once), `key_revoke` (refused at once on
-//! this instance: the key cache is dropped).
+//! this instance: the key cache is dropped; on the others as soon as the
+//! cluster bus tells them, with Redis).
 
 use http::StatusCode;
 use serde_json::{json, Value};
@@ -78,7 +79,7 @@ pub async fn revoke(ctx: &mut Ctx, params: &PathParams) -> Result<Outcome, ApiEr
     if !done {
         return Err(ApiError::NotFound("no such key".into()));
     }
-    ctx.gw.auth.invalidate_all();
+    crate::cluster::credentials_changed(&ctx.gw).await;
     Ok(Outcome::new(
         body::json(StatusCode::OK, &json!({ "id": key_id, "revoked": true })),
         None,

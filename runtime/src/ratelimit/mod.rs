@@ -1,4 +1,4 @@
-//! Rate limiting: per user, per capability (GCRA, with `governor`).
+//! Rate limiting: per user, per capability (GCRA: `governor` in-process, a Lua script in Redis).
 //!
 //! Every row of the route table names a `capability`; a request is counted
 //! against the quota of its row's capability for the authenticated user. A
@@ -34,12 +34,19 @@
 //!
 //! # Stores
 //!
-//! [`RateLimiter`] holds the quotas and asks a [`LimiterStore`] for each
-//! decision. [`InProcessStore`] keeps the state in this process; a shared
-//! store (Redis, …) implementing the same trait lets several gateway
-//! instances share one budget per user. When the store fails, the request is
-//! **allowed** (fail open) and a warning is logged — at most one line per
-//! [`WARN_EVERY`], carrying the number of failures it stands for.
+//! [`RateLimiter`] holds the quotas and asks a [`Store`] for each decision:
+//!
+//! * [`InProcessStore`] (the default) keeps the state in this process;
+//! * [`RedisStore`] (with `GATEWAY_REDIS_URL`, see [`crate::cluster`]) keeps
+//!   it in Redis, so several gateway instances share one budget per user;
+//! * any other [`LimiterStore`] (`Config::limiter_store`, e.g. in tests).
+//!
+//! The check is async (Redis is a round trip away), but the in-process
+//! store is called directly, not through a boxed future: its check neither
+//! allocates nor suspends. When the store fails (Redis unreachable or slower
+//! than [`crate::cluster::TIMEOUT`]), the request is **allowed** (fail open)
+//! and a warning is logged — at most one line per [`WARN_EVERY`], carrying
+//! the number of failures it stands for.
 //!
 //! ## Memory of the in-process store
 //!
@@ -59,18 +66,23 @@
 //! compare-and-swap.
 
 mod quota;
+mod redis_store;
+#[cfg(test)]
+mod redis_tests;
 mod store;
 #[cfg(test)]
 mod tests;
 
 pub use quota::{Limits, Quota, Quotas};
-pub use store::{Decision, InProcessStore, LimiterStore, StoreUnavailable};
+pub use redis_store::{RedisStore, GCRA, REST};
+pub use store::{CheckFuture, Decision, InProcessStore, LimiterStore, Store, StoreUnavailable};
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::cluster::Cluster;
 use crate::errors::ApiError;
 use crate::spec::Capability;
 
@@ -92,7 +104,7 @@ pub const WARN_EVERY: Duration = Duration::from_secs(10);
 /// Quotas + a store: the rate-limit phase of the pipeline.
 pub struct RateLimiter {
     quotas: Quotas,
-    store: Arc<dyn LimiterStore>,
+    store: Store,
     /// Reference point of `next_warning`.
     epoch: Instant,
     /// Milliseconds since `epoch` before which no store warning is logged.
@@ -125,7 +137,7 @@ impl RateLimiter {
     ) -> Result<RateLimiter, String> {
         Ok(RateLimiter::with_quotas(
             Quotas::resolve(capabilities, limits)?,
-            store,
+            Store::Custom(store),
         ))
     }
 
@@ -134,11 +146,26 @@ impl RateLimiter {
         capabilities: &'static [Capability],
         limits: &Limits,
     ) -> Result<RateLimiter, String> {
-        RateLimiter::new(capabilities, limits, Arc::new(InProcessStore::new()))
+        Ok(RateLimiter::with_quotas(
+            Quotas::resolve(capabilities, limits)?,
+            Store::InProcess(InProcessStore::new()),
+        ))
+    }
+
+    /// [`new`](Self::new) on a [`RedisStore`] of `cluster`.
+    pub fn redis(
+        capabilities: &'static [Capability],
+        limits: &Limits,
+        cluster: Cluster,
+    ) -> Result<RateLimiter, String> {
+        Ok(RateLimiter::with_quotas(
+            Quotas::resolve(capabilities, limits)?,
+            Store::Redis(RedisStore::new(cluster)),
+        ))
     }
 
     /// `quotas`, already resolved, on `store`.
-    pub fn with_quotas(quotas: Quotas, store: Arc<dyn LimiterStore>) -> RateLimiter {
+    pub fn with_quotas(quotas: Quotas, store: Store) -> RateLimiter {
         RateLimiter {
             quotas,
             store,
@@ -164,11 +191,11 @@ impl RateLimiter {
     /// up) when limited. A capability without a quota (or unknown) is not
     /// limited and does not reach the store. A failing store allows the
     /// request and logs a warning (at most one per [`WARN_EVERY`]).
-    pub fn check(&self, user_id: i64, capability: &str) -> Result<(), u64> {
+    pub async fn check(&self, user_id: i64, capability: &str) -> Result<(), u64> {
         let Some(quota) = self.quotas.get(capability) else {
             return Ok(());
         };
-        match self.store.check(user_id, capability, quota) {
+        match self.store.check(user_id, capability, quota).await {
             Ok(Decision::Allow) => Ok(()),
             Ok(Decision::Deny { retry_after }) => Err(retry_after_secs(retry_after)),
             Err(e) => {
@@ -179,8 +206,9 @@ impl RateLimiter {
     }
 
     /// [`check`](Self::check) as the pipeline's error: 429 with `Retry-After`.
-    pub fn enforce(&self, user_id: i64, capability: &str) -> Result<(), ApiError> {
+    pub async fn enforce(&self, user_id: i64, capability: &str) -> Result<(), ApiError> {
         self.check(user_id, capability)
+            .await
             .map_err(|retry_after| ApiError::RateLimited {
                 message: format!("rate limit exceeded for {capability}; retry in {retry_after} s"),
                 retry_after,

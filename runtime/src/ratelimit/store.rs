@@ -1,15 +1,17 @@
-//! The store interface ([`LimiterStore`]) and the in-process store.
+//! The stores ([`Store`], the [`LimiterStore`] trait) and the in-process store.
 
 use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{PoisonError, RwLock};
+use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
 use governor::clock::{Clock, DefaultClock, Reference};
 use governor::middleware::NoOpMiddleware;
 use governor::state::keyed::DashMapStateStore;
 
-use super::{Quota, SWEEP_EVERY};
+use super::{Quota, RedisStore, SWEEP_EVERY};
 
 // ---------------------------------------------------------------------------
 // The store interface
@@ -30,18 +32,58 @@ pub enum Decision {
 #[error("rate-limit store: {0}")]
 pub struct StoreUnavailable(pub String);
 
-/// The store interface: in-process (governor) now; Redis or another shared store later.
+/// The future of a [`LimiterStore`]'s answer.
+pub type CheckFuture<'a> =
+    Pin<Box<dyn Future<Output = Result<Decision, StoreUnavailable>> + Send + 'a>>;
+
+/// A store of one's own (tests inject failing or fixed stores through
+/// `Config::limiter_store`). The built-in stores implement it too, but a
+/// [`RateLimiter`](super::RateLimiter) calls them directly ([`Store`]), so
+/// the in-process store's check allocates nothing and never suspends.
 ///
 /// `check` counts one request of `user_id` against `quota` of `capability`
-/// and says whether it conforms. It is called on the hot path of every
-/// limited request and must not block for long.
+/// and says whether it conforms. It is on the path of every limited
+/// request and must not wait for long.
 pub trait LimiterStore: Send + Sync + 'static {
-    fn check(
+    fn check<'a>(&'a self, user_id: i64, capability: &'a str, quota: &'a Quota) -> CheckFuture<'a>;
+}
+
+/// The store a [`RateLimiter`](super::RateLimiter) asks.
+pub enum Store {
+    /// This process only ([`InProcessStore`]): a plain function call.
+    InProcess(InProcessStore),
+    /// Shared by every instance on one Redis ([`RedisStore`]).
+    Redis(RedisStore),
+    /// Any other, through the trait (one boxed future per check).
+    Custom(Arc<dyn LimiterStore>),
+}
+
+impl Store {
+    pub(super) async fn check(
         &self,
         user_id: i64,
         capability: &str,
         quota: &Quota,
-    ) -> Result<Decision, StoreUnavailable>;
+    ) -> Result<Decision, StoreUnavailable> {
+        match self {
+            Store::InProcess(s) => Ok(s.decide(user_id, capability, quota)),
+            // Boxed: a network round trip anyway, and the pipeline's future
+            // stays small.
+            Store::Redis(s) => Box::pin(s.check(user_id, capability, quota)).await,
+            Store::Custom(s) => s.check(user_id, capability, quota).await,
+        }
+    }
+}
+
+/// The decision of a quota that needs no state: a count of 0 denies every
+/// request, a period of 0 limits nothing. `None` for every parsed quota.
+pub(super) fn stateless(quota: &Quota) -> Option<Decision> {
+    if quota.count == 0 {
+        return Some(Decision::Deny {
+            retry_after: quota.per.max(Duration::from_secs(1)),
+        });
+    }
+    quota.per.is_zero().then_some(Decision::Allow)
 }
 
 // ---------------------------------------------------------------------------
@@ -140,23 +182,13 @@ impl<C: Clock + Clone> InProcessStore<C> {
     }
 }
 
-impl<C> LimiterStore for InProcessStore<C>
-where
-    C: Clock + Clone + Send + Sync + 'static,
-{
-    fn check(
-        &self,
-        user_id: i64,
-        capability: &str,
-        quota: &Quota,
-    ) -> Result<Decision, StoreUnavailable> {
-        if quota.count == 0 {
-            return Ok(Decision::Deny {
-                retry_after: quota.per.max(Duration::from_secs(1)),
-            });
-        }
-        if quota.per.is_zero() {
-            return Ok(Decision::Allow);
+impl<C: Clock + Clone> InProcessStore<C> {
+    /// Counts one request of `user_id` against `quota` of `capability`:
+    /// the in-process check, synchronous and allocation-free once the
+    /// capability has been seen with this quota.
+    pub fn decide(&self, user_id: i64, capability: &str, quota: &Quota) -> Decision {
+        if let Some(d) = stateless(quota) {
+            return d;
         }
         self.maybe_sweep();
         {
@@ -164,15 +196,15 @@ where
             let limiters = self.limiters.read().unwrap_or_else(PoisonError::into_inner);
             if let Some(cap) = limiters.get(capability) {
                 if cap.quota == *quota {
-                    return Ok(cap.decide(user_id, &self.clock));
+                    return cap.decide(user_id, &self.clock);
                 }
             }
         }
         // First request of the capability, or its quota changed (which starts it afresh).
         let Some(gcra) = quota.gcra() else {
-            return Ok(Decision::Deny {
+            return Decision::Deny {
                 retry_after: quota.per.max(Duration::from_secs(1)),
-            });
+            };
         };
         let mut limiters = self
             .limiters
@@ -189,7 +221,18 @@ where
             };
             limiters.insert(capability.into(), fresh);
         }
-        Ok(limiters[capability].decide(user_id, &self.clock))
+        limiters[capability].decide(user_id, &self.clock)
+    }
+}
+
+impl<C> LimiterStore for InProcessStore<C>
+where
+    C: Clock + Clone + Send + Sync + 'static,
+{
+    fn check<'a>(&'a self, user_id: i64, capability: &'a str, quota: &'a Quota) -> CheckFuture<'a> {
+        Box::pin(std::future::ready(Ok(
+            self.decide(user_id, capability, quota)
+        )))
     }
 }
 

@@ -65,6 +65,13 @@ fn defaults() -> Quotas {
     Quotas::resolve(CAPS, &Limits::default()).unwrap()
 }
 
+/// A check of the in-process store (or of a store answering at once): it
+/// never suspends, so one poll decides it.
+#[track_caller]
+fn now<T>(check: impl std::future::Future<Output = T>) -> T {
+    futures_util::FutureExt::now_or_never(check).expect("decided without suspending")
+}
+
 fn fake() -> (FakeRelativeClock, Arc<InProcessStore<FakeRelativeClock>>) {
     let clock = FakeRelativeClock::default();
     (clock.clone(), Arc::new(InProcessStore::with_clock(clock)))
@@ -231,43 +238,43 @@ fn table_quotas_read_like_the_table() {
 fn the_61st_request_of_60_per_minute_is_denied() {
     let (clock, _, rl) = limiter("tts=60/m");
     for i in 0..60 {
-        assert_eq!(rl.check(7, "tts"), Ok(()), "request {}", i + 1);
+        assert_eq!(now(rl.check(7, "tts")), Ok(()), "request {}", i + 1);
     }
-    let retry = rl.check(7, "tts").unwrap_err();
+    let retry = now(rl.check(7, "tts")).unwrap_err();
     assert!((1..=60).contains(&retry), "{retry}");
     assert_eq!(retry, 1, "GCRA: one request comes back every second");
     // Still denied a moment later, allowed once the time has passed.
     clock.advance(Duration::from_millis(500));
-    assert_eq!(rl.check(7, "tts"), Err(1));
+    assert_eq!(now(rl.check(7, "tts")), Err(1));
     clock.advance(Duration::from_millis(500));
-    assert_eq!(rl.check(7, "tts"), Ok(()));
-    assert_eq!(rl.check(7, "tts"), Err(1));
+    assert_eq!(now(rl.check(7, "tts")), Ok(()));
+    assert_eq!(now(rl.check(7, "tts")), Err(1));
     // A full period later the whole burst is back.
     clock.advance(Duration::from_secs(60));
     for _ in 0..60 {
-        assert_eq!(rl.check(7, "tts"), Ok(()));
+        assert_eq!(now(rl.check(7, "tts")), Ok(()));
     }
-    assert!(rl.check(7, "tts").is_err());
+    assert!(now(rl.check(7, "tts")).is_err());
 }
 
 #[test]
 fn other_users_and_capabilities_are_unaffected() {
     let (_, _, rl) = limiter("tts=60/m,stt=2/m");
     for _ in 0..60 {
-        rl.check(1, "tts").unwrap();
+        now(rl.check(1, "tts")).unwrap();
     }
-    assert!(rl.check(1, "tts").is_err());
+    assert!(now(rl.check(1, "tts")).is_err());
     for _ in 0..60 {
-        assert_eq!(rl.check(2, "tts"), Ok(()), "another user");
+        assert_eq!(now(rl.check(2, "tts")), Ok(()), "another user");
     }
-    assert_eq!(rl.check(1, "stt"), Ok(()), "another capability");
-    assert_eq!(rl.check(1, "stt"), Ok(()));
-    assert_eq!(rl.check(1, "stt"), Err(30), "2/m: one every 30 s");
-    assert_eq!(rl.check(-1, "stt"), Ok(()));
+    assert_eq!(now(rl.check(1, "stt")), Ok(()), "another capability");
+    assert_eq!(now(rl.check(1, "stt")), Ok(()));
+    assert_eq!(now(rl.check(1, "stt")), Err(30), "2/m: one every 30 s");
+    assert_eq!(now(rl.check(-1, "stt")), Ok(()));
     // Unlimited and unknown capabilities never reach the store.
     for _ in 0..1000 {
-        assert_eq!(rl.check(1, "webhook"), Ok(()));
-        assert_eq!(rl.check(1, "no_such_capability"), Ok(()));
+        assert_eq!(now(rl.check(1, "webhook")), Ok(()));
+        assert_eq!(now(rl.check(1, "no_such_capability")), Ok(()));
     }
 }
 
@@ -282,27 +289,27 @@ fn retry_after_is_whole_seconds_rounded_up_at_least_one() {
 
     // Through the store: 1/h leaves 3600 s to wait, then less but never 0.
     let (clock, _, rl) = limiter("tts=1/h");
-    rl.check(1, "tts").unwrap();
-    assert_eq!(rl.check(1, "tts"), Err(3600));
+    now(rl.check(1, "tts")).unwrap();
+    assert_eq!(now(rl.check(1, "tts")), Err(3600));
     clock.advance(Duration::from_millis(1500));
-    assert_eq!(rl.check(1, "tts"), Err(3599), "3598.5 s rounds up");
+    assert_eq!(now(rl.check(1, "tts")), Err(3599), "3598.5 s rounds up");
     clock.advance(Duration::from_millis(3_598_499));
-    assert_eq!(rl.check(1, "tts"), Err(1), "1 ms left is 1 s");
+    assert_eq!(now(rl.check(1, "tts")), Err(1), "1 ms left is 1 s");
 }
 
 #[test]
 fn a_changed_quota_starts_afresh() {
     let (_, store) = fake();
     assert_eq!(
-        store.check(1, "tts", &Quota::per_minute(1)).unwrap(),
+        store.decide(1, "tts", &Quota::per_minute(1)),
         Decision::Allow
     );
     assert!(matches!(
-        store.check(1, "tts", &Quota::per_minute(1)).unwrap(),
+        store.decide(1, "tts", &Quota::per_minute(1)),
         Decision::Deny { .. }
     ));
     assert_eq!(
-        store.check(1, "tts", &Quota::per_minute(2)).unwrap(),
+        store.decide(1, "tts", &Quota::per_minute(2)),
         Decision::Allow
     );
     // Degenerate hand-built quotas.
@@ -311,7 +318,7 @@ fn a_changed_quota_starts_afresh() {
         per: Duration::from_secs(60),
     };
     assert_eq!(
-        store.check(1, "x", &zero).unwrap(),
+        store.decide(1, "x", &zero),
         Decision::Deny {
             retry_after: Duration::from_secs(60)
         }
@@ -321,7 +328,7 @@ fn a_changed_quota_starts_afresh() {
         per: Duration::ZERO,
     };
     for _ in 0..100 {
-        assert_eq!(store.check(1, "y", &instant).unwrap(), Decision::Allow);
+        assert_eq!(store.decide(1, "y", &instant), Decision::Allow);
     }
 }
 
@@ -329,12 +336,12 @@ fn a_changed_quota_starts_afresh() {
 fn stale_states_are_swept() {
     let (clock, store, rl) = limiter("tts=60/m,stt=30/m");
     for user in 0..1000 {
-        rl.check(user, "tts").unwrap();
-        rl.check(user, "stt").unwrap();
+        now(rl.check(user, "tts")).unwrap();
+        now(rl.check(user, "stt")).unwrap();
     }
     // One user uses its whole burst: its state stays relevant for a minute.
     for _ in 0..60 {
-        rl.check(5000, "tts").unwrap();
+        now(rl.check(5000, "tts")).unwrap();
     }
     assert_eq!(store.tracked_keys(), 2001);
     clock.advance(Duration::from_secs(10));
@@ -346,18 +353,18 @@ fn stale_states_are_swept() {
     );
     // 10 s later, the busy user has 10 requests back, not a fresh burst.
     for _ in 0..10 {
-        rl.check(5000, "tts").unwrap();
+        now(rl.check(5000, "tts")).unwrap();
     }
     assert!(
-        rl.check(5000, "tts").is_err(),
+        now(rl.check(5000, "tts")).is_err(),
         "sweeping forgot nothing that matters"
     );
     // The sweep also runs by itself once SWEEP_EVERY has passed.
     for user in 0..100 {
-        rl.check(user, "tts").unwrap();
+        now(rl.check(user, "tts")).unwrap();
     }
     clock.advance(SWEEP_EVERY + Duration::from_secs(20));
-    rl.check(9999, "stt").unwrap();
+    now(rl.check(9999, "stt")).unwrap();
     assert_eq!(
         store.tracked_keys(),
         1,
@@ -370,13 +377,13 @@ fn in_process_on_the_real_clock() {
     // 60/h: no request comes back within the test, whatever the machine's speed.
     let rl = RateLimiter::in_process(CAPS, &Limits::parse(Some("tts=60/h")).unwrap()).unwrap();
     for _ in 0..60 {
-        assert_eq!(rl.check(1, "tts"), Ok(()));
+        assert_eq!(now(rl.check(1, "tts")), Ok(()));
     }
-    let retry = rl.check(1, "tts").unwrap_err();
+    let retry = now(rl.check(1, "tts")).unwrap_err();
     assert!((1..=60).contains(&retry), "{retry}");
-    assert_eq!(rl.check(2, "tts"), Ok(()));
-    assert_eq!(rl.check(1, "stt"), Ok(()));
-    match rl.enforce(1, "tts").unwrap_err() {
+    assert_eq!(now(rl.check(2, "tts")), Ok(()));
+    assert_eq!(now(rl.check(1, "stt")), Ok(()));
+    match now(rl.enforce(1, "tts")).unwrap_err() {
         ApiError::RateLimited {
             message,
             retry_after,
@@ -398,7 +405,7 @@ fn concurrent_checks_never_exceed_the_burst() {
             let (rl, allowed) = (rl.clone(), allowed.clone());
             std::thread::spawn(move || {
                 for _ in 0..50 {
-                    if rl.check(1, "tts").is_ok() {
+                    if now(rl.check(1, "tts")).is_ok() {
                         allowed.fetch_add(1, Ordering::Relaxed);
                     }
                 }
@@ -418,9 +425,9 @@ struct FailingStore {
 }
 
 impl LimiterStore for FailingStore {
-    fn check(&self, _: i64, _: &str, _: &Quota) -> Result<Decision, StoreUnavailable> {
+    fn check<'a>(&'a self, _: i64, _: &'a str, _: &'a Quota) -> CheckFuture<'a> {
         self.calls.fetch_add(1, Ordering::Relaxed);
-        Err(StoreUnavailable("connection refused".to_owned()))
+        Box::pin(async { Err(StoreUnavailable("connection refused".to_owned())) })
     }
 }
 
@@ -437,9 +444,9 @@ fn a_failing_store_allows_every_request_and_warns_rarely() {
     )
     .unwrap();
     for _ in 0..1000 {
-        assert_eq!(rl.check(1, "tts"), Ok(()), "fail open");
+        assert_eq!(now(rl.check(1, "tts")), Ok(()), "fail open");
     }
-    assert_eq!(rl.enforce(1, "tts"), Ok(()));
+    assert_eq!(now(rl.enforce(1, "tts")), Ok(()));
     assert_eq!(
         store.calls.load(Ordering::Relaxed),
         1001,
@@ -454,7 +461,7 @@ fn a_failing_store_allows_every_request_and_warns_rarely() {
     );
     assert_eq!(warnings + rl.suppressed.load(Ordering::Relaxed), 1001);
     // Not limited capabilities do not ask the store.
-    rl.check(1, "webhook").unwrap();
+    now(rl.check(1, "webhook")).unwrap();
     assert_eq!(store.calls.load(Ordering::Relaxed), 1001);
 }
 
@@ -462,14 +469,13 @@ fn a_failing_store_allows_every_request_and_warns_rarely() {
 fn store_decisions_map_to_whole_seconds() {
     struct Fixed(Decision);
     impl LimiterStore for Fixed {
-        fn check(&self, _: i64, _: &str, _: &Quota) -> Result<Decision, StoreUnavailable> {
-            Ok(self.0)
+        fn check<'a>(&'a self, _: i64, _: &'a str, _: &'a Quota) -> CheckFuture<'a> {
+            Box::pin(std::future::ready(Ok(self.0)))
         }
     }
     let check = |d: Decision| {
-        RateLimiter::new(CAPS, &Limits::default(), Arc::new(Fixed(d)))
-            .unwrap()
-            .check(1, "tts")
+        let rl = RateLimiter::new(CAPS, &Limits::default(), Arc::new(Fixed(d))).unwrap();
+        now(rl.check(1, "tts"))
     };
     assert_eq!(check(Decision::Allow), Ok(()));
     assert_eq!(
