@@ -470,18 +470,21 @@ pub fn wav(secs: f64) -> Vec<u8> {
 pub use runtime::cluster::testing::{fresh_prefix, redis_or_skip, Partition};
 
 /// Two gateway instances behaving as one behind a load balancer: one
-/// simulator, one database, one object store (and signing key, JWT secret),
-/// one Redis under a fresh prefix (`GATEWAY_REDIS_PREFIX`, so tests never
-/// meet). `a` is an ordinary [`Env`] (its user, key, simulator, data); `b`
-/// serves the same data. For now both share the SQLite file and the local
-/// object-store directory; this is the one place to change when the pair
-/// moves to PostgreSQL and S3.
+/// simulator, one database (PostgreSQL when the suite runs on it, else one
+/// SQLite file), one S3-compatible server and bucket (the in-process
+/// `objects::testing` server), one JWT secret, one Redis under a fresh
+/// prefix (`GATEWAY_REDIS_PREFIX`, so tests never meet). `a` is an
+/// ordinary [`Env`] (its user, key, simulator, data); `b` serves the same data.
 pub struct Pair {
     pub a: Env,
     pub b: server::Running,
     pub redis_url: String,
     pub prefix: String,
+    pub s3: runtime::objects::testing::S3TestServer,
 }
+
+/// The pair's bucket.
+pub const PAIR_BUCKET: &str = "pair";
 
 impl Pair {
     /// A pair on a fresh simulator, each configuration adjusted by `f`;
@@ -507,8 +510,18 @@ impl Pair {
         let redis_url = redis_or_skip(test).await?;
         let prefix = fresh_prefix("it");
         let redis = runtime::cluster::RedisConfig::parse(&redis_url, Some(&prefix)).unwrap();
+        let s3 = runtime::objects::testing::S3TestServer::start().unwrap();
+        s3.store(PAIR_BUCKET).await.unwrap(); // creates the bucket
+        let objects = runtime::objects::ObjectConfig::from_lookup(|name| {
+            s3.env(PAIR_BUCKET)
+                .into_iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| v)
+        })
+        .unwrap();
         let shared = |c: &mut Config| {
             c.redis = Some(redis.clone());
+            c.objects = objects.clone();
             f(c);
         };
         let a = Env::on_sim(sim, shared).await;
@@ -521,6 +534,7 @@ impl Pair {
             b,
             redis_url,
             prefix,
+            s3,
         };
         // Subscribed before the test starts, so that no message is missed.
         for gw in [&pair.a.gw.gateway, &pair.b.gateway] {
@@ -535,6 +549,25 @@ impl Pair {
             }
         }
         Some(pair)
+    }
+
+    /// Keys of the objects in the pair's bucket.
+    pub fn s3_keys(&self) -> Vec<String> {
+        fn walk(root: &std::path::Path, dir: &std::path::Path, out: &mut Vec<String>) {
+            for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+                let p = e.path();
+                let name = e.file_name().to_string_lossy().into_owned();
+                if p.is_dir() {
+                    walk(root, &p, out);
+                } else if !name.starts_with('.') && !name.contains(".s3s") {
+                    out.push(p.strip_prefix(root).unwrap().to_string_lossy().into_owned());
+                }
+            }
+        }
+        let root = self.s3.root().join(PAIR_BUCKET);
+        let mut out = Vec::new();
+        walk(&root, &root, &mut out);
+        out
     }
 
     /// `http://instance A` + `path`.

@@ -31,6 +31,7 @@ mod reconcile;
 mod retention;
 mod routes;
 mod scaleout;
+mod scaleout_shared;
 mod synthesis;
 mod urlpolicy;
 mod validation;

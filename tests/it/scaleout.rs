@@ -74,7 +74,7 @@ async fn a_rate_limit_is_shared_by_the_instances() {
 }
 
 /// A pair serving the test providers file.
-async fn llm_pair(test: &str) -> Option<Pair> {
+pub(crate) async fn llm_pair(test: &str) -> Option<Pair> {
     std::env::set_var(LLM_KEY_VAR, PROVIDER_KEY);
     let sim = start_sim().await;
     let toml = providers_toml(&sim.llm_url());
@@ -282,7 +282,7 @@ async fn a_key_revoked_with_the_cli_is_refused_by_running_instances_at_once() {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_gateway"))
         .args(["keys", "revoke", "--key", &key])
         .env_clear()
-        .env("GATEWAY_DATA_DIR", &p.a.dir.0)
+        .envs(p.a.dir.gateway_env())
         .env("GATEWAY_REDIS_URL", &p.redis_url)
         .env("GATEWAY_REDIS_PREFIX", &p.prefix)
         .output()
