@@ -6,7 +6,11 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http::StatusCode;
+use http_body_util::BodyExt;
 use serde_json::Value;
+
+use super::client::{Failure, UpBody};
+use super::scrub::Key;
 
 use crate::errors::ApiError;
 use crate::spec::Base;
@@ -29,7 +33,7 @@ pub fn provider_name(base: Base) -> &'static str {
 pub(crate) struct Mapping {
     pub base: Base,
     pub timeout: Duration,
-    pub key: Option<Arc<str>>,
+    pub key: Option<Arc<Key>>,
     /// The key is the caller's own (BYOK): a 401/403 refuses the caller's
     /// key, not the gateway's, and is the caller's to fix (400).
     pub callers_key: bool,
@@ -37,15 +41,12 @@ pub(crate) struct Mapping {
 
 impl Mapping {
     /// Maps a transport failure: always 502 "network error contacting ...".
-    pub fn network_error(&self, e: &reqwest::Error) -> ApiError {
-        let what = if e.is_timeout() {
-            format!("timed out after {} s", self.timeout.as_secs_f64())
-        } else if e.is_connect() {
-            "connection failed".to_owned()
-        } else if e.is_body() || e.is_decode() {
-            "connection closed while reading the answer".to_owned()
-        } else {
-            "connection error".to_owned()
+    pub fn network_error(&self, e: &Failure) -> ApiError {
+        let what = match e {
+            Failure::Timeout => format!("timed out after {} s", self.timeout.as_secs_f64()),
+            Failure::Connect(_) => "connection failed".to_owned(),
+            Failure::Body(_) => "connection closed while reading the answer".to_owned(),
+            Failure::Other(_) => "connection error".to_owned(),
         };
         let who = provider_name(self.base);
         tracing::warn!(provider = who, error = %self.scrub(&e.to_string()), "upstream network error");
@@ -53,14 +54,14 @@ impl Mapping {
     }
 
     /// Maps an upstream error status, reading (a bounded part of) its body.
-    pub async fn error_from_response(&self, resp: reqwest::Response) -> ApiError {
+    pub async fn error_from_response(&self, resp: http::Response<UpBody>) -> ApiError {
         let status = resp.status();
         let retry_after = resp
             .headers()
             .get(http::header::RETRY_AFTER)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.trim().parse::<u64>().ok());
-        let body = read_bounded(resp, MAX_ERROR_BODY).await;
+        let body = read_bounded(resp.into_body(), MAX_ERROR_BODY).await;
         let message = self.scrub(&upstream_message(&body).unwrap_or_default());
         tracing::info!(provider = provider_name(self.base), status = status.as_u16(), message = %message, "upstream error status");
         if self.callers_key && matches!(status.as_u16(), 401 | 403) {
@@ -77,8 +78,8 @@ impl Mapping {
     /// Removes the upstream key from a text.
     pub fn scrub(&self, s: &str) -> String {
         match &self.key {
-            Some(k) if !k.is_empty() && s.contains(&**k) => s.replace(&**k, "[redacted]"),
-            _ => s.to_owned(),
+            Some(k) => k.scrub_str(s),
+            None => s.to_owned(),
         }
     }
 }
@@ -112,9 +113,12 @@ pub fn map_status(
 }
 
 /// Reads at most `limit` bytes of a body.
-pub async fn read_bounded(mut resp: reqwest::Response, limit: usize) -> Bytes {
+pub async fn read_bounded(mut body: UpBody, limit: usize) -> Bytes {
     let mut buf = Vec::new();
-    while let Ok(Some(chunk)) = resp.chunk().await {
+    while let Some(Ok(frame)) = body.frame().await {
+        let Ok(chunk) = frame.into_data() else {
+            continue;
+        };
         let room = limit.saturating_sub(buf.len());
         buf.extend_from_slice(&chunk[..chunk.len().min(room)]);
         if buf.len() >= limit {

@@ -8,15 +8,17 @@
 
 use std::sync::Arc;
 
-use http::header;
+use http::{header, HeaderValue};
 
+use super::scrub::Key;
 use super::{Call, Mapping, Upstream};
 use crate::spec::{Base, Method};
 
 /// A provider key: read from its environment variable once, at start-up,
 /// or given by the caller for one request (BYOK). Never logged, never stored.
+/// Its bearer header and its scrubber's searcher are built once, with it.
 #[derive(Clone)]
-pub struct ProviderKey(Arc<str>, bool);
+pub struct ProviderKey(Arc<Key>, Option<HeaderValue>, bool);
 
 impl std::fmt::Debug for ProviderKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -30,12 +32,22 @@ impl ProviderKey {
         std::env::var(name)
             .ok()
             .filter(|v| !v.trim().is_empty())
-            .map(|v| ProviderKey(Arc::from(v.trim()), false))
+            .map(|v| ProviderKey::new(v.trim(), false))
     }
 
     /// The caller's own key (BYOK), for one call.
     pub fn byok(key: &str) -> ProviderKey {
-        ProviderKey(Arc::from(key.trim()), true)
+        ProviderKey::new(key.trim(), true)
+    }
+
+    fn new(key: &str, callers: bool) -> ProviderKey {
+        let bearer = HeaderValue::try_from(format!("Bearer {key}"))
+            .ok()
+            .map(|mut v| {
+                v.set_sensitive(true);
+                v
+            });
+        ProviderKey(Key::new(key), bearer, callers)
     }
 }
 
@@ -44,18 +56,25 @@ impl Upstream {
     /// (OpenAI-compatible providers).
     pub fn llm_call(&self, method: Method, base_url: &str, path: &str, key: &ProviderKey) -> Call {
         let url = format!("{}{}", base_url.trim_end_matches('/'), path);
-        let rb = self
-            .client
-            .request(method.to_http(), url)
-            .header(header::AUTHORIZATION, format!("Bearer {}", key.0));
-        Call {
-            rb,
-            mapping: Mapping {
-                base: Base::Llm,
-                timeout: self.timeout,
-                key: Some(key.0.clone()),
-                callers_key: key.1,
-            },
-        }
+        let mapping = Mapping {
+            base: Base::Llm,
+            timeout: self.timeout,
+            key: Some(key.0.clone()),
+            callers_key: key.2,
+        };
+        // A key no header can carry is refused before the call (the BYOK
+        // 400 of `modes`); an empty value then fails as a 401 upstream.
+        let value = key
+            .1
+            .clone()
+            .unwrap_or_else(|| HeaderValue::from_static(""));
+        Call::new(
+            self,
+            method.to_http(),
+            url,
+            header::AUTHORIZATION,
+            value,
+            mapping,
+        )
     }
 }

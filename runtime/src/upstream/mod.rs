@@ -13,24 +13,27 @@
 //! chunk by chunk ([`scrub`]): an upstream that echoes the key in a 200
 //! answer does not hand it to a caller.
 //!
-//! This is the single seam where the HTTP client is chosen: one shared
-//! `reqwest` client keeps a keep-alive pool to every upstream, with
-//! `TCP_NODELAY` and the configured time-out (120 s by default). Modes never
-//! see it. Every message taken from an upstream answer is scrubbed of the key
-//! before it can reach a caller or a log.
+//! This is the single seam where the HTTP client is chosen ([`client`]):
+//! hyper-util's pooled client over hyper-rustls for every call but multipart
+//! uploads, which go through `reqwest`'s form encoder; both keep a
+//! keep-alive pool to every upstream, with `TCP_NODELAY` and the configured
+//! time-out (120 s by default), enforced until the answer's body is read.
+//! Modes never see them. Every message taken from an upstream answer is
+//! scrubbed of the key before it can reach a caller or a log.
 
+pub mod client;
 pub mod errors;
 pub mod llm;
 pub mod scrub;
+#[cfg(test)]
+mod tests;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
-use futures_util::TryStreamExt;
-use http::{header, StatusCode};
-use http_body_util::{BodyExt, StreamBody};
-use hyper::body::Frame;
+use bytes::{Bytes, BytesMut};
+use http::{header, HeaderMap, HeaderValue, Method, StatusCode};
+use http_body_util::{BodyExt, Full};
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use serde_json::Value;
 
@@ -38,8 +41,10 @@ use crate::config::Config;
 use crate::errors::ApiError;
 use crate::router::Response;
 use crate::spec::{self, Base, UpstreamAuth};
+use client::{Clients, Failure, UpBody};
 use errors::Mapping;
 pub use errors::{map_status, provider_name, read_bounded, upstream_message};
+use scrub::{Key, Scrubbed};
 
 /// Characters kept as they are in a path segment: RFC 3986 unreserved.
 const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
@@ -58,45 +63,68 @@ pub fn encode_segment(s: &str) -> String {
     utf8_percent_encode(s, SEGMENT).to_string()
 }
 
+/// The main key's credential headers, one per form, built once.
+struct Credential {
+    key: Arc<Key>,
+    bearer: HeaderValue,
+    token: HeaderValue,
+    access_token: HeaderValue,
+}
+
+impl Credential {
+    fn new(key: &str) -> Option<Credential> {
+        let sensitive = |s: String| {
+            let mut v = HeaderValue::try_from(s).ok()?;
+            v.set_sensitive(true);
+            Some(v)
+        };
+        Some(Credential {
+            key: Key::new(key),
+            bearer: sensitive(format!("Bearer {key}"))?,
+            token: sensitive(format!("Token token={key}"))?,
+            access_token: sensitive(key.to_owned())?,
+        })
+    }
+}
+
 /// The upstream client.
 pub struct Upstream {
-    client: reqwest::Client,
+    clients: Arc<Clients>,
     main: String,
     synth: String,
-    key: Option<Arc<str>>,
+    credential: Option<Credential>,
     timeout: Duration,
 }
 
 impl Upstream {
     pub fn new(config: &Config) -> Upstream {
-        let client = reqwest::Client::builder()
-            .timeout(config.upstream_timeout)
-            .connect_timeout(config.upstream_timeout.min(Duration::from_secs(10)))
-            .tcp_nodelay(true)
-            .pool_max_idle_per_host(1024)
-            .pool_idle_timeout(Duration::from_secs(60))
-            .no_proxy()
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .expect("building the upstream HTTP client");
+        let credential = config.provider_api_key.as_deref().and_then(|k| {
+            let c = Credential::new(k);
+            if c.is_none() {
+                tracing::error!(
+                    "PROVIDER_API_KEY cannot be sent in a header; voice routes answer 503"
+                );
+            }
+            c
+        });
         Upstream {
-            client,
+            clients: Clients::new(config.upstream_timeout),
             main: config.provider_base_url.clone(),
             synth: config.provider_synth_url.clone(),
-            key: config.provider_api_key.as_deref().map(Arc::from),
+            credential,
             timeout: config.upstream_timeout,
         }
     }
 
     /// Whether `PROVIDER_API_KEY` is set.
     pub fn configured(&self) -> bool {
-        self.key.is_some()
+        self.credential.is_some()
     }
 
-    /// The shared client, for fetching result media from upstream hosts
-    /// (never with credentials: see [`crate::mirror`]).
+    /// The shared `reqwest` client, for fetching result media from upstream
+    /// hosts (never with credentials: see [`crate::mirror`]).
     pub fn client(&self) -> &reqwest::Client {
-        &self.client
+        &self.clients.reqwest
     }
 
     fn base_url(&self, base: Base) -> Result<&str, ApiError> {
@@ -109,15 +137,6 @@ impl Upstream {
         }
     }
 
-    fn mapping(&self, base: Base) -> Mapping {
-        Mapping {
-            base,
-            timeout: self.timeout,
-            key: self.key.clone(),
-            callers_key: false,
-        }
-    }
-
     /// A call to `path` (already filled and encoded) on the row's base,
     /// with the upstream credential in the base's form.
     pub fn call(
@@ -126,63 +145,140 @@ impl Upstream {
         path: &str,
         query: &[(String, String)],
     ) -> Result<Call, ApiError> {
-        let key = self
-            .key
-            .as_deref()
+        let cred = self
+            .credential
+            .as_ref()
             .ok_or_else(|| ApiError::Unavailable("upstream integration not configured".into()))?;
-        let url = format!("{}{}", self.base_url(up.base)?, path);
-        let mut rb = self.client.request(up.method.to_http(), url);
+        let mut url = format!("{}{}", self.base_url(up.base)?, path);
         if !query.is_empty() {
-            rb = rb.query(query);
+            url.push(if url.contains('?') { '&' } else { '?' });
+            let start = url.len();
+            let mut q = form_urlencoded::Serializer::for_suffix(url, start);
+            q.extend_pairs(query);
+            url = q.finish();
         }
-        rb = match up.auth {
-            UpstreamAuth::Bearer => rb.header(header::AUTHORIZATION, format!("Bearer {key}")),
-            UpstreamAuth::Token => rb.header(header::AUTHORIZATION, format!("Token token={key}")),
-            UpstreamAuth::AccessToken => rb.header("x-access-token", key),
+        let (name, value) = match up.auth {
+            UpstreamAuth::Bearer => (header::AUTHORIZATION, &cred.bearer),
+            UpstreamAuth::Token => (header::AUTHORIZATION, &cred.token),
+            UpstreamAuth::AccessToken => (
+                header::HeaderName::from_static("x-access-token"),
+                &cred.access_token,
+            ),
         };
-        Ok(Call {
-            rb,
-            mapping: self.mapping(up.base),
-        })
+        let mapping = Mapping {
+            base: up.base,
+            timeout: self.timeout,
+            key: Some(cred.key.clone()),
+            callers_key: false,
+        };
+        Ok(Call::new(
+            self,
+            up.method.to_http(),
+            url,
+            name,
+            value.clone(),
+            mapping,
+        ))
     }
+}
+
+/// What a call sends.
+enum Payload {
+    Empty,
+    Json(Bytes),
+    Multipart(reqwest::multipart::Form),
 }
 
 /// One upstream request, built once ([`Upstream::call`]) and sent once.
 pub struct Call {
-    rb: reqwest::RequestBuilder,
+    clients: Arc<Clients>,
+    method: Method,
+    url: String,
+    headers: HeaderMap,
+    payload: Payload,
+    timeout: Duration,
     mapping: Mapping,
 }
 
 impl Call {
+    fn new(
+        up: &Upstream,
+        method: Method,
+        url: String,
+        name: header::HeaderName,
+        credential: HeaderValue,
+        mapping: Mapping,
+    ) -> Call {
+        let mut headers = HeaderMap::with_capacity(4);
+        headers.insert(header::ACCEPT, HeaderValue::from_static("*/*"));
+        headers.insert(name, credential);
+        Call {
+            clients: up.clients.clone(),
+            method,
+            url,
+            headers,
+            payload: Payload::Empty,
+            timeout: up.timeout,
+            mapping,
+        }
+    }
+
     /// Sends `body` as JSON.
     pub fn json<T: serde::Serialize + ?Sized>(mut self, body: &T) -> Call {
-        self.rb = self.rb.json(body);
+        // Serializing a `Value` or a derived type into memory cannot fail.
+        let bytes = serde_json::to_vec(body).unwrap_or_default();
+        self.headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        self.payload = Payload::Json(Bytes::from(bytes));
         self
     }
 
     /// Replaces the client's time-out for this call (a stream's lifetime).
     pub fn timeout(mut self, d: Duration) -> Call {
-        self.rb = self.rb.timeout(d);
+        self.timeout = d;
         self
     }
 
-    /// Sends a multipart form (file parts stream).
+    /// Sends a multipart form (file parts stream; see [`client`] for why
+    /// this goes through reqwest).
     pub fn multipart(mut self, form: reqwest::multipart::Form) -> Call {
-        self.rb = self.rb.multipart(form);
+        self.headers.remove(header::CONTENT_TYPE);
+        self.payload = Payload::Multipart(form);
         self
     }
 
     /// Sends the call; a non-success status or a network failure becomes the
     /// [`ApiError`] of spec §7.
     pub async fn send(self) -> Result<Answer, ApiError> {
-        let Call { rb, mapping } = self;
+        let Call {
+            clients,
+            method,
+            url,
+            headers,
+            payload,
+            timeout,
+            mapping,
+        } = self;
         let started = std::time::Instant::now();
-        let sent = rb.send().await;
+        let mut deadline = Box::pin(tokio::time::sleep(timeout));
+        let sent = tokio::select! {
+            biased;
+            r = exchange(&clients, method, url, headers, payload) => r,
+            _ = deadline.as_mut() => Err(Failure::Timeout),
+        };
         crate::telemetry::upstream_latency(started.elapsed());
-        let resp = sent.map_err(|e| {
-            crate::telemetry::upstream_error(if e.is_timeout() { "timeout" } else { "network" });
-            mapping.network_error(&e)
-        })?;
+        let resp = sent
+            .map_err(|e| {
+                crate::telemetry::upstream_error(if e.is_timeout() {
+                    "timeout"
+                } else {
+                    "network"
+                });
+                mapping.network_error(&e)
+            })?
+            .map(|source| source.into_body(deadline));
         if resp.status().is_success() {
             return Ok(Answer { resp, mapping });
         }
@@ -195,9 +291,62 @@ impl Call {
     }
 }
 
+/// An answer's body before it carries the deadline.
+enum Received {
+    Hyper(hyper::body::Incoming),
+    Reqwest(reqwest::Body),
+}
+
+impl Received {
+    fn into_body(self, deadline: std::pin::Pin<Box<tokio::time::Sleep>>) -> UpBody {
+        match self {
+            Received::Hyper(b) => UpBody::hyper(b, deadline),
+            Received::Reqwest(b) => UpBody::reqwest(b, deadline),
+        }
+    }
+}
+
+/// Sends one request and waits for the answer's headers.
+async fn exchange(
+    clients: &Clients,
+    method: Method,
+    url: String,
+    headers: HeaderMap,
+    payload: Payload,
+) -> Result<http::Response<Received>, Failure> {
+    let body = match payload {
+        Payload::Empty => Bytes::new(),
+        Payload::Json(b) => b,
+        Payload::Multipart(form) => {
+            let resp = clients
+                .reqwest
+                .request(method, url)
+                .headers(headers)
+                .multipart(form)
+                .send()
+                .await
+                .map_err(Failure::from_reqwest)?;
+            return Ok(http::Response::<reqwest::Body>::from(resp).map(Received::Reqwest));
+        }
+    };
+    let uri: http::Uri = url
+        .parse()
+        .map_err(|e: http::uri::InvalidUri| Failure::Other(format!("invalid upstream URL: {e}")))?;
+    let mut req = http::Request::new(Full::new(body));
+    *req.method_mut() = method;
+    *req.uri_mut() = uri;
+    *req.headers_mut() = headers;
+    let resp = clients
+        .hyper
+        .request(req)
+        .await
+        .map_err(Failure::from_client)?;
+    Ok(resp.map(Received::Hyper))
+}
+
 /// A successful upstream answer, not yet read.
 pub struct Answer {
-    resp: reqwest::Response,
+    resp: http::Response<UpBody>,
     mapping: Mapping,
 }
 
@@ -207,26 +356,50 @@ impl Answer {
         self.resp.status().as_u16()
     }
 
-    /// Reads the whole body, at most `limit` bytes (502 beyond).
+    /// Reads the whole body, at most `limit` bytes (502 beyond). A body
+    /// that arrives in one frame is kept as it came (no copy).
     pub async fn bytes(self, limit: usize) -> Result<Bytes, ApiError> {
-        let Answer { mut resp, mapping } = self;
-        let mut buf = Vec::with_capacity(
-            resp.content_length()
-                .map_or(8 * 1024, |n| n as usize)
-                .min(limit),
-        );
-        while let Some(chunk) = resp.chunk().await.map_err(|e| mapping.network_error(&e))? {
-            if buf.len() + chunk.len() > limit {
-                return Err(ApiError::BadGateway(format!(
-                    "{} answered with more than {limit} bytes",
-                    provider_name(mapping.base)
-                )));
+        let Answer { resp, mapping } = self;
+        let too_large = || {
+            ApiError::BadGateway(format!(
+                "{} answered with more than {limit} bytes",
+                provider_name(mapping.base)
+            ))
+        };
+        let declared = resp
+            .headers()
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<usize>().ok());
+        let mut body = resp.into_body();
+        let mut first: Option<Bytes> = None;
+        let mut buf = BytesMut::new();
+        while let Some(frame) = body.frame().await {
+            let frame = frame.map_err(|e| mapping.network_error(&e))?;
+            let Ok(chunk) = frame.into_data() else {
+                continue;
+            };
+            let have = first.as_ref().map_or(0, Bytes::len) + buf.len();
+            if have + chunk.len() > limit {
+                return Err(too_large());
             }
-            buf.extend_from_slice(&chunk);
+            match first.take() {
+                None if buf.is_empty() => first = Some(chunk),
+                held => {
+                    if buf.is_empty() {
+                        buf.reserve(declared.unwrap_or(8 * 1024).min(limit));
+                    }
+                    if let Some(held) = held {
+                        buf.extend_from_slice(&held);
+                    }
+                    buf.extend_from_slice(&chunk);
+                }
+            }
         }
+        let whole = first.unwrap_or_else(|| buf.freeze());
         Ok(match &mapping.key {
-            Some(key) => scrub::scrub_all(Bytes::from(buf), key),
-            None => Bytes::from(buf),
+            Some(key) => scrub::scrub_all(whole, key),
+            None => whole,
         })
     }
 
@@ -248,28 +421,23 @@ impl Answer {
         Box<dyn futures_util::Stream<Item = Result<Bytes, crate::body::BoxError>> + Send>,
     > {
         let Answer { resp, mapping } = self;
-        let bytes = resp
-            .bytes_stream()
-            .map_err(|e| -> crate::body::BoxError { Box::new(e.without_url()) });
-        match mapping.key {
-            Some(key) => Box::pin(scrubbed(bytes, key)),
-            None => Box::pin(bytes),
-        }
+        Box::pin(futures_util::TryStreamExt::map_err(
+            Scrubbed::new(resp.into_body(), mapping.key),
+            |e| -> crate::body::BoxError { Box::new(e) },
+        ))
     }
 
     /// Streams the answer back to the caller: status and content type kept,
-    /// the body as a stream.
+    /// the body streamed as it arrives (scrubbed, one box).
     pub fn stream(self) -> Response {
         let Answer { resp, mapping } = self;
         let status = StatusCode::from_u16(resp.status().as_u16()).unwrap_or(StatusCode::OK);
-        let content_type = resp.headers().get(header::CONTENT_TYPE).cloned();
-        let bytes = resp
-            .bytes_stream()
-            .map_err(|e| -> crate::body::BoxError { Box::new(e.without_url()) });
-        let body = match mapping.key {
-            Some(key) => BodyExt::boxed(StreamBody::new(scrubbed(bytes, key).map_ok(Frame::data))),
-            None => BodyExt::boxed(StreamBody::new(bytes.map_ok(Frame::data))),
-        };
+        let (mut parts, body) = resp.into_parts();
+        let content_type = parts.headers.remove(header::CONTENT_TYPE);
+        let body = BodyExt::boxed(BodyExt::map_err(
+            Scrubbed::new(body, mapping.key),
+            |e| -> crate::body::BoxError { Box::new(e) },
+        ));
         let mut out = http::Response::new(body);
         *out.status_mut() = status;
         if let Some(ct) = content_type {
@@ -277,31 +445,4 @@ impl Answer {
         }
         out
     }
-}
-
-/// `bytes` with the key scrubbed out as they stream (see [`scrub`]).
-fn scrubbed(
-    bytes: impl futures_util::Stream<Item = Result<Bytes, crate::body::BoxError>> + Send + 'static,
-    key: Arc<str>,
-) -> impl futures_util::Stream<Item = Result<Bytes, crate::body::BoxError>> + Send + 'static {
-    use futures_util::StreamExt;
-    let start = (Box::pin(bytes), scrub::Scrubber::new(key));
-    futures_util::stream::unfold(Some(start), |state| async move {
-        let (mut inner, mut scrubber) = state?;
-        loop {
-            match inner.next().await {
-                Some(Ok(chunk)) => {
-                    let out = scrubber.feed(chunk);
-                    if !out.is_empty() {
-                        return Some((Ok(out), Some((inner, scrubber))));
-                    }
-                }
-                Some(Err(e)) => return Some((Err(e), None)),
-                None => {
-                    let rest = scrubber.finish();
-                    return (!rest.is_empty()).then_some((Ok(rest), None));
-                }
-            }
-        }
-    })
 }
