@@ -24,16 +24,13 @@ pub fn test_database_url() -> Option<String> {
 }
 
 /// The suite's PostgreSQL server for a test that needs one: `None` (the
-/// test is skipped, and says so) when none is configured, unless
-/// `GATEWAY_TEST_REQUIRE_POSTGRES=1`, which makes a missing one a failure.
+/// test is skipped, and says so) when the suite runs on SQLite. The test
+/// command runs the suite again on PostgreSQL (and fails when
+/// `GATEWAY_TEST_REQUIRE_POSTGRES=1` and none answers), where it runs.
 pub fn require_postgres(what: &str) -> Option<String> {
     let url = test_database_url();
     if url.is_none() {
-        assert!(
-            std::env::var("GATEWAY_TEST_REQUIRE_POSTGRES").as_deref() != Ok("1"),
-            "{what}: GATEWAY_TEST_REQUIRE_POSTGRES=1 but {TEST_DATABASE_URL} is not set"
-        );
-        eprintln!("SKIPPED {what}: no PostgreSQL ({TEST_DATABASE_URL} not set)");
+        eprintln!("SKIPPED {what} on this run: no PostgreSQL ({TEST_DATABASE_URL} not set)");
     }
     url
 }

@@ -22,7 +22,7 @@ use super::{Result, StoreError};
 /// `gateway_schema` records how many ran. Append only: a migration added
 /// to SQLite's list is added here too (`database::both_databases_have_the_same_tables_and_columns`
 /// checks). Migration 1 is the
-/// SQLite schema as of its migration 8 (`super::MIGRATIONS`): the same
+/// SQLite schema as of its migration 8 (`super::sqlite::MIGRATIONS`): the same
 /// tables, columns and indexes, with integers as `BIGINT` (flags too:
 /// 0/1, as in SQLite, so statements are shared), bytes as `BYTEA`, and
 /// every text column compared bytewise (`COLLATE "C"`, added where the
@@ -287,6 +287,14 @@ fn io_runtime() -> &'static tokio::runtime::Runtime {
     })
 }
 
+/// Parameters as the driver takes them.
+fn refs<'a>(params: &'a [P<'a>]) -> Vec<&'a (dyn tokio_postgres::types::ToSql + Sync)> {
+    params
+        .iter()
+        .map(|p| p as &(dyn tokio_postgres::types::ToSql + Sync))
+        .collect()
+}
+
 fn err(e: tokio_postgres::Error) -> StoreError {
     StoreError(e.to_string())
 }
@@ -340,11 +348,7 @@ impl PgConn {
 
     pub(super) fn execute(&mut self, sql: &str, params: &[P<'_>]) -> Result<u64> {
         let st = self.statement(sql)?;
-        let refs: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = params
-            .iter()
-            .map(|p| p as &(dyn tokio_postgres::types::ToSql + Sync))
-            .collect();
-        futures_executor::block_on(self.client.execute(&st, &refs)).map_err(err)
+        futures_executor::block_on(self.client.execute(&st, &refs(params))).map_err(err)
     }
 
     pub(super) fn query(
@@ -353,11 +357,7 @@ impl PgConn {
         params: &[P<'_>],
     ) -> Result<Vec<tokio_postgres::Row>> {
         let st = self.statement(sql)?;
-        let refs: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = params
-            .iter()
-            .map(|p| p as &(dyn tokio_postgres::types::ToSql + Sync))
-            .collect();
-        futures_executor::block_on(self.client.query(&st, &refs)).map_err(err)
+        futures_executor::block_on(self.client.query(&st, &refs(params))).map_err(err)
     }
 
     pub(super) fn batch(&mut self, sql: &str) -> Result<()> {
