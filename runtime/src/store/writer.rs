@@ -19,7 +19,7 @@ use std::sync::mpsc;
 
 use rust_decimal::Decimal;
 
-use super::sql::{p, Db};
+use super::sql::{p, Db, Dialect};
 use super::{Result, StoreError};
 
 /// One audit row: who called which route, and how it went.
@@ -487,21 +487,25 @@ fn insert_usage(tx: &mut Db<'_>, u: &UsageRecord) -> Result<bool> {
 /// Inside a write transaction: the user's balance (0 when never credited),
 /// with its row locked until the transaction ends. Every change of a
 /// balance or of its holds takes this lock first, so concurrent writers —
-/// other instances on PostgreSQL — take their turns per user. (SQLite's
-/// `BEGIN IMMEDIATE` already serialises every writer; the statement is the
-/// same for both.)
+/// other instances on PostgreSQL — take their turns per user. SQLite's
+/// `BEGIN IMMEDIATE` already serialises every writer, so there it is a
+/// plain read (no write on a hold's path).
 pub(super) fn lock_balance(tx: &mut Db<'_>, user_id: i64, at: &str) -> Result<Decimal> {
-    let balance: Option<String> = tx.row(
-        "INSERT INTO credit_balances (user_id, balance, updated_at) VALUES (?1, '0.00000000', ?2)
-         ON CONFLICT (user_id) DO UPDATE SET updated_at = credit_balances.updated_at
-         RETURNING balance",
-        p![user_id, at],
-        |r| r.get(0),
-    )?;
-    match balance {
-        Some(s) => super::sql::parse_dec(&s),
-        None => Err(StoreError("balance upsert returned no row".into())),
-    }
+    let balance: Option<String> = match tx.dialect() {
+        Dialect::Sqlite => tx.row(
+            "SELECT balance FROM credit_balances WHERE user_id = ?1",
+            p![user_id],
+            |r| r.get(0),
+        )?,
+        Dialect::Postgres => tx.row(
+            "INSERT INTO credit_balances (user_id, balance, updated_at) VALUES (?1, '0.00000000', ?2)
+             ON CONFLICT (user_id) DO UPDATE SET updated_at = credit_balances.updated_at
+             RETURNING balance",
+            p![user_id, at],
+            |r| r.get(0),
+        )?,
+    };
+    balance.map_or(Ok(Decimal::ZERO), |s| super::sql::parse_dec(&s))
 }
 
 /// Adds `amount` (negative: a debit) to a user's balance and writes the ledger line.
@@ -518,7 +522,8 @@ pub(super) fn apply_credit(
     let after = current + amount;
     let after_s = crate::billing::format_money(after);
     tx.exec(
-        "UPDATE credit_balances SET balance = ?2, updated_at = ?3 WHERE user_id = ?1",
+        "INSERT INTO credit_balances (user_id, balance, updated_at) VALUES (?1, ?2, ?3)
+         ON CONFLICT (user_id) DO UPDATE SET balance = excluded.balance, updated_at = excluded.updated_at",
         p![user_id, after_s, at],
     )?;
     tx.exec(
