@@ -26,6 +26,7 @@ use sqlite::{configure, open_and_migrate};
 
 mod accounts;
 mod assets;
+mod balances;
 mod money;
 mod owners;
 mod pg;
@@ -205,7 +206,7 @@ impl Store {
                 let pool = r2d2::Pool::builder().max_size(8).build(manager)?;
                 Ok(Store {
                     pool: Pool::Sqlite(pool),
-                    writer: Writer::start(writer::Conn::Sqlite(writer_conn)),
+                    writer: Writer::start(writer::Conn::Sqlite(writer_conn), sync_full),
                 })
             }
             Location::Postgres(url) => {
@@ -217,7 +218,7 @@ impl Store {
                     .build(manager)?;
                 Ok(Store {
                     pool: Pool::Postgres(pool),
-                    writer: Writer::start(writer::Conn::Postgres(writer_conn)),
+                    writer: Writer::start(writer::Conn::Postgres(writer_conn), sync_full),
                 })
             }
         }

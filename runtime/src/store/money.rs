@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 
 use rust_decimal::Decimal;
 
-use super::sql::{p, Db, Row};
-use super::writer::{apply_credit, lock_balance};
+use super::balances::{sum_holds, Balances};
+use super::sql::{p, Row};
 use super::{now_rfc3339, Result, Store, StoreError};
 
 /// A usage row as stored.
@@ -60,7 +60,10 @@ impl Store {
             return Err(StoreError(format!("no user with id {user_id}")));
         }
         self.transaction(|tx| {
-            apply_credit(tx, user_id, amount, "grant", None, note, &now_rfc3339())
+            let mut balances = Balances::default();
+            let after = balances.apply(tx, user_id, amount, "grant", None, note, &now_rfc3339())?;
+            balances.flush(tx)?;
+            Ok(after)
         })
     }
 
@@ -220,9 +223,6 @@ pub struct ModelUsageRow {
     pub ended: String,
 }
 
-/// Holds older than this are stale (a crashed instance's) and count no more.
-const HOLD_TTL_HOURS: i64 = 24;
-
 impl Store {
     /// Holds `amount` of a user's credit for `request_id`, in one
     /// `BEGIN IMMEDIATE` transaction (so two requests cannot both take the
@@ -232,7 +232,7 @@ impl Store {
     ///
     /// [`Record::Hold`]: super::Record::Hold
     pub fn reserve(&self, user_id: i64, request_id: &str, amount: Decimal) -> Result<Reserved> {
-        self.transaction(|tx| hold(tx, user_id, request_id, amount))
+        self.transaction(|tx| Balances::default().hold(tx, user_id, request_id, amount))
     }
 
     /// Ends a hold without a charge (the request failed).
@@ -286,47 +286,6 @@ impl Store {
             )
         })
     }
-}
-
-/// Inside a write transaction: writes the hold when the user's balance
-/// minus their other live holds covers `amount` (stale holds, older than
-/// [`HOLD_TTL_HOURS`], are dropped first). The balance row is locked first
-/// ([`lock_balance`]), so two holds of one user never both take the last
-/// credit, whichever instance writes them.
-pub(super) fn hold(
-    tx: &mut Db<'_>,
-    user_id: i64,
-    request_id: &str,
-    amount: Decimal,
-) -> Result<Reserved> {
-    let now = chrono::Utc::now();
-    let at = super::rfc3339(now);
-    let balance = lock_balance(tx, user_id, &at)?;
-    let stale = super::rfc3339(now - chrono::Duration::hours(HOLD_TTL_HOURS));
-    tx.exec(
-        "DELETE FROM credit_holds WHERE user_id = ?1 AND created_at < ?2",
-        p![user_id, stale],
-    )?;
-    let held = sum_holds(tx, user_id)?;
-    let available = balance - held;
-    if available < amount {
-        return Ok(Reserved::Insufficient { balance, available });
-    }
-    tx.exec(
-        "INSERT INTO credit_holds (request_id, user_id, amount, created_at) VALUES (?1, ?2, ?3, ?4)",
-        p![request_id, user_id, amount.to_string(), at],
-    )?;
-    Ok(Reserved::Held)
-}
-
-/// The sum of a user's live holds.
-fn sum_holds(db: &mut Db<'_>, user_id: i64) -> Result<Decimal> {
-    let amounts = db.rows(
-        "SELECT amount FROM credit_holds WHERE user_id = ?1",
-        p![user_id],
-        |r| r.dec(0),
-    )?;
-    Ok(amounts.into_iter().sum())
 }
 
 /// `[day 00:00, next day 00:00)` as stored timestamps compare.

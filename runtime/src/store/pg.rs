@@ -240,6 +240,10 @@ pub(super) const MIGRATIONS: &[&str] = &[
         claimed_at  TEXT NOT NULL
     );
 "#,
+    // 3: as SQLite's 10 (no audit index by user).
+    r#"
+    DROP INDEX IF EXISTS audit_by_user;
+"#,
 ];
 
 /// Key of the advisory lock that serialises migrations of one database.

@@ -372,7 +372,7 @@ impl<'c> Db<'c> {
     /// Runs `f` in a write transaction: committed when it returns `Ok`,
     /// rolled back otherwise. SQLite takes the write lock at the start
     /// (`BEGIN IMMEDIATE`); PostgreSQL runs at READ COMMITTED, so what must
-    /// not race locks its rows (see `money::lock_balance`) or is one
+    /// not race locks its rows (see `balances::Balances::balance`) or is one
     /// conditional statement.
     pub fn transaction<T>(&mut self, f: impl FnOnce(&mut Db<'_>) -> Result<T>) -> Result<T> {
         self.batch(match self.dialect() {

@@ -19,7 +19,8 @@ use std::sync::mpsc;
 
 use rust_decimal::Decimal;
 
-use super::sql::{p, Db, Dialect};
+use super::balances::Balances;
+use super::sql::{p, Db};
 use super::{Result, StoreError};
 
 /// One audit row: who called which route, and how it went.
@@ -232,11 +233,14 @@ impl Conn {
 }
 
 impl RecordWriter {
-    pub(super) fn start(conn: Conn) -> RecordWriter {
+    /// `sync_full`: the database is flushed at each commit
+    /// (`GATEWAY_DB_SYNC=full`); groups of holds alone are committed
+    /// without the flush even then (see [`needs_flush`]).
+    pub(super) fn start(conn: Conn, sync_full: bool) -> RecordWriter {
         let (tx, rx) = mpsc::channel::<Batch>();
         std::thread::Builder::new()
             .name("record-writer".into())
-            .spawn(move || writer_loop(conn, rx))
+            .spawn(move || writer_loop(conn, sync_full, rx))
             .expect("spawn record writer");
         RecordWriter { tx }
     }
@@ -261,7 +265,7 @@ impl RecordWriter {
 /// the same one fsync. Alone (one request at a time) it never waits.
 pub const GATHER: std::time::Duration = std::time::Duration::from_micros(200);
 
-fn writer_loop(mut conn: Conn, rx: mpsc::Receiver<Batch>) {
+fn writer_loop(mut conn: Conn, sync_full: bool, rx: mpsc::Receiver<Batch>) {
     let mut last_group = 1;
     // Blocks until work arrives; ends when every sender is gone.
     while let Ok(first) = rx.recv() {
@@ -283,7 +287,12 @@ fn writer_loop(mut conn: Conn, rx: mpsc::Receiver<Batch>) {
         last_group = group.len();
         crate::telemetry::record_queue(-(group.len() as f64));
         let started = std::time::Instant::now();
-        let written = write_group(&mut conn.db(), &group);
+        let relaxed = sync_full && !group.iter().any(|b| needs_flush(&b.records));
+        let written = if relaxed {
+            write_unflushed(&mut conn, &group)
+        } else {
+            write_group(&mut conn.db(), &group)
+        };
         crate::telemetry::record_commit(started.elapsed());
         match written {
             Ok(results) => {
@@ -315,6 +324,39 @@ fn writer_loop(mut conn: Conn, rx: mpsc::Receiver<Batch>) {
     }
 }
 
+/// Whether a batch must be on disk before it is acknowledged. Every record
+/// must, but a credit hold: a hold is a reservation, not money. It guards
+/// against overdraft while its request runs and expires by itself; losing
+/// the last holds in a power cut loses nothing billable (their requests
+/// were cut off too, and a request's charge is always committed with the
+/// flush). So a group of holds alone skips the flush: a streamed chat's
+/// first byte waits for one flush (its audit record), not two.
+fn needs_flush(records: &[Record]) -> bool {
+    records.iter().any(|r| !matches!(r, Record::Hold { .. }))
+}
+
+/// [`write_group`] without flushing the commit to disk: SQLite's
+/// `synchronous` is NORMAL for that one transaction (a later flushed
+/// commit flushes its WAL frames too), PostgreSQL's `synchronous_commit`
+/// is off for it. The database itself stays consistent either way.
+fn write_unflushed(conn: &mut Conn, group: &[Batch]) -> Result<Vec<Committed>> {
+    match conn {
+        Conn::Sqlite(c) => {
+            c.pragma_update(None, "synchronous", "NORMAL")?;
+            let written = write_group(&mut Db::lite(c), group);
+            c.pragma_update(None, "synchronous", "FULL")?;
+            written
+        }
+        Conn::Postgres(c) => {
+            let mut db = c.db();
+            db.transaction(|tx| {
+                tx.batch("SET LOCAL synchronous_commit TO OFF")?;
+                write_in(tx, group)
+            })
+        }
+    }
+}
+
 /// Counts the charges of a committed batch's usage records (those written).
 fn count_charges(records: &[Record], committed: &Committed) {
     use rust_decimal::prelude::ToPrimitive;
@@ -333,24 +375,36 @@ fn count_charges(records: &[Record], committed: &Committed) {
     }
 }
 
+/// Writes a group in one transaction. One [`Balances`] serves the whole
+/// group: each user's balance is read (and locked) once and written once.
 fn write_group(db: &mut Db<'_>, group: &[Batch]) -> Result<Vec<Committed>> {
-    db.transaction(|tx| {
-        let mut results = Vec::with_capacity(group.len());
-        for batch in group {
-            let mut committed = Committed::default();
-            for record in &batch.records {
-                write_record(tx, record, &mut committed)?;
-            }
-            results.push(committed);
-        }
-        Ok(results)
-    })
+    db.transaction(|tx| write_in(tx, group))
 }
 
-fn write_record(tx: &mut Db<'_>, record: &Record, committed: &mut Committed) -> Result<()> {
+/// The body of [`write_group`]'s transaction.
+fn write_in(tx: &mut Db<'_>, group: &[Batch]) -> Result<Vec<Committed>> {
+    let mut balances = Balances::default();
+    let mut results = Vec::with_capacity(group.len());
+    for batch in group {
+        let mut committed = Committed::default();
+        for record in &batch.records {
+            write_record(tx, &mut balances, record, &mut committed)?;
+        }
+        results.push(committed);
+    }
+    balances.flush(tx)?;
+    Ok(results)
+}
+
+fn write_record(
+    tx: &mut Db<'_>,
+    balances: &mut Balances,
+    record: &Record,
+    committed: &mut Committed,
+) -> Result<()> {
     match record {
         Record::Audit(a) => insert_audit(tx, a)?,
-        Record::Usage(u) => committed.usage_written.push(insert_usage(tx, u)?),
+        Record::Usage(u) => committed.usage_written.push(insert_usage(tx, balances, u)?),
         Record::Asset(a) => committed.asset_ids.push(insert_asset(tx, a)?),
         Record::JobCreate(j) => insert_job(tx, j)?,
         Record::JobUpdate(j) => update_job(tx, j)?,
@@ -397,13 +451,8 @@ fn write_record(tx: &mut Db<'_>, record: &Record, committed: &mut Committed) -> 
             amount,
         } => committed
             .holds
-            .push(super::money::hold(tx, *user_id, request_id, *amount)?),
-        Record::HoldRelease { request_id } => {
-            tx.exec(
-                "DELETE FROM credit_holds WHERE request_id = ?1",
-                p![request_id],
-            )?;
-        }
+            .push(balances.hold(tx, *user_id, request_id, *amount)?),
+        Record::HoldRelease { request_id } => balances.release(tx, request_id)?,
         Record::WebhookEvent(e) => {
             tx.exec(
                 "INSERT INTO webhook_events (body_sha256, body, event, kind, upstream_id, signed, outcome, received_at)
@@ -435,7 +484,7 @@ fn insert_audit(tx: &mut Db<'_>, a: &AuditRecord) -> Result<()> {
 }
 
 /// Inserts a usage record and debits its charge; `false` when its once-key was taken.
-fn insert_usage(tx: &mut Db<'_>, u: &UsageRecord) -> Result<bool> {
+fn insert_usage(tx: &mut Db<'_>, balances: &mut Balances, u: &UsageRecord) -> Result<bool> {
     let usage_id: Option<i64> = tx.row(
         "INSERT INTO usage (request_id, user_id, route_id, capability, product, unit, quantity, unit_price,
                             markup_pct, charged, unpriced, once_key, created_at)
@@ -467,11 +516,11 @@ fn insert_usage(tx: &mut Db<'_>, u: &UsageRecord) -> Result<bool> {
             once_key: None,
             ..u.clone()
         };
-        insert_usage(tx, &zero)?;
+        insert_usage(tx, balances, &zero)?;
         return Ok(false);
     };
     if let (Some(user), false) = (u.user_id, u.charged.is_zero()) {
-        apply_credit(
+        balances.apply(
             tx,
             user,
             -u.charged,
@@ -482,56 +531,6 @@ fn insert_usage(tx: &mut Db<'_>, u: &UsageRecord) -> Result<bool> {
         )?;
     }
     Ok(true)
-}
-
-/// Inside a write transaction: the user's balance (0 when never credited),
-/// with its row locked until the transaction ends. Every change of a
-/// balance or of its holds takes this lock first, so concurrent writers —
-/// other instances on PostgreSQL — take their turns per user. SQLite's
-/// `BEGIN IMMEDIATE` already serialises every writer, so there it is a
-/// plain read (no write on a hold's path).
-pub(super) fn lock_balance(tx: &mut Db<'_>, user_id: i64, at: &str) -> Result<Decimal> {
-    let balance: Option<String> = match tx.dialect() {
-        Dialect::Sqlite => tx.row(
-            "SELECT balance FROM credit_balances WHERE user_id = ?1",
-            p![user_id],
-            |r| r.get(0),
-        )?,
-        Dialect::Postgres => tx.row(
-            "INSERT INTO credit_balances (user_id, balance, updated_at) VALUES (?1, '0.00000000', ?2)
-             ON CONFLICT (user_id) DO UPDATE SET updated_at = credit_balances.updated_at
-             RETURNING balance",
-            p![user_id, at],
-            |r| r.get(0),
-        )?,
-    };
-    balance.map_or(Ok(Decimal::ZERO), |s| super::sql::parse_dec(&s))
-}
-
-/// Adds `amount` (negative: a debit) to a user's balance and writes the ledger line.
-pub(super) fn apply_credit(
-    tx: &mut Db<'_>,
-    user_id: i64,
-    amount: Decimal,
-    kind: &str,
-    usage_id: Option<i64>,
-    note: Option<&str>,
-    at: &str,
-) -> Result<Decimal> {
-    let current = lock_balance(tx, user_id, at)?;
-    let after = current + amount;
-    let after_s = crate::billing::format_money(after);
-    tx.exec(
-        "INSERT INTO credit_balances (user_id, balance, updated_at) VALUES (?1, ?2, ?3)
-         ON CONFLICT (user_id) DO UPDATE SET balance = excluded.balance, updated_at = excluded.updated_at",
-        p![user_id, after_s, at],
-    )?;
-    tx.exec(
-        "INSERT INTO credit_ledger (user_id, amount, balance_after, kind, usage_id, note, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-        p![user_id, crate::billing::format_money(amount), after_s, kind, usage_id, note, at],
-    )?;
-    Ok(after)
 }
 
 fn insert_asset(tx: &mut Db<'_>, a: &AssetRecord) -> Result<i64> {

@@ -1,0 +1,207 @@
+//! Credit balances and holds inside one write transaction.
+//!
+//! Every change of a balance or of its holds goes through [`Balances`], the
+//! transaction's view of the users it touched. The first touch of a user
+//! locks the user's balance row ([`Balances::balance`]) and reads it; later
+//! changes in the same transaction work on the cached figures, and the
+//! balance row is written once, by [`Balances::flush`], before the commit.
+//!
+//! That is what makes a group commit of many requests of one user cheap:
+//! the record writer keeps one `Balances` for the whole group, so N holds
+//! cost one balance read, one sweep of stale holds, one sum of live holds
+//! and N inserts (not N of each, with the sum growing with N), and N
+//! charges cost N ledger lines and one balance write.
+//!
+//! Why the cache is exact: the balance row stays locked until the
+//! transaction ends (SQLite's `BEGIN IMMEDIATE` locks the whole database;
+//! PostgreSQL's row lock is taken by the first read), and every writer of a
+//! balance or of holds takes that lock first, so nobody else changes a
+//! cached user's balance or holds meanwhile. The one exception errs on the
+//! safe side: a hold released outside the writer on PostgreSQL
+//! ([`super::Store::release_hold`], a failed request) may leave the cached
+//! sum of holds too high until the next group, refusing a hold that would
+//! have fit; never letting through one that does not.
+
+use std::collections::HashMap;
+
+use rust_decimal::Decimal;
+
+use super::sql::{p, Db, Dialect};
+use super::{Reserved, Result};
+
+/// Holds older than this are stale (a crashed instance's) and count no more.
+pub(super) const HOLD_TTL_HOURS: i64 = 24;
+
+/// One user's figures as this transaction sees them.
+struct Account {
+    balance: Decimal,
+    /// Sum of live holds, once read.
+    held: Option<Decimal>,
+    /// The balance changed: [`Balances::flush`] writes it.
+    dirty: bool,
+}
+
+/// The balances and holds a transaction touched (see the module docs).
+#[derive(Default)]
+pub(super) struct Balances {
+    accounts: HashMap<i64, Account>,
+    /// The newest change's time, written as `updated_at`.
+    at: String,
+}
+
+impl Balances {
+    /// The user's balance (0 when never credited), locking its row on the
+    /// first touch. SQLite's `BEGIN IMMEDIATE` already serialises every
+    /// writer, so there it is a plain read.
+    pub(super) fn balance(&mut self, tx: &mut Db<'_>, user_id: i64, at: &str) -> Result<Decimal> {
+        if let Some(a) = self.accounts.get(&user_id) {
+            return Ok(a.balance);
+        }
+        let stored: Option<String> = match tx.dialect() {
+            Dialect::Sqlite => tx.row(
+                "SELECT balance FROM credit_balances WHERE user_id = ?1",
+                p![user_id],
+                |r| r.get(0),
+            )?,
+            Dialect::Postgres => tx.row(
+                "INSERT INTO credit_balances (user_id, balance, updated_at) VALUES (?1, '0.00000000', ?2)
+                 ON CONFLICT (user_id) DO UPDATE SET updated_at = credit_balances.updated_at
+                 RETURNING balance",
+                p![user_id, at],
+                |r| r.get(0),
+            )?,
+        };
+        let balance = stored.map_or(Ok(Decimal::ZERO), |s| super::sql::parse_dec(&s))?;
+        self.accounts.insert(
+            user_id,
+            Account {
+                balance,
+                held: None,
+                dirty: false,
+            },
+        );
+        Ok(balance)
+    }
+
+    fn account(&mut self, user_id: i64) -> &mut Account {
+        self.accounts
+            .get_mut(&user_id)
+            .expect("balance() caches the account first")
+    }
+
+    /// Adds `amount` (negative: a debit) to a user's balance and writes the
+    /// ledger line; the balance row itself is written by [`Balances::flush`].
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn apply(
+        &mut self,
+        tx: &mut Db<'_>,
+        user_id: i64,
+        amount: Decimal,
+        kind: &str,
+        usage_id: Option<i64>,
+        note: Option<&str>,
+        at: &str,
+    ) -> Result<Decimal> {
+        let after = self.balance(tx, user_id, at)? + amount;
+        let account = self.account(user_id);
+        account.balance = after;
+        account.dirty = true;
+        if self.at.as_str() < at {
+            self.at = at.to_owned();
+        }
+        tx.exec(
+            "INSERT INTO credit_ledger (user_id, amount, balance_after, kind, usage_id, note, created_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            p![
+                user_id,
+                crate::billing::format_money(amount),
+                crate::billing::format_money(after),
+                kind,
+                usage_id,
+                note,
+                at
+            ],
+        )?;
+        Ok(after)
+    }
+
+    /// Holds `amount` of a user's credit for `request_id` if the balance
+    /// minus the user's other live holds covers it (holds older than
+    /// [`HOLD_TTL_HOURS`] are dropped first, once per transaction).
+    pub(super) fn hold(
+        &mut self,
+        tx: &mut Db<'_>,
+        user_id: i64,
+        request_id: &str,
+        amount: Decimal,
+    ) -> Result<Reserved> {
+        let now = chrono::Utc::now();
+        let at = super::rfc3339(now);
+        let balance = self.balance(tx, user_id, &at)?;
+        let held = match self.account(user_id).held {
+            Some(h) => h,
+            None => {
+                let stale = super::rfc3339(now - chrono::Duration::hours(HOLD_TTL_HOURS));
+                tx.exec(
+                    "DELETE FROM credit_holds WHERE user_id = ?1 AND created_at < ?2",
+                    p![user_id, stale],
+                )?;
+                let h = sum_holds(tx, user_id)?;
+                self.account(user_id).held = Some(h);
+                h
+            }
+        };
+        let available = balance - held;
+        if available < amount {
+            return Ok(Reserved::Insufficient { balance, available });
+        }
+        tx.exec(
+            "INSERT INTO credit_holds (request_id, user_id, amount, created_at) VALUES (?1, ?2, ?3, ?4)",
+            p![request_id, user_id, amount.to_string(), at],
+        )?;
+        self.account(user_id).held = Some(held + amount);
+        Ok(Reserved::Held)
+    }
+
+    /// Ends a request's hold (settled, or failed).
+    pub(super) fn release(&mut self, tx: &mut Db<'_>, request_id: &str) -> Result<()> {
+        let released: Option<(i64, String)> = tx.row(
+            "DELETE FROM credit_holds WHERE request_id = ?1 RETURNING user_id, amount",
+            p![request_id],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?;
+        if let Some((user_id, amount)) = released {
+            if let Some(held) = self
+                .accounts
+                .get_mut(&user_id)
+                .and_then(|a| a.held.as_mut())
+            {
+                *held -= super::sql::parse_dec(&amount)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes every changed balance; call before the commit.
+    pub(super) fn flush(&mut self, tx: &mut Db<'_>) -> Result<()> {
+        for (user_id, a) in self.accounts.iter_mut().filter(|(_, a)| a.dirty) {
+            tx.exec(
+                "INSERT INTO credit_balances (user_id, balance, updated_at) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (user_id) DO UPDATE SET balance = excluded.balance, updated_at = excluded.updated_at",
+                p![user_id, crate::billing::format_money(a.balance), self.at],
+            )?;
+            a.dirty = false;
+        }
+        Ok(())
+    }
+}
+
+/// The sum of a user's live holds.
+pub(super) fn sum_holds(db: &mut Db<'_>, user_id: i64) -> Result<Decimal> {
+    let amounts = db.rows(
+        "SELECT amount FROM credit_holds WHERE user_id = ?1",
+        p![user_id],
+        |r| r.dec(0),
+    )?;
+    Ok(amounts.into_iter().sum())
+}
