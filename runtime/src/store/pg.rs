@@ -240,6 +240,14 @@ pub(super) const MIGRATIONS: &[&str] = &[
         claimed_at  TEXT NOT NULL
     );
 "#,
+    // 3: EMPTY SLOT, reserved for a concurrent change (as SQLite's 10;
+    //    replace this placeholder with it; do not renumber 4).
+    "-- reserved",
+    // 4: as SQLite's 11 (packed objects: segment and body offset).
+    r#"
+    ALTER TABLE assets ADD COLUMN pack TEXT;
+    ALTER TABLE assets ADD COLUMN pack_offset BIGINT;
+"#,
 ];
 
 /// Key of the advisory lock that serialises migrations of one database.

@@ -248,6 +248,15 @@ pub(super) const MIGRATIONS: &[&str] = &[
         claimed_at  TEXT NOT NULL
     );
     "#,
+    // 10: EMPTY SLOT, reserved for a concurrent change (replace this
+    //     placeholder with it; do not renumber 11).
+    "-- reserved",
+    // 11: packed objects (objects::pack): the segment holding an asset's
+    //     bytes and the offset of its body; NULL for an object of its own.
+    r#"
+    ALTER TABLE assets ADD COLUMN pack TEXT;
+    ALTER TABLE assets ADD COLUMN pack_offset INTEGER;
+    "#,
 ];
 
 /// How long a connection waits for another's lock before "database is locked".
