@@ -91,7 +91,7 @@ pub async fn sweep_once(gw: &Gateway) -> SweepReport {
 
 /// Removes the local store's packed segments that no live asset references
 /// and that were not modified for a day (see the module docs). Returns how
-/// many were removed.
+/// many were removed. This process's active segment is never removed.
 pub async fn collect_segments(gw: &Gateway) -> usize {
     let Some(local) = gw.objects.as_local() else {
         return 0;
@@ -103,6 +103,9 @@ pub async fn collect_segments(gw: &Gateway) -> usize {
             return 0;
         }
     };
+    let mut live = live;
+    // This process's own active segment, whatever its mtime says.
+    live.extend(local.active_segment());
     let dir = local.packs_dir().to_path_buf();
     tokio::task::spawn_blocking(move || {
         let mut removed = 0;

@@ -194,6 +194,12 @@ impl LocalStore {
         self.packs.dir()
     }
 
+    /// The segment this process is appending to (never collected by its
+    /// own sweeper), if any.
+    pub fn active_segment(&self) -> Option<String> {
+        self.packs.active()
+    }
+
     /// Appends a small object (at most [`pack::MAX_PACKED_OBJECT`] bytes) to
     /// the active segment: one `write` on the calling thread. The object is
     /// readable once an asset record holding the returned location commits

@@ -59,7 +59,7 @@
 //! least every 10 minutes or rotated, so it is always young: a sweep in
 //! another process (`gateway sweep` beside `serve`) never removes it.
 
-use std::io::{Read, Write};
+use std::io::{Read, Seek, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -140,6 +140,12 @@ impl PackWriter {
         &self.dir
     }
 
+    /// The name of the segment this process appends to, if any.
+    pub(crate) fn active(&self) -> Option<String> {
+        let active = self.active.lock().unwrap_or_else(|p| p.into_inner());
+        active.as_ref().map(|a| a.name.clone())
+    }
+
     pub(crate) fn set_sync_full(&mut self, sync_full: bool) {
         self.sync_full = sync_full;
     }
@@ -163,21 +169,38 @@ impl PackWriter {
             *active = Some(self.create_segment()?);
         }
         let seg = active.as_mut().expect("an active segment");
-        if let Err(e) = (&*seg.file).write_all(&record) {
-            // The tail may be torn: the next append starts a new segment.
-            let name = seg.name.clone();
-            *active = None;
-            return Err(super::ObjectError::Backend(format!(
-                "appending to segment {name}: {e}"
-            )));
-        }
-        let offset = seg.len + header_len;
-        seg.len += record.len() as u64;
-        Ok(Appended {
+        // The file is opened for appending: the record lands at the end,
+        // which the position after the write tells (one cheap `lseek`).
+        let written = (&*seg.file)
+            .write_all(&record)
+            .and_then(|()| (&*seg.file).stream_position());
+        let end = match written {
+            Ok(end) => end,
+            Err(e) => {
+                // The tail may be torn: the next append starts a new segment.
+                let name = seg.name.clone();
+                *active = None;
+                return Err(ObjectError::Backend(format!(
+                    "appending to segment {name}: {e}"
+                )));
+            }
+        };
+        let start = end - record.len() as u64;
+        let appended = Appended {
             pack: seg.name.clone(),
-            offset,
+            offset: start + header_len,
             sync: self.sync_full.then(|| seg.file.clone()),
-        })
+        };
+        if start == seg.len {
+            seg.len = end;
+        } else {
+            // Someone else changed the file (truncated it, appended to it):
+            // this record is where the position says, but the segment gets
+            // no more appends.
+            tracing::warn!(segment = %seg.name, expected = seg.len, found = start, "pack segment changed underneath; starting a new one");
+            *active = None;
+        }
+        Ok(appended)
     }
 
     /// Creates a new segment exclusively (0600) and fsyncs its directory.
@@ -413,17 +436,28 @@ mod tests {
         let records = read_records(&path).unwrap();
         assert_eq!(records.len(), 1, "the torn record is not listed");
         assert_eq!(records[0].key, "k/a");
+        // Changed underneath: the record lands at the real end, then the
+        // segment gets no more appends.
+        let c = w.append("k/c", "t/c", b"third").unwrap();
+        assert_eq!(
+            (c.pack.as_str(), c.offset),
+            (a.pack.as_str(), b.offset + 3 + 5 + 2 + 3 + 1 + 3 + 12)
+        );
+        let bytes = std::fs::read(&path).unwrap();
+        assert_eq!(&bytes[c.offset as usize..], b"third");
+        let d = w.append("k/d", "t/d", b"fourth").unwrap();
+        assert_ne!(d.pack, a.pack);
         // Too old: the next append rotates.
         w.active.lock().unwrap().as_mut().unwrap().opened =
             Instant::now() - SEGMENT_MAX_AGE - Duration::from_secs(1);
-        let c = w.append("k/c", "t/c", b"third").unwrap();
-        assert_ne!(c.pack, a.pack);
+        let e = w.append("k/e", "t/e", b"fifth").unwrap();
+        assert_ne!(e.pack, d.pack);
         // Full: the next append rotates.
         w.active.lock().unwrap().as_mut().unwrap().len = SEGMENT_MAX - 2;
-        let d = w.append("k/d", "t/d", b"fourth").unwrap();
-        assert_ne!(d.pack, c.pack);
-        assert_eq!(segments(dir.path()).len(), 3);
-        assert!(segment_path(dir.path(), &d.pack).is_some());
+        let f = w.append("k/f", "t/f", b"sixth").unwrap();
+        assert_ne!(f.pack, e.pack);
+        assert_eq!(segments(dir.path()).len(), 4);
+        assert!(segment_path(dir.path(), &f.pack).is_some());
         assert!(segment_path(dir.path(), "../x.pack").is_none());
         assert!(segment_path(dir.path(), "a/b.pack").is_none());
         assert!(segment_path(dir.path(), "x.db").is_none());
