@@ -3,6 +3,12 @@
 //! `<prefix>/<user>/YYYY/MM/DD/HHMMSS-<id>.<ext>`, answered with a presigned
 //! URL, and recorded as an asset that expires after its retention. The asset
 //! record goes with the request's records (committed before the answer).
+//!
+//! On the local store, bytes held in memory up to 1 MiB are packed
+//! ([`crate::objects::pack`]): appended to a shared segment, the asset
+//! record saying where; under `GATEWAY_DB_SYNC=full` a
+//! [`Record::SyncFile`] beside it makes the group commit fdatasync the
+//! segment before the record commits.
 
 use std::time::Duration;
 
@@ -32,12 +38,14 @@ pub struct Media<'a> {
     pub now: chrono::DateTime<chrono::Utc>,
 }
 
-/// A stored object: its key, presigned URL, expiry and asset record.
+/// A stored object: its key, presigned URL, expiry and records (the asset
+/// record first, then a packed segment's [`Record::SyncFile`] if any):
+/// all go into the request's commit.
 pub struct Stored {
     pub key: String,
     pub url: String,
     pub expires_at: String,
-    pub record: Record,
+    pub records: Vec<Record>,
 }
 
 impl Media<'_> {
@@ -53,15 +61,31 @@ impl Media<'_> {
         )
     }
 
-    /// Stores bytes held in memory (in one call to the store).
+    /// Stores bytes held in memory: packed on the local store when small
+    /// (see the module docs), else in one call to the store.
     pub async fn store_bytes(self, gw: &Gateway, bytes: bytes::Bytes) -> Result<Stored, ApiError> {
         let key = self.key();
         let size = bytes.len() as u64;
-        gw.objects
-            .put_bytes(&key, self.content_type, bytes)
-            .await
-            .map_err(|e| ApiError::Internal(format!("storing {}: {e}", self.class)))?;
-        self.stored(gw, key, size)
+        let failed = |e| ApiError::Internal(format!("storing {}: {e}", self.class));
+        let local = gw.objects.as_local();
+        match local.filter(|_| size <= crate::objects::pack::MAX_PACKED_OBJECT) {
+            Some(local) => {
+                let appended = local
+                    .append_packed(&key, self.content_type, &bytes)
+                    .map_err(failed)?;
+                let mut stored =
+                    self.stored(gw, key, size, Some((appended.pack, appended.offset)))?;
+                stored.records.extend(appended.sync.map(Record::SyncFile));
+                Ok(stored)
+            }
+            None => {
+                gw.objects
+                    .put_bytes(&key, self.content_type, bytes)
+                    .await
+                    .map_err(failed)?;
+                self.stored(gw, key, size, None)
+            }
+        }
     }
 
     /// Streams a body into the store, at most `limit` bytes; a failure is
@@ -80,10 +104,17 @@ impl Media<'_> {
             .map_err(|e| {
                 ApiError::BadGateway(format!("copying a generated {} failed: {e}", self.class))
             })?;
-        self.stored(gw, key, size)
+        self.stored(gw, key, size, None)
     }
 
-    fn stored(self, gw: &Gateway, key: String, size: u64) -> Result<Stored, ApiError> {
+    fn stored(
+        self,
+        gw: &Gateway,
+        key: String,
+        size: u64,
+        packed: Option<(String, u64)>,
+    ) -> Result<Stored, ApiError> {
+        let (pack, pack_offset) = packed.unzip();
         let url = gw
             .objects
             .presign_get(&key, URL_VALIDITY)
@@ -100,12 +131,14 @@ impl Media<'_> {
             source: Some(self.source.to_owned()),
             created_at: rfc3339(self.now),
             expires_at: Some(expires_at.clone()),
+            pack,
+            pack_offset,
         });
         Ok(Stored {
             key,
             url,
             expires_at,
-            record,
+            records: vec![record],
         })
     }
 }

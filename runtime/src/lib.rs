@@ -203,7 +203,17 @@ impl Gateway {
             .public_url
             .clone()
             .unwrap_or_else(|| format!("http://{}", config.addr));
-        let objects = objects::open(&config.objects, &config.data_dir, &public_url)?;
+        let objects = objects::open(
+            &config.objects,
+            &config.data_dir,
+            &public_url,
+            config.db_sync_full,
+        )?;
+        if let Some(local) = objects.as_local() {
+            // Packed objects are found through their asset records. The
+            // locator holds the store only (no cycle through the Gateway).
+            local.set_locator(packed_locator(store.clone()));
+        }
         Ok(Gateway(Arc::new(Inner {
             config,
             store,
@@ -219,6 +229,30 @@ impl Gateway {
             cluster,
         })))
     }
+}
+
+/// The local store's locator of packed objects: the live asset record of
+/// a key, read on the blocking pool.
+fn packed_locator(store: store::Store) -> objects::pack::Locator {
+    Arc::new(move |key: String| {
+        let store = store.clone();
+        Box::pin(async move {
+            let found = store
+                .blocking(move |s| s.packed_object(&key))
+                .await
+                .map_err(|e| {
+                    objects::ObjectError::Backend(format!("locating a packed object: {e}"))
+                })?;
+            Ok(
+                found.map(|(pack, offset, size, content_type)| objects::pack::Packed {
+                    pack,
+                    offset,
+                    size,
+                    content_type,
+                }),
+            )
+        })
+    })
 }
 
 /// Names used by generated code, so that it never depends on the caller's imports.

@@ -201,6 +201,8 @@ async fn copy(
         source: Some(url.to_owned()),
         created_at: fmt(now),
         expires_at: Some(expires_at.clone()),
+        pack: None,
+        pack_offset: None,
     };
     let committed = gw
         .store

@@ -6,6 +6,15 @@
 //! (`GATEWAY_SWEEP_INTERVAL_SECS`) and once with `gateway sweep`. Safe to run
 //! from several instances at once: deleting a missing object is not an error,
 //! and marking is idempotent.
+//!
+//! A packed object (`objects::pack`) has no file: deleting it is a no-op
+//! and marking its asset deleted makes it unreadable (the local store finds
+//! packed objects through live asset records only). At the end of each
+//! sweep, the segments that no live asset references and whose mtime is
+//! over a day old are removed ([`collect_segments`]). A segment being filled
+//! by a running `serve` (this process or another one beside it, e.g. `gateway
+//! sweep` from the CLI) is written to at least every 10 minutes or rotated,
+//! so it is always younger than that and never removed.
 
 use crate::Gateway;
 
@@ -17,6 +26,8 @@ const PAGE: usize = 500;
 pub struct SweepReport {
     pub deleted: usize,
     pub failed: usize,
+    /// Packed segments removed (no live asset, idle over a day).
+    pub segments_removed: usize,
 }
 
 /// Deletes every object that expired at or before now.
@@ -66,14 +77,51 @@ pub async fn sweep_once(gw: &Gateway) -> SweepReport {
             break;
         }
     }
-    if report.deleted > 0 || report.failed > 0 {
+    report.segments_removed = collect_segments(gw).await;
+    if report.deleted > 0 || report.failed > 0 || report.segments_removed > 0 {
         tracing::info!(
             deleted = report.deleted,
             failed = report.failed,
+            segments_removed = report.segments_removed,
             "retention sweep"
         );
     }
     report
+}
+
+/// Removes the local store's packed segments that no live asset references
+/// and that were not modified for a day (see the module docs). Returns how
+/// many were removed. This process's active segment is never removed.
+pub async fn collect_segments(gw: &Gateway) -> usize {
+    let Some(local) = gw.objects.as_local() else {
+        return 0;
+    };
+    let live = match gw.store.blocking(|store| store.live_packs()).await {
+        Ok(l) => l.into_iter().collect::<std::collections::HashSet<String>>(),
+        Err(e) => {
+            tracing::error!(error = %e, "sweeper: listing live segments failed");
+            return 0;
+        }
+    };
+    let mut live = live;
+    // This process's own active segment, whatever its mtime says.
+    live.extend(local.active_segment());
+    let dir = local.packs_dir().to_path_buf();
+    tokio::task::spawn_blocking(move || {
+        let mut removed = 0;
+        for path in crate::objects::pack::collectable_segments(&dir, &live) {
+            match std::fs::remove_file(&path) {
+                Ok(()) => removed += 1,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => {
+                    tracing::warn!(segment = %path.display(), error = %e, "sweeper: removing a segment failed")
+                }
+            }
+        }
+        removed
+    })
+    .await
+    .unwrap_or(0)
 }
 
 /// Sweeps every `interval` until the gateway stops.

@@ -239,6 +239,8 @@ async fn finish(
         source: Some(job.job_id.clone()),
         created_at: rfc3339(now),
         expires_at: Some(expires_at.clone()),
+        pack: None,
+        pack_offset: None,
     })];
     for mut r in settle.seconds_records("video_seconds", seconds) {
         if let Record::Usage(u) = &mut r {

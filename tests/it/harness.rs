@@ -372,7 +372,9 @@ impl Env {
         self.dir.0.join("objects")
     }
 
-    /// Every stored object file (relative keys), the store's own `.`-files skipped.
+    /// Every stored object (relative keys): the object files, the store's
+    /// own `.`-files skipped, and the live packed objects (see
+    /// [`Env::packed_keys`]).
     pub fn object_keys(&self) -> Vec<String> {
         fn walk(root: &std::path::Path, dir: &std::path::Path, out: &mut Vec<String>) {
             let Ok(rd) = std::fs::read_dir(dir) else {
@@ -393,6 +395,30 @@ impl Env {
         }
         let mut out = Vec::new();
         walk(&self.objects_dir(), &self.objects_dir(), &mut out);
+        out.extend(self.packed_keys());
+        out.sort();
+        out
+    }
+
+    /// The live packed objects: the keys of the records read from the real
+    /// segment files under `objects/.packs`, kept when their asset record
+    /// says this segment and offset and is not deleted.
+    pub fn packed_keys(&self) -> Vec<String> {
+        let dir = self.objects_dir().join(runtime::objects::pack::PACKS_DIR);
+        let mut out = Vec::new();
+        for seg in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let name = seg.file_name().to_string_lossy().into_owned();
+            for r in runtime::objects::pack::read_records(&seg.path()).unwrap_or_default() {
+                let live = self.store().asset_by_key(&r.key).unwrap().is_some_and(|a| {
+                    a.deleted_at.is_none()
+                        && a.pack.as_deref() == Some(name.as_str())
+                        && a.pack_offset == Some(r.offset)
+                });
+                if live {
+                    out.push(r.key);
+                }
+            }
+        }
         out.sort();
         out
     }

@@ -26,6 +26,7 @@ mod mirror;
 mod money;
 mod observe;
 mod openai_client;
+mod packs;
 mod ratelimit;
 mod reconcile;
 mod retention;

@@ -108,6 +108,10 @@ async fn speech_is_stored_fetchable_and_billed_by_its_seconds() {
     assert_eq!(assets.len(), 1);
     assert_eq!(assets[0].class, "speech");
     assert!(assets[0].expires_at.is_some(), "stored 7 days");
+    assert!(
+        assets[0].pack.is_some() && env.packed_keys().len() == 1,
+        "packed in a segment of the local store"
+    );
     let u = env.usage();
     assert_eq!(u.len(), 1);
     assert_eq!(

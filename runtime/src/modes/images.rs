@@ -131,7 +131,7 @@ pub async fn generate(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> 
         .await?;
         item["url"] = Value::String(stored.url);
         item["expires_at"] = Value::String(stored.expires_at);
-        records.push(stored.record);
+        records.extend(stored.records);
     }
     records.extend(settle.image_records(count));
     let mut out = Outcome::new(body::json(StatusCode::OK, &v), Some(status));

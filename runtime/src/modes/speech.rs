@@ -126,7 +126,7 @@ pub async fn speak(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
     let (audio_url, expires_at) = (stored.url, stored.expires_at);
     let model = format!("{}/{}", settle.provider.id, settle.model.id);
     let byok = settle.byok;
-    let mut records = vec![stored.record];
+    let mut records = stored.records;
     let settled = settle.seconds_records("audio_seconds", seconds);
     let charged = settled
         .iter()

@@ -153,7 +153,7 @@ pub async fn synthesize(
         http::HeaderValue::from_static("application/json"),
     );
     let mut outcome = Outcome::new(response, Some(upstream_status));
-    outcome.records.push(stored.record);
+    outcome.records.extend(stored.records);
     Ok(outcome)
 }
 

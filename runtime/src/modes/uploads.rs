@@ -275,6 +275,8 @@ pub async fn upload(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
         source: Some(ctx.request_id.clone()),
         created_at: now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
         expires_at: expires_at.clone(),
+        pack: None,
+        pack_offset: None,
     };
     let committed = match ctx.gw.store.commit(vec![Record::Asset(record)]).await {
         Ok(c) => c,

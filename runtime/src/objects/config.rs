@@ -149,11 +149,14 @@ fn decode_signing_key(v: &str) -> Vec<u8> {
 
 /// Opens the configured store. The local store lives in
 /// `<data_dir>/objects`, and its presigned URLs start with
-/// `public_base_url` (the gateway's external URL). S3 makes no request here.
+/// `public_base_url` (the gateway's external URL); `sync_full` is the
+/// database's durability (`GATEWAY_DB_SYNC=full`), which its packed objects
+/// share ([`super::pack`]). S3 makes no request here.
 pub fn open(
     config: &ObjectConfig,
     data_dir: &Path,
     public_base_url: &str,
+    sync_full: bool,
 ) -> Result<Arc<dyn ObjectStore>, ObjectError> {
     match &config.backend {
         ObjectBackend::Local => {
@@ -162,7 +165,8 @@ pub fn open(
                 None => load_or_create_signing_key(&data_dir.join(SIGNING_KEY_FILE))?,
             };
             let store =
-                LocalStore::new(data_dir.join(OBJECTS_DIR), public_base_url.to_owned(), key)?;
+                LocalStore::new(data_dir.join(OBJECTS_DIR), public_base_url.to_owned(), key)?
+                    .with_sync_full(sync_full);
             Ok(Arc::new(store))
         }
         ObjectBackend::S3(s3) => Ok(Arc::new(S3Store::new(s3.clone())?)),
@@ -270,6 +274,7 @@ mod tests {
             &ObjectConfig::default(),
             &dir.path().join("sub"),
             "http://gw",
+            true,
         )
         .unwrap();
         assert_eq!(store.backend(), "local");

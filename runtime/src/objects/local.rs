@@ -15,12 +15,20 @@
 //! fsynced. Keys never start a segment with `.` ([`validate_key`]), so the
 //! store's own `.tmp` cannot collide with an object.
 //!
+//! Small expiring objects stored through [`LocalStore::append_packed`]
+//! (synthesis and speech audio) are not files of their own: they are
+//! appended to a shared segment under `<root>/.packs` (see [`super::pack`]),
+//! and found again through the database's asset records (the store's
+//! locator, [`LocalStore::set_locator`]). Every read (`open`, `exists`)
+//! tries the object's file first, then the locator.
+//!
 //! Presigned URLs are the gateway's own:
 //! `{public_base_url}/objects/{key}?expires={unix}&signature={hex hmac}`
 //! (see [`super::signing`]), answered by [`super::serve_presigned`].
 
 use std::io::SeekFrom;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -29,6 +37,7 @@ use futures_util::StreamExt;
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use tokio::io::{AsyncReadExt, AsyncSeekExt, AsyncWriteExt};
 
+use super::pack::{self, Appended, Locator, PackWriter};
 use super::{
     ceil_secs, check_content_type, signing, validate_key, ByteRange, ByteStream, ObjectBody,
     ObjectError, ObjectMeta, ObjectStore,
@@ -61,6 +70,10 @@ pub struct LocalStore {
     tmp: PathBuf,
     public_base_url: String,
     signing_key: Vec<u8>,
+    /// The appender of packed objects.
+    packs: PackWriter,
+    /// Finds packed objects (set once the database is open).
+    locator: OnceLock<Locator>,
 }
 
 impl std::fmt::Debug for LocalStore {
@@ -137,6 +150,8 @@ impl LocalStore {
         private_dir(&root).map_err(|e| backend(format!("creating {}: {e}", root.display())))?;
         std::fs::create_dir_all(&tmp)
             .map_err(|e| backend(format!("creating {}: {e}", tmp.display())))?;
+        let packs = root.join(pack::PACKS_DIR);
+        private_dir(&packs).map_err(|e| backend(format!("creating {}: {e}", packs.display())))?;
         if let Ok(entries) = std::fs::read_dir(&tmp) {
             for entry in entries.flatten() {
                 let stale = entry
@@ -156,6 +171,84 @@ impl LocalStore {
             tmp,
             public_base_url,
             signing_key,
+            packs: PackWriter::new(packs, true),
+            locator: OnceLock::new(),
+        })
+    }
+
+    /// Whether packed objects must be fsynced before their asset record
+    /// commits (`GATEWAY_DB_SYNC=full`, the default: [`Appended::sync`] is
+    /// set) or not (`normal`).
+    pub fn with_sync_full(mut self, sync_full: bool) -> LocalStore {
+        self.packs.set_sync_full(sync_full);
+        self
+    }
+
+    /// Sets how packed objects are found (once; later calls are ignored).
+    pub fn set_locator(&self, locator: Locator) {
+        let _ = self.locator.set(locator);
+    }
+
+    /// The directory of packed segments (`<root>/.packs`).
+    pub fn packs_dir(&self) -> &Path {
+        self.packs.dir()
+    }
+
+    /// The segment this process is appending to (never collected by its
+    /// own sweeper), if any.
+    pub fn active_segment(&self) -> Option<String> {
+        self.packs.active()
+    }
+
+    /// Appends a small object (at most [`pack::MAX_PACKED_OBJECT`] bytes) to
+    /// the active segment: one `write` on the calling thread. The object is
+    /// readable once an asset record holding the returned location commits
+    /// (and, under `full`, after [`Appended::sync`] is fdatasynced).
+    pub fn append_packed(
+        &self,
+        key: &str,
+        content_type: &str,
+        body: &[u8],
+    ) -> Result<Appended, ObjectError> {
+        validate_key(key)?;
+        let content_type = check_content_type(content_type)?;
+        if body.len() as u64 > pack::MAX_PACKED_OBJECT {
+            return Err(ObjectError::TooLarge {
+                limit: pack::MAX_PACKED_OBJECT,
+            });
+        }
+        self.packs.append(key, content_type, body)
+    }
+
+    /// Opens a packed object through the locator.
+    async fn open_packed(&self, key: &str) -> Result<OpenObject, ObjectError> {
+        let Some(locator) = self.locator.get() else {
+            return Err(ObjectError::NotFound);
+        };
+        let Some(p) = locator(key.to_owned()).await? else {
+            return Err(ObjectError::NotFound);
+        };
+        let path = pack::segment_path(self.packs.dir(), &p.pack)
+            .ok_or_else(|| backend(format!("object {key}: bad segment name {:?}", p.pack)))?;
+        let file = match tokio::fs::File::open(&path).await {
+            Ok(f) => f,
+            Err(e) if is_not_found(&e) => return Err(ObjectError::NotFound),
+            Err(e) => return Err(backend(format!("opening {}: {e}", p.pack))),
+        };
+        let len = file.metadata().await.map_err(backend)?.len();
+        if len < p.offset.saturating_add(p.size) {
+            return Err(backend(format!(
+                "object {key}: segment {} is truncated",
+                p.pack
+            )));
+        }
+        Ok(OpenObject {
+            file,
+            header_len: p.offset,
+            meta: ObjectMeta {
+                size: p.size,
+                content_type: p.content_type,
+            },
         })
     }
 
@@ -190,18 +283,19 @@ impl LocalStore {
         Ok(self.root.join(key))
     }
 
-    /// Opens `key` and reads its header. [`ObjectError::NotFound`] when absent.
+    /// Opens `key` (its file, else a packed object) and reads its header.
+    /// [`ObjectError::NotFound`] when absent.
     pub(crate) async fn open(&self, key: &str) -> Result<OpenObject, ObjectError> {
         let path = self.path_of(key)?;
         let mut file = match tokio::fs::File::open(&path).await {
             Ok(f) => f,
-            Err(e) if is_not_found(&e) => return Err(ObjectError::NotFound),
+            Err(e) if is_not_found(&e) => return self.open_packed(key).await,
             Err(e) => return Err(backend(format!("opening {key}: {e}"))),
         };
         let file_meta = file.metadata().await.map_err(backend)?;
         if !file_meta.is_file() {
             // A directory: a prefix of other keys, not an object.
-            return Err(ObjectError::NotFound);
+            return self.open_packed(key).await;
         }
         let file_len = file_meta.len();
         let mut buf = Vec::with_capacity(MAX_HEADER);
@@ -479,9 +573,15 @@ impl ObjectStore for LocalStore {
         Box::pin(async move {
             let path = self.path_of(key)?;
             match tokio::fs::metadata(&path).await {
-                Ok(m) => Ok(m.is_file()),
-                Err(e) if is_not_found(&e) => Ok(false),
-                Err(e) => Err(backend(format!("checking {key}: {e}"))),
+                Ok(m) if m.is_file() => return Ok(true),
+                Ok(_) => {}
+                Err(e) if is_not_found(&e) => {}
+                Err(e) => return Err(backend(format!("checking {key}: {e}"))),
+            }
+            match self.open_packed(key).await {
+                Ok(_) => Ok(true),
+                Err(ObjectError::NotFound) => Ok(false),
+                Err(e) => Err(e),
             }
         })
     }

@@ -7,6 +7,8 @@
 //!
 //! * [`local`] — [`LocalStore`]: files under `$GATEWAY_DATA_DIR/objects`,
 //!   written to a temporary file and renamed into place.
+//! * [`pack`] — packed segments: small expiring objects appended to shared
+//!   files, found through the database, their fsync shared with the group commit.
 //! * [`signing`] — the HMAC of the local store's presigned URLs.
 //! * [`serve`] — [`serve_presigned`]: answers `GET`/`HEAD /objects/...` for
 //!   the local store (signature, expiry, `Range`).
@@ -23,6 +25,7 @@ use std::time::Duration;
 
 pub mod config;
 pub mod local;
+pub mod pack;
 pub mod s3;
 pub mod serve;
 pub mod signing;

@@ -17,6 +17,10 @@ pub struct AssetRow {
     pub created_at: String,
     pub expires_at: Option<String>,
     pub deleted_at: Option<String>,
+    /// The segment holding a packed object (`objects::pack`), if packed.
+    pub pack: Option<String>,
+    /// Offset of a packed object's body in its segment.
+    pub pack_offset: Option<u64>,
 }
 
 /// A job as stored.
@@ -43,7 +47,7 @@ pub struct JobRow {
 }
 
 const ASSET_COLS: &str =
-    "id, owner_id, object_key, class, purpose, size_bytes, content_type, file_name, created_at, expires_at, deleted_at";
+    "id, owner_id, object_key, class, purpose, size_bytes, content_type, file_name, created_at, expires_at, deleted_at, pack, pack_offset";
 
 fn row_to_asset(r: &Row<'_>) -> Result<AssetRow> {
     Ok(AssetRow {
@@ -58,6 +62,8 @@ fn row_to_asset(r: &Row<'_>) -> Result<AssetRow> {
         created_at: r.get(8)?,
         expires_at: r.get(9)?,
         deleted_at: r.get(10)?,
+        pack: r.get(11)?,
+        pack_offset: r.get::<Option<i64>>(12)?.map(|o| o as u64),
     })
 }
 
@@ -114,6 +120,38 @@ impl Store {
                 &format!("SELECT {ASSET_COLS} FROM assets ORDER BY id"),
                 &[],
                 row_to_asset,
+            )
+        })
+    }
+
+    /// Where the live asset of `key` is packed: `(segment, body offset,
+    /// size, content type)`; `None` when there is none or it is a file.
+    /// (`object_key` is unique, so this is one index lookup.)
+    pub fn packed_object(&self, key: &str) -> Result<Option<(String, u64, u64, String)>> {
+        self.with(|db| {
+            db.row(
+                "SELECT pack, pack_offset, size_bytes, content_type FROM assets
+                 WHERE object_key = ?1 AND deleted_at IS NULL AND pack IS NOT NULL",
+                p![key],
+                |r| {
+                    Ok((
+                        r.get::<String>(0)?,
+                        r.get::<Option<i64>>(1)?.unwrap_or(0) as u64,
+                        r.get::<i64>(2)? as u64,
+                        r.get::<String>(3)?,
+                    ))
+                },
+            )
+        })
+    }
+
+    /// The segments that live assets are packed in (retention keeps them).
+    pub fn live_packs(&self) -> Result<Vec<String>> {
+        self.with(|db| {
+            db.rows(
+                "SELECT DISTINCT pack FROM assets WHERE deleted_at IS NULL AND pack IS NOT NULL",
+                &[],
+                |r| r.get(0),
             )
         })
     }

@@ -464,6 +464,30 @@ mod tests {
         assert_eq!(store.audit_rows().unwrap().len(), 200);
     }
 
+    #[cfg(unix)]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_failed_segment_sync_fails_its_batch_and_commits_nothing() {
+        use std::sync::Arc;
+        let (dir, store) = temp_db();
+        // A pipe cannot be fdatasynced (EINVAL): the sync fails.
+        let (reader, _writer) = std::io::pipe().unwrap();
+        let pipe = Arc::new(std::fs::File::from(std::os::fd::OwnedFd::from(reader)));
+        let failed = store.commit(vec![audit(1), Record::SyncFile(pipe)]).await;
+        assert!(failed.is_err(), "{failed:?}");
+        assert!(store.audit_rows().unwrap().is_empty(), "nothing committed");
+        // A file that syncs (twice in one batch: synced once) commits.
+        let seg = Arc::new(std::fs::File::create(dir.0.join("seg")).unwrap());
+        store
+            .commit(vec![
+                audit(2),
+                Record::SyncFile(seg.clone()),
+                Record::SyncFile(seg),
+            ])
+            .await
+            .unwrap();
+        assert_eq!(store.audit_rows().unwrap().len(), 1);
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_job_poll_is_claimed_by_one_and_taken_over_after_its_lease() {
         let (_d, store) = temp_db();

@@ -244,6 +244,11 @@ pub(super) const MIGRATIONS: &[&str] = &[
     r#"
     DROP INDEX IF EXISTS audit_by_user;
 "#,
+    // 4: as SQLite's 11 (packed objects: segment and body offset).
+    r#"
+    ALTER TABLE assets ADD COLUMN pack TEXT;
+    ALTER TABLE assets ADD COLUMN pack_offset BIGINT;
+"#,
 ];
 
 /// Key of the advisory lock that serialises migrations of one database.

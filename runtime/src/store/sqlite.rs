@@ -254,6 +254,12 @@ pub(super) const MIGRATIONS: &[&str] = &[
     r#"
     DROP INDEX IF EXISTS audit_by_user;
     "#,
+    // 11: packed objects (objects::pack): the segment holding an asset's
+    //     bytes and the offset of its body; NULL for an object of its own.
+    r#"
+    ALTER TABLE assets ADD COLUMN pack TEXT;
+    ALTER TABLE assets ADD COLUMN pack_offset INTEGER;
+    "#,
 ];
 
 /// How long a connection waits for another's lock before "database is locked".

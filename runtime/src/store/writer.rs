@@ -77,6 +77,10 @@ pub struct AssetRecord {
     pub created_at: String,
     /// `None`: permanent, never swept.
     pub expires_at: Option<String>,
+    /// The segment holding the object when it is packed (`objects::pack`).
+    pub pack: Option<String>,
+    /// Offset of the packed object's body in its segment.
+    pub pack_offset: Option<u64>,
 }
 
 /// A new asynchronous job.
@@ -170,6 +174,9 @@ pub enum Record {
         user_id: i64,
         amount: Decimal,
     },
+    /// A file (a packed object's segment) to fdatasync before the group
+    /// holding this record commits; written nothing. See [`sync_files`].
+    SyncFile(std::sync::Arc<std::fs::File>),
 }
 
 /// The token detail of one model request, beside its usage record.
@@ -286,6 +293,10 @@ fn writer_loop(mut conn: Conn, sync_full: bool, rx: mpsc::Receiver<Batch>) {
         }
         last_group = group.len();
         crate::telemetry::record_queue(-(group.len() as f64));
+        let group = sync_files(group);
+        if group.is_empty() {
+            continue;
+        }
         let started = std::time::Instant::now();
         let relaxed = sync_full && !group.iter().any(|b| needs_flush(&b.records));
         let written = if relaxed {
@@ -355,6 +366,34 @@ fn write_unflushed(conn: &mut Conn, group: &[Batch]) -> Result<Vec<Committed>> {
             })
         }
     }
+}
+
+/// Fdatasyncs each distinct file of the group's [`Record::SyncFile`]s once,
+/// before the group commits (an answered packed object must be on disk
+/// before its asset record). If any fails, every batch carrying a
+/// `SyncFile` is failed (nothing of it committed); the others are returned
+/// to be written.
+fn sync_files(group: Vec<Batch>) -> Vec<Batch> {
+    let mut files: Vec<&std::sync::Arc<std::fs::File>> = Vec::new();
+    for r in group.iter().flat_map(|b| &b.records) {
+        if let Record::SyncFile(f) = r {
+            if !files.iter().any(|g| std::sync::Arc::ptr_eq(g, f)) {
+                files.push(f);
+            }
+        }
+    }
+    let Some(e) = files.into_iter().find_map(|f| f.sync_data().err()) else {
+        return group;
+    };
+    tracing::error!(error = %e, "syncing a packed segment failed; failing its batches");
+    let carries = |b: &Batch| b.records.iter().any(|r| matches!(r, Record::SyncFile(_)));
+    let (failed, rest): (Vec<Batch>, Vec<Batch>) = group.into_iter().partition(carries);
+    for b in failed {
+        let _ = b
+            .done
+            .send(Err(StoreError(format!("syncing a packed segment: {e}"))));
+    }
+    rest
 }
 
 /// Counts the charges of a committed batch's usage records (those written).
@@ -453,6 +492,7 @@ fn write_record(
             .holds
             .push(balances.hold(tx, *user_id, request_id, *amount)?),
         Record::HoldRelease { request_id } => balances.release(tx, request_id)?,
+        Record::SyncFile(_) => {}
         Record::WebhookEvent(e) => {
             tx.exec(
                 "INSERT INTO webhook_events (body_sha256, body, event, kind, upstream_id, signed, outcome, received_at)
@@ -535,8 +575,8 @@ fn insert_usage(tx: &mut Db<'_>, balances: &mut Balances, u: &UsageRecord) -> Re
 
 fn insert_asset(tx: &mut Db<'_>, a: &AssetRecord) -> Result<i64> {
     tx.row(
-        "INSERT INTO assets (owner_id, object_key, class, purpose, size_bytes, content_type, file_name, source, created_at, expires_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) RETURNING id",
+        "INSERT INTO assets (owner_id, object_key, class, purpose, size_bytes, content_type, file_name, source, created_at, expires_at, pack, pack_offset)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) RETURNING id",
         p![
             a.owner_id,
             a.object_key,
@@ -547,7 +587,9 @@ fn insert_asset(tx: &mut Db<'_>, a: &AssetRecord) -> Result<i64> {
             a.file_name,
             a.source,
             a.created_at,
-            a.expires_at
+            a.expires_at,
+            a.pack,
+            a.pack_offset
         ],
         |r| r.get(0),
     )?
