@@ -167,6 +167,10 @@ pub struct Outcome {
     /// (model requests, priced per model) or when its stream ends. The
     /// pipeline then writes none.
     pub own_usage: bool,
+    /// A stream whose end commits again, with the flush (its settlement):
+    /// the records committed before its first byte skip the flush, which
+    /// that later commit covers (see `RecordWriter::commit_unflushed`).
+    pub settles_later: bool,
 }
 
 impl Outcome {
@@ -177,6 +181,7 @@ impl Outcome {
             records: Vec::new(),
             deferred: Vec::new(),
             own_usage: false,
+            settles_later: false,
         }
     }
 }

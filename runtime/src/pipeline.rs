@@ -17,7 +17,8 @@
 //! 6. **forward** — the row's mode ([`crate::modes`]).
 //! 7. **record** — on success, the audit record, the usage record (what the
 //!    mode metered, or quantity 0) and the mode's own records are committed
-//!    by group commit *before* the answer is sent; a failed request writes
+//!    by group commit *before* the answer is sent (a stream's without the
+//!    flush to disk: its settlement at its end flushes both); a failed request writes
 //!    nothing and is charged nothing. Side effects that must follow the
 //!    commit happen here, after it: the owner cache learns created and
 //!    deleted resources, deferred work (job callbacks) starts.
@@ -125,20 +126,12 @@ async fn run(
     let mut params = params;
     owners::fill_parents(ctx, &mut params).await?;
     // 6. forward
-    let outcome = modes::run(ctx, req, &params)
+    let mut outcome = modes::run(ctx, req, &params)
         .await
         .map_err(|e| owners::upstream_not_found(ctx, &params, e))?;
     // 7. record
     if outcome.response.status().is_success() {
-        record(
-            ctx,
-            path,
-            &outcome.response,
-            outcome.upstream_status,
-            outcome.records,
-            outcome.own_usage,
-        )
-        .await?;
+        record(ctx, path, &mut outcome).await?;
         for d in outcome.deferred {
             d.start(ctx.gw.clone());
         }
@@ -153,11 +146,9 @@ async fn run(
 async fn record(
     ctx: &mut Ctx,
     path: &str,
-    response: &Response,
-    upstream_status: Option<u16>,
-    mode_records: Vec<Record>,
-    own_usage: bool,
+    outcome: &mut crate::ctx::Outcome,
 ) -> Result<(), ApiError> {
+    let mode_records = std::mem::take(&mut outcome.records);
     let mut records = Vec::with_capacity(2 + mode_records.len());
     records.push(Record::Audit(AuditRecord {
         request_id: ctx.request_id.clone(),
@@ -165,12 +156,12 @@ async fn record(
         route_id: ctx.spec.id.to_owned(),
         method: ctx.spec.method.as_str().to_owned(),
         path: path.to_owned(),
-        status: response.status().as_u16(),
-        upstream_status,
+        status: outcome.response.status().as_u16(),
+        upstream_status: outcome.upstream_status,
         latency_ms: ctx.started.elapsed().as_millis() as u64,
         created_at: crate::store::now_rfc3339(),
     }));
-    if !own_usage {
+    if !outcome.own_usage {
         records.push(Record::Usage(usage_record(ctx)));
     }
     let cache_changes: Vec<_> = mode_records
@@ -178,11 +169,13 @@ async fn record(
         .filter_map(owners::cache_change)
         .collect();
     records.extend(mode_records);
-    ctx.gw
-        .store
-        .commit(records)
-        .await
-        .map_err(|e| ApiError::Internal(e.to_string()))?;
+    let store = &ctx.gw.store;
+    if outcome.settles_later {
+        store.commit_unflushed(records).await
+    } else {
+        store.commit(records).await
+    }
+    .map_err(|e| ApiError::Internal(e.to_string()))?;
     crate::cluster::owners_changed(&ctx.gw, cache_changes).await;
     Ok(())
 }

@@ -177,6 +177,7 @@ pub async fn complete(ctx: &mut Ctx, req: Request, chat: bool) -> Result<Outcome
     }
     let mut out = Outcome::new(resp, Some(status));
     out.own_usage = true;
+    out.settles_later = true;
     Ok(out)
 }
 

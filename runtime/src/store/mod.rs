@@ -30,6 +30,7 @@ mod balances;
 mod money;
 mod owners;
 mod pg;
+mod records;
 pub(crate) mod sql;
 mod sqlite;
 mod videos;
@@ -44,11 +45,12 @@ pub use money::{LedgerRow, ModelUsageRow, ReconciliationRow, Reserved, UsageRow}
 pub use owners::WebhookEventRow;
 pub use videos::VideoJobRow;
 
-use writer::RecordWriter as Writer;
-pub use writer::{
+pub use records::{
     AssetRecord, AuditRecord, Committed, JobRecord, JobUpdate, ModelUsageRecord, Record,
-    RecordWriter, UsageRecord, WebhookEventRecord,
+    UsageRecord, WebhookEventRecord,
 };
+use writer::RecordWriter as Writer;
+pub use writer::RecordWriter;
 
 /// A database error, kept as text (callers log it and answer 500).
 #[derive(Debug, thiserror::Error)]
@@ -267,6 +269,11 @@ impl Store {
     /// durable. Returns the ids of the assets among them, in order.
     pub async fn commit(&self, records: Vec<Record>) -> Result<Committed> {
         self.writer.commit(records).await
+    }
+
+    /// [`RecordWriter::commit_unflushed`].
+    pub async fn commit_unflushed(&self, records: Vec<Record>) -> Result<Committed> {
+        self.writer.commit_unflushed(records).await
     }
 
     // ---- users and keys (used by the CLI and by auth) ----

@@ -1,16 +1,22 @@
 //! Group commit: the one thread that writes the records that must not be lost.
 //!
-//! Requests hand their records ([`Record`]) to [`RecordWriter::commit`] and
-//! wait. The writer thread takes whatever has queued up (up to
-//! [`MAX_GROUP`] batches; under load it waits up to [`GATHER`] for more),
-//! writes it in one `BEGIN IMMEDIATE` transaction,
+//! Requests hand their records ([`Record`], in [`super::records`]) to
+//! [`RecordWriter::commit`] and wait. The writer thread takes whatever has
+//! queued up (up to [`MAX_GROUP`] batches; under load it waits up to
+//! [`GATHER`] for more), writes it in one `BEGIN IMMEDIATE` transaction,
 //! commits (one fsync for the whole group, `synchronous=FULL`), then wakes
 //! every waiting request. If the group fails, each batch is retried alone,
 //! so one bad batch cannot fail its neighbours.
 //!
+//! Batching adapts to load: a commit alone in flight that needs no fsync
+//! is written by its caller directly ([`RecordWriter::commit`]); a group of
+//! credit holds alone is committed without the fsync ([`needs_flush`]);
+//! packed objects of the group are fdatasynced once, before the commit.
+//!
 //! Money rules enforced here, inside the transaction:
 //! * a usage record and the debit of its charge from the user's credit
-//!   balance are written together or not at all;
+//!   balance are written together or not at all (each user's balance is
+//!   read once and written once per group: [`Balances`]);
 //! * a usage record with a `once_key` (a job's completion, a voice's first
 //!   build) is written at most once: a second one with the same key is
 //!   skipped, with no debit.
@@ -20,198 +26,14 @@ use std::sync::mpsc;
 use rust_decimal::Decimal;
 
 use super::balances::Balances;
+use super::records::*;
 use super::sql::{p, Db};
 use super::{Result, StoreError};
 
-/// One audit row: who called which route, and how it went.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AuditRecord {
-    pub request_id: String,
-    pub user_id: Option<i64>,
-    pub route_id: String,
-    pub method: String,
-    pub path: String,
-    pub status: u16,
-    pub upstream_status: Option<u16>,
-    pub latency_ms: u64,
-    /// RFC 3339, UTC.
-    pub created_at: String,
-}
-
-/// One billing-usage row, and the debit of its charge.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UsageRecord {
-    pub request_id: String,
-    pub user_id: Option<i64>,
-    pub route_id: String,
-    pub capability: String,
-    /// Price-key product (`tts`, `watermark_apply`, ...).
-    pub product: String,
-    /// Billing unit (`audio_seconds`, ...).
-    pub unit: String,
-    pub quantity: Decimal,
-    /// `None` when unpriced.
-    pub unit_price: Option<Decimal>,
-    pub markup_pct: Decimal,
-    /// 8 decimal places.
-    pub charged: Decimal,
-    /// When set, at most one usage record with this key carries a charge;
-    /// a later one is written with quantity 0 and no charge instead.
-    pub once_key: Option<String>,
-    pub created_at: String,
-}
-
-/// A stored object's record.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AssetRecord {
-    pub owner_id: Option<i64>,
-    pub object_key: String,
-    /// `synthesis`, `voice_recordings`, `mirror`, ...
-    pub class: String,
-    pub purpose: Option<String>,
-    pub size_bytes: u64,
-    pub content_type: String,
-    pub file_name: Option<String>,
-    /// Where it came from (request id, upstream URL).
-    pub source: Option<String>,
-    pub created_at: String,
-    /// `None`: permanent, never swept.
-    pub expires_at: Option<String>,
-    /// The segment holding the object when it is packed (`objects::pack`).
-    pub pack: Option<String>,
-    /// Offset of the packed object's body in its segment.
-    pub pack_offset: Option<u64>,
-}
-
-/// A new asynchronous job.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct JobRecord {
-    pub job_id: String,
-    pub kind: String,
-    pub upstream_id: String,
-    pub user_id: i64,
-    pub submit_route: String,
-    pub status: String,
-    pub media_type: Option<String>,
-    pub callback_uri: Option<String>,
-    pub created_at: String,
-    /// When the background follower first polls the job (`None`: never).
-    pub follow_at: Option<String>,
-}
-
-/// A change to a job's status or result.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct JobUpdate {
-    pub kind: String,
-    pub job_id: String,
-    pub status: String,
-    pub media_type: Option<String>,
-    /// JSON text of the result summary.
-    pub result: Option<String>,
-    /// Mark the job billed (together with its once-keyed usage record).
-    pub billed: bool,
-    pub updated_at: String,
-}
-
-/// An inbound webhook event, stored whole.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WebhookEventRecord {
-    /// SHA-256 (hex) of the raw body: the same delivery twice is one event.
-    pub body_sha256: String,
-    pub body: Vec<u8>,
-    pub event: Option<String>,
-    pub kind: Option<String>,
-    pub upstream_id: Option<String>,
-    pub signed: bool,
-    /// What the gateway did with it (`job_updated`, `unknown_job`, `malformed`, ...).
-    pub outcome: String,
-    pub received_at: String,
-}
-
-/// A record committed by the group-commit writer.
-#[derive(Debug, Clone)]
-pub enum Record {
-    Audit(AuditRecord),
-    Usage(UsageRecord),
-    Asset(AssetRecord),
-    JobCreate(JobRecord),
-    JobUpdate(JobUpdate),
-    /// A user-owned resource was created upstream through the gateway.
-    OwnerAdd {
-        kind: String,
-        upstream_id: String,
-        owner_id: i64,
-        /// The resource it belongs to upstream (an agent tool's agent), if any.
-        parent: Option<String>,
-        at: String,
-    },
-    /// A user-owned resource was deleted.
-    OwnerRemove {
-        kind: String,
-        upstream_id: String,
-    },
-    /// A resource's status changed (a voice finished training).
-    OwnerStatus {
-        kind: String,
-        upstream_id: String,
-        status: String,
-        at: String,
-    },
-    WebhookEvent(WebhookEventRecord),
-    /// A model request's token detail (the general gateway).
-    ModelUsage(ModelUsageRecord),
-    /// A request's credit hold ends (it settled, with its usage record in
-    /// the same transaction).
-    HoldRelease {
-        request_id: String,
-    },
-    /// Hold `amount` of a user's credit for a request, if the balance minus
-    /// the user's other holds covers it; the outcome is in
-    /// [`Committed::holds`]. Through the writer so that holds are group
-    /// committed and never wait for the database lock.
-    Hold {
-        request_id: String,
-        user_id: i64,
-        amount: Decimal,
-    },
-    /// A file (a packed object's segment) to fdatasync before the group
-    /// holding this record commits; written nothing. See [`sync_files`].
-    SyncFile(std::sync::Arc<std::fs::File>),
-}
-
-/// The token detail of one model request, beside its usage record.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ModelUsageRecord {
-    pub request_id: String,
-    pub user_id: Option<i64>,
-    pub route_id: String,
-    /// `provider/model`.
-    pub model: String,
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-    /// Counted by the gateway (a stream without the upstream's `usage`).
-    pub counted: bool,
-    /// The caller's own key went upstream: recorded, charged nothing.
-    pub byok: bool,
-    /// How the request ended: `complete`, `stopped`, `disconnected`, `timeout`, `error`.
-    pub ended: String,
-    pub created_at: String,
-}
-
-/// What a commit produced.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Committed {
-    /// Ids of the batch's [`Record::Asset`]s, in order.
-    pub asset_ids: Vec<i64>,
-    /// For each [`Record::Usage`] in order: whether it was written (false
-    /// when its `once_key` had been used already).
-    pub usage_written: Vec<bool>,
-    /// For each [`Record::Hold`] in order: whether it was held.
-    pub holds: Vec<super::Reserved>,
-}
-
 struct Batch {
     records: Vec<Record>,
+    /// Must be on disk before it is acknowledged (see [`needs_flush`]).
+    flush: bool,
     done: tokio::sync::oneshot::Sender<Result<Committed>>,
 }
 
@@ -219,6 +41,28 @@ struct Batch {
 #[derive(Clone)]
 pub struct RecordWriter {
     tx: mpsc::Sender<Batch>,
+    shared: std::sync::Arc<Shared>,
+}
+
+/// What the writer thread and the callers share.
+struct Shared {
+    /// The one write connection: the writer thread's, lent to a caller
+    /// that commits alone (see [`RecordWriter::commit`]).
+    conn: std::sync::Mutex<Conn>,
+    /// Commits asked for and not yet answered, inline or queued.
+    in_flight: std::sync::atomic::AtomicUsize,
+    sync_full: bool,
+}
+
+/// Counts a commit in flight while it lives.
+struct InFlight<'a>(&'a Shared);
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0
+            .in_flight
+            .fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+    }
 }
 
 /// Most batches folded into one transaction.
@@ -245,21 +89,79 @@ impl RecordWriter {
     /// without the flush even then (see [`needs_flush`]).
     pub(super) fn start(conn: Conn, sync_full: bool) -> RecordWriter {
         let (tx, rx) = mpsc::channel::<Batch>();
+        let shared = std::sync::Arc::new(Shared {
+            conn: std::sync::Mutex::new(conn),
+            in_flight: Default::default(),
+            sync_full,
+        });
+        let thread_shared = shared.clone();
         std::thread::Builder::new()
             .name("record-writer".into())
-            .spawn(move || writer_loop(conn, sync_full, rx))
+            .spawn(move || writer_loop(&thread_shared, rx))
             .expect("spawn record writer");
-        RecordWriter { tx }
+        RecordWriter { tx, shared }
     }
 
     /// Queues `records` for the next group commit and waits until durable.
     pub async fn commit(&self, records: Vec<Record>) -> Result<Committed> {
+        self.queue(records, true).await
+    }
+
+    /// Queues `records` for the next group commit and waits until
+    /// committed, without asking for the flush to disk: for records that a
+    /// later flushed commit of the same request makes durable (a stream's
+    /// audit record, before its first byte; its settlement, at its end,
+    /// flushes both).
+    pub async fn commit_unflushed(&self, records: Vec<Record>) -> Result<Committed> {
+        self.queue(records, false).await
+    }
+
+    /// Batching adapts to load: a commit that is the only one in flight,
+    /// on SQLite, and that will not be flushed to disk
+    /// (`GATEWAY_DB_SYNC=normal`, or a batch that needs no flush) is
+    /// written by the caller itself, on its own thread, instead of handing
+    /// it to the writer thread and back (two thread switches, a measured
+    /// part of a lone request's latency). It holds the write connection for
+    /// one short transaction without I/O waits (no fsync); under load,
+    /// batches queue for the group commit as before.
+    async fn queue(&self, records: Vec<Record>, flush: bool) -> Result<Committed> {
+        use std::sync::atomic::Ordering;
         if records.is_empty() {
             return Ok(Committed::default());
         }
         let (done, wait) = tokio::sync::oneshot::channel();
+        let batch = Batch {
+            records,
+            flush,
+            done,
+        };
+        let shared = &*self.shared;
+        let alone = shared.in_flight.fetch_add(1, Ordering::AcqRel) == 0;
+        let _in_flight = InFlight(shared);
+        if alone && !(shared.sync_full && needs_flush(&batch)) {
+            if let Ok(mut conn) = shared.conn.try_lock() {
+                if matches!(*conn, Conn::Sqlite(_)) {
+                    let started = std::time::Instant::now();
+                    let written =
+                        commit_group(&mut conn, shared.sync_full, std::slice::from_ref(&batch));
+                    drop(conn);
+                    crate::telemetry::record_commit(started.elapsed());
+                    return match written {
+                        Ok(mut results) => {
+                            let r = results.pop().unwrap_or_default();
+                            count_charges(&batch.records, &r);
+                            Ok(r)
+                        }
+                        Err(e) => {
+                            tracing::error!(error = %e, "commit failed");
+                            Err(StoreError(e.to_string()))
+                        }
+                    };
+                }
+            }
+        }
         self.tx
-            .send(Batch { records, done })
+            .send(batch)
             .map_err(|_| StoreError("record writer stopped".into()))?;
         crate::telemetry::record_queue(1.0);
         wait.await
@@ -272,7 +174,7 @@ impl RecordWriter {
 /// the same one fsync. Alone (one request at a time) it never waits.
 pub const GATHER: std::time::Duration = std::time::Duration::from_micros(200);
 
-fn writer_loop(mut conn: Conn, sync_full: bool, rx: mpsc::Receiver<Batch>) {
+fn writer_loop(shared: &Shared, rx: mpsc::Receiver<Batch>) {
     let mut last_group = 1;
     // Blocks until work arrives; ends when every sender is gone.
     while let Ok(first) = rx.recv() {
@@ -297,13 +199,12 @@ fn writer_loop(mut conn: Conn, sync_full: bool, rx: mpsc::Receiver<Batch>) {
         if group.is_empty() {
             continue;
         }
+        let mut conn = shared
+            .conn
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let started = std::time::Instant::now();
-        let relaxed = sync_full && !group.iter().any(|b| needs_flush(&b.records));
-        let written = if relaxed {
-            write_unflushed(&mut conn, &group)
-        } else {
-            write_group(&mut conn.db(), &group)
-        };
+        let written = commit_group(&mut conn, shared.sync_full, &group);
         crate::telemetry::record_commit(started.elapsed());
         match written {
             Ok(results) => {
@@ -336,14 +237,29 @@ fn writer_loop(mut conn: Conn, sync_full: bool, rx: mpsc::Receiver<Batch>) {
 }
 
 /// Whether a batch must be on disk before it is acknowledged. Every record
-/// must, but a credit hold: a hold is a reservation, not money. It guards
-/// against overdraft while its request runs and expires by itself; losing
-/// the last holds in a power cut loses nothing billable (their requests
-/// were cut off too, and a request's charge is always committed with the
-/// flush). So a group of holds alone skips the flush: a streamed chat's
-/// first byte waits for one flush (its audit record), not two.
-fn needs_flush(records: &[Record]) -> bool {
-    records.iter().any(|r| !matches!(r, Record::Hold { .. }))
+/// must, but a credit hold and what was queued with
+/// [`RecordWriter::commit_unflushed`]. A hold is a reservation, not money:
+/// it guards against overdraft while its request runs and expires by
+/// itself; losing the last holds in a power cut loses nothing billable
+/// (their requests were cut off too, and a charge is always committed with
+/// the flush). A group of such batches alone skips the flush, so a
+/// streamed chat's first byte waits for no flush at all.
+fn needs_flush(batch: &Batch) -> bool {
+    batch.flush
+        && batch
+            .records
+            .iter()
+            .any(|r| !matches!(r, Record::Hold { .. }))
+}
+
+/// Writes a group in one transaction, flushed to disk when `sync_full`
+/// and any batch needs it.
+fn commit_group(conn: &mut Conn, sync_full: bool, group: &[Batch]) -> Result<Vec<Committed>> {
+    if sync_full && !group.iter().any(needs_flush) {
+        write_unflushed(conn, group)
+    } else {
+        write_group(&mut conn.db(), group)
+    }
 }
 
 /// [`write_group`] without flushing the commit to disk: SQLite's

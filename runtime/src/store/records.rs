@@ -1,0 +1,192 @@
+//! The records the group-commit writer ([`super::writer`]) commits: what a
+//! request leaves behind (audit, usage, assets, jobs, ownership, webhook
+//! events, model usage, credit holds), and what a commit answers.
+
+use rust_decimal::Decimal;
+
+/// One audit row: who called which route, and how it went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditRecord {
+    pub request_id: String,
+    pub user_id: Option<i64>,
+    pub route_id: String,
+    pub method: String,
+    pub path: String,
+    pub status: u16,
+    pub upstream_status: Option<u16>,
+    pub latency_ms: u64,
+    /// RFC 3339, UTC.
+    pub created_at: String,
+}
+
+/// One billing-usage row, and the debit of its charge.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UsageRecord {
+    pub request_id: String,
+    pub user_id: Option<i64>,
+    pub route_id: String,
+    pub capability: String,
+    /// Price-key product (`tts`, `watermark_apply`, ...).
+    pub product: String,
+    /// Billing unit (`audio_seconds`, ...).
+    pub unit: String,
+    pub quantity: Decimal,
+    /// `None` when unpriced.
+    pub unit_price: Option<Decimal>,
+    pub markup_pct: Decimal,
+    /// 8 decimal places.
+    pub charged: Decimal,
+    /// When set, at most one usage record with this key carries a charge;
+    /// a later one is written with quantity 0 and no charge instead.
+    pub once_key: Option<String>,
+    pub created_at: String,
+}
+
+/// A stored object's record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AssetRecord {
+    pub owner_id: Option<i64>,
+    pub object_key: String,
+    /// `synthesis`, `voice_recordings`, `mirror`, ...
+    pub class: String,
+    pub purpose: Option<String>,
+    pub size_bytes: u64,
+    pub content_type: String,
+    pub file_name: Option<String>,
+    /// Where it came from (request id, upstream URL).
+    pub source: Option<String>,
+    pub created_at: String,
+    /// `None`: permanent, never swept.
+    pub expires_at: Option<String>,
+    /// The segment holding the object when it is packed (`objects::pack`).
+    pub pack: Option<String>,
+    /// Offset of the packed object's body in its segment.
+    pub pack_offset: Option<u64>,
+}
+
+/// A new asynchronous job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobRecord {
+    pub job_id: String,
+    pub kind: String,
+    pub upstream_id: String,
+    pub user_id: i64,
+    pub submit_route: String,
+    pub status: String,
+    pub media_type: Option<String>,
+    pub callback_uri: Option<String>,
+    pub created_at: String,
+    /// When the background follower first polls the job (`None`: never).
+    pub follow_at: Option<String>,
+}
+
+/// A change to a job's status or result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobUpdate {
+    pub kind: String,
+    pub job_id: String,
+    pub status: String,
+    pub media_type: Option<String>,
+    /// JSON text of the result summary.
+    pub result: Option<String>,
+    /// Mark the job billed (together with its once-keyed usage record).
+    pub billed: bool,
+    pub updated_at: String,
+}
+
+/// An inbound webhook event, stored whole.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WebhookEventRecord {
+    /// SHA-256 (hex) of the raw body: the same delivery twice is one event.
+    pub body_sha256: String,
+    pub body: Vec<u8>,
+    pub event: Option<String>,
+    pub kind: Option<String>,
+    pub upstream_id: Option<String>,
+    pub signed: bool,
+    /// What the gateway did with it (`job_updated`, `unknown_job`, `malformed`, ...).
+    pub outcome: String,
+    pub received_at: String,
+}
+
+/// A record committed by the group-commit writer.
+#[derive(Debug, Clone)]
+pub enum Record {
+    Audit(AuditRecord),
+    Usage(UsageRecord),
+    Asset(AssetRecord),
+    JobCreate(JobRecord),
+    JobUpdate(JobUpdate),
+    /// A user-owned resource was created upstream through the gateway.
+    OwnerAdd {
+        kind: String,
+        upstream_id: String,
+        owner_id: i64,
+        /// The resource it belongs to upstream (an agent tool's agent), if any.
+        parent: Option<String>,
+        at: String,
+    },
+    /// A user-owned resource was deleted.
+    OwnerRemove {
+        kind: String,
+        upstream_id: String,
+    },
+    /// A resource's status changed (a voice finished training).
+    OwnerStatus {
+        kind: String,
+        upstream_id: String,
+        status: String,
+        at: String,
+    },
+    WebhookEvent(WebhookEventRecord),
+    /// A model request's token detail (the general gateway).
+    ModelUsage(ModelUsageRecord),
+    /// A request's credit hold ends (it settled, with its usage record in
+    /// the same transaction).
+    HoldRelease {
+        request_id: String,
+    },
+    /// Hold `amount` of a user's credit for a request, if the balance minus
+    /// the user's other holds covers it; the outcome is in
+    /// [`Committed::holds`]. Through the writer so that holds are group
+    /// committed and never wait for the database lock.
+    Hold {
+        request_id: String,
+        user_id: i64,
+        amount: Decimal,
+    },
+    /// A file (a packed object's segment) to fdatasync before the group
+    /// holding this record commits; written nothing. See [`sync_files`].
+    SyncFile(std::sync::Arc<std::fs::File>),
+}
+
+/// The token detail of one model request, beside its usage record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelUsageRecord {
+    pub request_id: String,
+    pub user_id: Option<i64>,
+    pub route_id: String,
+    /// `provider/model`.
+    pub model: String,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    /// Counted by the gateway (a stream without the upstream's `usage`).
+    pub counted: bool,
+    /// The caller's own key went upstream: recorded, charged nothing.
+    pub byok: bool,
+    /// How the request ended: `complete`, `stopped`, `disconnected`, `timeout`, `error`.
+    pub ended: String,
+    pub created_at: String,
+}
+
+/// What a commit produced.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Committed {
+    /// Ids of the batch's [`Record::Asset`]s, in order.
+    pub asset_ids: Vec<i64>,
+    /// For each [`Record::Usage`] in order: whether it was written (false
+    /// when its `once_key` had been used already).
+    pub usage_written: Vec<bool>,
+    /// For each [`Record::Hold`] in order: whether it was held.
+    pub holds: Vec<super::Reserved>,
+}
