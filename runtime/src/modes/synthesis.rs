@@ -16,12 +16,13 @@
 //! | `billing` | `{"unit": "audio_seconds", "quantity": <seconds>, "charged": "<8 places>"}` |
 //! | `resemble_url` | the upstream's own URL of the audio, only when it gave one |
 //!
-//! The billed seconds are the upstream's `duration`, or measured from the
-//! audio itself ([`crate::audio`]) when it gives none or gives one that is
-//! negative or non-finite (rejected and logged by
-//! [`crate::billing::quantity_from_upstream`]; never billed as a credit);
-//! when the audio cannot be measured either, the answer is 502 and nothing
-//! is billed.
+//! The billed seconds are measured from the audio itself ([`crate::audio`]);
+//! the upstream's `duration` is billed when it is at most that (a negative
+//! or non-finite one is rejected and logged by
+//! [`crate::billing::quantity_from_upstream`], never billed as a credit; a
+//! longer one is billed at the measured length and logged at error level,
+//! [`crate::bounds::measured_at_most`]); when the audio cannot be measured,
+//! the answer is 502 and nothing is billed.
 
 use base64::Engine;
 use serde_json::{json, Value};
@@ -81,20 +82,22 @@ pub async fn synthesize(
         Some("mp3") => "mp3",
         _ => sniff_extension(&audio),
     };
-    // A negative or non-finite `duration` is rejected (logged) and the audio
-    // measured instead, as when there is none.
-    let duration = match quantity_from_upstream("duration", raw.get("duration")).valid() {
-        Some(d) => d,
-        None => {
-            let bytes = audio.clone();
-            let ext = ext.to_owned();
-            tokio::task::spawn_blocking(move || crate::audio::duration_seconds(bytes, &ext))
-                .await
-                .ok()
-                .flatten()
-                .ok_or_else(|| ApiError::BadGateway("the voice provider answered synthesis without a duration, and the audio could not be measured".into()))?
-        }
+    // The billed seconds are the audio we measured; a reported `duration`
+    // is believed only up to it ([`crate::bounds::measured_at_most`]).
+    let reported = quantity_from_upstream("duration", raw.get("duration")).valid();
+    let measured = {
+        let bytes = audio.clone();
+        let ext = ext.to_owned();
+        tokio::task::spawn_blocking(move || crate::audio::duration_seconds(bytes, &ext))
+            .await
+            .ok()
+            .flatten()
     };
+    let duration = crate::bounds::measured_at_most(reported, measured).ok_or_else(|| {
+        ApiError::BadGateway(
+            "the voice provider answered synthesis with audio that could not be measured".into(),
+        )
+    })?;
     let charge = ctx.meter_row(duration, None);
 
     // Store the audio; its record is committed with the audit and usage records.
