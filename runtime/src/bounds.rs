@@ -76,16 +76,6 @@ pub struct Bound {
 }
 
 impl Bound {
-    /// The most this bound can cost on `m` of `p`, markup included.
-    pub fn cost(
-        &self,
-        p: &crate::providers::Provider,
-        m: &crate::providers::Model,
-    ) -> rust_decimal::Decimal {
-        crate::credits::token_cost(p, m, self.input, self.output)
-            + crate::credits::image_cost(p, m, self.images)
-    }
-
     /// Provider-reported tokens bounded by this bound: an implausible count
     /// is billed at the bound and logged at error level.
     pub fn tokens(&self, input: u64, output: u64) -> (u64, u64) {

@@ -25,6 +25,12 @@ pub fn token_cost(p: &Provider, m: &Model, input: u64, output: u64) -> Decimal {
         .round_dp_with_strategy(CHARGE_DP, RoundingStrategy::MidpointAwayFromZero)
 }
 
+/// The most a request's [`crate::bounds::Bound`] can cost on `m` of `p`
+/// (its tokens and its images), markup included: what is held.
+pub fn bound_cost(p: &Provider, m: &Model, b: &crate::bounds::Bound) -> Decimal {
+    token_cost(p, m, b.input, b.output) + image_cost(p, m, b.images)
+}
+
 fn raw_token_cost(m: &Model, input: u64, output: u64) -> Decimal {
     let i = m.input_per_mtok.unwrap_or_default() * Decimal::from(input) / MTOK;
     let o = m.output_per_mtok.unwrap_or_default() * Decimal::from(output) / MTOK;

@@ -190,7 +190,7 @@ pub(crate) async fn prepare_model_call(
     let upstream_body = p.adapter.request(op, &m.id, body);
     let bound = bound(m, &upstream_body)?;
     let (mut settle, key) = pick_model(ctx, name.as_deref(), byok.as_deref(), want, |p, m| {
-        bound.cost(p, m)
+        credits::bound_cost(p, m, &bound)
     })
     .await?;
     settle.bound = Some(bound);
