@@ -126,6 +126,21 @@ pub fn measured_at_most(
     }
 }
 
+/// A decimal quantity the provider reported, bounded by what the request
+/// could produce: beyond `bound`, billed at the bound, logged at error.
+pub fn reported_at_most(
+    what: &'static str,
+    reported: rust_decimal::Decimal,
+    bound: rust_decimal::Decimal,
+) -> rust_decimal::Decimal {
+    if reported > bound {
+        tracing::error!(what, %reported, %bound, "the provider reported more than the request could produce; billing the bound");
+        bound
+    } else {
+        reported
+    }
+}
+
 /// 400 when `additional_params` sets a field of [`GATEWAY_PRICED`].
 pub fn check_additional_params(body: &Map<String, Value>) -> Result<(), ApiError> {
     match body.get("additional_params") {
