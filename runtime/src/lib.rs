@@ -65,6 +65,7 @@ pub mod fetch;
 pub mod follower;
 pub mod generated;
 pub mod mail;
+pub mod media;
 pub mod mirror;
 pub mod modes;
 pub mod objects;

@@ -99,11 +99,7 @@ pub async fn synthesize(
 
     // Store the audio; its record is committed with the audit and usage records.
     let user_id = ctx.require_user("synthesis")?;
-    let content_type = if ext == "wav" {
-        "audio/wav"
-    } else {
-        "audio/mpeg"
-    };
+    let content_type = crate::media::by_ext(ext).map_or("audio/mpeg", |t| t.content_type);
     let stored = crate::generated::Media {
         owner: user_id,
         prefix: "synthesis",
