@@ -526,7 +526,7 @@ impl Config {
         }
         match crate::auth::config::AccountConfig::from_lookup(|n| v.raw(n)) {
             Ok(a) => self.accounts = a,
-            Err((name, reason)) => v.bad(name, reason),
+            Err(bad) => v.bad.extend(bad),
         }
     }
 }
