@@ -50,7 +50,7 @@ pub async fn create(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
         .store
         .blocking(move |s| {
             auth::create_named_key(s, uid, name.as_deref())
-                .map_err(|e| crate::store::StoreError::driver(e))
+                .map_err(crate::store::StoreError::driver)
         })
         .await?;
     let row = ctx

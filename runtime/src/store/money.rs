@@ -291,7 +291,7 @@ impl Store {
 /// `[day 00:00, next day 00:00)` as stored timestamps compare.
 fn day_bounds(day: &str) -> Result<(String, String)> {
     let d = chrono::NaiveDate::parse_from_str(day, "%Y-%m-%d")
-        .map_err(|e| StoreError::msg(format!("date {day:?}: {e}")))?;
+        .map_err(|e| StoreError::caused(format!("date {day:?}"), e))?;
     let next = d
         .succ_opt()
         .ok_or_else(|| StoreError::msg("date out of range"))?;

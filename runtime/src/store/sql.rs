@@ -171,7 +171,7 @@ impl Row<'_> {
 }
 
 pub(super) fn parse_dec(s: &str) -> Result<Decimal> {
-    Decimal::from_str(s).map_err(|e| StoreError::msg(format!("stored decimal {s:?}: {e}")))
+    Decimal::from_str(s).map_err(|e| StoreError::caused(format!("stored decimal {s:?}"), e))
 }
 
 /// A Rust type a column of either database reads into.
@@ -219,14 +219,14 @@ impl PgCol for i64 {
 impl PgCol for u32 {
     fn pg_opt(r: &tokio_postgres::Row, i: usize) -> Result<Option<Self>> {
         pg_int(r, i)?
-            .map(|v| u32::try_from(v).map_err(|e| StoreError::msg(format!("column {i}: {e}"))))
+            .map(|v| u32::try_from(v).map_err(|e| StoreError::caused(format!("column {i}"), e)))
             .transpose()
     }
 }
 impl PgCol for u16 {
     fn pg_opt(r: &tokio_postgres::Row, i: usize) -> Result<Option<Self>> {
         pg_int(r, i)?
-            .map(|v| u16::try_from(v).map_err(|e| StoreError::msg(format!("column {i}: {e}"))))
+            .map(|v| u16::try_from(v).map_err(|e| StoreError::caused(format!("column {i}"), e)))
             .transpose()
     }
 }
