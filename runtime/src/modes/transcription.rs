@@ -25,7 +25,7 @@ use tokio::io::AsyncWriteExt;
 use super::common::{self, charged, file_too_large};
 use super::pick_model;
 use crate::billing::quantity_from_upstream;
-use crate::ctx::{Ctx, Outcome};
+use crate::ctx::{Ctx, Outcome, Settlement};
 use crate::errors::ApiError;
 use crate::media;
 use crate::providers::{ModelType, Op};
@@ -203,9 +203,8 @@ pub async fn transcribe(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError
     let records: Vec<Record> = settle.seconds_records("audio_seconds", seconds);
     let charged = charged(&records);
     let response = answer(v.as_mut(), bytes, &format, seconds, charged)?;
-    let mut out = Outcome::new(response, Some(status));
+    let mut out = Outcome::new(response, Some(status)).settled(Settlement::ByModeRecords);
     out.records = records;
-    out.own_usage = true;
     Ok(out)
 }
 

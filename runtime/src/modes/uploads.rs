@@ -29,7 +29,7 @@ use crate::errors::ApiError;
 use crate::media;
 use crate::objects::{ByteStream, ObjectError};
 use crate::router::Request;
-use crate::store::{AssetRecord, Record};
+use crate::store::{AssetRecord, OutsideRecordPhase, Record};
 
 /// Largest file accepted (spec §8).
 pub const MAX_UPLOAD_BYTES: u64 = 500 * 1024 * 1024;
@@ -319,7 +319,15 @@ async fn commit_asset(
         pack: None,
         pack_offset: None,
     };
-    let committed = match ctx.gw.store.commit(vec![Record::Asset(record)]).await {
+    let committed = match ctx
+        .gw
+        .store
+        .commit_outside_record_phase(
+            OutsideRecordPhase::UploadedAsset,
+            vec![Record::Asset(record)],
+        )
+        .await
+    {
         Ok(c) => c,
         Err(e) => {
             let _ = ctx.gw.objects.delete(&stored.key).await;
