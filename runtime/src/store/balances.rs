@@ -218,7 +218,7 @@ pub(super) fn sum_holds(db: &mut Db<'_>, user_id: i64) -> Result<Decimal> {
 /// Decimal arithmetic on balances is checked: an overflow fails the
 /// transaction (rolled back), never panics inside it.
 fn overflow(user_id: i64) -> super::StoreError {
-    super::StoreError(format!(
+    super::StoreError::msg(format!(
         "the balance or holds of user {user_id} would overflow the decimal range"
     ))
 }
