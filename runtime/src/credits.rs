@@ -13,8 +13,8 @@ use crate::billing::CHARGE_DP;
 use crate::ctx::Ctx;
 use crate::errors::ApiError;
 use crate::providers::{Model, Provider};
+use crate::services::Gateway;
 use crate::store::{ModelUsageRecord, Record, Reserved, UsageRecord};
-use crate::Gateway;
 
 const MTOK: Decimal = Decimal::from_parts(1_000_000, 0, 0, false, 0);
 

@@ -10,9 +10,9 @@ use serde_json::{json, Map, Value};
 
 use super::read_body;
 use crate::auth::{self, passwords, tokens::Typ, TokenPair};
+use crate::body::Request;
 use crate::ctx::{Ctx, Outcome};
 use crate::errors::ApiError;
-use crate::router::Request;
 use crate::store::{Registration, UserRow};
 use crate::{body, mail};
 

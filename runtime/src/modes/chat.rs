@@ -12,11 +12,11 @@ use rust_decimal::prelude::ToPrimitive;
 use serde_json::{json, Map, Value};
 
 use super::{prepare_model_call, Prepared};
+use crate::body::Request;
 use crate::ctx::{Ctx, Outcome};
 use crate::errors::ApiError;
 use crate::providers::{ModelType, Op};
 use crate::relay::Relay;
-use crate::router::Request;
 use crate::spec::PathParams;
 use crate::{body, credits};
 

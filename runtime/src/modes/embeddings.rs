@@ -8,10 +8,10 @@ use rust_decimal::prelude::ToPrimitive;
 use serde_json::{json, Value};
 
 use super::{prepare_model_call, Prepared};
+use crate::body::Request;
 use crate::ctx::{Ctx, Outcome};
 use crate::errors::ApiError;
 use crate::providers::{ModelType, Op};
-use crate::router::Request;
 use crate::{body, credits};
 
 /// Bytes of the texts and how many there are; 400 unless a non-empty

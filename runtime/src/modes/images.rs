@@ -8,10 +8,10 @@ use http::StatusCode;
 use serde_json::Value;
 
 use super::{prepare_model_call, Prepared};
+use crate::body::Request;
 use crate::ctx::{Ctx, Outcome};
 use crate::errors::ApiError;
 use crate::providers::{ModelType, Op};
-use crate::router::Request;
 use crate::{body, credits};
 
 /// Retention of generated images.

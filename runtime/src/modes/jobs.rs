@@ -18,10 +18,10 @@ use http::StatusCode;
 use serde_json::Value;
 
 use crate::body::json;
+use crate::body::Request;
 use crate::ctx::{Ctx, Outcome};
 use crate::errors::ApiError;
 use crate::progress::{item_of, item_status, observe};
-use crate::router::Request;
 use crate::spec::PathParams;
 use crate::store::{JobRecord, Record};
 use crate::{fetch, shape};

@@ -27,9 +27,9 @@ use base64::Engine;
 use serde_json::{json, Value};
 
 use crate::billing::quantity_from_upstream;
+use crate::body::Request;
 use crate::ctx::{Ctx, Outcome};
 use crate::errors::ApiError;
-use crate::router::Request;
 use crate::shape;
 use crate::spec::PathParams;
 

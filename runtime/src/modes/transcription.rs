@@ -25,10 +25,10 @@ use tokio::io::AsyncWriteExt;
 
 use super::pick_model;
 use crate::billing::quantity_from_upstream;
+use crate::body::Request;
 use crate::ctx::{Ctx, Outcome};
 use crate::errors::ApiError;
 use crate::providers::{ModelType, Op};
-use crate::router::Request;
 use crate::store::Record;
 
 /// Largest file accepted (OpenAI's own limit): 25 MiB.

@@ -24,10 +24,10 @@ use http_body_util::BodyExt;
 use serde_json::json;
 
 use crate::body::json;
+use crate::body::Request;
 use crate::ctx::{Ctx, Outcome};
 use crate::errors::ApiError;
 use crate::objects::{ByteStream, ObjectError};
-use crate::router::Request;
 use crate::store::{AssetRecord, Record};
 
 /// Largest file accepted (spec §8).

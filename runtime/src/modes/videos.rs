@@ -9,10 +9,10 @@ use rust_decimal::Decimal;
 use serde_json::{json, Value};
 
 use super::{pick_model, read_body};
+use crate::body::Request;
 use crate::ctx::{Ctx, Outcome};
 use crate::errors::ApiError;
 use crate::providers::{ModelType, Op};
-use crate::router::Request;
 use crate::spec::{Method, PathParams};
 use crate::store::VideoJobRow;
 use crate::{body, credits, videos};
