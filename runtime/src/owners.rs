@@ -316,7 +316,7 @@ pub async fn fill_parents(ctx: &Ctx, params: &mut PathParams) -> Result<(), ApiE
         .await?
         .ok_or_else(|| not_found(kind, &id))?;
     for var in up.from_parent {
-        params.push(*var, &crate::upstream::encode_segment(&parent));
+        params.push(var, &crate::upstream::encode_segment(&parent));
     }
     Ok(())
 }

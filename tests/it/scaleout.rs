@@ -162,7 +162,7 @@ async fn a_stream_on_one_instance_is_stopped_through_the_other_and_billed() {
 
     // A stream stopped through the instance holding it is claimed too:
     // a stop through the other instance is then a 404.
-    let (id, _, s) = stream_on_a(&p).await;
+    let (id, _, s) = stream_on_a(p).await;
     let stop_path = format!("/api/v1/completions/stop-stream/{id}");
     stop(p.a.key.clone(), p.url_a(&stop_path)).await.expect(200);
     envelope(&stop(p.a.key.clone(), p.url_b(&stop_path)).await, 404);
