@@ -9,12 +9,12 @@
 //! as fields of `ctx.gw` (see ARCHITECTURE.md, "Layers", for why one struct
 //! rather than one per mode).
 
+use std::sync::Arc;
+
 use crate::{
     auth, cluster, config, objects, owner_cache, providers, ratelimit, spec, store, streams,
     upstream,
 };
-
-use std::sync::Arc;
 
 /// Shared state of a running gateway (cheap to clone).
 #[derive(Clone)]
