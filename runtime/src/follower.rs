@@ -46,7 +46,7 @@ use crate::errors::ApiError;
 use crate::progress::{item_of, observe};
 use crate::services::Gateway;
 use crate::spec::{JobKind, PathParams};
-use crate::store::{rfc3339, JobRow, Record};
+use crate::store::{rfc3339, JobRow, OutsideRecordPhase, Record};
 
 /// A job older than this is no longer followed.
 pub const MAX_AGE: Duration = Duration::from_secs(24 * 3600);
@@ -213,7 +213,8 @@ async fn poll(gw: &Gateway, job: &JobRow) -> After {
     }
     records.extend(progress.record);
     if !records.is_empty() {
-        if let Err(e) = gw.store.commit(records).await {
+        let why = OutsideRecordPhase::FollowedJob;
+        if let Err(e) = gw.store.commit_outside_record_phase(why, records).await {
             tracing::error!(job = %job.job_id, error = %e, "job follower: committing the job's progress failed; backing off");
             return After::Again;
         }

@@ -20,7 +20,7 @@ use futures_util::TryStreamExt;
 use crate::objects::ByteStream;
 use crate::services::Gateway;
 use crate::spec::EndpointSpec;
-use crate::store::{AssetRecord, JobRow, Record};
+use crate::store::{AssetRecord, JobRow, OutsideRecordPhase, Record};
 
 /// A claim older than this is considered abandoned.
 pub const STALE_CLAIM: Duration = Duration::from_secs(120);
@@ -206,7 +206,10 @@ async fn copy(
     };
     let committed = gw
         .store
-        .commit(vec![Record::Asset(record)])
+        .commit_outside_record_phase(
+            OutsideRecordPhase::MirroredCopy,
+            vec![Record::Asset(record)],
+        )
         .await
         .map_err(|e| e.to_string())?;
     let asset_id = *committed.asset_ids.first().ok_or("asset id missing")?;

@@ -701,3 +701,94 @@ fn files_stay_small() {
         }
     }
 }
+
+/// Records are committed by the pipeline's record phase (`Store::commit`,
+/// `Store::commit_unflushed`, in `pipeline.rs` only) or through the one door
+/// for everything else, `Store::commit_outside_record_phase`, whose callers
+/// and reasons are listed here: a new caller is a decision, made here and in
+/// ARCHITECTURE.md.
+#[test]
+fn records_commit_through_one_door() {
+    const DOOR: &str = ".commit_outside_record_phase(";
+    // file → (calls of the door, the reasons it names)
+    let expected: BTreeMap<&str, (usize, Vec<&str>)> = [
+        ("runtime/src/credits.rs", (1, vec!["Hold"])),
+        ("runtime/src/relay.rs", (2, vec!["StreamSettlement"])),
+        ("runtime/src/videos.rs", (2, vec!["VideoJobEnd"])),
+        ("runtime/src/modes/uploads.rs", (1, vec!["UploadedAsset"])),
+        ("runtime/src/mirror.rs", (1, vec!["MirroredCopy"])),
+        ("runtime/src/follower.rs", (1, vec!["FollowedJob"])),
+    ]
+    .into_iter()
+    .collect();
+    let mut found: BTreeMap<String, (usize, Vec<String>)> = BTreeMap::new();
+    let mut writer_calls = 0;
+    for dir in ["runtime/src", "server/src"] {
+        for (rel, text) in sources(dir) {
+            let file = format!("{dir}/{rel}");
+            let code = code(&text);
+            // Commits of the record writer, however they are reached.
+            let commits = code
+                .match_indices(".commit(")
+                .filter(|(i, _)| !code[i + 8..].starts_with(')'))
+                .count()
+                + code.matches(".commit_unflushed(").count();
+            if file.starts_with("runtime/src/store/") {
+                if rel != "store/writer.rs" {
+                    writer_calls += code.matches("writer.commit").count();
+                }
+                continue;
+            }
+            assert!(
+                !code.contains("RecordWriter"),
+                "{file} reaches the record writer itself"
+            );
+            if file == "runtime/src/pipeline.rs" {
+                assert!(commits > 0, "the record phase commits in pipeline.rs");
+                assert!(
+                    !code.contains(DOOR),
+                    "the record phase uses its own commits"
+                );
+                continue;
+            }
+            assert_eq!(
+                commits, 0,
+                "{file} commits records outside the record phase without the door \
+                 (Store::commit_outside_record_phase)"
+            );
+            let calls = code.matches(DOOR).count();
+            if calls > 0 {
+                let mut reasons: Vec<String> = code
+                    .match_indices("OutsideRecordPhase::")
+                    .map(|(i, p)| {
+                        let rest = &code[i + p.len()..];
+                        let end = rest
+                            .find(|c: char| !c.is_alphanumeric() && c != '_')
+                            .unwrap_or(rest.len());
+                        rest[..end].to_owned()
+                    })
+                    .collect();
+                reasons.sort_unstable();
+                reasons.dedup();
+                found.insert(file, (calls, reasons));
+            }
+        }
+    }
+    let expected: BTreeMap<String, (usize, Vec<String>)> = expected
+        .into_iter()
+        .map(|(k, (n, why))| {
+            (
+                k.to_owned(),
+                (n, why.into_iter().map(String::from).collect()),
+            )
+        })
+        .collect();
+    assert_eq!(
+        found, expected,
+        "the callers of Store::commit_outside_record_phase changed: \
+         update this list and ARCHITECTURE.md's invariant on records"
+    );
+    // The store reaches its writer through `commit`, `commit_unflushed` and
+    // the door, and no other way.
+    assert_eq!(writer_calls, 3, "the store commits records another way");
+}

@@ -13,7 +13,7 @@ use serde_json::{json, Map, Value};
 
 use super::{prepare_model_call, Prepared};
 use crate::body::Request;
-use crate::ctx::{Ctx, Outcome};
+use crate::ctx::{Ctx, Later, Outcome, Settlement};
 use crate::errors::ApiError;
 use crate::providers::{ModelType, Op};
 use crate::relay::Relay;
@@ -121,9 +121,9 @@ pub async fn complete(ctx: &mut Ctx, req: Request, chat: bool) -> Result<Outcome
             Some((Some(i), Some(o))) => (i, o, false),
             _ => (bytes.div_ceil(4) as u64, counted_output(&v), true),
         };
-        let mut out = Outcome::new(body::json(StatusCode::OK, &v), Some(status));
+        let mut out = Outcome::new(body::json(StatusCode::OK, &v), Some(status))
+            .settled(Settlement::ByModeRecords);
         out.records = settle.records(input, output, counted, "complete");
-        out.own_usage = true;
         return Ok(out);
     }
     let idle = ctx.gw.config.stream_timeout;
@@ -175,10 +175,7 @@ pub async fn complete(ctx: &mut Ctx, req: Request, chat: bool) -> Result<Outcome
     if let Ok(v) = HeaderValue::from_str(&stream_id) {
         h.insert("x-stream-id", v);
     }
-    let mut out = Outcome::new(resp, Some(status));
-    out.own_usage = true;
-    out.settles_later = true;
-    Ok(out)
+    Ok(Outcome::new(resp, Some(status)).settled(Settlement::Later(Later::Stream)))
 }
 
 /// `stop_stream`: ends the caller's open stream.

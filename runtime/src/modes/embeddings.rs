@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use super::{prepare_model_call, Prepared};
 use crate::body::Request;
-use crate::ctx::{Ctx, Outcome};
+use crate::ctx::{Ctx, Outcome, Settlement};
 use crate::errors::ApiError;
 use crate::providers::{ModelType, Op};
 use crate::{body, credits};
@@ -86,8 +86,8 @@ pub async fn embed(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
     } else {
         v
     };
-    let mut out = Outcome::new(body::json(StatusCode::OK, &answer), Some(status));
+    let mut out = Outcome::new(body::json(StatusCode::OK, &answer), Some(status))
+        .settled(Settlement::ByModeRecords);
     out.records = settle.records(input, 0, counted, "complete");
-    out.own_usage = true;
     Ok(out)
 }

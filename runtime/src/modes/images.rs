@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::{prepare_model_call, Prepared};
 use crate::body::Request;
-use crate::ctx::{Ctx, Outcome};
+use crate::ctx::{Ctx, Outcome, Settlement};
 use crate::errors::ApiError;
 use crate::providers::{ModelType, Op};
 use crate::{body, credits};
@@ -134,9 +134,9 @@ pub async fn generate(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> 
         records.extend(stored.records);
     }
     records.extend(settle.image_records(count));
-    let mut out = Outcome::new(body::json(StatusCode::OK, &v), Some(status));
+    let mut out = Outcome::new(body::json(StatusCode::OK, &v), Some(status))
+        .settled(Settlement::ByModeRecords);
     out.records = records;
-    out.own_usage = true;
     Ok(out)
 }
 

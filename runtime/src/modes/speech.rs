@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 
 use super::{pick_model, read_body};
 use crate::body::Request;
-use crate::ctx::{Ctx, Outcome};
+use crate::ctx::{Ctx, Outcome, Settlement};
 use crate::errors::ApiError;
 use crate::providers::{ModelType, Op};
 use crate::store::Record;
@@ -151,9 +151,9 @@ pub async fn speak(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
             "byok": byok,
         },
     });
-    let mut out = Outcome::new(body::json(StatusCode::OK, &v), Some(status));
+    let mut out = Outcome::new(body::json(StatusCode::OK, &v), Some(status))
+        .settled(Settlement::ByModeRecords);
     out.records = records;
-    out.own_usage = true;
     Ok(out)
 }
 

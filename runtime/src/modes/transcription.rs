@@ -26,7 +26,7 @@ use tokio::io::AsyncWriteExt;
 use super::pick_model;
 use crate::billing::quantity_from_upstream;
 use crate::body::Request;
-use crate::ctx::{Ctx, Outcome};
+use crate::ctx::{Ctx, Outcome, Settlement};
 use crate::errors::ApiError;
 use crate::providers::{ModelType, Op};
 use crate::store::Record;
@@ -317,8 +317,7 @@ pub async fn transcribe(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError
             r
         }
     };
-    let mut out = Outcome::new(response, Some(status));
+    let mut out = Outcome::new(response, Some(status)).settled(Settlement::ByModeRecords);
     out.records = records;
-    out.own_usage = true;
     Ok(out)
 }

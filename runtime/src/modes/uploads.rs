@@ -28,7 +28,7 @@ use crate::body::Request;
 use crate::ctx::{Ctx, Outcome};
 use crate::errors::ApiError;
 use crate::objects::{ByteStream, ObjectError};
-use crate::store::{AssetRecord, Record};
+use crate::store::{AssetRecord, OutsideRecordPhase, Record};
 
 /// Largest file accepted (spec §8).
 pub const MAX_UPLOAD_BYTES: u64 = 500 * 1024 * 1024;
@@ -278,7 +278,15 @@ pub async fn upload(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
         pack: None,
         pack_offset: None,
     };
-    let committed = match ctx.gw.store.commit(vec![Record::Asset(record)]).await {
+    let committed = match ctx
+        .gw
+        .store
+        .commit_outside_record_phase(
+            OutsideRecordPhase::UploadedAsset,
+            vec![Record::Asset(record)],
+        )
+        .await
+    {
         Ok(c) => c,
         Err(e) => {
             let _ = ctx.gw.objects.delete(&key).await;

@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 use super::{pick_model, read_body};
 use crate::body::Request;
-use crate::ctx::{Ctx, Outcome};
+use crate::ctx::{Ctx, Later, Outcome, Settlement};
 use crate::errors::ApiError;
 use crate::providers::{ModelType, Op};
 use crate::spec::{Method, PathParams};
@@ -133,9 +133,8 @@ pub async fn submit(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
         hold.keep();
     }
     let v = videos::job_json(&ctx.gw, &job, item.get("progress").and_then(Value::as_u64));
-    let mut out = Outcome::new(body::json(StatusCode::OK, &v), Some(status));
-    out.own_usage = true;
-    Ok(out)
+    Ok(Outcome::new(body::json(StatusCode::OK, &v), Some(status))
+        .settled(Settlement::Later(Later::Job)))
 }
 
 /// `video_get`.
@@ -143,9 +142,7 @@ pub async fn get(ctx: &mut Ctx, params: &PathParams) -> Result<Outcome, ApiError
     let job = own_job(ctx, params).await?;
     let (job, progress) = videos::observe(&ctx.gw, job).await?;
     let v = videos::job_json(&ctx.gw, &job, progress);
-    let mut out = Outcome::new(body::json(StatusCode::OK, &v), None);
-    out.own_usage = true;
-    Ok(out)
+    Ok(Outcome::new(body::json(StatusCode::OK, &v), None).settled(Settlement::Later(Later::Job)))
 }
 
 /// `video_list`: the caller's jobs from their records, newest first.
@@ -176,9 +173,7 @@ pub async fn list(ctx: &mut Ctx) -> Result<Outcome, ApiError> {
         "skip": skip,
         "has_more": (skip as u64 + jobs.len() as u64) < total,
     });
-    let mut out = Outcome::new(body::json(StatusCode::OK, &v), None);
-    out.own_usage = true;
-    Ok(out)
+    Ok(Outcome::new(body::json(StatusCode::OK, &v), None).settled(Settlement::Later(Later::Job)))
 }
 
 /// `video_cancel`: only while pending or running (else 400); the hold is
@@ -230,7 +225,5 @@ pub async fn cancel(ctx: &mut Ctx, params: &PathParams) -> Result<Outcome, ApiEr
         .await?
         .unwrap_or(job);
     let v = videos::job_json(&ctx.gw, &job, None);
-    let mut out = Outcome::new(body::json(StatusCode::OK, &v), None);
-    out.own_usage = true;
-    Ok(out)
+    Ok(Outcome::new(body::json(StatusCode::OK, &v), None).settled(Settlement::Later(Later::Job)))
 }

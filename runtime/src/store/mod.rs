@@ -48,8 +48,8 @@ pub use owners::WebhookEventRow;
 pub use videos::VideoJobRow;
 
 pub use records::{
-    AssetRecord, AuditRecord, Committed, JobRecord, JobUpdate, ModelUsageRecord, Record,
-    UsageRecord, WebhookEventRecord,
+    AssetRecord, AuditRecord, Committed, JobRecord, JobUpdate, ModelUsageRecord,
+    OutsideRecordPhase, Record, UsageRecord, WebhookEventRecord,
 };
 use writer::RecordWriter as Writer;
 pub use writer::RecordWriter;
@@ -269,13 +269,38 @@ impl Store {
 
     /// Commits `records` (in the next group commit) and waits until they are
     /// durable. Returns the ids of the assets among them, in order.
+    ///
+    /// The pipeline's record phase only (`pipeline::record`); any other
+    /// commit goes through [`Store::commit_outside_record_phase`]
+    /// (`layout::records_commit_through_one_door` checks it).
     pub async fn commit(&self, records: Vec<Record>) -> Result<Committed> {
         self.writer.commit(records).await
     }
 
-    /// [`RecordWriter::commit_unflushed`].
+    /// [`RecordWriter::commit_unflushed`]: the record phase of a request
+    /// settled later by its stream (`ctx::Later::Stream`), only.
     pub async fn commit_unflushed(&self, records: Vec<Record>) -> Result<Committed> {
         self.writer.commit_unflushed(records).await
+    }
+
+    /// The one door for records committed outside the pipeline's record
+    /// phase, each for a named reason ([`OutsideRecordPhase`]): like
+    /// [`Store::commit`] (the next group commit, durable when it returns,
+    /// the money rules of the writer applied), for work that is not a
+    /// request's answer. Its callers are listed by
+    /// `layout::records_commit_through_one_door`: a new one is a decision,
+    /// made there and in ARCHITECTURE.md.
+    pub async fn commit_outside_record_phase(
+        &self,
+        why: OutsideRecordPhase,
+        records: Vec<Record>,
+    ) -> Result<Committed> {
+        tracing::trace!(
+            ?why,
+            records = records.len(),
+            "commit outside the record phase"
+        );
+        self.writer.commit(records).await
     }
 
     // ---- users and keys (used by the CLI and by auth) ----
