@@ -130,7 +130,7 @@ pub async fn reserve(ctx: &Ctx, amount: Decimal, byok: bool) -> Result<Option<Ho
         .holds
         .into_iter()
         .next()
-        .ok_or_else(|| ApiError::Internal("a hold without its outcome".into()))?;
+        .ok_or_else(|| ApiError::bug("a hold without its outcome"))?;
     match r {
         Reserved::Held => Ok(Some(Hold {
             gw: ctx.gw.clone(),

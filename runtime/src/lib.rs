@@ -72,6 +72,7 @@
 //! * [`signing`] — the HMAC signature scheme of webhooks and callbacks.
 //! * [`audio`] — measuring audio durations.
 //! * [`net`] — which addresses are private.
+//! * [`media`] — the media types the gateway knows.
 //! * [`telemetry`] — Prometheus metrics.
 //! * [`watchdog`] — per-connection time-outs.
 //! * [`secret_file`] — secrets generated once into the data directory.
@@ -95,6 +96,7 @@ pub mod fetch;
 pub mod follower;
 pub mod generated;
 pub mod mail;
+pub mod media;
 pub mod mirror;
 pub mod modes;
 pub mod net;

@@ -182,7 +182,7 @@ async fn record(
     } else {
         store.commit_unflushed(records).await
     }
-    .map_err(|e| ApiError::Internal(e.to_string()))?;
+    .map_err(|e| ApiError::internal("committing the request's records", e))?;
     ctx.gw.owners_changed(cache_changes).await;
     Ok(())
 }

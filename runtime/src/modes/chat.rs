@@ -182,7 +182,7 @@ pub async fn complete(ctx: &mut Ctx, req: Request, chat: bool) -> Result<Outcome
 pub async fn stop(ctx: &mut Ctx, params: &PathParams) -> Result<Outcome, ApiError> {
     let id = params
         .get("stream_id")
-        .ok_or_else(|| ApiError::Internal("stop_stream row without {stream_id}".into()))?;
+        .ok_or_else(|| ApiError::bug("stop_stream row without {stream_id}"))?;
     if !ctx.gw.streams.stop(&id, ctx.user_id()).await {
         return Err(ApiError::NotFound(
             "stream not found (finished, stopped or never created)".into(),

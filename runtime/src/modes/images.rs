@@ -106,11 +106,7 @@ pub async fn generate(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> 
             .filter(|t| t.starts_with("image/"))
             .unwrap_or("image/png")
             .to_owned();
-        let ext = match content_type.as_str() {
-            "image/jpeg" => "jpg",
-            "image/webp" => "webp",
-            _ => "png",
-        };
+        let ext = crate::media::by_content_type(&content_type).map_or("png", |t| t.ext);
         let stream: crate::objects::ByteStream = Box::pin(
             resp.bytes_stream()
                 .map_err(|e| std::io::Error::other(e.without_url())),

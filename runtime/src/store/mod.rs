@@ -54,20 +54,69 @@ pub use records::{
 use writer::RecordWriter as Writer;
 pub use writer::RecordWriter;
 
-/// A database error, kept as text (callers log it and answer 500).
-#[derive(Debug, thiserror::Error)]
-#[error("database: {0}")]
-pub struct StoreError(pub String);
+/// A database error: what was being done (`context`, may be empty) and the
+/// driver's error that caused it, kept whole (callers log it and answer 500).
+#[derive(Debug, Clone)]
+pub struct StoreError {
+    pub context: std::borrow::Cow<'static, str>,
+    pub source: Option<std::sync::Arc<dyn std::error::Error + Send + Sync>>,
+}
+
+impl StoreError {
+    /// A failure with no cause beyond `context`.
+    pub fn msg(context: impl Into<std::borrow::Cow<'static, str>>) -> StoreError {
+        StoreError {
+            context: context.into(),
+            source: None,
+        }
+    }
+
+    /// A failure while doing `context`, caused by `source`.
+    pub fn caused(
+        context: impl Into<std::borrow::Cow<'static, str>>,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> StoreError {
+        StoreError {
+            context: context.into(),
+            source: Some(std::sync::Arc::from(source.into())),
+        }
+    }
+
+    /// The driver's error, with no context of its own.
+    pub fn driver(source: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> StoreError {
+        StoreError::caused("", source)
+    }
+}
+
+impl std::fmt::Display for StoreError {
+    /// `database: context: cause` (as much of it as there is).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("database")?;
+        if !self.context.is_empty() {
+            write!(f, ": {}", self.context)?;
+        }
+        if let Some(e) = &self.source {
+            write!(f, ": {e}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for StoreError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source.as_deref().map(|e| e as _)
+    }
+}
 
 impl From<rusqlite::Error> for StoreError {
     fn from(e: rusqlite::Error) -> Self {
-        StoreError(e.to_string())
+        StoreError::driver(e)
     }
 }
 
 impl From<r2d2::Error> for StoreError {
     fn from(e: r2d2::Error) -> Self {
-        StoreError(e.to_string())
+        StoreError::driver(e)
     }
 }
 
@@ -264,7 +313,7 @@ impl Store {
         let store = self.clone();
         tokio::task::spawn_blocking(move || f(&store))
             .await
-            .map_err(|e| StoreError(format!("blocking task: {e}")))?
+            .map_err(|e| StoreError::caused("blocking task", e))?
     }
 
     /// Commits `records` (in the next group commit) and waits until they are
@@ -312,7 +361,7 @@ impl Store {
                 p![email, is_admin, now_rfc3339()],
                 |r| r.get(0),
             )?
-            .ok_or_else(|| StoreError("insert returned no id".into()))
+            .ok_or_else(|| StoreError::msg("insert returned no id"))
         })
     }
 
