@@ -48,29 +48,10 @@ fn variant(ty: &str, name: &str) -> TokenStream {
     quote!(#rt::#ty::#name)
 }
 
-macro_rules! keyword_tokens {
-    ($($ty:ident),*) => {$(
-        impl ToTokens for $ty {
-            fn to_tokens(&self, tokens: &mut TokenStream) {
-                tokens.extend(variant($ty::RUNTIME_TYPE, self.rust_name()));
-            }
-        }
-    )*};
+/// A keyword value: `::runtime::__private::<Type>::<Variant>`.
+fn kw<K: Keyword>(k: K) -> TokenStream {
+    variant(K::RUST_TYPE, k.rust_name())
 }
-
-keyword_tokens!(
-    Method,
-    AreaName,
-    Mode,
-    Billing,
-    Metering,
-    Gate,
-    Auth,
-    ErrorFormat,
-    BaseName,
-    UpstreamAuth,
-    FieldType
-);
 
 fn u32_lit(v: u32) -> Literal {
     Literal::u32_unsuffixed(v)
@@ -100,6 +81,7 @@ fn field_rules(rules: &[FieldRule]) -> TokenStream {
         let min = some_or_none(r.min.map(f64_expr));
         let max = some_or_none(r.max.map(f64_expr));
         let one_of = str_slice(&r.one_of);
+        let ty = kw(*ty);
         quote! {
             #rt::FieldRule {
                 name: #name,
@@ -133,7 +115,6 @@ fn row_static(row: &Row) -> TokenStream {
         ..
     } = row;
     let params = str_slice(&row.params);
-    let gate = some_or_none(row.gate);
     let metering = row.metering;
     let upstream = some_or_none(row.upstream.as_ref().map(|u| {
         let Upstream {
@@ -143,6 +124,7 @@ fn row_static(row: &Row) -> TokenStream {
             auth,
             ..
         } = u;
+        let (base, method, auth) = (kw(*base), kw(*method), kw(*auth));
         let from_query = str_slice(&u.from_query);
         let from_body = str_slice(&u.from_body);
         let from_parent = str_slice(&u.from_parent);
@@ -180,6 +162,16 @@ fn row_static(row: &Row) -> TokenStream {
     } else {
         format!(" `{method} {path}`: {summary} (row `{id}`).")
     };
+    let (area, method, mode, billing, metering, auth, errors) = (
+        kw(*area),
+        kw(*method),
+        kw(*mode),
+        kw(*billing),
+        kw(metering),
+        kw(*auth),
+        kw(*errors),
+    );
+    let gate = some_or_none(row.gate.map(kw));
     quote! {
         #[doc = #doc]
         pub static #name: #rt::EndpointSpec = #rt::EndpointSpec {
@@ -237,6 +229,7 @@ fn table_facts(table: &Table) -> TokenStream {
     });
     let bases = table.bases.iter().map(|b| {
         let BaseDef { name, auth } = b;
+        let (name, auth) = (kw(*name), kw(*auth));
         quote!(#rt::BaseSpec { base: #name, auth: #auth })
     });
     quote! {
