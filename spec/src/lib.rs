@@ -121,6 +121,8 @@ pub struct EndpointSpec {
     pub mirror: Option<&'static str>,
     /// Retention of objects stored for this route, in days.
     pub retention_days: Option<u32>,
+    /// `translate = true` (mode `transcription`): the row translates.
+    pub translate: bool,
     /// One line for listings and documentation.
     pub summary: &'static str,
 }

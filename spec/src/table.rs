@@ -19,6 +19,20 @@ pub struct Table {
     pub openapi: &'static str,
     /// The `/docs` page (HTML rendered from the OpenAPI document).
     pub docs: &'static str,
+    /// `[areas.*]`: each area's prefix and error format.
+    pub areas: &'static [AreaSpec],
+    /// `[unmatched] errors`: the error format of a path under no area's prefix.
+    pub unmatched_errors: ErrorFormat,
+    /// `[kinds.*]`: resource kinds with a behaviour beyond ownership.
+    pub kinds: &'static [KindSpec],
+    /// `[limits]`: the largest media body of each limited mode.
+    pub limits: &'static [LimitSpec],
+    /// `[purposes.*]`: upload purposes, where they store and for how long.
+    pub purposes: &'static [PurposeSpec],
+    /// `[prices]`: the known upstream prices (`GATEWAY_PRICES` overrides them).
+    pub prices: &'static [PriceSpec],
+    /// `[reconcile.*]`: (product, unit) → the upstream's billing product.
+    pub upstream_products: &'static [UpstreamProduct],
 }
 
 impl Table {
@@ -40,6 +54,107 @@ impl Table {
     pub fn capability(&self, name: &str) -> Option<&'static Capability> {
         self.capabilities.iter().find(|c| c.name == name)
     }
+
+    /// The error format of a path no row matched: that of the area with the
+    /// longest prefix starting it, else `[unmatched]`'s.
+    pub fn errors_for_path(&self, path: &str) -> ErrorFormat {
+        self.areas
+            .iter()
+            .filter(|a| path.starts_with(a.prefix))
+            .max_by_key(|a| a.prefix.len())
+            .map_or(self.unmatched_errors, |a| a.errors)
+    }
+
+    /// What `[kinds]` says of a resource kind, if anything.
+    pub fn kind(&self, kind: &str) -> Option<&'static KindSpec> {
+        self.kinds.iter().find(|k| k.kind == kind)
+    }
+
+    /// Whether everyone may read and use the unowned resources (the
+    /// account's stock) of `kind`.
+    pub fn shared_stock(&self, kind: &str) -> bool {
+        self.kind(kind).is_some_and(|k| k.shared_stock)
+    }
+
+    /// The largest media body of `mode`, in bytes (the generator makes sure
+    /// every limited mode a row uses has one; 0 otherwise).
+    pub fn limit(&self, mode: Mode) -> u64 {
+        self.limits
+            .iter()
+            .find(|l| l.mode == mode)
+            .map_or(0, |l| l.bytes)
+    }
+
+    /// The upload purpose named `name` (`None`, or blank: the default one).
+    pub fn purpose(&self, name: Option<&str>) -> Option<&'static PurposeSpec> {
+        match name.map(str::trim).filter(|s| !s.is_empty()) {
+            Some(name) => self.purposes.iter().find(|p| p.name == name),
+            None => self.purposes.iter().find(|p| p.default),
+        }
+    }
+
+    /// The upstream's billing product of a gateway (product, unit), if it has one.
+    pub fn upstream_product(&self, product: &str, unit: &str) -> Option<&'static str> {
+        self.upstream_products
+            .iter()
+            .find(|p| p.product == product && p.unit.as_str() == unit)
+            .map(|p| p.upstream)
+    }
+}
+
+/// One `[areas.*]` entry: its prefix and the error format of its paths.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AreaSpec {
+    pub area: Area,
+    pub prefix: &'static str,
+    pub errors: ErrorFormat,
+}
+
+/// One `[kinds.*]` entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KindSpec {
+    pub kind: &'static str,
+    /// Unowned ones (the account's stock) may be read and used by everyone.
+    pub shared_stock: bool,
+    /// The field naming one: in the upstream's answer creating it (before
+    /// `id`/`uuid`), and the path parameter naming the one a first build bills.
+    pub id_field: Option<&'static str>,
+}
+
+/// One `[limits]` entry: the largest media body of a mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LimitSpec {
+    pub mode: Mode,
+    pub bytes: u64,
+}
+
+/// One `[purposes.*]` entry: where an upload of this purpose is stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PurposeSpec {
+    pub name: &'static str,
+    /// Object key prefix (ends in `/`).
+    pub prefix: &'static str,
+    /// Storage class of the asset record.
+    pub class: &'static str,
+    /// `None`: permanent.
+    pub retention_days: Option<u32>,
+    /// The purpose of a form without one.
+    pub default: bool,
+}
+
+/// One `[prices]` entry: `<product>.<unit>` and its USD price per unit (decimal text).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PriceSpec {
+    pub key: &'static str,
+    pub price: &'static str,
+}
+
+/// One `[reconcile.*]` entry: what the upstream bills a gateway (product, unit) under.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UpstreamProduct {
+    pub product: &'static str,
+    pub unit: Billing,
+    pub upstream: &'static str,
 }
 
 /// One capability of `[capabilities]`: a rate-limit bucket and its default quota.

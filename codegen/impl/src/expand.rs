@@ -157,6 +157,7 @@ fn row_static(row: &Row) -> TokenStream {
         .iter()
         .map(|(param, kind)| quote!(#rt::OwnerCheck { param: #param, kind: #kind }));
     let retention_days = some_or_none(row.retention_days.map(u32_lit));
+    let translate = row.translate;
     let doc = if summary.is_empty() {
         format!(" `{method} {path}` (row `{id}`).")
     } else {
@@ -199,6 +200,7 @@ fn row_static(row: &Row) -> TokenStream {
             job: #job,
             mirror: #mirror,
             retention_days: #retention_days,
+            translate: #translate,
             summary: #summary,
         };
     }
@@ -232,6 +234,46 @@ fn table_facts(table: &Table) -> TokenStream {
         let (name, auth) = (kw(*name), kw(*auth));
         quote!(#rt::BaseSpec { base: #name, auth: #auth })
     });
+    let areas = table.areas.iter().map(|a| {
+        let area = kw(a.name);
+        let prefix = &a.prefix;
+        // Validation makes sure every row has an error format; an area
+        // without a default answers unmatched paths like `[unmatched]`.
+        let errors = kw(a
+            .errors
+            .or(table.unmatched_errors)
+            .unwrap_or(ErrorFormat::Detail));
+        quote!(#rt::AreaSpec { area: #area, prefix: #prefix, errors: #errors })
+    });
+    let unmatched = kw(table.unmatched_errors.unwrap_or(ErrorFormat::Detail));
+    let kinds = table.kinds.iter().map(|k| {
+        let KindDef {
+            kind, shared_stock, ..
+        } = k;
+        let id_field = some_or_none(k.id_field.as_deref());
+        quote!(#rt::KindSpec { kind: #kind, shared_stock: #shared_stock, id_field: #id_field })
+    });
+    let limits = table.limits.iter().map(|(mode, bytes)| {
+        let mode = kw(*mode);
+        let bytes = Literal::u64_unsuffixed(*bytes);
+        quote!(#rt::LimitSpec { mode: #mode, bytes: #bytes })
+    });
+    let purposes = table.purposes.iter().map(|p| {
+        let PurposeDef { name, prefix, class, default, .. } = p;
+        let retention_days = some_or_none(p.retention_days.map(u32_lit));
+        quote!(#rt::PurposeSpec { name: #name, prefix: #prefix, class: #class, retention_days: #retention_days, default: #default })
+    });
+    let prices = table
+        .prices
+        .iter()
+        .map(|(key, price)| quote!(#rt::PriceSpec { key: #key, price: #price }));
+    let upstream_products = table
+        .upstream_products
+        .iter()
+        .map(|(product, unit, upstream)| {
+            let unit = kw(*unit);
+            quote!(#rt::UpstreamProduct { product: #product, unit: #unit, upstream: #upstream })
+        });
     quote! {
         /// `[capabilities]`: every rate-limit bucket with its default quota, in table order.
         pub static CAPABILITIES: &[#rt::Capability] = &[#(#capabilities),*];
@@ -250,6 +292,13 @@ fn table_facts(table: &Table) -> TokenStream {
             bases: BASES,
             openapi: OPENAPI_JSON,
             docs: DOCS_HTML,
+            areas: &[#(#areas),*],
+            unmatched_errors: #unmatched,
+            kinds: &[#(#kinds),*],
+            limits: &[#(#limits),*],
+            purposes: &[#(#purposes),*],
+            prices: &[#(#prices),*],
+            upstream_products: &[#(#upstream_products),*],
         };
     }
 }
@@ -389,6 +438,7 @@ fn router(table: &Table) -> TokenStream {
                     n += 1;
                 }
             }
+            let _ = method; // an empty table matches no method
             match &segs[..n] {
                 #(#arms)*
                 _ => #rt::RouteMatch::NotFound,
