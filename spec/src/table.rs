@@ -33,6 +33,8 @@ pub struct Table {
     pub prices: &'static [PriceSpec],
     /// `[reconcile.*]`: (product, unit) → the upstream's billing product.
     pub upstream_products: &'static [UpstreamProduct],
+    /// `[products]`: billing units whose rows share one price-key product.
+    pub unit_products: &'static [UnitProduct],
 }
 
 impl Table {
@@ -91,6 +93,15 @@ impl Table {
             Some(name) => self.purposes.iter().find(|p| p.name == name),
             None => self.purposes.iter().find(|p| p.default),
         }
+    }
+
+    /// The price-key product of a row: its billing unit's `[products]`
+    /// entry, else its job kind, else its capability.
+    pub fn product_of(&self, spec: &EndpointSpec) -> &'static str {
+        self.unit_products
+            .iter()
+            .find(|p| p.unit == spec.billing)
+            .map_or_else(|| spec.job.unwrap_or(spec.capability), |p| p.product)
     }
 
     /// The upstream's billing product of a gateway (product, unit), if it has one.
@@ -189,4 +200,11 @@ pub struct JobKind {
 pub struct BaseSpec {
     pub base: Base,
     pub auth: UpstreamAuth,
+}
+
+/// One `[products]` entry: every row billed by `unit` is priced under `product`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UnitProduct {
+    pub unit: Billing,
+    pub product: &'static str,
 }

@@ -232,3 +232,34 @@ fn files_stay_small() {
         }
     }
 }
+
+/// The money files name no capability, job kind or upstream product of the
+/// table: prices, price-key products and the reconciliation's products are
+/// the table's (`[prices]`, `[products]`, `[reconcile.*]`). Reads the files
+/// whole but their test modules, by itself (the helpers above may change).
+#[test]
+fn billing_and_reconcile_name_no_capability() {
+    let table = &server::routes::TABLE;
+    let mut names: BTreeSet<&str> = table.capabilities.iter().map(|c| c.name).collect();
+    names.extend(table.job_kinds.iter().map(|k| k.kind));
+    names.extend(table.upstream_products.iter().map(|p| p.upstream));
+    assert!(names.contains("tts") && names.contains("watermark_apply") && names.contains("synth"));
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../runtime/src");
+    for file in ["billing.rs", "reconcile.rs"] {
+        let text = std::fs::read_to_string(dir.join(file)).unwrap();
+        let code: String = text
+            .split("\n#[cfg(test)]\nmod tests")
+            .next()
+            .unwrap()
+            .lines()
+            .filter(|l| !l.trim_start().starts_with("//"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        for name in &names {
+            assert!(
+                !code.contains(&format!("\"{name}\"")),
+                "{file} names `{name}`: it belongs in endpoints.toml"
+            );
+        }
+    }
+}

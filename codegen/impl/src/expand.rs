@@ -274,6 +274,10 @@ fn table_facts(table: &Table) -> TokenStream {
             let unit = kw(*unit);
             quote!(#rt::UpstreamProduct { product: #product, unit: #unit, upstream: #upstream })
         });
+    let unit_products = table.unit_products.iter().map(|(unit, product)| {
+        let unit = kw(*unit);
+        quote!(#rt::UnitProduct { unit: #unit, product: #product })
+    });
     quote! {
         /// `[capabilities]`: every rate-limit bucket with its default quota, in table order.
         pub static CAPABILITIES: &[#rt::Capability] = &[#(#capabilities),*];
@@ -299,6 +303,7 @@ fn table_facts(table: &Table) -> TokenStream {
             purposes: &[#(#purposes),*],
             prices: &[#(#prices),*],
             upstream_products: &[#(#upstream_products),*],
+            unit_products: &[#(#unit_products),*],
         };
     }
 }

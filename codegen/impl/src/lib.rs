@@ -139,11 +139,8 @@ fn errors_at(span: Span, message: String) -> TokenStream {
 pub fn routes_macro(input: TokenStream) -> TokenStream {
     let source = match syn::parse2::<Source>(input) {
         Ok(s) => s,
-        Err(e) => {
-            let error = e.to_compile_error();
-            let skeleton = skeleton();
-            return quote!(#error #skeleton);
-        }
+        // Not a table at all: the invocation is the problem (no skeleton).
+        Err(e) => return e.to_compile_error(),
     };
     match source {
         Source::Inline(lit) => match parse_table(&lit.value()) {

@@ -205,6 +205,8 @@ pub struct Table {
     pub prices: Vec<(String, String)>,
     /// `[reconcile.<product>]`: (product, unit) → upstream billing product.
     pub upstream_products: Vec<(String, Billing, String)>,
+    /// `[products]`: billing unit → the price-key product of its rows.
+    pub unit_products: Vec<(Billing, String)>,
 }
 
 /// A resolved `[kinds.<kind>]`.

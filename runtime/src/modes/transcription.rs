@@ -1,10 +1,11 @@
 //! `transcription`: speech to text through an `stt` model, and translation
-//! to English (the row's upstream path says which). `multipart/form-data`
+//! to English (on a row with `translate = true`). `multipart/form-data`
 //! with `file` plus `model`, `language`, `prompt`, `response_format`,
 //! `temperature` (and `byok_api_key`).
 //!
 //! The file is never held whole in memory: it is spooled chunk by chunk to
-//! a private file under `<data dir>/spool/` ([`MAX_STT_BYTES`] enforced
+//! a private file under `<data dir>/spool/` (the table's `[limits]
+//! transcription` enforced
 //! while streaming: 413 beyond), recognised by its first bytes (a file that
 //! is neither audio nor video is 400, before any hold or upstream call),
 //! measured with `symphonia` where it can be (WAV, MP3), then streamed from
@@ -29,10 +30,9 @@ use crate::ctx::{Ctx, Outcome};
 use crate::errors::ApiError;
 use crate::providers::{ModelType, Op};
 use crate::router::Request;
+use crate::spec::Mode;
 use crate::store::Record;
 
-/// Largest file accepted (OpenAI's own limit): 25 MiB.
-pub const MAX_STT_BYTES: u64 = 25 << 20;
 /// Largest text field.
 const MAX_TEXT_FIELD: u64 = 8 * 1024;
 /// Largest answer read from the provider.
@@ -52,14 +52,15 @@ pub const FORMATS: [&str; 5] = ["json", "text", "srt", "verbose_json", "vtt"];
 /// many bytes (8 kbit/s, below any speech codec's rate).
 pub const UNMEASURED_BYTES_PER_SECOND: u64 = 1000;
 
-fn too_large() -> ApiError {
-    ApiError::PayloadTooLarge(format!("file is larger than {} MiB", MAX_STT_BYTES >> 20))
+fn too_large(max: u64) -> ApiError {
+    ApiError::PayloadTooLarge(format!("file is larger than {} MiB", max >> 20))
 }
 
-fn multipart_error(e: multer::Error) -> ApiError {
-    match e {
+/// A multipart error: too large beyond `max`, else malformed.
+fn multipart_error(max: u64) -> impl Fn(multer::Error) -> ApiError {
+    move |e| match e {
         multer::Error::StreamSizeExceeded { .. } | multer::Error::FieldSizeExceeded { .. } => {
-            too_large()
+            too_large(max)
         }
         other => ApiError::BadRequest(format!("malformed multipart body: {other}")),
     }
@@ -93,11 +94,13 @@ async fn read_form(ctx: &Ctx, req: Request) -> Result<Form, ApiError> {
     let boundary = multer::parse_boundary(&content_type).map_err(|_| {
         ApiError::BadRequest("request must be multipart/form-data with a boundary".into())
     })?;
-    const MAX_STREAM: u64 = MAX_STT_BYTES + (1 << 20);
-    crate::shape::refuse_declared_over(req.body(), MAX_STREAM).map_err(|_| too_large())?;
+    // Largest file accepted: the table's `[limits] transcription`.
+    let max = ctx.gw.table.limit(Mode::Transcription);
+    let max_stream = max + (1 << 20);
+    crate::shape::refuse_declared_over(req.body(), max_stream).map_err(|_| too_large(max))?;
     let mut limits = multer::SizeLimit::new()
-        .whole_stream(MAX_STREAM)
-        .for_field("file", MAX_STT_BYTES);
+        .whole_stream(max_stream)
+        .for_field("file", max);
     for f in FIELDS {
         limits = limits.for_field(f, MAX_TEXT_FIELD);
     }
@@ -110,7 +113,7 @@ async fn read_form(ctx: &Ctx, req: Request) -> Result<Form, ApiError> {
         fields: Map::new(),
         file: None,
     };
-    while let Some(mut field) = form.next_field().await.map_err(multipart_error)? {
+    while let Some(mut field) = form.next_field().await.map_err(multipart_error(max))? {
         match field.name() {
             Some("file") if out.file.is_none() => {
                 let name = field
@@ -129,10 +132,10 @@ async fn read_form(ctx: &Ctx, req: Request) -> Result<Form, ApiError> {
                     .await
                     .map_err(|e| ApiError::Internal(format!("spool file: {e}")))?;
                 let (mut size, mut head) = (0u64, Vec::new());
-                while let Some(chunk) = field.chunk().await.map_err(multipart_error)? {
+                while let Some(chunk) = field.chunk().await.map_err(multipart_error(max))? {
                     size += chunk.len() as u64;
-                    if size > MAX_STT_BYTES {
-                        return Err(too_large());
+                    if size > max {
+                        return Err(too_large(max));
                     }
                     if head.len() < 64 {
                         head.extend_from_slice(&chunk[..chunk.len().min(64 - head.len())]);
@@ -149,23 +152,18 @@ async fn read_form(ctx: &Ctx, req: Request) -> Result<Form, ApiError> {
             Some("file") => return Err(ApiError::BadRequest("only one file per request".into())),
             Some(name) if FIELDS.contains(&name) => {
                 let name = name.to_owned();
-                let text = field.text().await.map_err(multipart_error)?;
+                let text = field.text().await.map_err(multipart_error(max))?;
                 out.fields.insert(name, Value::String(text));
             }
-            _ => while field.chunk().await.map_err(multipart_error)?.is_some() {},
+            _ => while field.chunk().await.map_err(multipart_error(max))?.is_some() {},
         }
     }
     Ok(out)
 }
 
-/// `transcription` (and translation, by the row's upstream path).
+/// `transcription` (and translation, on a row with `translate = true`).
 pub async fn transcribe(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
-    let translate = ctx
-        .spec
-        .upstream
-        .as_ref()
-        .is_some_and(|u| u.path.ends_with("/translations"));
-    let op = if translate {
+    let op = if ctx.spec.translate {
         Op::Translation
     } else {
         Op::Transcription

@@ -3,16 +3,10 @@
 //! The `file` part goes to the object store chunk by chunk as it arrives
 //! (`multer` parses the multipart stream; nothing is buffered whole), with
 //! the 500 MiB limit enforced while streaming: past it the write is
-//! abandoned, nothing is left stored, and the answer is 413. `purpose`
-//! chooses the key prefix and the retention:
-//!
-//! | purpose | prefix | class | retention |
-//! |---|---|---|---|
-//! | `voice_clone` | `voice-recordings/` | `voice_recordings` | permanent |
-//! | `stt_input` | `stt-input/` | `stt_input` | 30 days |
-//! | `watermark_input` | `watermark/` | `watermark` | 7 days |
-//! | `audio_job_input` | `audio-jobs/` | `audio_jobs` | 7 days |
-//! | omitted (or `uploads`) | `uploads/` | `uploads` | 30 days |
+//! abandoned, nothing is left stored, and the answer is 413 (the limit is
+//! the table's `[limits] upload`). `purpose` chooses the key prefix, the
+//! storage class and the retention: the table's `[purposes.*]` (omitted: the
+//! one marked `default`).
 //!
 //! `purpose` may come before or after `file` in the form: when it comes
 //! after, the stored object is moved to its prefix (a rename on the local
@@ -28,10 +22,9 @@ use crate::ctx::{Ctx, Outcome};
 use crate::errors::ApiError;
 use crate::objects::{ByteStream, ObjectError};
 use crate::router::Request;
+use crate::spec::{Mode, PurposeSpec};
 use crate::store::{AssetRecord, Record};
 
-/// Largest file accepted (spec §8).
-pub const MAX_UPLOAD_BYTES: u64 = 500 * 1024 * 1024;
 /// Validity of the returned URL (spec §8).
 pub const URL_VALIDITY_SECS: u64 = 3600;
 /// Largest text field (`purpose`).
@@ -54,66 +47,23 @@ pub const EXTENSIONS: &[(&str, &str)] = &[
     ("webp", "image"),
 ];
 
-/// Where a purpose stores its files.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Purpose {
-    pub name: &'static str,
-    pub prefix: &'static str,
-    pub class: &'static str,
-    /// `None`: permanent.
-    pub retention_days: Option<u32>,
-}
-
-pub const PURPOSES: &[Purpose] = &[
-    Purpose {
-        name: "voice_clone",
-        prefix: "voice-recordings/",
-        class: "voice_recordings",
-        retention_days: None,
-    },
-    Purpose {
-        name: "stt_input",
-        prefix: "stt-input/",
-        class: "stt_input",
-        retention_days: Some(30),
-    },
-    Purpose {
-        name: "watermark_input",
-        prefix: "watermark/",
-        class: "watermark",
-        retention_days: Some(7),
-    },
-    Purpose {
-        name: "audio_job_input",
-        prefix: "audio-jobs/",
-        class: "audio_jobs",
-        retention_days: Some(7),
-    },
-    Purpose {
-        name: "uploads",
-        prefix: "uploads/",
-        class: "uploads",
-        retention_days: Some(30),
-    },
-];
-
-/// The purpose of a form value (`None` = omitted).
-pub fn purpose(name: Option<&str>) -> Result<Purpose, ApiError> {
-    let name = name
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .unwrap_or("uploads");
-    PURPOSES
-        .iter()
-        .copied()
-        .find(|p| p.name == name)
-        .ok_or_else(|| {
-            let names: Vec<&str> = PURPOSES.iter().map(|p| p.name).collect();
-            ApiError::BadRequest(format!(
-                "purpose must be one of: {} (or omitted)",
-                names.join(", ")
-            ))
-        })
+/// The purpose of a form value (`None` or blank: the default one), among
+/// the table's `[purposes.*]`.
+pub fn purpose(
+    purposes: &'static [PurposeSpec],
+    name: Option<&str>,
+) -> Result<&'static PurposeSpec, ApiError> {
+    match name.map(str::trim).filter(|s| !s.is_empty()) {
+        Some(name) => purposes.iter().find(|p| p.name == name),
+        None => purposes.iter().find(|p| p.default),
+    }
+    .ok_or_else(|| {
+        let names: Vec<&str> = purposes.iter().map(|p| p.name).collect();
+        ApiError::BadRequest(format!(
+            "purpose must be one of: {} (or omitted)",
+            names.join(", ")
+        ))
+    })
 }
 
 /// Lower-case extension and media kind of an allowed file name.
@@ -133,7 +83,7 @@ pub fn extension(file_name: &str) -> Result<(String, &'static str), ApiError> {
 }
 
 fn key_for(
-    p: &Purpose,
+    p: &PurposeSpec,
     user_id: i64,
     now: chrono::DateTime<chrono::Utc>,
     id: &str,
@@ -146,13 +96,15 @@ fn key_for(
     )
 }
 
-fn multipart_error(e: multer::Error) -> ApiError {
-    match e {
+fn too_large(max: u64) -> ApiError {
+    ApiError::PayloadTooLarge(format!("file is larger than {} MiB", max >> 20))
+}
+
+/// A multipart error: too large beyond `max`, else malformed.
+fn multipart_error(max: u64) -> impl Fn(multer::Error) -> ApiError {
+    move |e| match e {
         multer::Error::StreamSizeExceeded { .. } | multer::Error::FieldSizeExceeded { .. } => {
-            ApiError::PayloadTooLarge(format!(
-                "file is larger than {} MiB",
-                MAX_UPLOAD_BYTES >> 20
-            ))
+            too_large(max)
         }
         other => ApiError::BadRequest(format!("malformed multipart body: {other}")),
     }
@@ -170,18 +122,16 @@ pub async fn upload(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
     let boundary = multer::parse_boundary(&content_type).map_err(|_| {
         ApiError::BadRequest("request must be multipart/form-data with a boundary".into())
     })?;
-    // The whole stream may be a little larger than the file (headers, purpose).
-    const MAX_STREAM: u64 = MAX_UPLOAD_BYTES + (1 << 20);
-    crate::shape::refuse_declared_over(req.body(), MAX_STREAM).map_err(|_| {
-        ApiError::PayloadTooLarge(format!(
-            "file is larger than {} MiB",
-            MAX_UPLOAD_BYTES >> 20
-        ))
-    })?;
+    // Largest file accepted: the table's `[limits] upload` (spec §8). The
+    // whole stream may be a little larger than the file (headers, purpose).
+    let max = ctx.gw.table.limit(Mode::Upload);
+    let purposes = ctx.gw.table.purposes;
+    let max_stream = max + (1 << 20);
+    crate::shape::refuse_declared_over(req.body(), max_stream).map_err(|_| too_large(max))?;
     let body = req.into_body().into_data_stream();
     let constraints = multer::Constraints::new().size_limit(
         multer::SizeLimit::new()
-            .whole_stream(MAX_STREAM)
+            .whole_stream(max_stream)
             .for_field("purpose", MAX_TEXT_FIELD as u64),
     );
     let mut form = multer::Multipart::with_constraints(body, boundary, constraints);
@@ -191,11 +141,11 @@ pub async fn upload(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
     let now = chrono::Utc::now();
     let id = uuid_like();
     let result: Result<(), ApiError> = async {
-        while let Some(field) = form.next_field().await.map_err(multipart_error)? {
+        while let Some(field) = form.next_field().await.map_err(multipart_error(max))? {
             match field.name() {
                 Some("purpose") => {
-                    let text = field.text().await.map_err(multipart_error)?;
-                    purpose(Some(&text))?;
+                    let text = field.text().await.map_err(multipart_error(max))?;
+                    purpose(purposes, Some(&text))?;
                     purpose_value = Some(text.trim().to_owned());
                 }
                 Some("file") if stored.is_none() => {
@@ -205,23 +155,13 @@ pub async fn upload(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
                         .filter(|n| !n.is_empty())
                         .ok_or_else(|| ApiError::BadRequest("file must have a file name".into()))?;
                     let (ext, kind) = extension(&file_name)?;
-                    let p = purpose(purpose_value.as_deref())?;
-                    let key = key_for(&p, user_id, now, &id, &ext);
+                    let p = purpose(purposes, purpose_value.as_deref())?;
+                    let key = key_for(p, user_id, now, &id, &ext);
                     let ct = crate::fetch::content_type_for(&file_name);
                     let stream: ByteStream = Box::pin(field.map_err(std::io::Error::other));
-                    let size = match ctx
-                        .gw
-                        .objects
-                        .put(&key, ct, stream, Some(MAX_UPLOAD_BYTES))
-                        .await
-                    {
+                    let size = match ctx.gw.objects.put(&key, ct, stream, Some(max)).await {
                         Ok(n) => n,
-                        Err(ObjectError::TooLarge { .. }) => {
-                            return Err(ApiError::PayloadTooLarge(format!(
-                                "file is larger than {} MiB",
-                                MAX_UPLOAD_BYTES >> 20
-                            )))
-                        }
+                        Err(ObjectError::TooLarge { .. }) => return Err(too_large(max)),
                         Err(ObjectError::Body(e)) => {
                             return Err(ApiError::BadRequest(format!("upload interrupted: {e}")))
                         }
@@ -235,7 +175,7 @@ pub async fn upload(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
                 _ => {
                     // Unknown fields are read and ignored (bounded by the stream limit).
                     let mut field = field;
-                    while field.chunk().await.map_err(multipart_error)?.is_some() {}
+                    while field.chunk().await.map_err(multipart_error(max))?.is_some() {}
                 }
             }
         }
@@ -250,8 +190,8 @@ pub async fn upload(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
     }
     let (mut key, file_name, ext, kind, size) =
         stored.ok_or_else(|| ApiError::BadRequest("file is required".into()))?;
-    let p = purpose(purpose_value.as_deref())?;
-    let final_key = key_for(&p, user_id, now, &id, &ext);
+    let p = purpose(purposes, purpose_value.as_deref())?;
+    let final_key = key_for(p, user_id, now, &id, &ext);
     if final_key != key {
         // `purpose` came after `file`: move the object under its prefix.
         if let Err(e) = ctx.gw.objects.rename(&key, &final_key).await {
@@ -324,10 +264,31 @@ mod tests {
 
     #[test]
     fn purposes_and_extensions() {
-        assert_eq!(purpose(None).unwrap().prefix, "uploads/");
-        assert_eq!(purpose(Some("voice_clone")).unwrap().retention_days, None);
-        assert_eq!(purpose(Some("stt_input")).unwrap().retention_days, Some(30));
-        assert!(purpose(Some("backup")).is_err());
+        static PURPOSES: &[PurposeSpec] = &[
+            PurposeSpec {
+                name: "voice_clone",
+                prefix: "voice-recordings/",
+                class: "voice_recordings",
+                retention_days: None,
+                default: false,
+            },
+            PurposeSpec {
+                name: "uploads",
+                prefix: "uploads/",
+                class: "uploads",
+                retention_days: Some(30),
+                default: true,
+            },
+        ];
+        assert_eq!(purpose(PURPOSES, None).unwrap().prefix, "uploads/");
+        assert_eq!(purpose(PURPOSES, Some(" ")).unwrap().name, "uploads");
+        assert_eq!(
+            purpose(PURPOSES, Some("voice_clone"))
+                .unwrap()
+                .retention_days,
+            None
+        );
+        assert!(purpose(PURPOSES, Some("backup")).is_err());
         assert_eq!(
             extension("Take 1.WAV").unwrap(),
             ("wav".to_owned(), "audio")

@@ -19,6 +19,7 @@ const TOP_LEVEL_KEYS: &[&str] = &[
     "limits",
     "purposes",
     "prices",
+    "products",
     "reconcile",
     "endpoint",
 ];
@@ -100,7 +101,7 @@ fn check_top_level_keys(value: &toml::Table, spans: &Spans<'_>, errors: &mut Vec
                 errors,
                 spans,
                 &[key],
-                format!("unknown top-level key `{key}`{hint}; the table has `[areas.*]`, `[bases.*]`, `[capabilities]`, `[resources]`, `[unmatched]`, `[kinds.*]`, `[limits]`, `[purposes.*]`, `[prices]`, `[reconcile.*]` and `[[endpoint]]` rows"),
+                format!("unknown top-level key `{key}`{hint}; the table has `[areas.*]`, `[bases.*]`, `[capabilities]`, `[resources]`, `[unmatched]`, `[kinds.*]`, `[limits]`, `[purposes.*]`, `[prices]`, `[products]`, `[reconcile.*]` and `[[endpoint]]` rows"),
             );
         }
     }

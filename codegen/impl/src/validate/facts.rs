@@ -2,7 +2,8 @@
 //! `[unmatched]` (the error format outside every area), `[kinds.*]` (what a
 //! resource kind does beyond ownership), `[limits]` (largest media body per
 //! mode), `[purposes.*]` (upload purposes and their retention), `[prices]`
-//! (known upstream prices) and `[reconcile.*]` (gateway product and unit →
+//! (known upstream prices), `[products]` (a billing unit's own price-key
+//! product) and `[reconcile.*]` (gateway product and unit →
 //! upstream billing product). Each problem names its key and line; the
 //! checks that need the rows (a kind no row names, a mode without its limit,
 //! an unknown product) run once the rows are read.
@@ -22,6 +23,11 @@ pub(super) struct Facts {
     pub purposes: Vec<PurposeDef>,
     pub prices: Vec<(String, String)>,
     pub upstream_products: Vec<(String, Billing, String)>,
+    pub unit_products: Vec<(Billing, String)>,
+    /// `[purposes]` is there (its entries may all be broken, and reported).
+    pub purposes_declared: bool,
+    /// `[limits]` keys that did not read (already reported).
+    pub broken_limits: Vec<String>,
 }
 
 /// The modes whose runtime function needs a `[limits]` entry.
@@ -124,12 +130,15 @@ pub(super) fn read_facts(
                 .and_then(parse_size);
             match (parsed, size) {
                 (Ok(m), Ok(bytes)) => facts.limits.push((m, bytes)),
-                (Err(msg), _) | (_, Err(msg)) => doc_err(
-                    errors,
-                    spans,
-                    &["limits", mode],
-                    format!("[limits] `{mode}`: {msg}"),
-                ),
+                (Err(msg), _) | (_, Err(msg)) => {
+                    facts.broken_limits.push(mode.clone());
+                    doc_err(
+                        errors,
+                        spans,
+                        &["limits", mode],
+                        format!("[limits] `{mode}`: {msg}"),
+                    )
+                }
             }
         }
     }
@@ -140,6 +149,7 @@ pub(super) fn read_facts(
         spans,
         errors,
     ) {
+        facts.purposes_declared = true;
         for (name, v) in t {
             match RawPurpose::deserialize(v.clone()) {
                 Ok(raw) => {
@@ -186,7 +196,8 @@ pub(super) fn read_facts(
             }
         }
         let defaults = facts.purposes.iter().filter(|p| p.default).count();
-        if !t.is_empty() && defaults != 1 {
+        // A purpose that did not read was reported; its `default` is unknown.
+        if !t.is_empty() && facts.purposes.len() == t.len() && defaults != 1 {
             doc_err(errors, spans, &["purposes"], format!("[purposes]: exactly one purpose must have `default = true` (the purpose of a form without one), found {defaults}"));
         }
     }
@@ -215,6 +226,30 @@ pub(super) fn read_facts(
                     spans,
                     &["prices", key],
                     format!("[prices] `{key}`: {msg}"),
+                ),
+            }
+        }
+    }
+    if let Some(t) = section(
+        value,
+        "products",
+        "`<unit> = \"<product>\"` entries",
+        spans,
+        errors,
+    ) {
+        for (unit, v) in t {
+            let parsed = unit.parse::<Billing>();
+            let product = v
+                .as_str()
+                .filter(|p| is_ident(p))
+                .ok_or_else(|| "the product must be an identifier string".to_string());
+            match (parsed, product) {
+                (Ok(u), Ok(p)) => facts.unit_products.push((u, p.to_string())),
+                (Err(msg), _) | (_, Err(msg)) => doc_err(
+                    errors,
+                    spans,
+                    &["products", unit],
+                    format!("[products] `{unit}`: {msg}"),
                 ),
             }
         }
@@ -287,7 +322,9 @@ pub(super) fn check_against_rows(
     }
     for mode in LIMITED_MODES {
         if let Some(row) = rows.iter().find(|r| r.mode == *mode) {
-            if !facts.limits.iter().any(|(m, _)| m == mode) {
+            let declared = facts.limits.iter().any(|(m, _)| m == mode)
+                || facts.broken_limits.iter().any(|k| k == mode.as_str());
+            if !declared {
                 errors.push(TableError {
                     row: Some(row.id.clone()),
                     line: Some(row.line),
@@ -297,7 +334,7 @@ pub(super) fn check_against_rows(
         }
     }
     if let Some(row) = rows.iter().find(|r| r.mode == Mode::Upload) {
-        if facts.purposes.is_empty() {
+        if !facts.purposes_declared {
             errors.push(TableError {
                 row: Some(row.id.clone()),
                 line: Some(row.line),
@@ -320,6 +357,21 @@ pub(super) fn check_against_rows(
                 spans,
                 &["prices", key],
                 format!("[prices] `{key}`: `{product}` is no row's capability or job kind{hint}"),
+            );
+        }
+    }
+    for (unit, product) in &facts.unit_products {
+        if unknown(product) {
+            let hint = did_you_mean(product, &products)
+                .map(|s| format!(" (did you mean `{s}`?)"))
+                .unwrap_or_default();
+            doc_err(
+                errors,
+                spans,
+                &["products", unit.as_str()],
+                format!(
+                    "[products] `{unit}`: `{product}` is no row's capability or job kind{hint}"
+                ),
             );
         }
     }

@@ -22,7 +22,8 @@
 //! * `upstream`: a row's upstream call and its path template's sources;
 //! * `paths`: route paths, prefixes and upstream path templates;
 //! * `facts`: the whole-table facts the runtime reads (`[unmatched]`,
-//!   `[kinds.*]`, `[limits]`, `[purposes.*]`, `[prices]`, `[reconcile.*]`);
+//!   `[kinds.*]`, `[limits]`, `[purposes.*]`, `[prices]`, `[products]`,
+//!   `[reconcile.*]`);
 //! * `cross_row`: checks between rows (duplicate ids, names and routes, job
 //!   kinds, unused capabilities).
 //!
@@ -345,5 +346,6 @@ fn check(value: &toml::Table, spans: &Spans<'_>, errors: &mut Vec<TableError>) -
         purposes: facts.purposes,
         prices: facts.prices,
         upstream_products: facts.upstream_products,
+        unit_products: facts.unit_products,
     }
 }

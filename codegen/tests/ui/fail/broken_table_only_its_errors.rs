@@ -5,6 +5,7 @@ mod routes {
     codegen::routes!(inline = r#"
 [areas.voice]
 prefix = "/api/v1/voice"
+auth = "bearer"
 errors = "detail"
 
 [capabilities]
