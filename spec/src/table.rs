@@ -208,3 +208,93 @@ pub struct UnitProduct {
     pub unit: Billing,
     pub product: &'static str,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    static TABLE: Table = Table {
+        routes: &[],
+        capabilities: &[],
+        job_kinds: &[],
+        bases: &[],
+        openapi: "",
+        docs: "",
+        areas: &[
+            AreaSpec {
+                area: Area::Voice,
+                prefix: "/api/v1/voice",
+                errors: ErrorFormat::Detail,
+            },
+            AreaSpec {
+                area: Area::Gateway,
+                prefix: "/api/v1",
+                errors: ErrorFormat::Envelope,
+            },
+        ],
+        unmatched_errors: ErrorFormat::Detail,
+        kinds: &[KindSpec {
+            kind: "voice",
+            shared_stock: true,
+            id_field: Some("voice_uuid"),
+        }],
+        limits: &[LimitSpec {
+            mode: Mode::Upload,
+            bytes: 10,
+        }],
+        purposes: &[
+            PurposeSpec {
+                name: "a",
+                prefix: "a/",
+                class: "a",
+                retention_days: None,
+                default: false,
+            },
+            PurposeSpec {
+                name: "b",
+                prefix: "b/",
+                class: "b",
+                retention_days: Some(1),
+                default: true,
+            },
+        ],
+        prices: &[],
+        upstream_products: &[UpstreamProduct {
+            product: "detect",
+            unit: Billing::Images,
+            upstream: "detect_images",
+        }],
+        unit_products: &[],
+    };
+
+    #[test]
+    fn errors_by_the_longest_area_prefix_else_unmatched() {
+        assert_eq!(
+            TABLE.errors_for_path("/api/v1/voice/x"),
+            ErrorFormat::Detail
+        );
+        assert_eq!(TABLE.errors_for_path("/api/v1/chat"), ErrorFormat::Envelope);
+        assert_eq!(TABLE.errors_for_path("/elsewhere"), ErrorFormat::Detail);
+    }
+
+    #[test]
+    fn lookups() {
+        assert!(TABLE.shared_stock("voice"));
+        assert!(!TABLE.shared_stock("project"));
+        assert_eq!(TABLE.limit(Mode::Upload), 10);
+        assert_eq!(TABLE.limit(Mode::Speech), 0);
+        assert_eq!(TABLE.purpose(None).unwrap().name, "b");
+        assert_eq!(TABLE.purpose(Some(" a ")).unwrap().name, "a");
+        assert!(TABLE.purpose(Some("c")).is_none());
+        assert_eq!(
+            TABLE.upstream_product("detect", "images"),
+            Some("detect_images")
+        );
+        assert_eq!(TABLE.upstream_product("detect", "audio_seconds"), None);
+        assert_eq!("voice_subscription".parse(), Ok(Billing::VoiceSubscription));
+        assert!("prox"
+            .parse::<Mode>()
+            .unwrap_err()
+            .contains("expected one of"));
+    }
+}

@@ -263,3 +263,39 @@ fn billing_and_reconcile_name_no_capability() {
         }
     }
 }
+
+/// The table's vocabulary is declared once (`gateway-spec`): no source file
+/// of the workspace is compiled a second time through `#[path]`.
+#[test]
+fn no_path_attribute_in_the_workspace() {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            if path.is_dir() {
+                if name != "target" && !name.starts_with('.') {
+                    walk(&path, out);
+                }
+            } else if name.ends_with(".rs") {
+                out.push(path);
+            }
+        }
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut files = Vec::new();
+    for dir in [
+        "spec", "codegen", "runtime", "server", "sim", "bench", "tests",
+    ] {
+        walk(&root.join(dir), &mut files);
+    }
+    assert!(files.len() > 50, "the workspace's sources are found");
+    let attribute = ["#[", "path"].concat();
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert!(
+            !text.lines().any(|l| l.trim_start().starts_with(&attribute)),
+            "{} compiles a file through #[path]",
+            file.display()
+        );
+    }
+}

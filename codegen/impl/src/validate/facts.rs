@@ -212,7 +212,7 @@ pub(super) fn read_facts(
             let unit = key
                 .split_once('.')
                 .ok_or_else(|| {
-                    format!("the key must be `<product>.<unit>`, e.g. `tts.audio_seconds`")
+                    "the key must be `<product>.<unit>`, e.g. `tts.audio_seconds`".to_string()
                 })
                 .and_then(|(_, unit)| unit.parse::<Billing>());
             let price = v
