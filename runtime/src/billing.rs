@@ -240,10 +240,16 @@ mod tests {
     }
 
     /// As the table's `[prices]` says.
-    const TABLE: &[PriceSpec] = &[PriceSpec {
-        key: "tts.audio_seconds",
-        price: "0.0005",
-    }];
+    const TABLE: &[PriceSpec] = &[
+        PriceSpec {
+            key: "tts.audio_seconds",
+            price: "0.0005",
+        },
+        PriceSpec {
+            key: "watermark_detect.audio_seconds",
+            price: "0.0002",
+        },
+    ];
 
     /// `spec` and `markup` over the table's prices, as the gateway starts with them.
     fn prices(spec: Option<&str>, markup: &str) -> Prices {
@@ -297,11 +303,11 @@ mod tests {
 
     #[test]
     fn table_overrides_and_errors() {
-        let p = Prices::parse(
+        // The configured price of a key wins over the table's.
+        let p = prices(
             Some("tts.audio_seconds=0.001, identity.searches=0.01"),
             "50",
-        )
-        .unwrap();
+        );
         assert_eq!(
             p.charge("tts.audio_seconds", d("2")).charged_str(),
             "0.00300000"

@@ -89,10 +89,7 @@ impl Table {
 
     /// The upload purpose named `name` (`None`, or blank: the default one).
     pub fn purpose(&self, name: Option<&str>) -> Option<&'static PurposeSpec> {
-        match name.map(str::trim).filter(|s| !s.is_empty()) {
-            Some(name) => self.purposes.iter().find(|p| p.name == name),
-            None => self.purposes.iter().find(|p| p.default),
-        }
+        PurposeSpec::find(self.purposes, name)
     }
 
     /// The price-key product of a row: its billing unit's `[products]`
@@ -151,6 +148,19 @@ pub struct PurposeSpec {
     pub retention_days: Option<u32>,
     /// The purpose of a form without one.
     pub default: bool,
+}
+
+impl PurposeSpec {
+    /// The purpose named `name` among `purposes` (`None`, or blank: the default one).
+    pub fn find(
+        purposes: &'static [PurposeSpec],
+        name: Option<&str>,
+    ) -> Option<&'static PurposeSpec> {
+        match name.map(str::trim).filter(|s| !s.is_empty()) {
+            Some(name) => purposes.iter().find(|p| p.name == name),
+            None => purposes.iter().find(|p| p.default),
+        }
+    }
 }
 
 /// One `[prices]` entry: `<product>.<unit>` and its USD price per unit (decimal text).

@@ -10,7 +10,8 @@
 //!
 //! # Layout
 //!
-//! * [`keywords`]: one enum per keyword of the table, mirroring `runtime::spec`.
+//! * [`keywords`]: the keyword enums of the table, `gateway-spec`'s own (the
+//!   types the generated code is made of, declared once).
 //! * [`table`]: the data model. The raw serde layer (`#[serde(deny_unknown_fields)]`,
 //!   one enum per keyword: method, mode, billing, gate, auth, errors, base,
 //!   field type) and the resolved layer ([`Table`], [`Row`], capabilities
@@ -32,9 +33,9 @@
 //!   and turns problems into one `compile_error!` each.
 //!
 //! Architecture invariant: the generated code and the runtime agree on the
-//! shape of `runtime::spec`; the keyword enums of [`table`] mirror its enums
-//! variant for variant, and [`Row::listing_line`] uses the same format as
-//! `EndpointSpec::listing_line`.
+//! shape of `runtime::spec`, which is `gateway-spec`, the crate whose
+//! keyword enums the table is read into; [`Row::listing_line`] uses the same
+//! format as `EndpointSpec::listing_line`.
 
 pub mod docs;
 pub mod expand;

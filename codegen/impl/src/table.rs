@@ -10,8 +10,8 @@
 //!   expansion ([`mod@crate::expand`]) and [`Table::listing`] read only this
 //!   layer.
 //!
-//! The keyword enums ([`crate::keywords`], re-exported here) mirror the enums
-//! of `runtime::spec` one to one.
+//! The keyword enums ([`crate::keywords`], re-exported here) are those of
+//! `gateway-spec` (`runtime::spec`) themselves.
 
 use std::fmt;
 

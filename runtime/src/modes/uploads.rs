@@ -53,11 +53,7 @@ pub fn purpose(
     purposes: &'static [PurposeSpec],
     name: Option<&str>,
 ) -> Result<&'static PurposeSpec, ApiError> {
-    match name.map(str::trim).filter(|s| !s.is_empty()) {
-        Some(name) => purposes.iter().find(|p| p.name == name),
-        None => purposes.iter().find(|p| p.default),
-    }
-    .ok_or_else(|| {
+    PurposeSpec::find(purposes, name).ok_or_else(|| {
         let names: Vec<&str> = purposes.iter().map(|p| p.name).collect();
         ApiError::BadRequest(format!(
             "purpose must be one of: {} (or omitted)",
