@@ -27,6 +27,19 @@ use crate::spec::PriceSpec;
 /// Decimal places of every charge.
 pub const CHARGE_DP: u32 = 8;
 
+/// The charge of an upstream cost: `raw` × (1 + `markup_pct` / 100),
+/// rounded half away from zero to [`CHARGE_DP`] places. Every charge the
+/// gateway makes goes through it: the voice API's prices ([`Prices::charge`])
+/// and the general gateway's per-model prices and holds (`credits`).
+pub fn with_markup(raw: Decimal, markup_pct: Decimal) -> Decimal {
+    round_charge(raw * (Decimal::ONE + markup_pct / Decimal::ONE_HUNDRED))
+}
+
+/// `d` rounded as every charge is: half away from zero, [`CHARGE_DP`] places.
+pub fn round_charge(d: Decimal) -> Decimal {
+    d.round_dp_with_strategy(CHARGE_DP, RoundingStrategy::MidpointAwayFromZero)
+}
+
 /// Price table plus markup.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Prices {
@@ -59,7 +72,7 @@ impl Charge {
 
 /// A decimal rendered with exactly 8 places ("0.00060000").
 pub fn format_money(d: Decimal) -> String {
-    let mut d = d.round_dp_with_strategy(CHARGE_DP, RoundingStrategy::MidpointAwayFromZero);
+    let mut d = round_charge(d);
     d.rescale(CHARGE_DP);
     d.to_string()
 }
@@ -141,11 +154,7 @@ impl Prices {
         };
         let unit_price = self.price(price_key);
         let charged = match unit_price {
-            Some(p) => {
-                let factor = Decimal::ONE + self.markup_pct / Decimal::ONE_HUNDRED;
-                (quantity * p * factor)
-                    .round_dp_with_strategy(CHARGE_DP, RoundingStrategy::MidpointAwayFromZero)
-            }
+            Some(p) => with_markup(quantity * p, self.markup_pct),
             None => Decimal::ZERO,
         };
         Charge {
@@ -288,6 +297,25 @@ mod tests {
         assert_eq!(p.charge("x.units", d("1")).charged_str(), "0.00000002");
         let p = Prices::parse(Some("x.units=0.0000000149"), "0").unwrap();
         assert_eq!(p.charge("x.units", d("1")).charged_str(), "0.00000001");
+    }
+
+    #[test]
+    fn markup_then_half_away_from_zero_to_8_places() {
+        // 0.0005 × 1.2 = 0.0006, exact.
+        assert_eq!(with_markup(d("0.0005"), d("20")), d("0.0006"));
+        // 0.000000005 × 1.0 is a midpoint: away from zero, both signs.
+        assert_eq!(with_markup(d("0.000000005"), d("0")), d("0.00000001"));
+        assert_eq!(with_markup(d("-0.000000005"), d("0")), d("-0.00000001"));
+        // 0.000000025 × 1.0: away from zero, not to even.
+        assert_eq!(with_markup(d("0.000000025"), d("0")), d("0.00000003"));
+        // Just under a midpoint rounds down.
+        assert_eq!(with_markup(d("0.0000000149"), d("0")), d("0.00000001"));
+        // 0.123456789 × 1.5 = 0.1851851835 → 0.18518518.
+        assert_eq!(with_markup(d("0.123456789"), d("50")), d("0.18518518"));
+        // A fractional markup: 1 × 1.125.
+        assert_eq!(with_markup(d("1"), d("12.5")), d("1.125"));
+        assert_eq!(with_markup(Decimal::ZERO, d("20")), Decimal::ZERO);
+        assert_eq!(round_charge(d("0.123456785")), d("0.12345679"));
     }
 
     #[test]

@@ -4,25 +4,47 @@
 //! when it does not fit),
 //! and settled to its actual usage after the answer ([`Settle::records`]:
 //! the usage record, its debit and the end of the hold, one transaction).
-//! A request that fails releases its hold ([`Hold`]'s drop). BYOK requests
-//! hold nothing and are charged nothing, but their usage is recorded.
+//! BYOK requests hold nothing and are charged nothing, but their usage is
+//! recorded. Every charge is [`crate::billing::with_markup`] of its cost.
+//!
+//! # The settlement contract
+//!
+//! A model request says how it settles in its outcome
+//! ([`crate::ctx::Settlement`]), and its [`Hold`] ends in exactly one of
+//! three ways:
+//!
+//! * **settled**: [`Settle`] turns the hold into the records that end it
+//!   ([`Hold::into_release`], with the usage record and its debit, never
+//!   more than was held). They are committed by the pipeline's record phase
+//!   with the answer (`Settlement::ByModeRecords`), or, for a stream
+//!   (`Settlement::Later(Later::Stream)`), by [`crate::relay`] when the
+//!   stream ends: `Relay::finish` on a normal end, stop or time-out, and
+//!   `Relay`'s `Drop` when the caller hangs up (the body is dropped), both
+//!   through the one door for such commits
+//!   ([`crate::store::Store::commit_outside_record_phase`]);
+//! * **kept**: [`Hold::keep`] hands it to a job (a video's,
+//!   `Settlement::Later(Later::Job)`), which settles or releases it under
+//!   the submit's request id when it ends ([`crate::videos`]);
+//! * **dropped**: any other end (an error answered with `?`, an upstream
+//!   failure, a cancelled handler) releases it in `Hold`'s `Drop`, a plain
+//!   delete of the hold row that moves no money. This is the safety net of
+//!   every error path; a release that fails (or a process that dies) leaves
+//!   the hold to expire by itself (`balances::HOLD_TTL_HOURS`).
 
-use rust_decimal::{Decimal, RoundingStrategy};
+use rust_decimal::Decimal;
 
-use crate::billing::CHARGE_DP;
+use crate::billing::with_markup;
 use crate::ctx::Ctx;
 use crate::errors::ApiError;
 use crate::providers::{Model, Provider};
-use crate::store::{ModelUsageRecord, Record, Reserved, UsageRecord};
+use crate::store::{ModelUsageRecord, OutsideRecordPhase, Record, Reserved, UsageRecord};
 use crate::Gateway;
 
 const MTOK: Decimal = Decimal::from_parts(1_000_000, 0, 0, false, 0);
 
 /// The charge of `input` + `output` tokens of `m`, markup included, 8 places.
 pub fn token_cost(p: &Provider, m: &Model, input: u64, output: u64) -> Decimal {
-    let raw = raw_token_cost(m, input, output);
-    (raw * (Decimal::ONE + p.markup_pct / Decimal::ONE_HUNDRED))
-        .round_dp_with_strategy(CHARGE_DP, RoundingStrategy::MidpointAwayFromZero)
+    with_markup(raw_token_cost(m, input, output), p.markup_pct)
 }
 
 fn raw_token_cost(m: &Model, input: u64, output: u64) -> Decimal {
@@ -37,7 +59,8 @@ pub fn prompt_bound(text_bytes: usize, messages: usize) -> u64 {
     text_bytes as u64 + 4 * messages as u64 + 8
 }
 
-/// A live credit hold; dropped without [`Hold::into_release`], it is released.
+/// A live credit hold: settled ([`Hold::into_release`]), kept by a job
+/// ([`Hold::keep`]), or released when dropped (see the module's contract).
 pub struct Hold {
     gw: Gateway,
     request_id: String,
@@ -94,17 +117,20 @@ pub async fn reserve(ctx: &Ctx, amount: Decimal, byok: bool) -> Result<Option<Ho
     let committed = ctx
         .gw
         .store
-        .commit(vec![Record::Hold {
-            request_id: ctx.request_id.clone(),
-            user_id: user,
-            amount,
-        }])
+        .commit_outside_record_phase(
+            OutsideRecordPhase::Hold,
+            vec![Record::Hold {
+                request_id: ctx.request_id.clone(),
+                user_id: user,
+                amount,
+            }],
+        )
         .await?;
     let r = committed
         .holds
         .into_iter()
         .next()
-        .ok_or_else(|| ApiError::Internal("a hold without its outcome".into()))?;
+        .ok_or_else(|| ApiError::bug("a hold without its outcome"))?;
     match r {
         Reserved::Held => Ok(Some(Hold {
             gw: ctx.gw.clone(),
@@ -203,10 +229,9 @@ impl Settle {
             byok,
             hold,
         } = self;
-        let mut charged = usage.raw_cost.map_or(Decimal::ZERO, |raw| {
-            (raw * (Decimal::ONE + provider.markup_pct / Decimal::ONE_HUNDRED))
-                .round_dp_with_strategy(CHARGE_DP, RoundingStrategy::MidpointAwayFromZero)
-        });
+        let mut charged = usage
+            .raw_cost
+            .map_or(Decimal::ZERO, |raw| with_markup(raw, provider.markup_pct));
         if let Some(h) = &hold {
             if charged > h.amount {
                 tracing::warn!(request_id = %request_id, %charged, held = %h.amount, "usage beyond the hold; charging the hold");
@@ -273,16 +298,13 @@ struct Usage {
 
 /// The charge of `n` images of `m`, markup included, 8 places.
 pub fn image_cost(p: &Provider, m: &Model, n: u64) -> Decimal {
-    (m.per_image.unwrap_or_default()
-        * Decimal::from(n)
-        * (Decimal::ONE + p.markup_pct / Decimal::ONE_HUNDRED))
-        .round_dp_with_strategy(CHARGE_DP, RoundingStrategy::MidpointAwayFromZero)
+    with_markup(
+        m.per_image.unwrap_or_default() * Decimal::from(n),
+        p.markup_pct,
+    )
 }
 
 /// The charge of `seconds` of `m`, markup included, 8 places.
 pub fn seconds_cost(p: &Provider, m: &Model, seconds: Decimal) -> Decimal {
-    (m.per_second.unwrap_or_default()
-        * seconds
-        * (Decimal::ONE + p.markup_pct / Decimal::ONE_HUNDRED))
-        .round_dp_with_strategy(CHARGE_DP, RoundingStrategy::MidpointAwayFromZero)
+    with_markup(m.per_second.unwrap_or_default() * seconds, p.markup_pct)
 }

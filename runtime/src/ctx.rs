@@ -95,7 +95,7 @@ impl Ctx {
     /// names the operation in the internal error a misconfigured row would get.
     pub fn require_user(&self, what: &str) -> Result<i64, ApiError> {
         self.user_id()
-            .ok_or_else(|| ApiError::Internal(format!("{what} without a user")))
+            .ok_or_else(|| ApiError::bug(format!("{what} without a user")))
     }
 
     /// The row's upstream call (the generator refuses forwarding modes without one).
@@ -103,7 +103,7 @@ impl Ctx {
         self.spec
             .upstream
             .as_ref()
-            .ok_or_else(|| ApiError::Internal(format!("row {} has no upstream", self.spec.id)))
+            .ok_or_else(|| ApiError::bug(format!("row {} has no upstream", self.spec.id)))
     }
 
     /// The row's job kind (job modes).
@@ -111,7 +111,7 @@ impl Ctx {
         self.spec
             .job
             .and_then(|kind| self.gw.table.job_kind(kind))
-            .ok_or_else(|| ApiError::Internal(format!("row {} has no job kind", self.spec.id)))
+            .ok_or_else(|| ApiError::bug(format!("row {} has no job kind", self.spec.id)))
     }
 
     /// Records what this request bills and returns its charge (for answers
@@ -157,33 +157,85 @@ pub fn charge_of(gw: &Gateway, m: &Metered) -> Charge {
 }
 
 /// What a mode hands back: the answer, the upstream status it saw, any
-/// records that must be committed with the audit record, and work to start
-/// once they are committed.
+/// records that must be committed with the audit record, how the request
+/// settles, and work to start once the records are committed.
 pub struct Outcome {
     pub response: Response,
     pub upstream_status: Option<u16>,
     pub records: Vec<Record>,
     pub deferred: Vec<Deferred>,
-    /// The mode writes the request's usage record itself: in `records`
-    /// (model requests, priced per model) or when its stream ends. The
-    /// pipeline then writes none.
-    pub own_usage: bool,
-    /// A stream whose end commits again, with the flush (its settlement):
-    /// the records committed before its first byte skip the flush, which
-    /// that later commit covers (see `RecordWriter::commit_unflushed`).
-    pub settles_later: bool,
+    /// Who writes the request's usage record, and when (the pipeline's
+    /// record phase reads it; [`Settlement::ByPipeline`] unless the mode
+    /// says otherwise).
+    pub settlement: Settlement,
 }
 
 impl Outcome {
+    /// An answer the pipeline settles ([`Settlement::ByPipeline`]).
     pub fn new(response: Response, upstream_status: Option<u16>) -> Outcome {
         Outcome {
             response,
             upstream_status,
             records: Vec::new(),
             deferred: Vec::new(),
-            own_usage: false,
-            settles_later: false,
+            settlement: Settlement::ByPipeline,
         }
+    }
+
+    /// The same outcome, settled by `settlement`.
+    pub fn settled(mut self, settlement: Settlement) -> Outcome {
+        self.settlement = settlement;
+        self
+    }
+}
+
+/// How a successful request settles: who writes its usage record (and the
+/// debit of its charge), and when. Every request's audit record is
+/// committed by the pipeline's record phase, before the answer, whatever
+/// its settlement; so are the mode's `records`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Settlement {
+    /// The pipeline writes the usage record in its record phase: what the
+    /// mode metered ([`Ctx::meter`], at the gateway's prices), or quantity
+    /// 0 of the row's unit. The rows of the voice API are settled so.
+    ByPipeline,
+    /// The mode's `records` hold the request's usage record (a model
+    /// request, priced per model: [`crate::credits::Settle`], with the
+    /// release of its hold); the pipeline commits them with the audit
+    /// record and writes no usage record of its own.
+    ByModeRecords,
+    /// Settled after the answer: the pipeline writes no usage record.
+    Later(Later),
+}
+
+/// What settles a request after its answer ([`Settlement::Later`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Later {
+    /// A model stream: its end (finished, stopped, timed out or hung up)
+    /// commits the usage record, the debit and the release of the hold
+    /// ([`crate::relay`]), with the flush to disk. The records of the record
+    /// phase, before the first byte, are committed without the flush
+    /// ([`crate::store::Store::commit_unflushed`]): that later commit
+    /// covers them.
+    Stream,
+    /// A job (a video's): billed once, when it finishes, by whichever
+    /// observer sees it finish first ([`crate::videos::observe`]), under a
+    /// once-key; its hold is kept until then ([`crate::credits::Hold::keep`]).
+    /// The requests that submit, read, list or cancel such a job write no
+    /// usage record of their own.
+    Job,
+}
+
+impl Settlement {
+    /// The pipeline writes the request's usage record.
+    pub fn by_pipeline(self) -> bool {
+        self == Settlement::ByPipeline
+    }
+
+    /// The record phase's commit must be on disk before the answer: every
+    /// settlement but a stream's, whose end commits again with the flush.
+    pub fn flush_record_phase(self) -> bool {
+        self != Settlement::Later(Later::Stream)
     }
 }
 

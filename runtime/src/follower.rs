@@ -45,7 +45,7 @@ use crate::ctx::{charge_of, new_request_id};
 use crate::errors::ApiError;
 use crate::progress::{item_of, observe};
 use crate::spec::{JobKind, PathParams};
-use crate::store::{rfc3339, JobRow, Record};
+use crate::store::{rfc3339, JobRow, OutsideRecordPhase, Record};
 use crate::Gateway;
 
 /// A job older than this is no longer followed.
@@ -213,7 +213,8 @@ async fn poll(gw: &Gateway, job: &JobRow) -> After {
     }
     records.extend(progress.record);
     if !records.is_empty() {
-        if let Err(e) = gw.store.commit(records).await {
+        let why = OutsideRecordPhase::FollowedJob;
+        if let Err(e) = gw.store.commit_outside_record_phase(why, records).await {
             tracing::error!(job = %job.job_id, error = %e, "job follower: committing the job's progress failed; backing off");
             return After::Again;
         }

@@ -19,7 +19,7 @@ use futures_util::TryStreamExt;
 
 use crate::objects::ByteStream;
 use crate::spec::EndpointSpec;
-use crate::store::{AssetRecord, JobRow, Record};
+use crate::store::{AssetRecord, JobRow, OutsideRecordPhase, Record};
 use crate::Gateway;
 
 /// A claim older than this is considered abandoned.
@@ -174,7 +174,7 @@ async fn copy(
         .and_then(|v| v.to_str().ok())
         .filter(|ct| ct.starts_with("audio/") || ct.starts_with("video/"))
         .map(str::to_owned)
-        .unwrap_or_else(|| crate::fetch::content_type_for(&format!("x.{ext}")).to_owned());
+        .unwrap_or_else(|| crate::media::content_type_for(&format!("x.{ext}")).to_owned());
     let key = format!(
         "mirror/{}/{}/{}.{ext}",
         job.user_id,
@@ -206,7 +206,10 @@ async fn copy(
     };
     let committed = gw
         .store
-        .commit(vec![Record::Asset(record)])
+        .commit_outside_record_phase(
+            OutsideRecordPhase::MirroredCopy,
+            vec![Record::Asset(record)],
+        )
         .await
         .map_err(|e| e.to_string())?;
     let asset_id = *committed.asset_ids.first().ok_or("asset id missing")?;

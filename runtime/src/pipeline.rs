@@ -140,7 +140,8 @@ async fn run(
     Ok(outcome.response)
 }
 
-/// Phase 7: commits the audit record, the usage record and the mode's
+/// Phase 7: commits the audit record, the usage record (when the outcome's
+/// [`Settlement`](crate::ctx::Settlement) is the pipeline's) and the mode's
 /// records in one group commit, then updates the owner cache from what was
 /// committed (and tells the other instances, with Redis).
 async fn record(
@@ -161,21 +162,26 @@ async fn record(
         latency_ms: ctx.started.elapsed().as_millis() as u64,
         created_at: crate::store::now_rfc3339(),
     }));
-    if !outcome.own_usage {
+    if outcome.settlement.by_pipeline() {
         records.push(Record::Usage(usage_record(ctx)));
     }
+    debug_assert!(
+        outcome.settlement != crate::ctx::Settlement::ByModeRecords
+            || mode_records.iter().any(|r| matches!(r, Record::Usage(_))),
+        "a request settled by its mode's records brings its usage record"
+    );
     let cache_changes: Vec<_> = mode_records
         .iter()
         .filter_map(owners::cache_change)
         .collect();
     records.extend(mode_records);
     let store = &ctx.gw.store;
-    if outcome.settles_later {
-        store.commit_unflushed(records).await
-    } else {
+    if outcome.settlement.flush_record_phase() {
         store.commit(records).await
+    } else {
+        store.commit_unflushed(records).await
     }
-    .map_err(|e| ApiError::Internal(e.to_string()))?;
+    .map_err(|e| ApiError::internal("committing the request's records", e))?;
     crate::cluster::owners_changed(&ctx.gw, cache_changes).await;
     Ok(())
 }

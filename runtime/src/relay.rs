@@ -19,6 +19,7 @@ use serde_json::Value;
 
 use crate::body::BoxError;
 use crate::credits::Settle;
+use crate::store::OutsideRecordPhase;
 use crate::streams::Registration;
 use crate::Gateway;
 
@@ -148,7 +149,9 @@ impl Relay {
         if let Some(records) = self.settle_records(ended) {
             let store = self.gw.store.clone();
             let commit = tokio::spawn(tracing::Instrument::in_current_span(async move {
-                store.commit(records).await
+                store
+                    .commit_outside_record_phase(OutsideRecordPhase::StreamSettlement, records)
+                    .await
             }));
             match commit.await {
                 Ok(Ok(_)) => {}
@@ -253,13 +256,16 @@ fn error_event(status: u16, message: &str) -> Bytes {
 }
 
 impl Drop for Relay {
-    /// The caller hung up: what was streamed is billed.
+    /// The caller hung up (the body is dropped before its end): what was
+    /// streamed is billed, in a task of its own; after [`Relay::finish`]
+    /// there is nothing left to bill (see `credits`' settlement contract).
     fn drop(&mut self) {
         if let Some(records) = self.settle_records("disconnected") {
             let store = self.gw.store.clone();
             if let Ok(h) = tokio::runtime::Handle::try_current() {
                 h.spawn(async move {
-                    if let Err(e) = store.commit(records).await {
+                    let why = OutsideRecordPhase::StreamSettlement;
+                    if let Err(e) = store.commit_outside_record_phase(why, records).await {
                         tracing::error!(error = %e, "recording a stream's usage failed");
                     }
                 });

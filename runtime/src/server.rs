@@ -102,7 +102,7 @@ async fn answer(gw: Gateway, route: RouteFn, req: Request, id: &mut Option<Strin
                 Err(e) => {
                     tracing::error!(error = %e, "handler panicked");
                     error(
-                        ApiError::Internal("handler panicked".into()),
+                        ApiError::bug("handler panicked"),
                         table.errors_for_path(path),
                     )
                 }

@@ -32,7 +32,7 @@ use crate::credits::Settle;
 use crate::errors::ApiError;
 use crate::providers::{Model, Provider};
 use crate::spec::Method;
-use crate::store::{rfc3339, AssetRecord, Record, VideoJobRow};
+use crate::store::{rfc3339, AssetRecord, OutsideRecordPhase, Record, VideoJobRow};
 use crate::upstream::llm::ProviderKey;
 use crate::Gateway;
 
@@ -115,7 +115,7 @@ async fn reload(gw: &Gateway, job_id: &str) -> Result<VideoJobRow, ApiError> {
     gw.store
         .blocking(move |s| s.video_job(&id))
         .await?
-        .ok_or_else(|| ApiError::Internal("a video job vanished".into()))
+        .ok_or_else(|| ApiError::bug("a video job vanished"))
 }
 
 /// Records `status` (failed or cancelled) and releases the job's hold.
@@ -131,9 +131,12 @@ pub async fn end_unbilled(gw: &Gateway, job: &VideoJobRow, status: &str) -> Resu
         .await?;
     if changed {
         gw.store
-            .commit(vec![Record::HoldRelease {
-                request_id: job.hold_id.clone(),
-            }])
+            .commit_outside_record_phase(
+                OutsideRecordPhase::VideoJobEnd,
+                vec![Record::HoldRelease {
+                    request_id: job.hold_id.clone(),
+                }],
+            )
             .await?;
     }
     Ok(())
@@ -251,7 +254,9 @@ async fn finish(
     records.push(Record::HoldRelease {
         request_id: job.hold_id.clone(),
     });
-    gw.store.commit(records).await?;
+    gw.store
+        .commit_outside_record_phase(OutsideRecordPhase::VideoJobEnd, records)
+        .await?;
     let (id, n) = (job.job_id.clone(), rfc3339(now));
     gw.store
         .blocking(move |s| s.complete_video(&id, &object_key, &expires_at, &n))

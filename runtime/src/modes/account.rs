@@ -8,12 +8,13 @@
 use http::StatusCode;
 use serde_json::{json, Map, Value};
 
+use super::common::user_json;
 use super::read_body;
 use crate::auth::{self, passwords, tokens::Typ, TokenPair};
 use crate::ctx::{Ctx, Outcome};
 use crate::errors::ApiError;
 use crate::router::Request;
-use crate::store::{Registration, UserRow};
+use crate::store::Registration;
 use crate::{body, mail};
 
 /// How long a confirmation token is valid.
@@ -39,20 +40,6 @@ fn answer(status: StatusCode, v: Value) -> Outcome {
     Outcome::new(body::json(status, &v), None)
 }
 
-/// A user as answered (no password hash, ever).
-pub(crate) fn user_json(u: &UserRow) -> Value {
-    json!({
-        "id": u.id,
-        "username": u.username,
-        "email": u.email,
-        "role": if u.is_admin { "admin" } else { "user" },
-        "confirmed": u.confirmed,
-        "disabled": u.disabled,
-        "deleted": u.deleted_at.is_some(),
-        "created_at": u.created_at,
-    })
-}
-
 fn pair_json(p: &TokenPair) -> Value {
     json!({
         "access_token": p.access_token,
@@ -65,8 +52,8 @@ fn pair_json(p: &TokenPair) -> Value {
 async fn hash_password(password: String) -> Result<String, ApiError> {
     tokio::task::spawn_blocking(move || passwords::hash(&password))
         .await
-        .map_err(|e| ApiError::Internal(e.to_string()))?
-        .map_err(ApiError::Internal)
+        .map_err(|e| ApiError::internal("hashing a password", e))?
+        .map_err(|e| ApiError::internal("hashing a password", e))
 }
 
 /// A new random token for a mail, stored hashed for `purpose`.
@@ -143,7 +130,7 @@ pub async fn register(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> 
         send_mail(ctx, email, "Confirm your e-mail address", body).await;
     }
     let row = ctx.gw.store.blocking(move |s| s.user_row(id)).await?;
-    let row = row.ok_or_else(|| ApiError::Internal("registered user not found".into()))?;
+    let row = row.ok_or_else(|| ApiError::bug("registered user not found"))?;
     Ok(answer(StatusCode::CREATED, user_json(&row)))
 }
 
@@ -165,7 +152,7 @@ pub async fn login(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
     let pw = password.to_owned();
     let ok = tokio::task::spawn_blocking(move || passwords::verify(&pw, stored.as_deref()))
         .await
-        .map_err(|e| ApiError::Internal(e.to_string()))?;
+        .map_err(|e| ApiError::internal("verifying a password", e))?;
     let user = match user {
         Some(u) if ok && !u.deleted => u,
         _ => {
@@ -290,7 +277,7 @@ pub async fn me(ctx: &mut Ctx) -> Result<Outcome, ApiError> {
         .store
         .blocking(move |s| Ok((s.user_row(uid)?, s.balance(uid)?)))
         .await?;
-    let row = row.ok_or_else(|| ApiError::Internal("caller not found".into()))?;
+    let row = row.ok_or_else(|| ApiError::bug("caller not found"))?;
     let mut v = user_json(&row);
     v["balance"] = json!(format!("{balance:.8}"));
     Ok(answer(StatusCode::OK, v))

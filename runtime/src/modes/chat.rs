@@ -12,7 +12,7 @@ use rust_decimal::prelude::ToPrimitive;
 use serde_json::{json, Map, Value};
 
 use super::{prepare_model_call, Prepared};
-use crate::ctx::{Ctx, Outcome};
+use crate::ctx::{Ctx, Later, Outcome, Settlement};
 use crate::errors::ApiError;
 use crate::providers::{ModelType, Op};
 use crate::relay::Relay;
@@ -121,9 +121,9 @@ pub async fn complete(ctx: &mut Ctx, req: Request, chat: bool) -> Result<Outcome
             Some((Some(i), Some(o))) => (i, o, false),
             _ => (bytes.div_ceil(4) as u64, counted_output(&v), true),
         };
-        let mut out = Outcome::new(body::json(StatusCode::OK, &v), Some(status));
+        let mut out = Outcome::new(body::json(StatusCode::OK, &v), Some(status))
+            .settled(Settlement::ByModeRecords);
         out.records = settle.records(input, output, counted, "complete");
-        out.own_usage = true;
         return Ok(out);
     }
     let idle = ctx.gw.config.stream_timeout;
@@ -175,17 +175,14 @@ pub async fn complete(ctx: &mut Ctx, req: Request, chat: bool) -> Result<Outcome
     if let Ok(v) = HeaderValue::from_str(&stream_id) {
         h.insert("x-stream-id", v);
     }
-    let mut out = Outcome::new(resp, Some(status));
-    out.own_usage = true;
-    out.settles_later = true;
-    Ok(out)
+    Ok(Outcome::new(resp, Some(status)).settled(Settlement::Later(Later::Stream)))
 }
 
 /// `stop_stream`: ends the caller's open stream.
 pub async fn stop(ctx: &mut Ctx, params: &PathParams) -> Result<Outcome, ApiError> {
     let id = params
         .get("stream_id")
-        .ok_or_else(|| ApiError::Internal("stop_stream row without {stream_id}".into()))?;
+        .ok_or_else(|| ApiError::bug("stop_stream row without {stream_id}"))?;
     if !ctx.gw.streams.stop(&id, ctx.user_id()).await {
         return Err(ApiError::NotFound(
             "stream not found (finished, stopped or never created)".into(),

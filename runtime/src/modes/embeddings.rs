@@ -8,7 +8,7 @@ use rust_decimal::prelude::ToPrimitive;
 use serde_json::{json, Value};
 
 use super::{prepare_model_call, Prepared};
-use crate::ctx::{Ctx, Outcome};
+use crate::ctx::{Ctx, Outcome, Settlement};
 use crate::errors::ApiError;
 use crate::providers::{ModelType, Op};
 use crate::router::Request;
@@ -86,8 +86,8 @@ pub async fn embed(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
     } else {
         v
     };
-    let mut out = Outcome::new(body::json(StatusCode::OK, &answer), Some(status));
+    let mut out = Outcome::new(body::json(StatusCode::OK, &answer), Some(status))
+        .settled(Settlement::ByModeRecords);
     out.records = settle.records(input, 0, counted, "complete");
-    out.own_usage = true;
     Ok(out)
 }

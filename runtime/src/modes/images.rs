@@ -8,7 +8,7 @@ use http::StatusCode;
 use serde_json::Value;
 
 use super::{prepare_model_call, Prepared};
-use crate::ctx::{Ctx, Outcome};
+use crate::ctx::{Ctx, Outcome, Settlement};
 use crate::errors::ApiError;
 use crate::providers::{ModelType, Op};
 use crate::router::Request;
@@ -105,11 +105,7 @@ pub async fn generate(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> 
             .filter(|t| t.starts_with("image/"))
             .unwrap_or("image/png")
             .to_owned();
-        let ext = match content_type.as_str() {
-            "image/jpeg" => "jpg",
-            "image/webp" => "webp",
-            _ => "png",
-        };
+        let ext = crate::media::by_content_type(&content_type).map_or("png", |t| t.ext);
         let stream: crate::objects::ByteStream = Box::pin(
             resp.bytes_stream()
                 .map_err(|e| std::io::Error::other(e.without_url())),
@@ -133,9 +129,9 @@ pub async fn generate(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> 
         records.extend(stored.records);
     }
     records.extend(settle.image_records(count));
-    let mut out = Outcome::new(body::json(StatusCode::OK, &v), Some(status));
+    let mut out = Outcome::new(body::json(StatusCode::OK, &v), Some(status))
+        .settled(Settlement::ByModeRecords);
     out.records = records;
-    out.own_usage = true;
     Ok(out)
 }
 

@@ -33,15 +33,19 @@
 //!   `video_cancel`: caller-owned video jobs (observation shared with the
 //!   follower in [`crate::videos`]).
 //!
-//! What every mode shares lives here ([`read_body`], [`call`]) or in a
-//! module of its own at the crate root ([`crate::ctx`], [`crate::shape`],
-//! [`crate::upstream`], [`crate::progress`], [`crate::owners`]); a mode never
+//! What every mode shares lives here ([`read_body`], [`call`]); what
+//! several modes share lives in [`common`] (the user's JSON, the multipart
+//! opener, query numbers, the charged amount), the one file a mode may
+//! import beside this one; the rest is in modules of its own at the crate
+//! root ([`crate::ctx`], [`crate::shape`], [`crate::upstream`],
+//! [`crate::progress`], [`crate::owners`], [`crate::media`]). A mode never
 //! imports a sibling mode.
 
 pub mod account;
 pub mod admin;
 pub mod catalogue;
 pub mod chat;
+pub mod common;
 pub mod embeddings;
 pub mod images;
 pub mod jobs;

@@ -10,13 +10,13 @@ use http::StatusCode;
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
 
+use super::common::charged;
 use super::{pick_model, read_body};
-use crate::ctx::{Ctx, Outcome};
+use crate::ctx::{Ctx, Outcome, Settlement};
 use crate::errors::ApiError;
 use crate::providers::{ModelType, Op};
 use crate::router::Request;
 use crate::spec::Mode;
-use crate::store::Record;
 use crate::{body, credits};
 
 /// Retention of produced speech.
@@ -104,11 +104,7 @@ pub async fn speak(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
         ))
     })?;
     let user_id = ctx.require_user("speech")?;
-    let content_type = match format {
-        "wav" => "audio/wav",
-        "pcm" => "audio/pcm",
-        _ => "audio/mpeg",
-    };
+    let content_type = crate::media::by_ext(format).map_or("audio/mpeg", |t| t.content_type);
     let size = audio.len() as u64;
     let stored = crate::generated::Media {
         owner: user_id,
@@ -129,13 +125,7 @@ pub async fn speak(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
     let byok = settle.byok;
     let mut records = stored.records;
     let settled = settle.seconds_records("audio_seconds", seconds);
-    let charged = settled
-        .iter()
-        .find_map(|r| match r {
-            Record::Usage(u) => Some(u.charged),
-            _ => None,
-        })
-        .unwrap_or_default();
+    let charged = charged(&settled);
     records.extend(settled);
     let v = json!({
         "audio_url": audio_url,
@@ -152,9 +142,9 @@ pub async fn speak(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
             "byok": byok,
         },
     });
-    let mut out = Outcome::new(body::json(StatusCode::OK, &v), Some(status));
+    let mut out = Outcome::new(body::json(StatusCode::OK, &v), Some(status))
+        .settled(Settlement::ByModeRecords);
     out.records = records;
-    out.own_usage = true;
     Ok(out)
 }
 

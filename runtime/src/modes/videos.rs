@@ -8,8 +8,9 @@ use http::StatusCode;
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
 
+use super::common::query_u32;
 use super::{pick_model, read_body};
-use crate::ctx::{Ctx, Outcome};
+use crate::ctx::{Ctx, Later, Outcome, Settlement};
 use crate::errors::ApiError;
 use crate::providers::{ModelType, Op};
 use crate::router::Request;
@@ -133,9 +134,8 @@ pub async fn submit(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
         hold.keep();
     }
     let v = videos::job_json(&ctx.gw, &job, item.get("progress").and_then(Value::as_u64));
-    let mut out = Outcome::new(body::json(StatusCode::OK, &v), Some(status));
-    out.own_usage = true;
-    Ok(out)
+    Ok(Outcome::new(body::json(StatusCode::OK, &v), Some(status))
+        .settled(Settlement::Later(Later::Job)))
 }
 
 /// `video_get`.
@@ -143,22 +143,16 @@ pub async fn get(ctx: &mut Ctx, params: &PathParams) -> Result<Outcome, ApiError
     let job = own_job(ctx, params).await?;
     let (job, progress) = videos::observe(&ctx.gw, job).await?;
     let v = videos::job_json(&ctx.gw, &job, progress);
-    let mut out = Outcome::new(body::json(StatusCode::OK, &v), None);
-    out.own_usage = true;
-    Ok(out)
+    Ok(Outcome::new(body::json(StatusCode::OK, &v), None).settled(Settlement::Later(Later::Job)))
 }
 
 /// `video_list`: the caller's jobs from their records, newest first.
 pub async fn list(ctx: &mut Ctx) -> Result<Outcome, ApiError> {
     let user = ctx.require_user("video job list")?;
-    let num = |name: &str, default: u32| {
-        ctx.query
-            .iter()
-            .find(|(k, _)| k == name)
-            .and_then(|(_, v)| v.trim().parse::<u32>().ok())
-            .unwrap_or(default)
-    };
-    let (limit, skip) = (num("limit", 20).clamp(1, 100), num("skip", 0));
+    let (limit, skip) = (
+        query_u32(ctx, "limit", 20).clamp(1, 100),
+        query_u32(ctx, "skip", 0),
+    );
     let (jobs, total) = ctx
         .gw
         .store
@@ -176,9 +170,7 @@ pub async fn list(ctx: &mut Ctx) -> Result<Outcome, ApiError> {
         "skip": skip,
         "has_more": (skip as u64 + jobs.len() as u64) < total,
     });
-    let mut out = Outcome::new(body::json(StatusCode::OK, &v), None);
-    out.own_usage = true;
-    Ok(out)
+    Ok(Outcome::new(body::json(StatusCode::OK, &v), None).settled(Settlement::Later(Later::Job)))
 }
 
 /// `video_cancel`: only while pending or running (else 400); the hold is
@@ -230,7 +222,5 @@ pub async fn cancel(ctx: &mut Ctx, params: &PathParams) -> Result<Outcome, ApiEr
         .await?
         .unwrap_or(job);
     let v = videos::job_json(&ctx.gw, &job, None);
-    let mut out = Outcome::new(body::json(StatusCode::OK, &v), None);
-    out.own_usage = true;
-    Ok(out)
+    Ok(Outcome::new(body::json(StatusCode::OK, &v), None).settled(Settlement::Later(Later::Job)))
 }

@@ -46,26 +46,75 @@ pub use owners::WebhookEventRow;
 pub use videos::VideoJobRow;
 
 pub use records::{
-    AssetRecord, AuditRecord, Committed, JobRecord, JobUpdate, ModelUsageRecord, Record,
-    UsageRecord, WebhookEventRecord,
+    AssetRecord, AuditRecord, Committed, JobRecord, JobUpdate, ModelUsageRecord,
+    OutsideRecordPhase, Record, UsageRecord, WebhookEventRecord,
 };
 use writer::RecordWriter as Writer;
 pub use writer::RecordWriter;
 
-/// A database error, kept as text (callers log it and answer 500).
-#[derive(Debug, thiserror::Error)]
-#[error("database: {0}")]
-pub struct StoreError(pub String);
+/// A database error: what was being done (`context`, may be empty) and the
+/// driver's error that caused it, kept whole (callers log it and answer 500).
+#[derive(Debug, Clone)]
+pub struct StoreError {
+    pub context: std::borrow::Cow<'static, str>,
+    pub source: Option<std::sync::Arc<dyn std::error::Error + Send + Sync>>,
+}
+
+impl StoreError {
+    /// A failure with no cause beyond `context`.
+    pub fn msg(context: impl Into<std::borrow::Cow<'static, str>>) -> StoreError {
+        StoreError {
+            context: context.into(),
+            source: None,
+        }
+    }
+
+    /// A failure while doing `context`, caused by `source`.
+    pub fn caused(
+        context: impl Into<std::borrow::Cow<'static, str>>,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> StoreError {
+        StoreError {
+            context: context.into(),
+            source: Some(std::sync::Arc::from(source.into())),
+        }
+    }
+
+    /// The driver's error, with no context of its own.
+    pub fn driver(source: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> StoreError {
+        StoreError::caused("", source)
+    }
+}
+
+impl std::fmt::Display for StoreError {
+    /// `database: context: cause` (as much of it as there is).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("database")?;
+        if !self.context.is_empty() {
+            write!(f, ": {}", self.context)?;
+        }
+        if let Some(e) = &self.source {
+            write!(f, ": {e}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for StoreError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source.as_deref().map(|e| e as _)
+    }
+}
 
 impl From<rusqlite::Error> for StoreError {
     fn from(e: rusqlite::Error) -> Self {
-        StoreError(e.to_string())
+        StoreError::driver(e)
     }
 }
 
 impl From<r2d2::Error> for StoreError {
     fn from(e: r2d2::Error) -> Self {
-        StoreError(e.to_string())
+        StoreError::driver(e)
     }
 }
 
@@ -262,18 +311,43 @@ impl Store {
         let store = self.clone();
         tokio::task::spawn_blocking(move || f(&store))
             .await
-            .map_err(|e| StoreError(format!("blocking task: {e}")))?
+            .map_err(|e| StoreError::caused("blocking task", e))?
     }
 
     /// Commits `records` (in the next group commit) and waits until they are
     /// durable. Returns the ids of the assets among them, in order.
+    ///
+    /// The pipeline's record phase only (`pipeline::record`); any other
+    /// commit goes through [`Store::commit_outside_record_phase`]
+    /// (`layout::records_commit_through_one_door` checks it).
     pub async fn commit(&self, records: Vec<Record>) -> Result<Committed> {
         self.writer.commit(records).await
     }
 
-    /// [`RecordWriter::commit_unflushed`].
+    /// [`RecordWriter::commit_unflushed`]: the record phase of a request
+    /// settled later by its stream (`ctx::Later::Stream`), only.
     pub async fn commit_unflushed(&self, records: Vec<Record>) -> Result<Committed> {
         self.writer.commit_unflushed(records).await
+    }
+
+    /// The one door for records committed outside the pipeline's record
+    /// phase, each for a named reason ([`OutsideRecordPhase`]): like
+    /// [`Store::commit`] (the next group commit, durable when it returns,
+    /// the money rules of the writer applied), for work that is not a
+    /// request's answer. Its callers are listed by
+    /// `layout::records_commit_through_one_door`: a new one is a decision,
+    /// made there and in ARCHITECTURE.md.
+    pub async fn commit_outside_record_phase(
+        &self,
+        why: OutsideRecordPhase,
+        records: Vec<Record>,
+    ) -> Result<Committed> {
+        tracing::trace!(
+            ?why,
+            records = records.len(),
+            "commit outside the record phase"
+        );
+        self.writer.commit(records).await
     }
 
     // ---- users and keys (used by the CLI and by auth) ----
@@ -285,7 +359,7 @@ impl Store {
                 p![email, is_admin, now_rfc3339()],
                 |r| r.get(0),
             )?
-            .ok_or_else(|| StoreError("insert returned no id".into()))
+            .ok_or_else(|| StoreError::msg("insert returned no id"))
         })
     }
 

@@ -190,3 +190,30 @@ pub struct Committed {
     /// For each [`Record::Hold`] in order: whether it was held.
     pub holds: Vec<super::Reserved>,
 }
+
+/// Why records are committed outside the pipeline's record phase, through
+/// [`super::Store::commit_outside_record_phase`] (the one door for them):
+/// each is work that must be durable at a moment of its own, not with a
+/// request's answer. Everything else a request leaves behind rides in the
+/// record phase's one group commit (`pipeline::record`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutsideRecordPhase {
+    /// A credit hold, before the model call (`credits::reserve`): its
+    /// outcome (held, or 402) must be known before the upstream is called.
+    Hold,
+    /// A model stream's settlement (usage, debit, token detail, release of
+    /// the hold), when the stream ends or the caller hangs up (`relay`).
+    StreamSettlement,
+    /// A video job's end: billed once (usage with its once-key, debit,
+    /// release of the hold kept since the submit, the copy's asset), or
+    /// failed or cancelled and its hold released (`videos`).
+    VideoJobEnd,
+    /// An uploaded file's asset record, after its object is stored
+    /// (`modes::uploads`), so that a failed store leaves no record.
+    UploadedAsset,
+    /// A job result's mirrored copy, after its object is stored (`mirror`).
+    MirroredCopy,
+    /// What the background job follower saw of a job: its charge (once
+    /// keyed) and its record (`follower`).
+    FollowedJob,
+}
