@@ -11,7 +11,7 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 pub type Body = BoxBody<Bytes, BoxError>;
 
 /// Request type handlers receive.
-pub type Request = http::Request<hyper::body::Incoming>;
+pub type Request = http::Request<ReqBody>;
 /// Response type handlers produce.
 pub type Response = http::Response<Body>;
 
@@ -20,6 +20,14 @@ pub fn full(bytes: impl Into<Bytes>) -> Body {
     Full::new(bytes.into())
         .map_err(|never| match never {})
         .boxed()
+}
+
+/// Any body of bytes, boxed.
+pub fn boxed<B>(b: B) -> Body
+where
+    B: http_body::Body<Data = Bytes, Error = BoxError> + Send + Sync + 'static,
+{
+    BoxBody::new(b)
 }
 
 /// An empty body.
@@ -38,4 +46,114 @@ pub fn json(status: http::StatusCode, v: &serde_json::Value) -> http::Response<B
         http::HeaderValue::from_static("application/json"),
     );
     out
+}
+
+/// Bytes per second a request body must keep up, on average, once its
+/// time-out (`GATEWAY_BODY_TIMEOUT_SECS`) has passed: 16 KiB/s.
+pub const BODY_MIN_RATE: u64 = 16 * 1024;
+
+/// A request body that must arrive in time: within the body time-out
+/// (`GATEWAY_BODY_TIMEOUT_SECS`) of its request's headers, plus one second
+/// per [`BODY_MIN_RATE`] bytes it delivered, i.e. a minimum
+/// average rate once the time-out has passed. A body that falls behind ends
+/// with [`BodyTimedOut`] (408 where the body is read). The timer is
+/// allocated only when the body first has to wait.
+pub struct ReqBody {
+    inner: hyper::body::Incoming,
+    started: tokio::time::Instant,
+    timeout: std::time::Duration,
+    received: u64,
+    timer: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
+    timed_out: bool,
+}
+
+/// The error of a body that arrived too slowly.
+#[derive(Debug)]
+pub struct BodyTimedOut;
+
+impl std::fmt::Display for BodyTimedOut {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the request body arrived too slowly")
+    }
+}
+
+impl std::error::Error for BodyTimedOut {}
+
+impl ReqBody {
+    pub fn new(inner: hyper::body::Incoming, timeout: std::time::Duration) -> ReqBody {
+        ReqBody {
+            inner,
+            started: tokio::time::Instant::now(),
+            timeout,
+            received: 0,
+            timer: None,
+            timed_out: false,
+        }
+    }
+
+    fn deadline(&self) -> tokio::time::Instant {
+        let allowance = self.received / BODY_MIN_RATE;
+        self.started + self.timeout + std::time::Duration::from_secs(allowance)
+    }
+
+    /// Whether an error of a body read (possibly wrapped) is a time-out.
+    pub fn timed_out(e: &(dyn std::error::Error + 'static)) -> bool {
+        let mut cur = Some(e);
+        while let Some(e) = cur {
+            if e.is::<BodyTimedOut>() {
+                return true;
+            }
+            cur = e.source();
+        }
+        false
+    }
+}
+
+impl http_body::Body for ReqBody {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, BoxError>>> {
+        use std::future::Future;
+        use std::task::Poll;
+        let this = self.get_mut();
+        if this.timed_out {
+            return Poll::Ready(None);
+        }
+        match std::pin::Pin::new(&mut this.inner).poll_frame(cx) {
+            Poll::Ready(Some(Ok(frame))) => {
+                if let Some(d) = frame.data_ref() {
+                    this.received += d.len() as u64;
+                }
+                Poll::Ready(Some(Ok(frame)))
+            }
+            Poll::Ready(Some(Err(e))) => Poll::Ready(Some(Err(e.into()))),
+            Poll::Ready(None) => Poll::Ready(None),
+            Poll::Pending => {
+                let deadline = this.deadline();
+                let timer = this
+                    .timer
+                    .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
+                if timer.deadline() != deadline {
+                    timer.as_mut().reset(deadline);
+                }
+                if timer.as_mut().poll(cx).is_ready() {
+                    this.timed_out = true;
+                    return Poll::Ready(Some(Err(Box::new(BodyTimedOut))));
+                }
+                Poll::Pending
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.timed_out || self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
 }

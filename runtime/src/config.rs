@@ -53,6 +53,16 @@ pub const GATEWAY_IDLE_TIMEOUT_SECS: &str = "GATEWAY_IDLE_TIMEOUT_SECS";
 pub const GATEWAY_MAX_CONNECTIONS: &str = "GATEWAY_MAX_CONNECTIONS";
 
 /// Price table on top of the defaults: `product.unit=usd,...`. Default: the spec's known prices.
+/// Seconds a request body may take to arrive, plus one second per
+/// [`BODY_MIN_RATE`] bytes it delivered: a slower body is cut with 408.
+pub const GATEWAY_BODY_TIMEOUT_SECS: &str = "GATEWAY_BODY_TIMEOUT_SECS";
+pub use crate::body::BODY_MIN_RATE;
+/// Concurrent streams one HTTP/2 connection may open.
+pub const GATEWAY_MAX_STREAMS_PER_CONNECTION: &str = "GATEWAY_MAX_STREAMS_PER_CONNECTION";
+/// `on` (default) or `off`: one `access` line per request.
+pub const GATEWAY_ACCESS_LOG: &str = "GATEWAY_ACCESS_LOG";
+/// `true`: `/models/trending` shows every tenant's request counts.
+pub const GATEWAY_TRENDING_GLOBAL_COUNTS: &str = "GATEWAY_TRENDING_GLOBAL_COUNTS";
 pub const GATEWAY_PRICES: &str = "GATEWAY_PRICES";
 /// Base URL the gateway is reached at, for its own presigned URLs. Default `http://<GATEWAY_ADDR>`.
 pub const GATEWAY_PUBLIC_URL: &str = "GATEWAY_PUBLIC_URL";
@@ -129,6 +139,16 @@ pub struct Config {
     pub idle_timeout: Duration,
     /// Client connections open at once (`GATEWAY_MAX_CONNECTIONS`).
     pub max_connections: usize,
+    /// Time a request body may take (`GATEWAY_BODY_TIMEOUT_SECS`), extended
+    /// by one second per [`BODY_MIN_RATE`] bytes received.
+    pub body_timeout: Duration,
+    /// Concurrent HTTP/2 streams per connection (`GATEWAY_MAX_STREAMS_PER_CONNECTION`).
+    pub max_streams_per_connection: u32,
+    /// Whether each request is logged on the `access` target (`GATEWAY_ACCESS_LOG`).
+    pub access_log: bool,
+    /// Whether `/models/trending` shows request counts of all traffic
+    /// (`GATEWAY_TRENDING_GLOBAL_COUNTS`); by default it shows ranks only.
+    pub trending_global_counts: bool,
     /// Prices and markup.
     pub prices: crate::billing::Prices,
     /// Base URL of the gateway itself; `None` until known (`http://<bound address>`).
@@ -210,6 +230,13 @@ impl std::fmt::Debug for Config {
             .field("header_timeout", &self.header_timeout)
             .field("idle_timeout", &self.idle_timeout)
             .field("max_connections", &self.max_connections)
+            .field("body_timeout", &self.body_timeout)
+            .field(
+                "max_streams_per_connection",
+                &self.max_streams_per_connection,
+            )
+            .field("access_log", &self.access_log)
+            .field("trending_global_counts", &self.trending_global_counts)
             .field("prices", &self.prices)
             .field("public_url", &self.public_url)
             .field("mirror_hosts", &self.mirror_hosts)
@@ -351,6 +378,10 @@ impl Config {
             header_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(75),
             max_connections: default_max_connections(),
+            body_timeout: Duration::from_secs(30),
+            max_streams_per_connection: 32,
+            access_log: true,
+            trending_global_counts: false,
             prices: crate::billing::Prices::parse(None, "20.0").expect("default prices"),
             public_url: None,
             mirror_hosts: Vec::new(),
@@ -477,6 +508,18 @@ impl Config {
             Ok(parse_positive(s)? as usize)
         });
         v.set(&mut self.stream_timeout, GATEWAY_STREAM_TIMEOUT_SECS, secs);
+        v.set(&mut self.body_timeout, GATEWAY_BODY_TIMEOUT_SECS, secs);
+        v.set(
+            &mut self.max_streams_per_connection,
+            GATEWAY_MAX_STREAMS_PER_CONNECTION,
+            |s| u32::try_from(parse_positive(s)?).map_err(|e| format!("{s:?}: {e}")),
+        );
+        v.set(&mut self.access_log, GATEWAY_ACCESS_LOG, parse_bool);
+        v.set(
+            &mut self.trending_global_counts,
+            GATEWAY_TRENDING_GLOBAL_COUNTS,
+            parse_bool,
+        );
     }
 
     /// The background tasks: sweeper, reconciliation, job follower.

@@ -38,6 +38,8 @@ pub enum ApiError {
     MethodNotAllowed(&'static str),
     /// Body larger than the route accepts.
     PayloadTooLarge(String),
+    /// The request body arrived too slowly (`GATEWAY_BODY_TIMEOUT_SECS`).
+    RequestTimeout(String),
     /// Rate limit hit; carries whole seconds to wait (≥ 1).
     RateLimited { message: String, retry_after: u64 },
     /// Credit exhausted (general gateway only; the voice API meters).
@@ -138,6 +140,7 @@ impl ApiError {
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::RequestTimeout(_) => StatusCode::REQUEST_TIMEOUT,
             ApiError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::PaymentRequired(_) | ApiError::InsufficientCredits { .. } => {
                 StatusCode::PAYMENT_REQUIRED
@@ -162,6 +165,7 @@ impl ApiError {
             | ApiError::BadRequest(m)
             | ApiError::NotFound(m)
             | ApiError::PayloadTooLarge(m)
+            | ApiError::RequestTimeout(m)
             | ApiError::PaymentRequired(m)
             | ApiError::GatewayTimeout(m)
             | ApiError::Unavailable(m)
@@ -196,6 +200,7 @@ impl ApiError {
             403 => "forbidden",
             404 => "not_found",
             405 => "method_not_allowed",
+            408 => "request_timeout",
             413 => "payload_too_large",
             429 => "rate_limited",
             501 => "not_implemented",

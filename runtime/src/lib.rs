@@ -67,7 +67,9 @@
 //!
 //! * [`spec`] — the row type (`EndpointSpec`) and the whole-table facts
 //!   (`Table`) generated code is made of.
-//! * [`body`] — the request and response types, the body type and JSON answers.
+//! * [`body`] — the request and response types, the body type and JSON
+//!   answers; request bodies that must arrive in time.
+//! * [`access`] — the access log: one line per request, when its answer ends.
 //! * [`billing`] — prices, markup, charges (decimal).
 //! * [`signing`] — the HMAC signature scheme of webhooks and callbacks.
 //! * [`audio`] — measuring audio durations.
@@ -76,12 +78,14 @@
 //! * [`telemetry`] — Prometheus metrics.
 //! * [`watchdog`] — per-connection time-outs.
 //! * [`secret_file`] — secrets generated once into the data directory.
+//! * [`spool`] — each instance's spool directory; a dead instance's swept.
 //!
 //! Architecture invariant: nothing here knows an individual route; what a
 //! route does is data in its `EndpointSpec`.
 
 #[doc(hidden)]
 pub mod __private;
+pub mod access;
 pub mod audio;
 pub mod auth;
 pub mod billing;
@@ -118,6 +122,7 @@ pub mod services;
 pub mod shape;
 pub mod signing;
 pub mod spec;
+pub mod spool;
 pub mod start;
 pub mod store;
 pub mod streams;

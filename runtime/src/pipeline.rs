@@ -7,7 +7,9 @@
 //!    webhook verifies its own signature).
 //! 2. **gate** — business-plan rows answer 503 while the gate is closed.
 //! 3. **rate-limit** — per user and capability ([`crate::ratelimit`]): 429
-//!    with `Retry-After`, before any upstream call.
+//!    with `Retry-After`, before any upstream call. A body whose declared
+//!    length is over the row's limit is refused (413) just before, so it
+//!    does not count against the limit.
 //! 4. **configured** — voice rows need `PROVIDER_API_KEY` (else 503).
 //! 5. **validate** — the row's query rules here; body rules in the mode, as
 //!    the body is read. Then **tenant isolation** ([`crate::owners`]): owned
@@ -82,6 +84,10 @@ pub async fn handle(
     if let Ok(v) = HeaderValue::from_str(&ctx.request_id) {
         response.headers_mut().insert("x-request-id", v);
     }
+    response.extensions_mut().insert(crate::access::Served {
+        route: spec.id,
+        user_id: ctx.user_id(),
+    });
     telemetry::request(spec.id, response.status().as_u16(), ctx.started.elapsed());
     response
 }
@@ -106,7 +112,9 @@ async fn run(
             Gate::BusinessPlan => {}
         }
     }
-    // 3. rate-limit
+    // 3. rate-limit (a body declared over the row's limit is refused first:
+    //    it does not count)
+    modes::refuse_declared_over(ctx, &req)?;
     if let Some(user) = &ctx.user {
         ctx.gw
             .limiter

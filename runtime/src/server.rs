@@ -123,6 +123,18 @@ async fn answer(gw: Gateway, route: RouteFn, req: Request, id: &mut Option<Strin
     }
 }
 
+/// The access log's name of a request no row serves.
+fn unrouted_name(path: &str) -> &'static str {
+    match path {
+        "/healthz" => "healthz",
+        "/openapi.json" => "openapi",
+        "/docs" => "docs",
+        "/metrics" => "metrics",
+        p if p.starts_with(crate::objects::serve::PATH_PREFIX) => "objects",
+        _ => "unmatched",
+    }
+}
+
 /// Limits of the accept loop and of each connection (from [`crate::config::Config`]).
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
@@ -133,6 +145,12 @@ pub struct Limits {
     pub idle_timeout: Duration,
     /// Connections open at once; beyond, new ones wait in the kernel's backlog.
     pub max_connections: usize,
+    /// Time a request body may take (see [`crate::body::ReqBody`]).
+    pub body_timeout: Duration,
+    /// Concurrent streams of one HTTP/2 connection.
+    pub max_streams: u32,
+    /// Whether the access log is on.
+    pub access_log: bool,
 }
 
 impl Limits {
@@ -141,6 +159,9 @@ impl Limits {
             header_timeout: config.header_timeout,
             idle_timeout: config.idle_timeout,
             max_connections: config.max_connections.max(1),
+            body_timeout: config.body_timeout,
+            max_streams: config.max_streams_per_connection.max(1),
+            access_log: config.access_log,
         }
     }
 }
@@ -211,6 +232,8 @@ pub async fn serve(
         .http1()
         .timer(TokioTimer::new())
         .header_read_timeout(None);
+    // One HTTP/2 connection may not hold more than this many requests.
+    builder.http2().max_concurrent_streams(limits.max_streams);
     let mut backoff = AcceptBackoff::new();
     tokio::pin!(shutdown);
     loop {
@@ -239,11 +262,23 @@ pub async fn serve(
         let state = ConnState::new();
         let gw = gw.clone();
         let in_service = state.clone();
-        let service = service_fn(move |req: Request| {
+        let service = service_fn(move |req: http::Request<hyper::body::Incoming>| {
             let gw = gw.clone();
             let guard = in_service.begin();
+            let started = Instant::now();
+            let req = req.map(|b| body::ReqBody::new(b, limits.body_timeout));
+            let access = limits
+                .access_log
+                .then(|| (req.method().clone(), unrouted_name(req.uri().path())));
             async move {
                 let resp = dispatch(gw, route, req).await;
+                let resp = match access {
+                    Some((method, fallback)) => {
+                        let line = crate::access::Line::of(method, started, &resp, fallback);
+                        resp.map(|b| body::boxed(crate::access::Logged::new(b, line)))
+                    }
+                    None => resp,
+                };
                 Ok::<_, Infallible>(resp.map(|b| Tracked::new(b, guard)))
             }
         });

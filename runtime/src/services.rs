@@ -12,7 +12,7 @@
 use std::sync::Arc;
 
 use crate::{
-    auth, cluster, config, objects, owner_cache, providers, ratelimit, spec, store, streams,
+    auth, cluster, config, objects, owner_cache, providers, ratelimit, spec, spool, store, streams,
     upstream,
 };
 
@@ -24,6 +24,8 @@ pub struct Gateway(pub(crate) Arc<Inner>);
 pub struct Inner {
     /// Configuration, read once at start-up.
     pub config: config::Config,
+    /// This instance's spool directory (swept at start-up when its owner died).
+    pub spool: spool::SpoolDir,
     /// The database.
     pub store: store::Store,
     /// API-key authentication with its cache.

@@ -15,7 +15,7 @@ use crate::upstream::encode_segment;
 
 /// Reads a JSON object body of at most `limit` bytes. An empty body is `{}`.
 pub async fn read_json_object(
-    body: hyper::body::Incoming,
+    body: crate::body::ReqBody,
     limit: usize,
 ) -> Result<Map<String, Value>, ApiError> {
     let bytes = read_limited(body, limit).await?;
@@ -36,8 +36,8 @@ pub async fn read_json_object(
 /// 413 at once when the body's declared length (`Content-Length`) is over
 /// `limit`: nothing is read, and since hyper sends `100 Continue` only when
 /// the body is first polled, a client that asked for it never gets it.
-pub fn refuse_declared_over(body: &hyper::body::Incoming, limit: u64) -> Result<(), ApiError> {
-    use hyper::body::Body as _;
+pub fn refuse_declared_over(body: &crate::body::ReqBody, limit: u64) -> Result<(), ApiError> {
+    use http_body::Body as _;
     let declared = body.size_hint().lower();
     if declared > limit {
         return Err(ApiError::PayloadTooLarge(format!(
@@ -49,17 +49,23 @@ pub fn refuse_declared_over(body: &hyper::body::Incoming, limit: u64) -> Result<
 
 /// Reads a whole body of at most `limit` bytes (413 beyond, and at once when
 /// `Content-Length` already says so).
-pub async fn read_limited(body: hyper::body::Incoming, limit: usize) -> Result<Bytes, ApiError> {
+pub async fn read_limited(body: crate::body::ReqBody, limit: usize) -> Result<Bytes, ApiError> {
     refuse_declared_over(&body, limit as u64)?;
     match Limited::new(body, limit).collect().await {
         Ok(c) => Ok(c.to_bytes()),
         Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(ApiError::PayloadTooLarge(
             format!("request body is larger than {limit} bytes"),
         )),
+        Err(e) if crate::body::ReqBody::timed_out(&*e) => Err(body_timed_out()),
         Err(e) => Err(ApiError::BadRequest(format!(
             "could not read the request body: {e}"
         ))),
     }
+}
+
+/// The 408 of a body that arrived too slowly.
+pub fn body_timed_out() -> ApiError {
+    ApiError::RequestTimeout("the request body did not arrive in time".into())
 }
 
 /// Fills the upstream path template: each `{name}` from the route's path

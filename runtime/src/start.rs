@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use crate::services::{Gateway, Inner};
 use crate::{
-    auth, cluster, config, objects, providers, ratelimit, spec, store, streams, telemetry, upstream,
+    auth, cluster, config, objects, providers, ratelimit, spec, spool, store, streams, telemetry,
+    upstream,
 };
 
 /// Why a gateway could not start.
@@ -21,6 +22,8 @@ pub enum StartError {
     Objects(#[from] objects::ObjectError),
     #[error(transparent)]
     Providers(#[from] providers::ProvidersError),
+    #[error("the spool directory under GATEWAY_DATA_DIR: {0}")]
+    Spool(std::io::Error),
 }
 
 impl Gateway {
@@ -95,8 +98,14 @@ impl Gateway {
             // locator holds the store only (no cycle through the Gateway).
             local.set_locator(packed_locator(store.clone()));
         }
+        // What crashed instances left spooled is swept; this one's is claimed.
+        let (spool, swept) = spool::SpoolDir::open(&config.data_dir).map_err(StartError::Spool)?;
+        if swept > 0 {
+            tracing::info!(swept, "swept spool files left by a stopped instance");
+        }
         Ok(Gateway(Arc::new(Inner {
             config,
+            spool,
             store,
             auth,
             upstream,

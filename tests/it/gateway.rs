@@ -56,7 +56,8 @@ async fn the_catalogue_lists_every_model_without_authentication() {
 
 #[tokio::test]
 async fn trending_ranks_models_by_requests() {
-    let env = llm_env(|_| {}).await;
+    // The operator shows every tenant's counts (by default: ranks only, edges.rs).
+    let env = llm_env(|c| c.trending_global_counts = true).await;
     env.grant("1");
     for _ in 0..2 {
         env.api("/chat/completions", chat_body("hi"))

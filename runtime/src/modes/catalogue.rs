@@ -57,6 +57,9 @@ fn query_num(ctx: &Ctx, name: &str) -> Option<i64> {
 
 /// `GET /models/trending?days=&limit=`: models by requests over the last
 /// `days` days, most first, with their catalogue entry when still configured.
+/// The ranking is of all traffic, but the counts are not the caller's to
+/// read: each entry has its `rank` only, unless the operator shows them
+/// (`GATEWAY_TRENDING_GLOBAL_COUNTS=true`: `requests` too).
 pub async fn trending(ctx: &mut Ctx) -> Result<Outcome, ApiError> {
     let days = query_num(ctx, "days").unwrap_or(TRENDING_DAYS).max(1);
     let limit = query_num(ctx, "limit").map_or(TRENDING_LIMIT, |l| l.max(1) as usize);
@@ -65,6 +68,7 @@ pub async fn trending(ctx: &mut Ctx) -> Result<Outcome, ApiError> {
     let ranked = tokio::task::spawn_blocking(move || store.trending_models(&since, limit))
         .await
         .map_err(|e| ApiError::internal("ranking trending models", e))??;
+    let counts = ctx.gw.config.trending_global_counts;
     let data: Vec<Value> = ranked
         .into_iter()
         .enumerate()
@@ -77,7 +81,9 @@ pub async fn trending(ctx: &mut Ctx) -> Result<Outcome, ApiError> {
                     |(p, m)| model_json(p, m),
                 );
             v["rank"] = json!(i + 1);
-            v["requests"] = json!(requests);
+            if counts {
+                v["requests"] = json!(requests);
+            }
             v
         })
         .collect();

@@ -36,9 +36,15 @@ pub(crate) fn multipart_error(e: multer::Error, max_file: u64) -> ApiError {
         multer::Error::StreamSizeExceeded { .. } | multer::Error::FieldSizeExceeded { .. } => {
             file_too_large(max_file)
         }
+        multer::Error::StreamReadFailed(e) if crate::body::ReqBody::timed_out(&*e) => {
+            crate::shape::body_timed_out()
+        }
         other => ApiError::BadRequest(format!("malformed multipart body: {other}")),
     }
 }
+
+/// Room above a multipart file's limit for the form's framing and text fields.
+pub(crate) const MULTIPART_FRAMING: u64 = 1 << 20;
 
 /// The request's `multipart/form-data` body as a stream of fields, with
 /// `limits` per field and the whole stream bounded a little above
@@ -57,7 +63,7 @@ pub(crate) fn open_multipart(
     let boundary = multer::parse_boundary(content_type).map_err(|_| {
         ApiError::BadRequest("request must be multipart/form-data with a boundary".into())
     })?;
-    let max_stream = max_file + (1 << 20);
+    let max_stream = max_file + MULTIPART_FRAMING;
     crate::shape::refuse_declared_over(req.body(), max_stream)
         .map_err(|_| file_too_large(max_file))?;
     use http_body_util::BodyExt;

@@ -73,6 +73,25 @@ pub async fn submit(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<
     let upstream_id = shape::upstream_id(&answer).ok_or_else(|| {
         ApiError::BadGateway("the voice provider answered a job submission without an id".into())
     })?;
+    // An id the gateway already recorded (the provider reused one): the
+    // answer cannot be trusted, nothing is recorded, and the caller gets a
+    // clear 502 rather than the database's refusal of a duplicate.
+    let store = ctx.gw.store.clone();
+    let (k, id) = (kind.to_owned(), upstream_id.clone());
+    let existing = tokio::task::spawn_blocking(move || store.job_by_upstream(&k, &id))
+        .await
+        .map_err(|e| ApiError::internal("looking up a submitted job", e))?
+        .map_err(|e| ApiError::internal("looking up a submitted job", e))?;
+    if existing.is_some() {
+        tracing::warn!(
+            kind,
+            upstream_id = %upstream_id,
+            "the voice provider answered a job submission with the id of an existing job; nothing recorded"
+        );
+        return Err(ApiError::BadGateway(
+            "the voice provider answered a job submission with the id of an existing job".into(),
+        ));
+    }
     let item = item_of(&answer);
     let now = chrono::Utc::now();
     let first_poll =

@@ -120,6 +120,24 @@ pub async fn run(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<Out
     }
 }
 
+/// 413 when the body's declared length is over what the row's mode reads
+/// (a multipart file's limit and its framing, a webhook's, or a JSON
+/// body's): the pipeline asks before the rate limit, so a body refused for
+/// its size does not count against it. Each mode still bounds what it
+/// reads (a body without `Content-Length` is counted as it arrives).
+pub fn refuse_declared_over(ctx: &Ctx, req: &Request) -> Result<(), ApiError> {
+    let body = req.body();
+    match ctx.spec.mode {
+        Mode::Upload | Mode::Transcription => {
+            let max_file = ctx.gw.table.limit(ctx.spec.mode);
+            shape::refuse_declared_over(body, max_file + common::MULTIPART_FRAMING)
+                .map_err(|_| common::file_too_large(max_file))
+        }
+        Mode::Webhook => shape::refuse_declared_over(body, webhook::MAX_BODY as u64),
+        _ => shape::refuse_declared_over(body, ctx.gw.config.max_json_bytes as u64),
+    }
+}
+
 /// Whether the row's method carries a request body.
 pub(crate) fn has_body(m: Method) -> bool {
     matches!(m, Method::Post | Method::Put | Method::Patch)

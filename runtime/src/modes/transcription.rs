@@ -4,7 +4,7 @@
 //! `temperature` (and `byok_api_key`).
 //!
 //! The file is never held whole in memory: it is spooled chunk by chunk to
-//! a private file under `<data dir>/spool/` (the table's `[limits]
+//! a private file in this instance's spool directory ([`crate::spool`]) (the table's `[limits]
 //! transcription` enforced
 //! while streaming: 413 beyond), recognised by its first bytes (a file that
 //! is neither audio nor video is 400, before any hold or upstream call),
@@ -126,10 +126,7 @@ async fn spool_file(
     mut field: multer::Field<'static>,
 ) -> Result<(Spool, u64, Vec<u8>), ApiError> {
     let max = max_bytes(ctx);
-    let dir = ctx.gw.config.data_dir.join("spool");
-    tokio::fs::create_dir_all(&dir)
-        .await
-        .map_err(|e| ApiError::internal("creating the spool directory", e))?;
+    let dir = ctx.gw.spool.path();
     let spool = Spool {
         path: dir.join(format!("stt-{}", ctx.request_id)),
     };

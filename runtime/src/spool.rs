@@ -1,0 +1,139 @@
+//! The spool: files a request writes to disk while it runs (a
+//! transcription's upload), under `<data dir>/spool/`.
+//!
+//! Each running instance owns one directory there, `<name>/`, held by an
+//! exclusive `flock` on `<name>.lock` for as long as the process lives (the
+//! kernel drops the lock when the process dies, `kill -9` included). At
+//! start-up an instance sweeps every directory whose lock it can take:
+//! those are the spool files of a crashed (or stopped) instance, which no
+//! request will ever remove. Files directly under `spool/` (the layout of
+//! earlier versions) are swept too. Several instances sharing a data
+//! directory never sweep each other's live files.
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::MetadataExt;
+use std::os::unix::io::AsRawFd;
+use std::path::{Path, PathBuf};
+
+/// This instance's spool directory, held while the value lives.
+#[derive(Debug)]
+pub struct SpoolDir {
+    path: PathBuf,
+    _lock: File,
+}
+
+/// Takes `file`'s exclusive lock without waiting: `false` if another
+/// process holds it.
+fn try_lock(file: &File) -> io::Result<bool> {
+    // SAFETY: flock on a descriptor this `File` owns.
+    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    if rc == 0 {
+        return Ok(true);
+    }
+    let e = io::Error::last_os_error();
+    if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
+        Ok(false)
+    } else {
+        Err(e)
+    }
+}
+
+impl SpoolDir {
+    /// Sweeps what crashed instances left under `<data_dir>/spool/`, then
+    /// claims a fresh directory. Returns the directory and how many entries
+    /// were swept.
+    pub fn open(data_dir: &Path) -> io::Result<(SpoolDir, usize)> {
+        let root = data_dir.join("spool");
+        std::fs::create_dir_all(&root)?;
+        let swept = sweep(&root)?;
+        loop {
+            let name = format!("{}-{:016x}", std::process::id(), rand::random::<u64>());
+            let lock_path = root.join(format!("{name}.lock"));
+            let lock = OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&lock_path)?;
+            if !try_lock(&lock)? {
+                continue;
+            }
+            // A sweeper that took the lock before us has unlinked the file:
+            // ours would then be invisible; start over.
+            match std::fs::metadata(&lock_path) {
+                Ok(m) if m.ino() == lock.metadata()?.ino() => {}
+                _ => continue,
+            }
+            let path = root.join(&name);
+            std::fs::create_dir(&path)?;
+            return Ok((SpoolDir { path, _lock: lock }, swept));
+        }
+    }
+
+    /// Where this instance's spool files go.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// Removes every spool entry no live instance holds; how many.
+fn sweep(root: &Path) -> io::Result<usize> {
+    let mut swept = 0;
+    for entry in std::fs::read_dir(root)? {
+        let entry = entry?;
+        let path = entry.path();
+        let Some(name) = path.file_name().and_then(|n| n.to_str()).map(str::to_owned) else {
+            continue;
+        };
+        let kind = entry.file_type()?;
+        if let Some(owner) = name.strip_suffix(".lock") {
+            let Ok(lock) = OpenOptions::new().write(true).open(&path) else {
+                continue;
+            };
+            if try_lock(&lock)? {
+                let dir = root.join(owner);
+                if dir.exists() {
+                    std::fs::remove_dir_all(&dir)?;
+                    swept += 1;
+                }
+                std::fs::remove_file(&path)?;
+            }
+        } else if kind.is_dir() {
+            // A directory whose lock file is gone: its owner's lock was
+            // taken (and the file removed) by an earlier sweep that was
+            // cut short.
+            if !root.join(format!("{name}.lock")).exists() {
+                std::fs::remove_dir_all(&path)?;
+                swept += 1;
+            }
+        } else {
+            std::fs::remove_file(&path)?;
+            swept += 1;
+        }
+    }
+    Ok(swept)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_live_instances_spool_is_kept_and_a_dead_ones_swept() {
+        let dir = std::env::temp_dir().join(format!("spool-test-{}", rand::random::<u64>()));
+        let (a, swept) = SpoolDir::open(&dir).unwrap();
+        assert_eq!(swept, 0);
+        std::fs::write(a.path().join("stt-1"), b"x").unwrap();
+        std::fs::write(dir.join("spool").join("stt-old"), b"x").unwrap();
+        // Another instance: `a` is alive, its file stays; the loose one goes.
+        let (b, swept) = SpoolDir::open(&dir).unwrap();
+        assert_eq!(swept, 1);
+        assert!(a.path().join("stt-1").exists());
+        let a_path = a.path().to_owned();
+        drop(a); // as if its process died: the lock is released
+        let (_c, swept) = SpoolDir::open(&dir).unwrap();
+        assert_eq!(swept, 1);
+        assert!(!a_path.exists());
+        assert!(b.path().exists());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
