@@ -29,6 +29,12 @@ use crate::watchdog::{ConnState, Tracked, Watched};
 /// How long shutdown waits for requests in flight.
 const DRAIN: Duration = Duration::from_secs(30);
 
+/// At the connection cap: how long a connection may have been sending its
+/// headers before it is closed to make room, and how often the loop asks
+/// again while it stays at the cap.
+const SHED_GRACE: Duration = Duration::from_secs(1);
+const SHED_EVERY: Duration = Duration::from_millis(250);
+
 /// A `200` with a static body of `content_type`.
 fn static_answer(body: &'static str, content_type: &'static str) -> Response {
     let mut r = http::Response::new(body::full(body));
@@ -214,8 +220,14 @@ impl AcceptBackoff {
 /// At most `max_connections` connections are open at once: the loop stops
 /// accepting while the cap is reached, so further clients wait in the
 /// kernel's listen backlog (and are served as connections close) instead of
-/// taking descriptors the open connections need. Each connection runs under
-/// the [`crate::watchdog`] (header and idle time-outs).
+/// taking descriptors the open connections need. At the cap, connections
+/// with no request in flight that are idle, or have been sending their
+/// headers for [`SHED_GRACE`] (slow clients, not yet authenticated), are
+/// closed first to make room. Each connection runs under the
+/// [`crate::watchdog`] (header and idle time-outs); an HTTP/2 connection
+/// opens at most `GATEWAY_MAX_STREAMS_PER_CONNECTION` streams; request
+/// bodies must arrive in time ([`crate::body::ReqBody`]); every request
+/// gets its [`crate::access`] line.
 pub async fn serve(
     listener: TcpListener,
     gw: Gateway,
@@ -235,11 +247,20 @@ pub async fn serve(
     // One HTTP/2 connection may not hold more than this many requests.
     builder.http2().max_concurrent_streams(limits.max_streams);
     let mut backoff = AcceptBackoff::new();
+    // Rung at the cap: connections idle or slow with their headers close.
+    let pressure = std::sync::Arc::new(tokio::sync::Notify::new());
     tokio::pin!(shutdown);
-    loop {
-        let permit = tokio::select! {
-            p = permits.clone().acquire_owned() => p.expect("the semaphore is never closed"),
-            _ = &mut shutdown => break,
+    'accept: loop {
+        let permit = match permits.clone().try_acquire_owned() {
+            Ok(p) => p,
+            Err(_) => loop {
+                pressure.notify_waiters();
+                tokio::select! {
+                    p = permits.clone().acquire_owned() => break p.expect("the semaphore is never closed"),
+                    _ = tokio::time::sleep(SHED_EVERY) => {}
+                    _ = &mut shutdown => break 'accept,
+                }
+            },
         };
         let (stream, _peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -289,6 +310,7 @@ pub async fn serve(
             )
             .into_owned();
         let mut stop = stop_rx.clone();
+        let pressure = pressure.clone();
         tokio::spawn(async move {
             let _permit = permit;
             tokio::pin!(conn);
@@ -311,6 +333,12 @@ pub async fn serve(
                             tracing::debug!(error = %e, "connection ended with an error");
                         }
                         return;
+                    }
+                    _ = pressure.notified() => {
+                        if state.sheddable(SHED_GRACE) {
+                            tracing::debug!("closing an idle or slow connection: at the connection cap");
+                            return;
+                        }
                     }
                     _ = stop.changed(), if !stopping => {
                         stopping = true;

@@ -85,6 +85,26 @@ impl ConnState {
         })
     }
 
+    /// Whether the connection may be closed to make room at the connection
+    /// cap: no request in flight, and either idle between requests or
+    /// sending headers for at least `grace` (a slow client, which has not
+    /// even authenticated yet).
+    pub fn sheddable(&self, grace: Duration) -> bool {
+        if self.in_flight.load(Ordering::Acquire) > 0 {
+            return false;
+        }
+        let idle_since = self.idle_since.load(Ordering::Acquire);
+        let first_byte = self.first_byte.load(Ordering::Acquire);
+        let headers_from = if idle_since == 0 {
+            self.epoch
+        } else if first_byte != 0 {
+            self.at(first_byte)
+        } else {
+            return true;
+        };
+        headers_from.elapsed() >= grace
+    }
+
     fn saw_bytes(&self) {
         // Only the first byte after going idle matters; one load otherwise.
         if self.first_byte.load(Ordering::Relaxed) == 0

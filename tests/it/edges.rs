@@ -415,3 +415,39 @@ async fn trending_shows_ranks_but_not_other_tenants_counts_by_default() {
     assert_eq!(data[0]["rank"], 1);
     assert!(data[0].get("requests").is_none(), "{}", a.text);
 }
+
+#[tokio::test]
+async fn at_the_connection_cap_slow_unauthenticated_clients_are_closed_first() {
+    let env = Env::with(|c| c.max_connections = 4).await;
+    let addr = env.gw.url().trim_start_matches("http://").to_owned();
+    // Four clients that never finish their headers (no credentials sent yet).
+    let mut slow = Vec::new();
+    for _ in 0..4 {
+        let mut s = TcpStream::connect(&addr).await.unwrap();
+        s.write_all(b"POST /api/v1/auth/login HTTP/1.1\r\nHost: x\r\n")
+            .await
+            .unwrap();
+        slow.push(s);
+    }
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    // A normal request is served well before the header time-out (10 s)
+    // would have freed a slot.
+    let started = Instant::now();
+    let r = reqwest::Client::new()
+        .get(env.url("/healthz"))
+        .timeout(Duration::from_secs(4))
+        .send()
+        .await
+        .expect("served while slow clients held every connection");
+    assert_eq!(r.status(), 200);
+    assert!(started.elapsed() < Duration::from_secs(3));
+    // At least one slow client was closed.
+    let mut closed = 0;
+    for s in &mut slow {
+        let mut b = [0u8; 64];
+        if let Ok(Ok(0)) = tokio::time::timeout(Duration::from_millis(200), s.read(&mut b)).await {
+            closed += 1;
+        }
+    }
+    assert!(closed >= 1);
+}
