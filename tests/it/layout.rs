@@ -499,6 +499,8 @@ const FLOORS: &[(&str, &[&str])] = &[
             "net",
             "media",
             "watchdog",
+            "access",
+            "spool",
         ],
     ),
     (
