@@ -22,6 +22,9 @@ use bytes::Bytes;
 use http::{HeaderValue, Method};
 use tokio::time::Instant;
 
+/// `on` (default) or `off`: one `access` line per request.
+pub const GATEWAY_ACCESS_LOG: &str = "GATEWAY_ACCESS_LOG";
+
 /// What the pipeline tells the access log about a request it served.
 #[derive(Debug, Clone, Copy)]
 pub struct Served {

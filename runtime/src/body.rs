@@ -48,6 +48,10 @@ pub fn json(status: http::StatusCode, v: &serde_json::Value) -> http::Response<B
     out
 }
 
+/// Seconds a request body may take to arrive, plus one second per
+/// [`BODY_MIN_RATE`] bytes it delivered: a slower body is cut with 408.
+pub const GATEWAY_BODY_TIMEOUT_SECS: &str = "GATEWAY_BODY_TIMEOUT_SECS";
+
 /// Bytes per second a request body must keep up, on average, once its
 /// time-out (`GATEWAY_BODY_TIMEOUT_SECS`) has passed: 16 KiB/s.
 pub const BODY_MIN_RATE: u64 = 16 * 1024;

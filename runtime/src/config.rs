@@ -53,14 +53,9 @@ pub const GATEWAY_IDLE_TIMEOUT_SECS: &str = "GATEWAY_IDLE_TIMEOUT_SECS";
 pub const GATEWAY_MAX_CONNECTIONS: &str = "GATEWAY_MAX_CONNECTIONS";
 
 /// Price table on top of the defaults: `product.unit=usd,...`. Default: the spec's known prices.
-/// Seconds a request body may take to arrive, plus one second per
-/// [`BODY_MIN_RATE`] bytes it delivered: a slower body is cut with 408.
-pub const GATEWAY_BODY_TIMEOUT_SECS: &str = "GATEWAY_BODY_TIMEOUT_SECS";
-pub use crate::body::BODY_MIN_RATE;
-/// Concurrent streams one HTTP/2 connection may open.
-pub const GATEWAY_MAX_STREAMS_PER_CONNECTION: &str = "GATEWAY_MAX_STREAMS_PER_CONNECTION";
-/// `on` (default) or `off`: one `access` line per request.
-pub const GATEWAY_ACCESS_LOG: &str = "GATEWAY_ACCESS_LOG";
+pub use crate::access::GATEWAY_ACCESS_LOG;
+pub use crate::body::{BODY_MIN_RATE, GATEWAY_BODY_TIMEOUT_SECS};
+pub use crate::watchdog::{default_max_connections, GATEWAY_MAX_STREAMS_PER_CONNECTION};
 /// `true`: `/models/trending` shows every tenant's request counts.
 pub const GATEWAY_TRENDING_GLOBAL_COUNTS: &str = "GATEWAY_TRENDING_GLOBAL_COUNTS";
 pub const GATEWAY_PRICES: &str = "GATEWAY_PRICES";
@@ -572,26 +567,6 @@ impl Config {
             Err(bad) => v.bad.extend(bad),
         }
     }
-}
-
-/// The default of `GATEWAY_MAX_CONNECTIONS`: 10,000, or half the soft
-/// open-file limit if that is lower (at least 16).
-pub fn default_max_connections() -> usize {
-    const DEFAULT: usize = 10_000;
-    #[cfg(unix)]
-    {
-        let mut lim = libc::rlimit {
-            rlim_cur: 0,
-            rlim_max: 0,
-        };
-        // SAFETY: getrlimit writes into the struct we own.
-        if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } == 0
-            && lim.rlim_cur != libc::RLIM_INFINITY
-        {
-            return DEFAULT.min((lim.rlim_cur as usize / 2).max(16));
-        }
-    }
-    DEFAULT
 }
 
 /// A whole number.

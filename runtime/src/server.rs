@@ -129,6 +129,32 @@ async fn answer(gw: Gateway, route: RouteFn, req: Request, id: &mut Option<Strin
     }
 }
 
+/// One request of a connection: its body timed ([`body::ReqBody`]), its
+/// answer tracked by the watchdog until sent and, with the access log on,
+/// logged when sent ([`crate::access`]).
+async fn serve_one(
+    gw: Gateway,
+    route: RouteFn,
+    guard: crate::watchdog::InFlight,
+    limits: Limits,
+    req: http::Request<hyper::body::Incoming>,
+) -> Result<http::Response<Tracked<body::Body>>, Infallible> {
+    let started = Instant::now();
+    let req = req.map(|b| body::ReqBody::new(b, limits.body_timeout));
+    let access = limits
+        .access_log
+        .then(|| (req.method().clone(), unrouted_name(req.uri().path())));
+    let resp = dispatch(gw, route, req).await;
+    let resp = match access {
+        Some((method, fallback)) => {
+            let line = crate::access::Line::of(method, started, &resp, fallback);
+            resp.map(|b| body::boxed(crate::access::Logged::new(b, line)))
+        }
+        None => resp,
+    };
+    Ok(resp.map(|b| Tracked::new(b, guard)))
+}
+
 /// The access log's name of a request no row serves.
 fn unrouted_name(path: &str) -> &'static str {
     match path {
@@ -284,24 +310,7 @@ pub async fn serve(
         let gw = gw.clone();
         let in_service = state.clone();
         let service = service_fn(move |req: http::Request<hyper::body::Incoming>| {
-            let gw = gw.clone();
-            let guard = in_service.begin();
-            let started = Instant::now();
-            let req = req.map(|b| body::ReqBody::new(b, limits.body_timeout));
-            let access = limits
-                .access_log
-                .then(|| (req.method().clone(), unrouted_name(req.uri().path())));
-            async move {
-                let resp = dispatch(gw, route, req).await;
-                let resp = match access {
-                    Some((method, fallback)) => {
-                        let line = crate::access::Line::of(method, started, &resp, fallback);
-                        resp.map(|b| body::boxed(crate::access::Logged::new(b, line)))
-                    }
-                    None => resp,
-                };
-                Ok::<_, Infallible>(resp.map(|b| Tracked::new(b, guard)))
-            }
+            serve_one(gw.clone(), route, in_service.begin(), limits, req)
         });
         let conn = builder
             .serve_connection_with_upgrades(

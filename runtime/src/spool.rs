@@ -23,6 +23,13 @@ pub struct SpoolDir {
     _lock: File,
 }
 
+impl Drop for SpoolDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+        let _ = std::fs::remove_file(self.path.with_extension("lock"));
+    }
+}
+
 /// Takes `file`'s exclusive lock without waiting: `false` if another
 /// process holds it.
 fn try_lock(file: &File) -> io::Result<bool> {
@@ -46,7 +53,11 @@ impl SpoolDir {
     pub fn open(data_dir: &Path) -> io::Result<(SpoolDir, usize)> {
         let root = data_dir.join("spool");
         std::fs::create_dir_all(&root)?;
-        let swept = sweep(&root)?;
+        // A failed sweep is no reason not to start: what is left stays.
+        let swept = sweep(&root).unwrap_or_else(|e| {
+            tracing::warn!(error = %e, dir = %root.display(), "sweeping the spool failed");
+            0
+        });
         loop {
             let name = format!("{}-{:016x}", std::process::id(), rand::random::<u64>());
             let lock_path = root.join(format!("{name}.lock"));
@@ -69,9 +80,18 @@ impl SpoolDir {
         }
     }
 
-    /// Where this instance's spool files go.
+    /// Where this instance's spool files go (removed when it stops).
     pub fn path(&self) -> &Path {
         &self.path
+    }
+}
+
+/// `Ok` for an entry already gone (another instance sweeping at the same
+/// time).
+fn gone_ok(r: io::Result<()>) -> io::Result<()> {
+    match r {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        other => other,
     }
 }
 
@@ -79,12 +99,14 @@ impl SpoolDir {
 fn sweep(root: &Path) -> io::Result<usize> {
     let mut swept = 0;
     for entry in std::fs::read_dir(root)? {
-        let entry = entry?;
+        let Ok(entry) = entry else { continue };
         let path = entry.path();
         let Some(name) = path.file_name().and_then(|n| n.to_str()).map(str::to_owned) else {
             continue;
         };
-        let kind = entry.file_type()?;
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
         if let Some(owner) = name.strip_suffix(".lock") {
             let Ok(lock) = OpenOptions::new().write(true).open(&path) else {
                 continue;
@@ -92,21 +114,21 @@ fn sweep(root: &Path) -> io::Result<usize> {
             if try_lock(&lock)? {
                 let dir = root.join(owner);
                 if dir.exists() {
-                    std::fs::remove_dir_all(&dir)?;
+                    gone_ok(std::fs::remove_dir_all(&dir))?;
                     swept += 1;
                 }
-                std::fs::remove_file(&path)?;
+                gone_ok(std::fs::remove_file(&path))?;
             }
         } else if kind.is_dir() {
             // A directory whose lock file is gone: its owner's lock was
             // taken (and the file removed) by an earlier sweep that was
             // cut short.
             if !root.join(format!("{name}.lock")).exists() {
-                std::fs::remove_dir_all(&path)?;
+                gone_ok(std::fs::remove_dir_all(&path))?;
                 swept += 1;
             }
         } else {
-            std::fs::remove_file(&path)?;
+            gone_ok(std::fs::remove_file(&path))?;
             swept += 1;
         }
     }
@@ -123,17 +145,23 @@ mod tests {
         let (a, swept) = SpoolDir::open(&dir).unwrap();
         assert_eq!(swept, 0);
         std::fs::write(a.path().join("stt-1"), b"x").unwrap();
-        std::fs::write(dir.join("spool").join("stt-old"), b"x").unwrap();
-        // Another instance: `a` is alive, its file stays; the loose one goes.
+        let root = dir.join("spool");
+        std::fs::write(root.join("stt-old"), b"x").unwrap();
+        // A dead instance: its lock file held by nobody.
+        std::fs::create_dir(root.join("1-dead")).unwrap();
+        std::fs::write(root.join("1-dead").join("stt-2"), b"x").unwrap();
+        std::fs::write(root.join("1-dead.lock"), b"").unwrap();
+        // Another instance: `a` is alive, its file stays; the others go.
         let (b, swept) = SpoolDir::open(&dir).unwrap();
-        assert_eq!(swept, 1);
+        assert_eq!(swept, 2);
         assert!(a.path().join("stt-1").exists());
+        assert!(!root.join("1-dead").exists() && !root.join("1-dead.lock").exists());
+        // A clean stop removes its own directory.
         let a_path = a.path().to_owned();
-        drop(a); // as if its process died: the lock is released
-        let (_c, swept) = SpoolDir::open(&dir).unwrap();
-        assert_eq!(swept, 1);
+        drop(a);
         assert!(!a_path.exists());
         assert!(b.path().exists());
+        drop(b);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

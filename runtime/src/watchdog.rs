@@ -30,6 +30,29 @@ use bytes::Bytes;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::Instant;
 
+/// Concurrent streams one HTTP/2 connection may open.
+pub const GATEWAY_MAX_STREAMS_PER_CONNECTION: &str = "GATEWAY_MAX_STREAMS_PER_CONNECTION";
+
+/// The default of `GATEWAY_MAX_CONNECTIONS`: 10,000, or half the soft
+/// open-file limit if that is lower (at least 16).
+pub fn default_max_connections() -> usize {
+    const DEFAULT: usize = 10_000;
+    #[cfg(unix)]
+    {
+        let mut lim = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit writes into the struct we own.
+        if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } == 0
+            && lim.rlim_cur != libc::RLIM_INFINITY
+        {
+            return DEFAULT.min((lim.rlim_cur as usize / 2).max(16));
+        }
+    }
+    DEFAULT
+}
+
 /// Shared state of one connection. Times are milliseconds since `epoch`
 /// plus one (0 means "not set").
 pub struct ConnState {

@@ -30,7 +30,8 @@ async fn stt(env: &Env, which: &str, file: (&str, Vec<u8>), fields: &[(&str, &st
 }
 
 fn spool_is_empty(env: &Env) -> bool {
-    let dir = env.dir.0.join("spool");
+    // This instance's own spool directory (`runtime::spool`).
+    let dir = env.gw.gateway.spool.path();
     std::fs::read_dir(dir).map_or(true, |mut d| d.next().is_none())
 }
 
