@@ -530,6 +530,7 @@ const FLOORS: &[(&str, &[&str])] = &[
             "fetch",
             "callbacks",
             "credits",
+            "bounds",
             "relay",
             "streams",
             "videos",
