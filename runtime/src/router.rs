@@ -13,6 +13,12 @@ use crate::Gateway;
 
 /// Request type handlers receive.
 pub type Request = http::Request<hyper::body::Incoming>;
+
+/// The address of the client, the TCP peer (a request extension the server
+/// sets on every request): the account routes limit each address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClientAddr(pub std::net::IpAddr);
+
 /// Response type handlers produce.
 pub type Response = http::Response<crate::body::Body>;
 /// Future returned by a generated handler.
