@@ -33,6 +33,7 @@ impl Pool {
     /// `threads` threads (at least 1); a caller waits at most `wait` for one.
     pub fn new(threads: usize, wait: std::time::Duration) -> Pool {
         let threads = threads.max(1);
+        big_blocks_are_mapped();
         let (jobs, rx) = std::sync::mpsc::channel::<Job>();
         let rx = std::sync::Arc::new(std::sync::Mutex::new(rx));
         for i in 0..threads {
@@ -101,6 +102,25 @@ impl Pool {
         stored: Option<String>,
     ) -> Result<bool, crate::errors::ApiError> {
         self.run(move || verify(&password, stored.as_deref())).await
+    }
+}
+
+/// Makes glibc serve every allocation of 4 MiB or more with its own mapping,
+/// unmapped when freed. glibc otherwise raises that threshold to the size
+/// of the largest block freed (argon2's 19 MiB), after which such blocks come
+/// from the thread's heap and stay resident after they are freed: memory a
+/// burst of logins took would not come back.
+fn big_blocks_are_mapped() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        static ONCE: std::sync::Once = std::sync::Once::new();
+        ONCE.call_once(|| {
+            // SAFETY: mallopt only sets an allocator parameter; no pointer is passed.
+            let ok = unsafe { libc::mallopt(libc::M_MMAP_THRESHOLD, 4 << 20) };
+            if ok != 1 {
+                tracing::warn!("mallopt(M_MMAP_THRESHOLD) refused");
+            }
+        });
     }
 }
 
