@@ -235,12 +235,99 @@ impl std::fmt::Debug for Config {
     }
 }
 
-/// A variable that is set but does not parse.
-#[derive(Debug, thiserror::Error)]
-#[error("invalid value for {name}: {reason}")]
+/// Variables that are set but do not parse: the first in `name` and
+/// `reason`, every other one in `also`, each by its own name (the
+/// configuration is read whole, so one start reports them all).
+#[derive(Debug)]
 pub struct ConfigError {
     pub name: &'static str,
     pub reason: String,
+    /// The other bad variables, in the order they were read.
+    pub also: Vec<(&'static str, String)>,
+}
+
+impl ConfigError {
+    /// One bad variable.
+    pub fn new(name: &'static str, reason: impl Into<String>) -> ConfigError {
+        ConfigError {
+            name,
+            reason: reason.into(),
+            also: Vec::new(),
+        }
+    }
+
+    /// The names of every bad variable.
+    pub fn names(&self) -> Vec<&'static str> {
+        std::iter::once(self.name)
+            .chain(self.also.iter().map(|(n, _)| *n))
+            .collect()
+    }
+}
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "invalid value for {}: {}", self.name, self.reason)?;
+        for (name, reason) in &self.also {
+            write!(f, "; invalid value for {name}: {reason}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// The variables being read and the bad ones found so far.
+struct Vars<G> {
+    get: G,
+    bad: Vec<(&'static str, String)>,
+}
+
+impl<G: Fn(&str) -> Option<String>> Vars<G> {
+    /// The value of `name`; empty counts as unset.
+    fn raw(&self, name: &str) -> Option<String> {
+        (self.get)(name).filter(|v| !v.trim().is_empty())
+    }
+
+    /// Notes a bad variable.
+    fn bad(&mut self, name: &'static str, reason: impl Into<String>) {
+        self.bad.push((name, reason.into()));
+    }
+
+    /// The parsed value of `name` when set; a value that does not parse is
+    /// noted (and gives `None`).
+    fn parse<T>(
+        &mut self,
+        name: &'static str,
+        parse: impl FnOnce(&str) -> Result<T, String>,
+    ) -> Option<T> {
+        let v = self.raw(name)?;
+        parse(&v).map_err(|reason| self.bad(name, reason)).ok()
+    }
+
+    /// Sets `slot` from `name` when it is set and parses.
+    fn set<T>(
+        &mut self,
+        slot: &mut T,
+        name: &'static str,
+        parse: impl FnOnce(&str) -> Result<T, String>,
+    ) {
+        if let Some(v) = self.parse(name, parse) {
+            *slot = v;
+        }
+    }
+
+    /// `c`, or every bad variable.
+    fn finish(self, c: Config) -> Result<Config, ConfigError> {
+        let mut bad = self.bad.into_iter();
+        match bad.next() {
+            None => Ok(c),
+            Some((name, reason)) => Err(ConfigError {
+                name,
+                reason,
+                also: bad.collect(),
+            }),
+        }
+    }
 }
 
 impl Config {
@@ -318,183 +405,129 @@ impl Config {
         Config::from_lookup(|name| std::env::var(name).ok())
     }
 
-    /// Reads configuration through `get` (the environment, or a map in tests).
+    /// Reads configuration through `get` (the environment, or a map in
+    /// tests): one line per variable. Every variable is read; the error
+    /// names every bad one.
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
-        let get = |name: &str| get(name).filter(|v| !v.trim().is_empty());
-        let data_dir = PathBuf::from(get(GATEWAY_DATA_DIR).unwrap_or_else(|| "./data".to_owned()));
-        let mut c = Config::with_data_dir(data_dir);
-        c.provider_api_key = get(PROVIDER_API_KEY);
-        if let Some(v) = get(PROVIDER_BASE_URL) {
-            c.provider_base_url = parse_url(PROVIDER_BASE_URL, &v)?;
-        }
-        if let Some(v) = get(PROVIDER_SYNTH_URL) {
-            c.provider_synth_url = parse_url(PROVIDER_SYNTH_URL, &v)?;
-        }
-        let markup = match get(PROVIDER_MARKUP_PCT) {
-            Some(v) => crate::billing::parse_markup(&v).map_err(|e| ConfigError {
-                name: PROVIDER_MARKUP_PCT,
-                reason: format!("{e}; expected a non-negative number"),
-            })?,
-            None => c.prices.markup_pct,
+        let mut v = Vars {
+            get,
+            bad: Vec::new(),
         };
-        c.webhook_secret = get(PROVIDER_WEBHOOK_SECRET);
-        if let Some(v) = get(PROVIDER_BUSINESS_PLAN_ACTIVE) {
-            c.business_plan_active = parse_bool(PROVIDER_BUSINESS_PLAN_ACTIVE, &v)?;
+        let data_dir = v
+            .raw(GATEWAY_DATA_DIR)
+            .unwrap_or_else(|| "./data".to_owned());
+        let mut c = Config::with_data_dir(PathBuf::from(data_dir));
+        c.read_provider(&mut v);
+        c.read_server(&mut v);
+        c.read_background(&mut v);
+        c.read_services(&mut v);
+        v.finish(c)
+    }
+
+    /// The voice provider and prices.
+    fn read_provider(&mut self, v: &mut Vars<impl Fn(&str) -> Option<String>>) {
+        self.provider_api_key = v.raw(PROVIDER_API_KEY);
+        v.set(&mut self.provider_base_url, PROVIDER_BASE_URL, parse_url);
+        v.set(&mut self.provider_synth_url, PROVIDER_SYNTH_URL, parse_url);
+        self.webhook_secret = v.raw(PROVIDER_WEBHOOK_SECRET);
+        v.set(
+            &mut self.business_plan_active,
+            PROVIDER_BUSINESS_PLAN_ACTIVE,
+            parse_bool,
+        );
+        let markup = v.parse(PROVIDER_MARKUP_PCT, |s| {
+            crate::billing::parse_markup(s)
+                .map_err(|e| format!("{e}; expected a non-negative number"))
+        });
+        let markup = markup.unwrap_or(self.prices.markup_pct);
+        match crate::billing::Prices::with_markup(v.raw(GATEWAY_PRICES).as_deref(), markup) {
+            Ok(p) => self.prices = p,
+            Err(e) => v.bad(GATEWAY_PRICES, e.to_string()),
         }
-        if let Some(v) = get(GATEWAY_ADDR) {
-            c.addr = v.parse().map_err(|e| ConfigError {
-                name: GATEWAY_ADDR,
-                reason: format!("{v:?}: {e}"),
-            })?;
+        self.public_url = v.parse(GATEWAY_PUBLIC_URL, parse_url);
+        self.providers_file = v.raw(GATEWAY_PROVIDERS).map(PathBuf::from);
+    }
+
+    /// The listener, the database and request limits.
+    fn read_server(&mut self, v: &mut Vars<impl Fn(&str) -> Option<String>>) {
+        v.set(&mut self.addr, GATEWAY_ADDR, |s| {
+            s.parse().map_err(|e| format!("{s:?}: {e}"))
+        });
+        if let Some(p) = v.raw(GATEWAY_DB) {
+            self.db_path = PathBuf::from(p);
         }
-        if let Some(v) = get(GATEWAY_DB) {
-            c.db_path = PathBuf::from(v);
+        self.database_url = v.parse(GATEWAY_DATABASE_URL, parse_database_url);
+        v.set(&mut self.db_sync_full, GATEWAY_DB_SYNC, parse_db_sync);
+        v.set(
+            &mut self.upstream_timeout,
+            GATEWAY_UPSTREAM_TIMEOUT_MS,
+            |s| Ok(Duration::from_millis(parse_u64(s)?.max(1))),
+        );
+        v.set(
+            &mut self.allow_private_fetch,
+            GATEWAY_ALLOW_PRIVATE_FETCH,
+            parse_bool,
+        );
+        v.set(&mut self.max_json_bytes, GATEWAY_MAX_JSON_BYTES, |s| {
+            s.parse().map_err(|e| format!("{s:?}: {e}"))
+        });
+        v.set(&mut self.header_timeout, GATEWAY_HEADER_TIMEOUT_SECS, secs);
+        v.set(&mut self.idle_timeout, GATEWAY_IDLE_TIMEOUT_SECS, secs);
+        v.set(&mut self.max_connections, GATEWAY_MAX_CONNECTIONS, |s| {
+            Ok(parse_positive(s)? as usize)
+        });
+        v.set(&mut self.stream_timeout, GATEWAY_STREAM_TIMEOUT_SECS, secs);
+    }
+
+    /// The background tasks: sweeper, reconciliation, job follower.
+    fn read_background(&mut self, v: &mut Vars<impl Fn(&str) -> Option<String>>) {
+        v.set(&mut self.mirror_hosts, GATEWAY_MIRROR_HOSTS, |s| {
+            Ok(comma_list(s, true))
+        });
+        v.set(&mut self.stock_voices, GATEWAY_STOCK_VOICES, |s| {
+            Ok(comma_list(s, false))
+        });
+        v.set(
+            &mut self.sweep_interval,
+            GATEWAY_SWEEP_INTERVAL_SECS,
+            secs_or_off,
+        );
+        v.set(
+            &mut self.reconcile_at,
+            GATEWAY_RECONCILE_AT,
+            parse_time_or_off,
+        );
+        v.set(
+            &mut self.job_follow_interval,
+            GATEWAY_JOB_FOLLOW_SECS,
+            secs_or_off,
+        );
+        v.set(
+            &mut self.job_follow_concurrency,
+            GATEWAY_JOB_FOLLOW_CONCURRENCY,
+            parse_concurrency,
+        );
+    }
+
+    /// Rate limits, Redis, object storage, accounts.
+    fn read_services(&mut self, v: &mut Vars<impl Fn(&str) -> Option<String>>) {
+        let limits = v.raw(crate::ratelimit::GATEWAY_RATE_LIMITS);
+        match crate::ratelimit::Limits::parse(limits.as_deref()) {
+            Ok(l) => self.rate_limits = l,
+            Err(reason) => v.bad(crate::ratelimit::GATEWAY_RATE_LIMITS, reason),
         }
-        if let Some(v) = get(GATEWAY_DATABASE_URL) {
-            let v = v.trim();
-            if !(v.starts_with("postgres://") || v.starts_with("postgresql://")) {
-                return Err(ConfigError {
-                    name: GATEWAY_DATABASE_URL,
-                    reason: "expected a postgres:// or postgresql:// URL".into(),
-                });
-            }
-            crate::store::check_url(v).map_err(|e| ConfigError {
-                name: GATEWAY_DATABASE_URL,
-                reason: e.to_string(),
-            })?;
-            c.database_url = Some(v.to_owned());
+        let prefix = v.raw(GATEWAY_REDIS_PREFIX);
+        self.redis = v.parse(GATEWAY_REDIS_URL, |url| {
+            crate::cluster::RedisConfig::parse(url, prefix.as_deref())
+        });
+        match crate::objects::ObjectConfig::from_lookup(|n| v.raw(n)) {
+            Ok(o) => self.objects = o,
+            Err(bad) => v.bad.extend(bad),
         }
-        if let Some(v) = get(GATEWAY_UPSTREAM_TIMEOUT_MS) {
-            let ms: u64 = v.parse().map_err(|e| ConfigError {
-                name: GATEWAY_UPSTREAM_TIMEOUT_MS,
-                reason: format!("{v:?}: {e}"),
-            })?;
-            c.upstream_timeout = Duration::from_millis(ms.max(1));
+        match crate::auth::config::AccountConfig::from_lookup(|n| v.raw(n)) {
+            Ok(a) => self.accounts = a,
+            Err(bad) => v.bad.extend(bad),
         }
-        if let Some(v) = get(GATEWAY_ALLOW_PRIVATE_FETCH) {
-            c.allow_private_fetch = parse_bool(GATEWAY_ALLOW_PRIVATE_FETCH, &v)?;
-        }
-        if let Some(v) = get(GATEWAY_MAX_JSON_BYTES) {
-            c.max_json_bytes = v.parse().map_err(|e| ConfigError {
-                name: GATEWAY_MAX_JSON_BYTES,
-                reason: format!("{v:?}: {e}"),
-            })?;
-        }
-        if let Some(v) = get(GATEWAY_HEADER_TIMEOUT_SECS) {
-            c.header_timeout =
-                Duration::from_secs(parse_positive(GATEWAY_HEADER_TIMEOUT_SECS, &v)?);
-        }
-        if let Some(v) = get(GATEWAY_IDLE_TIMEOUT_SECS) {
-            c.idle_timeout = Duration::from_secs(parse_positive(GATEWAY_IDLE_TIMEOUT_SECS, &v)?);
-        }
-        if let Some(v) = get(GATEWAY_MAX_CONNECTIONS) {
-            c.max_connections = parse_positive(GATEWAY_MAX_CONNECTIONS, &v)? as usize;
-        }
-        c.prices = crate::billing::Prices::with_markup(get(GATEWAY_PRICES).as_deref(), markup)
-            .map_err(|e| ConfigError {
-                name: GATEWAY_PRICES,
-                reason: e.to_string(),
-            })?;
-        if let Some(v) = get(GATEWAY_PUBLIC_URL) {
-            c.public_url = Some(parse_url(GATEWAY_PUBLIC_URL, &v)?);
-        }
-        if let Some(v) = get(GATEWAY_MIRROR_HOSTS) {
-            c.mirror_hosts = v
-                .split(',')
-                .map(|h| h.trim().to_ascii_lowercase())
-                .filter(|h| !h.is_empty())
-                .collect();
-        }
-        if let Some(v) = get(GATEWAY_STOCK_VOICES) {
-            c.stock_voices = v
-                .split(',')
-                .map(|h| h.trim().to_owned())
-                .filter(|h| !h.is_empty())
-                .collect();
-        }
-        if let Some(v) = get(GATEWAY_SWEEP_INTERVAL_SECS) {
-            let secs: u64 = v.trim().parse().map_err(|e| ConfigError {
-                name: GATEWAY_SWEEP_INTERVAL_SECS,
-                reason: format!("{v:?}: {e}"),
-            })?;
-            c.sweep_interval = (secs > 0).then(|| Duration::from_secs(secs));
-        }
-        if let Some(v) = get(GATEWAY_RECONCILE_AT) {
-            c.reconcile_at = if v.trim().eq_ignore_ascii_case("off") {
-                None
-            } else {
-                Some(
-                    chrono::NaiveTime::parse_from_str(v.trim(), "%H:%M").map_err(|e| {
-                        ConfigError {
-                            name: GATEWAY_RECONCILE_AT,
-                            reason: format!("{v:?} is not HH:MM or off: {e}"),
-                        }
-                    })?,
-                )
-            };
-        }
-        if let Some(v) = get(GATEWAY_JOB_FOLLOW_SECS) {
-            let secs: u64 = v.trim().parse().map_err(|e| ConfigError {
-                name: GATEWAY_JOB_FOLLOW_SECS,
-                reason: format!("{v:?}: {e}"),
-            })?;
-            c.job_follow_interval = (secs > 0).then(|| Duration::from_secs(secs));
-        }
-        if let Some(v) = get(GATEWAY_JOB_FOLLOW_CONCURRENCY) {
-            let n: usize = v.trim().parse().map_err(|e| ConfigError {
-                name: GATEWAY_JOB_FOLLOW_CONCURRENCY,
-                reason: format!("{v:?}: {e}"),
-            })?;
-            if n == 0 {
-                return Err(ConfigError {
-                    name: GATEWAY_JOB_FOLLOW_CONCURRENCY,
-                    reason: "must be at least 1 (GATEWAY_JOB_FOLLOW_SECS=0 disables the follower)"
-                        .into(),
-                });
-            }
-            c.job_follow_concurrency = n;
-        }
-        c.providers_file = get(GATEWAY_PROVIDERS).map(PathBuf::from);
-        if let Some(v) = get(GATEWAY_STREAM_TIMEOUT_SECS) {
-            c.stream_timeout =
-                Duration::from_secs(parse_positive(GATEWAY_STREAM_TIMEOUT_SECS, &v)?);
-        }
-        if let Some(v) = get(GATEWAY_DB_SYNC) {
-            c.db_sync_full = match v.trim().to_ascii_lowercase().as_str() {
-                "full" => true,
-                "normal" => false,
-                _ => {
-                    return Err(ConfigError {
-                        name: GATEWAY_DB_SYNC,
-                        reason: format!("{v:?} is not full or normal"),
-                    })
-                }
-            };
-        }
-        c.rate_limits =
-            crate::ratelimit::Limits::parse(get(crate::ratelimit::GATEWAY_RATE_LIMITS).as_deref())
-                .map_err(|reason| ConfigError {
-                    name: crate::ratelimit::GATEWAY_RATE_LIMITS,
-                    reason,
-                })?;
-        if let Some(url) = get(GATEWAY_REDIS_URL) {
-            let prefix = get(GATEWAY_REDIS_PREFIX);
-            c.redis = Some(
-                crate::cluster::RedisConfig::parse(&url, prefix.as_deref()).map_err(|reason| {
-                    ConfigError {
-                        name: GATEWAY_REDIS_URL,
-                        reason,
-                    }
-                })?,
-            );
-        }
-        c.objects = crate::objects::ObjectConfig::from_lookup(get).map_err(|e| ConfigError {
-            name: "GATEWAY_OBJECT_STORE",
-            reason: e,
-        })?;
-        c.accounts = crate::auth::config::AccountConfig::from_lookup(get)
-            .map_err(|(name, reason)| ConfigError { name, reason })?;
-        Ok(c)
     }
 }
 
@@ -518,44 +551,94 @@ pub fn default_max_connections() -> usize {
     DEFAULT
 }
 
+/// A whole number.
+fn parse_u64(v: &str) -> Result<u64, String> {
+    v.trim().parse::<u64>().map_err(|e| format!("{v:?}: {e}"))
+}
+
 /// A whole number greater than zero.
-fn parse_positive(name: &'static str, v: &str) -> Result<u64, ConfigError> {
-    match v.trim().parse::<u64>() {
-        Ok(n) if n > 0 => Ok(n),
-        Ok(_) => Err(ConfigError {
-            name,
-            reason: format!("{v:?} must be greater than 0"),
-        }),
-        Err(e) => Err(ConfigError {
-            name,
-            reason: format!("{v:?}: {e}"),
-        }),
+fn parse_positive(v: &str) -> Result<u64, String> {
+    match parse_u64(v)? {
+        0 => Err(format!("{v:?} must be greater than 0")),
+        n => Ok(n),
     }
 }
 
-fn parse_bool(name: &'static str, v: &str) -> Result<bool, ConfigError> {
+/// Whole seconds greater than zero.
+fn secs(v: &str) -> Result<Duration, String> {
+    parse_positive(v).map(Duration::from_secs)
+}
+
+/// Whole seconds; 0 is off.
+fn secs_or_off(v: &str) -> Result<Option<Duration>, String> {
+    let n = parse_u64(v)?;
+    Ok((n > 0).then(|| Duration::from_secs(n)))
+}
+
+/// `HH:MM`, or `off`.
+fn parse_time_or_off(v: &str) -> Result<Option<chrono::NaiveTime>, String> {
+    if v.trim().eq_ignore_ascii_case("off") {
+        return Ok(None);
+    }
+    chrono::NaiveTime::parse_from_str(v.trim(), "%H:%M")
+        .map(Some)
+        .map_err(|e| format!("{v:?} is not HH:MM or off: {e}"))
+}
+
+fn parse_concurrency(v: &str) -> Result<usize, String> {
+    match v.trim().parse::<usize>() {
+        Ok(0) => Err("must be at least 1 (GATEWAY_JOB_FOLLOW_SECS=0 disables the follower)".into()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(format!("{v:?}: {e}")),
+    }
+}
+
+fn parse_db_sync(v: &str) -> Result<bool, String> {
+    match v.trim().to_ascii_lowercase().as_str() {
+        "full" => Ok(true),
+        "normal" => Ok(false),
+        _ => Err(format!("{v:?} is not full or normal")),
+    }
+}
+
+fn parse_database_url(v: &str) -> Result<String, String> {
+    let v = v.trim();
+    if !(v.starts_with("postgres://") || v.starts_with("postgresql://")) {
+        return Err("expected a postgres:// or postgresql:// URL".into());
+    }
+    crate::store::check_url(v).map_err(|e| e.to_string())?;
+    Ok(v.to_owned())
+}
+
+/// Comma-separated items, trimmed, empty ones dropped.
+fn comma_list(v: &str, lowercase: bool) -> Vec<String> {
+    v.split(',')
+        .map(str::trim)
+        .filter(|h| !h.is_empty())
+        .map(|h| {
+            if lowercase {
+                h.to_ascii_lowercase()
+            } else {
+                h.to_owned()
+            }
+        })
+        .collect()
+}
+
+fn parse_bool(v: &str) -> Result<bool, String> {
     match v.trim().to_ascii_lowercase().as_str() {
         "1" | "true" | "yes" | "on" => Ok(true),
         "0" | "false" | "no" | "off" => Ok(false),
-        _ => Err(ConfigError {
-            name,
-            reason: format!("{v:?} is not a boolean (true/false)"),
-        }),
+        _ => Err(format!("{v:?} is not a boolean (true/false)")),
     }
 }
 
-fn parse_url(name: &'static str, v: &str) -> Result<String, ConfigError> {
+fn parse_url(v: &str) -> Result<String, String> {
     let v = v.trim().trim_end_matches('/');
     match reqwest::Url::parse(v) {
         Ok(u) if matches!(u.scheme(), "http" | "https") => Ok(v.to_owned()),
-        Ok(_) => Err(ConfigError {
-            name,
-            reason: format!("{v:?} is not an http(s) URL"),
-        }),
-        Err(e) => Err(ConfigError {
-            name,
-            reason: format!("{v:?}: {e}"),
-        }),
+        Ok(_) => Err(format!("{v:?} is not an http(s) URL")),
+        Err(e) => Err(format!("{v:?}: {e}")),
     }
 }
 
@@ -633,6 +716,38 @@ mod tests {
         assert_eq!(e.name, PROVIDER_BASE_URL);
         let e = cfg(&[(PROVIDER_MARKUP_PCT, "-3")]).err().unwrap();
         assert_eq!(e.name, PROVIDER_MARKUP_PCT);
+    }
+
+    #[test]
+    fn every_bad_variable_is_reported_by_its_own_name() {
+        let e = cfg(&[
+            (PROVIDER_BASE_URL, "ftp://x"),
+            (GATEWAY_DB_SYNC, "sometimes"),
+            (crate::objects::config::GATEWAY_OBJECT_STORE, "s3"),
+            (crate::objects::config::GATEWAY_S3_BUCKET, "b"),
+            (crate::objects::config::GATEWAY_S3_ACCESS_KEY, "ak"),
+            (crate::objects::config::GATEWAY_S3_SECRET_KEY, "sk"),
+            (crate::objects::config::GATEWAY_S3_PATH_STYLE, "maybe"),
+        ])
+        .err()
+        .unwrap();
+        assert_eq!(
+            e.names(),
+            [
+                PROVIDER_BASE_URL,
+                GATEWAY_DB_SYNC,
+                crate::objects::config::GATEWAY_S3_PATH_STYLE
+            ]
+        );
+        let text = e.to_string();
+        for name in [
+            "PROVIDER_BASE_URL",
+            "GATEWAY_DB_SYNC",
+            "GATEWAY_S3_PATH_STYLE",
+        ] {
+            assert!(text.contains(name), "{text}");
+        }
+        assert!(!text.contains("GATEWAY_OBJECT_STORE"), "{text}");
     }
 
     #[test]

@@ -95,7 +95,7 @@ impl Ctx {
     /// names the operation in the internal error a misconfigured row would get.
     pub fn require_user(&self, what: &str) -> Result<i64, ApiError> {
         self.user_id()
-            .ok_or_else(|| ApiError::Internal(format!("{what} without a user")))
+            .ok_or_else(|| ApiError::bug(format!("{what} without a user")))
     }
 
     /// The row's upstream call (the generator refuses forwarding modes without one).
@@ -103,7 +103,7 @@ impl Ctx {
         self.spec
             .upstream
             .as_ref()
-            .ok_or_else(|| ApiError::Internal(format!("row {} has no upstream", self.spec.id)))
+            .ok_or_else(|| ApiError::bug(format!("row {} has no upstream", self.spec.id)))
     }
 
     /// The row's job kind (job modes).
@@ -111,7 +111,7 @@ impl Ctx {
         self.spec
             .job
             .and_then(|kind| self.gw.table.job_kind(kind))
-            .ok_or_else(|| ApiError::Internal(format!("row {} has no job kind", self.spec.id)))
+            .ok_or_else(|| ApiError::bug(format!("row {} has no job kind", self.spec.id)))
     }
 
     /// Records what this request bills and returns its charge (for answers

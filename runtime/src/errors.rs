@@ -6,6 +6,10 @@
 //! kept apart from what is logged: upstream credentials are never part of
 //! either (see [`crate::upstream`] for how upstream messages are scrubbed).
 
+use std::borrow::Cow;
+use std::error::Error;
+use std::sync::Arc;
+
 use http::{header, HeaderValue, StatusCode};
 use serde_json::json;
 
@@ -52,8 +56,9 @@ pub enum ApiError {
     Unavailable(String),
     /// The route's mode is not implemented yet.
     NotImplemented(String),
-    /// A bug or a local resource failure (database, object store).
-    Internal(String),
+    /// A bug or a local resource failure (database, object store): what
+    /// was being done and, kept whole for the log, why it failed.
+    Internal(Internal),
     // ---- upstream ----
     /// The upstream rejected the request's content (400/422); its message.
     UpstreamRejected(String),
@@ -67,7 +72,62 @@ pub enum ApiError {
     Network(String),
 }
 
+/// An internal failure: what the gateway was doing (`context`) and the
+/// error that stopped it (`source`, with its own chain of causes). Shown
+/// whole only in the log, once, where the answer is made
+/// ([`crate::pipeline`]); the caller reads "internal error".
+#[derive(Debug, Clone)]
+pub struct Internal {
+    pub context: Cow<'static, str>,
+    pub source: Option<Arc<dyn Error + Send + Sync>>,
+}
+
+impl std::fmt::Display for Internal {
+    /// The context, then each cause in turn (`a: b: c`); a cause whose
+    /// text its parent already printed is not repeated.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut text = self.context.to_string();
+        let mut cause: Option<&(dyn Error + 'static)> = self.source.as_deref().map(|e| e as _);
+        while let Some(e) = cause {
+            let t = e.to_string();
+            if !text.ends_with(&t) {
+                if !text.is_empty() {
+                    text.push_str(": ");
+                }
+                text.push_str(&t);
+            }
+            cause = e.source();
+        }
+        f.write_str(&text)
+    }
+}
+
+impl PartialEq for Internal {
+    fn eq(&self, other: &Internal) -> bool {
+        self.to_string() == other.to_string()
+    }
+}
+
 impl ApiError {
+    /// A local failure while doing `context`, caused by `source`.
+    pub fn internal(
+        context: impl Into<Cow<'static, str>>,
+        source: impl Into<Box<dyn Error + Send + Sync>>,
+    ) -> ApiError {
+        ApiError::Internal(Internal {
+            context: context.into(),
+            source: Some(Arc::from(source.into())),
+        })
+    }
+
+    /// A state the code should never reach (no cause beyond `context`).
+    pub fn bug(context: impl Into<Cow<'static, str>>) -> ApiError {
+        ApiError::Internal(Internal {
+            context: context.into(),
+            source: None,
+        })
+    }
+
     /// HTTP status of each error. Exhaustive on purpose: no `_ =>`.
     pub fn status(&self) -> StatusCode {
         match self {
@@ -216,12 +276,19 @@ impl std::fmt::Display for ApiError {
     }
 }
 
-impl std::error::Error for ApiError {}
+impl Error for ApiError {
+    fn source(&self) -> Option<&(dyn Error + 'static)> {
+        match self {
+            ApiError::Internal(i) => i.source.as_deref().map(|e| e as _),
+            _ => None,
+        }
+    }
+}
 
-/// A database failure answers 500; its text goes to the log only.
+/// A database failure answers 500; its cause goes to the log only.
 impl From<crate::store::StoreError> for ApiError {
     fn from(e: crate::store::StoreError) -> Self {
-        ApiError::Internal(e.to_string())
+        ApiError::internal("", e)
     }
 }
 
@@ -294,11 +361,24 @@ mod tests {
 
     #[tokio::test]
     async fn internal_details_stay_out_of_the_body() {
-        let (s, v, _) = render(
-            ApiError::Internal("disk /secret full".into()),
-            ErrorFormat::Detail,
-        )
-        .await;
+        let e = ApiError::internal(
+            "storing the upload",
+            std::io::Error::other("disk /secret full"),
+        );
+        assert_eq!(
+            e.to_string(),
+            "500 internal: storing the upload: disk /secret full"
+        );
+        assert!(e.source().is_some(), "the cause is kept");
+        let db = ApiError::from(crate::store::StoreError::caused(
+            "reading a user",
+            std::io::Error::other("disk gone"),
+        ));
+        assert_eq!(
+            db.to_string(),
+            "500 internal: database: reading a user: disk gone"
+        );
+        let (s, v, _) = render(e, ErrorFormat::Detail).await;
         assert_eq!((s, v), (500, json!({"detail": "internal error"})));
     }
 }

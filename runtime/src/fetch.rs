@@ -202,35 +202,12 @@ pub async fn open(
         .get(http::header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned)
-        .unwrap_or_else(|| content_type_for(&file_name).to_owned());
+        .unwrap_or_else(|| crate::media::content_type_for(&file_name).to_owned());
     Ok(Fetched {
         response,
         file_name,
         content_type,
     })
-}
-
-/// Content type for a file name's extension (the media types of spec A10).
-pub fn content_type_for(name: &str) -> &'static str {
-    let ext = name
-        .rsplit_once('.')
-        .map(|(_, e)| e.to_ascii_lowercase())
-        .unwrap_or_default();
-    match ext.as_str() {
-        "mp3" => "audio/mpeg",
-        "wav" => "audio/wav",
-        "m4a" => "audio/mp4",
-        "flac" => "audio/flac",
-        "ogg" => "audio/ogg",
-        "webm" => "video/webm",
-        "mp4" => "video/mp4",
-        "mov" => "video/quicktime",
-        "mkv" => "video/x-matroska",
-        "png" => "image/png",
-        "jpg" | "jpeg" => "image/jpeg",
-        "webp" => "image/webp",
-        _ => "application/octet-stream",
-    }
 }
 
 /// The asset behind one of the gateway's own object URLs, checked: it must
@@ -318,7 +295,7 @@ pub async fn open_as_part(
             .objects
             .get(&asset.object_key, None)
             .await
-            .map_err(|e| ApiError::Internal(format!("reading {}: {e}", asset.object_key)))?;
+            .map_err(|e| ApiError::internal(format!("reading {}", asset.object_key), e))?;
         let name = asset.file_name.clone().unwrap_or_else(|| {
             asset
                 .object_key
@@ -333,7 +310,7 @@ pub async fn open_as_part(
         )
         .file_name(name)
         .mime_str(&asset.content_type)
-        .map_err(|e| ApiError::Internal(format!("multipart part: {e}")))?;
+        .map_err(|e| ApiError::internal("building a multipart part", e))?;
         return Ok((part, SizeGuard::default()));
     }
     let cfg = &gw.config;
@@ -370,7 +347,7 @@ pub async fn open_as_part(
     let part = part
         .file_name(fetched.file_name)
         .mime_str(&fetched.content_type)
-        .map_err(|e| ApiError::Internal(format!("multipart part: {e}")))?;
+        .map_err(|e| ApiError::internal("building a multipart part", e))?;
     Ok((part, guard))
 }
 

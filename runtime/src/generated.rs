@@ -66,7 +66,7 @@ impl Media<'_> {
     pub async fn store_bytes(self, gw: &Gateway, bytes: bytes::Bytes) -> Result<Stored, ApiError> {
         let key = self.key();
         let size = bytes.len() as u64;
-        let failed = |e| ApiError::Internal(format!("storing {}: {e}", self.class));
+        let failed = |e| ApiError::internal(format!("storing {}", self.class), e);
         let local = gw.objects.as_local();
         match local.filter(|_| size <= crate::objects::pack::MAX_PACKED_OBJECT) {
             Some(local) => {
@@ -118,7 +118,7 @@ impl Media<'_> {
         let url = gw
             .objects
             .presign_get(&key, URL_VALIDITY)
-            .map_err(|e| ApiError::Internal(format!("presigning {}: {e}", self.class)))?;
+            .map_err(|e| ApiError::internal(format!("presigning {}", self.class), e))?;
         let expires_at = rfc3339(self.now + chrono::Duration::days(self.retention_days));
         let record = Record::Asset(AssetRecord {
             owner_id: Some(self.owner),

@@ -55,6 +55,7 @@ pub mod audio;
 pub mod auth;
 pub mod billing;
 pub mod body;
+pub mod bounds;
 pub mod callbacks;
 pub mod cluster;
 pub mod config;
@@ -65,6 +66,7 @@ pub mod fetch;
 pub mod follower;
 pub mod generated;
 pub mod mail;
+pub mod media;
 pub mod mirror;
 pub mod modes;
 pub mod objects;
@@ -157,13 +159,13 @@ impl Gateway {
         telemetry::install();
         // Connects on first use, never here: an unreachable Redis is no
         // reason not to start (see `cluster`).
-        let cluster = match &config.redis {
-            Some(r) => Some(cluster::Cluster::new(r).map_err(|e| config::ConfigError {
-                name: config::GATEWAY_REDIS_URL,
-                reason: e.to_string(),
-            })?),
-            None => None,
-        };
+        let cluster =
+            match &config.redis {
+                Some(r) => Some(cluster::Cluster::new(r).map_err(|e| {
+                    config::ConfigError::new(config::GATEWAY_REDIS_URL, e.to_string())
+                })?),
+                None => None,
+            };
         // Before anything is opened: a bad GATEWAY_RATE_LIMITS leaves no trace.
         let limits = &config.rate_limits;
         let limiter = match (&config.limiter_store, &cluster) {
@@ -171,10 +173,7 @@ impl Gateway {
             (None, Some(c)) => ratelimit::RateLimiter::redis(capabilities, limits, c.clone()),
             (None, None) => ratelimit::RateLimiter::in_process(capabilities, limits),
         }
-        .map_err(|reason| config::ConfigError {
-            name: ratelimit::GATEWAY_RATE_LIMITS,
-            reason,
-        })?;
+        .map_err(|reason| config::ConfigError::new(ratelimit::GATEWAY_RATE_LIMITS, reason))?;
         let providers = match &config.providers_file {
             Some(path) => providers::Providers::load(path, config.prices.markup_pct)?,
             None => providers::Providers::default(),
@@ -186,10 +185,7 @@ impl Gateway {
             None => auth::config::load_or_create_secret(
                 &config.data_dir.join(auth::config::JWT_KEY_FILE),
             )
-            .map_err(|reason| config::ConfigError {
-                name: auth::config::GATEWAY_JWT_SECRET,
-                reason,
-            })?,
+            .map_err(|reason| config::ConfigError::new(auth::config::GATEWAY_JWT_SECRET, reason))?,
         };
         let tokens = auth::tokens::Tokens::new(
             jwt_secret,

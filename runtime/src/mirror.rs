@@ -174,7 +174,7 @@ async fn copy(
         .and_then(|v| v.to_str().ok())
         .filter(|ct| ct.starts_with("audio/") || ct.starts_with("video/"))
         .map(str::to_owned)
-        .unwrap_or_else(|| crate::fetch::content_type_for(&format!("x.{ext}")).to_owned());
+        .unwrap_or_else(|| crate::media::content_type_for(&format!("x.{ext}")).to_owned());
     let key = format!(
         "mirror/{}/{}/{}.{ext}",
         job.user_id,

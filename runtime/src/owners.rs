@@ -378,7 +378,7 @@ pub async fn fill_parents(ctx: &Ctx, params: &mut PathParams) -> Result<(), ApiE
         return Ok(());
     };
     let (Some(kind), Some(last)) = (ctx.spec.resource, ctx.spec.params.last()) else {
-        return Err(ApiError::Internal(format!(
+        return Err(ApiError::bug(format!(
             "row {} has from_parent but no resource",
             ctx.spec.id
         )));

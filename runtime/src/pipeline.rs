@@ -181,7 +181,7 @@ async fn record(
     } else {
         store.commit_unflushed(records).await
     }
-    .map_err(|e| ApiError::Internal(e.to_string()))?;
+    .map_err(|e| ApiError::internal("committing the request's records", e))?;
     crate::cluster::owners_changed(&ctx.gw, cache_changes).await;
     Ok(())
 }

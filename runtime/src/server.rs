@@ -108,10 +108,7 @@ async fn answer(gw: Gateway, route: RouteFn, req: Request, id: &mut Option<Strin
                 Ok(resp) => resp,
                 Err(e) => {
                     tracing::error!(error = %e, "handler panicked");
-                    error(
-                        ApiError::Internal("handler panicked".into()),
-                        format_for_path(path),
-                    )
+                    error(ApiError::bug("handler panicked"), format_for_path(path))
                 }
             }
         }

@@ -105,7 +105,7 @@ pub fn upstream_path(
             }
         } else {
             // The generator refuses such rows; reaching here is a bug.
-            return Err(ApiError::Internal(format!(
+            return Err(ApiError::bug(format!(
                 "row {}: template variable {name} has no source",
                 spec.id
             )));
@@ -132,7 +132,7 @@ pub fn shape_body(spec: &EndpointSpec, body: &mut Map<String, Value>) -> Result<
     }
     if let Some(set) = spec.set {
         let fixed: Map<String, Value> = serde_json::from_str(set).map_err(|e| {
-            ApiError::Internal(format!("row {}: set is not a JSON object: {e}", spec.id))
+            ApiError::internal(format!("row {}: set is not a JSON object", spec.id), e)
         })?;
         body.extend(fixed);
     }

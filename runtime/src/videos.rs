@@ -115,7 +115,7 @@ async fn reload(gw: &Gateway, job_id: &str) -> Result<VideoJobRow, ApiError> {
     gw.store
         .blocking(move |s| s.video_job(&id))
         .await?
-        .ok_or_else(|| ApiError::Internal("a video job vanished".into()))
+        .ok_or_else(|| ApiError::bug("a video job vanished"))
 }
 
 /// Records `status` (failed or cancelled) and releases the job's hold.
@@ -230,6 +230,7 @@ async fn finish(
         model: m.clone(),
         byok: false,
         hold: None,
+        bound: None,
     };
     let mut records = vec![Record::Asset(AssetRecord {
         owner_id: Some(job.user_id),

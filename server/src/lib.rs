@@ -61,7 +61,7 @@ pub fn gateway(config: Config) -> Result<Gateway, StartError> {
 pub fn start(mut config: Config, listener: TcpListener) -> Result<Running, StartError> {
     let addr = listener
         .local_addr()
-        .map_err(|e| StartError::Store(runtime::store::StoreError(e.to_string())))?;
+        .map_err(|e| StartError::Store(runtime::store::StoreError::driver(e)))?;
     config.addr = addr;
     let gateway = gateway(config)?;
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

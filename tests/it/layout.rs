@@ -144,8 +144,11 @@ fn modes_never_import_a_sibling_mode() {
                 .chars()
                 .take_while(|c| c.is_alphanumeric() || *c == '_')
                 .collect();
+            // `common.rs` holds what several modes share; it is no mode.
             assert!(
-                !Path::new(&root().join("runtime/src/modes").join(format!("{name}.rs"))).exists(),
+                name == "common"
+                    || !Path::new(&root().join("runtime/src/modes").join(format!("{name}.rs")))
+                        .exists(),
                 "modes/{rel} imports the sibling mode {name}"
             );
         }
@@ -322,4 +325,166 @@ fn records_commit_through_one_door() {
     // The store reaches its writer through `commit`, `commit_unflushed` and
     // the door, and no other way.
     assert_eq!(writer_calls, 3, "the store commits records another way");
+}
+
+/// Where each item of Rust source starts and ends, skipping what is inside
+/// comments, strings and character literals: the code with those blanked
+/// out (same length, same line breaks).
+fn blank_literals(text: &str) -> Vec<u8> {
+    let b = text.as_bytes();
+    let mut out = b.to_vec();
+    let mut i = 0;
+    let blank = |out: &mut Vec<u8>, from: usize, to: usize| {
+        for c in &mut out[from..to.min(b.len())] {
+            if *c != b'\n' {
+                *c = b' ';
+            }
+        }
+    };
+    while i < b.len() {
+        let start = i;
+        match b[i] {
+            b'/' if b.get(i + 1) == Some(&b'/') => {
+                while i < b.len() && b[i] != b'\n' {
+                    i += 1;
+                }
+                blank(&mut out, start, i);
+            }
+            b'/' if b.get(i + 1) == Some(&b'*') => {
+                i += 2;
+                while i + 1 < b.len() && !(b[i] == b'*' && b[i + 1] == b'/') {
+                    i += 1;
+                }
+                i += 2;
+                blank(&mut out, start, i);
+            }
+            b'r' if (b.get(i + 1) == Some(&b'"') || b.get(i + 1) == Some(&b'#'))
+                && (i == 0 || !(b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_')) =>
+            {
+                let mut j = i + 1;
+                while b.get(j) == Some(&b'#') {
+                    j += 1;
+                }
+                if b.get(j) != Some(&b'"') {
+                    i += 1;
+                    continue;
+                }
+                let hashes = j - i - 1;
+                let mut end = j + 1;
+                while end < b.len()
+                    && !(b[end] == b'"'
+                        && b[end + 1..]
+                            .iter()
+                            .take(hashes)
+                            .filter(|c| **c == b'#')
+                            .count()
+                            == hashes)
+                {
+                    end += 1;
+                }
+                i = end + 1 + hashes;
+                blank(&mut out, start, i);
+            }
+            b'"' => {
+                i += 1;
+                while i < b.len() && b[i] != b'"' {
+                    i += if b[i] == b'\\' { 2 } else { 1 };
+                }
+                i += 1;
+                blank(&mut out, start, i);
+            }
+            b'\'' => {
+                // A character literal ('x', '\n', '{'), or a lifetime ('a).
+                if b.get(i + 1) == Some(&b'\\') {
+                    i += 2;
+                    while i < b.len() && b[i] != b'\'' {
+                        i += 1;
+                    }
+                    i += 1;
+                    blank(&mut out, start, i);
+                } else if b.get(i + 2) == Some(&b'\'') {
+                    i += 3;
+                    blank(&mut out, start, i);
+                } else {
+                    i += 1;
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    out
+}
+
+/// The closing brace matching the first `{` at or after `from` (or the
+/// `;` that ends an item without a body, when it comes first).
+fn item_end(code: &[u8], from: usize) -> usize {
+    let mut depth = 0usize;
+    for (i, c) in code.iter().enumerate().skip(from) {
+        match c {
+            b';' if depth == 0 => return i,
+            b'{' => depth += 1,
+            b'}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return i;
+                }
+            }
+            _ => {}
+        }
+    }
+    code.len()
+}
+
+/// Every function of `text` outside `#[cfg(test)]` items: its name, the
+/// line of its `fn` and its length in lines (to its closing brace).
+fn function_lengths(text: &str) -> Vec<(String, usize, usize)> {
+    let code = blank_literals(text);
+    let line_of = |i: usize| code[..i].iter().filter(|c| **c == b'\n').count() + 1;
+    let is_ident = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < code.len() {
+        if code[i..].starts_with(b"#[cfg(test)]") {
+            i = item_end(&code, i + 12) + 1;
+            continue;
+        }
+        let at_word = i == 0 || !is_ident(code[i - 1]);
+        if at_word && code[i..].starts_with(b"fn ") {
+            let name: String = code[i + 3..]
+                .iter()
+                .skip_while(|c| c.is_ascii_whitespace())
+                .take_while(|c| is_ident(**c))
+                .map(|c| *c as char)
+                .collect();
+            let end = item_end(&code, i);
+            if code.get(end) == Some(&b'}') {
+                out.push((name, line_of(i), line_of(end) - line_of(i) + 1));
+            }
+        }
+        i += 1;
+    }
+    out
+}
+
+#[test]
+fn no_function_is_over_120_lines() {
+    // The measure itself, on a sample: literals and test code do not count.
+    let sample = "fn a() {\n    let s = \"{\";\n    let c = '{';\n}\n#[cfg(test)]\nmod tests {\n    fn t() {}\n}\n";
+    assert_eq!(function_lengths(sample), [("a".to_owned(), 1, 4)]);
+    let mut long = Vec::new();
+    for (rel, text) in sources("runtime/src") {
+        if rel.ends_with("/tests.rs") || rel == "tests.rs" || rel.ends_with("_tests.rs") {
+            continue; // a test module of its own
+        }
+        for (name, line, lines) in function_lengths(&text) {
+            if lines > 120 {
+                long.push(format!("runtime/src/{rel}:{line} fn {name}: {lines} lines"));
+            }
+        }
+    }
+    assert!(
+        long.is_empty(),
+        "functions over 120 lines:\n{}",
+        long.join("\n")
+    );
 }

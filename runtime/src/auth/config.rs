@@ -97,19 +97,20 @@ impl AccountConfig {
     /// error names the variable.
     pub fn from_lookup(
         get: impl Fn(&str) -> Option<String>,
-    ) -> Result<AccountConfig, (&'static str, String)> {
+    ) -> Result<AccountConfig, Vec<(&'static str, String)>> {
         let get = |name: &str| {
             get(name)
                 .map(|v| v.trim().to_owned())
                 .filter(|v| !v.is_empty())
         };
+        let mut bad = Vec::new();
         let mut c = AccountConfig {
             jwt_secret: get(GATEWAY_JWT_SECRET).map(String::into_bytes),
             ..AccountConfig::default()
         };
         if let Some(s) = &c.jwt_secret {
             if s.len() < MIN_JWT_SECRET_LEN {
-                return Err((
+                bad.push((
                     GATEWAY_JWT_SECRET,
                     format!(
                         "{} bytes is too short: at least {MIN_JWT_SECRET_LEN} (e.g. `openssl rand -hex 32`)",
@@ -126,10 +127,11 @@ impl AccountConfig {
                 "1" | "true" | "yes" | "on" => true,
                 "0" | "false" | "no" | "off" => false,
                 _ => {
-                    return Err((
+                    bad.push((
                         GATEWAY_REQUIRE_EMAIL_CONFIRMATION,
                         format!("{v:?} is not true or false"),
-                    ))
+                    ));
+                    c.require_email_confirmation
                 }
             };
         }
@@ -145,7 +147,7 @@ impl AccountConfig {
             if let Some(v) = get(name) {
                 match v.parse::<u64>() {
                     Ok(n) if n > 0 => *slot = Duration::from_secs(n),
-                    _ => return Err((name, format!("{v:?} is not a whole number above 0"))),
+                    _ => bad.push((name, format!("{v:?} is not a whole number above 0"))),
                 }
             }
         }
@@ -153,10 +155,11 @@ impl AccountConfig {
             c.password_hashers = match v.parse::<usize>() {
                 Ok(n) if (1..=256).contains(&n) => n,
                 _ => {
-                    return Err((
+                    bad.push((
                         GATEWAY_PASSWORD_HASHERS,
                         format!("{v:?} is not a whole number from 1 to 256"),
-                    ))
+                    ));
+                    c.password_hashers
                 }
             };
         }
@@ -164,14 +167,19 @@ impl AccountConfig {
             c.password_hash_wait = match v.parse::<u64>() {
                 Ok(n) => Duration::from_millis(n),
                 _ => {
-                    return Err((
+                    bad.push((
                         GATEWAY_PASSWORD_HASH_WAIT_MS,
                         format!("{v:?} is not a whole number"),
-                    ))
+                    ));
+                    c.password_hash_wait
                 }
             };
         }
-        Ok(c)
+        if bad.is_empty() {
+            Ok(c)
+        } else {
+            Err(bad)
+        }
     }
 }
 
@@ -186,7 +194,7 @@ mod tests {
     use super::*;
     use std::collections::HashMap;
 
-    fn parse(vars: &[(&str, &str)]) -> Result<AccountConfig, (&'static str, String)> {
+    fn parse(vars: &[(&str, &str)]) -> Result<AccountConfig, Vec<(&'static str, String)>> {
         let m: HashMap<String, String> = vars
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -225,23 +233,32 @@ mod tests {
         let dbg = format!("{c:?}");
         assert!(!dbg.contains("s3cret") && !dbg.contains("adm\""), "{dbg}");
         assert_eq!(
-            parse(&[(GATEWAY_ACCESS_TOKEN_TTL_SECS, "0")])
-                .unwrap_err()
-                .0,
+            parse(&[(GATEWAY_ACCESS_TOKEN_TTL_SECS, "0")]).unwrap_err()[0].0,
             GATEWAY_ACCESS_TOKEN_TTL_SECS
         );
         let short = parse(&[(GATEWAY_JWT_SECRET, "x")]).unwrap_err();
-        assert_eq!(short.0, GATEWAY_JWT_SECRET);
-        assert!(short.1.contains("at least 32"), "{short:?}");
+        assert_eq!(short[0].0, GATEWAY_JWT_SECRET);
+        assert!(short[0].1.contains("at least 32"), "{short:?}");
         assert_eq!(
-            parse(&[(GATEWAY_PASSWORD_HASHERS, "0")]).unwrap_err().0,
+            parse(&[(GATEWAY_PASSWORD_HASHERS, "0")]).unwrap_err()[0].0,
             GATEWAY_PASSWORD_HASHERS
         );
         assert_eq!(
-            parse(&[(GATEWAY_REQUIRE_EMAIL_CONFIRMATION, "maybe")])
-                .unwrap_err()
-                .0,
+            parse(&[(GATEWAY_REQUIRE_EMAIL_CONFIRMATION, "maybe")]).unwrap_err()[0].0,
             GATEWAY_REQUIRE_EMAIL_CONFIRMATION
+        );
+        let both = parse(&[
+            (GATEWAY_REQUIRE_EMAIL_CONFIRMATION, "maybe"),
+            (GATEWAY_REFRESH_TOKEN_TTL_SECS, "soon"),
+        ])
+        .unwrap_err();
+        let names: Vec<&str> = both.iter().map(|(n, _)| *n).collect();
+        assert_eq!(
+            names,
+            [
+                GATEWAY_REQUIRE_EMAIL_CONFIRMATION,
+                GATEWAY_REFRESH_TOKEN_TTL_SECS
+            ]
         );
     }
 

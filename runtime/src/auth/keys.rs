@@ -56,12 +56,12 @@ pub fn create_named_key(
     match store.user(user_id) {
         Ok(Some(_)) => {}
         Ok(None) => return Err(ApiError::NotFound(format!("no user with id {user_id}"))),
-        Err(e) => return Err(ApiError::Internal(e.to_string())),
+        Err(e) => return Err(ApiError::internal("reading the key's user", e)),
     }
     let key = generate_key();
     let id = store
         .insert_key(user_id, &hash_key(&key), name, &display_prefix(&key))
-        .map_err(|e| ApiError::Internal(e.to_string()))?;
+        .map_err(|e| ApiError::internal("storing the key", e))?;
     Ok((id, key))
 }
 

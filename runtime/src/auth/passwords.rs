@@ -83,16 +83,16 @@ impl Pool {
                 let _ = tx.send(f());
                 drop(permit);
             }))
-            .map_err(|_| crate::errors::ApiError::Internal("the password pool is gone".into()))?;
+            .map_err(|_| crate::errors::ApiError::bug("the password pool is gone"))?;
         rx.await
-            .map_err(|_| crate::errors::ApiError::Internal("a password job failed".into()))
+            .map_err(|_| crate::errors::ApiError::bug("a password job failed"))
     }
 
     /// [`hash`] on the pool.
     pub async fn hash(&self, password: String) -> Result<String, crate::errors::ApiError> {
         self.run(move || hash(&password))
             .await?
-            .map_err(crate::errors::ApiError::Internal)
+            .map_err(|e| crate::errors::ApiError::internal("hashing a password", e))
     }
 
     /// [`verify`] on the pool.

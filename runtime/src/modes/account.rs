@@ -19,6 +19,7 @@
 use http::StatusCode;
 use serde_json::{json, Map, Value};
 
+use super::common::user_json;
 use super::read_body;
 use crate::auth::backoff::LoginKey;
 use crate::auth::{self, passwords, tokens::Typ, TokenPair};
@@ -26,7 +27,7 @@ use crate::ctx::{Ctx, Outcome};
 use crate::errors::ApiError;
 use crate::ratelimit::Quota;
 use crate::router::{ClientAddr, Request};
-use crate::store::{Registration, UserRow};
+use crate::store::Registration;
 use crate::{body, mail, telemetry, Gateway};
 
 /// How long a confirmation token is valid.
@@ -84,20 +85,6 @@ fn text<'a>(obj: &'a Map<String, Value>, name: &str) -> Option<&'a str> {
 
 fn answer(status: StatusCode, v: Value) -> Outcome {
     Outcome::new(body::json(status, &v), None)
-}
-
-/// A user as answered (no password hash, ever).
-pub(crate) fn user_json(u: &UserRow) -> Value {
-    json!({
-        "id": u.id,
-        "username": u.username,
-        "email": u.email,
-        "role": if u.is_admin { "admin" } else { "user" },
-        "confirmed": u.confirmed,
-        "disabled": u.disabled,
-        "deleted": u.deleted_at.is_some(),
-        "created_at": u.created_at,
-    })
 }
 
 fn pair_json(p: &TokenPair) -> Value {
@@ -196,7 +183,7 @@ pub async fn register(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> 
         .await;
     }
     let row = ctx.gw.store.blocking(move |s| s.user_row(id)).await?;
-    let row = row.ok_or_else(|| ApiError::Internal("registered user not found".into()))?;
+    let row = row.ok_or_else(|| ApiError::bug("registered user not found"))?;
     Ok(answer(StatusCode::CREATED, user_json(&row)))
 }
 
@@ -403,7 +390,7 @@ pub async fn me(ctx: &mut Ctx) -> Result<Outcome, ApiError> {
         .store
         .blocking(move |s| Ok((s.user_row(uid)?, s.balance(uid)?)))
         .await?;
-    let row = row.ok_or_else(|| ApiError::Internal("caller not found".into()))?;
+    let row = row.ok_or_else(|| ApiError::bug("caller not found"))?;
     let mut v = user_json(&row);
     v["balance"] = json!(format!("{balance:.8}"));
     Ok(answer(StatusCode::OK, v))

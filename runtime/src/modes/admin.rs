@@ -5,6 +5,7 @@ use http::StatusCode;
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
 
+use super::common::user_json;
 use super::read_body;
 use crate::body;
 use crate::ctx::{Ctx, Outcome};
@@ -12,19 +13,6 @@ use crate::errors::ApiError;
 use crate::router::Request;
 use crate::spec::PathParams;
 use crate::store::UserRow;
-
-fn user_json(u: &UserRow) -> Value {
-    json!({
-        "id": u.id,
-        "username": u.username,
-        "email": u.email,
-        "role": if u.is_admin { "admin" } else { "user" },
-        "confirmed": u.confirmed,
-        "disabled": u.disabled,
-        "deleted": u.deleted_at.is_some(),
-        "created_at": u.created_at,
-    })
-}
 
 fn ok(v: Value) -> Outcome {
     Outcome::new(body::json(StatusCode::OK, &v), None)
@@ -94,6 +82,10 @@ pub async fn credits(
     .ok_or_else(|| ApiError::BadRequest("amount: a positive decimal is required".into()))?;
     let u = target(ctx, params).await?;
     let id = u.id;
+    // Checked before the transaction (400); the store checks again inside
+    // it, so a concurrent grant fails cleanly, never overflows.
+    let before = ctx.gw.store.blocking(move |s| s.balance(id)).await?;
+    crate::billing::check_grant(before, amount).map_err(ApiError::BadRequest)?;
     let balance = ctx
         .gw
         .store

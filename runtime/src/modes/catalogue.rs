@@ -64,7 +64,7 @@ pub async fn trending(ctx: &mut Ctx) -> Result<Outcome, ApiError> {
     let store = ctx.gw.store.clone();
     let ranked = tokio::task::spawn_blocking(move || store.trending_models(&since, limit))
         .await
-        .map_err(|e| ApiError::Internal(e.to_string()))??;
+        .map_err(|e| ApiError::internal("ranking trending models", e))??;
     let data: Vec<Value> = ranked
         .into_iter()
         .enumerate()

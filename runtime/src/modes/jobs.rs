@@ -17,6 +17,7 @@
 use http::StatusCode;
 use serde_json::Value;
 
+use super::common::query_u32;
 use crate::body::json;
 use crate::ctx::{Ctx, Outcome};
 use crate::errors::ApiError;
@@ -158,15 +159,8 @@ pub async fn get(ctx: &mut Ctx, _req: Request, params: &PathParams) -> Result<Ou
 pub async fn list(ctx: &mut Ctx) -> Result<Outcome, ApiError> {
     let kind = ctx.job_kind()?.kind;
     let user = ctx.require_user("job list")?;
-    let num = |name: &str, default: u32| {
-        ctx.query
-            .iter()
-            .find(|(k, _)| k == name)
-            .and_then(|(_, v)| v.trim().parse::<u32>().ok())
-            .unwrap_or(default)
-    };
-    let page = num("page", 1).max(1);
-    let per_page = num("page_size", 10).clamp(1, 1000);
+    let page = query_u32(ctx, "page", 1).max(1);
+    let per_page = query_u32(ctx, "page_size", 10).clamp(1, 1000);
     let (jobs, total) = ctx
         .gw
         .store

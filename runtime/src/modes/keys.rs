@@ -50,7 +50,7 @@ pub async fn create(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
         .store
         .blocking(move |s| {
             auth::create_named_key(s, uid, name.as_deref())
-                .map_err(|e| crate::store::StoreError(e.to_string()))
+                .map_err(crate::store::StoreError::driver)
         })
         .await?;
     let row = ctx
@@ -58,7 +58,7 @@ pub async fn create(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
         .store
         .blocking(move |s| Ok(s.keys_of(uid)?.into_iter().find(|k| k.id == id)))
         .await?
-        .ok_or_else(|| ApiError::Internal("created key not found".into()))?;
+        .ok_or_else(|| ApiError::bug("created key not found"))?;
     let mut v = key_json(&row);
     v["key"] = json!(key);
     Ok(Outcome::new(body::json(StatusCode::CREATED, &v), None))

@@ -35,7 +35,7 @@ pub async fn search(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<
     let user = ctx.require_user("search")?;
     let kind = spec
         .resource
-        .ok_or_else(|| ApiError::Internal(format!("row {} has no resource", spec.id)))?;
+        .ok_or_else(|| ApiError::bug(format!("row {} has no resource", spec.id)))?;
     let mut body = super::read_body(ctx, req).await?;
     let wanted = body
         .get(TOP_K)

@@ -10,12 +10,12 @@ use http::StatusCode;
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
 
+use super::common::charged;
 use super::{pick_model, read_body};
 use crate::ctx::{Ctx, Outcome, Settlement};
 use crate::errors::ApiError;
 use crate::providers::{ModelType, Op};
 use crate::router::Request;
-use crate::store::Record;
 use crate::{body, credits};
 
 /// Retention of produced speech.
@@ -66,6 +66,7 @@ pub async fn speak(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
     if input.trim().is_empty() {
         return Err(ApiError::BadRequest("input: must not be empty".into()));
     }
+    crate::bounds::check_additional_params(&body)?;
     let chars = input.chars().count();
     let speed = body.get("speed").and_then(Value::as_f64).unwrap_or(1.0);
     let (settle, key) = pick_model(
@@ -103,11 +104,7 @@ pub async fn speak(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
         ))
     })?;
     let user_id = ctx.require_user("speech")?;
-    let content_type = match format {
-        "wav" => "audio/wav",
-        "pcm" => "audio/pcm",
-        _ => "audio/mpeg",
-    };
+    let content_type = crate::media::by_ext(format).map_or("audio/mpeg", |t| t.content_type);
     let size = audio.len() as u64;
     let stored = crate::generated::Media {
         owner: user_id,
@@ -128,13 +125,7 @@ pub async fn speak(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
     let byok = settle.byok;
     let mut records = stored.records;
     let settled = settle.seconds_records("audio_seconds", seconds);
-    let charged = settled
-        .iter()
-        .find_map(|r| match r {
-            Record::Usage(u) => Some(u.charged),
-            _ => None,
-        })
-        .unwrap_or_default();
+    let charged = charged(&settled);
     records.extend(settled);
     let v = json!({
         "audio_url": audio_url,

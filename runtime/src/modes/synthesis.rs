@@ -16,12 +16,13 @@
 //! | `billing` | `{"unit": "audio_seconds", "quantity": <seconds>, "charged": "<8 places>"}` |
 //! | `resemble_url` | the upstream's own URL of the audio, only when it gave one |
 //!
-//! The billed seconds are the upstream's `duration`, or measured from the
-//! audio itself ([`crate::audio`]) when it gives none or gives one that is
-//! negative or non-finite (rejected and logged by
-//! [`crate::billing::quantity_from_upstream`]; never billed as a credit);
-//! when the audio cannot be measured either, the answer is 502 and nothing
-//! is billed.
+//! The billed seconds are measured from the audio itself ([`crate::audio`]);
+//! the upstream's `duration` is billed when it is at most that (a negative
+//! or non-finite one is rejected and logged by
+//! [`crate::billing::quantity_from_upstream`], never billed as a credit; a
+//! longer one is billed at the measured length and logged at error level,
+//! [`crate::bounds::measured_at_most`]); when the audio cannot be measured,
+//! the answer is 502 and nothing is billed.
 
 use base64::Engine;
 use serde_json::{json, Value};
@@ -57,21 +58,7 @@ pub async fn synthesize(
     let answer = call.json(&body).send().await?;
     let upstream_status = answer.status();
     let mut raw = answer.json("synthesis with a body").await?;
-    let audio_content = match raw.as_object_mut().and_then(|m| m.remove("audio_content")) {
-        Some(Value::String(s)) if !s.is_empty() => s,
-        _ => {
-            return Err(ApiError::BadGateway(
-                "the voice provider answered synthesis without audio".into(),
-            ))
-        }
-    };
-    let audio = base64::engine::general_purpose::STANDARD
-        .decode(audio_content.as_bytes())
-        .map_err(|_| {
-            ApiError::BadGateway(
-                "the voice provider answered synthesis with audio that is not base64".into(),
-            )
-        })?;
+    let (audio_content, audio) = take_audio(&mut raw)?;
     let format = raw
         .get("output_format")
         .and_then(Value::as_str)
@@ -81,29 +68,12 @@ pub async fn synthesize(
         Some("mp3") => "mp3",
         _ => sniff_extension(&audio),
     };
-    // A negative or non-finite `duration` is rejected (logged) and the audio
-    // measured instead, as when there is none.
-    let duration = match quantity_from_upstream("duration", raw.get("duration")).valid() {
-        Some(d) => d,
-        None => {
-            let bytes = audio.clone();
-            let ext = ext.to_owned();
-            tokio::task::spawn_blocking(move || crate::audio::duration_seconds(bytes, &ext))
-                .await
-                .ok()
-                .flatten()
-                .ok_or_else(|| ApiError::BadGateway("the voice provider answered synthesis without a duration, and the audio could not be measured".into()))?
-        }
-    };
+    let duration = billed_seconds(&raw, &audio, ext).await?;
     let charge = ctx.meter_row(duration, None);
 
     // Store the audio; its record is committed with the audit and usage records.
     let user_id = ctx.require_user("synthesis")?;
-    let content_type = if ext == "wav" {
-        "audio/wav"
-    } else {
-        "audio/mpeg"
-    };
+    let content_type = crate::media::by_ext(ext).map_or("audio/mpeg", |t| t.content_type);
     let stored = crate::generated::Media {
         owner: user_id,
         prefix: "synthesis",
@@ -138,13 +108,66 @@ pub async fn synthesize(
     if let (Some(url), Value::Object(m)) = (resemble_url, &mut answer) {
         m.insert("resemble_url".into(), Value::String(url));
     }
-    // `audio_content` is spliced in as it came: it decoded as standard base64
-    // above, so it holds only [A-Za-z0-9+/=] and needs no JSON escaping
-    // (re-escaping tens of kilobytes per answer was a measured cost).
+    let response = splice_audio(&answer, &audio_content);
+    let mut outcome = Outcome::new(response, Some(upstream_status));
+    outcome.records.extend(stored.records);
+    Ok(outcome)
+}
+
+/// The upstream's `audio_content` (taken out of `raw`) and its decoded
+/// bytes: 502 when missing or not base64.
+fn take_audio(raw: &mut Value) -> Result<(String, Vec<u8>), ApiError> {
+    let audio_content = match raw.as_object_mut().and_then(|m| m.remove("audio_content")) {
+        Some(Value::String(s)) if !s.is_empty() => s,
+        _ => {
+            return Err(ApiError::BadGateway(
+                "the voice provider answered synthesis without audio".into(),
+            ))
+        }
+    };
+    let audio = base64::engine::general_purpose::STANDARD
+        .decode(audio_content.as_bytes())
+        .map_err(|_| {
+            ApiError::BadGateway(
+                "the voice provider answered synthesis with audio that is not base64".into(),
+            )
+        })?;
+    Ok((audio_content, audio))
+}
+
+/// The seconds billed: the audio measured; the upstream's `duration` is
+/// believed only up to it ([`crate::bounds::measured_at_most`]: a longer
+/// one is billed at the measured length and logged at error). A negative
+/// or non-finite `duration` is rejected (logged), as when there is none.
+/// Audio that cannot be measured: 502, nothing billed.
+async fn billed_seconds(
+    raw: &Value,
+    audio: &[u8],
+    ext: &str,
+) -> Result<rust_decimal::Decimal, ApiError> {
+    let reported = quantity_from_upstream("duration", raw.get("duration")).valid();
+    let bytes = audio.to_vec();
+    let ext = ext.to_owned();
+    let measured = tokio::task::spawn_blocking(move || crate::audio::duration_seconds(bytes, &ext))
+        .await
+        .ok()
+        .flatten();
+    crate::bounds::measured_at_most(reported, measured).ok_or_else(|| {
+        ApiError::BadGateway(
+            "the voice provider answered synthesis with audio that could not be measured".into(),
+        )
+    })
+}
+
+/// The answer's JSON with `audio_content` first. It is spliced in as it
+/// came: it decoded as standard base64, so it holds only [A-Za-z0-9+/=] and
+/// needs no JSON escaping (re-escaping tens of kilobytes per answer was a
+/// measured cost).
+fn splice_audio(answer: &Value, audio_content: &str) -> crate::router::Response {
     let rest = answer.to_string();
     let mut body = String::with_capacity(rest.len() + audio_content.len() + 20);
     body.push_str("{\"audio_content\":\"");
-    body.push_str(&audio_content);
+    body.push_str(audio_content);
     body.push_str("\",");
     body.push_str(&rest[1..]);
     let mut response = http::Response::new(crate::body::full(body));
@@ -152,9 +175,7 @@ pub async fn synthesize(
         http::header::CONTENT_TYPE,
         http::HeaderValue::from_static("application/json"),
     );
-    let mut outcome = Outcome::new(response, Some(upstream_status));
-    outcome.records.extend(stored.records);
-    Ok(outcome)
+    response
 }
 
 /// `wav` for a RIFF header, else `mp3`.

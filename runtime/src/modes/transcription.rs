@@ -18,15 +18,16 @@
 use std::path::PathBuf;
 
 use http::StatusCode;
-use http_body_util::BodyExt;
 use rust_decimal::Decimal;
 use serde_json::{json, Map, Value};
 use tokio::io::AsyncWriteExt;
 
+use super::common::{self, charged, file_too_large};
 use super::pick_model;
 use crate::billing::quantity_from_upstream;
 use crate::ctx::{Ctx, Outcome, Settlement};
 use crate::errors::ApiError;
+use crate::media;
 use crate::providers::{ModelType, Op};
 use crate::router::Request;
 use crate::store::Record;
@@ -53,16 +54,11 @@ pub const FORMATS: [&str; 5] = ["json", "text", "srt", "verbose_json", "vtt"];
 pub const UNMEASURED_BYTES_PER_SECOND: u64 = 1000;
 
 fn too_large() -> ApiError {
-    ApiError::PayloadTooLarge(format!("file is larger than {} MiB", MAX_STT_BYTES >> 20))
+    file_too_large(MAX_STT_BYTES)
 }
 
 fn multipart_error(e: multer::Error) -> ApiError {
-    match e {
-        multer::Error::StreamSizeExceeded { .. } | multer::Error::FieldSizeExceeded { .. } => {
-            too_large()
-        }
-        other => ApiError::BadRequest(format!("malformed multipart body: {other}")),
-    }
+    common::multipart_error(e, MAX_STT_BYTES)
 }
 
 /// The spooled file, removed when dropped.
@@ -84,28 +80,11 @@ struct Form {
 }
 
 async fn read_form(ctx: &Ctx, req: Request) -> Result<Form, ApiError> {
-    let content_type = req
-        .headers()
-        .get(http::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_owned();
-    let boundary = multer::parse_boundary(&content_type).map_err(|_| {
-        ApiError::BadRequest("request must be multipart/form-data with a boundary".into())
-    })?;
-    const MAX_STREAM: u64 = MAX_STT_BYTES + (1 << 20);
-    crate::shape::refuse_declared_over(req.body(), MAX_STREAM).map_err(|_| too_large())?;
-    let mut limits = multer::SizeLimit::new()
-        .whole_stream(MAX_STREAM)
-        .for_field("file", MAX_STT_BYTES);
+    let mut limits = multer::SizeLimit::new().for_field("file", MAX_STT_BYTES);
     for f in FIELDS {
         limits = limits.for_field(f, MAX_TEXT_FIELD);
     }
-    let mut form = multer::Multipart::with_constraints(
-        req.into_body().into_data_stream(),
-        boundary,
-        multer::Constraints::new().size_limit(limits),
-    );
+    let mut form = common::open_multipart(req, MAX_STT_BYTES, limits)?;
     let mut out = Form {
         fields: Map::new(),
         file: None,
@@ -118,32 +97,7 @@ async fn read_form(ctx: &Ctx, req: Request) -> Result<Form, ApiError> {
                     .map(str::to_owned)
                     .filter(|n| !n.is_empty())
                     .unwrap_or_else(|| "audio".into());
-                let dir = ctx.gw.config.data_dir.join("spool");
-                tokio::fs::create_dir_all(&dir)
-                    .await
-                    .map_err(|e| ApiError::Internal(format!("spool directory: {e}")))?;
-                let spool = Spool {
-                    path: dir.join(format!("stt-{}", ctx.request_id)),
-                };
-                let mut file = tokio::fs::File::create(&spool.path)
-                    .await
-                    .map_err(|e| ApiError::Internal(format!("spool file: {e}")))?;
-                let (mut size, mut head) = (0u64, Vec::new());
-                while let Some(chunk) = field.chunk().await.map_err(multipart_error)? {
-                    size += chunk.len() as u64;
-                    if size > MAX_STT_BYTES {
-                        return Err(too_large());
-                    }
-                    if head.len() < 64 {
-                        head.extend_from_slice(&chunk[..chunk.len().min(64 - head.len())]);
-                    }
-                    file.write_all(&chunk)
-                        .await
-                        .map_err(|e| ApiError::Internal(format!("spool write: {e}")))?;
-                }
-                file.flush()
-                    .await
-                    .map_err(|e| ApiError::Internal(format!("spool write: {e}")))?;
+                let (spool, size, head) = spool_file(ctx, field).await?;
                 out.file = Some((spool, name, size, head));
             }
             Some("file") => return Err(ApiError::BadRequest("only one file per request".into())),
@@ -158,7 +112,44 @@ async fn read_form(ctx: &Ctx, req: Request) -> Result<Form, ApiError> {
     Ok(out)
 }
 
-/// `transcription` (and translation, by the row's upstream path).
+/// Writes the `file` part to a spool file ([`MAX_STT_BYTES`] at most): the
+/// spool, the file's size and its first bytes.
+async fn spool_file(
+    ctx: &Ctx,
+    mut field: multer::Field<'static>,
+) -> Result<(Spool, u64, Vec<u8>), ApiError> {
+    let dir = ctx.gw.config.data_dir.join("spool");
+    tokio::fs::create_dir_all(&dir)
+        .await
+        .map_err(|e| ApiError::internal("creating the spool directory", e))?;
+    let spool = Spool {
+        path: dir.join(format!("stt-{}", ctx.request_id)),
+    };
+    let mut file = tokio::fs::File::create(&spool.path)
+        .await
+        .map_err(|e| ApiError::internal("creating the spool file", e))?;
+    let (mut size, mut head) = (0u64, Vec::new());
+    while let Some(chunk) = field.chunk().await.map_err(multipart_error)? {
+        size += chunk.len() as u64;
+        if size > MAX_STT_BYTES {
+            return Err(too_large());
+        }
+        if head.len() < 64 {
+            head.extend_from_slice(&chunk[..chunk.len().min(64 - head.len())]);
+        }
+        file.write_all(&chunk)
+            .await
+            .map_err(|e| ApiError::internal("writing the spool file", e))?;
+    }
+    file.flush()
+        .await
+        .map_err(|e| ApiError::internal("writing the spool file", e))?;
+    Ok((spool, size, head))
+}
+
+/// `transcription` (and translation, by the row's upstream path): the form
+/// read and checked, the audio measured, the model picked and credit held,
+/// the file sent, the answer billed.
 pub async fn transcribe(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
     let translate = ctx
         .spec
@@ -173,6 +164,55 @@ pub async fn transcribe(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError
     let Form { mut fields, file } = read_form(ctx, req).await?;
     let (spool, file_name, size, head) =
         file.ok_or_else(|| ApiError::BadRequest("file is required".into()))?;
+    let format = check_fields(&mut fields)?;
+    let (container, measured) = measure(&spool, &head).await?;
+    let bound = measured
+        .unwrap_or_else(|| Decimal::from(size.div_ceil(UNMEASURED_BYTES_PER_SECOND).max(1)));
+    let (settle, key) = pick_model(
+        ctx,
+        fields.get("model").and_then(Value::as_str),
+        fields.get("byok_api_key").and_then(Value::as_str),
+        ModelType::Stt,
+        |p, m| crate::credits::seconds_cost(p, m, bound),
+    )
+    .await?;
+    let upload = (spool, file_name, size);
+    let (status, bytes) = send(ctx, &settle, &key, op, fields, upload).await?;
+    let json_answer = matches!(format.as_str(), "json" | "verbose_json");
+    let mut v = if json_answer {
+        Some(serde_json::from_slice::<Value>(&bytes).map_err(|_| {
+            ApiError::BadGateway(
+                "the model provider answered a transcription that is not JSON".into(),
+            )
+        })?)
+    } else {
+        None
+    };
+    let reported = v.as_ref().and_then(|v| {
+        quantity_from_upstream("usage.seconds", v.pointer("/usage/seconds"))
+            .valid()
+            .or_else(|| quantity_from_upstream("duration", v.get("duration")).valid())
+    });
+    // Unmeasured audio: the provider's figure, at most the hold's bound.
+    let reported = reported.map(|r| crate::bounds::reported_at_most("seconds", r, bound));
+    let seconds = match measured.or(reported) {
+        Some(s) => s,
+        None => {
+            tracing::warn!(request_id = %ctx.request_id, container, "a transcription's length is unknown; recorded unpriced");
+            Decimal::ZERO
+        }
+    };
+    let records: Vec<Record> = settle.seconds_records("audio_seconds", seconds);
+    let charged = charged(&records);
+    let response = answer(v.as_mut(), bytes, &format, seconds, charged)?;
+    let mut out = Outcome::new(response, Some(status)).settled(Settlement::ByModeRecords);
+    out.records = records;
+    Ok(out)
+}
+
+/// Checks `response_format` (its value, `json` when absent) and
+/// `temperature` (made a number).
+fn check_fields(fields: &mut Map<String, Value>) -> Result<String, ApiError> {
     let format = match fields.get("response_format").and_then(Value::as_str) {
         None => "json".to_owned(),
         Some(f) if FORMATS.contains(&f) => f.to_owned(),
@@ -195,31 +235,38 @@ pub async fn transcribe(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError
             }
         }
     }
-    let container = crate::audio::sniff_container(&head)
+    Ok(format)
+}
+
+/// The file's container (400 when it is neither audio nor video) and, for
+/// WAV and MP3, its measured seconds (400 when it does not decode).
+async fn measure(spool: &Spool, head: &[u8]) -> Result<(&'static str, Option<Decimal>), ApiError> {
+    let container = crate::audio::sniff_container(head)
         .ok_or_else(|| ApiError::BadRequest("file: not an audio or video file".into()))?;
-    let measured = if matches!(container, "wav" | "mp3") {
-        let (path, ext) = (spool.path.clone(), container);
-        let secs =
-            tokio::task::spawn_blocking(move || crate::audio::file_duration_seconds(&path, ext))
-                .await
-                .ok()
-                .flatten();
-        Some(secs.ok_or_else(|| {
-            ApiError::BadRequest(format!("file: not decodable {container} audio"))
-        })?)
-    } else {
-        None
-    };
-    let bound = measured
-        .unwrap_or_else(|| Decimal::from(size.div_ceil(UNMEASURED_BYTES_PER_SECOND).max(1)));
-    let (settle, key) = pick_model(
-        ctx,
-        fields.get("model").and_then(Value::as_str),
-        fields.get("byok_api_key").and_then(Value::as_str),
-        ModelType::Stt,
-        |p, m| crate::credits::seconds_cost(p, m, bound),
-    )
-    .await?;
+    if !matches!(container, "wav" | "mp3") {
+        return Ok((container, None));
+    }
+    let (path, ext) = (spool.path.clone(), container);
+    let secs = tokio::task::spawn_blocking(move || crate::audio::file_duration_seconds(&path, ext))
+        .await
+        .ok()
+        .flatten();
+    let secs =
+        secs.ok_or_else(|| ApiError::BadRequest(format!("file: not decodable {container} audio")))?;
+    Ok((container, Some(secs)))
+}
+
+/// Sends the fields and the spooled file (streamed from disk) to the
+/// provider; the spool is removed once sent. The provider's status and
+/// answer.
+async fn send(
+    ctx: &Ctx,
+    settle: &crate::credits::Settle,
+    key: &crate::upstream::llm::ProviderKey,
+    op: Op,
+    fields: Map<String, Value>,
+    (spool, file_name, size): (Spool, String, u64),
+) -> Result<(u16, bytes::Bytes), ApiError> {
     let p = &settle.provider;
     let upstream_fields = p.adapter.request(op, &settle.model.id, fields);
     let mut form = reqwest::multipart::Form::new();
@@ -232,12 +279,12 @@ pub async fn transcribe(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError
     }
     let opened = tokio::fs::File::open(&spool.path)
         .await
-        .map_err(|e| ApiError::Internal(format!("spool read: {e}")))?;
+        .map_err(|e| ApiError::internal("reading the spool file", e))?;
     let body = reqwest::Body::wrap_stream(tokio_util::io::ReaderStream::new(opened));
     let part = reqwest::multipart::Part::stream_with_length(body, size)
         .file_name(file_name.clone())
-        .mime_str(crate::fetch::content_type_for(&file_name))
-        .map_err(|e| ApiError::Internal(format!("file part: {e}")))?;
+        .mime_str(media::content_type_for(&file_name))
+        .map_err(|e| ApiError::internal("building the file part", e))?;
     form = form.part("file", part);
     let answer = ctx
         .gw
@@ -246,7 +293,7 @@ pub async fn transcribe(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError
             crate::spec::Method::Post,
             &p.base_url,
             p.adapter.path(op),
-            &key,
+            key,
         )
         .multipart(form)
         .send()
@@ -254,70 +301,45 @@ pub async fn transcribe(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError
     drop(spool);
     let status = answer.status();
     let bytes = answer.bytes(MAX_ANSWER_BYTES).await?;
-    let json_answer = matches!(format.as_str(), "json" | "verbose_json");
-    let mut v = if json_answer {
-        Some(serde_json::from_slice::<Value>(&bytes).map_err(|_| {
-            ApiError::BadGateway(
-                "the model provider answered a transcription that is not JSON".into(),
-            )
-        })?)
+    Ok((status, bytes))
+}
+
+/// The answer: the provider's JSON with a `billing` object, or its text
+/// with the billed seconds in `X-Billed-Audio-Seconds`.
+fn answer(
+    v: Option<&mut Value>,
+    bytes: bytes::Bytes,
+    format: &str,
+    seconds: Decimal,
+    charged: Decimal,
+) -> Result<crate::router::Response, ApiError> {
+    if let Some(v) = v {
+        if let Some(obj) = v.as_object_mut() {
+            obj.insert(
+                "billing".into(),
+                json!({
+                    "unit": "audio_seconds",
+                    "quantity": seconds.normalize().to_string(),
+                    "charged": charged.normalize().to_string(),
+                }),
+            );
+        }
+        return Ok(crate::body::json(StatusCode::OK, v));
+    }
+    let ct = if format == "vtt" {
+        "text/vtt"
     } else {
-        None
+        "text/plain; charset=utf-8"
     };
-    let reported = v.as_ref().and_then(|v| {
-        quantity_from_upstream("usage.seconds", v.pointer("/usage/seconds"))
-            .valid()
-            .or_else(|| quantity_from_upstream("duration", v.get("duration")).valid())
-    });
-    let seconds = match measured.or(reported) {
-        Some(s) => s,
-        None => {
-            tracing::warn!(request_id = %ctx.request_id, container, "a transcription's length is unknown; recorded unpriced");
-            Decimal::ZERO
-        }
-    };
-    let records: Vec<Record> = settle.seconds_records("audio_seconds", seconds);
-    let charged = records
-        .iter()
-        .find_map(|r| match r {
-            Record::Usage(u) => Some(u.charged),
-            _ => None,
-        })
-        .unwrap_or_default();
-    let response = match v.as_mut() {
-        Some(v) => {
-            if let Some(obj) = v.as_object_mut() {
-                obj.insert(
-                    "billing".into(),
-                    json!({
-                        "unit": "audio_seconds",
-                        "quantity": seconds.normalize().to_string(),
-                        "charged": charged.normalize().to_string(),
-                    }),
-                );
-            }
-            crate::body::json(StatusCode::OK, v)
-        }
-        None => {
-            let ct = if format == "vtt" {
-                "text/vtt"
-            } else {
-                "text/plain; charset=utf-8"
-            };
-            let mut r = http::Response::new(crate::body::full(bytes));
-            r.headers_mut().insert(
-                http::header::CONTENT_TYPE,
-                http::HeaderValue::from_static(ct),
-            );
-            r.headers_mut().insert(
-                "x-billed-audio-seconds",
-                http::HeaderValue::from_str(&seconds.normalize().to_string())
-                    .map_err(|e| ApiError::Internal(e.to_string()))?,
-            );
-            r
-        }
-    };
-    let mut out = Outcome::new(response, Some(status)).settled(Settlement::ByModeRecords);
-    out.records = records;
-    Ok(out)
+    let mut r = http::Response::new(crate::body::full(bytes));
+    r.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static(ct),
+    );
+    r.headers_mut().insert(
+        "x-billed-audio-seconds",
+        http::HeaderValue::from_str(&seconds.normalize().to_string())
+            .map_err(|e| ApiError::internal("the billed seconds header", e))?,
+    );
+    Ok(r)
 }

@@ -20,12 +20,13 @@
 
 use futures_util::TryStreamExt;
 use http::StatusCode;
-use http_body_util::BodyExt;
 use serde_json::json;
 
+use super::common::{self, file_too_large};
 use crate::body::json;
 use crate::ctx::{Ctx, Outcome};
 use crate::errors::ApiError;
+use crate::media;
 use crate::objects::{ByteStream, ObjectError};
 use crate::router::Request;
 use crate::store::{AssetRecord, OutsideRecordPhase, Record};
@@ -36,23 +37,6 @@ pub const MAX_UPLOAD_BYTES: u64 = 500 * 1024 * 1024;
 pub const URL_VALIDITY_SECS: u64 = 3600;
 /// Largest text field (`purpose`).
 const MAX_TEXT_FIELD: usize = 1024;
-
-/// Extensions of spec A10 and what kind of media each is.
-pub const EXTENSIONS: &[(&str, &str)] = &[
-    ("mp3", "audio"),
-    ("wav", "audio"),
-    ("m4a", "audio"),
-    ("flac", "audio"),
-    ("ogg", "audio"),
-    ("webm", "video"),
-    ("mp4", "video"),
-    ("mov", "video"),
-    ("mkv", "video"),
-    ("png", "image"),
-    ("jpg", "image"),
-    ("jpeg", "image"),
-    ("webp", "image"),
-];
 
 /// Where a purpose stores its files.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -116,18 +100,19 @@ pub fn purpose(name: Option<&str>) -> Result<Purpose, ApiError> {
         })
 }
 
-/// Lower-case extension and media kind of an allowed file name.
+/// Lower-case extension and media kind of an allowed file name (the
+/// uploadable rows of [`crate::media::MEDIA_TYPES`]).
 pub fn extension(file_name: &str) -> Result<(String, &'static str), ApiError> {
-    let ext = file_name
-        .rsplit_once('.')
-        .map(|(_, e)| e.to_ascii_lowercase())
-        .unwrap_or_default();
-    EXTENSIONS
-        .iter()
-        .find(|(e, _)| *e == ext)
-        .map(|(e, kind)| (e.to_string(), *kind))
+    let ext = media::extension_of(file_name);
+    media::by_ext(&ext)
+        .filter(|t| t.uploadable)
+        .map(|t| (ext.clone(), t.kind))
         .ok_or_else(|| {
-            let all: Vec<&str> = EXTENSIONS.iter().map(|(e, _)| *e).collect();
+            let all: Vec<&str> = media::MEDIA_TYPES
+                .iter()
+                .filter(|t| t.uploadable)
+                .map(|t| t.ext)
+                .collect();
             ApiError::BadRequest(format!("file extension must be one of: {}", all.join(", ")))
         })
 }
@@ -146,88 +131,94 @@ fn key_for(
     )
 }
 
-fn multipart_error(e: multer::Error) -> ApiError {
-    match e {
-        multer::Error::StreamSizeExceeded { .. } | multer::Error::FieldSizeExceeded { .. } => {
-            ApiError::PayloadTooLarge(format!(
-                "file is larger than {} MiB",
-                MAX_UPLOAD_BYTES >> 20
-            ))
-        }
-        other => ApiError::BadRequest(format!("malformed multipart body: {other}")),
-    }
+fn too_large() -> ApiError {
+    file_too_large(MAX_UPLOAD_BYTES)
 }
 
-/// `upload`.
+fn multipart_error(e: multer::Error) -> ApiError {
+    common::multipart_error(e, MAX_UPLOAD_BYTES)
+}
+
+/// The file as stored.
+struct Stored {
+    key: String,
+    file_name: String,
+    ext: String,
+    kind: &'static str,
+    size: u64,
+}
+
+/// One upload being read: where its file goes and what was read so far.
+struct Upload {
+    user_id: i64,
+    now: chrono::DateTime<chrono::Utc>,
+    id: String,
+    purpose: Option<String>,
+    stored: Option<Stored>,
+}
+
+/// `upload`: the form read (the file streamed into the object store), the
+/// object placed under its purpose's prefix, its asset record committed,
+/// the answer.
 pub async fn upload(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
     let user_id = ctx.require_user("upload")?;
-    let content_type = req
-        .headers()
-        .get(http::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_owned();
-    let boundary = multer::parse_boundary(&content_type).map_err(|_| {
-        ApiError::BadRequest("request must be multipart/form-data with a boundary".into())
-    })?;
-    // The whole stream may be a little larger than the file (headers, purpose).
-    const MAX_STREAM: u64 = MAX_UPLOAD_BYTES + (1 << 20);
-    crate::shape::refuse_declared_over(req.body(), MAX_STREAM).map_err(|_| {
-        ApiError::PayloadTooLarge(format!(
-            "file is larger than {} MiB",
-            MAX_UPLOAD_BYTES >> 20
-        ))
-    })?;
-    let body = req.into_body().into_data_stream();
-    let constraints = multer::Constraints::new().size_limit(
-        multer::SizeLimit::new()
-            .whole_stream(MAX_STREAM)
-            .for_field("purpose", MAX_TEXT_FIELD as u64),
-    );
-    let mut form = multer::Multipart::with_constraints(body, boundary, constraints);
+    let limits = multer::SizeLimit::new().for_field("purpose", MAX_TEXT_FIELD as u64);
+    let form = common::open_multipart(req, MAX_UPLOAD_BYTES, limits)?;
+    let mut up = Upload {
+        user_id,
+        now: chrono::Utc::now(),
+        id: uuid_like(),
+        purpose: None,
+        stored: None,
+    };
+    if let Err(e) = up.read(ctx, form).await {
+        if let Some(s) = &up.stored {
+            let _ = ctx.gw.objects.delete(&s.key).await;
+        }
+        return Err(e);
+    }
+    let (p, stored) = up.place(ctx).await?;
+    let (asset_id, expires_at) = commit_asset(ctx, &up, &p, &stored).await?;
+    let url = ctx
+        .gw
+        .objects
+        .presign_get(
+            &stored.key,
+            std::time::Duration::from_secs(URL_VALIDITY_SECS),
+        )
+        .map_err(|e| ApiError::internal("presigning the upload", e))?;
+    let answer = json!({
+        "url": url,
+        "asset_id": asset_id,
+        "asset_class": p.class,
+        "purpose": p.name,
+        "expires_at": expires_at,
+        "expires_in": URL_VALIDITY_SECS,
+        "file_name": stored.file_name,
+        "file_type": stored.kind,
+        "extension": stored.ext,
+        "size_bytes": stored.size,
+    });
+    Ok(Outcome::new(json(StatusCode::OK, &answer), None))
+}
 
-    let mut purpose_value: Option<String> = None;
-    let mut stored: Option<(String, String, String, &'static str, u64)> = None; // key, file name, ext, kind, size
-    let now = chrono::Utc::now();
-    let id = uuid_like();
-    let result: Result<(), ApiError> = async {
+impl Upload {
+    /// Reads the form: `purpose` (checked as it comes), one `file` (streamed
+    /// into the object store), other fields read and ignored.
+    async fn read(
+        &mut self,
+        ctx: &Ctx,
+        mut form: multer::Multipart<'static>,
+    ) -> Result<(), ApiError> {
         while let Some(field) = form.next_field().await.map_err(multipart_error)? {
             match field.name() {
                 Some("purpose") => {
                     let text = field.text().await.map_err(multipart_error)?;
                     purpose(Some(&text))?;
-                    purpose_value = Some(text.trim().to_owned());
+                    self.purpose = Some(text.trim().to_owned());
                 }
-                Some("file") if stored.is_none() => {
-                    let file_name = field
-                        .file_name()
-                        .map(str::to_owned)
-                        .filter(|n| !n.is_empty())
-                        .ok_or_else(|| ApiError::BadRequest("file must have a file name".into()))?;
-                    let (ext, kind) = extension(&file_name)?;
-                    let p = purpose(purpose_value.as_deref())?;
-                    let key = key_for(&p, user_id, now, &id, &ext);
-                    let ct = crate::fetch::content_type_for(&file_name);
-                    let stream: ByteStream = Box::pin(field.map_err(std::io::Error::other));
-                    let size = match ctx
-                        .gw
-                        .objects
-                        .put(&key, ct, stream, Some(MAX_UPLOAD_BYTES))
-                        .await
-                    {
-                        Ok(n) => n,
-                        Err(ObjectError::TooLarge { .. }) => {
-                            return Err(ApiError::PayloadTooLarge(format!(
-                                "file is larger than {} MiB",
-                                MAX_UPLOAD_BYTES >> 20
-                            )))
-                        }
-                        Err(ObjectError::Body(e)) => {
-                            return Err(ApiError::BadRequest(format!("upload interrupted: {e}")))
-                        }
-                        Err(e) => return Err(ApiError::Internal(e.to_string())),
-                    };
-                    stored = Some((key, file_name, ext, kind, size));
+                Some("file") if self.stored.is_none() => {
+                    self.stored = Some(self.store_file(ctx, field).await?);
                 }
                 Some("file") => {
                     return Err(ApiError::BadRequest("only one file per upload".into()))
@@ -241,37 +232,87 @@ pub async fn upload(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
         }
         Ok(())
     }
-    .await;
-    if let Err(e) = result {
-        if let Some((key, ..)) = &stored {
-            let _ = ctx.gw.objects.delete(key).await;
-        }
-        return Err(e);
+
+    /// Streams the `file` part into the object store, under the purpose
+    /// known so far.
+    async fn store_file(
+        &self,
+        ctx: &Ctx,
+        field: multer::Field<'static>,
+    ) -> Result<Stored, ApiError> {
+        let file_name = field
+            .file_name()
+            .map(str::to_owned)
+            .filter(|n| !n.is_empty())
+            .ok_or_else(|| ApiError::BadRequest("file must have a file name".into()))?;
+        let (ext, kind) = extension(&file_name)?;
+        let p = purpose(self.purpose.as_deref())?;
+        let key = key_for(&p, self.user_id, self.now, &self.id, &ext);
+        let ct = media::content_type_for(&file_name);
+        let stream: ByteStream = Box::pin(field.map_err(std::io::Error::other));
+        let size = match ctx
+            .gw
+            .objects
+            .put(&key, ct, stream, Some(MAX_UPLOAD_BYTES))
+            .await
+        {
+            Ok(n) => n,
+            Err(ObjectError::TooLarge { .. }) => return Err(too_large()),
+            Err(ObjectError::Body(e)) => {
+                return Err(ApiError::BadRequest(format!("upload interrupted: {e}")))
+            }
+            Err(e) => return Err(ApiError::internal("storing the upload", e)),
+        };
+        Ok(Stored {
+            key,
+            file_name,
+            ext,
+            kind,
+            size,
+        })
     }
-    let (mut key, file_name, ext, kind, size) =
-        stored.ok_or_else(|| ApiError::BadRequest("file is required".into()))?;
-    let p = purpose(purpose_value.as_deref())?;
-    let final_key = key_for(&p, user_id, now, &id, &ext);
-    if final_key != key {
-        // `purpose` came after `file`: move the object under its prefix.
-        if let Err(e) = ctx.gw.objects.rename(&key, &final_key).await {
-            let _ = ctx.gw.objects.delete(&key).await;
-            return Err(ApiError::Internal(format!("moving the upload: {e}")));
+
+    /// The stored file under its purpose's prefix: when `purpose` came
+    /// after `file`, the object is moved there.
+    async fn place(&mut self, ctx: &Ctx) -> Result<(Purpose, Stored), ApiError> {
+        let mut stored = self
+            .stored
+            .take()
+            .ok_or_else(|| ApiError::BadRequest("file is required".into()))?;
+        let p = purpose(self.purpose.as_deref())?;
+        let final_key = key_for(&p, self.user_id, self.now, &self.id, &stored.ext);
+        if final_key != stored.key {
+            if let Err(e) = ctx.gw.objects.rename(&stored.key, &final_key).await {
+                let _ = ctx.gw.objects.delete(&stored.key).await;
+                return Err(ApiError::internal("moving the upload", e));
+            }
+            stored.key = final_key;
         }
-        key = final_key;
+        Ok((p, stored))
     }
+}
+
+/// Commits the upload's asset record (the object is deleted when that
+/// fails): its id and when it expires.
+async fn commit_asset(
+    ctx: &Ctx,
+    up: &Upload,
+    p: &Purpose,
+    stored: &Stored,
+) -> Result<(i64, Option<String>), ApiError> {
+    let now = up.now;
     let expires_at = p.retention_days.map(|d| {
         (now + chrono::Duration::days(d as i64))
             .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
     });
     let record = AssetRecord {
-        owner_id: Some(user_id),
-        object_key: key.clone(),
+        owner_id: Some(up.user_id),
+        object_key: stored.key.clone(),
         class: p.class.into(),
         purpose: Some(p.name.into()),
-        size_bytes: size,
-        content_type: crate::fetch::content_type_for(&file_name).into(),
-        file_name: Some(file_name.clone()),
+        size_bytes: stored.size,
+        content_type: media::content_type_for(&stored.file_name).into(),
+        file_name: Some(stored.file_name.clone()),
         source: Some(ctx.request_id.clone()),
         created_at: now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
         expires_at: expires_at.clone(),
@@ -289,33 +330,16 @@ pub async fn upload(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
     {
         Ok(c) => c,
         Err(e) => {
-            let _ = ctx.gw.objects.delete(&key).await;
-            return Err(ApiError::Internal(e.to_string()));
+            let _ = ctx.gw.objects.delete(&stored.key).await;
+            return Err(e.into());
         }
     };
     let asset_id = committed
         .asset_ids
         .first()
         .copied()
-        .ok_or_else(|| ApiError::Internal("asset id missing".into()))?;
-    let url = ctx
-        .gw
-        .objects
-        .presign_get(&key, std::time::Duration::from_secs(URL_VALIDITY_SECS))
-        .map_err(|e| ApiError::Internal(e.to_string()))?;
-    let answer = json!({
-        "url": url,
-        "asset_id": asset_id,
-        "asset_class": p.class,
-        "purpose": p.name,
-        "expires_at": expires_at,
-        "expires_in": URL_VALIDITY_SECS,
-        "file_name": file_name,
-        "file_type": kind,
-        "extension": ext,
-        "size_bytes": size,
-    });
-    Ok(Outcome::new(json(StatusCode::OK, &answer), None))
+        .ok_or_else(|| ApiError::bug("asset id missing"))?;
+    Ok((asset_id, expires_at))
 }
 
 /// 24 random hex characters.

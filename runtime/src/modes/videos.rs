@@ -8,6 +8,7 @@ use http::StatusCode;
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
 
+use super::common::query_u32;
 use super::{pick_model, read_body};
 use crate::ctx::{Ctx, Later, Outcome, Settlement};
 use crate::errors::ApiError;
@@ -148,14 +149,10 @@ pub async fn get(ctx: &mut Ctx, params: &PathParams) -> Result<Outcome, ApiError
 /// `video_list`: the caller's jobs from their records, newest first.
 pub async fn list(ctx: &mut Ctx) -> Result<Outcome, ApiError> {
     let user = ctx.require_user("video job list")?;
-    let num = |name: &str, default: u32| {
-        ctx.query
-            .iter()
-            .find(|(k, _)| k == name)
-            .and_then(|(_, v)| v.trim().parse::<u32>().ok())
-            .unwrap_or(default)
-    };
-    let (limit, skip) = (num("limit", 20).clamp(1, 100), num("skip", 0));
+    let (limit, skip) = (
+        query_u32(ctx, "limit", 20).clamp(1, 100),
+        query_u32(ctx, "skip", 0),
+    );
     let (jobs, total) = ctx
         .gw
         .store

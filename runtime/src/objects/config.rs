@@ -77,58 +77,86 @@ impl Default for ObjectConfig {
 
 impl ObjectConfig {
     /// Reads the configuration through `get` (e.g. `|k| std::env::var(k).ok()`).
-    /// Empty values count as unset. The error names the variable.
-    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<ObjectConfig, String> {
+    /// Empty values count as unset. The error lists every bad variable, each
+    /// by its own name, with the reason.
+    pub fn from_lookup(
+        get: impl Fn(&str) -> Option<String>,
+    ) -> Result<ObjectConfig, Vec<(&'static str, String)>> {
         let get = |name: &str| {
             get(name)
                 .map(|v| v.trim().to_owned())
                 .filter(|v| !v.is_empty())
         };
-        let required = |name: &str| {
-            get(name).ok_or_else(|| format!("{name} is required when {GATEWAY_OBJECT_STORE}=s3"))
-        };
+        let mut bad = Vec::new();
         let signing_key = get(GATEWAY_SIGNING_KEY).map(|v| decode_signing_key(&v));
-        let backend = match get(GATEWAY_OBJECT_STORE)
-            .as_deref()
-            .map(str::to_ascii_lowercase)
-            .as_deref()
-        {
-            None | Some("local") => ObjectBackend::Local,
-            Some("s3") => {
-                let region = get(GATEWAY_S3_REGION).unwrap_or_else(|| DEFAULT_S3_REGION.to_owned());
-                let endpoint = get(GATEWAY_S3_ENDPOINT)
-                    .unwrap_or_else(|| format!("https://s3.{region}.amazonaws.com"));
-                if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
-                    return Err(format!(
-                        "{GATEWAY_S3_ENDPOINT}: {endpoint:?} is not an http(s) URL"
-                    ));
-                }
-                let path_style = match get(GATEWAY_S3_PATH_STYLE) {
-                    None => true,
-                    Some(v) => parse_bool(&v).ok_or_else(|| {
-                        format!("{GATEWAY_S3_PATH_STYLE}: expected true or false, got {v:?}")
-                    })?,
-                };
-                ObjectBackend::S3(S3Config {
-                    endpoint: endpoint.trim_end_matches('/').to_owned(),
-                    region,
-                    bucket: required(GATEWAY_S3_BUCKET)?,
-                    access_key: required(GATEWAY_S3_ACCESS_KEY)?,
-                    secret_key: required(GATEWAY_S3_SECRET_KEY)?,
-                    path_style,
-                })
-            }
+        let backend = match get(GATEWAY_OBJECT_STORE).map(|v| v.to_ascii_lowercase()) {
+            None => Some(ObjectBackend::Local),
+            Some(v) if v == "local" => Some(ObjectBackend::Local),
+            Some(v) if v == "s3" => s3_from_lookup(&get, &mut bad).map(ObjectBackend::S3),
             Some(other) => {
-                return Err(format!(
-                    "{GATEWAY_OBJECT_STORE}: expected local or s3, got {other:?}"
-                ))
+                bad.push((
+                    GATEWAY_OBJECT_STORE,
+                    format!("expected local or s3, got {other:?}"),
+                ));
+                None
             }
         };
-        Ok(ObjectConfig {
-            backend,
-            signing_key,
-        })
+        match backend {
+            Some(backend) if bad.is_empty() => Ok(ObjectConfig {
+                backend,
+                signing_key,
+            }),
+            _ => Err(bad),
+        }
     }
+}
+
+/// The S3 settings (`GATEWAY_OBJECT_STORE=s3`); each bad or missing variable
+/// is added to `bad`.
+fn s3_from_lookup(
+    get: &impl Fn(&str) -> Option<String>,
+    bad: &mut Vec<(&'static str, String)>,
+) -> Option<S3Config> {
+    let mut required = |name: &'static str| {
+        let v = get(name);
+        if v.is_none() {
+            bad.push((name, format!("required when {GATEWAY_OBJECT_STORE}=s3")));
+        }
+        v
+    };
+    let bucket = required(GATEWAY_S3_BUCKET);
+    let access_key = required(GATEWAY_S3_ACCESS_KEY);
+    let secret_key = required(GATEWAY_S3_SECRET_KEY);
+    let region = get(GATEWAY_S3_REGION).unwrap_or_else(|| DEFAULT_S3_REGION.to_owned());
+    let endpoint =
+        get(GATEWAY_S3_ENDPOINT).unwrap_or_else(|| format!("https://s3.{region}.amazonaws.com"));
+    if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
+        bad.push((
+            GATEWAY_S3_ENDPOINT,
+            format!("{endpoint:?} is not an http(s) URL"),
+        ));
+    }
+    let path_style = match get(GATEWAY_S3_PATH_STYLE) {
+        None => Some(true),
+        Some(v) => {
+            let b = parse_bool(&v);
+            if b.is_none() {
+                bad.push((
+                    GATEWAY_S3_PATH_STYLE,
+                    format!("expected true or false, got {v:?}"),
+                ));
+            }
+            b
+        }
+    };
+    Some(S3Config {
+        endpoint: endpoint.trim_end_matches('/').to_owned(),
+        region,
+        bucket: bucket?,
+        access_key: access_key?,
+        secret_key: secret_key?,
+        path_style: path_style?,
+    })
 }
 
 fn parse_bool(v: &str) -> Option<bool> {
@@ -243,15 +271,33 @@ mod tests {
             ("http://127.0.0.1:9000", "eu-west-3", false)
         );
 
-        let err = ObjectConfig::from_lookup(lookup(&base[..3])).unwrap_err();
-        assert!(err.contains(GATEWAY_S3_SECRET_KEY), "{err}");
-        let err = ObjectConfig::from_lookup(lookup(&[(GATEWAY_OBJECT_STORE, "ftp")])).unwrap_err();
-        assert!(err.contains(GATEWAY_OBJECT_STORE), "{err}");
+        let names = |vars: &[(&str, &str)]| -> Vec<&'static str> {
+            let err = ObjectConfig::from_lookup(lookup(vars)).unwrap_err();
+            err.into_iter().map(|(name, _)| name).collect()
+        };
+        assert_eq!(names(&base[..3]), [GATEWAY_S3_SECRET_KEY]);
+        assert_eq!(
+            names(&[(GATEWAY_OBJECT_STORE, "ftp")]),
+            [GATEWAY_OBJECT_STORE]
+        );
         let mut vars = base.to_vec();
         vars.push((GATEWAY_S3_PATH_STYLE, "maybe"));
-        assert!(ObjectConfig::from_lookup(lookup(&vars))
-            .unwrap_err()
-            .contains(GATEWAY_S3_PATH_STYLE));
+        assert_eq!(names(&vars), [GATEWAY_S3_PATH_STYLE]);
+        // Every bad variable at once, each by its own name.
+        assert_eq!(
+            names(&[
+                (GATEWAY_OBJECT_STORE, "s3"),
+                (GATEWAY_S3_ENDPOINT, "ftp://x"),
+                (GATEWAY_S3_PATH_STYLE, "maybe"),
+            ]),
+            [
+                GATEWAY_S3_BUCKET,
+                GATEWAY_S3_ACCESS_KEY,
+                GATEWAY_S3_SECRET_KEY,
+                GATEWAY_S3_ENDPOINT,
+                GATEWAY_S3_PATH_STYLE
+            ]
+        );
     }
 
     #[test]

@@ -251,7 +251,7 @@ impl Store {
                 p![user_id, key_hash, name, prefix, now_rfc3339()],
                 |r| r.get(0),
             )?
-            .ok_or_else(|| StoreError("key insert returned no id".into()))
+            .ok_or_else(|| StoreError::msg("key insert returned no id"))
         })
     }
 

@@ -52,20 +52,69 @@ pub use records::{
 use writer::RecordWriter as Writer;
 pub use writer::RecordWriter;
 
-/// A database error, kept as text (callers log it and answer 500).
-#[derive(Debug, thiserror::Error)]
-#[error("database: {0}")]
-pub struct StoreError(pub String);
+/// A database error: what was being done (`context`, may be empty) and the
+/// driver's error that caused it, kept whole (callers log it and answer 500).
+#[derive(Debug, Clone)]
+pub struct StoreError {
+    pub context: std::borrow::Cow<'static, str>,
+    pub source: Option<std::sync::Arc<dyn std::error::Error + Send + Sync>>,
+}
+
+impl StoreError {
+    /// A failure with no cause beyond `context`.
+    pub fn msg(context: impl Into<std::borrow::Cow<'static, str>>) -> StoreError {
+        StoreError {
+            context: context.into(),
+            source: None,
+        }
+    }
+
+    /// A failure while doing `context`, caused by `source`.
+    pub fn caused(
+        context: impl Into<std::borrow::Cow<'static, str>>,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> StoreError {
+        StoreError {
+            context: context.into(),
+            source: Some(std::sync::Arc::from(source.into())),
+        }
+    }
+
+    /// The driver's error, with no context of its own.
+    pub fn driver(source: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> StoreError {
+        StoreError::caused("", source)
+    }
+}
+
+impl std::fmt::Display for StoreError {
+    /// `database: context: cause` (as much of it as there is).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("database")?;
+        if !self.context.is_empty() {
+            write!(f, ": {}", self.context)?;
+        }
+        if let Some(e) = &self.source {
+            write!(f, ": {e}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for StoreError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source.as_deref().map(|e| e as _)
+    }
+}
 
 impl From<rusqlite::Error> for StoreError {
     fn from(e: rusqlite::Error) -> Self {
-        StoreError(e.to_string())
+        StoreError::driver(e)
     }
 }
 
 impl From<r2d2::Error> for StoreError {
     fn from(e: r2d2::Error) -> Self {
-        StoreError(e.to_string())
+        StoreError::driver(e)
     }
 }
 
@@ -262,7 +311,7 @@ impl Store {
         let store = self.clone();
         tokio::task::spawn_blocking(move || f(&store))
             .await
-            .map_err(|e| StoreError(format!("blocking task: {e}")))?
+            .map_err(|e| StoreError::caused("blocking task", e))?
     }
 
     /// Commits `records` (in the next group commit) and waits until they are
@@ -310,7 +359,7 @@ impl Store {
                 p![email, is_admin, now_rfc3339()],
                 |r| r.get(0),
             )?
-            .ok_or_else(|| StoreError("insert returned no id".into()))
+            .ok_or_else(|| StoreError::msg("insert returned no id"))
         })
     }
 
@@ -480,6 +529,34 @@ mod tests {
             latency_ms: 1,
             created_at: now_rfc3339(),
         })
+    }
+
+    /// N5: a panic inside a transaction rolls it back and is that
+    /// transaction's error; the database is not left locked, and a grant
+    /// that would overflow a balance fails cleanly (nothing written).
+    #[test]
+    fn a_panic_inside_a_transaction_leaves_no_lock_behind() {
+        use rust_decimal::Decimal;
+        let (_d, store) = temp_db();
+        let user = store.create_user("a@example.com", false).unwrap();
+        let r: Result<()> = store.transaction(|tx| {
+            tx.exec(
+                "UPDATE users SET email = 'x@example.com' WHERE id = ?1",
+                p![user],
+            )?;
+            panic!("boom");
+        });
+        assert!(r.unwrap_err().to_string().contains("boom"));
+        assert_eq!(store.user(user).unwrap().unwrap().email, "a@example.com");
+        store.grant_credit(user, Decimal::ONE, None).unwrap();
+        assert!(store.grant_credit(user, Decimal::MAX, None).is_err());
+        assert_eq!(store.balance(user).unwrap(), Decimal::ONE);
+        assert_eq!(store.ledger(user).unwrap().len(), 1);
+        // Every pooled connection still writes.
+        for _ in 0..8 {
+            store.grant_credit(user, Decimal::ONE, None).unwrap();
+        }
+        assert_eq!(store.balance(user).unwrap(), Decimal::from(9));
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -57,11 +57,14 @@ impl Store {
         note: Option<&str>,
     ) -> Result<Decimal> {
         if self.user(user_id)?.is_none() {
-            return Err(StoreError(format!("no user with id {user_id}")));
+            return Err(StoreError::msg(format!("no user with id {user_id}")));
         }
         self.transaction(|tx| {
             let mut balances = Balances::default();
-            let after = balances.apply(tx, user_id, amount, "grant", None, note, &now_rfc3339())?;
+            let at = now_rfc3339();
+            let before = balances.balance(tx, user_id, &at)?;
+            crate::billing::check_grant(before, amount).map_err(StoreError::msg)?;
+            let after = balances.apply(tx, user_id, amount, "grant", None, note, &at)?;
             balances.flush(tx)?;
             Ok(after)
         })
@@ -291,10 +294,10 @@ impl Store {
 /// `[day 00:00, next day 00:00)` as stored timestamps compare.
 fn day_bounds(day: &str) -> Result<(String, String)> {
     let d = chrono::NaiveDate::parse_from_str(day, "%Y-%m-%d")
-        .map_err(|e| StoreError(format!("date {day:?}: {e}")))?;
+        .map_err(|e| StoreError::caused(format!("date {day:?}"), e))?;
     let next = d
         .succ_opt()
-        .ok_or_else(|| StoreError("date out of range".into()))?;
+        .ok_or_else(|| StoreError::msg("date out of range"))?;
     Ok((
         format!("{d}T00:00:00.000Z"),
         format!("{next}T00:00:00.000Z"),

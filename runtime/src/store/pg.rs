@@ -305,7 +305,7 @@ fn refs<'a>(params: &'a [P<'a>]) -> Vec<&'a (dyn tokio_postgres::types::ToSql + 
 }
 
 fn err(e: tokio_postgres::Error) -> StoreError {
-    StoreError(e.to_string())
+    StoreError::driver(e)
 }
 
 /// One PostgreSQL connection and its prepared statements.
@@ -329,8 +329,8 @@ impl PgConn {
             });
             Ok::<_, tokio_postgres::Error>(client)
         }))
-        .map_err(|e| StoreError(format!("postgres connect: {e}")))?
-        .map_err(|e| StoreError(format!("postgres connect: {e}")))?;
+        .map_err(|e| StoreError::caused("postgres connect", e))?
+        .map_err(|e| StoreError::caused("postgres connect", e))?;
         let mut conn = PgConn {
             client,
             statements: HashMap::new(),
@@ -400,7 +400,7 @@ impl r2d2::ManageConnection for PgManager {
 /// Parses a `postgres://` URL (or key=value string) as `tokio-postgres` reads it.
 pub fn parse_url(url: &str) -> Result<tokio_postgres::Config> {
     url.parse::<tokio_postgres::Config>()
-        .map_err(|e| StoreError(format!("database URL: {e}")))
+        .map_err(|e| StoreError::caused("database URL", e))
 }
 
 /// A fresh schema of the PostgreSQL database at `base_url` (created now),
@@ -436,6 +436,6 @@ fn check_schema_name(schema: &str) -> Result<()> {
     if ok {
         Ok(())
     } else {
-        Err(StoreError(format!("schema name {schema:?}")))
+        Err(StoreError::msg(format!("schema name {schema:?}")))
     }
 }

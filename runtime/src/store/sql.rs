@@ -171,7 +171,7 @@ impl Row<'_> {
 }
 
 pub(super) fn parse_dec(s: &str) -> Result<Decimal> {
-    Decimal::from_str(s).map_err(|e| StoreError(format!("stored decimal {s:?}: {e}")))
+    Decimal::from_str(s).map_err(|e| StoreError::caused(format!("stored decimal {s:?}"), e))
 }
 
 /// A Rust type a column of either database reads into.
@@ -186,7 +186,7 @@ trait PgCol: Sized {
 }
 
 fn pg_err(e: tokio_postgres::Error) -> StoreError {
-    StoreError(e.to_string())
+    StoreError::driver(e)
 }
 
 fn pg_int(r: &tokio_postgres::Row, i: usize) -> Result<Option<i64>> {
@@ -205,7 +205,9 @@ fn pg_int(r: &tokio_postgres::Row, i: usize) -> Result<Option<i64>> {
             .try_get::<_, Option<bool>>(i)
             .map_err(pg_err)?
             .map(i64::from)),
-        _ => Err(StoreError(format!("column {i}: {ty} read as an integer"))),
+        _ => Err(StoreError::msg(format!(
+            "column {i}: {ty} read as an integer"
+        ))),
     }
 }
 
@@ -217,14 +219,14 @@ impl PgCol for i64 {
 impl PgCol for u32 {
     fn pg_opt(r: &tokio_postgres::Row, i: usize) -> Result<Option<Self>> {
         pg_int(r, i)?
-            .map(|v| u32::try_from(v).map_err(|e| StoreError(format!("column {i}: {e}"))))
+            .map(|v| u32::try_from(v).map_err(|e| StoreError::caused(format!("column {i}"), e)))
             .transpose()
     }
 }
 impl PgCol for u16 {
     fn pg_opt(r: &tokio_postgres::Row, i: usize) -> Result<Option<Self>> {
         pg_int(r, i)?
-            .map(|v| u16::try_from(v).map_err(|e| StoreError(format!("column {i}: {e}"))))
+            .map(|v| u16::try_from(v).map_err(|e| StoreError::caused(format!("column {i}"), e)))
             .transpose()
     }
 }
@@ -252,7 +254,7 @@ macro_rules! col {
             }
             fn pg(r: &tokio_postgres::Row, i: usize) -> Result<Self> {
                 <$t as PgCol>::pg_opt(r, i)?
-                    .ok_or_else(|| StoreError(format!("column {i} is null")))
+                    .ok_or_else(|| StoreError::msg(format!("column {i} is null")))
             }
         }
         impl Col for Option<$t> {
@@ -379,7 +381,22 @@ impl<'c> Db<'c> {
             Dialect::Sqlite => "BEGIN IMMEDIATE",
             Dialect::Postgres => "BEGIN",
         })?;
-        match f(self) {
+        // A panic inside the transaction must not leave it open on this
+        // (pooled or writer) connection, locking the database for everyone:
+        // it is rolled back and becomes this transaction's error.
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(self)))
+            .unwrap_or_else(|panic| {
+                let what = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_default();
+                tracing::error!(panic = %what, "a panic inside a database transaction; rolled back");
+                Err(super::StoreError::msg(format!(
+                    "a panic inside the transaction: {what}"
+                )))
+            });
+        match outcome {
             Ok(v) => {
                 self.batch("COMMIT")?;
                 Ok(v)

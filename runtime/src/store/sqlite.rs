@@ -314,10 +314,10 @@ fn set_wal(conn: &Connection) -> Result<()> {
 pub(super) fn open_and_migrate(path: &Path) -> Result<Connection> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         create_private_dir(dir)
-            .map_err(|e| StoreError(format!("creating {}: {e}", dir.display())))?;
+            .map_err(|e| StoreError::caused(format!("creating {}", dir.display()), e))?;
     }
     create_private_file(path)
-        .map_err(|e| StoreError(format!("creating {}: {e}", path.display())))?;
+        .map_err(|e| StoreError::caused(format!("creating {}", path.display()), e))?;
     let mut conn = Connection::open(path)?;
     configure(&mut conn)?;
     set_wal(&conn)?;

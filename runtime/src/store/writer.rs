@@ -154,7 +154,7 @@ impl RecordWriter {
                         }
                         Err(e) => {
                             tracing::error!(error = %e, "commit failed");
-                            Err(StoreError(e.to_string()))
+                            Err(e)
                         }
                     };
                 }
@@ -162,10 +162,10 @@ impl RecordWriter {
         }
         self.tx
             .send(batch)
-            .map_err(|_| StoreError("record writer stopped".into()))?;
+            .map_err(|_| StoreError::msg("record writer stopped"))?;
         crate::telemetry::record_queue(1.0);
         wait.await
-            .map_err(|_| StoreError("record writer stopped".into()))?
+            .map_err(|_| StoreError::msg("record writer stopped"))?
     }
 }
 
@@ -216,15 +216,14 @@ fn writer_loop(shared: &Shared, rx: mpsc::Receiver<Batch>) {
             Err(e) if group.len() == 1 => {
                 tracing::error!(error = %e, "commit failed");
                 for b in group {
-                    let _ = b.done.send(Err(StoreError(e.to_string())));
+                    let _ = b.done.send(Err(e.clone()));
                 }
             }
             Err(e) => {
                 tracing::warn!(error = %e, batches = group.len(), "group commit failed; retrying batches one by one");
                 for b in group {
                     let r = write_group(&mut conn.db(), std::slice::from_ref(&b))
-                        .map(|mut v| v.pop().unwrap_or_default())
-                        .map_err(|e| StoreError(e.to_string()));
+                        .map(|mut v| v.pop().unwrap_or_default());
                     match &r {
                         Ok(c) => count_charges(&b.records, c),
                         Err(e) => tracing::error!(error = %e, "commit failed"),
@@ -302,12 +301,11 @@ fn sync_files(group: Vec<Batch>) -> Vec<Batch> {
         return group;
     };
     tracing::error!(error = %e, "syncing a packed segment failed; failing its batches");
+    let e = StoreError::caused("syncing a packed segment", e);
     let carries = |b: &Batch| b.records.iter().any(|r| matches!(r, Record::SyncFile(_)));
     let (failed, rest): (Vec<Batch>, Vec<Batch>) = group.into_iter().partition(carries);
     for b in failed {
-        let _ = b
-            .done
-            .send(Err(StoreError(format!("syncing a packed segment: {e}"))));
+        let _ = b.done.send(Err(e.clone()));
     }
     rest
 }
@@ -509,7 +507,7 @@ fn insert_asset(tx: &mut Db<'_>, a: &AssetRecord) -> Result<i64> {
         ],
         |r| r.get(0),
     )?
-    .ok_or_else(|| StoreError("asset insert returned no id".into()))
+    .ok_or_else(|| StoreError::msg("asset insert returned no id"))
 }
 
 fn insert_job(tx: &mut Db<'_>, j: &JobRecord) -> Result<()> {

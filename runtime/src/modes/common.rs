@@ -1,0 +1,91 @@
+//! What several modes share and no other part of the gateway needs: the
+//! user's JSON, the multipart opener and its errors, query numbers for
+//! paging, the charged amount of settlement records. A mode may import this
+//! file (the one exception to "a mode never imports a sibling").
+
+use rust_decimal::Decimal;
+use serde_json::{json, Value};
+
+use crate::ctx::Ctx;
+use crate::errors::ApiError;
+use crate::router::Request;
+use crate::store::{Record, UserRow};
+
+/// A user as the account and admin routes answer it.
+pub(crate) fn user_json(u: &UserRow) -> Value {
+    json!({
+        "id": u.id,
+        "username": u.username,
+        "email": u.email,
+        "role": if u.is_admin { "admin" } else { "user" },
+        "confirmed": u.confirmed,
+        "disabled": u.disabled,
+        "deleted": u.deleted_at.is_some(),
+        "created_at": u.created_at,
+    })
+}
+
+/// 413 for a file over `max_file` bytes.
+pub(crate) fn file_too_large(max_file: u64) -> ApiError {
+    ApiError::PayloadTooLarge(format!("file is larger than {} MiB", max_file >> 20))
+}
+
+/// A multipart error: 413 past a size limit, else 400.
+pub(crate) fn multipart_error(e: multer::Error, max_file: u64) -> ApiError {
+    match e {
+        multer::Error::StreamSizeExceeded { .. } | multer::Error::FieldSizeExceeded { .. } => {
+            file_too_large(max_file)
+        }
+        other => ApiError::BadRequest(format!("malformed multipart body: {other}")),
+    }
+}
+
+/// The request's `multipart/form-data` body as a stream of fields, with
+/// `limits` per field and the whole stream bounded a little above
+/// `max_file` (room for headers and text fields). A declared
+/// `Content-Length` past that bound is 413 before anything is read.
+pub(crate) fn open_multipart(
+    req: Request,
+    max_file: u64,
+    limits: multer::SizeLimit,
+) -> Result<multer::Multipart<'static>, ApiError> {
+    let content_type = req
+        .headers()
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let boundary = multer::parse_boundary(content_type).map_err(|_| {
+        ApiError::BadRequest("request must be multipart/form-data with a boundary".into())
+    })?;
+    let max_stream = max_file + (1 << 20);
+    crate::shape::refuse_declared_over(req.body(), max_stream)
+        .map_err(|_| file_too_large(max_file))?;
+    use http_body_util::BodyExt;
+    Ok(multer::Multipart::with_constraints(
+        req.into_body().into_data_stream(),
+        boundary,
+        multer::Constraints::new().size_limit(limits.whole_stream(max_stream)),
+    ))
+}
+
+/// A whole number of the query (`page`, `limit`...), `default` when absent
+/// or not a number.
+pub(crate) fn query_u32(ctx: &Ctx, name: &str, default: u32) -> u32 {
+    ctx.query
+        .iter()
+        .find(|(k, _)| k == name)
+        .and_then(|(_, v)| v.trim().parse::<u32>().ok())
+        .unwrap_or(default)
+}
+
+/// What settlement records charge (their usage record's amount; zero
+/// without one).
+pub(crate) fn charged(records: &[Record]) -> Decimal {
+    records
+        .iter()
+        .find_map(|r| match r {
+            Record::Usage(u) => Some(u.charged),
+            _ => None,
+        })
+        .unwrap_or_default()
+}
