@@ -10,11 +10,11 @@ use std::time::Instant;
 use rand::RngCore;
 
 use crate::billing::Charge;
+use crate::body::Response;
 use crate::errors::ApiError;
-use crate::router::Response;
+use crate::services::Gateway;
 use crate::spec::{self, EndpointSpec, JobKind};
 use crate::store::{Record, UsageRecord, User};
-use crate::Gateway;
 
 /// `res_` + 24 hex characters: the id of every request (spec §2's `request_id`).
 pub fn new_request_id() -> String {
@@ -140,11 +140,12 @@ impl Ctx {
         })
     }
 
-    /// The price-key product of this row: [`crate::billing::VOICE_SUBSCRIPTION_PRODUCT`]
-    /// for a voice subscription (so a build and a promotion from a design
-    /// share one price key), else its job kind, else its capability.
+    /// The price-key product of this row: the table's `[products]` entry
+    /// of its billing unit (a voice subscription's, so a build and a
+    /// promotion from a design share one price key), else its job kind,
+    /// else its capability.
     pub fn product(&self) -> &'static str {
-        crate::billing::product_of(self.spec)
+        self.gw.table.product_of(self.spec)
     }
 }
 

@@ -78,7 +78,7 @@ pub fn start(mut config: Config, listener: TcpListener) -> Result<Running, Start
     // The cluster bus (with GATEWAY_REDIS_URL): connects, and reconnects,
     // in the background; an unreachable Redis delays nothing.
     if gw.cluster.is_some() {
-        background.push(tokio::spawn(runtime::cluster::bus::run(gw.clone())));
+        background.push(tokio::spawn(runtime::start::bus(gw.clone())));
     }
     if let Some(every) = gw.config.sweep_interval {
         background.push(tokio::spawn(runtime::retention::run_periodically(

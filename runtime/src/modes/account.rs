@@ -23,10 +23,10 @@ use super::common::user_json;
 use super::read_body;
 use crate::auth::backoff::LoginKey;
 use crate::auth::{self, passwords, tokens::Typ, TokenPair};
+use crate::body::{ClientAddr, Request};
 use crate::ctx::{Ctx, Outcome};
 use crate::errors::ApiError;
 use crate::ratelimit::Quota;
-use crate::router::{ClientAddr, Request};
 use crate::store::Registration;
 use crate::{body, mail, telemetry, Gateway};
 
