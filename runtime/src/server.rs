@@ -288,7 +288,7 @@ pub async fn serve(
                 }
             },
         };
-        let (stream, _peer) = tokio::select! {
+        let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(s) => {
                     backoff.reset();
@@ -309,7 +309,9 @@ pub async fn serve(
         let state = ConnState::new();
         let gw = gw.clone();
         let in_service = state.clone();
-        let service = service_fn(move |req: http::Request<hyper::body::Incoming>| {
+        let client = crate::body::ClientAddr(peer.ip());
+        let service = service_fn(move |mut req: http::Request<hyper::body::Incoming>| {
+            req.extensions_mut().insert(client);
             serve_one(gw.clone(), route, in_service.begin(), limits, req)
         });
         let conn = builder
