@@ -155,6 +155,25 @@ async fn serve_one(
     Ok(resp.map(|b| Tracked::new(b, guard)))
 }
 
+/// A connection slot: at once if one is free; at the cap, rings `pressure`
+/// (every [`SHED_EVERY`]) until one frees, so that idle and slow
+/// connections close to make room.
+async fn slot(
+    permits: &std::sync::Arc<Semaphore>,
+    pressure: &tokio::sync::Notify,
+) -> tokio::sync::OwnedSemaphorePermit {
+    if let Ok(p) = permits.clone().try_acquire_owned() {
+        return p;
+    }
+    loop {
+        pressure.notify_waiters();
+        tokio::select! {
+            p = permits.clone().acquire_owned() => return p.expect("the semaphore is never closed"),
+            _ = tokio::time::sleep(SHED_EVERY) => {}
+        }
+    }
+}
+
 /// The access log's name of a request no row serves.
 fn unrouted_name(path: &str) -> &'static str {
     match path {
@@ -276,17 +295,10 @@ pub async fn serve(
     // Rung at the cap: connections idle or slow with their headers close.
     let pressure = std::sync::Arc::new(tokio::sync::Notify::new());
     tokio::pin!(shutdown);
-    'accept: loop {
-        let permit = match permits.clone().try_acquire_owned() {
-            Ok(p) => p,
-            Err(_) => loop {
-                pressure.notify_waiters();
-                tokio::select! {
-                    p = permits.clone().acquire_owned() => break p.expect("the semaphore is never closed"),
-                    _ = tokio::time::sleep(SHED_EVERY) => {}
-                    _ = &mut shutdown => break 'accept,
-                }
-            },
+    loop {
+        let permit = tokio::select! {
+            p = slot(&permits, &pressure) => p,
+            _ = &mut shutdown => break,
         };
         let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
