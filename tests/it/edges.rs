@@ -320,12 +320,10 @@ async fn an_http2_connection_may_open_only_so_many_streams() {
     tokio::pin!(resp);
     // Drive the connection until the answer (the server's settings came first).
     let status = tokio::time::timeout(Duration::from_secs(10), async {
-        loop {
-            tokio::select! {
-                r = &mut resp => break r.unwrap().status(),
-                r = futures_util::future::poll_fn(|cx| std::pin::Pin::new(&mut conn).poll(cx)) => {
-                    panic!("the connection ended: {r:?}")
-                }
+        tokio::select! {
+            r = &mut resp => r.unwrap().status(),
+            r = futures_util::future::poll_fn(|cx| std::pin::Pin::new(&mut conn).poll(cx)) => {
+                panic!("the connection ended: {r:?}")
             }
         }
     })
