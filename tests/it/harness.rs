@@ -3,6 +3,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+pub mod postgres;
+
 use runtime::config::Config;
 use runtime::store::{AuditRecord, Store};
 use serde_json::{json, Value};

@@ -12,6 +12,7 @@ mod audit;
 mod auth;
 mod cli;
 mod database;
+mod database_restart;
 mod errors;
 mod follower;
 mod forwarding;
