@@ -69,6 +69,16 @@ pub const GATEWAY_RECONCILE_AT: &str = "GATEWAY_RECONCILE_AT";
 pub const GATEWAY_JOB_FOLLOW_SECS: &str = "GATEWAY_JOB_FOLLOW_SECS";
 /// Jobs the follower polls at once (per instance). Default 8.
 pub const GATEWAY_JOB_FOLLOW_CONCURRENCY: &str = "GATEWAY_JOB_FOLLOW_CONCURRENCY";
+/// This instance's id (letters, digits, `.`, `_`, `-`; at most 64), named
+/// by the credit holds it takes. Default: the id kept in the file
+/// `instance-id` of the data directory (made on first start; a second
+/// process on the same directory takes `instance-id.1`, …). See
+/// [`crate::instance`].
+pub const GATEWAY_INSTANCE_ID: &str = "GATEWAY_INSTANCE_ID";
+/// Seconds an instance's lease lasts; it is renewed every third of it.
+/// The holds of an instance that stopped renewing count no more after it.
+/// Default 120 (at least 3).
+pub const GATEWAY_INSTANCE_LEASE_SECS: &str = "GATEWAY_INSTANCE_LEASE_SECS";
 
 /// The general gateway's providers file (TOML; see [`crate::providers`]).
 /// Default: unset (no models; model routes answer 404).
@@ -145,6 +155,10 @@ pub struct Config {
     pub job_follow_interval: Option<Duration>,
     /// How many jobs the follower polls at once.
     pub job_follow_concurrency: usize,
+    /// This instance's configured id; `None`: the data directory's.
+    pub instance_id: Option<String>,
+    /// How long this instance's lease lasts (renewed every third of it).
+    pub instance_lease: Duration,
     /// Delay before a job's first poll; each later poll waits twice as long
     /// as the one before, up to [`Config::job_follow_max_delay`].
     pub job_follow_first_delay: Duration,
@@ -218,6 +232,8 @@ impl std::fmt::Debug for Config {
             .field("reconcile_at", &self.reconcile_at)
             .field("job_follow_interval", &self.job_follow_interval)
             .field("job_follow_concurrency", &self.job_follow_concurrency)
+            .field("instance_id", &self.instance_id)
+            .field("instance_lease", &self.instance_lease)
             .field("job_follow_first_delay", &self.job_follow_first_delay)
             .field("job_follow_max_delay", &self.job_follow_max_delay)
             .field("objects", &self.objects)
@@ -359,6 +375,8 @@ impl Config {
             reconcile_at: chrono::NaiveTime::from_hms_opt(0, 30, 0),
             job_follow_interval: Some(Duration::from_secs(2)),
             job_follow_concurrency: 8,
+            instance_id: None,
+            instance_lease: Duration::from_secs(120),
             job_follow_first_delay: Duration::from_secs(2),
             job_follow_max_delay: Duration::from_secs(60),
             objects: crate::objects::ObjectConfig::default(),
@@ -507,6 +525,12 @@ impl Config {
             GATEWAY_JOB_FOLLOW_CONCURRENCY,
             parse_concurrency,
         );
+        self.instance_id = v.parse(GATEWAY_INSTANCE_ID, parse_instance_id);
+        v.set(
+            &mut self.instance_lease,
+            GATEWAY_INSTANCE_LEASE_SECS,
+            parse_lease,
+        );
     }
 
     /// Rate limits, Redis, object storage, accounts.
@@ -583,6 +607,28 @@ fn parse_time_or_off(v: &str) -> Result<Option<chrono::NaiveTime>, String> {
     chrono::NaiveTime::parse_from_str(v.trim(), "%H:%M")
         .map(Some)
         .map_err(|e| format!("{v:?} is not HH:MM or off: {e}"))
+}
+
+fn parse_instance_id(v: &str) -> Result<String, String> {
+    let id = v.trim();
+    let ok = !id.is_empty()
+        && id.len() <= 64
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+    if ok {
+        Ok(id.to_owned())
+    } else {
+        Err(format!("{v:?}: 1 to 64 letters, digits, '.', '_' or '-'"))
+    }
+}
+
+fn parse_lease(v: &str) -> Result<Duration, String> {
+    match v.trim().parse::<u64>() {
+        Ok(n) if n >= 3 => Ok(Duration::from_secs(n)),
+        Ok(_) => Err("must be at least 3 (seconds)".into()),
+        Err(e) => Err(format!("{v:?}: {e}")),
+    }
 }
 
 fn parse_concurrency(v: &str) -> Result<usize, String> {

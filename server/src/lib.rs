@@ -64,9 +64,16 @@ pub fn start(mut config: Config, listener: TcpListener) -> Result<Running, Start
         .map_err(|e| StartError::Store(runtime::store::StoreError::driver(e)))?;
     config.addr = addr;
     let gateway = gateway(config)?;
+    // Before it serves: the holds of this instance's previous run are
+    // released, and every hold from now on names it.
+    let identity = runtime::instance::start(&gateway)?;
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let gw = gateway.clone();
     let mut background = Vec::new();
+    background.push(tokio::spawn(runtime::instance::keep_lease(
+        gw.clone(),
+        identity,
+    )));
     // Learn the account's stock voices now rather than on the first request
     // that names an unowned voice (best effort: that request retries).
     let warm = gw.clone();

@@ -11,6 +11,7 @@ mod accounts;
 mod audit;
 mod auth;
 mod cli;
+mod crash_holds;
 mod database;
 mod database_restart;
 mod errors;

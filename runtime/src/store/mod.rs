@@ -27,6 +27,7 @@ use sqlite::{configure, open_and_migrate};
 mod accounts;
 mod assets;
 mod balances;
+mod instances;
 mod money;
 mod owners;
 mod pg;

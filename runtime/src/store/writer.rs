@@ -58,6 +58,15 @@ struct Shared {
     /// ended with an error, so each hold is deleted as soon as the
     /// database answers again ([`release_owed`]); until then it counts.
     owed: std::sync::Mutex<Vec<String>>,
+    /// This instance's id, named by the holds it takes (set once at start,
+    /// `super::instances`; `None` for a store that serves no requests).
+    instance: std::sync::OnceLock<String>,
+}
+
+impl Shared {
+    fn instance(&self) -> Option<&str> {
+        self.instance.get().map(String::as_str)
+    }
 }
 
 /// Counts a commit in flight while it lives.
@@ -113,6 +122,7 @@ impl RecordWriter {
             in_flight: Default::default(),
             sync_full,
             owed: Default::default(),
+            instance: Default::default(),
         });
         let thread_shared = shared.clone();
         std::thread::Builder::new()
@@ -120,6 +130,12 @@ impl RecordWriter {
             .spawn(move || writer_loop(&thread_shared, rx))
             .expect("spawn record writer");
         RecordWriter { tx, shared }
+    }
+
+    /// Names `id` as the instance taking the holds written from now on
+    /// (once; a second call is ignored).
+    pub(super) fn set_instance(&self, id: &str) {
+        let _ = self.shared.instance.set(id.to_owned());
     }
 
     /// Owes the release of the hold of `request_id`, whose delete failed
@@ -169,8 +185,7 @@ impl RecordWriter {
             if let Ok(mut conn) = shared.conn.try_lock() {
                 if matches!(*conn, Conn::Sqlite(_)) {
                     let started = std::time::Instant::now();
-                    let written =
-                        commit_group(&mut conn, shared.sync_full, std::slice::from_ref(&batch));
+                    let written = commit_group(&mut conn, shared, std::slice::from_ref(&batch));
                     drop(conn);
                     crate::telemetry::record_commit(started.elapsed());
                     return match written {
@@ -246,7 +261,7 @@ fn writer_loop(shared: &Shared, rx: mpsc::Receiver<Batch>) {
         let mut conn = lock(&shared.conn);
         release_owed(shared, &mut conn);
         let started = std::time::Instant::now();
-        let written = commit_group(&mut conn, shared.sync_full, &group);
+        let written = commit_group(&mut conn, shared, &group);
         crate::telemetry::record_commit(started.elapsed());
         match written {
             Ok(results) => {
@@ -265,8 +280,9 @@ fn writer_loop(shared: &Shared, rx: mpsc::Receiver<Batch>) {
             Err(e) => {
                 tracing::warn!(error = %e, batches = group.len(), "group commit failed; retrying batches one by one");
                 for b in group {
-                    let r = write_group(&mut conn.db(), std::slice::from_ref(&b))
-                        .map(|mut v| v.pop().unwrap_or_default());
+                    let r =
+                        write_group(&mut conn.db(), shared.instance(), std::slice::from_ref(&b))
+                            .map(|mut v| v.pop().unwrap_or_default());
                     match &r {
                         Ok(c) => count_charges(&b.records, c),
                         Err(e) => {
@@ -338,23 +354,23 @@ fn release_owed(shared: &Shared, conn: &mut Conn) {
 /// reopened first; if it breaks while the group is written (before its
 /// `COMMIT`: nothing was committed), the group is written once more on a
 /// new connection. A `COMMIT` in doubt is never retried.
-fn commit_group(conn: &mut Conn, sync_full: bool, group: &[Batch]) -> Result<Vec<Committed>> {
+fn commit_group(conn: &mut Conn, shared: &Shared, group: &[Batch]) -> Result<Vec<Committed>> {
     conn.revive()?;
-    match commit_group_once(conn, sync_full, group) {
+    match commit_group_once(conn, shared, group) {
         Err(e) if e.failure == super::Failure::Unavailable && conn.is_closed() => {
             tracing::warn!(error = %e, "the database connection broke; retrying the group on a new one");
             conn.revive()?;
-            commit_group_once(conn, sync_full, group)
+            commit_group_once(conn, shared, group)
         }
         written => written,
     }
 }
 
-fn commit_group_once(conn: &mut Conn, sync_full: bool, group: &[Batch]) -> Result<Vec<Committed>> {
-    if sync_full && !group.iter().any(needs_flush) {
-        write_unflushed(conn, group)
+fn commit_group_once(conn: &mut Conn, shared: &Shared, group: &[Batch]) -> Result<Vec<Committed>> {
+    if shared.sync_full && !group.iter().any(needs_flush) {
+        write_unflushed(conn, shared.instance(), group)
     } else {
-        write_group(&mut conn.db(), group)
+        write_group(&mut conn.db(), shared.instance(), group)
     }
 }
 
@@ -362,11 +378,15 @@ fn commit_group_once(conn: &mut Conn, sync_full: bool, group: &[Batch]) -> Resul
 /// `synchronous` is NORMAL for that one transaction (a later flushed
 /// commit flushes its WAL frames too), PostgreSQL's `synchronous_commit`
 /// is off for it. The database itself stays consistent either way.
-fn write_unflushed(conn: &mut Conn, group: &[Batch]) -> Result<Vec<Committed>> {
+fn write_unflushed(
+    conn: &mut Conn,
+    instance: Option<&str>,
+    group: &[Batch],
+) -> Result<Vec<Committed>> {
     match conn {
         Conn::Sqlite(c) => {
             c.pragma_update(None, "synchronous", "NORMAL")?;
-            let written = write_group(&mut Db::lite(c), group);
+            let written = write_group(&mut Db::lite(c), instance, group);
             c.pragma_update(None, "synchronous", "FULL")?;
             written
         }
@@ -374,7 +394,7 @@ fn write_unflushed(conn: &mut Conn, group: &[Batch]) -> Result<Vec<Committed>> {
             let mut db = c.db();
             db.transaction(|tx| {
                 tx.batch("SET LOCAL synchronous_commit TO OFF")?;
-                write_in(tx, group)
+                write_in(tx, instance, group)
             })
         }
     }
@@ -427,13 +447,13 @@ fn count_charges(records: &[Record], committed: &Committed) {
 
 /// Writes a group in one transaction. One [`Balances`] serves the whole
 /// group: each user's balance is read (and locked) once and written once.
-fn write_group(db: &mut Db<'_>, group: &[Batch]) -> Result<Vec<Committed>> {
-    db.transaction(|tx| write_in(tx, group))
+fn write_group(db: &mut Db<'_>, instance: Option<&str>, group: &[Batch]) -> Result<Vec<Committed>> {
+    db.transaction(|tx| write_in(tx, instance, group))
 }
 
 /// The body of [`write_group`]'s transaction.
-fn write_in(tx: &mut Db<'_>, group: &[Batch]) -> Result<Vec<Committed>> {
-    let mut balances = Balances::default();
+fn write_in(tx: &mut Db<'_>, instance: Option<&str>, group: &[Batch]) -> Result<Vec<Committed>> {
+    let mut balances = Balances::of_instance(instance);
     let mut results = Vec::with_capacity(group.len());
     for batch in group {
         let mut committed = Committed::default();
