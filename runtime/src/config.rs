@@ -525,11 +525,11 @@ impl Config {
             GATEWAY_JOB_FOLLOW_CONCURRENCY,
             parse_concurrency,
         );
-        self.instance_id = v.parse(GATEWAY_INSTANCE_ID, parse_instance_id);
+        self.instance_id = v.parse(GATEWAY_INSTANCE_ID, crate::instance::parse_id);
         v.set(
             &mut self.instance_lease,
             GATEWAY_INSTANCE_LEASE_SECS,
-            parse_lease,
+            crate::instance::parse_lease,
         );
     }
 
@@ -607,28 +607,6 @@ fn parse_time_or_off(v: &str) -> Result<Option<chrono::NaiveTime>, String> {
     chrono::NaiveTime::parse_from_str(v.trim(), "%H:%M")
         .map(Some)
         .map_err(|e| format!("{v:?} is not HH:MM or off: {e}"))
-}
-
-fn parse_instance_id(v: &str) -> Result<String, String> {
-    let id = v.trim();
-    let ok = !id.is_empty()
-        && id.len() <= 64
-        && id
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
-    if ok {
-        Ok(id.to_owned())
-    } else {
-        Err(format!("{v:?}: 1 to 64 letters, digits, '.', '_' or '-'"))
-    }
-}
-
-fn parse_lease(v: &str) -> Result<Duration, String> {
-    match v.trim().parse::<u64>() {
-        Ok(n) if n >= 3 => Ok(Duration::from_secs(n)),
-        Ok(_) => Err("must be at least 3 (seconds)".into()),
-        Err(e) => Err(format!("{v:?}: {e}")),
-    }
 }
 
 fn parse_concurrency(v: &str) -> Result<usize, String> {

@@ -82,21 +82,8 @@ impl Identity {
     }
 }
 
-/// Registers this instance (releasing the holds of its previous run) and
-/// returns its identity, to be kept alive by [`keep_lease`].
-pub fn start(gw: &Gateway) -> Result<Identity, crate::StartError> {
-    let identity =
-        Identity::of(gw.config.instance_id.as_deref(), &gw.config.data_dir).map_err(|e| {
-            crate::config::ConfigError::new(crate::config::GATEWAY_INSTANCE_ID, e.to_string())
-        })?;
-    let released = gw
-        .store
-        .start_instance(&identity.id, gw.config.instance_lease)?;
-    tracing::info!(instance = %identity.id, released_holds = released, "instance registered");
-    Ok(identity)
-}
-
 /// Renews the lease every third of its length while the instance runs
+/// (started by `server::start` after `Store::start_instance`)
 /// (the identity, and its lock, live as long as this task). A failed
 /// renewal (the database unreachable) is retried at the next beat.
 pub async fn keep_lease(gw: Gateway, identity: Identity) {
@@ -114,5 +101,59 @@ pub async fn keep_lease(gw: Gateway, identity: Identity) {
         {
             tracing::warn!(error = %e, "renewing the instance lease failed");
         }
+    }
+}
+
+/// `GATEWAY_INSTANCE_ID`: 1 to 64 letters, digits, `.`, `_` or `-`.
+pub(crate) fn parse_id(v: &str) -> Result<String, String> {
+    let id = v.trim();
+    let ok = !id.is_empty()
+        && id.len() <= 64
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+    if ok {
+        Ok(id.to_owned())
+    } else {
+        Err(format!("{v:?}: 1 to 64 letters, digits, '.', '_' or '-'"))
+    }
+}
+
+/// `GATEWAY_INSTANCE_LEASE_SECS`: whole seconds, at least 3.
+pub(crate) fn parse_lease(v: &str) -> Result<Duration, String> {
+    match v.trim().parse::<u64>() {
+        Ok(n) if n >= 3 => Ok(Duration::from_secs(n)),
+        Ok(_) => Err("must be at least 3 (seconds)".into()),
+        Err(e) => Err(format!("{v:?}: {e}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_id_survives_restarts_and_two_live_processes_never_share_one() {
+        let dir = std::env::temp_dir().join(format!("rt-instance-{}", rand::random::<u64>()));
+        let first = Identity::of(None, &dir).unwrap();
+        assert!(first.id.starts_with("gw-"), "{}", first.id);
+        let second = Identity::of(None, &dir).unwrap();
+        assert_ne!(first.id, second.id, "the first file is locked");
+        let (a, b) = (first.id.clone(), second.id.clone());
+        drop((first, second));
+        assert_eq!(Identity::of(None, &dir).unwrap().id, a, "restarted");
+        let configured = Identity::of(Some("node-1"), &dir).unwrap();
+        assert_eq!(configured.id, "node-1");
+        assert_ne!(a, b);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn ids_and_leases_are_checked() {
+        assert_eq!(parse_id(" node-1.a_b ").unwrap(), "node-1.a_b");
+        assert!(parse_id("").is_err() && parse_id("a b").is_err());
+        assert!(parse_id(&"x".repeat(65)).is_err());
+        assert_eq!(parse_lease("3").unwrap(), Duration::from_secs(3));
+        assert!(parse_lease("2").is_err() && parse_lease("soon").is_err());
     }
 }

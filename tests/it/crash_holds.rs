@@ -111,6 +111,34 @@ async fn wait_holds(store: &runtime::store::Store, user: i64, n: usize) {
     }
 }
 
+/// Waits until the provider has received `n` chat calls in all (so that
+/// fault rules are used up by the calls meant for them).
+async fn wait_sim_chats(sim: &sim::Sim, n: usize) {
+    let start = Instant::now();
+    loop {
+        let v: Value = reqwest::get(format!("{}/__sim/requests", sim.url()))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let count = v["requests"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|r| r["path"] == "/v1/chat/completions")
+            .count();
+        if count >= n {
+            return;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "{count} chat calls, not {n}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 fn kill_9(mut child: Child) {
     child.kill().unwrap(); // SIGKILL: no shutdown, nothing settled
     child.wait().unwrap();
@@ -164,6 +192,7 @@ async fn after_a_kill_9_during_chats_and_streams_the_restarted_instance_holds_no
         }));
     }
     wait_holds(&store, user, 3).await;
+    wait_sim_chats(&sim, 9).await;
     sim_post(&sim, "/__sim/config", json!({"stream_delay_ms": 500})).await;
     let mut streams = Vec::new();
     let mut cut = Vec::new();
@@ -265,6 +294,7 @@ async fn another_instance_stops_counting_a_dead_instances_holds_after_its_lease(
         })
     };
     wait_holds(&store, user, 1).await;
+    wait_sim_chats(&sim, 1).await;
     assert_eq!(
         store.holds_of(user).unwrap()[0].1.as_deref(),
         Some("the-dead-one"),
