@@ -18,7 +18,7 @@ use crate::harness::{synth_body, Answer, Env};
 /// One billed request: a chat (a credit hold, then its settlement) or a
 /// voice synthesis (usage and debit in the record phase).
 async fn billed(env: &Env, i: usize) -> (&'static str, Answer) {
-    if i % 2 == 0 {
+    if i.is_multiple_of(2) {
         let body = json!({"model": "sim/sim-gpt", "messages": [{"role": "user", "content": format!("Hello {i}")}]});
         ("chat", env.api("/chat/completions", body).await)
     } else {

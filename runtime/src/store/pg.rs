@@ -350,7 +350,7 @@ const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 pub struct PgConn {
     client: tokio_postgres::Client,
     statements: HashMap<String, Statement>,
-    config: tokio_postgres::Config,
+    config: std::sync::Arc<tokio_postgres::Config>,
     sync_full: bool,
 }
 
@@ -362,7 +362,7 @@ impl PgConn {
         let mut conn = PgConn {
             client: open(config)?,
             statements: HashMap::new(),
-            config: config.clone(),
+            config: std::sync::Arc::new(config.clone()),
             sync_full,
         };
         if !sync_full {
@@ -380,7 +380,8 @@ impl PgConn {
     /// Replaces a closed connection by a new one to the same server, with
     /// the same settings (prepared statements are prepared again).
     pub fn reopen(&mut self) -> Result<()> {
-        *self = PgConn::connect(&self.config, self.sync_full)?;
+        let config = self.config.clone();
+        *self = PgConn::connect(&config, self.sync_full)?;
         tracing::info!("postgres connection reopened");
         Ok(())
     }
