@@ -42,6 +42,29 @@ pub fn product_of(spec: &crate::spec::EndpointSpec) -> &'static str {
 /// Decimal places of every charge.
 pub const CHARGE_DP: u32 = 8;
 
+/// The largest balance a user may hold (USD 10^15): far inside the decimal
+/// range with its 8 places, so no sum of balances, holds and charges can
+/// overflow. A grant that would pass it is refused (400).
+pub const MAX_BALANCE: Decimal = Decimal::from_parts(0xA4C6_8000, 0x38D7E, 0, false, 0);
+
+/// Why a grant of credit is refused: its amount, or the balance it would
+/// make, is not a positive decimal up to [`MAX_BALANCE`] with at most
+/// [`CHARGE_DP`] places.
+pub fn check_grant(balance: Decimal, amount: Decimal) -> Result<Decimal, String> {
+    if amount <= Decimal::ZERO {
+        return Err("amount: a positive decimal is required".into());
+    }
+    if amount.scale() > CHARGE_DP && amount.normalize().scale() > CHARGE_DP {
+        return Err(format!("amount: at most {CHARGE_DP} decimal places"));
+    }
+    match balance.checked_add(amount) {
+        Some(after) if after <= MAX_BALANCE => Ok(after),
+        _ => Err(format!(
+            "amount: the balance would exceed the largest balance allowed ({MAX_BALANCE})"
+        )),
+    }
+}
+
 /// The charge of an upstream cost: `raw` × (1 + `markup_pct` / 100),
 /// rounded half away from zero to [`CHARGE_DP`] places. Every charge the
 /// gateway makes goes through it: the voice API's prices ([`Prices::charge`])
@@ -272,6 +295,18 @@ mod tests {
                 .charged_str(),
             "0.00007407"
         );
+    }
+
+    #[test]
+    fn grants_are_checked_never_overflow() {
+        assert_eq!(MAX_BALANCE, d("1000000000000000"));
+        assert_eq!(check_grant(d("1"), d("2")), Ok(d("3")));
+        assert!(check_grant(Decimal::ZERO, Decimal::MAX).is_err());
+        assert!(check_grant(d("1"), d("79228162514264337593543950335")).is_err());
+        assert!(check_grant(MAX_BALANCE, d("0.00000001")).is_err());
+        assert!(check_grant(Decimal::ZERO, d("0")).is_err());
+        assert!(check_grant(Decimal::ZERO, d("0.000000001")).is_err());
+        assert_eq!(check_grant(Decimal::ZERO, d("1.500000000")), Ok(d("1.5")));
     }
 
     #[test]

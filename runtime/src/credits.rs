@@ -50,16 +50,16 @@ pub fn token_cost(p: &Provider, m: &Model, input: u64, output: u64) -> Decimal {
     with_markup(raw_token_cost(m, input, output), p.markup_pct)
 }
 
+/// The most a request's [`crate::bounds::Bound`] can cost on `m` of `p`
+/// (its tokens and its images), markup included: what is held.
+pub fn bound_cost(p: &Provider, m: &Model, b: &crate::bounds::Bound) -> Decimal {
+    token_cost(p, m, b.input, b.output) + image_cost(p, m, b.images)
+}
+
 fn raw_token_cost(m: &Model, input: u64, output: u64) -> Decimal {
     let i = m.input_per_mtok.unwrap_or_default() * Decimal::from(input) / MTOK;
     let o = m.output_per_mtok.unwrap_or_default() * Decimal::from(output) / MTOK;
     i + o
-}
-
-/// An upper bound of a prompt's tokens: every token covers at least one
-/// byte of text, plus a few per message for the chat format.
-pub fn prompt_bound(text_bytes: usize, messages: usize) -> u64 {
-    text_bytes as u64 + 4 * messages as u64 + 8
 }
 
 /// A live credit hold: settled ([`Hold::into_release`]), kept by a job
@@ -158,6 +158,9 @@ pub struct Settle {
     pub model: Model,
     pub byok: bool,
     pub hold: Option<Hold>,
+    /// What the request could make the provider do: reported tokens and
+    /// images are billed at most at it ([`crate::bounds::Bound`]).
+    pub bound: Option<crate::bounds::Bound>,
 }
 
 impl Settle {
@@ -172,6 +175,7 @@ impl Settle {
             model: m.clone(),
             byok,
             hold,
+            bound: None,
         }
     }
 
@@ -179,6 +183,10 @@ impl Settle {
     /// the hold, to be committed together. The charge never exceeds the
     /// hold, so concurrent requests cannot overdraw a balance.
     pub fn records(self, input: u64, output: u64, counted: bool, ended: &str) -> Vec<Record> {
+        let (input, output) = match &self.bound {
+            Some(b) => b.tokens(input, output),
+            None => (input, output),
+        };
         let raw = raw_token_cost(&self.model, input, output);
         let priced = self.model.input_per_mtok.is_some() || self.model.output_per_mtok.is_some();
         let tokens = Usage {
@@ -194,6 +202,7 @@ impl Settle {
 
     /// The records of `n` images at the model's `per_image` price.
     pub fn image_records(self, n: u64) -> Vec<Record> {
+        let n = self.bound.map_or(n, |b| b.images(n));
         let raw = self.model.per_image.map(|p| p * Decimal::from(n));
         let usage = Usage {
             unit: "images",
@@ -231,6 +240,7 @@ impl Settle {
             model,
             byok,
             hold,
+            bound: _,
         } = self;
         let mut charged = usage
             .raw_cost

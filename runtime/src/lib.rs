@@ -55,6 +55,7 @@ pub mod audio;
 pub mod auth;
 pub mod billing;
 pub mod body;
+pub mod bounds;
 pub mod callbacks;
 pub mod cluster;
 pub mod config;

@@ -230,6 +230,7 @@ async fn finish(
         model: m.clone(),
         byok: false,
         hold: None,
+        bound: None,
     };
     let mut records = vec![Record::Asset(AssetRecord {
         owner_id: Some(job.user_id),

@@ -231,6 +231,7 @@ pub fn run(command: Command) -> CliResult {
                     if amount <= rust_decimal::Decimal::ZERO {
                         return Err("amount must be positive".into());
                     }
+                    runtime::billing::check_grant(store.balance(user)?, amount)?;
                     let balance =
                         store.grant_credit(user, amount, Some("gateway credits grant"))?;
                     println!("{}", runtime::billing::format_money(balance));

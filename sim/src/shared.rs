@@ -51,6 +51,9 @@ pub struct Shared {
     pub client: reqwest::Client,
     /// Delay between server-sent events of streamed completions (ms).
     pub stream_delay_ms: std::sync::atomic::AtomicU64,
+    /// Count prompt tokens as the worst byte-level tokenizer would
+    /// ([`crate::openai::tokens`]); words otherwise.
+    pub strict_tokens: std::sync::atomic::AtomicBool,
     /// Rendered synthesis audio.
     pub audio_cache: Mutex<HashMap<AudioKey, Arc<Rendered>>>,
     /// Webhook delivery records (see [`crate::webhook`]).
@@ -75,6 +78,7 @@ impl Shared {
             faults: Default::default(),
             client,
             stream_delay_ms: std::sync::atomic::AtomicU64::new(15),
+            strict_tokens: std::sync::atomic::AtomicBool::new(false),
             audio_cache: Mutex::new(HashMap::new()),
             webhooks: Mutex::new(Vec::new()),
             shutdown: watch::channel(false).0,

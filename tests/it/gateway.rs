@@ -372,17 +372,19 @@ async fn insufficient_credit_is_402_with_no_upstream_call() {
     let a = env.api("/chat/completions", chat_body("hi")).await;
     assert_eq!(envelope(&a, 402), "Insufficient credits for this request");
     assert_eq!(a.header("x-credits-available"), Some("0.00000000"));
-    // 14 prompt-bound tokens and 8192 output tokens: (14*2 + 8192*8) / 1e6 * 1.2
-    assert_eq!(a.header("x-credits-required"), Some("0.07867680"));
+    // 58 prompt-bound tokens (the upstream body's 46 bytes of JSON text,
+    // 4 for the message, 8 for the request) and 8192 output tokens:
+    // (58*2 + 8192*8) / 1e6 * 1.2
+    assert_eq!(a.header("x-credits-required"), Some("0.07878240"));
     env.assert_no_upstream_call().await;
     assert!(env.usage().is_empty());
     // max_tokens bounds the hold: enough credit for it passes.
-    env.grant("0.001");
+    env.grant("0.0012");
     let mut body = chat_body("hi");
     body["max_tokens"] = json!(100);
     env.api("/chat/completions", body).await.expect(200);
     // So does OpenAI's newer `max_completion_tokens`.
-    env.grant("0.001");
+    env.grant("0.0012");
     let mut body = chat_body("hi");
     body["max_completion_tokens"] = json!(100);
     env.api("/chat/completions", body).await.expect(200);
@@ -391,8 +393,10 @@ async fn insufficient_credit_is_402_with_no_upstream_call() {
 #[tokio::test]
 async fn concurrent_requests_never_overdraw_a_balance() {
     let env = llm_env(|_| {}).await;
-    // Each request holds (14*2 + 100*8) / 1e6 * 1.2 = 0.0009936: three fit.
-    env.grant("0.003");
+    // Each request holds (89*2 + 100*8) / 1e6 * 1.2 = 0.0011736 (89: the
+    // upstream body's JSON text, 4 for the message, 8 for the request):
+    // three fit.
+    env.grant("0.004");
     env.sim_config(json!({"stream_delay_ms": 20})).await;
     let mut tasks = Vec::new();
     for _ in 0..8 {
@@ -431,7 +435,7 @@ async fn concurrent_requests_never_overdraw_a_balance() {
     assert_eq!(rows.len(), 3);
     assert!(env.balance() >= Decimal::ZERO, "{}", env.balance());
     // 1 prompt + 100 completion tokens counted each: 0.0009624 each.
-    assert_eq!(env.balance(), d("0.003") - d("0.0009624") * d("3"));
+    assert_eq!(env.balance(), d("0.004") - d("0.0009624") * d("3"));
     assert_eq!(env.store().held(env.user_id).unwrap(), Decimal::ZERO);
 }
 

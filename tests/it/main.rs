@@ -20,6 +20,7 @@ mod forwarding;
 mod gate;
 mod gateway;
 mod hardening;
+mod integrity;
 mod isolation;
 mod layout;
 mod media;

@@ -82,6 +82,10 @@ pub async fn credits(
     .ok_or_else(|| ApiError::BadRequest("amount: a positive decimal is required".into()))?;
     let u = target(ctx, params).await?;
     let id = u.id;
+    // Checked before the transaction (400); the store checks again inside
+    // it, so a concurrent grant fails cleanly, never overflows.
+    let before = ctx.gw.store.blocking(move |s| s.balance(id)).await?;
+    crate::billing::check_grant(before, amount).map_err(ApiError::BadRequest)?;
     let balance = ctx
         .gw
         .store

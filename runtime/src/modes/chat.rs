@@ -12,17 +12,17 @@ use rust_decimal::prelude::ToPrimitive;
 use serde_json::{json, Map, Value};
 
 use super::{prepare_model_call, Prepared};
+use crate::body;
 use crate::ctx::{Ctx, Later, Outcome, Settlement};
 use crate::errors::ApiError;
 use crate::providers::{ModelType, Op};
 use crate::relay::Relay;
 use crate::router::Request;
 use crate::spec::PathParams;
-use crate::{body, credits};
 
 /// Output tokens held for when neither `max_tokens` nor the model's
 /// context window bounds the reply.
-pub const DEFAULT_MAX_OUTPUT: u64 = 4096;
+pub const DEFAULT_MAX_OUTPUT: u64 = crate::bounds::DEFAULT_MAX_OUTPUT;
 
 /// Time allowed to a whole streamed answer (idleness is bounded apart).
 const STREAM_LIFETIME: Duration = Duration::from_secs(6 * 3600);
@@ -89,22 +89,20 @@ fn usage_field(u: &Value, k: &str) -> Option<u64> {
 /// `chat` (`chat = true`) and `completion`.
 pub async fn complete(ctx: &mut Ctx, req: Request, chat: bool) -> Result<Outcome, ApiError> {
     let body = super::read_body(ctx, req).await?;
-    let (bytes, messages) = prompt_size(&body, chat)?;
+    let (bytes, _messages) = prompt_size(&body, chat)?;
     let (want, op) = if chat {
         (ModelType::Chat, Op::Chat)
     } else {
         (ModelType::Completion, Op::Completion)
     };
     let stream = body.get("stream") == Some(&Value::Bool(true));
-    let prompt_bound = credits::prompt_bound(bytes, messages);
-    // Newer OpenAI clients send `max_completion_tokens` instead.
-    let max_out = body
-        .get("max_tokens")
-        .or_else(|| body.get("max_completion_tokens"))
-        .and_then(Value::as_u64);
-    let Prepared { call, settle } = prepare_model_call(ctx, body, want, op, |p, m| {
-        let out = max_out.or(m.context_window).unwrap_or(DEFAULT_MAX_OUTPUT);
-        credits::token_cost(p, m, prompt_bound, out)
+    // The hold: everything the upstream body asks for ([`crate::bounds`]).
+    let Prepared { call, settle } = prepare_model_call(ctx, body, want, op, |m, up| {
+        if chat {
+            crate::bounds::chat(up, m.context_window)
+        } else {
+            crate::bounds::completion(up, m.context_window)
+        }
     })
     .await?;
     if !stream {

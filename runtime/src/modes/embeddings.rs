@@ -8,11 +8,11 @@ use rust_decimal::prelude::ToPrimitive;
 use serde_json::{json, Value};
 
 use super::{prepare_model_call, Prepared};
+use crate::body;
 use crate::ctx::{Ctx, Outcome, Settlement};
 use crate::errors::ApiError;
 use crate::providers::{ModelType, Op};
 use crate::router::Request;
-use crate::{body, credits};
 
 /// Bytes of the texts and how many there are; 400 unless a non-empty
 /// string or list of strings.
@@ -50,11 +50,10 @@ pub async fn embed(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
         (None, Some(i)) => ("input", i),
         (None, None) => return Err(ApiError::BadRequest("text: required".into())),
     };
-    let (bytes, items) = texts_size(value, field)?;
-    let bound = credits::prompt_bound(bytes, items);
+    let (bytes, _items) = texts_size(value, field)?;
     let Prepared { call, settle } =
-        prepare_model_call(ctx, body, ModelType::Embedding, Op::Embedding, |p, m| {
-            credits::token_cost(p, m, bound, 0)
+        prepare_model_call(ctx, body, ModelType::Embedding, Op::Embedding, |_, up| {
+            crate::bounds::embedding(up)
         })
         .await?;
     let answer = call.send().await?;

@@ -8,11 +8,11 @@ use http::StatusCode;
 use serde_json::Value;
 
 use super::{prepare_model_call, Prepared};
+use crate::body;
 use crate::ctx::{Ctx, Outcome, Settlement};
 use crate::errors::ApiError;
 use crate::providers::{ModelType, Op};
 use crate::router::Request;
-use crate::{body, credits};
 
 /// Retention of generated images.
 pub const IMAGE_RETENTION_DAYS: i64 = 7;
@@ -57,10 +57,9 @@ pub async fn generate(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> 
     if let Some(size) = body.get("size").and_then(Value::as_str) {
         check_size(size)?;
     }
-    let n = body.get("n").and_then(Value::as_u64).unwrap_or(1);
     let Prepared { call, settle } =
-        prepare_model_call(ctx, body, ModelType::Image, Op::Image, |p, m| {
-            credits::image_cost(p, m, n)
+        prepare_model_call(ctx, body, ModelType::Image, Op::Image, |_, up| {
+            crate::bounds::image(up)
         })
         .await?;
     let base_url = settle.provider.base_url.clone();

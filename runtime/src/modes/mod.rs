@@ -62,6 +62,7 @@ pub mod webhook;
 
 use serde_json::{Map, Value};
 
+use crate::bounds::Bound;
 use crate::credits::{self, Settle};
 use crate::ctx::{Ctx, Outcome};
 use crate::errors::ApiError;
@@ -163,34 +164,42 @@ pub(crate) fn call(
 }
 
 /// A model request ready to send: the call to the provider (with our key
-/// or the caller's BYOK key) and what settles it.
+/// or the caller's BYOK key) and what settles it (with what the request
+/// can make the provider do, [`crate::bounds`]).
 pub(crate) struct Prepared {
     pub call: Call,
     pub settle: Settle,
 }
 
-/// Resolves the body's `model` (of type `want`), chooses the key (the
-/// caller's `byok_api_key` for this call only, else the provider's), holds
-/// the request's maximum cost (`max_cost`; nothing with BYOK: 402 when it
-/// does not fit) and builds the upstream call of `op` from the body.
+/// Resolves the body's `model` (of type `want`), builds the upstream body
+/// of `op` (`additional_params` merged in, never over a field the gateway
+/// prices: 400), computes the request's bound from that body (`bound`;
+/// 400 naming a field that would raise the work past it), chooses the key
+/// (the caller's `byok_api_key` for this call only, else the provider's)
+/// and holds the bound's cost (nothing with BYOK: 402 when it does not fit).
 pub(crate) async fn prepare_model_call(
     ctx: &Ctx,
     body: Map<String, Value>,
     want: ModelType,
     op: Op,
-    max_cost: impl FnOnce(&Provider, &Model) -> rust_decimal::Decimal,
+    bound: impl FnOnce(&Model, &Map<String, Value>) -> Result<Bound, ApiError>,
 ) -> Result<Prepared, ApiError> {
-    let (settle, key) = pick_model(
-        ctx,
-        body.get("model").and_then(Value::as_str),
-        body.get("byok_api_key").and_then(Value::as_str),
-        want,
-        max_cost,
-    )
+    crate::bounds::check_additional_params(&body)?;
+    let name = body.get("model").and_then(Value::as_str).map(str::to_owned);
+    let byok = body
+        .get("byok_api_key")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    let (p, m) = ctx.gw.providers.resolve(name.as_deref(), want)?;
+    let upstream_body = p.adapter.request(op, &m.id, body);
+    let bound = bound(m, &upstream_body)?;
+    let (mut settle, key) = pick_model(ctx, name.as_deref(), byok.as_deref(), want, |p, m| {
+        credits::bound_cost(p, m, &bound)
+    })
     .await?;
+    settle.bound = Some(bound);
     let p = &settle.provider;
     let path = p.adapter.path(op);
-    let upstream_body = p.adapter.request(op, &settle.model.id, body);
     let call = ctx
         .gw
         .upstream

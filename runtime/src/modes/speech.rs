@@ -66,6 +66,7 @@ pub async fn speak(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
     if input.trim().is_empty() {
         return Err(ApiError::BadRequest("input: must not be empty".into()));
     }
+    crate::bounds::check_additional_params(&body)?;
     let chars = input.chars().count();
     let speed = body.get("speed").and_then(Value::as_f64).unwrap_or(1.0);
     let (settle, key) = pick_model(

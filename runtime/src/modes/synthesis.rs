@@ -16,12 +16,13 @@
 //! | `billing` | `{"unit": "audio_seconds", "quantity": <seconds>, "charged": "<8 places>"}` |
 //! | `resemble_url` | the upstream's own URL of the audio, only when it gave one |
 //!
-//! The billed seconds are the upstream's `duration`, or measured from the
-//! audio itself ([`crate::audio`]) when it gives none or gives one that is
-//! negative or non-finite (rejected and logged by
-//! [`crate::billing::quantity_from_upstream`]; never billed as a credit);
-//! when the audio cannot be measured either, the answer is 502 and nothing
-//! is billed.
+//! The billed seconds are measured from the audio itself ([`crate::audio`]);
+//! the upstream's `duration` is billed when it is at most that (a negative
+//! or non-finite one is rejected and logged by
+//! [`crate::billing::quantity_from_upstream`], never billed as a credit; a
+//! longer one is billed at the measured length and logged at error level,
+//! [`crate::bounds::measured_at_most`]); when the audio cannot be measured,
+//! the answer is 502 and nothing is billed.
 
 use base64::Engine;
 use serde_json::{json, Value};
@@ -134,24 +135,28 @@ fn take_audio(raw: &mut Value) -> Result<(String, Vec<u8>), ApiError> {
     Ok((audio_content, audio))
 }
 
-/// The seconds billed: the upstream's `duration`, else the audio measured.
-/// A negative or non-finite `duration` is rejected (logged) and the audio
-/// measured instead, as when there is none.
+/// The seconds billed: the audio measured; the upstream's `duration` is
+/// believed only up to it ([`crate::bounds::measured_at_most`]: a longer
+/// one is billed at the measured length and logged at error). A negative
+/// or non-finite `duration` is rejected (logged), as when there is none.
+/// Audio that cannot be measured: 502, nothing billed.
 async fn billed_seconds(
     raw: &Value,
     audio: &[u8],
     ext: &str,
 ) -> Result<rust_decimal::Decimal, ApiError> {
-    if let Some(d) = quantity_from_upstream("duration", raw.get("duration")).valid() {
-        return Ok(d);
-    }
+    let reported = quantity_from_upstream("duration", raw.get("duration")).valid();
     let bytes = audio.to_vec();
     let ext = ext.to_owned();
-    tokio::task::spawn_blocking(move || crate::audio::duration_seconds(bytes, &ext))
+    let measured = tokio::task::spawn_blocking(move || crate::audio::duration_seconds(bytes, &ext))
         .await
         .ok()
-        .flatten()
-        .ok_or_else(|| ApiError::BadGateway("the voice provider answered synthesis without a duration, and the audio could not be measured".into()))
+        .flatten();
+    crate::bounds::measured_at_most(reported, measured).ok_or_else(|| {
+        ApiError::BadGateway(
+            "the voice provider answered synthesis with audio that could not be measured".into(),
+        )
+    })
 }
 
 /// The answer's JSON with `audio_content` first. It is spliced in as it

@@ -193,6 +193,8 @@ pub async fn transcribe(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError
             .valid()
             .or_else(|| quantity_from_upstream("duration", v.get("duration")).valid())
     });
+    // Unmeasured audio: the provider's figure, at most the hold's bound.
+    let reported = reported.map(|r| crate::bounds::reported_at_most("seconds", r, bound));
     let seconds = match measured.or(reported) {
         Some(s) => s,
         None => {

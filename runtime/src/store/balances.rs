@@ -114,7 +114,10 @@ impl Balances {
         note: Option<&str>,
         at: &str,
     ) -> Result<Decimal> {
-        let after = self.balance(tx, user_id, at)? + amount;
+        let after = self
+            .balance(tx, user_id, at)?
+            .checked_add(amount)
+            .ok_or_else(|| overflow(user_id))?;
         let account = self.account(user_id);
         account.balance = after;
         account.dirty = true;
@@ -165,7 +168,7 @@ impl Balances {
                 h
             }
         };
-        let available = balance - held;
+        let available = balance.checked_sub(held).ok_or_else(|| overflow(user_id))?;
         if available < amount {
             return Ok(Reserved::Insufficient { balance, available });
         }
@@ -173,7 +176,8 @@ impl Balances {
             "INSERT INTO credit_holds (request_id, user_id, amount, created_at, instance) VALUES (?1, ?2, ?3, ?4, ?5)",
             p![request_id, user_id, amount.to_string(), at, self.instance],
         )?;
-        self.account(user_id).held = Some(held + amount);
+        self.account(user_id).held =
+            Some(held.checked_add(amount).ok_or_else(|| overflow(user_id))?);
         Ok(Reserved::Held)
     }
 
@@ -190,7 +194,9 @@ impl Balances {
                 .get_mut(&user_id)
                 .and_then(|a| a.held.as_mut())
             {
-                *held -= super::sql::parse_dec(&amount)?;
+                *held = held
+                    .checked_sub(super::sql::parse_dec(&amount)?)
+                    .ok_or_else(|| overflow(user_id))?;
             }
         }
         Ok(())
@@ -221,5 +227,16 @@ pub(super) fn sum_holds(db: &mut Db<'_>, user_id: i64) -> Result<Decimal> {
         p![user_id, stale, super::rfc3339(now)],
         |r| r.dec(0),
     )?;
-    Ok(amounts.into_iter().sum())
+    amounts
+        .into_iter()
+        .try_fold(Decimal::ZERO, Decimal::checked_add)
+        .ok_or_else(|| overflow(user_id))
+}
+
+/// Decimal arithmetic on balances is checked: an overflow fails the
+/// transaction (rolled back), never panics inside it.
+fn overflow(user_id: i64) -> super::StoreError {
+    super::StoreError::msg(format!(
+        "the balance or holds of user {user_id} would overflow the decimal range"
+    ))
 }

@@ -591,6 +591,34 @@ mod tests {
         })
     }
 
+    /// N5: a panic inside a transaction rolls it back and is that
+    /// transaction's error; the database is not left locked, and a grant
+    /// that would overflow a balance fails cleanly (nothing written).
+    #[test]
+    fn a_panic_inside_a_transaction_leaves_no_lock_behind() {
+        use rust_decimal::Decimal;
+        let (_d, store) = temp_db();
+        let user = store.create_user("a@example.com", false).unwrap();
+        let r: Result<()> = store.transaction(|tx| {
+            tx.exec(
+                "UPDATE users SET email = 'x@example.com' WHERE id = ?1",
+                p![user],
+            )?;
+            panic!("boom");
+        });
+        assert!(r.unwrap_err().to_string().contains("boom"));
+        assert_eq!(store.user(user).unwrap().unwrap().email, "a@example.com");
+        store.grant_credit(user, Decimal::ONE, None).unwrap();
+        assert!(store.grant_credit(user, Decimal::MAX, None).is_err());
+        assert_eq!(store.balance(user).unwrap(), Decimal::ONE);
+        assert_eq!(store.ledger(user).unwrap().len(), 1);
+        // Every pooled connection still writes.
+        for _ in 0..8 {
+            store.grant_credit(user, Decimal::ONE, None).unwrap();
+        }
+        assert_eq!(store.balance(user).unwrap(), Decimal::from(9));
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn concurrent_commits_all_land() {
         let (_d, store) = temp_db();

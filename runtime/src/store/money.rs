@@ -61,7 +61,10 @@ impl Store {
         }
         self.transaction(|tx| {
             let mut balances = Balances::default();
-            let after = balances.apply(tx, user_id, amount, "grant", None, note, &now_rfc3339())?;
+            let at = now_rfc3339();
+            let before = balances.balance(tx, user_id, &at)?;
+            crate::billing::check_grant(before, amount).map_err(StoreError::msg)?;
+            let after = balances.apply(tx, user_id, amount, "grant", None, note, &at)?;
             balances.flush(tx)?;
             Ok(after)
         })

@@ -381,7 +381,22 @@ impl<'c> Db<'c> {
             Dialect::Sqlite => "BEGIN IMMEDIATE",
             Dialect::Postgres => "BEGIN",
         })?;
-        match f(self) {
+        // A panic inside the transaction must not leave it open on this
+        // (pooled or writer) connection, locking the database for everyone:
+        // it is rolled back and becomes this transaction's error.
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(self)))
+            .unwrap_or_else(|panic| {
+                let what = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_default();
+                tracing::error!(panic = %what, "a panic inside a database transaction; rolled back");
+                Err(super::StoreError::msg(format!(
+                    "a panic inside the transaction: {what}"
+                )))
+            });
+        match outcome {
             Ok(v) => {
                 // A connection lost with the COMMIT in flight leaves the
                 // outcome unknown: never to be retried as if nothing was written.

@@ -5,7 +5,7 @@
 //!
 //! | Method | Path | Notes |
 //! |---|---|---|
-//! | POST | `/v1/chat/completions` | `messages` required; `stream: true` answers server-sent events, one word per chunk ([`stream_delay_ms`](crate::shared::Shared::stream_delay_ms) apart), `stream_options.include_usage` adds a usage chunk; `max_tokens` sets the reply length (finish `length`) |
+//! | POST | `/v1/chat/completions` | `messages` required; `stream: true` answers server-sent events, one word per chunk ([`stream_delay_ms`](crate::shared::Shared::stream_delay_ms) apart), `stream_options.include_usage` adds a usage chunk; `max_tokens` sets the reply length (finish `length`); `n` choices (completions: `best_of` generated and billed); `usage.prompt_tokens` counts every field a provider counts ([`tokens`]) |
 //! | POST | `/v1/completions` | `prompt` required; same streaming rules |
 //! | POST | `/v1/embeddings` | `input` (or `text`): string or list; `dimensions` (default 16); deterministic unit vectors |
 //! | POST | `/v1/images/generations` | `prompt` required; `n` (1..10), `size`, `response_format` `url` (PNG under `/__sim/media`) or `b64_json` |
@@ -21,6 +21,7 @@
 //! The video job record lives in [`video`] (the store holds it); the routes
 //! and handlers are here.
 
+pub mod tokens;
 pub mod video;
 
 use std::convert::Infallible;
@@ -137,7 +138,7 @@ fn route_inner(sh: &Arc<Shared>, req: &Req) -> R {
     match (req.method.as_str(), segs.as_slice()) {
         ("POST", ["chat", "completions"]) => chat(sh, req, true),
         ("POST", ["completions"]) => chat(sh, req, false),
-        ("POST", ["embeddings"]) => embeddings(req),
+        ("POST", ["embeddings"]) => embeddings(sh, req),
         ("POST", ["images", "generations"]) => images(sh, req),
         ("POST", ["videos"]) => video_create(sh, req),
         ("GET", ["videos"]) => {
@@ -229,10 +230,6 @@ fn video_404(id: &str) -> Resp {
     )
 }
 
-fn words(s: &str) -> u64 {
-    s.split_whitespace().count() as u64
-}
-
 fn text_of(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
@@ -305,7 +302,33 @@ fn chat(sh: &Arc<Shared>, req: &Req, chat: bool) -> R {
         "stop"
     };
     let reply = reply_words(&prompt, n);
-    let usage = json!({"prompt_tokens": words(&prompt), "completion_tokens": n, "total_tokens": words(&prompt) + n as u64});
+    // `n` choices are answered; completions generate `best_of` upstream
+    // (billed, not all answered).
+    let choices = f
+        .get("n")
+        .and_then(Value::as_u64)
+        .unwrap_or(1)
+        .clamp(1, 128);
+    let generated = if chat {
+        choices
+    } else {
+        choices.max(
+            f.get("best_of")
+                .and_then(Value::as_u64)
+                .unwrap_or(1)
+                .clamp(1, 128),
+        )
+    };
+    let tok = tokens::Tokenizer {
+        strict: sh.strict_tokens.load(Ordering::Relaxed),
+    };
+    let prompt_tokens = if chat {
+        tok.chat(&Value::Object(f.clone()))
+    } else {
+        tok.texts(f.get("prompt").unwrap_or(&Value::Null))
+    };
+    let completion_tokens = n as u64 * generated;
+    let usage = json!({"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "total_tokens": prompt_tokens + completion_tokens});
     let (id, created) = (
         short_id(if chat { "chatcmpl-" } else { "cmpl-" }),
         unix_now(),
@@ -317,14 +340,18 @@ fn chat(sh: &Arc<Shared>, req: &Req, chat: bool) -> R {
     };
     if f.get("stream").and_then(Value::as_bool) != Some(true) {
         let text = reply.join(" ");
-        let choice = if chat {
-            json!({"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish, "logprobs": null})
-        } else {
-            json!({"index": 0, "text": text, "finish_reason": finish, "logprobs": null})
-        };
+        let all: Vec<Value> = (0..choices)
+            .map(|i| {
+                if chat {
+                    json!({"index": i, "message": {"role": "assistant", "content": text}, "finish_reason": finish, "logprobs": null})
+                } else {
+                    json!({"index": i, "text": text, "finish_reason": finish, "logprobs": null})
+                }
+            })
+            .collect();
         return Ok(json_response(
             StatusCode::OK,
-            &json!({"id": id, "object": object, "created": created, "model": model, "choices": [choice], "usage": usage}),
+            &json!({"id": id, "object": object, "created": created, "model": model, "choices": all, "usage": usage}),
         ));
     }
     let chunk_object = if chat {
@@ -395,7 +422,7 @@ fn sse(sh: &Arc<Shared>, events: Vec<Value>) -> Resp {
     r
 }
 
-fn embeddings(req: &Req) -> R {
+fn embeddings(sh: &Arc<Shared>, req: &Req) -> R {
     let f = fields(req)?;
     let input = f
         .get("input")
@@ -443,7 +470,10 @@ fn embeddings(req: &Req) -> R {
             json!({"object": "embedding", "index": i, "embedding": v})
         })
         .collect();
-    let tokens: u64 = texts.iter().map(|t| words(t)).sum();
+    let tokens = tokens::Tokenizer {
+        strict: sh.strict_tokens.load(Ordering::Relaxed),
+    }
+    .texts(input);
     Ok(json_response(
         StatusCode::OK,
         &json!({"object": "list", "data": data, "model": model, "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}),

@@ -1,0 +1,424 @@
+//! What a request can make a model provider do: the upper bound a credit
+//! hold is computed from (see README "Credits").
+//!
+//! The rule: the bound is computed from the body **actually sent upstream**
+//! (after `additional_params` are merged in by the adapter) and counts every
+//! byte that reaches the provider: messages of every role and part, `name`,
+//! `tool_calls`, `tools`, `functions`, `system`, `response_format` schemas,
+//! whatever field the caller adds. A byte-level tokenizer never makes more
+//! tokens than bytes, so one token per byte of JSON text (keys, strings,
+//! numbers) is an upper bound of any provider's count; an image part counts
+//! [`IMAGE_TOKENS`] (its provider's rule) instead of its URL or base64 bytes.
+//!
+//! Fields that raise the work past that bound are folded into it or refused
+//! with 400 naming the field: `max_tokens` / `max_completion_tokens` (the
+//! reply's length), `n` (choices; images: how many), `best_of`
+//! (completions generated upstream), `echo` (the prompt again in the reply).
+//! `additional_params` may not set a field the gateway prices or depends on
+//! ([`GATEWAY_PRICED`]): 400 naming it, before anything is held or called.
+//!
+//! A quantity the provider reports is then bounded by the hold's bound
+//! ([`Bound::tokens`], [`Bound::images`]): an implausible one is billed at
+//! the bound and logged at error level.
+//!
+//! The functions take the upstream body of any JSON model API, so a future
+//! `/api/v1/messages` (Anthropic's shape: `system`, `messages` of content
+//! blocks, `tools`, a required `max_tokens`) reuses [`messages`].
+
+use serde_json::{Map, Value};
+
+use crate::errors::ApiError;
+
+/// Tokens counted for one image part: the largest of the providers' rules we
+/// know (OpenAI high detail: 85 + 170 × 8 tiles = 1445; Anthropic: about
+/// 1.15 megapixels ÷ 750 ≈ 1600).
+pub const IMAGE_TOKENS: u64 = 1600;
+/// Tokens of the chat format per message (role markers, separators).
+pub const PER_MESSAGE_TOKENS: u64 = 4;
+/// Tokens of the chat format per request (the reply's priming).
+pub const PER_REQUEST_TOKENS: u64 = 8;
+/// Output tokens held for when neither `max_tokens` nor the model's
+/// context window bounds the reply.
+pub const DEFAULT_MAX_OUTPUT: u64 = 4096;
+/// Most choices (`n`, `best_of`) a request may ask for.
+pub const MAX_CHOICES: u64 = 128;
+/// Most images one request may ask for.
+pub const MAX_IMAGES: u64 = 10;
+
+/// Fields `additional_params` may not set: the gateway prices the request
+/// by them or depends on them (the answer's shape, its stream, its checks).
+pub const GATEWAY_PRICED: &[&str] = &[
+    "stream",
+    "stream_options",
+    "max_tokens",
+    "max_completion_tokens",
+    "max_output_tokens",
+    "n",
+    "best_of",
+    "echo",
+    "size",
+    "speed",
+    "input",
+    "prompt",
+    "messages",
+    "text",
+];
+
+/// What one request can make the provider do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Bound {
+    /// Input (prompt) tokens, at most.
+    pub input: u64,
+    /// Output tokens over every choice, at most.
+    pub output: u64,
+    /// Images, at most.
+    pub images: u64,
+}
+
+impl Bound {
+    /// Provider-reported tokens bounded by this bound: an implausible count
+    /// is billed at the bound and logged at error level.
+    pub fn tokens(&self, input: u64, output: u64) -> (u64, u64) {
+        (
+            self.at_most("input tokens", input, self.input),
+            self.at_most("output tokens", output, self.output),
+        )
+    }
+
+    /// A provider-reported image count bounded by this bound.
+    pub fn images(&self, n: u64) -> u64 {
+        self.at_most("images", n, self.images)
+    }
+
+    fn at_most(&self, what: &'static str, reported: u64, bound: u64) -> u64 {
+        if reported > bound {
+            tracing::error!(
+                what,
+                reported,
+                bound,
+                "the provider reported more than the request could produce; billing the bound"
+            );
+            bound
+        } else {
+            reported
+        }
+    }
+}
+
+/// Seconds of audio to bill: the provider's `reported` figure bounded by
+/// what the gateway `measured` of the audio itself. A reported length
+/// beyond the measured one (by more than a millisecond of rounding) is
+/// implausible: billed at the measured length, logged at error level.
+/// `None` when nothing was measured (the caller answers 502: a reported
+/// figure alone is never billed).
+pub fn measured_at_most(
+    reported: Option<rust_decimal::Decimal>,
+    measured: Option<rust_decimal::Decimal>,
+) -> Option<rust_decimal::Decimal> {
+    let measured = measured?;
+    match reported {
+        Some(r) if r > measured + rust_decimal::Decimal::new(1, 3) => {
+            tracing::error!(%r, %measured, "the provider reported more seconds than the audio holds; billing the measured length");
+            Some(measured)
+        }
+        Some(r) => Some(r),
+        None => Some(measured),
+    }
+}
+
+/// A decimal quantity the provider reported, bounded by what the request
+/// could produce: beyond `bound`, billed at the bound, logged at error.
+pub fn reported_at_most(
+    what: &'static str,
+    reported: rust_decimal::Decimal,
+    bound: rust_decimal::Decimal,
+) -> rust_decimal::Decimal {
+    if reported > bound {
+        tracing::error!(what, %reported, %bound, "the provider reported more than the request could produce; billing the bound");
+        bound
+    } else {
+        reported
+    }
+}
+
+/// 400 when `additional_params` sets a field of [`GATEWAY_PRICED`].
+pub fn check_additional_params(body: &Map<String, Value>) -> Result<(), ApiError> {
+    match body.get("additional_params") {
+        None | Some(Value::Null) => Ok(()),
+        Some(Value::Object(extra)) => match GATEWAY_PRICED.iter().find(|f| extra.contains_key(**f)) {
+            Some(f) => Err(ApiError::BadRequest(format!(
+                "additional_params.{f}: may not be set in additional_params (the gateway prices the request by it); give it as a field of the request"
+            ))),
+            None => Ok(()),
+        },
+        Some(_) => Err(ApiError::BadRequest(
+            "additional_params: must be an object".into(),
+        )),
+    }
+}
+
+/// Tokens of everything in `v` that reaches the provider: one per byte of
+/// its JSON text (keys, strings as escaped, numbers, punctuation: at least
+/// what any provider renders a schema or an argument to),
+/// [`IMAGE_TOKENS`] per image part instead of its URL or base64 bytes.
+pub fn counted_tokens(v: &Value) -> u64 {
+    match v {
+        Value::Null => 4,
+        Value::Bool(b) => 4 + u64::from(!*b),
+        Value::Number(n) => n.to_string().len() as u64,
+        Value::String(s) => string_len(s),
+        Value::Array(items) => items
+            .iter()
+            .map(|v| counted_tokens(v) + 1)
+            .fold(2u64, u64::saturating_add),
+        Value::Object(o) if is_image(o) => IMAGE_TOKENS,
+        Value::Object(o) => o
+            .iter()
+            .map(|(k, v)| string_len(k) + 2 + counted_tokens(v))
+            .fold(2u64, u64::saturating_add),
+    }
+}
+
+/// Bytes of `s` as a JSON string: quotes and escapes included.
+fn string_len(s: &str) -> u64 {
+    let escapes: u64 = s
+        .bytes()
+        .map(|b| match b {
+            b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 1,
+            0..=0x1f => 5,
+            _ => 0,
+        })
+        .sum();
+    s.len() as u64 + 2 + escapes
+}
+
+/// An image part: OpenAI's `{"type": "image_url", "image_url": ...}` or
+/// `{"type": "input_image", ...}`, Anthropic's `{"type": "image", "source": ...}`.
+fn is_image(o: &Map<String, Value>) -> bool {
+    matches!(
+        o.get("type").and_then(Value::as_str),
+        Some("image_url" | "image" | "input_image")
+    )
+}
+
+/// The whole upstream body's tokens except the model's name (which the
+/// gateway chose), plus the chat format's overhead per message.
+fn input_tokens(body: &Map<String, Value>) -> u64 {
+    let messages = body
+        .get("messages")
+        .and_then(Value::as_array)
+        .map_or(0, |m| m.len() as u64);
+    body.iter()
+        .filter(|(k, _)| k.as_str() != "model")
+        .map(|(k, v)| string_len(k) + 2 + counted_tokens(v))
+        .fold(0u64, u64::saturating_add)
+        .saturating_add(PER_MESSAGE_TOKENS * messages + PER_REQUEST_TOKENS)
+}
+
+/// An optional field that must be a whole number in `range`; 400 naming it.
+fn whole(
+    body: &Map<String, Value>,
+    field: &str,
+    range: std::ops::RangeInclusive<u64>,
+) -> Result<Option<u64>, ApiError> {
+    match body.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => v
+            .as_u64()
+            .filter(|n| range.contains(n))
+            .map(Some)
+            .ok_or_else(|| {
+                ApiError::BadRequest(format!(
+                    "{field}: must be a whole number from {} to {}",
+                    range.start(),
+                    range.end()
+                ))
+            }),
+    }
+}
+
+/// `stream`, when given, must be a boolean (a provider reading `"true"` as
+/// true would stream an answer the gateway does not relay).
+fn check_stream(body: &Map<String, Value>) -> Result<(), ApiError> {
+    match body.get("stream") {
+        None | Some(Value::Null | Value::Bool(_)) => Ok(()),
+        Some(_) => Err(ApiError::BadRequest("stream: must be true or false".into())),
+    }
+}
+
+/// The reply's length per choice: the largest of the length fields given,
+/// else the model's context window, else [`DEFAULT_MAX_OUTPUT`].
+fn max_output(body: &Map<String, Value>, context_window: Option<u64>) -> Result<u64, ApiError> {
+    let mut given = None;
+    for f in ["max_tokens", "max_completion_tokens", "max_output_tokens"] {
+        if let Some(n) = whole(body, f, 0..=u32::MAX as u64)? {
+            given = Some(given.map_or(n, |g: u64| g.max(n)));
+        }
+    }
+    Ok(given.or(context_window).unwrap_or(DEFAULT_MAX_OUTPUT))
+}
+
+/// Chat completions (OpenAI's shape), from the upstream body.
+pub fn chat(body: &Map<String, Value>, context_window: Option<u64>) -> Result<Bound, ApiError> {
+    check_stream(body)?;
+    let choices = whole(body, "n", 1..=MAX_CHOICES)?.unwrap_or(1);
+    let per_choice = max_output(body, context_window)?;
+    Ok(Bound {
+        input: input_tokens(body),
+        output: per_choice.saturating_mul(choices),
+        images: 0,
+    })
+}
+
+/// Text completions, from the upstream body: `best_of` completions are
+/// generated (and billed) upstream; `echo` repeats the prompt in each.
+pub fn completion(
+    body: &Map<String, Value>,
+    context_window: Option<u64>,
+) -> Result<Bound, ApiError> {
+    check_stream(body)?;
+    let n = whole(body, "n", 1..=MAX_CHOICES)?.unwrap_or(1);
+    let best_of = whole(body, "best_of", 1..=MAX_CHOICES)?.unwrap_or(1);
+    let choices = n.max(best_of);
+    let input = input_tokens(body);
+    let mut per_choice = max_output(body, context_window)?;
+    match body.get("echo") {
+        None | Some(Value::Null | Value::Bool(false)) => {}
+        Some(Value::Bool(true)) => per_choice = per_choice.saturating_add(input),
+        Some(_) => {
+            return Err(ApiError::BadRequest("echo: must be true or false".into()));
+        }
+    }
+    Ok(Bound {
+        input,
+        output: per_choice.saturating_mul(choices),
+        images: 0,
+    })
+}
+
+/// Anthropic's Messages shape (`system`, `messages`, `tools`, `max_tokens`),
+/// from the upstream body: the bound a future `/api/v1/messages` holds.
+pub fn messages(body: &Map<String, Value>, context_window: Option<u64>) -> Result<Bound, ApiError> {
+    chat(body, context_window)
+}
+
+/// Embeddings, from the upstream body: every byte of `input` (a token array
+/// counts one per number, already below its text's bytes).
+pub fn embedding(body: &Map<String, Value>) -> Result<Bound, ApiError> {
+    Ok(Bound {
+        input: input_tokens(body),
+        output: 0,
+        images: 0,
+    })
+}
+
+/// Image generation, from the upstream body: `n` images (1 when absent).
+pub fn image(body: &Map<String, Value>) -> Result<Bound, ApiError> {
+    let n = whole(body, "n", 1..=MAX_IMAGES)?.unwrap_or(1);
+    Ok(Bound {
+        input: input_tokens(body),
+        output: 0,
+        images: n,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn obj(v: Value) -> Map<String, Value> {
+        v.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn every_field_counts_and_images_by_rule() {
+        let small = chat(
+            &obj(json!({"messages": [{"role": "user", "content": "hi"}]})),
+            None,
+        )
+        .unwrap();
+        let big = chat(
+            &obj(json!({"messages": [{"role": "user", "content": "hi", "name": "x".repeat(1000)}],
+                "tools": [{"type": "function", "function": {"name": "f", "description": "d".repeat(5000)}}]})),
+            None,
+        )
+        .unwrap();
+        assert!(big.input >= small.input + 6000, "{big:?} vs {small:?}");
+        let image = chat(
+            &obj(json!({"messages": [{"role": "user", "content": [
+                {"type": "image_url", "image_url": {"url": format!("data:image/png;base64,{}", "A".repeat(100_000))}}]}]})),
+            None,
+        )
+        .unwrap();
+        assert!(image.input >= IMAGE_TOKENS && image.input < 2 * IMAGE_TOKENS);
+    }
+
+    #[test]
+    fn counted_tokens_are_the_json_text_bytes() {
+        for v in [
+            json!({"a": "b\"c\n\u{1}", "n": [1, 2.5, null, true, false], "o": {}}),
+            json!(["é", "\\", ""]),
+        ] {
+            let (counted, text) = (counted_tokens(&v), v.to_string().len() as u64);
+            assert!(
+                counted >= text && counted <= text + 8,
+                "{v}: {counted} vs {text}"
+            );
+        }
+    }
+
+    #[test]
+    fn work_raising_fields_fold_or_refuse() {
+        let b = chat(
+            &obj(json!({"messages": [], "max_tokens": 10, "max_completion_tokens": 40, "n": 3})),
+            None,
+        )
+        .unwrap();
+        assert_eq!(b.output, 120);
+        let b = completion(
+            &obj(json!({"prompt": "x", "max_tokens": 10, "best_of": 5, "n": 2})),
+            None,
+        )
+        .unwrap();
+        assert_eq!(b.output, 50);
+        let b = chat(&obj(json!({"messages": []})), Some(8192)).unwrap();
+        assert_eq!(b.output, 8192);
+        for (bad, field) in [
+            (json!({"n": 0}), "n:"),
+            (json!({"n": "3"}), "n:"),
+            (json!({"max_tokens": 1.5}), "max_tokens:"),
+            (json!({"max_tokens": -1}), "max_tokens:"),
+            (json!({"stream": "true"}), "stream:"),
+        ] {
+            let e = chat(&obj(bad.clone()), None).unwrap_err();
+            assert!(e.to_string().contains(field), "{bad}: {e}");
+        }
+        assert!(image(&obj(json!({"n": 11}))).is_err());
+        assert_eq!(image(&obj(json!({"n": 4}))).unwrap().images, 4);
+    }
+
+    #[test]
+    fn additional_params_may_not_set_priced_fields() {
+        for f in ["max_tokens", "stream", "n", "best_of"] {
+            let e =
+                check_additional_params(&obj(json!({"additional_params": {f: 1}}))).unwrap_err();
+            assert!(e.to_string().contains(&format!("additional_params.{f}")));
+        }
+        assert!(check_additional_params(&obj(
+            json!({"additional_params": {"seed": 1, "tools": []}})
+        ))
+        .is_ok());
+    }
+
+    #[test]
+    fn reported_quantities_are_bounded() {
+        let b = Bound {
+            input: 10,
+            output: 20,
+            images: 2,
+        };
+        assert_eq!(b.tokens(5, 50), (5, 20));
+        assert_eq!(b.images(9), 2);
+    }
+}
