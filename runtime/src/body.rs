@@ -1,4 +1,5 @@
-//! The response body type shared by every handler, and the JSON answer.
+//! The request and response types every handler sees, the response body
+//! type, and the JSON answer.
 
 use bytes::Bytes;
 use http_body_util::{combinators::BoxBody, BodyExt, Empty, Full};
@@ -8,6 +9,11 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// Response body: a full buffer or a stream, boxed.
 pub type Body = BoxBody<Bytes, BoxError>;
+
+/// Request type handlers receive.
+pub type Request = http::Request<hyper::body::Incoming>;
+/// Response type handlers produce.
+pub type Response = http::Response<Body>;
 
 /// A body holding these bytes.
 pub fn full(bytes: impl Into<Bytes>) -> Body {

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::Gateway;
+use crate::services::Gateway;
 
 /// Delays before each retry (the first attempt is immediate).
 pub const BACKOFF: &[Duration] = &[

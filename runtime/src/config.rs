@@ -674,12 +674,25 @@ fn host_is_private(url: &str) -> Option<bool> {
     let host = parsed.host_str()?;
     let bare = host.trim_start_matches('[').trim_end_matches(']');
     Some(match bare.parse::<std::net::IpAddr>() {
-        Ok(ip) => crate::fetch::is_private(ip),
+        Ok(ip) => crate::net::is_private(ip),
         Err(_) => {
             let d = bare.trim_end_matches('.').to_ascii_lowercase();
             d == "localhost" || d.ends_with(".localhost")
         }
     })
+}
+
+impl Config {
+    /// The provider's part of the configuration, which the upstream client
+    /// is built from.
+    pub fn upstream_settings(&self) -> crate::upstream::Settings<'_> {
+        crate::upstream::Settings {
+            api_key: self.provider_api_key.as_deref(),
+            base_url: &self.provider_base_url,
+            synth_url: &self.provider_synth_url,
+            timeout: self.upstream_timeout,
+        }
+    }
 }
 
 #[cfg(test)]

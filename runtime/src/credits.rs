@@ -40,8 +40,8 @@ use crate::billing::with_markup;
 use crate::ctx::Ctx;
 use crate::errors::ApiError;
 use crate::providers::{Model, Provider};
+use crate::services::Gateway;
 use crate::store::{ModelUsageRecord, OutsideRecordPhase, Record, Reserved, UsageRecord};
-use crate::Gateway;
 
 const MTOK: Decimal = Decimal::from_parts(1_000_000, 0, 0, false, 0);
 

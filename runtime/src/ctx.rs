@@ -10,11 +10,11 @@ use std::time::Instant;
 use rand::RngCore;
 
 use crate::billing::Charge;
+use crate::body::Response;
 use crate::errors::ApiError;
-use crate::router::Response;
+use crate::services::Gateway;
 use crate::spec::{self, EndpointSpec, JobKind};
 use crate::store::{Record, UsageRecord, User};
-use crate::Gateway;
 
 /// `res_` + 24 hex characters: the id of every request (spec §2's `request_id`).
 pub fn new_request_id() -> String {

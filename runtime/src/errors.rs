@@ -14,7 +14,7 @@ use http::{header, HeaderValue, StatusCode};
 use serde_json::json;
 
 use crate::body;
-use crate::router::Response;
+use crate::body::Response;
 use crate::spec::ErrorFormat;
 
 /// Everything that can go wrong in a request, by origin.

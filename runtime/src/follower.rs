@@ -44,9 +44,9 @@ use tokio::task::JoinSet;
 use crate::ctx::{charge_of, new_request_id};
 use crate::errors::ApiError;
 use crate::progress::{item_of, observe};
+use crate::services::Gateway;
 use crate::spec::{JobKind, PathParams};
 use crate::store::{rfc3339, JobRow, OutsideRecordPhase, Record};
-use crate::Gateway;
 
 /// A job older than this is no longer followed.
 pub const MAX_AGE: Duration = Duration::from_secs(24 * 3600);

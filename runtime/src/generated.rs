@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use crate::errors::ApiError;
 use crate::objects::ByteStream;
+use crate::services::Gateway;
 use crate::store::{rfc3339, AssetRecord, Record};
-use crate::Gateway;
 
 /// Validity of the presigned URL answered (spec §8).
 pub const URL_VALIDITY: Duration = Duration::from_secs(3600);

@@ -20,7 +20,7 @@ use std::io::{Read, Seek, Write};
 use std::path::Path;
 use std::time::Duration;
 
-use crate::Gateway;
+use crate::store::Store;
 
 /// The file keeping the instance id in the data directory.
 pub const INSTANCE_ID_FILE: &str = "instance-id";
@@ -82,20 +82,19 @@ impl Identity {
     }
 }
 
-/// Renews the lease every third of its length while the instance runs
-/// (started by `server::start` after `Store::start_instance`)
-/// (the identity, and its lock, live as long as this task). A failed
-/// renewal (the database unreachable) is retried at the next beat.
-pub async fn keep_lease(gw: Gateway, identity: Identity) {
-    let lease = gw.config.instance_lease;
+/// Renews the lease (`lease` long) of `identity` every third of its
+/// length while the instance runs (started by `server::start` after
+/// `Store::start_instance`; the identity, and its lock, live as long as
+/// this task). A failed renewal (the database unreachable) is retried at
+/// the next beat.
+pub async fn keep_lease(store: Store, identity: Identity, lease: Duration) {
     let mut beat = tokio::time::interval((lease / 3).max(Duration::from_millis(100)));
     beat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     beat.tick().await;
     loop {
         beat.tick().await;
         let id = identity.id.clone();
-        if let Err(e) = gw
-            .store
+        if let Err(e) = store
             .blocking(move |s| s.renew_instance_lease(&id, lease))
             .await
         {

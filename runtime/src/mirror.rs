@@ -18,9 +18,9 @@ use std::time::Duration;
 use futures_util::TryStreamExt;
 
 use crate::objects::ByteStream;
+use crate::services::Gateway;
 use crate::spec::EndpointSpec;
 use crate::store::{AssetRecord, JobRow, OutsideRecordPhase, Record};
-use crate::Gateway;
 
 /// A claim older than this is considered abandoned.
 pub const STALE_CLAIM: Duration = Duration::from_secs(120);

@@ -29,19 +29,20 @@
 //!
 //! The owner cache is updated from the ownership records once they are
 //! committed ([`cache_change`], applied by the pipeline's record phase
-//! through [`crate::cluster::owners_changed`], which also tells the other
+//! through `Gateway::owners_changed` ([`crate::services`]), which also tells the other
 //! instances), never by a mode: a create or delete whose records did not
 //! commit leaves no trace.
 
-use std::collections::HashMap;
-
 use serde_json::Value;
+
+pub use crate::owner_cache::{OwnerCache, StockVoices, CACHE_TTL, STOCK_TTL};
 
 use crate::ctx::Ctx;
 use crate::errors::ApiError;
+use crate::services::Gateway;
+use crate::shape;
 use crate::spec::{EndpointSpec, Method, PathParams};
 use crate::store::Record;
-use crate::{shape, Gateway};
 
 /// The kind whose unowned resources (the account's stock) everyone may read.
 pub const SHARED_STOCK_KIND: &str = "voice";
@@ -66,62 +67,6 @@ pub fn deletes(spec: &EndpointSpec) -> bool {
     spec.resource.is_some() && spec.method == Method::Delete && addresses_item(spec)
 }
 
-/// How long a looked-up owner is remembered. Ownership never changes hands
-/// (ids are the upstream's fresh UUIDs); a create or delete made through this
-/// instance updates the cache at once; one made through another instance
-/// drops the entry here through the cluster bus ([`crate::cluster`]), or,
-/// without Redis or while the bus is down, is seen within the TTL (a
-/// deleted resource then answers the upstream's 404).
-pub const CACHE_TTL: std::time::Duration = std::time::Duration::from_secs(30);
-/// Entries kept before the cache is emptied and refilled.
-const CACHE_MAX: usize = 100_000;
-
-/// kind → upstream id → (owner, when looked up). Nested so that a lookup
-/// borrows the id instead of allocating a key.
-type OwnerMap = HashMap<String, HashMap<String, (Option<i64>, std::time::Instant)>>;
-
-/// Owner lookups, cached: the hot path of every owned route reads no database.
-#[derive(Default)]
-pub struct OwnerCache {
-    map: std::sync::RwLock<OwnerMap>,
-}
-
-impl OwnerCache {
-    fn get(&self, kind: &str, id: &str) -> Option<Option<i64>> {
-        let map = self.map.read().unwrap_or_else(|e| e.into_inner());
-        match map.get(kind).and_then(|ids| ids.get(id)) {
-            Some((owner, at)) if at.elapsed() < CACHE_TTL => Some(*owner),
-            _ => None,
-        }
-    }
-
-    /// Remembers (or, after a create or delete here, corrects) an owner.
-    pub fn put(&self, kind: &str, id: String, owner: Option<i64>) {
-        let mut map = self.map.write().unwrap_or_else(|e| e.into_inner());
-        let ids = match map.get_mut(kind) {
-            Some(ids) => ids,
-            None => map.entry(kind.to_owned()).or_default(),
-        };
-        if ids.len() >= CACHE_MAX {
-            ids.clear();
-        }
-        ids.insert(id, (owner, std::time::Instant::now()));
-    }
-
-    /// Drops one entry (changed by another instance).
-    pub fn forget(&self, kind: &str, id: &str) {
-        let mut map = self.map.write().unwrap_or_else(|e| e.into_inner());
-        if let Some(ids) = map.get_mut(kind) {
-            ids.remove(id);
-        }
-    }
-
-    /// Drops every entry.
-    pub fn clear(&self) {
-        self.map.write().unwrap_or_else(|e| e.into_inner()).clear();
-    }
-}
-
 /// What committing `record` changes in the owner cache, if anything: the
 /// pipeline takes these before the commit and applies them after it.
 pub fn cache_change(record: &Record) -> Option<(String, String, Option<i64>)> {
@@ -136,27 +81,6 @@ pub fn cache_change(record: &Record) -> Option<(String, String, Option<i64>)> {
             Some((kind.clone(), upstream_id.clone(), None))
         }
         _ => None,
-    }
-}
-
-/// How long the provider's list of stock voices is trusted.
-pub const STOCK_TTL: std::time::Duration = std::time::Duration::from_secs(300);
-
-/// The stock voices last read from the provider (see the module docs).
-#[derive(Default)]
-pub struct StockVoices {
-    known: std::sync::RwLock<Option<(std::collections::HashSet<String>, std::time::Instant)>>,
-    /// One refresh at a time; the others wait for its result.
-    refreshing: tokio::sync::Mutex<()>,
-}
-
-impl StockVoices {
-    fn lookup(&self, id: &str) -> Option<bool> {
-        let known = self.known.read().unwrap_or_else(|e| e.into_inner());
-        match &*known {
-            Some((ids, at)) if at.elapsed() < STOCK_TTL => Some(ids.contains(id)),
-            _ => None,
-        }
     }
 }
 
@@ -392,7 +316,7 @@ pub async fn fill_parents(ctx: &Ctx, params: &mut PathParams) -> Result<(), ApiE
         .await?
         .ok_or_else(|| not_found(kind, &id))?;
     for var in up.from_parent {
-        params.push(*var, &crate::upstream::encode_segment(&parent));
+        params.push(var, &crate::upstream::encode_segment(&parent));
     }
     Ok(())
 }

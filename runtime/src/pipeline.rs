@@ -31,12 +31,13 @@ use http::HeaderValue;
 use rust_decimal::Decimal;
 use tracing::Instrument;
 
+use crate::body::{Request, Response};
 use crate::ctx::{charge_of, new_request_id, Ctx, Metered};
 use crate::errors::ApiError;
-use crate::router::{Request, Response};
+use crate::services::Gateway;
 use crate::spec::{Area, EndpointSpec, Gate, PathParams};
 use crate::store::{AuditRecord, Record, UsageRecord};
-use crate::{modes, owners, telemetry, validate, Gateway};
+use crate::{modes, owners, telemetry, validate};
 
 /// Entry point of every generated handler.
 pub async fn handle(
@@ -185,7 +186,7 @@ async fn record(
         store.commit_unflushed(records).await
     }
     .map_err(|e| ApiError::internal("committing the request's records", e))?;
-    crate::cluster::owners_changed(&ctx.gw, cache_changes).await;
+    ctx.gw.owners_changed(cache_changes).await;
     Ok(())
 }
 

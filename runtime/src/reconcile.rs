@@ -14,9 +14,9 @@ use rust_decimal::Decimal;
 use serde_json::Value;
 
 use crate::errors::ApiError;
+use crate::services::Gateway;
 use crate::spec::{Base, Method, Upstream};
 use crate::store::ReconciliationRow;
-use crate::Gateway;
 
 /// Drift (percent of the upstream's figure) above which an error is logged.
 pub const DRIFT_THRESHOLD_PCT: Decimal = Decimal::ONE;

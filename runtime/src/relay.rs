@@ -19,9 +19,9 @@ use serde_json::Value;
 
 use crate::body::BoxError;
 use crate::credits::Settle;
+use crate::services::Gateway;
 use crate::store::OutsideRecordPhase;
 use crate::streams::Registration;
-use crate::Gateway;
 
 type Upstream = Pin<Box<dyn Stream<Item = Result<Bytes, BoxError>> + Send>>;
 

@@ -16,7 +16,7 @@
 //! sweep` from the CLI) is written to at least every 10 minutes or rotated,
 //! so it is always younger than that and never removed.
 
-use crate::Gateway;
+use crate::services::Gateway;
 
 /// Assets handled per database round trip.
 const PAGE: usize = 500;

@@ -8,13 +8,10 @@
 use std::future::Future;
 use std::pin::Pin;
 
+use crate::services::Gateway;
 use crate::spec::{EndpointSpec, PathParams};
-use crate::Gateway;
 
-/// Request type handlers receive.
-pub type Request = http::Request<hyper::body::Incoming>;
-/// Response type handlers produce.
-pub type Response = http::Response<crate::body::Body>;
+pub use crate::body::{Request, Response};
 /// Future returned by a generated handler.
 pub type HandlerFuture = Pin<Box<dyn Future<Output = Response> + Send + 'static>>;
 /// A generated per-row handler: one call into [`crate::pipeline::handle`].

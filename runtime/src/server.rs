@@ -22,9 +22,9 @@ use crate::body;
 use crate::ctx::new_request_id;
 use crate::errors::ApiError;
 use crate::router::{Request, Response, RouteFn, RouteMatch};
+use crate::services::Gateway;
 use crate::spec::ErrorFormat;
 use crate::watchdog::{ConnState, Tracked, Watched};
-use crate::Gateway;
 
 /// How long shutdown waits for requests in flight.
 const DRAIN: Duration = Duration::from_secs(30);

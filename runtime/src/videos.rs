@@ -31,10 +31,10 @@ use tokio::sync::Semaphore;
 use crate::credits::Settle;
 use crate::errors::ApiError;
 use crate::providers::{Model, Provider};
+use crate::services::Gateway;
 use crate::spec::Method;
 use crate::store::{rfc3339, AssetRecord, OutsideRecordPhase, Record, VideoJobRow};
 use crate::upstream::llm::ProviderKey;
-use crate::Gateway;
 
 /// Retention of stored videos.
 pub const VIDEO_RETENTION_DAYS: i64 = 7;

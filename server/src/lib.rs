@@ -71,8 +71,9 @@ pub fn start(mut config: Config, listener: TcpListener) -> Result<Running, Start
     let gw = gateway.clone();
     let mut background = Vec::new();
     background.push(tokio::spawn(runtime::instance::keep_lease(
-        gw.clone(),
+        gw.store.clone(),
         identity,
+        gw.config.instance_lease,
     )));
     // Learn the account's stock voices now rather than on the first request
     // that names an unowned voice (best effort: that request retries).
@@ -85,7 +86,7 @@ pub fn start(mut config: Config, listener: TcpListener) -> Result<Running, Start
     // The cluster bus (with GATEWAY_REDIS_URL): connects, and reconnects,
     // in the background; an unreachable Redis delays nothing.
     if gw.cluster.is_some() {
-        background.push(tokio::spawn(runtime::cluster::bus::run(gw.clone())));
+        background.push(tokio::spawn(runtime::start::bus(gw.clone())));
     }
     if let Some(every) = gw.config.sweep_interval {
         background.push(tokio::spawn(runtime::retention::run_periodically(

@@ -8,8 +8,6 @@ use std::time::{Duration, Instant};
 
 use crate::harness::*;
 
-const BIN: &str = env!("CARGO_BIN_EXE_gateway");
-
 fn gateway(dir: &TempDir) -> Command {
     let mut c = Command::new(BIN);
     c.env_clear()
@@ -276,13 +274,13 @@ async fn a_byok_key_is_never_logged() {
     )
     .await;
     let providers = dir.0.join("providers.toml");
-    std::fs::write(&providers, crate::gateway::providers_toml(&sim.llm_url())).unwrap();
+    std::fs::write(&providers, providers_toml(&sim.llm_url())).unwrap();
     let mut c = gateway(&dir);
     c.arg("serve")
         .env("RUST_LOG", "debug")
         .env("GATEWAY_ADDR", "127.0.0.1:0")
         .env("GATEWAY_PROVIDERS", &providers)
-        .env(crate::gateway::LLM_KEY_VAR, PROVIDER_KEY)
+        .env(LLM_KEY_VAR, PROVIDER_KEY)
         .stderr(Stdio::piped());
     let mut child = c.spawn().unwrap();
     let mut err = BufReader::new(child.stderr.take().unwrap());

@@ -13,8 +13,8 @@ use rust_decimal::Decimal;
 use serde_json::{json, Value};
 use tokio::net::TcpListener;
 
-use crate::gateway::{providers_toml, LLM_KEY_VAR};
 use crate::harness::{config_for, start_sim, Answer, TempDir, PROVIDER_KEY};
+use crate::harness::{providers_toml, LLM_KEY_VAR};
 
 const BIN: &str = env!("CARGO_BIN_EXE_gateway");
 

@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use rust_decimal::Decimal;
 use serde_json::json;
 
-use crate::gateway::llm_env;
 use crate::harness::postgres::PgServer;
+use crate::harness::{envelope, llm_env};
 use crate::harness::{synth_body, Answer, Env};
 
 /// One billed request: a chat (a credit hold, then its settlement) or a
@@ -45,7 +45,7 @@ fn assert_unavailable(kind: &str, a: &Answer) {
     if kind == "voice" {
         assert!(a.detail().contains("database"), "{}", a.text);
     } else {
-        crate::gateway::envelope(a, 503);
+        envelope(a, 503);
     }
 }
 

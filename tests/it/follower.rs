@@ -9,7 +9,6 @@ use serde_json::{json, Value};
 use tokio::net::TcpListener;
 
 use crate::harness::*;
-use crate::webhook::{receiver, Receiver};
 
 const PRICES: &str = "stt.audio_seconds=0.01";
 

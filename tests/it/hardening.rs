@@ -15,7 +15,6 @@ use tokio::time::{timeout, Instant};
 
 use crate::harness::*;
 
-const BIN: &str = env!("CARGO_BIN_EXE_gateway");
 /// Generous bound for "closed after a 1 s time-out".
 const WITHIN: Duration = Duration::from_secs(10);
 

@@ -10,14 +10,9 @@ use proptest::test_runner::TestRunner;
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
 
-use crate::gateway::{env_with_providers, llm_env, providers_toml};
-use crate::harness::{wav, Answer, Env};
+use crate::harness::{d, env_with_providers, llm_env, providers_toml, wav, Answer, Env};
 
 const ADMIN_KEY: &str = "admin-key-integrity-0123456789";
-
-fn d(s: &str) -> Decimal {
-    s.parse().unwrap()
-}
 
 /// List price of the test providers file's models, +20 %, 8 places.
 fn list_price(model: &str, input: u64, output: u64) -> Decimal {

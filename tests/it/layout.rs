@@ -2,11 +2,9 @@
 //! checked on the source tree itself.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
+use crate::harness::workspace_root;
 
 /// Every `.rs` file under `dir`, relative to `dir`, with its text.
 fn sources(dir: &str) -> Vec<(String, String)> {
@@ -25,26 +23,213 @@ fn sources(dir: &str) -> Vec<(String, String)> {
             }
         }
     }
-    let base = root().join(dir);
+    let base = workspace_root().join(dir);
     let mut out = Vec::new();
     walk(&base, &base, &mut out);
     out.sort();
     out
 }
 
-/// The code of a file without its `#[cfg(test)]` tail and without `//` comments.
+/// The code of a file, read whole: without comments and without its test
+/// modules (`#[cfg(test)] mod x { ... }` blocks and `#[cfg(test)] mod x;`
+/// declarations). String literals are kept (the SQL and key checks read
+/// them); a comment's line stays, empty.
 fn code(text: &str) -> String {
-    let text = match text.find("#[cfg(test)]") {
-        Some(i) => &text[..i],
-        None => text,
-    };
-    text.lines()
-        .map(|l| match l.find("//") {
-            Some(i) if !l[..i].contains('"') => &l[..i],
-            _ => l,
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
+    let text = strip_comments(text);
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text.as_str();
+    while let Some((start, end)) = next_test_module(rest) {
+        out.push_str(&rest[..start]);
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The names of the test modules a file declares (`#[cfg(test)] mod x;`),
+/// whose files are test code.
+fn test_module_files(text: &str) -> Vec<String> {
+    let text = strip_comments(text);
+    let mut names = Vec::new();
+    let mut rest = text.as_str();
+    while let Some((start, end)) = next_test_module(rest) {
+        let item = &rest[start..end];
+        if item.trim_end().ends_with(';') {
+            let name = item
+                .trim_end()
+                .trim_end_matches(';')
+                .split_whitespace()
+                .last();
+            names.extend(name.map(str::to_owned));
+        }
+        rest = &rest[end..];
+    }
+    names
+}
+
+/// The byte range of the next `#[cfg(test)] [pub] mod x { ... }` or
+/// `#[cfg(test)] [pub] mod x;` in comment-free text.
+fn next_test_module(text: &str) -> Option<(usize, usize)> {
+    let ident = |c: char| c.is_alphanumeric() || c == '_';
+    let mut from = 0;
+    while let Some(i) = text[from..].find("#[cfg(test)]") {
+        let start = from + i;
+        from = start + "#[cfg(test)]".len();
+        let item = text[from..].trim_start();
+        let item = item
+            .strip_prefix("pub(crate)")
+            .or(item.strip_prefix("pub"))
+            .unwrap_or(item)
+            .trim_start();
+        let Some(named) = item.strip_prefix("mod ") else {
+            continue;
+        };
+        let tail = named.trim_start().trim_start_matches(ident).trim_start();
+        let at = text.len() - tail.len();
+        match tail.chars().next() {
+            Some(';') => return Some((start, at + 1)),
+            Some('{') => return Some((start, matching_brace(text, at))),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The index just past the brace closing the one at `open`, reading string
+/// and character literals as such.
+fn matching_brace(text: &str, open: usize) -> usize {
+    let b = text.as_bytes();
+    let mut depth = 0usize;
+    let mut i = open;
+    while i < b.len() {
+        match b[i] {
+            b'{' => depth += 1,
+            b'}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return i + 1;
+                }
+            }
+            b'"' | b'r' | b'b' | b'\'' => {
+                if let Some(end) = literal_end(b, i) {
+                    i = end;
+                    continue;
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    b.len()
+}
+
+/// When a string, raw string or character literal starts at `i`: the index
+/// just past it.
+fn literal_end(b: &[u8], i: usize) -> Option<usize> {
+    let ident = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+    if i > 0 && ident(b[i - 1]) {
+        return None; // inside an identifier (`for`, `br`, `x'`)
+    }
+    let mut j = i;
+    if b[j] == b'b' {
+        j += 1;
+    }
+    if j < b.len() && b[j] == b'r' {
+        // r"..." / r#"..."#
+        let mut k = j + 1;
+        let mut hashes = 0;
+        while k < b.len() && b[k] == b'#' {
+            hashes += 1;
+            k += 1;
+        }
+        if k >= b.len() || b[k] != b'"' {
+            return None;
+        }
+        let close: Vec<u8> = std::iter::once(b'"')
+            .chain(std::iter::repeat_n(b'#', hashes))
+            .collect();
+        let body = &b[k + 1..];
+        let end = body
+            .windows(close.len())
+            .position(|w| w == close.as_slice())?;
+        return Some(k + 1 + end + close.len());
+    }
+    match b.get(j) {
+        Some(b'"') => {
+            let mut k = j + 1;
+            while k < b.len() {
+                match b[k] {
+                    b'\\' => k += 2,
+                    b'"' => return Some(k + 1),
+                    _ => k += 1,
+                }
+            }
+            Some(b.len())
+        }
+        Some(b'\'') => {
+            // 'x', '\n', '\'', '\u{..}'; a lifetime ('a) is no literal.
+            if b.get(j + 1) == Some(&b'\\') {
+                let close = b.get(j + 3..)?.iter().position(|&c| c == b'\'')?;
+                return Some(j + 3 + close + 1);
+            }
+            let c = String::from_utf8_lossy(b.get(j + 1..(j + 5).min(b.len()))?)
+                .chars()
+                .next()?;
+            let len = if c == char::REPLACEMENT_CHARACTER {
+                1
+            } else {
+                c.len_utf8()
+            };
+            (b.get(j + 1 + len) == Some(&b'\'')).then_some(j + 2 + len)
+        }
+        _ => None,
+    }
+}
+
+/// The text without `//` and `/* */` comments (string literals kept).
+fn strip_comments(text: &str) -> String {
+    let b = text.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'/' && b.get(i + 1) == Some(&b'/') {
+            while i < b.len() && b[i] != b'\n' {
+                i += 1;
+            }
+            continue;
+        }
+        if b[i] == b'/' && b.get(i + 1) == Some(&b'*') {
+            let mut depth = 0;
+            while i < b.len() {
+                if b[i] == b'/' && b.get(i + 1) == Some(&b'*') {
+                    depth += 1;
+                    i += 2;
+                } else if b[i] == b'*' && b.get(i + 1) == Some(&b'/') {
+                    depth -= 1;
+                    i += 2;
+                    if depth == 0 {
+                        break;
+                    }
+                } else {
+                    if b[i] == b'\n' {
+                        out.push(b'\n');
+                    }
+                    i += 1;
+                }
+            }
+            continue;
+        }
+        if matches!(b[i], b'"' | b'r' | b'b' | b'\'') {
+            if let Some(end) = literal_end(b, i) {
+                out.extend_from_slice(&b[i..end]);
+                i = end;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8(out).expect("comments end on character boundaries")
 }
 
 /// `a/b.rs` → `a::b`, `a/mod.rs` → `a`, `lib.rs` → ``.
@@ -61,34 +246,199 @@ fn module_of(rel: &str) -> String {
     }
 }
 
-#[test]
-fn runtime_files_import_each_other_in_no_circle() {
-    let files = sources("runtime/src");
-    let modules: BTreeSet<String> = files.iter().map(|(rel, _)| module_of(rel)).collect();
-    let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for (rel, text) in &files {
-        let me = module_of(rel);
-        let code = code(text);
-        for (i, _) in code.match_indices("crate::") {
-            let path: String = code[i + 7..]
-                .chars()
-                .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':')
-                .collect();
-            // The longest module prefix of the path is the file it names.
-            let mut parts: Vec<&str> = path.split("::").filter(|p| !p.is_empty()).collect();
-            while !parts.is_empty() {
-                let m = parts.join("::");
-                if modules.contains(&m) {
-                    // A child naming its own parent does not count.
-                    if m != me && !me.starts_with(&format!("{m}::")) {
-                        edges.entry(me.clone()).or_default().insert(m);
+/// Every path a piece of code names from `at` on, as a use tree: `a::b`,
+/// `a::{b, c::{d, self}}`, each as its segments (`self` in a group stands
+/// for the group's prefix; `*` ends a path).
+fn use_tree(code: &str, prefix: Vec<String>, out: &mut Vec<Vec<String>>) -> usize {
+    let b = code.as_bytes();
+    let mut i = 0;
+    let mut path = prefix;
+    loop {
+        let ws = code[i..].len() - code[i..].trim_start().len();
+        i += ws;
+        if b.get(i) == Some(&b'{') {
+            i += 1;
+            loop {
+                let ws = code[i..].len() - code[i..].trim_start().len();
+                i += ws;
+                match b.get(i) {
+                    Some(b'}') => return i + 1,
+                    Some(b',') => i += 1,
+                    None => return i,
+                    _ => {
+                        let used = use_tree(&code[i..], path.clone(), out);
+                        if used == 0 {
+                            // Not a path (`as x`, stray text): skip a character.
+                            i += 1;
+                        } else {
+                            i += used;
+                        }
                     }
-                    break;
                 }
-                parts.pop();
             }
         }
+        let name: String = code[i..]
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        if name.is_empty() {
+            out.push(path);
+            return i;
+        }
+        i += name.len();
+        if name != "self" {
+            path.push(name);
+        }
+        if code[i..].starts_with("::") {
+            i += 2;
+        } else {
+            out.push(path);
+            return i;
+        }
     }
+}
+
+/// The modules of the crate under `dir` a file's code names: `crate::`,
+/// `super::` and `self::` paths, their groups, and in the crate root
+/// (`lib.rs`) root-relative paths. A path naming an item of the crate root
+/// (`crate::Gateway`) names `lib.rs` (module ``).
+fn imports(me: &str, code: &str, modules: &BTreeSet<String>) -> BTreeSet<String> {
+    let here: Vec<String> = if me.is_empty() {
+        Vec::new()
+    } else {
+        me.split("::").map(str::to_owned).collect()
+    };
+    let b = code.as_bytes();
+    let mut paths = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        let boundary =
+            i == 0 || !(b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_' || b[i - 1] == b':');
+        let rest = &code[i..];
+        if boundary && rest.starts_with("crate::") {
+            i += "crate::".len();
+            i += use_tree(&code[i..], Vec::new(), &mut paths);
+        } else if boundary && (rest.starts_with("super::") || rest.starts_with("self::")) {
+            let mut at = here.clone();
+            let mut j = i;
+            loop {
+                if code[j..].starts_with("super::") {
+                    at.pop();
+                    j += "super::".len();
+                } else if code[j..].starts_with("self::") {
+                    j += "self::".len();
+                } else {
+                    break;
+                }
+            }
+            i = j + use_tree(&code[j..], at, &mut paths);
+        } else if boundary && me.is_empty() {
+            // The crate root names its modules without `crate::`.
+            let name: String = rest
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            if !name.is_empty()
+                && modules.contains(&name)
+                && code[i + name.len()..].starts_with("::")
+            {
+                i += name.len() + 2;
+                i += use_tree(&code[i..], vec![name], &mut paths);
+            } else {
+                i += name.len().max(1);
+            }
+        } else {
+            i += 1;
+        }
+    }
+    let mut out = BTreeSet::new();
+    for path in paths {
+        // The longest module prefix of the path is the file it names; none: the root.
+        let mut parts = path;
+        let owner = loop {
+            let m = parts.join("::");
+            if modules.contains(&m) || parts.is_empty() {
+                break m;
+            }
+            parts.pop();
+        };
+        // A file naming itself, or a child naming its own parent, does not
+        // count (the root is no such parent: loops through it count).
+        if owner != me && (owner.is_empty() || !me.starts_with(&format!("{owner}::"))) {
+            out.insert(owner);
+        }
+    }
+    out
+}
+
+/// The files of `runtime/src` that are not test code, as module → code, and
+/// the imports between them (module → modules it names).
+fn runtime_graph() -> (BTreeMap<String, String>, BTreeMap<String, BTreeSet<String>>) {
+    let files = sources("runtime/src");
+    let mut test_files = BTreeSet::new();
+    for (rel, text) in &files {
+        let me = module_of(rel);
+        for name in test_module_files(text) {
+            test_files.insert(if me.is_empty() {
+                name
+            } else {
+                format!("{me}::{name}")
+            });
+        }
+    }
+    let is_test = |m: &str| {
+        test_files
+            .iter()
+            .any(|t| m == t || m.starts_with(&format!("{t}::")))
+    };
+    let code_of: BTreeMap<String, String> = files
+        .iter()
+        .map(|(rel, text)| (module_of(rel), code(text)))
+        .filter(|(m, _)| !is_test(m))
+        .collect();
+    let modules: BTreeSet<String> = files.iter().map(|(rel, _)| module_of(rel)).collect();
+    let edges = code_of
+        .iter()
+        .map(|(m, code)| (m.clone(), imports(m, code, &modules)))
+        .collect();
+    (code_of, edges)
+}
+
+#[test]
+fn layout_reads_paths_the_way_the_compiler_does() {
+    let modules: BTreeSet<String> = ["", "a", "a::b", "a::c", "d", "d::e"]
+        .into_iter()
+        .map(str::to_owned)
+        .collect();
+    let names = |me: &str, src: &str| -> Vec<String> {
+        imports(me, &code(src), &modules).into_iter().collect()
+    };
+    assert_eq!(names("a::b", "use super::c::X;"), ["a::c"]);
+    assert_eq!(names("a::b", "use super::{c, d};"), ["a::c"]);
+    assert_eq!(
+        names("a", "use self::b::Y; fn f() { super::d::e::g() }"),
+        ["a::b", "d::e"]
+    );
+    assert_eq!(
+        names("d", "use crate::{a::{b::Z, c}, Top};"),
+        ["", "a::b", "a::c"]
+    );
+    assert_eq!(names("", "pub use a::b::X; pub mod d;"), ["a::b"]);
+    assert_eq!(
+        names("a::c", "// crate::d\nlet s = \"/* crate::d::e */\";"),
+        ["d::e"]
+    );
+    let text = "use crate::d;\n#[cfg(test)]\nmod tests {\n    use crate::a; let s = \"}\"; let c = '}';\n}\nuse crate::a::b;\n#[cfg(test)]\nmod more;\nfn z() {}\n";
+    let kept = code(text);
+    assert_eq!(kept.lines().count(), 5, "{kept}");
+    assert!(kept.contains("use crate::a::b;") && kept.contains("fn z()"));
+    assert!(!kept.contains("let s") && !kept.contains("mod more"));
+    assert_eq!(test_module_files(text), ["more"]);
+}
+
+#[test]
+fn runtime_files_import_each_other_in_no_circle() {
+    let (_, edges) = runtime_graph();
     // Depth-first search for a back edge.
     fn visit(
         m: &str,
@@ -119,12 +469,128 @@ fn runtime_files_import_each_other_in_no_circle() {
         None
     }
     let mut state = BTreeMap::new();
-    for m in &modules {
+    for m in edges.keys() {
         if state.get(m.as_str()).copied().unwrap_or(0) == 0 {
             if let Some(circle) = visit(m, &edges, &mut state, &mut Vec::new()) {
-                panic!("runtime/src imports in a circle: {}", circle.join(" -> "));
+                let named: Vec<&str> = circle
+                    .iter()
+                    .map(|m| if m.is_empty() { "lib.rs" } else { m.as_str() })
+                    .collect();
+                panic!("runtime/src imports in a circle: {}", named.join(" -> "));
             }
         }
+    }
+}
+
+/// The floors of `runtime/src`, lowest first (ARCHITECTURE.md, "Layers"):
+/// a module imports from its own floor or below. A module's floor is that
+/// of its top module.
+const FLOORS: &[(&str, &[&str])] = &[
+    (
+        "leaves",
+        &[
+            "spec",
+            "body",
+            "billing",
+            "signing",
+            "secret_file",
+            "telemetry",
+            "audio",
+            "net",
+            "media",
+            "watchdog",
+        ],
+    ),
+    (
+        "adapters",
+        &[
+            "errors",
+            "store",
+            "objects",
+            "cluster",
+            "upstream",
+            "auth",
+            "ratelimit",
+            "mail",
+        ],
+    ),
+    (
+        "services",
+        &[
+            "services",
+            "config",
+            "instance",
+            "ctx",
+            "owners",
+            "owner_cache",
+            "shape",
+            "validate",
+            "progress",
+            "mirror",
+            "generated",
+            "fetch",
+            "callbacks",
+            "credits",
+            "relay",
+            "streams",
+            "videos",
+            "providers",
+        ],
+    ),
+    ("modes", &["modes"]),
+    (
+        "pipeline and tasks",
+        &[
+            "pipeline",
+            "router",
+            "server",
+            "follower",
+            "retention",
+            "reconcile",
+        ],
+    ),
+    ("root", &["", "__private", "start"]),
+];
+
+/// The imports from a lower floor to a higher one that are allowed, each
+/// with its reason (also in ARCHITECTURE.md). At most two.
+const UPWARD: &[(&str, &str, &str)] = &[];
+
+#[test]
+fn runtime_layers_import_downward_only() {
+    assert!(UPWARD.len() <= 2, "at most two upward imports");
+    let floor = |m: &str| -> (usize, &str) {
+        let top = m.split("::").next().unwrap();
+        FLOORS
+            .iter()
+            .enumerate()
+            .find(|(_, (_, ms))| ms.contains(&top))
+            .map(|(i, (name, _))| (i, *name))
+            .unwrap_or_else(|| {
+                panic!("runtime/src module `{m}` stands on no floor of layout::FLOORS")
+            })
+    };
+    let (_, edges) = runtime_graph();
+    let mut upward = Vec::new();
+    for (from, tos) in &edges {
+        for to in tos {
+            let (f, f_name) = floor(from);
+            let (t, t_name) = floor(to);
+            if t > f && !UPWARD.iter().any(|(a, b, _)| a == from && b == to) {
+                upward.push(format!("{from} ({f_name}) -> {to} ({t_name})"));
+            }
+        }
+    }
+    assert!(
+        upward.is_empty(),
+        "imports from a lower floor to a higher one:\n{}",
+        upward.join("\n")
+    );
+    for (from, to, why) in UPWARD {
+        assert!(
+            edges.get(*from).is_some_and(|t| t.contains(*to)),
+            "layout::UPWARD lists {from} -> {to} ({why}), which no longer exists: drop it"
+        );
     }
 }
 
@@ -147,8 +613,12 @@ fn modes_never_import_a_sibling_mode() {
             // `common.rs` holds what several modes share; it is no mode.
             assert!(
                 name == "common"
-                    || !Path::new(&root().join("runtime/src/modes").join(format!("{name}.rs")))
-                        .exists(),
+                    || !Path::new(
+                        &workspace_root()
+                            .join("runtime/src/modes")
+                            .join(format!("{name}.rs"))
+                    )
+                    .exists(),
                 "modes/{rel} imports the sibling mode {name}"
             );
         }

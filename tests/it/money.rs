@@ -2,16 +2,10 @@
 //! every success and none for failures, the credit ledger, exactly-once
 //! charges for jobs and voice builds.
 
-use std::str::FromStr;
-
 use rust_decimal::Decimal;
 use serde_json::json;
 
 use crate::harness::*;
-
-fn d(s: &str) -> Decimal {
-    Decimal::from_str(s).unwrap()
-}
 
 #[tokio::test]
 async fn synthesis_is_charged_to_8_places_and_debited() {

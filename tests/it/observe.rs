@@ -3,18 +3,12 @@
 //! every answer. Set `UPDATE_SNAPSHOTS=1` to rewrite the snapshot after an
 //! intended change.
 
-use std::path::PathBuf;
-
 use serde_json::Value;
 
-use crate::harness::{Answer, Env};
+use crate::harness::{workspace_root, Answer, Env};
 
 async fn send(rb: reqwest::RequestBuilder) -> Answer {
     Answer::from(rb.send().await.expect("gateway answered")).await
-}
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
 fn document() -> Value {
@@ -24,7 +18,7 @@ fn document() -> Value {
 #[test]
 fn openapi_document_matches_snapshot() {
     let pretty = serde_json::to_string_pretty(&document()).unwrap() + "\n";
-    let path = root().join("tests/snapshots/openapi.json");
+    let path = workspace_root().join("tests/snapshots/openapi.json");
     if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
         std::fs::write(&path, &pretty).unwrap();
     }

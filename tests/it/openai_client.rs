@@ -11,7 +11,7 @@ use async_openai::types::images::{CreateImageRequestArgs, Image, ImageModel, Ima
 use async_openai::Client;
 use futures_util::StreamExt;
 
-use crate::gateway::llm_env;
+use crate::harness::llm_env;
 
 #[tokio::test]
 async fn the_async_openai_client_works_unchanged_but_for_base_url_and_key() {

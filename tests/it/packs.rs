@@ -14,8 +14,6 @@ use tokio::net::TcpListener;
 
 use crate::harness::*;
 
-const BIN: &str = env!("CARGO_BIN_EXE_gateway");
-
 fn synth(text: &str) -> serde_json::Value {
     json!({"voice_uuid": "stock-voice-1", "text": text, "output_format": "wav"})
 }

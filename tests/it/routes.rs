@@ -3,15 +3,11 @@
 //! equals the checked-in snapshot (so any route change shows in review).
 //! Set `UPDATE_SNAPSHOTS=1` to rewrite the snapshot after an intended change.
 
-use std::path::PathBuf;
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
+use crate::harness::workspace_root;
 
 #[test]
 fn generated_routes_equal_the_table_parsed_at_run_time() {
-    let text = std::fs::read_to_string(root().join("endpoints.toml")).unwrap();
+    let text = std::fs::read_to_string(workspace_root().join("endpoints.toml")).unwrap();
     let table =
         codegen_impl::parse_table(&text).unwrap_or_else(|errs| panic!("table errors: {errs:?}"));
     let generated: Vec<String> = server::routes::ROUTES
@@ -24,7 +20,7 @@ fn generated_routes_equal_the_table_parsed_at_run_time() {
 #[test]
 fn route_listing_matches_snapshot() {
     let listing = server::route_listing();
-    let path = root().join("tests/snapshots/routes.txt");
+    let path = workspace_root().join("tests/snapshots/routes.txt");
     if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
         std::fs::write(&path, &listing).unwrap();
     }

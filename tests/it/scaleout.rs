@@ -13,7 +13,6 @@ use futures_util::StreamExt;
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
 
-use crate::gateway::{envelope, providers_toml, LLM_KEY_VAR};
 use crate::harness::*;
 
 const VOICE: &str = "/api/v1/voice/tts/voices/stock-voice-1";
@@ -71,19 +70,6 @@ async fn a_rate_limit_is_shared_by_the_instances() {
     p.send(&bob, "GET", &p.url_b(VOICE), None).await.expect(200);
     assert_eq!(p.a.gw.gateway.limiter.store_failures(), 0);
     assert_eq!(p.b.gateway.limiter.store_failures(), 0);
-}
-
-/// A pair serving the test providers file.
-pub(crate) async fn llm_pair(test: &str) -> Option<Pair> {
-    std::env::set_var(LLM_KEY_VAR, PROVIDER_KEY);
-    let sim = start_sim().await;
-    let toml = providers_toml(&sim.llm_url());
-    Pair::on_sim(test, sim, move |c| {
-        let path = c.data_dir.join("providers.toml");
-        std::fs::write(&path, &toml).unwrap();
-        c.providers_file = Some(path);
-    })
-    .await
 }
 
 /// Starts a slow stream on instance A: its id and the unread rest.
@@ -176,7 +162,7 @@ async fn a_stream_on_one_instance_is_stopped_through_the_other_and_billed() {
 
     // A stream stopped through the instance holding it is claimed too:
     // a stop through the other instance is then a 404.
-    let (id, _, s) = stream_on_a(&p).await;
+    let (id, _, s) = stream_on_a(p).await;
     let stop_path = format!("/api/v1/completions/stop-stream/{id}");
     stop(p.a.key.clone(), p.url_a(&stop_path)).await.expect(200);
     envelope(&stop(p.a.key.clone(), p.url_b(&stop_path)).await, 404);

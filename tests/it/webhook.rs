@@ -2,7 +2,6 @@
 //! constant time, events stored whole and applied once, jobs completed by
 //! webhook billed exactly once, callbacks signed and retried.
 
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -211,59 +210,6 @@ async fn the_simulator_delivers_signed_webhooks_that_complete_jobs_and_voices() 
         .unwrap()
         .iter()
         .all(|e| e.signed));
-}
-
-/// What a receiver saw: (signature header, body) per request.
-pub(crate) type Seen = Arc<Mutex<Vec<(Option<String>, Vec<u8>)>>>;
-
-/// A callback receiver: answers 500 to the first `fail_first` requests, then 200.
-pub(crate) struct Receiver {
-    pub(crate) url: String,
-    pub(crate) seen: Seen,
-}
-
-pub(crate) async fn receiver(fail_first: usize) -> Receiver {
-    use http_body_util::BodyExt;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/hook", listener.local_addr().unwrap());
-    let seen: Seen = Arc::default();
-    let seen2 = seen.clone();
-    tokio::spawn(async move {
-        loop {
-            let (stream, _) = listener.accept().await.unwrap();
-            let seen = seen2.clone();
-            tokio::spawn(async move {
-                let service = hyper::service::service_fn(
-                    move |req: hyper::Request<hyper::body::Incoming>| {
-                        let seen = seen.clone();
-                        async move {
-                            let sig = req
-                                .headers()
-                                .get("x-provider-signature")
-                                .map(|v| v.to_str().unwrap().to_owned());
-                            let body = req.into_body().collect().await.unwrap().to_bytes().to_vec();
-                            let n = {
-                                let mut s = seen.lock().unwrap();
-                                s.push((sig, body));
-                                s.len()
-                            };
-                            let status = if n <= fail_first { 500 } else { 200 };
-                            Ok::<_, std::convert::Infallible>(
-                                hyper::Response::builder()
-                                    .status(status)
-                                    .body(http_body_util::Full::new(bytes::Bytes::new()))
-                                    .unwrap(),
-                            )
-                        }
-                    },
-                );
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
-                    .await;
-            });
-        }
-    });
-    Receiver { url, seen }
 }
 
 #[tokio::test]

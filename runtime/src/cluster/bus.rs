@@ -9,8 +9,9 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 
-use super::{forget_cached, Cluster, Event, Message};
-use crate::Gateway;
+use std::sync::Arc;
+
+use super::{Cluster, Listener, Message};
 
 /// First delay before reconnecting; doubled after each failure up to [`MAX_BACKOFF`].
 pub const MIN_BACKOFF: Duration = Duration::from_millis(100);
@@ -20,12 +21,9 @@ pub const PING_EVERY: Duration = Duration::from_secs(5);
 /// A ping or a subscription not answered within this is a lost connection.
 pub const ANSWER_WITHIN: Duration = Duration::from_secs(2);
 
-/// Runs the subscriber until the task is aborted (at shutdown). Returns at
-/// once without a cluster.
-pub async fn run(gw: Gateway) {
-    let Some(cluster) = gw.cluster.clone() else {
-        return;
-    };
+/// Runs the subscriber until the task is aborted (at shutdown), handing
+/// the other instances' events to `listener`.
+pub async fn run(cluster: Cluster, listener: Arc<dyn Listener>) {
     let mut delay = MIN_BACKOFF;
     let mut failures: u64 = 0;
     loop {
@@ -42,9 +40,9 @@ pub async fn run(gw: Gateway) {
                 }
                 failures = 0;
                 delay = MIN_BACKOFF;
-                forget_cached(&gw);
+                listener.forget_cached();
                 cluster.set_bus_connected(true);
-                listen(&gw, &cluster, pubsub).await;
+                listen(&*listener, &cluster, pubsub).await;
                 cluster.set_bus_connected(false);
                 tracing::warn!(
                     redis = %cluster.location(),
@@ -83,14 +81,14 @@ async fn subscribe(cluster: &Cluster) -> Result<redis::aio::PubSub, String> {
 }
 
 /// Applies messages until the connection is lost.
-async fn listen(gw: &Gateway, cluster: &Cluster, pubsub: redis::aio::PubSub) {
+async fn listen(listener: &dyn Listener, cluster: &Cluster, pubsub: redis::aio::PubSub) {
     let (mut sink, mut messages) = pubsub.split();
     let mut ping = tokio::time::interval(PING_EVERY);
     ping.tick().await;
     loop {
         tokio::select! {
             m = messages.next() => match m {
-                Some(m) => receive(gw, cluster, m.get_payload_bytes()),
+                Some(m) => receive(listener, cluster, m.get_payload_bytes()),
                 None => return,
             },
             _ = ping.tick() => {
@@ -104,28 +102,13 @@ async fn listen(gw: &Gateway, cluster: &Cluster, pubsub: redis::aio::PubSub) {
 }
 
 /// One message of the bus.
-fn receive(gw: &Gateway, cluster: &Cluster, payload: &[u8]) {
+fn receive(listener: &dyn Listener, cluster: &Cluster, payload: &[u8]) {
     match serde_json::from_slice::<Message>(payload) {
         Ok(m) if m.from == cluster.instance() => {}
-        Ok(m) => apply(gw, m.event),
+        Ok(m) => listener.apply(m.event),
         Err(e) => {
             tracing::warn!(error = %e, "unreadable message on the cluster bus; caches emptied");
-            forget_cached(gw);
-        }
-    }
-}
-
-/// What another instance's event changes here.
-pub fn apply(gw: &Gateway, event: Event) {
-    match event {
-        Event::Credentials => gw.auth.invalidate_all(),
-        Event::Owners { changes } => {
-            for c in changes {
-                gw.owner_cache.forget(&c.kind, &c.id);
-            }
-        }
-        Event::StopStream { id } => {
-            gw.streams.stop_claimed(&id);
+            listener.forget_cached();
         }
     }
 }

@@ -7,8 +7,9 @@
 //! * [`bus`] — pub/sub on `{prefix}bus`: one subscriber connection per
 //!   instance, reconnecting with backoff, applying the other instances'
 //!   [`Event`]s.
-//! * What rides on it: cache invalidation ([`credentials_changed`],
-//!   [`owners_changed`]), stop-stream ([`crate::streams`]); the shared
+//! * What rides on it: cache invalidation (announced by the services'
+//!   `credentials_changed` and `owners_changed`, applied by the [`Listener`]
+//!   the composition root installs), stop-stream ([`crate::streams`]); the shared
 //!   rate-limit store (`ratelimit::RedisStore`) uses the same connection.
 //!
 //! # Messages
@@ -44,8 +45,6 @@ use std::time::Duration;
 use rand::RngCore;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use serde::{Deserialize, Serialize};
-
-use crate::Gateway;
 
 /// Longest wait for one Redis round trip on a request's path, connecting
 /// included; past it the caller goes on without Redis (fail open).
@@ -278,44 +277,15 @@ fn event_name(event: &Event) -> &'static str {
     }
 }
 
-/// A key revoked, or a user disabled, enabled or deleted: this instance's
-/// key cache is dropped at once, the other instances' through the bus.
-pub async fn credentials_changed(gw: &Gateway) {
-    gw.auth.invalidate_all();
-    if let Some(cluster) = &gw.cluster {
-        cluster.announce(Event::Credentials).await;
-    }
-}
-
-/// Ownership records committed (created, deleted, re-owned): this
-/// instance's owner cache takes the new owners, the other instances drop
-/// their entries through the bus.
-pub async fn owners_changed(gw: &Gateway, changes: Vec<(String, String, Option<i64>)>) {
-    if changes.is_empty() {
-        return;
-    }
-    let refs: Option<Vec<OwnerRef>> = gw.cluster.as_ref().map(|_| {
-        changes
-            .iter()
-            .map(|(kind, id, _)| OwnerRef {
-                kind: kind.clone(),
-                id: id.clone(),
-            })
-            .collect()
-    });
-    for (kind, id, owner) in changes {
-        gw.owner_cache.put(&kind, id, owner);
-    }
-    if let (Some(cluster), Some(changes)) = (&gw.cluster, refs) {
-        cluster.announce(Event::Owners { changes }).await;
-    }
-}
-
-/// Everything cached that the bus keeps fresh: after a reconnection (messages
-/// may have been missed) or an unreadable message.
-pub(crate) fn forget_cached(gw: &Gateway) {
-    gw.auth.invalidate_all();
-    gw.owner_cache.clear();
+/// What this instance does with the bus: installed by the composition root
+/// (`crate::start`), so that the cluster knows no cache of its own.
+pub trait Listener: Send + Sync + 'static {
+    /// Applies another instance's event.
+    fn apply(&self, event: Event);
+    /// Drops everything cached that the bus keeps fresh: after a
+    /// (re)subscription (messages may have been missed) or an unreadable
+    /// message.
+    fn forget_cached(&self);
 }
 
 #[cfg(test)]

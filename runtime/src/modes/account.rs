@@ -11,9 +11,9 @@ use serde_json::{json, Map, Value};
 use super::common::user_json;
 use super::read_body;
 use crate::auth::{self, passwords, tokens::Typ, TokenPair};
+use crate::body::Request;
 use crate::ctx::{Ctx, Outcome};
 use crate::errors::ApiError;
-use crate::router::Request;
 use crate::store::Registration;
 use crate::{body, mail};
 

@@ -8,9 +8,9 @@ use serde_json::{json, Value};
 use super::common::user_json;
 use super::read_body;
 use crate::body;
+use crate::body::Request;
 use crate::ctx::{Ctx, Outcome};
 use crate::errors::ApiError;
-use crate::router::Request;
 use crate::spec::PathParams;
 use crate::store::UserRow;
 
@@ -51,7 +51,7 @@ pub async fn set_disabled(
         .store
         .blocking(move |s| s.set_user_disabled(id, disabled))
         .await?;
-    crate::cluster::credentials_changed(&ctx.gw).await;
+    ctx.gw.credentials_changed().await;
     let row = target(ctx, params).await?;
     Ok(ok(user_json(&row)))
 }
@@ -62,7 +62,7 @@ pub async fn delete(ctx: &mut Ctx, params: &PathParams) -> Result<Outcome, ApiEr
     let u = target(ctx, params).await?;
     let id = u.id;
     ctx.gw.store.blocking(move |s| s.delete_user(id)).await?;
-    crate::cluster::credentials_changed(&ctx.gw).await;
+    ctx.gw.credentials_changed().await;
     Ok(ok(json!({ "id": id, "deleted": true })))
 }
 

@@ -12,12 +12,11 @@ use rust_decimal::prelude::ToPrimitive;
 use serde_json::{json, Map, Value};
 
 use super::{prepare_model_call, Prepared};
-use crate::body;
+use crate::body::{self, Request};
 use crate::ctx::{Ctx, Later, Outcome, Settlement};
 use crate::errors::ApiError;
 use crate::providers::{ModelType, Op};
 use crate::relay::Relay;
-use crate::router::Request;
 use crate::spec::PathParams;
 
 /// Output tokens held for when neither `max_tokens` nor the model's

@@ -6,9 +6,9 @@
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
 
+use crate::body::Request;
 use crate::ctx::Ctx;
 use crate::errors::ApiError;
-use crate::router::Request;
 use crate::store::{Record, UserRow};
 
 /// A user as the account and admin routes answer it.

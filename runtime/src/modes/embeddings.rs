@@ -8,11 +8,10 @@ use rust_decimal::prelude::ToPrimitive;
 use serde_json::{json, Value};
 
 use super::{prepare_model_call, Prepared};
-use crate::body;
+use crate::body::{self, Request};
 use crate::ctx::{Ctx, Outcome, Settlement};
 use crate::errors::ApiError;
 use crate::providers::{ModelType, Op};
-use crate::router::Request;
 
 /// Bytes of the texts and how many there are; 400 unless a non-empty
 /// string or list of strings.

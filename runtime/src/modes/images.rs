@@ -8,11 +8,10 @@ use http::StatusCode;
 use serde_json::Value;
 
 use super::{prepare_model_call, Prepared};
-use crate::body;
+use crate::body::{self, Request};
 use crate::ctx::{Ctx, Outcome, Settlement};
 use crate::errors::ApiError;
 use crate::providers::{ModelType, Op};
-use crate::router::Request;
 
 /// Retention of generated images.
 pub const IMAGE_RETENTION_DAYS: i64 = 7;

@@ -19,10 +19,10 @@ use serde_json::Value;
 
 use super::common::query_u32;
 use crate::body::json;
+use crate::body::Request;
 use crate::ctx::{Ctx, Outcome};
 use crate::errors::ApiError;
 use crate::progress::{item_of, item_status, observe};
-use crate::router::Request;
 use crate::spec::PathParams;
 use crate::store::{JobRecord, Record};
 use crate::{fetch, shape};

@@ -7,9 +7,9 @@ use http::StatusCode;
 use serde_json::{json, Value};
 
 use super::read_body;
+use crate::body::Request;
 use crate::ctx::{Ctx, Outcome};
 use crate::errors::ApiError;
-use crate::router::Request;
 use crate::spec::PathParams;
 use crate::store::KeyRow;
 use crate::{auth, body};
@@ -79,7 +79,7 @@ pub async fn revoke(ctx: &mut Ctx, params: &PathParams) -> Result<Outcome, ApiEr
     if !done {
         return Err(ApiError::NotFound("no such key".into()));
     }
-    crate::cluster::credentials_changed(&ctx.gw).await;
+    ctx.gw.credentials_changed().await;
     Ok(Outcome::new(
         body::json(StatusCode::OK, &json!({ "id": key_id, "revoked": true })),
         None,

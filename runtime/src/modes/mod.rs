@@ -62,12 +62,12 @@ pub mod webhook;
 
 use serde_json::{Map, Value};
 
+use crate::body::Request;
 use crate::bounds::Bound;
 use crate::credits::{self, Settle};
 use crate::ctx::{Ctx, Outcome};
 use crate::errors::ApiError;
 use crate::providers::{Model, ModelType, Op, Provider};
-use crate::router::Request;
 use crate::spec::{Method, Mode, PathParams};
 use crate::upstream::llm::ProviderKey;
 use crate::upstream::Call;

@@ -8,9 +8,9 @@ use http::{header, HeaderValue, StatusCode};
 use rust_decimal::Decimal;
 use serde_json::Value;
 
+use crate::body::{Request, Response};
 use crate::ctx::{Ctx, Outcome};
 use crate::errors::ApiError;
-use crate::router::{Request, Response};
 use crate::spec::{Metering, PathParams};
 use crate::upstream::Answer;
 use crate::{body, owners, shape};

@@ -19,9 +19,9 @@ use rust_decimal::Decimal;
 use serde_json::{Map, Value};
 
 use crate::body::json;
+use crate::body::Request;
 use crate::ctx::{Ctx, Outcome};
 use crate::errors::ApiError;
-use crate::router::Request;
 use crate::shape;
 use crate::spec::{Metering, PathParams};
 

@@ -12,10 +12,10 @@ use serde_json::{json, Value};
 
 use super::common::charged;
 use super::{pick_model, read_body};
+use crate::body::Request;
 use crate::ctx::{Ctx, Outcome, Settlement};
 use crate::errors::ApiError;
 use crate::providers::{ModelType, Op};
-use crate::router::Request;
 use crate::{body, credits};
 
 /// Retention of produced speech.

@@ -28,9 +28,9 @@ use base64::Engine;
 use serde_json::{json, Value};
 
 use crate::billing::quantity_from_upstream;
+use crate::body::Request;
 use crate::ctx::{Ctx, Outcome};
 use crate::errors::ApiError;
-use crate::router::Request;
 use crate::shape;
 use crate::spec::PathParams;
 
@@ -163,7 +163,7 @@ async fn billed_seconds(
 /// came: it decoded as standard base64, so it holds only [A-Za-z0-9+/=] and
 /// needs no JSON escaping (re-escaping tens of kilobytes per answer was a
 /// measured cost).
-fn splice_audio(answer: &Value, audio_content: &str) -> crate::router::Response {
+fn splice_audio(answer: &Value, audio_content: &str) -> crate::body::Response {
     let rest = answer.to_string();
     let mut body = String::with_capacity(rest.len() + audio_content.len() + 20);
     body.push_str("{\"audio_content\":\"");

@@ -25,11 +25,11 @@ use tokio::io::AsyncWriteExt;
 use super::common::{self, charged, file_too_large};
 use super::pick_model;
 use crate::billing::quantity_from_upstream;
+use crate::body::Request;
 use crate::ctx::{Ctx, Outcome, Settlement};
 use crate::errors::ApiError;
 use crate::media;
 use crate::providers::{ModelType, Op};
-use crate::router::Request;
 use crate::store::Record;
 
 /// Largest file accepted (OpenAI's own limit): 25 MiB.
@@ -312,7 +312,7 @@ fn answer(
     format: &str,
     seconds: Decimal,
     charged: Decimal,
-) -> Result<crate::router::Response, ApiError> {
+) -> Result<crate::body::Response, ApiError> {
     if let Some(v) = v {
         if let Some(obj) = v.as_object_mut() {
             obj.insert(

@@ -24,11 +24,11 @@ use serde_json::json;
 
 use super::common::{self, file_too_large};
 use crate::body::json;
+use crate::body::Request;
 use crate::ctx::{Ctx, Outcome};
 use crate::errors::ApiError;
 use crate::media;
 use crate::objects::{ByteStream, ObjectError};
-use crate::router::Request;
 use crate::store::{AssetRecord, OutsideRecordPhase, Record};
 
 /// Largest file accepted (spec §8).

@@ -10,10 +10,10 @@ use serde_json::{json, Value};
 
 use super::common::query_u32;
 use super::{pick_model, read_body};
+use crate::body::Request;
 use crate::ctx::{Ctx, Later, Outcome, Settlement};
 use crate::errors::ApiError;
 use crate::providers::{ModelType, Op};
-use crate::router::Request;
 use crate::spec::{Method, PathParams};
 use crate::store::VideoJobRow;
 use crate::{body, credits, videos};

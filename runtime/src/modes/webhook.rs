@@ -22,9 +22,9 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
 use crate::body;
+use crate::body::Request;
 use crate::ctx::{Ctx, Outcome};
 use crate::errors::ApiError;
-use crate::router::Request;
 use crate::signing::{verify, SIGNATURE_HEADER};
 use crate::store::{Record, WebhookEventRecord};
 

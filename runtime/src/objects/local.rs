@@ -601,9 +601,9 @@ impl ObjectStore for LocalStore {
     fn key_of_url(&self, url: &str) -> Option<String> {
         let rest = url
             .strip_prefix(&self.public_base_url)?
-            .strip_prefix(super::serve::PATH_PREFIX)?;
+            .strip_prefix(super::signing::PATH_PREFIX)?;
         let path = rest.split(['?', '#']).next().unwrap_or(rest);
-        let key = super::serve::decode_key(path)?;
+        let key = super::signing::decode_key(path)?;
         validate_key(&key).ok()?;
         Some(key)
     }

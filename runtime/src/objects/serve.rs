@@ -20,15 +20,13 @@ use http::header::{self, HeaderValue};
 use http::{HeaderMap, Method, Response, StatusCode, Uri};
 use http_body::Frame;
 use http_body_util::{BodyExt, StreamBody};
-use percent_encoding::percent_decode_str;
 
 use super::local::LocalStore;
-use super::signing::{self, SignatureError};
+use super::signing::{self, decode_key, SignatureError};
 use super::{validate_key, ByteStream, ObjectError};
 use crate::body::{self, Body, BoxError};
 
-/// The path prefix of presigned URLs.
-pub const PATH_PREFIX: &str = "/objects/";
+pub use super::signing::PATH_PREFIX;
 
 /// Answers a request for a presigned URL of `store` (see the module docs).
 /// `uri` is the request target (path and query).
@@ -193,21 +191,6 @@ fn detail(status: StatusCode, message: &str) -> Response<Body> {
 
 fn forbidden(e: SignatureError) -> Response<Body> {
     detail(StatusCode::FORBIDDEN, e.detail())
-}
-
-/// The object key of a request path (after `/objects/`), percent-decoded
-/// segment by segment. `None` when a segment is not UTF-8 or decodes to
-/// something holding `/`.
-pub(crate) fn decode_key(raw: &str) -> Option<String> {
-    let mut segments = Vec::new();
-    for seg in raw.split('/') {
-        let decoded = percent_decode_str(seg).decode_utf8().ok()?;
-        if decoded.contains('/') {
-            return None;
-        }
-        segments.push(decoded);
-    }
-    Some(segments.join("/"))
 }
 
 /// `(expires, signature)` of the query; `None` when either appears twice.

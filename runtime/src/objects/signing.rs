@@ -1,4 +1,5 @@
-//! The HMAC of the local store's presigned URLs.
+//! The local store's presigned URLs: their path ([`PATH_PREFIX`], keys
+//! percent-encoded segment by segment, [`decode_key`]) and their HMAC.
 //!
 //! A URL for `key` valid until `expires` (Unix seconds) carries
 //! `signature = hex(HMAC-SHA256(signing_key, "GET\n{key}\n{expires}"))`.
@@ -6,9 +7,28 @@
 //! how the URL was percent-encoded. Verification is constant-time.
 
 use hmac::{Hmac, Mac};
+use percent_encoding::percent_decode_str;
 use sha2::Sha256;
 
 type HmacSha256 = Hmac<Sha256>;
+
+/// The path prefix of presigned URLs.
+pub const PATH_PREFIX: &str = "/objects/";
+
+/// The object key of a request path (after `/objects/`), percent-decoded
+/// segment by segment. `None` when a segment is not UTF-8 or decodes to
+/// something holding `/`.
+pub(crate) fn decode_key(raw: &str) -> Option<String> {
+    let mut segments = Vec::new();
+    for seg in raw.split('/') {
+        let decoded = percent_decode_str(seg).decode_utf8().ok()?;
+        if decoded.contains('/') {
+            return None;
+        }
+        segments.push(decoded);
+    }
+    Some(segments.join("/"))
+}
 
 /// Why a presigned URL is refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

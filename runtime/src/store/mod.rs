@@ -6,7 +6,7 @@
 //! default (one file, WAL), and PostgreSQL (`GATEWAY_DATABASE_URL`), which
 //! several gateway instances share. The repositories are written once, in
 //! SQL both read alike ([`sql`]); each database has its own migrations
-//! ([`sqlite::MIGRATIONS`], [`pg::MIGRATIONS`]) describing the same schema.
+//! ([`sqlite::MIGRATIONS`], [`pg_schema::MIGRATIONS`]) describing the same schema.
 //!
 //! * Reads go through an `r2d2` pool (WAL mode lets SQLite's run beside the
 //!   writer) and are called from async code through [`Store::blocking`]
@@ -30,7 +30,9 @@ mod balances;
 mod instances;
 mod money;
 mod owners;
+pub(crate) mod params;
 mod pg;
+mod pg_schema;
 mod records;
 pub(crate) mod sql;
 mod sqlite;
@@ -241,7 +243,7 @@ pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
 fn open_and_migrate_pg(url: &str, sync_full: bool) -> Result<(pg::PgConn, tokio_postgres::Config)> {
     let config = pg::parse_url(url)?;
     let mut conn = pg::PgConn::connect(&config, sync_full)?;
-    pg::migrate(&mut conn.db())?;
+    pg_schema::migrate(&mut conn.db())?;
     Ok((conn, config))
 }
 

@@ -14,13 +14,13 @@
 //! either database into the Rust type asked for. Flags are integers (0/1) in
 //! both schemas, money and times are text, so the SQL is the same.
 
-use std::borrow::Cow;
 use std::str::FromStr;
 
-use rusqlite::types::{ToSqlOutput, ValueRef};
 use rust_decimal::Decimal;
-use tokio_postgres::types::{IsNull, Type};
+use tokio_postgres::types::Type;
 
+pub(crate) use super::params::p;
+pub use super::params::P;
 use super::pg::PgConn;
 use super::{Result, StoreError};
 
@@ -29,117 +29,6 @@ use super::{Result, StoreError};
 pub enum Dialect {
     Sqlite,
     Postgres,
-}
-
-/// A statement parameter.
-#[derive(Debug, Clone, Copy)]
-pub enum P<'a> {
-    Null,
-    Int(i64),
-    Text(&'a str),
-    Blob(&'a [u8]),
-}
-
-/// What can be bound as a parameter ([`p!`](crate::p)).
-pub trait ToP {
-    fn to_p(&self) -> P<'_>;
-}
-
-macro_rules! int_param {
-    ($($t:ty),*) => {$(
-        impl ToP for $t {
-            fn to_p(&self) -> P<'_> {
-                P::Int(*self as i64)
-            }
-        }
-    )*};
-}
-int_param!(i64, i32, u32, u16, u64, usize);
-
-impl ToP for bool {
-    fn to_p(&self) -> P<'_> {
-        P::Int(*self as i64)
-    }
-}
-impl ToP for str {
-    fn to_p(&self) -> P<'_> {
-        P::Text(self)
-    }
-}
-impl ToP for String {
-    fn to_p(&self) -> P<'_> {
-        P::Text(self)
-    }
-}
-impl ToP for [u8] {
-    fn to_p(&self) -> P<'_> {
-        P::Blob(self)
-    }
-}
-impl ToP for Vec<u8> {
-    fn to_p(&self) -> P<'_> {
-        P::Blob(self)
-    }
-}
-impl<T: ToP + ?Sized> ToP for &T {
-    fn to_p(&self) -> P<'_> {
-        (**self).to_p()
-    }
-}
-impl<T: ToP> ToP for Option<T> {
-    fn to_p(&self) -> P<'_> {
-        match self {
-            Some(v) => v.to_p(),
-            None => P::Null,
-        }
-    }
-}
-
-/// Statement parameters: `p![a, b, c]` binds `?1`, `?2`, `?3`.
-macro_rules! p {
-    ($($e:expr),* $(,)?) => {
-        &[$($crate::store::sql::ToP::to_p(&$e)),*][..]
-    };
-}
-pub(crate) use p;
-
-impl rusqlite::ToSql for P<'_> {
-    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
-        Ok(ToSqlOutput::Borrowed(match *self {
-            P::Null => ValueRef::Null,
-            P::Int(i) => ValueRef::Integer(i),
-            P::Text(s) => ValueRef::Text(s.as_bytes()),
-            P::Blob(b) => ValueRef::Blob(b),
-        }))
-    }
-}
-
-impl tokio_postgres::types::ToSql for P<'_> {
-    fn to_sql(
-        &self,
-        ty: &Type,
-        out: &mut bytes::BytesMut,
-    ) -> std::result::Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
-        match *self {
-            P::Null => Ok(IsNull::Yes),
-            P::Int(i) => match *ty {
-                Type::INT8 => i.to_sql(ty, out),
-                Type::INT4 => i32::try_from(i)?.to_sql(ty, out),
-                Type::INT2 => i16::try_from(i)?.to_sql(ty, out),
-                Type::BOOL => (i != 0).to_sql(ty, out),
-                Type::TEXT | Type::VARCHAR => i.to_string().as_str().to_sql(ty, out),
-                _ => Err(format!("integer parameter for a {ty} column").into()),
-            },
-            P::Text(s) => s.to_sql(ty, out),
-            P::Blob(b) => b.to_sql(ty, out),
-        }
-    }
-
-    fn accepts(_: &Type) -> bool {
-        true
-    }
-
-    tokio_postgres::types::to_sql_checked!();
 }
 
 /// One result row of either database.
@@ -279,6 +168,13 @@ enum Inner<'c> {
     Pg(&'c mut PgConn),
 }
 
+impl PgConn {
+    /// This connection as a [`Db`].
+    pub fn db(&mut self) -> Db<'_> {
+        Db::pg(self)
+    }
+}
+
 impl<'c> Db<'c> {
     pub(super) fn lite(conn: &'c rusqlite::Connection) -> Db<'c> {
         Db {
@@ -413,39 +309,5 @@ impl<'c> Db<'c> {
                 Err(e)
             }
         }
-    }
-}
-
-/// `?N` parameters as PostgreSQL's `$N` (outside quoted text).
-pub(super) fn to_postgres(sql: &str) -> Cow<'_, str> {
-    if !sql.contains('?') {
-        return Cow::Borrowed(sql);
-    }
-    let mut out = String::with_capacity(sql.len());
-    let mut quoted = false;
-    for c in sql.chars() {
-        match c {
-            '\'' => {
-                quoted = !quoted;
-                out.push(c);
-            }
-            '?' if !quoted => out.push('$'),
-            _ => out.push(c),
-        }
-    }
-    Cow::Owned(out)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parameters_become_dollar_numbers_outside_quotes() {
-        assert_eq!(
-            to_postgres("SELECT a FROM t WHERE b = ?1 AND c = '?2' AND d IN (?2, ?10)"),
-            "SELECT a FROM t WHERE b = $1 AND c = '?2' AND d IN ($2, $10)"
-        );
-        assert!(matches!(to_postgres("SELECT 1"), Cow::Borrowed(_)));
     }
 }

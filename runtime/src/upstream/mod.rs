@@ -37,9 +37,8 @@ use http_body_util::{BodyExt, Full};
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use serde_json::Value;
 
-use crate::config::Config;
+use crate::body::Response;
 use crate::errors::ApiError;
-use crate::router::Response;
 use crate::spec::{self, Base, UpstreamAuth};
 use client::{Clients, Failure, UpBody};
 use errors::Mapping;
@@ -87,6 +86,20 @@ impl Credential {
     }
 }
 
+/// What the upstream client is built from: the provider's part of the
+/// configuration (`crate::config::Config::upstream_settings`).
+#[derive(Clone, Copy)]
+pub struct Settings<'a> {
+    /// The main key (`PROVIDER_API_KEY`); `None`: voice routes answer 503.
+    pub api_key: Option<&'a str>,
+    /// Main upstream API base URL, without a trailing slash.
+    pub base_url: &'a str,
+    /// Synthesis cluster base URL, without a trailing slash.
+    pub synth_url: &'a str,
+    /// Time-out of every upstream call.
+    pub timeout: Duration,
+}
+
 /// The upstream client.
 pub struct Upstream {
     clients: Arc<Clients>,
@@ -97,8 +110,8 @@ pub struct Upstream {
 }
 
 impl Upstream {
-    pub fn new(config: &Config) -> Upstream {
-        let credential = config.provider_api_key.as_deref().and_then(|k| {
+    pub fn new(settings: Settings<'_>) -> Upstream {
+        let credential = settings.api_key.and_then(|k| {
             let c = Credential::new(k);
             if c.is_none() {
                 tracing::error!(
@@ -108,11 +121,11 @@ impl Upstream {
             c
         });
         Upstream {
-            clients: Clients::new(config.upstream_timeout),
-            main: config.provider_base_url.clone(),
-            synth: config.provider_synth_url.clone(),
+            clients: Clients::new(settings.timeout),
+            main: settings.base_url.to_owned(),
+            synth: settings.synth_url.to_owned(),
             credential,
-            timeout: config.upstream_timeout,
+            timeout: settings.timeout,
         }
     }
 

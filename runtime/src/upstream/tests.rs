@@ -15,11 +15,12 @@ use crate::spec::{Base, Method as M, Upstream as Row, UpstreamAuth};
 const KEY: &str = "sk-test-upstream-key";
 
 fn upstream(base: &str, timeout: Duration) -> Upstream {
-    let mut c = Config::with_data_dir(std::env::temp_dir());
-    c.provider_base_url = base.to_owned();
-    c.provider_api_key = Some(KEY.to_owned());
-    c.upstream_timeout = timeout;
-    Upstream::new(&c)
+    Upstream::new(Settings {
+        api_key: Some(KEY),
+        base_url: base,
+        synth_url: base,
+        timeout,
+    })
 }
 
 fn row(method: M, auth: UpstreamAuth) -> &'static Row {

@@ -1,4 +1,13 @@
 //! Test harness: start a simulator and a gateway, call them, read what they wrote.
+//! The fixtures several test files share live here too: [`general`] (the
+//! general gateway's providers file, envelopes, `Env` helpers, an LLM pair),
+//! [`receiver`] (a callback receiver).
+
+mod general;
+mod receiver;
+
+pub use general::*;
+pub use receiver::*;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -9,6 +18,19 @@ use runtime::config::Config;
 use runtime::store::{AuditRecord, Store};
 use serde_json::{json, Value};
 use tokio::net::TcpListener;
+
+/// The `gateway` binary of this build.
+pub const BIN: &str = env!("CARGO_BIN_EXE_gateway");
+
+/// The workspace's root directory.
+pub fn workspace_root() -> PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// A decimal literal.
+pub fn d(s: &str) -> rust_decimal::Decimal {
+    s.parse().unwrap()
+}
 
 /// The upstream key the simulator expects; must never appear in an answer.
 pub const PROVIDER_KEY: &str = "sk-test-provider-key-0123456789";

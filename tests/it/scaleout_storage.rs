@@ -12,11 +12,6 @@ use rust_decimal::Decimal;
 use serde_json::{json, Value};
 
 use crate::harness::*;
-use crate::scaleout::llm_pair;
-
-fn d(s: &str) -> Decimal {
-    Decimal::from_str(s).unwrap()
-}
 
 impl Pair {
     /// The voice API's `path` on instance A (`even`) or B.
@@ -40,7 +35,7 @@ impl Pair {
 
 #[tokio::test]
 async fn concurrent_first_gets_of_one_job_on_both_instances_make_one_copy() {
-    let Some(p) = Pair::start("scaleout_shared::one_copy", |_| {}).await else {
+    let Some(p) = Pair::start("scaleout_storage::one_copy", |_| {}).await else {
         return;
     };
     let env = &p.a;
@@ -115,7 +110,7 @@ async fn concurrent_first_gets_of_one_job_on_both_instances_make_one_copy() {
 
 #[tokio::test]
 async fn requests_spread_over_both_instances_never_overdraw_a_balance() {
-    let Some(p) = llm_pair("scaleout_shared::never_overdrawn").await else {
+    let Some(p) = llm_pair("scaleout_storage::never_overdrawn").await else {
         return;
     };
     let env = &p.a;
@@ -167,7 +162,7 @@ async fn requests_spread_over_both_instances_never_overdraw_a_balance() {
 
 #[tokio::test]
 async fn usage_totals_are_the_sum_of_what_both_instances_served() {
-    let Some(p) = Pair::start("scaleout_shared::usage_totals", |_| {}).await else {
+    let Some(p) = Pair::start("scaleout_storage::usage_totals", |_| {}).await else {
         return;
     };
     let env = &p.a;

@@ -1,0 +1,92 @@
+//! The services a running gateway shares: [`Gateway`] (cheap to clone) and
+//! what it holds ([`Inner`]). Built by the composition root
+//! ([`crate::start`], `Gateway::new`); handed to every request in its
+//! [`crate::ctx::Ctx`] and to the background tasks.
+//!
+//! This module sits below everything that uses it (the services the modes
+//! call, the modes, the pipeline, the tasks) and above the adapters it
+//! holds: it imports only adapters and leaves. A mode reaches its services
+//! as fields of `ctx.gw` (see ARCHITECTURE.md, "Layers", for why one struct
+//! rather than one per mode).
+
+use std::sync::Arc;
+
+use crate::{
+    auth, cluster, config, objects, owner_cache, providers, ratelimit, spec, store, streams,
+    upstream,
+};
+
+/// Shared state of a running gateway (cheap to clone).
+#[derive(Clone)]
+pub struct Gateway(pub(crate) Arc<Inner>);
+
+/// What a [`Gateway`] holds.
+pub struct Inner {
+    /// Configuration, read once at start-up.
+    pub config: config::Config,
+    /// The database.
+    pub store: store::Store,
+    /// API-key authentication with its cache.
+    pub auth: auth::Auth,
+    /// The upstream client.
+    pub upstream: upstream::Upstream,
+    /// Object storage.
+    pub objects: std::sync::Arc<dyn objects::ObjectStore>,
+    /// The generated table: rows, capabilities, job kinds, bases.
+    pub table: &'static spec::Table,
+    /// Per user, per capability rate limits.
+    pub limiter: ratelimit::RateLimiter,
+    /// Cached owner lookups of tenant isolation.
+    pub owner_cache: owner_cache::OwnerCache,
+    /// The account's stock voices, as last read from the provider.
+    pub stock_voices: owner_cache::StockVoices,
+    /// The general gateway's model providers (`GATEWAY_PROVIDERS`).
+    pub providers: providers::Providers,
+    /// Open model streams (stop-stream).
+    pub streams: Arc<streams::Streams>,
+    /// The Redis shared with other instances (`GATEWAY_REDIS_URL`); `None`: a single instance.
+    pub cluster: Option<cluster::Cluster>,
+}
+
+impl std::ops::Deref for Gateway {
+    type Target = Inner;
+    fn deref(&self) -> &Inner {
+        &self.0
+    }
+}
+
+impl Inner {
+    /// A key revoked, or a user disabled, enabled or deleted: this
+    /// instance's key cache is dropped at once, the other instances' through
+    /// the bus.
+    pub async fn credentials_changed(&self) {
+        self.auth.invalidate_all();
+        if let Some(cluster) = &self.cluster {
+            cluster.announce(cluster::Event::Credentials).await;
+        }
+    }
+
+    /// Ownership records committed (created, deleted, re-owned): this
+    /// instance's owner cache takes the new owners, the other instances drop
+    /// their entries through the bus.
+    pub async fn owners_changed(&self, changes: Vec<(String, String, Option<i64>)>) {
+        if changes.is_empty() {
+            return;
+        }
+        let refs: Option<Vec<cluster::OwnerRef>> = self.cluster.as_ref().map(|_| {
+            changes
+                .iter()
+                .map(|(kind, id, _)| cluster::OwnerRef {
+                    kind: kind.clone(),
+                    id: id.clone(),
+                })
+                .collect()
+        });
+        for (kind, id, owner) in changes {
+            self.owner_cache.put(&kind, id, owner);
+        }
+        if let (Some(cluster), Some(changes)) = (&self.cluster, refs) {
+            cluster.announce(cluster::Event::Owners { changes }).await;
+        }
+    }
+}

@@ -1,0 +1,165 @@
+//! The composition root: [`Gateway::new`] builds every service from the
+//! configuration and the generated table, and installs what lower layers
+//! are handed instead of reaching up ([`bus`]: the cluster bus's listener;
+//! the local object store's locator of packed objects).
+
+use std::sync::Arc;
+
+use crate::services::{Gateway, Inner};
+use crate::{
+    auth, cluster, config, objects, providers, ratelimit, spec, store, streams, telemetry, upstream,
+};
+
+/// Why a gateway could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(transparent)]
+    Config(#[from] config::ConfigError),
+    #[error(transparent)]
+    Store(#[from] store::StoreError),
+    #[error(transparent)]
+    Objects(#[from] objects::ObjectError),
+    #[error(transparent)]
+    Providers(#[from] providers::ProvidersError),
+}
+
+impl Gateway {
+    /// Builds the rate limiter (the table's capabilities overridden by
+    /// `config.rate_limits`; an unknown capability is a configuration error
+    /// of `GATEWAY_RATE_LIMITS`; on Redis with `config.redis`, unless
+    /// `config.limiter_store` gives a store), opens the database (migrating it) and the
+    /// object store, and builds the upstream client. Without
+    /// `config.public_url`, the gateway's own object URLs start with
+    /// `http://<config.addr>`.
+    pub fn new(config: config::Config, table: &'static spec::Table) -> Result<Gateway, StartError> {
+        let capabilities = table.capabilities;
+        telemetry::install();
+        // Connects on first use, never here: an unreachable Redis is no
+        // reason not to start (see `cluster`).
+        let cluster =
+            match &config.redis {
+                Some(r) => Some(cluster::Cluster::new(r).map_err(|e| {
+                    config::ConfigError::new(config::GATEWAY_REDIS_URL, e.to_string())
+                })?),
+                None => None,
+            };
+        // Before anything is opened: a bad GATEWAY_RATE_LIMITS leaves no trace.
+        let limits = &config.rate_limits;
+        let limiter = match (&config.limiter_store, &cluster) {
+            (Some(custom), _) => ratelimit::RateLimiter::new(capabilities, limits, custom.clone()),
+            (None, Some(c)) => ratelimit::RateLimiter::redis(capabilities, limits, c.clone()),
+            (None, None) => ratelimit::RateLimiter::in_process(capabilities, limits),
+        }
+        .map_err(|reason| config::ConfigError::new(ratelimit::GATEWAY_RATE_LIMITS, reason))?;
+        let providers = match &config.providers_file {
+            Some(path) => providers::Providers::load(path, config.prices.markup_pct)?,
+            None => providers::Providers::default(),
+        };
+        let store = store::Store::open_at_with(&config.database(), config.db_sync_full)?;
+        let accounts = &config.accounts;
+        let jwt_secret = match &accounts.jwt_secret {
+            Some(s) => s.clone(),
+            None => auth::config::load_or_create_secret(
+                &config.data_dir.join(auth::config::JWT_KEY_FILE),
+            )
+            .map_err(|reason| config::ConfigError::new(auth::config::GATEWAY_JWT_SECRET, reason))?,
+        };
+        let tokens = auth::tokens::Tokens::new(
+            jwt_secret,
+            accounts.env.clone(),
+            accounts.access_ttl,
+            accounts.refresh_ttl,
+        );
+        let auth = auth::Auth::new(store.clone(), tokens, accounts.admin_key.clone());
+        let upstream = upstream::Upstream::new(config.upstream_settings());
+        let public_url = config
+            .public_url
+            .clone()
+            .unwrap_or_else(|| format!("http://{}", config.addr));
+        let objects = objects::open(
+            &config.objects,
+            &config.data_dir,
+            &public_url,
+            config.db_sync_full,
+        )?;
+        if let Some(local) = objects.as_local() {
+            // Packed objects are found through their asset records. The
+            // locator holds the store only (no cycle through the Gateway).
+            local.set_locator(packed_locator(store.clone()));
+        }
+        Ok(Gateway(Arc::new(Inner {
+            config,
+            store,
+            auth,
+            upstream,
+            objects,
+            table,
+            limiter,
+            owner_cache: Default::default(),
+            stock_voices: Default::default(),
+            providers,
+            streams: Arc::new(streams::Streams::new(cluster.clone())),
+            cluster,
+        })))
+    }
+}
+
+/// The local store's locator of packed objects: the live asset record of
+/// a key, read on the blocking pool.
+fn packed_locator(store: store::Store) -> objects::pack::Locator {
+    Arc::new(move |key: String| {
+        let store = store.clone();
+        Box::pin(async move {
+            let found = store
+                .blocking(move |s| s.packed_object(&key))
+                .await
+                .map_err(|e| {
+                    objects::ObjectError::Backend(format!("locating a packed object: {e}"))
+                })?;
+            Ok(
+                found.map(|(pack, offset, size, content_type)| objects::pack::Packed {
+                    pack,
+                    offset,
+                    size,
+                    content_type,
+                }),
+            )
+        })
+    })
+}
+
+/// The cluster bus's subscriber with this gateway's caches as its listener
+/// (run by `server` as a background task). Returns at once without a
+/// cluster.
+pub async fn bus(gw: Gateway) {
+    let Some(cluster) = gw.cluster.clone() else {
+        return;
+    };
+    cluster::bus::run(cluster, Arc::new(Caches(gw))).await
+}
+
+/// What the other instances' events change here: the key cache, the owner
+/// cache, the open streams.
+struct Caches(Gateway);
+
+impl cluster::Listener for Caches {
+    fn apply(&self, event: cluster::Event) {
+        let gw = &self.0;
+        match event {
+            cluster::Event::Credentials => gw.auth.invalidate_all(),
+            cluster::Event::Owners { changes } => {
+                for c in changes {
+                    gw.owner_cache.forget(&c.kind, &c.id);
+                }
+            }
+            cluster::Event::StopStream { id } => {
+                gw.streams.stop_claimed(&id);
+            }
+        }
+    }
+
+    fn forget_cached(&self) {
+        self.0.auth.invalidate_all();
+        self.0.owner_cache.clear();
+    }
+}
