@@ -4,40 +4,25 @@
 //!   when it has one (so watermark apply and detect are priced apart), else
 //!   its capability; the unit is what the request is billed by
 //!   (`tts.audio_seconds`, `detect.video_seconds`, `identity.searches`, ...).
-//!   A voice subscription has one key, `voices.voice_subscription`, whether
+//!   A billing unit may name its own product in the table's `[products]`:
+//!   a voice subscription has one key, `voices.voice_subscription`, whether
 //!   it is billed at a voice's first build or at its promotion from a design
-//!   (whose capability is `voice_design`): see [`product_of`].
+//!   (whose capability is `voice_design`): see `Table::product_of`.
 //! * **Charge** = quantity × unit price × (1 + markup / 100), rounded half
 //!   away from zero to 8 decimal places, rendered with exactly 8 places.
 //! * A product without a configured price is **unpriced**: its quantity is
 //!   still recorded, with `charged` 0 and the record flagged.
 //!
 //! Prices come from `GATEWAY_PRICES` (`key=price,key=price`, USD per unit of
-//! upstream cost), on top of [`DEFAULT_PRICES`] (the spec's known prices).
+//! upstream cost), on top of the table's `[prices]` (the spec's known
+//! prices, added by [`Prices::with_defaults`] when the gateway starts).
 
 use std::collections::BTreeMap;
 use std::str::FromStr;
 
 use rust_decimal::{Decimal, RoundingStrategy};
 
-/// The spec's known upstream prices (USD per unit).
-pub const DEFAULT_PRICES: &[(&str, &str)] = &[
-    ("tts.audio_seconds", "0.0005"),
-    ("watermark_apply.audio_seconds", "0.0005"),
-    ("watermark_detect.audio_seconds", "0.0002"),
-];
-
-/// The product of every voice subscription charge (build or promotion).
-pub const VOICE_SUBSCRIPTION_PRODUCT: &str = "voices";
-
-/// The price-key product of a row: [`VOICE_SUBSCRIPTION_PRODUCT`] for a
-/// voice subscription, else the row's job kind, else its capability.
-pub fn product_of(spec: &crate::spec::EndpointSpec) -> &'static str {
-    match spec.billing {
-        crate::spec::Billing::VoiceSubscription => VOICE_SUBSCRIPTION_PRODUCT,
-        _ => spec.job.unwrap_or(spec.capability),
-    }
-}
+use crate::spec::PriceSpec;
 
 /// Decimal places of every charge.
 pub const CHARGE_DP: u32 = 8;
@@ -131,17 +116,14 @@ pub fn parse_markup(text: &str) -> Result<Decimal, PriceError> {
 pub struct PriceError(pub String);
 
 impl Prices {
-    /// Defaults plus `spec` (`key=price,...`) and a markup given as text.
+    /// `spec` (`key=price,...`) and a markup given as text.
     pub fn parse(spec: Option<&str>, markup_pct: &str) -> Result<Prices, PriceError> {
         Prices::with_markup(spec, parse_markup(markup_pct)?)
     }
 
-    /// Defaults plus `spec` (`key=price,...`), with a parsed markup.
+    /// `spec` (`key=price,...`), with a parsed markup.
     pub fn with_markup(spec: Option<&str>, markup_pct: Decimal) -> Result<Prices, PriceError> {
-        let mut prices: BTreeMap<String, Decimal> = DEFAULT_PRICES
-            .iter()
-            .map(|(k, v)| (k.to_string(), Decimal::from_str(v).expect("default price")))
-            .collect();
+        let mut prices: BTreeMap<String, Decimal> = BTreeMap::new();
         for item in spec
             .unwrap_or("")
             .split(',')
@@ -163,6 +145,19 @@ impl Prices {
             prices.insert(k.to_owned(), price);
         }
         Ok(Prices { prices, markup_pct })
+    }
+
+    /// These prices over the table's known ones (`[prices]`): a key the
+    /// configuration prices keeps its price.
+    pub fn with_defaults(mut self, defaults: &[PriceSpec]) -> Result<Prices, PriceError> {
+        for d in defaults {
+            if !self.prices.contains_key(d.key) {
+                let price = Decimal::from_str(d.price)
+                    .map_err(|e| PriceError(format!("[prices] {}: {:?}: {e}", d.key, d.price)))?;
+                self.prices.insert(d.key.to_owned(), price);
+            }
+        }
+        Ok(self)
     }
 
     /// The configured upstream unit price of a key.
@@ -276,9 +271,29 @@ mod tests {
         Decimal::from_str(s).unwrap()
     }
 
+    /// As the table's `[prices]` says.
+    const TABLE: &[PriceSpec] = &[
+        PriceSpec {
+            key: "tts.audio_seconds",
+            price: "0.0005",
+        },
+        PriceSpec {
+            key: "watermark_detect.audio_seconds",
+            price: "0.0002",
+        },
+    ];
+
+    /// `spec` and `markup` over the table's prices, as the gateway starts with them.
+    fn prices(spec: Option<&str>, markup: &str) -> Prices {
+        Prices::parse(spec, markup)
+            .unwrap()
+            .with_defaults(TABLE)
+            .unwrap()
+    }
+
     #[test]
     fn synthesis_charge_to_8_places() {
-        let p = Prices::parse(None, "20.0").unwrap();
+        let p = prices(None, "20.0");
         // 1 s × 0.0005 × 1.2 = 0.0006
         assert_eq!(
             p.charge("tts.audio_seconds", d("1")).charged_str(),
@@ -340,7 +355,7 @@ mod tests {
 
     #[test]
     fn unpriced_records_quantity_and_charges_nothing() {
-        let p = Prices::parse(None, "20").unwrap();
+        let p = prices(None, "20");
         let c = p.charge("tracing.audio_seconds", d("12.5"));
         assert!(c.unpriced());
         assert_eq!(
@@ -351,11 +366,11 @@ mod tests {
 
     #[test]
     fn table_overrides_and_errors() {
-        let p = Prices::parse(
+        // The configured price of a key wins over the table's.
+        let p = prices(
             Some("tts.audio_seconds=0.001, identity.searches=0.01"),
             "50",
-        )
-        .unwrap();
+        );
         assert_eq!(
             p.charge("tts.audio_seconds", d("2")).charged_str(),
             "0.00300000"
@@ -403,7 +418,7 @@ mod tests {
             quantity_from_upstream("duration", Some(&json!(null))),
             UpstreamQuantity::Absent
         );
-        let p = Prices::parse(None, "20").unwrap();
+        let p = prices(None, "20");
         assert_eq!(
             p.charge("tts.audio_seconds", d("-500")).charged,
             Decimal::ZERO

@@ -140,11 +140,12 @@ impl Ctx {
         })
     }
 
-    /// The price-key product of this row: [`crate::billing::VOICE_SUBSCRIPTION_PRODUCT`]
-    /// for a voice subscription (so a build and a promotion from a design
-    /// share one price key), else its job kind, else its capability.
+    /// The price-key product of this row: the table's `[products]` entry
+    /// of its billing unit (a voice subscription's, so a build and a
+    /// promotion from a design share one price key), else its job kind,
+    /// else its capability.
     pub fn product(&self) -> &'static str {
-        crate::billing::product_of(self.spec)
+        self.gw.table.product_of(self.spec)
     }
 }
 

@@ -44,9 +44,6 @@ use crate::shape;
 use crate::spec::{EndpointSpec, Method, PathParams};
 use crate::store::Record;
 
-/// The kind whose unowned resources (the account's stock) everyone may read.
-pub const SHARED_STOCK_KIND: &str = "voice";
-
 /// Whether the row addresses its resource through its last path parameter.
 fn addresses_item(spec: &EndpointSpec) -> bool {
     spec.path.ends_with('}')
@@ -189,7 +186,7 @@ pub async fn check(ctx: &Ctx, params: &PathParams) -> Result<(), ApiError> {
         let allowed = match owner_of(&ctx.gw, c.kind, value.clone()).await? {
             Some(owner) => owner == user,
             None => {
-                c.kind == SHARED_STOCK_KIND
+                ctx.gw.table.shared_stock(c.kind)
                     && ctx.spec.method == Method::Get
                     && is_stock(&ctx.gw, &value).await?
             }
@@ -217,7 +214,7 @@ pub async fn check_body(ctx: &Ctx, body: &serde_json::Map<String, Value>) -> Res
         };
         let allowed = match owner_of(&ctx.gw, c.kind, value.clone()).await? {
             Some(owner) => owner == user,
-            None => c.kind == SHARED_STOCK_KIND && is_stock(&ctx.gw, value).await?,
+            None => ctx.gw.table.shared_stock(c.kind) && is_stock(&ctx.gw, value).await?,
         };
         if !allowed {
             return Err(not_found(c.kind, value));
@@ -255,11 +252,15 @@ pub fn upstream_not_found(ctx: &Ctx, params: &PathParams, e: ApiError) -> ApiErr
 /// names one ([`parent_of_create`]).
 pub fn created(ctx: &Ctx, answer: &Value, parent: Option<String>) -> Result<Record, ApiError> {
     let kind = ctx.spec.resource.unwrap_or_default();
-    let id = answer
-        .get("voice_uuid")
+    // The kind's own id field (`[kinds]`), else `id`/`uuid`.
+    let id = ctx
+        .gw
+        .table
+        .kind(kind)
+        .and_then(|k| k.id_field)
+        .and_then(|field| answer.get(field))
         .and_then(Value::as_str)
         .map(str::to_owned)
-        .filter(|_| kind == "voice")
         .or_else(|| shape::upstream_id(answer))
         .ok_or_else(|| {
             ApiError::BadGateway(format!(

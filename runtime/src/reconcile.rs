@@ -1,7 +1,8 @@
 //! Reconciliation: the gateway's usage totals of a day against the
 //! upstream's billing usage (`GET {main}/account/billing_usage`).
 //!
-//! Gateway usage is grouped by upstream product ([`upstream_product`]);
+//! Gateway usage is grouped by upstream product (the table's
+//! `[reconcile.*]`, [`crate::spec::Table::upstream_product`]);
 //! each product's comparison is stored (`reconciliation_runs`), and a drift
 //! above [`DRIFT_THRESHOLD_PCT`] percent is logged at error level with both
 //! figures. Runs nightly inside `gateway serve` (for the previous UTC day, at
@@ -20,27 +21,6 @@ use crate::store::ReconciliationRow;
 
 /// Drift (percent of the upstream's figure) above which an error is logged.
 pub const DRIFT_THRESHOLD_PCT: Decimal = Decimal::ONE;
-
-/// The upstream billing product of a gateway (product, unit), if it has one.
-pub fn upstream_product(product: &str, unit: &str) -> Option<&'static str> {
-    Some(match (product, unit) {
-        ("tts", "audio_seconds") => "synth",
-        ("stt", "audio_seconds") => "stt",
-        ("enhance", "audio_seconds") => "enhance",
-        ("edit", "audio_seconds") => "edit",
-        ("detect", "audio_seconds" | "video_seconds") => "detect",
-        ("detect", "images") => "detect_images",
-        ("intelligence", "audio_seconds" | "video_seconds") => "intelligence",
-        ("intelligence", "images") => "intelligence_images",
-        ("tracing", "audio_seconds") => "tracing",
-        ("watermark_apply", "audio_seconds") => "watermark_apply",
-        ("watermark_detect", "audio_seconds") => "watermark_detect",
-        ("identity", "searches") => "identity_search",
-        ("identity", "enrollments") => "identity_enroll",
-        ("voice_design", "generations") => "voice_design",
-        _ => return None,
-    })
-}
 
 /// Drift in percent of the upstream figure (100 when the upstream has none
 /// but the gateway has some), rounded to 4 places.
@@ -110,7 +90,7 @@ pub async fn reconcile(gw: &Gateway, day: &str) -> Result<Vec<ReconciliationRow>
         .await?;
     let mut gateway: BTreeMap<String, Decimal> = BTreeMap::new();
     for ((product, unit), q) in totals {
-        if let Some(p) = upstream_product(&product, &unit) {
+        if let Some(p) = gw.table.upstream_product(&product, &unit) {
             *gateway.entry(p.to_owned()).or_insert(Decimal::ZERO) += q;
         }
     }

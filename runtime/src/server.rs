@@ -29,15 +29,6 @@ use crate::watchdog::{ConnState, Tracked, Watched};
 /// How long shutdown waits for requests in flight.
 const DRAIN: Duration = Duration::from_secs(30);
 
-/// The error format for paths no row matched: by area prefix.
-fn format_for_path(path: &str) -> ErrorFormat {
-    if path.starts_with("/api/v1/voice") || !path.starts_with("/api/v1") {
-        ErrorFormat::Detail
-    } else {
-        ErrorFormat::Envelope
-    }
-}
-
 /// A `200` with a static body of `content_type`.
 fn static_answer(body: &'static str, content_type: &'static str) -> Response {
     let mut r = http::Response::new(body::full(body));
@@ -99,6 +90,8 @@ async fn answer(gw: Gateway, route: RouteFn, req: Request, id: &mut Option<Strin
         }
         _ => {}
     }
+    // The error format of a path no row matched: by area prefix (the table's).
+    let table = gw.table;
     match route(req.method(), path) {
         RouteMatch::Found {
             handler, params, ..
@@ -108,18 +101,24 @@ async fn answer(gw: Gateway, route: RouteFn, req: Request, id: &mut Option<Strin
                 Ok(resp) => resp,
                 Err(e) => {
                     tracing::error!(error = %e, "handler panicked");
-                    error(ApiError::bug("handler panicked"), format_for_path(path))
+                    error(
+                        ApiError::bug("handler panicked"),
+                        table.errors_for_path(path),
+                    )
                 }
             }
         }
         RouteMatch::MethodNotAllowed { allowed } => {
             crate::telemetry::unmatched(405);
-            error(ApiError::MethodNotAllowed(allowed), format_for_path(path))
+            error(
+                ApiError::MethodNotAllowed(allowed),
+                table.errors_for_path(path),
+            )
         }
         RouteMatch::NotFound => {
             crate::telemetry::unmatched(404);
             let message = format!("no route for {} {}", req.method(), path);
-            error(ApiError::NotFound(message), format_for_path(path))
+            error(ApiError::NotFound(message), table.errors_for_path(path))
         }
     }
 }

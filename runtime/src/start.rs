@@ -31,8 +31,16 @@ impl Gateway {
     /// object store, and builds the upstream client. Without
     /// `config.public_url`, the gateway's own object URLs start with
     /// `http://<config.addr>`.
-    pub fn new(config: config::Config, table: &'static spec::Table) -> Result<Gateway, StartError> {
+    pub fn new(
+        mut config: config::Config,
+        table: &'static spec::Table,
+    ) -> Result<Gateway, StartError> {
         let capabilities = table.capabilities;
+        // The table's known prices under GATEWAY_PRICES.
+        config.prices = config
+            .prices
+            .with_defaults(table.prices)
+            .map_err(|e| config::ConfigError::new(config::GATEWAY_PRICES, e.0))?;
         telemetry::install();
         // Connects on first use, never here: an unreachable Redis is no
         // reason not to start (see `cluster`).

@@ -2,7 +2,7 @@
 //! checked on the source tree itself.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::harness::workspace_root;
 
@@ -957,4 +957,71 @@ fn no_function_is_over_120_lines() {
         "functions over 120 lines:\n{}",
         long.join("\n")
     );
+}
+
+/// The money files name no capability, job kind or upstream product of the
+/// table: prices, price-key products and the reconciliation's products are
+/// the table's (`[prices]`, `[products]`, `[reconcile.*]`). Reads the files
+/// whole but their test modules, by itself (the helpers above may change).
+#[test]
+fn billing_and_reconcile_name_no_capability() {
+    let table = &server::routes::TABLE;
+    let mut names: BTreeSet<&str> = table.capabilities.iter().map(|c| c.name).collect();
+    names.extend(table.job_kinds.iter().map(|k| k.kind));
+    names.extend(table.upstream_products.iter().map(|p| p.upstream));
+    assert!(names.contains("tts") && names.contains("watermark_apply") && names.contains("synth"));
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../runtime/src");
+    for file in ["billing.rs", "reconcile.rs"] {
+        let text = std::fs::read_to_string(dir.join(file)).unwrap();
+        let code: String = text
+            .split("\n#[cfg(test)]\nmod tests")
+            .next()
+            .unwrap()
+            .lines()
+            .filter(|l| !l.trim_start().starts_with("//"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        for name in &names {
+            assert!(
+                !code.contains(&format!("\"{name}\"")),
+                "{file} names `{name}`: it belongs in endpoints.toml"
+            );
+        }
+    }
+}
+
+/// The table's vocabulary is declared once (`gateway-spec`): no source file
+/// of the workspace is compiled a second time through `#[path]`.
+#[test]
+fn no_path_attribute_in_the_workspace() {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            if path.is_dir() {
+                if name != "target" && !name.starts_with('.') {
+                    walk(&path, out);
+                }
+            } else if name.ends_with(".rs") {
+                out.push(path);
+            }
+        }
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut files = Vec::new();
+    for dir in [
+        "spec", "codegen", "runtime", "server", "sim", "bench", "tests",
+    ] {
+        walk(&root.join(dir), &mut files);
+    }
+    assert!(files.len() > 50, "the workspace's sources are found");
+    let attribute = ["#[", "path"].concat();
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert!(
+            !text.lines().any(|l| l.trim_start().starts_with(&attribute)),
+            "{} compiles a file through #[path]",
+            file.display()
+        );
+    }
 }

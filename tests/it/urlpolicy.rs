@@ -164,7 +164,7 @@ async fn origin(body: Vec<u8>, length: bool) -> String {
 async fn fetched_audio_urls_are_capped_at_the_upload_limit() {
     assert_eq!(
         runtime::config::Config::with_data_dir(std::path::Path::new("/tmp")).max_fetch_bytes,
-        runtime::modes::uploads::MAX_UPLOAD_BYTES,
+        server::routes::TABLE.limit(runtime::spec::Mode::Upload),
         "the fetch cap is the upload limit"
     );
     let env = Env::with(|c| c.max_fetch_bytes = 32 * 1024).await;

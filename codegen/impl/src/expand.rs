@@ -48,29 +48,10 @@ fn variant(ty: &str, name: &str) -> TokenStream {
     quote!(#rt::#ty::#name)
 }
 
-macro_rules! keyword_tokens {
-    ($($ty:ident),*) => {$(
-        impl ToTokens for $ty {
-            fn to_tokens(&self, tokens: &mut TokenStream) {
-                tokens.extend(variant($ty::RUNTIME_TYPE, self.rust_name()));
-            }
-        }
-    )*};
+/// A keyword value: `::runtime::__private::<Type>::<Variant>`.
+fn kw<K: Keyword>(k: K) -> TokenStream {
+    variant(K::RUST_TYPE, k.rust_name())
 }
-
-keyword_tokens!(
-    Method,
-    AreaName,
-    Mode,
-    Billing,
-    Metering,
-    Gate,
-    Auth,
-    ErrorFormat,
-    BaseName,
-    UpstreamAuth,
-    FieldType
-);
 
 fn u32_lit(v: u32) -> Literal {
     Literal::u32_unsuffixed(v)
@@ -100,6 +81,7 @@ fn field_rules(rules: &[FieldRule]) -> TokenStream {
         let min = some_or_none(r.min.map(f64_expr));
         let max = some_or_none(r.max.map(f64_expr));
         let one_of = str_slice(&r.one_of);
+        let ty = kw(*ty);
         quote! {
             #rt::FieldRule {
                 name: #name,
@@ -133,7 +115,6 @@ fn row_static(row: &Row) -> TokenStream {
         ..
     } = row;
     let params = str_slice(&row.params);
-    let gate = some_or_none(row.gate);
     let metering = row.metering;
     let upstream = some_or_none(row.upstream.as_ref().map(|u| {
         let Upstream {
@@ -143,6 +124,7 @@ fn row_static(row: &Row) -> TokenStream {
             auth,
             ..
         } = u;
+        let (base, method, auth) = (kw(*base), kw(*method), kw(*auth));
         let from_query = str_slice(&u.from_query);
         let from_body = str_slice(&u.from_body);
         let from_parent = str_slice(&u.from_parent);
@@ -175,11 +157,22 @@ fn row_static(row: &Row) -> TokenStream {
         .iter()
         .map(|(param, kind)| quote!(#rt::OwnerCheck { param: #param, kind: #kind }));
     let retention_days = some_or_none(row.retention_days.map(u32_lit));
+    let translate = row.translate;
     let doc = if summary.is_empty() {
         format!(" `{method} {path}` (row `{id}`).")
     } else {
         format!(" `{method} {path}`: {summary} (row `{id}`).")
     };
+    let (area, method, mode, billing, metering, auth, errors) = (
+        kw(*area),
+        kw(*method),
+        kw(*mode),
+        kw(*billing),
+        kw(metering),
+        kw(*auth),
+        kw(*errors),
+    );
+    let gate = some_or_none(row.gate.map(kw));
     quote! {
         #[doc = #doc]
         pub static #name: #rt::EndpointSpec = #rt::EndpointSpec {
@@ -207,6 +200,7 @@ fn row_static(row: &Row) -> TokenStream {
             job: #job,
             mirror: #mirror,
             retention_days: #retention_days,
+            translate: #translate,
             summary: #summary,
         };
     }
@@ -237,7 +231,52 @@ fn table_facts(table: &Table) -> TokenStream {
     });
     let bases = table.bases.iter().map(|b| {
         let BaseDef { name, auth } = b;
+        let (name, auth) = (kw(*name), kw(*auth));
         quote!(#rt::BaseSpec { base: #name, auth: #auth })
+    });
+    let areas = table.areas.iter().map(|a| {
+        let area = kw(a.name);
+        let prefix = &a.prefix;
+        // Validation makes sure every row has an error format; an area
+        // without a default answers unmatched paths like `[unmatched]`.
+        let errors = kw(a
+            .errors
+            .or(table.unmatched_errors)
+            .unwrap_or(ErrorFormat::Detail));
+        quote!(#rt::AreaSpec { area: #area, prefix: #prefix, errors: #errors })
+    });
+    let unmatched = kw(table.unmatched_errors.unwrap_or(ErrorFormat::Detail));
+    let kinds = table.kinds.iter().map(|k| {
+        let KindDef {
+            kind, shared_stock, ..
+        } = k;
+        let id_field = some_or_none(k.id_field.as_deref());
+        quote!(#rt::KindSpec { kind: #kind, shared_stock: #shared_stock, id_field: #id_field })
+    });
+    let limits = table.limits.iter().map(|(mode, bytes)| {
+        let mode = kw(*mode);
+        let bytes = Literal::u64_unsuffixed(*bytes);
+        quote!(#rt::LimitSpec { mode: #mode, bytes: #bytes })
+    });
+    let purposes = table.purposes.iter().map(|p| {
+        let PurposeDef { name, prefix, class, default, .. } = p;
+        let retention_days = some_or_none(p.retention_days.map(u32_lit));
+        quote!(#rt::PurposeSpec { name: #name, prefix: #prefix, class: #class, retention_days: #retention_days, default: #default })
+    });
+    let prices = table
+        .prices
+        .iter()
+        .map(|(key, price)| quote!(#rt::PriceSpec { key: #key, price: #price }));
+    let upstream_products = table
+        .upstream_products
+        .iter()
+        .map(|(product, unit, upstream)| {
+            let unit = kw(*unit);
+            quote!(#rt::UpstreamProduct { product: #product, unit: #unit, upstream: #upstream })
+        });
+    let unit_products = table.unit_products.iter().map(|(unit, product)| {
+        let unit = kw(*unit);
+        quote!(#rt::UnitProduct { unit: #unit, product: #product })
     });
     quote! {
         /// `[capabilities]`: every rate-limit bucket with its default quota, in table order.
@@ -257,6 +296,14 @@ fn table_facts(table: &Table) -> TokenStream {
             bases: BASES,
             openapi: OPENAPI_JSON,
             docs: DOCS_HTML,
+            areas: &[#(#areas),*],
+            unmatched_errors: #unmatched,
+            kinds: &[#(#kinds),*],
+            limits: &[#(#limits),*],
+            purposes: &[#(#purposes),*],
+            prices: &[#(#prices),*],
+            upstream_products: &[#(#upstream_products),*],
+            unit_products: &[#(#unit_products),*],
         };
     }
 }
@@ -396,6 +443,7 @@ fn router(table: &Table) -> TokenStream {
                     n += 1;
                 }
             }
+            let _ = method; // an empty table matches no method
             match &segs[..n] {
                 #(#arms)*
                 _ => #rt::RouteMatch::NotFound,

@@ -10,7 +10,8 @@
 //!
 //! # Layout
 //!
-//! * [`keywords`]: one enum per keyword of the table, mirroring `runtime::spec`.
+//! * [`keywords`]: the keyword enums of the table, `gateway-spec`'s own (the
+//!   types the generated code is made of, declared once).
 //! * [`table`]: the data model. The raw serde layer (`#[serde(deny_unknown_fields)]`,
 //!   one enum per keyword: method, mode, billing, gate, auth, errors, base,
 //!   field type) and the resolved layer ([`Table`], [`Row`], capabilities
@@ -32,9 +33,9 @@
 //!   and turns problems into one `compile_error!` each.
 //!
 //! Architecture invariant: the generated code and the runtime agree on the
-//! shape of `runtime::spec`; the keyword enums of [`table`] mirror its enums
-//! variant for variant, and [`Row::listing_line`] uses the same format as
-//! `EndpointSpec::listing_line`.
+//! shape of `runtime::spec`, which is `gateway-spec`, the crate whose
+//! keyword enums the table is read into; [`Row::listing_line`] uses the same
+//! format as `EndpointSpec::listing_line`.
 
 pub mod docs;
 pub mod expand;
@@ -93,14 +94,24 @@ impl Parse for Source {
     }
 }
 
-/// One `compile_error!` per problem, at `span`, and nothing that refers to
-/// the runtime. `file` names the table in the messages.
+/// One `compile_error!` per problem, at `span`, then the [`skeleton`]:
+/// the only errors a maintainer sees are the table's own. `file` names the
+/// table in the messages.
 pub fn errors_to_tokens(errors: &[TableError], file: &str, span: Span) -> TokenStream {
     let errors = errors.iter().map(|e| {
         let message = e.render(Some(file));
         syn::Error::new(span, message).to_compile_error()
     });
-    quote!(#(#errors)*)
+    let skeleton = skeleton();
+    quote!(#(#errors)* #skeleton)
+}
+
+/// What the expansion of a table without rows defines (`ROUTES`, `TABLE`,
+/// `route`, ... all empty): emitted next to a broken table's errors so that
+/// the code using the routes module still resolves every name, and adds no
+/// unresolved-name errors of its own.
+pub fn skeleton() -> TokenStream {
+    expand(&Table::default(), None)
 }
 
 /// Resolves a macro path against the invoking crate's manifest directory.
@@ -118,10 +129,18 @@ fn resolve(relative: &str) -> Result<PathBuf, String> {
     })
 }
 
+/// One error at `span`, and the [`skeleton`].
+fn errors_at(span: Span, message: String) -> TokenStream {
+    let error = syn::Error::new(span, message).to_compile_error();
+    let skeleton = skeleton();
+    quote!(#error #skeleton)
+}
+
 /// The whole macro: parse the input, read and check the table, expand.
 pub fn routes_macro(input: TokenStream) -> TokenStream {
     let source = match syn::parse2::<Source>(input) {
         Ok(s) => s,
+        // Not a table at all: the invocation is the problem (no skeleton).
         Err(e) => return e.to_compile_error(),
     };
     match source {
@@ -132,23 +151,21 @@ pub fn routes_macro(input: TokenStream) -> TokenStream {
         Source::File(lit) => {
             let path = match resolve(&lit.value()) {
                 Ok(p) => p,
-                Err(msg) => return syn::Error::new(lit.span(), msg).to_compile_error(),
+                Err(msg) => return errors_at(lit.span(), msg),
             };
             let Some(path_str) = path.to_str() else {
-                return syn::Error::new(
+                return errors_at(
                     lit.span(),
                     format!("the path `{}` is not UTF-8", path.display()),
-                )
-                .to_compile_error();
+                );
             };
             let text = match std::fs::read_to_string(&path) {
                 Ok(t) => t,
                 Err(e) => {
-                    return syn::Error::new(
+                    return errors_at(
                         lit.span(),
                         format!("cannot read the route table `{path_str}`: {e}"),
                     )
-                    .to_compile_error()
                 }
             };
             match parse_table(&text) {

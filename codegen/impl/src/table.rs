@@ -10,8 +10,8 @@
 //!   expansion ([`mod@crate::expand`]) and [`Table::listing`] read only this
 //!   layer.
 //!
-//! The keyword enums ([`crate::keywords`], re-exported here) mirror the enums
-//! of `runtime::spec` one to one.
+//! The keyword enums ([`crate::keywords`], re-exported here) are those of
+//! `gateway-spec` (`runtime::spec`) themselves.
 
 use std::fmt;
 
@@ -142,6 +142,7 @@ pub struct RawEndpoint {
     pub mirror: Option<String>,
     pub retention_days: Option<u32>,
     pub summary: Option<String>,
+    pub translate: Option<bool>,
     pub upstream: Option<RawUpstream>,
     pub rename: Option<OrderedMap<String>>,
     pub drop: Option<Vec<String>>,
@@ -150,8 +151,35 @@ pub struct RawEndpoint {
     pub query: Option<OrderedMap<RawField>>,
 }
 
+/// `[kinds.<kind>]`: what a resource kind does beyond ownership.
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawKind {
+    /// Unowned ones (the account's stock) may be read and used by everyone.
+    #[serde(default)]
+    pub shared_stock: bool,
+    /// The field naming one: in the upstream's answer creating it (before
+    /// `id`/`uuid`), and the path parameter naming the one a first build bills.
+    pub id_field: Option<String>,
+}
+
+/// `[purposes.<name>]`: where an upload of this purpose is stored.
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawPurpose {
+    /// Object key prefix, ending in `/`.
+    pub prefix: String,
+    /// Storage class of the asset record.
+    pub class: String,
+    /// Days kept; absent: permanent.
+    pub retention_days: Option<u32>,
+    /// The purpose of a form without one.
+    #[serde(default)]
+    pub default: bool,
+}
+
 /// A validated table: what the generated code is made of.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Table {
     /// `[areas]`, in the order written.
     pub areas: Vec<AreaDef>,
@@ -164,6 +192,39 @@ pub struct Table {
     /// `[capabilities]`, in the order written: every rate-limit bucket a
     /// row names, with its default quota.
     pub capabilities: Vec<CapabilityDef>,
+    /// `[unmatched] errors`: the error format of a path under no area's
+    /// prefix (`None`: `detail`).
+    pub unmatched_errors: Option<ErrorFormat>,
+    /// `[kinds.*]`, in the order written.
+    pub kinds: Vec<KindDef>,
+    /// `[limits]`: mode → largest media body, in bytes.
+    pub limits: Vec<(Mode, u64)>,
+    /// `[purposes.*]`, in the order written.
+    pub purposes: Vec<PurposeDef>,
+    /// `[prices]`: `<product>.<unit>` → USD per unit (decimal text).
+    pub prices: Vec<(String, String)>,
+    /// `[reconcile.<product>]`: (product, unit) → upstream billing product.
+    pub upstream_products: Vec<(String, Billing, String)>,
+    /// `[products]`: billing unit → the price-key product of its rows.
+    pub unit_products: Vec<(Billing, String)>,
+}
+
+/// A resolved `[kinds.<kind>]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KindDef {
+    pub kind: String,
+    pub shared_stock: bool,
+    pub id_field: Option<String>,
+}
+
+/// A resolved `[purposes.<name>]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PurposeDef {
+    pub name: String,
+    pub prefix: String,
+    pub class: String,
+    pub retention_days: Option<u32>,
+    pub default: bool,
 }
 
 impl Table {
@@ -333,6 +394,8 @@ pub struct Row {
     pub job: Option<String>,
     pub mirror: Option<String>,
     pub retention_days: Option<u32>,
+    /// `translate = true` (mode `transcription`): the row translates.
+    pub translate: bool,
     /// `""` when the row has none.
     pub summary: String,
 }

@@ -160,3 +160,120 @@ fn capabilities_and_job_kinds() {
     );
     assert_eq!(t.bases.len(), 3);
 }
+
+/// The facts that moved from the runtime's code into the table keep the
+/// values the code held (no behaviour change).
+#[test]
+fn the_facts_the_code_held() {
+    use codegen_impl::table::{Billing, ErrorFormat, Mode};
+    let t = real();
+    let errors: Vec<_> = t
+        .areas
+        .iter()
+        .map(|a| (a.prefix.as_str(), a.errors))
+        .collect();
+    assert_eq!(
+        errors,
+        [
+            ("/api/v1/voice", Some(ErrorFormat::Detail)),
+            ("/api/v1", Some(ErrorFormat::Envelope))
+        ]
+    );
+    assert_eq!(t.unmatched_errors, Some(ErrorFormat::Detail));
+    let voice = t.kinds.iter().find(|k| k.kind == "voice").unwrap();
+    assert!(voice.shared_stock);
+    assert_eq!(voice.id_field.as_deref(), Some("voice_uuid"));
+    assert_eq!(t.kinds.len(), 1, "only voices are shared stock");
+    assert_eq!(
+        t.limits,
+        [
+            (Mode::Upload, 500 << 20),
+            (Mode::Transcription, 25 << 20),
+            (Mode::Image, 32 << 20),
+            (Mode::Speech, 64 << 20)
+        ]
+    );
+    let purposes: Vec<_> = t
+        .purposes
+        .iter()
+        .map(|p| {
+            (
+                p.name.as_str(),
+                p.prefix.as_str(),
+                p.class.as_str(),
+                p.retention_days,
+                p.default,
+            )
+        })
+        .collect();
+    assert_eq!(
+        purposes,
+        [
+            (
+                "voice_clone",
+                "voice-recordings/",
+                "voice_recordings",
+                None,
+                false
+            ),
+            ("stt_input", "stt-input/", "stt_input", Some(30), false),
+            ("watermark_input", "watermark/", "watermark", Some(7), false),
+            (
+                "audio_job_input",
+                "audio-jobs/",
+                "audio_jobs",
+                Some(7),
+                false
+            ),
+            ("uploads", "uploads/", "uploads", Some(30), true),
+        ]
+    );
+    let prices: Vec<_> = t
+        .prices
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    assert_eq!(
+        prices,
+        [
+            ("tts.audio_seconds", "0.0005"),
+            ("watermark_apply.audio_seconds", "0.0005"),
+            ("watermark_detect.audio_seconds", "0.0002"),
+        ]
+    );
+    assert_eq!(
+        t.unit_products,
+        [(Billing::VoiceSubscription, "voices".to_string())]
+    );
+    let reconcile: Vec<_> = t
+        .upstream_products
+        .iter()
+        .map(|(p, u, up)| (p.as_str(), u.as_str(), up.as_str()))
+        .collect();
+    assert_eq!(
+        reconcile,
+        [
+            ("tts", "audio_seconds", "synth"),
+            ("stt", "audio_seconds", "stt"),
+            ("enhance", "audio_seconds", "enhance"),
+            ("edit", "audio_seconds", "edit"),
+            ("detect", "audio_seconds", "detect"),
+            ("detect", "video_seconds", "detect"),
+            ("detect", "images", "detect_images"),
+            ("intelligence", "audio_seconds", "intelligence"),
+            ("intelligence", "video_seconds", "intelligence"),
+            ("intelligence", "images", "intelligence_images"),
+            ("tracing", "audio_seconds", "tracing"),
+            ("watermark_apply", "audio_seconds", "watermark_apply"),
+            ("watermark_detect", "audio_seconds", "watermark_detect"),
+            ("identity", "searches", "identity_search"),
+            ("identity", "enrollments", "identity_enroll"),
+            ("voice_design", "generations", "voice_design"),
+        ]
+    );
+    // Translation was picked by the upstream path's suffix.
+    for r in t.rows.iter().filter(|r| r.mode == Mode::Transcription) {
+        let by_path = r.upstream.as_ref().unwrap().path.ends_with("/translations");
+        assert_eq!(r.translate, by_path, "{}", r.id);
+    }
+}

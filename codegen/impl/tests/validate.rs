@@ -56,6 +56,17 @@ upstream = { base = "main", method = "POST", path = "/stt" }
 const CAPABILITIES: &str = r#"
 [capabilities]
 things = "60/m"
+
+[limits]
+upload = "500 MiB"
+transcription = "25 MiB"
+image = "32 MiB"
+speech = "64 MiB"
+
+[purposes.uploads]
+prefix = "uploads/"
+class = "uploads"
+default = true
 "#;
 
 /// Header + rows + `[capabilities]`.
@@ -1045,7 +1056,11 @@ fn row_keys_match_the_serde_model() {
     use serde::Deserialize;
     let read = |key: &str| {
         let mut t = toml::Table::new();
-        t.insert(key.to_string(), toml::Value::Boolean(true));
+        // A list of numbers: the wrong type for every key.
+        t.insert(
+            key.to_string(),
+            toml::Value::Array(vec![toml::Value::Integer(1)]),
+        );
         RawEndpoint::deserialize(toml::Value::Table(t))
             .unwrap_err()
             .to_string()

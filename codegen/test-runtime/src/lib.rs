@@ -5,14 +5,14 @@
 //! `trybuild` fixture build (in its own target directory) slow, so codegen's
 //! tests depend on this crate under the name `runtime` instead.
 //!
-//! It compiles the *real* `runtime/src/spec.rs` (the row type, which is
-//! plain data), so the generated statics are checked against the real
-//! `EndpointSpec`; only the request, response and handler types are stubs.
+//! Its `spec` is the *real* one (the `gateway-spec` crate the runtime
+//! re-exports as `runtime::spec`), so the generated statics are checked
+//! against the real `EndpointSpec`; only the request, response and handler
+//! types are stubs.
 //! Whether the expansion fits the real router types is checked by building
 //! the `server` crate.
 
-#[path = "../../../runtime/src/spec.rs"]
-pub mod spec;
+pub use gateway_spec as spec;
 
 /// Stub of `runtime::router`: same shapes, simpler request and response.
 pub mod router {

@@ -12,11 +12,10 @@ use crate::body::{self, Request};
 use crate::ctx::{Ctx, Outcome, Settlement};
 use crate::errors::ApiError;
 use crate::providers::{ModelType, Op};
+use crate::spec::Mode;
 
 /// Retention of generated images.
 pub const IMAGE_RETENTION_DAYS: i64 = 7;
-/// Largest image copied from a provider.
-pub const MAX_IMAGE_BYTES: u64 = 32 << 20;
 /// Largest side of `size`.
 pub const MAX_SIDE: u32 = 8192;
 
@@ -121,7 +120,7 @@ pub async fn generate(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> 
             retention_days: IMAGE_RETENTION_DAYS,
             now,
         }
-        .store_stream(&ctx.gw, stream, MAX_IMAGE_BYTES)
+        .store_stream(&ctx.gw, stream, ctx.gw.table.limit(Mode::Image))
         .await?;
         item["url"] = Value::String(stored.url);
         item["expires_at"] = Value::String(stored.expires_at);

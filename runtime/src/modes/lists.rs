@@ -16,7 +16,7 @@ use serde_json::Value;
 use crate::body::json;
 use crate::ctx::{Ctx, Outcome};
 use crate::errors::ApiError;
-use crate::owners::{is_stock_item, SHARED_STOCK_KIND};
+use crate::owners::is_stock_item;
 use crate::shape;
 use crate::spec::PathParams;
 
@@ -74,7 +74,7 @@ pub async fn list(ctx: &mut Ctx, params: &PathParams) -> Result<Outcome, ApiErro
             for item in items {
                 let visible = match item_id(&item).and_then(|id| owners.get(&id).copied()) {
                     Some(owner) => Some(owner) == user,
-                    None => kind == SHARED_STOCK_KIND && is_stock_item(&ctx.gw, &item),
+                    None => ctx.gw.table.shared_stock(kind) && is_stock_item(&ctx.gw, &item),
                 };
                 if visible {
                     mine.push(item);

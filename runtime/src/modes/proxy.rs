@@ -110,25 +110,42 @@ async fn finish(
         records.push(owners::created(ctx, &parsed, parent)?);
     }
     if ctx.spec.metering == Metering::FirstBuild {
-        // The voice is named by the path (build) or by the answer (promote).
-        let voice = params
-            .get("voice_uuid")
-            .map(|v| v.into_owned())
-            .or_else(|| {
-                parsed
-                    .get("voice_uuid")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned)
-            })
-            .or_else(|| shape::upstream_id(&parsed))
-            .ok_or_else(|| {
-                ApiError::BadGateway("the voice provider's answer names no voice".into())
-            })?;
-        ctx.meter_row(Decimal::ONE, Some(format!("voice:{voice}")));
+        let (kind, id) = first_built(ctx, params, &parsed)?;
+        ctx.meter_row(Decimal::ONE, Some(format!("{kind}:{id}")));
     }
     let mut outcome = Outcome::new(json_bytes(status, bytes), Some(status));
     outcome.records = records;
     Ok(outcome)
+}
+
+/// The resource a first build bills once (its kind and id): the kind is the
+/// row's `resource`, else that of its last owned parameter; the id is named
+/// by the path (build) or by the answer (promote), through the kind's
+/// `id_field` (`[kinds]`), else the answer's `id`/`uuid`.
+fn first_built(
+    ctx: &Ctx,
+    params: &PathParams,
+    parsed: &Value,
+) -> Result<(&'static str, String), ApiError> {
+    let spec = ctx.spec;
+    let kind = spec
+        .resource
+        .or_else(|| spec.owner_checks.last().map(|c| c.kind))
+        .unwrap_or_default();
+    let id_field = ctx.gw.table.kind(kind).and_then(|k| k.id_field);
+    let id = id_field
+        .and_then(|f| params.get(f).map(|v| v.into_owned()))
+        .or_else(|| {
+            id_field
+                .and_then(|f| parsed.get(f))
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        })
+        .or_else(|| shape::upstream_id(parsed))
+        .ok_or_else(|| {
+            ApiError::BadGateway(format!("the voice provider's answer names no {kind}"))
+        })?;
+    Ok((kind, id))
 }
 
 /// The upstream's JSON answer, as it came.

@@ -16,12 +16,11 @@ use crate::body::Request;
 use crate::ctx::{Ctx, Outcome, Settlement};
 use crate::errors::ApiError;
 use crate::providers::{ModelType, Op};
+use crate::spec::Mode;
 use crate::{body, credits};
 
 /// Retention of produced speech.
 pub const SPEECH_RETENTION_DAYS: i64 = 7;
-/// Largest audio accepted from a provider.
-pub const MAX_SPEECH_BYTES: usize = 64 << 20;
 /// Seconds of audio held per character of input (a generous bound: speech
 /// runs at about 0.07 s a character).
 pub const HOLD_SECONDS_PER_CHAR: Decimal = Decimal::from_parts(25, 0, 0, false, 2);
@@ -92,7 +91,9 @@ pub async fn speak(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
         .send()
         .await?;
     let status = answer.status();
-    let audio = answer.bytes(MAX_SPEECH_BYTES).await?;
+    // Largest audio read from the provider: the table's `[limits] speech`.
+    let max = usize::try_from(ctx.gw.table.limit(Mode::Speech)).unwrap_or(usize::MAX);
+    let audio = answer.bytes(max).await?;
     if audio.is_empty() {
         return Err(ApiError::BadGateway(
             "the model provider answered speech without audio".into(),

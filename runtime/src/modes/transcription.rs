@@ -1,10 +1,11 @@
 //! `transcription`: speech to text through an `stt` model, and translation
-//! to English (the row's upstream path says which). `multipart/form-data`
+//! to English (on a row with `translate = true`). `multipart/form-data`
 //! with `file` plus `model`, `language`, `prompt`, `response_format`,
 //! `temperature` (and `byok_api_key`).
 //!
 //! The file is never held whole in memory: it is spooled chunk by chunk to
-//! a private file under `<data dir>/spool/` ([`MAX_STT_BYTES`] enforced
+//! a private file under `<data dir>/spool/` (the table's `[limits]
+//! transcription` enforced
 //! while streaming: 413 beyond), recognised by its first bytes (a file that
 //! is neither audio nor video is 400, before any hold or upstream call),
 //! measured with `symphonia` where it can be (WAV, MP3), then streamed from
@@ -30,10 +31,9 @@ use crate::ctx::{Ctx, Outcome, Settlement};
 use crate::errors::ApiError;
 use crate::media;
 use crate::providers::{ModelType, Op};
+use crate::spec::Mode;
 use crate::store::Record;
 
-/// Largest file accepted (OpenAI's own limit): 25 MiB.
-pub const MAX_STT_BYTES: u64 = 25 << 20;
 /// Largest text field.
 const MAX_TEXT_FIELD: u64 = 8 * 1024;
 /// Largest answer read from the provider.
@@ -53,12 +53,18 @@ pub const FORMATS: [&str; 5] = ["json", "text", "srt", "verbose_json", "vtt"];
 /// many bytes (8 kbit/s, below any speech codec's rate).
 pub const UNMEASURED_BYTES_PER_SECOND: u64 = 1000;
 
-fn too_large() -> ApiError {
-    file_too_large(MAX_STT_BYTES)
+/// Largest file accepted: the table's `[limits] transcription`.
+fn max_bytes(ctx: &Ctx) -> u64 {
+    ctx.gw.table.limit(Mode::Transcription)
 }
 
-fn multipart_error(e: multer::Error) -> ApiError {
-    common::multipart_error(e, MAX_STT_BYTES)
+fn too_large(max: u64) -> ApiError {
+    file_too_large(max)
+}
+
+/// A multipart error: too large beyond `max`, else malformed.
+fn multipart_error(max: u64) -> impl Fn(multer::Error) -> ApiError {
+    move |e| common::multipart_error(e, max)
 }
 
 /// The spooled file, removed when dropped.
@@ -80,16 +86,17 @@ struct Form {
 }
 
 async fn read_form(ctx: &Ctx, req: Request) -> Result<Form, ApiError> {
-    let mut limits = multer::SizeLimit::new().for_field("file", MAX_STT_BYTES);
+    let max = max_bytes(ctx);
+    let mut limits = multer::SizeLimit::new().for_field("file", max);
     for f in FIELDS {
         limits = limits.for_field(f, MAX_TEXT_FIELD);
     }
-    let mut form = common::open_multipart(req, MAX_STT_BYTES, limits)?;
+    let mut form = common::open_multipart(req, max, limits)?;
     let mut out = Form {
         fields: Map::new(),
         file: None,
     };
-    while let Some(mut field) = form.next_field().await.map_err(multipart_error)? {
+    while let Some(mut field) = form.next_field().await.map_err(multipart_error(max))? {
         match field.name() {
             Some("file") if out.file.is_none() => {
                 let name = field
@@ -103,21 +110,22 @@ async fn read_form(ctx: &Ctx, req: Request) -> Result<Form, ApiError> {
             Some("file") => return Err(ApiError::BadRequest("only one file per request".into())),
             Some(name) if FIELDS.contains(&name) => {
                 let name = name.to_owned();
-                let text = field.text().await.map_err(multipart_error)?;
+                let text = field.text().await.map_err(multipart_error(max))?;
                 out.fields.insert(name, Value::String(text));
             }
-            _ => while field.chunk().await.map_err(multipart_error)?.is_some() {},
+            _ => while field.chunk().await.map_err(multipart_error(max))?.is_some() {},
         }
     }
     Ok(out)
 }
 
-/// Writes the `file` part to a spool file ([`MAX_STT_BYTES`] at most): the
+/// Writes the `file` part to a spool file (the table's limit at most): the
 /// spool, the file's size and its first bytes.
 async fn spool_file(
     ctx: &Ctx,
     mut field: multer::Field<'static>,
 ) -> Result<(Spool, u64, Vec<u8>), ApiError> {
+    let max = max_bytes(ctx);
     let dir = ctx.gw.config.data_dir.join("spool");
     tokio::fs::create_dir_all(&dir)
         .await
@@ -129,10 +137,10 @@ async fn spool_file(
         .await
         .map_err(|e| ApiError::internal("creating the spool file", e))?;
     let (mut size, mut head) = (0u64, Vec::new());
-    while let Some(chunk) = field.chunk().await.map_err(multipart_error)? {
+    while let Some(chunk) = field.chunk().await.map_err(multipart_error(max))? {
         size += chunk.len() as u64;
-        if size > MAX_STT_BYTES {
-            return Err(too_large());
+        if size > max {
+            return Err(too_large(max));
         }
         if head.len() < 64 {
             head.extend_from_slice(&chunk[..chunk.len().min(64 - head.len())]);
@@ -147,16 +155,11 @@ async fn spool_file(
     Ok((spool, size, head))
 }
 
-/// `transcription` (and translation, by the row's upstream path): the form
+/// `transcription` (and translation, on a row with `translate = true`): the form
 /// read and checked, the audio measured, the model picked and credit held,
 /// the file sent, the answer billed.
 pub async fn transcribe(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
-    let translate = ctx
-        .spec
-        .upstream
-        .as_ref()
-        .is_some_and(|u| u.path.ends_with("/translations"));
-    let op = if translate {
+    let op = if ctx.spec.translate {
         Op::Translation
     } else {
         Op::Transcription

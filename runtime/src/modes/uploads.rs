@@ -2,17 +2,10 @@
 //!
 //! The `file` part goes to the object store chunk by chunk as it arrives
 //! (`multer` parses the multipart stream; nothing is buffered whole), with
-//! the 500 MiB limit enforced while streaming: past it the write is
-//! abandoned, nothing is left stored, and the answer is 413. `purpose`
-//! chooses the key prefix and the retention:
-//!
-//! | purpose | prefix | class | retention |
-//! |---|---|---|---|
-//! | `voice_clone` | `voice-recordings/` | `voice_recordings` | permanent |
-//! | `stt_input` | `stt-input/` | `stt_input` | 30 days |
-//! | `watermark_input` | `watermark/` | `watermark` | 7 days |
-//! | `audio_job_input` | `audio-jobs/` | `audio_jobs` | 7 days |
-//! | omitted (or `uploads`) | `uploads/` | `uploads` | 30 days |
+//! the table's `[limits] upload` enforced while streaming: past it the
+//! write is abandoned, nothing is left stored, and the answer is 413.
+//! `purpose` chooses the key prefix, the storage class and the retention:
+//! the table's `[purposes.*]` (omitted: the one marked `default`).
 //!
 //! `purpose` may come before or after `file` in the form: when it comes
 //! after, the stored object is moved to its prefix (a rename on the local
@@ -29,75 +22,27 @@ use crate::ctx::{Ctx, Outcome};
 use crate::errors::ApiError;
 use crate::media;
 use crate::objects::{ByteStream, ObjectError};
+use crate::spec::{Mode, PurposeSpec};
 use crate::store::{AssetRecord, OutsideRecordPhase, Record};
 
-/// Largest file accepted (spec §8).
-pub const MAX_UPLOAD_BYTES: u64 = 500 * 1024 * 1024;
 /// Validity of the returned URL (spec §8).
 pub const URL_VALIDITY_SECS: u64 = 3600;
 /// Largest text field (`purpose`).
 const MAX_TEXT_FIELD: usize = 1024;
 
-/// Where a purpose stores its files.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Purpose {
-    pub name: &'static str,
-    pub prefix: &'static str,
-    pub class: &'static str,
-    /// `None`: permanent.
-    pub retention_days: Option<u32>,
-}
-
-pub const PURPOSES: &[Purpose] = &[
-    Purpose {
-        name: "voice_clone",
-        prefix: "voice-recordings/",
-        class: "voice_recordings",
-        retention_days: None,
-    },
-    Purpose {
-        name: "stt_input",
-        prefix: "stt-input/",
-        class: "stt_input",
-        retention_days: Some(30),
-    },
-    Purpose {
-        name: "watermark_input",
-        prefix: "watermark/",
-        class: "watermark",
-        retention_days: Some(7),
-    },
-    Purpose {
-        name: "audio_job_input",
-        prefix: "audio-jobs/",
-        class: "audio_jobs",
-        retention_days: Some(7),
-    },
-    Purpose {
-        name: "uploads",
-        prefix: "uploads/",
-        class: "uploads",
-        retention_days: Some(30),
-    },
-];
-
-/// The purpose of a form value (`None` = omitted).
-pub fn purpose(name: Option<&str>) -> Result<Purpose, ApiError> {
-    let name = name
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .unwrap_or("uploads");
-    PURPOSES
-        .iter()
-        .copied()
-        .find(|p| p.name == name)
-        .ok_or_else(|| {
-            let names: Vec<&str> = PURPOSES.iter().map(|p| p.name).collect();
-            ApiError::BadRequest(format!(
-                "purpose must be one of: {} (or omitted)",
-                names.join(", ")
-            ))
-        })
+/// The purpose of a form value (`None` or blank: the default one), among
+/// the table's `[purposes.*]`.
+pub fn purpose(
+    purposes: &'static [PurposeSpec],
+    name: Option<&str>,
+) -> Result<&'static PurposeSpec, ApiError> {
+    PurposeSpec::find(purposes, name).ok_or_else(|| {
+        let names: Vec<&str> = purposes.iter().map(|p| p.name).collect();
+        ApiError::BadRequest(format!(
+            "purpose must be one of: {} (or omitted)",
+            names.join(", ")
+        ))
+    })
 }
 
 /// Lower-case extension and media kind of an allowed file name (the
@@ -118,7 +63,7 @@ pub fn extension(file_name: &str) -> Result<(String, &'static str), ApiError> {
 }
 
 fn key_for(
-    p: &Purpose,
+    p: &PurposeSpec,
     user_id: i64,
     now: chrono::DateTime<chrono::Utc>,
     id: &str,
@@ -131,12 +76,14 @@ fn key_for(
     )
 }
 
-fn too_large() -> ApiError {
-    file_too_large(MAX_UPLOAD_BYTES)
+/// Largest file accepted: the table's `[limits] upload` (spec §8).
+fn max_bytes(ctx: &Ctx) -> u64 {
+    ctx.gw.table.limit(Mode::Upload)
 }
 
-fn multipart_error(e: multer::Error) -> ApiError {
-    common::multipart_error(e, MAX_UPLOAD_BYTES)
+/// A multipart error: too large beyond `max`, else malformed.
+fn multipart_error(max: u64) -> impl Fn(multer::Error) -> ApiError {
+    move |e| common::multipart_error(e, max)
 }
 
 /// The file as stored.
@@ -163,7 +110,7 @@ struct Upload {
 pub async fn upload(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
     let user_id = ctx.require_user("upload")?;
     let limits = multer::SizeLimit::new().for_field("purpose", MAX_TEXT_FIELD as u64);
-    let form = common::open_multipart(req, MAX_UPLOAD_BYTES, limits)?;
+    let form = common::open_multipart(req, max_bytes(ctx), limits)?;
     let mut up = Upload {
         user_id,
         now: chrono::Utc::now(),
@@ -178,7 +125,7 @@ pub async fn upload(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
         return Err(e);
     }
     let (p, stored) = up.place(ctx).await?;
-    let (asset_id, expires_at) = commit_asset(ctx, &up, &p, &stored).await?;
+    let (asset_id, expires_at) = commit_asset(ctx, &up, p, &stored).await?;
     let url = ctx
         .gw
         .objects
@@ -210,11 +157,12 @@ impl Upload {
         ctx: &Ctx,
         mut form: multer::Multipart<'static>,
     ) -> Result<(), ApiError> {
-        while let Some(field) = form.next_field().await.map_err(multipart_error)? {
+        let max = max_bytes(ctx);
+        while let Some(field) = form.next_field().await.map_err(multipart_error(max))? {
             match field.name() {
                 Some("purpose") => {
-                    let text = field.text().await.map_err(multipart_error)?;
-                    purpose(Some(&text))?;
+                    let text = field.text().await.map_err(multipart_error(max))?;
+                    purpose(ctx.gw.table.purposes, Some(&text))?;
                     self.purpose = Some(text.trim().to_owned());
                 }
                 Some("file") if self.stored.is_none() => {
@@ -226,7 +174,7 @@ impl Upload {
                 _ => {
                     // Unknown fields are read and ignored (bounded by the stream limit).
                     let mut field = field;
-                    while field.chunk().await.map_err(multipart_error)?.is_some() {}
+                    while field.chunk().await.map_err(multipart_error(max))?.is_some() {}
                 }
             }
         }
@@ -246,18 +194,18 @@ impl Upload {
             .filter(|n| !n.is_empty())
             .ok_or_else(|| ApiError::BadRequest("file must have a file name".into()))?;
         let (ext, kind) = extension(&file_name)?;
-        let p = purpose(self.purpose.as_deref())?;
-        let key = key_for(&p, self.user_id, self.now, &self.id, &ext);
+        let p = purpose(ctx.gw.table.purposes, self.purpose.as_deref())?;
+        let key = key_for(p, self.user_id, self.now, &self.id, &ext);
         let ct = media::content_type_for(&file_name);
         let stream: ByteStream = Box::pin(field.map_err(std::io::Error::other));
         let size = match ctx
             .gw
             .objects
-            .put(&key, ct, stream, Some(MAX_UPLOAD_BYTES))
+            .put(&key, ct, stream, Some(max_bytes(ctx)))
             .await
         {
             Ok(n) => n,
-            Err(ObjectError::TooLarge { .. }) => return Err(too_large()),
+            Err(ObjectError::TooLarge { .. }) => return Err(file_too_large(max_bytes(ctx))),
             Err(ObjectError::Body(e)) => {
                 return Err(ApiError::BadRequest(format!("upload interrupted: {e}")))
             }
@@ -274,13 +222,13 @@ impl Upload {
 
     /// The stored file under its purpose's prefix: when `purpose` came
     /// after `file`, the object is moved there.
-    async fn place(&mut self, ctx: &Ctx) -> Result<(Purpose, Stored), ApiError> {
+    async fn place(&mut self, ctx: &Ctx) -> Result<(&'static PurposeSpec, Stored), ApiError> {
         let mut stored = self
             .stored
             .take()
             .ok_or_else(|| ApiError::BadRequest("file is required".into()))?;
-        let p = purpose(self.purpose.as_deref())?;
-        let final_key = key_for(&p, self.user_id, self.now, &self.id, &stored.ext);
+        let p = purpose(ctx.gw.table.purposes, self.purpose.as_deref())?;
+        let final_key = key_for(p, self.user_id, self.now, &self.id, &stored.ext);
         if final_key != stored.key {
             if let Err(e) = ctx.gw.objects.rename(&stored.key, &final_key).await {
                 let _ = ctx.gw.objects.delete(&stored.key).await;
@@ -297,7 +245,7 @@ impl Upload {
 async fn commit_asset(
     ctx: &Ctx,
     up: &Upload,
-    p: &Purpose,
+    p: &PurposeSpec,
     stored: &Stored,
 ) -> Result<(i64, Option<String>), ApiError> {
     let now = up.now;
@@ -356,10 +304,31 @@ mod tests {
 
     #[test]
     fn purposes_and_extensions() {
-        assert_eq!(purpose(None).unwrap().prefix, "uploads/");
-        assert_eq!(purpose(Some("voice_clone")).unwrap().retention_days, None);
-        assert_eq!(purpose(Some("stt_input")).unwrap().retention_days, Some(30));
-        assert!(purpose(Some("backup")).is_err());
+        static PURPOSES: &[PurposeSpec] = &[
+            PurposeSpec {
+                name: "voice_clone",
+                prefix: "voice-recordings/",
+                class: "voice_recordings",
+                retention_days: None,
+                default: false,
+            },
+            PurposeSpec {
+                name: "uploads",
+                prefix: "uploads/",
+                class: "uploads",
+                retention_days: Some(30),
+                default: true,
+            },
+        ];
+        assert_eq!(purpose(PURPOSES, None).unwrap().prefix, "uploads/");
+        assert_eq!(purpose(PURPOSES, Some(" ")).unwrap().name, "uploads");
+        assert_eq!(
+            purpose(PURPOSES, Some("voice_clone"))
+                .unwrap()
+                .retention_days,
+            None
+        );
+        assert!(purpose(PURPOSES, Some("backup")).is_err());
         assert_eq!(
             extension("Take 1.WAV").unwrap(),
             ("wav".to_owned(), "audio")

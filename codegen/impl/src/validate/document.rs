@@ -9,7 +9,20 @@ use crate::table::*;
 use crate::validate::paths::{is_ident, static_segment_problem};
 
 /// The top-level keys a table may have.
-const TOP_LEVEL_KEYS: &[&str] = &["areas", "bases", "capabilities", "resources", "endpoint"];
+const TOP_LEVEL_KEYS: &[&str] = &[
+    "areas",
+    "bases",
+    "capabilities",
+    "resources",
+    "unmatched",
+    "kinds",
+    "limits",
+    "purposes",
+    "prices",
+    "products",
+    "reconcile",
+    "endpoint",
+];
 
 /// What the rows can refer to.
 pub(super) struct Document {
@@ -88,7 +101,7 @@ fn check_top_level_keys(value: &toml::Table, spans: &Spans<'_>, errors: &mut Vec
                 errors,
                 spans,
                 &[key],
-                format!("unknown top-level key `{key}`{hint}; the table has `[areas.*]`, `[bases.*]`, `[capabilities]`, `[resources]` and `[[endpoint]]` rows"),
+                format!("unknown top-level key `{key}`{hint}; the table has `[areas.*]`, `[bases.*]`, `[capabilities]`, `[resources]`, `[unmatched]`, `[kinds.*]`, `[limits]`, `[purposes.*]`, `[prices]`, `[products]`, `[reconcile.*]` and `[[endpoint]]` rows"),
             );
         }
     }

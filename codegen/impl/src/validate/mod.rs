@@ -21,6 +21,9 @@
 //!   upstream (`rename`, `drop`, `set`, `file_field`);
 //! * `upstream`: a row's upstream call and its path template's sources;
 //! * `paths`: route paths, prefixes and upstream path templates;
+//! * `facts`: the whole-table facts the runtime reads (`[unmatched]`,
+//!   `[kinds.*]`, `[limits]`, `[purposes.*]`, `[prices]`, `[products]`,
+//!   `[reconcile.*]`);
 //! * `cross_row`: checks between rows (duplicate ids, names and routes, job
 //!   kinds, unused capabilities).
 //!
@@ -36,6 +39,7 @@ use crate::table::*;
 
 mod cross_row;
 mod document;
+mod facts;
 mod fields;
 mod paths;
 mod row;
@@ -63,6 +67,7 @@ pub const ROW_KEYS: &[&str] = &[
     "mirror",
     "retention_days",
     "summary",
+    "translate",
     "upstream",
     "rename",
     "drop",
@@ -289,6 +294,7 @@ impl RowCx<'_, '_> {
 /// `errors` stays empty).
 fn check(value: &toml::Table, spans: &Spans<'_>, errors: &mut Vec<TableError>) -> Table {
     let doc = document::read_document(value, spans, errors);
+    let facts = facts::read_facts(value, spans, errors);
     let mut complete = true;
     let (rows, keys) = match value.get("endpoint") {
         None => {
@@ -324,6 +330,9 @@ fn check(value: &toml::Table, spans: &Spans<'_>, errors: &mut Vec<TableError>) -
     };
 
     cross_row::check_across_rows(&keys, complete, &doc.capabilities, spans, errors);
+    if complete {
+        facts::check_against_rows(&facts, &rows, &doc.resources, spans, errors);
+    }
 
     Table {
         areas: doc.areas,
@@ -331,5 +340,12 @@ fn check(value: &toml::Table, spans: &Spans<'_>, errors: &mut Vec<TableError>) -
         rows,
         resources: doc.resources,
         capabilities: doc.capabilities,
+        unmatched_errors: facts.unmatched_errors,
+        kinds: facts.kinds,
+        limits: facts.limits,
+        purposes: facts.purposes,
+        prices: facts.prices,
+        upstream_products: facts.upstream_products,
+        unit_products: facts.unit_products,
     }
 }

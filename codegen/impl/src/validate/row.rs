@@ -206,6 +206,7 @@ fn resolve_row(
         job: raw.job.clone(),
         mirror: raw.mirror.clone(),
         retention_days: raw.retention_days,
+        translate: raw.translate.unwrap_or(false),
         summary: raw.summary.clone().unwrap_or_default(),
     })
 }
@@ -433,6 +434,12 @@ fn check_mode(
                 "mode `fields` needs a required object field `fields` in `[endpoint.body]` (`fields = { type = \"object\", required = true }`)",
             );
         }
+    }
+    if mode != Mode::Transcription && row.contains_key("translate") {
+        cx.err(
+            &["translate"],
+            format!("`translate` only applies to mode `transcription`, not `{mode}`"),
+        );
     }
     if mode != Mode::JobGet && row.contains_key("mirror") {
         cx.err(

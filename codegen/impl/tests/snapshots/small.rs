@@ -66,6 +66,7 @@ pub static TTS_SYNTHESIZE: ::runtime::__private::EndpointSpec = ::runtime::__pri
     job: ::core::option::Option::None,
     mirror: ::core::option::Option::None,
     retention_days: ::core::option::Option::Some(7),
+    translate: false,
     summary: "Synthesize speech from text",
 };
 /// `GET /api/v1/voice/agents/capabilities` (row `agents.capabilities`).
@@ -102,6 +103,7 @@ pub static AGENTS_CAPABILITIES: ::runtime::__private::EndpointSpec = ::runtime::
     job: ::core::option::Option::None,
     mirror: ::core::option::Option::None,
     retention_days: ::core::option::Option::None,
+    translate: false,
     summary: "",
 };
 /// `GET /api/v1/voice/agents/{uuid}`: One agent (row `agents.get`).
@@ -148,6 +150,7 @@ pub static AGENTS_GET: ::runtime::__private::EndpointSpec = ::runtime::__private
     job: ::core::option::Option::None,
     mirror: ::core::option::Option::None,
     retention_days: ::core::option::Option::None,
+    translate: false,
     summary: "One agent",
 };
 /// `DELETE /api/v1/voice/agents/{uuid}` (row `agents.delete`).
@@ -184,6 +187,7 @@ pub static AGENTS_DELETE: ::runtime::__private::EndpointSpec = ::runtime::__priv
     job: ::core::option::Option::None,
     mirror: ::core::option::Option::None,
     retention_days: ::core::option::Option::None,
+    translate: false,
     summary: "",
 };
 /// `POST /api/v1/voice/stt` (row `stt.submit`).
@@ -220,6 +224,7 @@ pub static STT_SUBMIT: ::runtime::__private::EndpointSpec = ::runtime::__private
     job: ::core::option::Option::Some("stt"),
     mirror: ::core::option::Option::None,
     retention_days: ::core::option::Option::None,
+    translate: false,
     summary: "",
 };
 /// `GET /api/v1/voice/stt/{uuid}` (row `stt.get`).
@@ -256,6 +261,7 @@ pub static STT_GET: ::runtime::__private::EndpointSpec = ::runtime::__private::E
     job: ::core::option::Option::Some("stt"),
     mirror: ::core::option::Option::Some("item.result_url"),
     retention_days: ::core::option::Option::None,
+    translate: false,
     summary: "",
 };
 /// `POST /api/v1/voice/webhooks/provider` (row `webhooks.provider`).
@@ -284,6 +290,7 @@ pub static WEBHOOKS_PROVIDER: ::runtime::__private::EndpointSpec = ::runtime::__
     job: ::core::option::Option::None,
     mirror: ::core::option::Option::None,
     retention_days: ::core::option::Option::None,
+    translate: false,
     summary: "",
 };
 /// Every row of the route table, in table order.
@@ -358,6 +365,20 @@ pub static TABLE: ::runtime::__private::Table = ::runtime::__private::Table {
     bases: BASES,
     openapi: OPENAPI_JSON,
     docs: DOCS_HTML,
+    areas: &[
+        ::runtime::__private::AreaSpec {
+            area: ::runtime::__private::Area::Voice,
+            prefix: "/api/v1/voice",
+            errors: ::runtime::__private::ErrorFormat::Detail,
+        },
+    ],
+    unmatched_errors: ::runtime::__private::ErrorFormat::Detail,
+    kinds: &[],
+    limits: &[],
+    purposes: &[],
+    prices: &[],
+    upstream_products: &[],
+    unit_products: &[],
 };
 fn handle_tts_synthesize(
     gw: ::runtime::__private::Gateway,
@@ -441,6 +462,7 @@ pub fn route(
             n += 1;
         }
     }
+    let _ = method;
     match &segs[..n] {
         ["api", "v1", "voice", "agents", "capabilities"] => {
             match *method {

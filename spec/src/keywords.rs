@@ -1,0 +1,424 @@
+//! The keywords of `endpoints.toml`, declared once: one enum per keyword
+//! (method, area, mode, billing, metering, gate, auth, error format, base,
+//! upstream auth, field type). A variant's Rust name is what generated code
+//! refers to; its string is the spelling in the table (`as_str`).
+//!
+//! Each enum has `ALL`, `WHAT` (its name in messages), `as_str`,
+//! `rust_name`, `expected`, `FromStr` and `Display`; with the `serde`
+//! feature (the generator's), a `Deserialize` that names the accepted
+//! spellings on error.
+
+/// What every keyword enum offers generically (the generator spells a
+/// value as `<RUST_TYPE>::<rust_name>`).
+pub trait Keyword: Copy + 'static {
+    /// The type's own name.
+    const RUST_TYPE: &'static str;
+    /// What this keyword is called in error messages.
+    const WHAT: &'static str;
+    /// Every variant, in declaration order.
+    fn all() -> &'static [Self];
+    /// The spelling in `endpoints.toml`.
+    fn as_str(self) -> &'static str;
+    /// The variant's Rust name.
+    fn rust_name(self) -> &'static str;
+}
+
+/// Declares a keyword enum and its helpers (see the module documentation).
+macro_rules! keyword_enum {
+    (
+        $(#[$meta:meta])*
+        $name:ident, $what:literal {
+            $( $(#[$vmeta:meta])* $variant:ident = $text:literal, )+
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum $name {
+            $( $(#[$vmeta])* $variant, )+
+        }
+
+        impl $name {
+            /// Every variant, in declaration order.
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+            /// What this keyword is called in error messages (`mode`, `billing`, ...).
+            pub const WHAT: &'static str = $what;
+
+            /// The spelling in `endpoints.toml`.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $( $name::$variant => $text, )+
+                }
+            }
+
+            /// The variant's Rust name (what generated code spells).
+            pub fn rust_name(self) -> &'static str {
+                match self {
+                    $( $name::$variant => stringify!($variant), )+
+                }
+            }
+
+            /// `a, b, c`: the accepted spellings, for error messages.
+            pub fn expected() -> String {
+                Self::ALL.iter().map(|v| v.as_str()).collect::<Vec<_>>().join(", ")
+            }
+        }
+
+        impl Keyword for $name {
+            const RUST_TYPE: &'static str = stringify!($name);
+            const WHAT: &'static str = $what;
+
+            fn all() -> &'static [Self] {
+                Self::ALL
+            }
+
+            fn as_str(self) -> &'static str {
+                $name::as_str(self)
+            }
+
+            fn rust_name(self) -> &'static str {
+                $name::rust_name(self)
+            }
+        }
+
+        impl ::std::str::FromStr for $name {
+            type Err = String;
+
+            fn from_str(s: &str) -> Result<Self, String> {
+                match s {
+                    $( $text => Ok($name::$variant), )+
+                    _ => Err(format!(
+                        "unknown {} `{}`, expected one of: {}",
+                        $what,
+                        s,
+                        Self::expected()
+                    )),
+                }
+            }
+        }
+
+        impl ::std::fmt::Display for $name {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        #[cfg(feature = "serde")]
+        impl<'de> ::serde::Deserialize<'de> for $name {
+            fn deserialize<D: ::serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                struct KeywordVisitor;
+
+                impl ::serde::de::Visitor<'_> for KeywordVisitor {
+                    type Value = $name;
+
+                    fn expecting(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                        write!(f, "a {} (one of: {})", $what, $name::expected())
+                    }
+
+                    fn visit_str<E: ::serde::de::Error>(self, v: &str) -> Result<$name, E> {
+                        v.parse().map_err(E::custom)
+                    }
+                }
+
+                deserializer.deserialize_str(KeywordVisitor)
+            }
+        }
+    };
+}
+
+keyword_enum! {
+    /// HTTP method of a route or of its upstream call (upper case in the table).
+    Method, "method" {
+        Get = "GET",
+        Post = "POST",
+        Put = "PUT",
+        Patch = "PATCH",
+        Delete = "DELETE",
+    }
+}
+
+impl Method {
+    pub fn to_http(self) -> http::Method {
+        match self {
+            Method::Get => http::Method::GET,
+            Method::Post => http::Method::POST,
+            Method::Put => http::Method::PUT,
+            Method::Patch => http::Method::PATCH,
+            Method::Delete => http::Method::DELETE,
+        }
+    }
+}
+
+keyword_enum! {
+    /// Which part of the spec a route belongs to; decides the URL prefix (a
+    /// key of `[areas]`).
+    Area, "area" {
+        /// `/api/v1/voice/...`: the voice provider in its own request shape.
+        Voice = "voice",
+        /// `/api/v1/...`: the general AI gateway.
+        Gateway = "gateway",
+    }
+}
+
+keyword_enum! {
+    /// How the runtime handles a route. A new behaviour is a new mode (a
+    /// runtime function), never a special case in generated code.
+    Mode, "mode" {
+        /// Forward the request as is (JSON body, query) and answer with the upstream's body.
+        Proxy = "proxy",
+        /// Body is `{"fields": {...}}`; the `fields` object is forwarded unchanged.
+        Fields = "fields",
+        /// Text-to-speech synthesis: answer in the gateway's synthesis shape.
+        Synthesize = "synthesize",
+        /// Submit an asynchronous job.
+        JobSubmit = "job_submit",
+        /// Read one asynchronous job.
+        JobGet = "job_get",
+        /// List asynchronous jobs.
+        JobList = "job_list",
+        /// Gateway-local multipart upload into the object store.
+        Upload = "upload",
+        /// Inbound, signature-verified webhook from the upstream provider.
+        Webhook = "webhook",
+        /// A search over the row's `resource` kind (identity search): only the
+        /// caller's own resources are answered.
+        OwnedSearch = "owned_search",
+        // ---- general gateway (area B) ----
+        Chat = "chat",
+        Completion = "completion",
+        StopStream = "stop_stream",
+        Embedding = "embedding",
+        Image = "image",
+        VideoSubmit = "video_submit",
+        VideoGet = "video_get",
+        VideoList = "video_list",
+        VideoCancel = "video_cancel",
+        Speech = "speech",
+        Transcription = "transcription",
+        Catalogue = "catalogue",
+        CatalogueTrending = "catalogue_trending",
+        CatalogueModel = "catalogue_model",
+        // ---- accounts, tokens, keys and admin (served from the database) ----
+        /// `POST /auth/register`: a new account.
+        Register = "register",
+        /// `POST /auth/login`: access and refresh tokens for a password.
+        Login = "login",
+        /// `POST /auth/refresh`: a new access token (refresh token rotated).
+        TokenRefresh = "token_refresh",
+        /// `POST /auth/logout`: revokes the presented access token (and a refresh token).
+        Logout = "logout",
+        /// `POST /auth/confirm`: confirms an e-mail address with a mailed token.
+        ConfirmEmail = "confirm_email",
+        /// `POST /auth/reset-password`: requests or completes a password reset.
+        ResetPassword = "reset_password",
+        /// `GET /auth/me`: the caller and their balance.
+        Me = "me",
+        /// The caller's API keys (never the keys themselves).
+        KeyList = "key_list",
+        /// A new API key, answered once.
+        KeyCreate = "key_create",
+        /// Revokes one of the caller's API keys.
+        KeyRevoke = "key_revoke",
+        /// Admin: every user.
+        AdminUsers = "admin_users",
+        /// Admin: disables a user.
+        AdminDisable = "admin_disable",
+        /// Admin: enables a user.
+        AdminEnable = "admin_enable",
+        /// Admin: deletes a user (soft).
+        AdminDelete = "admin_delete",
+        /// Admin: grants credit to a user.
+        AdminCredits = "admin_credits",
+        /// Admin: a user's usage records.
+        AdminUsage = "admin_usage",
+    }
+}
+
+impl Mode {
+    /// Modes whose runtime function always calls the upstream named by the row.
+    pub fn needs_upstream(self) -> bool {
+        matches!(
+            self,
+            Mode::Proxy
+                | Mode::Fields
+                | Mode::OwnedSearch
+                | Mode::Synthesize
+                | Mode::JobSubmit
+                | Mode::JobGet
+                | Mode::JobList
+        )
+    }
+
+    /// Modes the gateway serves itself; an `upstream` on them is a mistake.
+    pub fn forbids_upstream(self) -> bool {
+        matches!(self, Mode::Upload | Mode::Webhook) || self.is_account()
+    }
+
+    /// The account modes (accounts, tokens, keys, admin): served by the
+    /// gateway from its own database.
+    pub fn is_account(self) -> bool {
+        matches!(
+            self,
+            Mode::Register
+                | Mode::Login
+                | Mode::TokenRefresh
+                | Mode::Logout
+                | Mode::ConfirmEmail
+                | Mode::ResetPassword
+                | Mode::Me
+                | Mode::KeyList
+                | Mode::KeyCreate
+                | Mode::KeyRevoke
+                | Mode::AdminUsers
+                | Mode::AdminDisable
+                | Mode::AdminEnable
+                | Mode::AdminDelete
+                | Mode::AdminCredits
+                | Mode::AdminUsage
+        )
+    }
+
+    /// The asynchronous-job modes, which need a `job` kind.
+    pub fn is_job(self) -> bool {
+        matches!(self, Mode::JobSubmit | Mode::JobGet | Mode::JobList)
+    }
+
+    /// Modes that forward the request to the upstream path as it is, so every
+    /// route parameter is expected to reach the upstream path.
+    pub fn forwards_path(self) -> bool {
+        matches!(self, Mode::Proxy | Mode::Fields)
+    }
+}
+
+keyword_enum! {
+    /// What a successful request is billed by.
+    Billing, "billing" {
+        /// Nothing is charged (a usage record with quantity 0 is still written).
+        Free = "free",
+        AudioSeconds = "audio_seconds",
+        VideoSeconds = "video_seconds",
+        Images = "images",
+        /// Audio seconds, video seconds or images, picked from the job's media type.
+        MediaSeconds = "media_seconds",
+        Searches = "searches",
+        Enrollments = "enrollments",
+        Generations = "generations",
+        VoiceSubscription = "voice_subscription",
+        /// General gateway: tokens of a language model.
+        Tokens = "tokens",
+    }
+}
+
+keyword_enum! {
+    /// How the quantity billed for one successful request is found.
+    /// Defaults by billing unit ([`Metering::default_for`]): free and
+    /// voice_subscription → none; searches, enrollments, generations →
+    /// per_request; seconds, images, tokens → measured.
+    Metering, "metering" {
+        /// Nothing is billed (a usage record with quantity 0 is still written).
+        None = "none",
+        /// One unit per successful request (identity search, design generation).
+        PerRequest = "per_request",
+        /// One unit per voice, the first time it is built (voice subscription).
+        FirstBuild = "first_build",
+        /// Measured: audio seconds of the produced audio, or what the upstream
+        /// reports for a job when it completes.
+        Measured = "measured",
+    }
+}
+
+impl Metering {
+    /// The metering a billing unit implies when the row does not say.
+    pub fn default_for(billing: Billing) -> Metering {
+        match billing {
+            Billing::Free | Billing::VoiceSubscription => Metering::None,
+            Billing::Searches | Billing::Enrollments | Billing::Generations => Metering::PerRequest,
+            Billing::AudioSeconds
+            | Billing::VideoSeconds
+            | Billing::Images
+            | Billing::MediaSeconds
+            | Billing::Tokens => Metering::Measured,
+        }
+    }
+}
+
+keyword_enum! {
+    /// A configuration switch that must be on for the route to be served.
+    Gate, "gate" {
+        /// `PROVIDER_BUSINESS_PLAN_ACTIVE`.
+        BusinessPlan = "business_plan",
+    }
+}
+
+keyword_enum! {
+    /// How the caller proves who it is.
+    Auth, "auth" {
+        /// `Authorization: Bearer <gateway API key or access token>`.
+        Bearer = "bearer",
+        /// No authentication (model catalogue).
+        None = "none",
+        /// HMAC signature of the body (inbound webhook).
+        Signature = "signature",
+        /// An admin: a user with the admin role (API key or access token), or
+        /// the `X-Admin-Key` header equal to `GATEWAY_ADMIN_KEY`.
+        Admin = "admin",
+        /// An access token (JWT) only: an API key is refused.
+        AccessToken = "access_token",
+    }
+}
+
+keyword_enum! {
+    /// Wire format of error bodies (DESIGN.md, "one type, three wire formats").
+    ErrorFormat, "error format" {
+        /// Voice API: `{"detail": "..."}`.
+        Detail = "detail",
+        /// General gateway format 1: `{"error","message","status_code","details"}`.
+        Error = "error",
+        /// General gateway format 2: `{"request_id","success":false,"message","data":""}`.
+        Envelope = "envelope",
+    }
+}
+
+keyword_enum! {
+    /// Which upstream base URL a call goes to (a key of `[bases]`).
+    Base, "base" {
+        /// The provider's main REST API (`PROVIDER_BASE_URL`).
+        Main = "main",
+        /// The provider's synthesis cluster (`PROVIDER_SYNTH_URL`).
+        Synth = "synth",
+        /// The general gateway's model provider (OpenAI-compatible).
+        Llm = "llm",
+    }
+}
+
+keyword_enum! {
+    /// Credential header forms the upstream accepts (`upstream.md`, Authentication).
+    UpstreamAuth, "upstream auth" {
+        /// `Authorization: Bearer <key>`.
+        Bearer = "bearer",
+        /// `Authorization: Token token=<key>` (legacy main API).
+        Token = "token",
+        /// `x-access-token: <key>` (legacy synthesis cluster).
+        AccessToken = "access_token",
+    }
+}
+
+keyword_enum! {
+    /// JSON type a field must have.
+    FieldType, "field type" {
+        String = "string",
+        Integer = "integer",
+        Number = "number",
+        Boolean = "boolean",
+        Object = "object",
+        Array = "array",
+        /// Any JSON value (e.g. `text` that is a string or a list of strings).
+        Any = "any",
+    }
+}
+
+impl FieldType {
+    /// `integer` and `number`: the types `min` and `max` apply to.
+    pub fn is_numeric(self) -> bool {
+        matches!(self, FieldType::Integer | FieldType::Number)
+    }
+}
