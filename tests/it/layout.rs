@@ -520,6 +520,7 @@ const FLOORS: &[(&str, &[&str])] = &[
             "services",
             "config",
             "instance",
+            "bounds",
             "ctx",
             "owners",
             "owner_cache",
