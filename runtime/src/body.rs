@@ -15,6 +15,11 @@ pub type Request = http::Request<hyper::body::Incoming>;
 /// Response type handlers produce.
 pub type Response = http::Response<Body>;
 
+/// The address of the client, the TCP peer (a request extension the server
+/// sets on every request): the account routes limit each address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClientAddr(pub std::net::IpAddr);
+
 /// A body holding these bytes.
 pub fn full(bytes: impl Into<Bytes>) -> Body {
     Full::new(bytes.into())

@@ -57,9 +57,17 @@ pub async fn send(
                 uuid::Uuid::new_v4().simple()
             );
             let bytes = message.formatted();
+            // A message carries a live token: the owner's only (0600 in a
+            // 0700 directory), whatever the umask.
             tokio::task::spawn_blocking(move || {
+                use std::io::Write;
                 crate::store::create_private_dir(&dir)?;
-                std::fs::write(dir.join(name), bytes)
+                let mut options = std::fs::OpenOptions::new();
+                options.write(true).create_new(true);
+                #[cfg(unix)]
+                std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+                let mut file = options.open(dir.join(name))?;
+                file.write_all(&bytes)
             })
             .await
             .map_err(|e| e.to_string())?

@@ -218,7 +218,7 @@ pub async fn serve(
             p = permits.clone().acquire_owned() => p.expect("the semaphore is never closed"),
             _ = &mut shutdown => break,
         };
-        let (stream, _peer) = tokio::select! {
+        let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(s) => {
                     backoff.reset();
@@ -239,7 +239,9 @@ pub async fn serve(
         let state = ConnState::new();
         let gw = gw.clone();
         let in_service = state.clone();
-        let service = service_fn(move |req: Request| {
+        let client = crate::body::ClientAddr(peer.ip());
+        let service = service_fn(move |mut req: Request| {
+            req.extensions_mut().insert(client);
             let gw = gw.clone();
             let guard = in_service.begin();
             async move {

@@ -78,7 +78,7 @@ impl Gateway {
             accounts.access_ttl,
             accounts.refresh_ttl,
         );
-        let auth = auth::Auth::new(store.clone(), tokens, accounts.admin_key.clone());
+        let auth = auth::Auth::new(store.clone(), tokens, accounts);
         let upstream = upstream::Upstream::new(config.upstream_settings());
         let public_url = config
             .public_url

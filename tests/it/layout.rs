@@ -532,6 +532,7 @@ const FLOORS: &[(&str, &[&str])] = &[
             "fetch",
             "callbacks",
             "credits",
+            "bounds",
             "relay",
             "streams",
             "videos",

@@ -29,6 +29,7 @@ mod money;
 mod observe;
 mod openai_client;
 mod packs;
+mod probe_accounts;
 mod ratelimit;
 mod reconcile;
 mod retention;

@@ -4,9 +4,17 @@
 use std::path::Path;
 use std::time::Duration;
 
-/// HS256 secret of access and refresh tokens. Unset: generated once and kept
-/// in `<data dir>/jwt.key`.
+/// HS256 secret of access and refresh tokens, at least [`MIN_JWT_SECRET_LEN`]
+/// bytes. Unset: generated once and kept in `<data dir>/jwt.key`.
 pub const GATEWAY_JWT_SECRET: &str = "GATEWAY_JWT_SECRET";
+/// Shortest `GATEWAY_JWT_SECRET` accepted, in bytes (HS256's key size).
+pub const MIN_JWT_SECRET_LEN: usize = 32;
+/// How many passwords are hashed or checked at once (argon2 takes 19 MiB
+/// each). Default: the number of CPUs, at most 4.
+pub const GATEWAY_PASSWORD_HASHERS: &str = "GATEWAY_PASSWORD_HASHERS";
+/// How long a request waits for a free hasher before it is answered 429, in
+/// milliseconds. Default 2000.
+pub const GATEWAY_PASSWORD_HASH_WAIT_MS: &str = "GATEWAY_PASSWORD_HASH_WAIT_MS";
 /// The environment tokens are issued for (`env` claim). Default `production`.
 pub const GATEWAY_ENV: &str = "GATEWAY_ENV";
 /// `true`: a new account cannot log in before its e-mail address is confirmed.
@@ -38,6 +46,10 @@ pub struct AccountConfig {
     pub mail_from: String,
     pub access_ttl: Duration,
     pub refresh_ttl: Duration,
+    /// Passwords hashed or checked at once ([`GATEWAY_PASSWORD_HASHERS`]).
+    pub password_hashers: usize,
+    /// Longest wait for a hasher ([`GATEWAY_PASSWORD_HASH_WAIT_MS`]).
+    pub password_hash_wait: Duration,
 }
 
 impl std::fmt::Debug for AccountConfig {
@@ -55,6 +67,8 @@ impl std::fmt::Debug for AccountConfig {
             .field("mail_from", &self.mail_from)
             .field("access_ttl", &self.access_ttl)
             .field("refresh_ttl", &self.refresh_ttl)
+            .field("password_hashers", &self.password_hashers)
+            .field("password_hash_wait", &self.password_hash_wait)
             .finish()
     }
 }
@@ -70,6 +84,10 @@ impl Default for AccountConfig {
             mail_from: "gateway@localhost".to_owned(),
             access_ttl: Duration::from_secs(15 * 60),
             refresh_ttl: Duration::from_secs(30 * 24 * 3600),
+            password_hashers: std::thread::available_parallelism()
+                .map_or(2, usize::from)
+                .clamp(1, 4),
+            password_hash_wait: Duration::from_secs(2),
         }
     }
 }
@@ -90,6 +108,17 @@ impl AccountConfig {
             jwt_secret: get(GATEWAY_JWT_SECRET).map(String::into_bytes),
             ..AccountConfig::default()
         };
+        if let Some(s) = &c.jwt_secret {
+            if s.len() < MIN_JWT_SECRET_LEN {
+                bad.push((
+                    GATEWAY_JWT_SECRET,
+                    format!(
+                        "{} bytes is too short: at least {MIN_JWT_SECRET_LEN} (e.g. `openssl rand -hex 32`)",
+                        s.len()
+                    ),
+                ));
+            }
+        }
         if let Some(v) = get(GATEWAY_ENV) {
             c.env = v;
         }
@@ -121,6 +150,30 @@ impl AccountConfig {
                     _ => bad.push((name, format!("{v:?} is not a whole number above 0"))),
                 }
             }
+        }
+        if let Some(v) = get(GATEWAY_PASSWORD_HASHERS) {
+            c.password_hashers = match v.parse::<usize>() {
+                Ok(n) if (1..=256).contains(&n) => n,
+                _ => {
+                    bad.push((
+                        GATEWAY_PASSWORD_HASHERS,
+                        format!("{v:?} is not a whole number from 1 to 256"),
+                    ));
+                    c.password_hashers
+                }
+            };
+        }
+        if let Some(v) = get(GATEWAY_PASSWORD_HASH_WAIT_MS) {
+            c.password_hash_wait = match v.parse::<u64>() {
+                Ok(n) => Duration::from_millis(n),
+                _ => {
+                    bad.push((
+                        GATEWAY_PASSWORD_HASH_WAIT_MS,
+                        format!("{v:?} is not a whole number"),
+                    ));
+                    c.password_hash_wait
+                }
+            };
         }
         if bad.is_empty() {
             Ok(c)
@@ -157,7 +210,7 @@ mod tests {
         assert_eq!(c.refresh_ttl, Duration::from_secs(30 * 24 * 3600));
         assert!(!c.require_email_confirmation && c.jwt_secret.is_none() && c.admin_key.is_none());
         let c = parse(&[
-            (GATEWAY_JWT_SECRET, "s3cret"),
+            (GATEWAY_JWT_SECRET, "s3cret-s3cret-s3cret-s3cret-s3cret"),
             (GATEWAY_ENV, "staging"),
             (GATEWAY_REQUIRE_EMAIL_CONFIRMATION, "true"),
             (GATEWAY_ADMIN_KEY, "adm"),
@@ -165,7 +218,10 @@ mod tests {
             (GATEWAY_REFRESH_TOKEN_TTL_SECS, "3600"),
         ])
         .unwrap();
-        assert_eq!(c.jwt_secret.as_deref(), Some(&b"s3cret"[..]));
+        assert_eq!(
+            c.jwt_secret.as_deref(),
+            Some(&b"s3cret-s3cret-s3cret-s3cret-s3cret"[..])
+        );
         assert_eq!(
             (c.env.as_str(), c.require_email_confirmation),
             ("staging", true)
@@ -179,6 +235,13 @@ mod tests {
         assert_eq!(
             parse(&[(GATEWAY_ACCESS_TOKEN_TTL_SECS, "0")]).unwrap_err()[0].0,
             GATEWAY_ACCESS_TOKEN_TTL_SECS
+        );
+        let short = parse(&[(GATEWAY_JWT_SECRET, "x")]).unwrap_err();
+        assert_eq!(short[0].0, GATEWAY_JWT_SECRET);
+        assert!(short[0].1.contains("at least 32"), "{short:?}");
+        assert_eq!(
+            parse(&[(GATEWAY_PASSWORD_HASHERS, "0")]).unwrap_err()[0].0,
+            GATEWAY_PASSWORD_HASHERS
         );
         assert_eq!(
             parse(&[(GATEWAY_REQUIRE_EMAIL_CONFIRMATION, "maybe")]).unwrap_err()[0].0,

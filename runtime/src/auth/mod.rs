@@ -4,7 +4,8 @@
 //!
 //! * [`keys`] — gateway API keys (SHA-256 hashes).
 //! * [`tokens`] — access and refresh tokens: issue, verify.
-//! * [`passwords`] — argon2 hashes.
+//! * [`passwords`] — argon2 hashes, on a small pool of their own.
+//! * [`backoff`] — the per-account back-off of failed logins.
 //! * [`config`] — the variables of accounts and tokens.
 //!
 //! The hot path of an API key does not touch the database: a small cache
@@ -14,8 +15,10 @@
 //! bus when Redis is configured ([`crate::cluster`]), else is seen within
 //! the TTL.
 //! Access tokens are checked against the database (revocation, deleted
-//! users) on every request.
+//! users) on every request. A password reset revokes every token of its
+//! user issued before it (one row, [`crate::store::Store::set_password_revoking`]).
 
+pub mod backoff;
 pub mod config;
 pub mod keys;
 pub mod passwords;
@@ -109,21 +112,29 @@ pub struct TokenPair {
     pub expires_in: u64,
 }
 
-/// The authenticator: store, key cache, token issuer.
+/// The authenticator: store, key cache, token issuer, password pool,
+/// login back-off.
 pub struct Auth {
     store: Store,
     cache: RwLock<HashMap<String, (Option<KeyOwner>, Instant)>>,
     tokens: Tokens,
     admin_key: Option<String>,
+    /// Where passwords are hashed and checked.
+    pub passwords: passwords::Pool,
+    /// Failed logins per account.
+    pub login_backoff: backoff::LoginBackoff,
 }
 
 impl Auth {
-    pub fn new(store: Store, tokens: Tokens, admin_key: Option<String>) -> Auth {
+    /// The admin key and the password pool's size and wait come from `accounts`.
+    pub fn new(store: Store, tokens: Tokens, accounts: &config::AccountConfig) -> Auth {
         Auth {
             store,
             cache: RwLock::new(HashMap::new()),
             tokens,
-            admin_key,
+            admin_key: accounts.admin_key.clone(),
+            passwords: passwords::Pool::new(accounts.password_hashers, accounts.password_hash_wait),
+            login_backoff: backoff::LoginBackoff::default(),
         }
     }
 
@@ -207,10 +218,10 @@ impl Auth {
             }
             .into());
         }
-        let (uid, jti) = (v.user_id, v.jti.clone());
+        let (uid, jti, issued_ms) = (v.user_id, v.jti.clone(), v.issued_ms);
         let (user, revoked) = self
             .store
-            .blocking(move |s| s.token_subject(uid, &jti))
+            .blocking(move |s| s.token_subject(uid, &jti, issued_ms))
             .await?;
         if revoked {
             return Err(Cause::TokenRevoked.into());

@@ -1,6 +1,8 @@
 //! Access and refresh tokens: HS256 JWTs (`jsonwebtoken`) keyed by
 //! `GATEWAY_JWT_SECRET`. Claims: `sub` (the user id, as text), `exp`, `iat`,
-//! `jti`, `typ` (`access` / `refresh`), `env` (`GATEWAY_ENV`).
+//! `jti`, `typ` (`access` / `refresh`), `env` (`GATEWAY_ENV`), and `iat_ms`
+//! (`iat` in milliseconds: a password reset revokes the tokens issued
+//! before it, to the millisecond).
 //!
 //! Expiry is checked here, without leeway, after the signature and the
 //! environment, so that each failure has its own cause.
@@ -35,6 +37,7 @@ pub struct Claims {
     pub sub: String,
     pub exp: i64,
     pub iat: i64,
+    pub iat_ms: i64,
     pub jti: String,
     pub typ: &'static str,
     pub env: String,
@@ -45,6 +48,8 @@ pub struct Claims {
 struct RawClaims {
     sub: Option<Value>,
     exp: Option<i64>,
+    iat: Option<i64>,
+    iat_ms: Option<i64>,
     jti: Option<String>,
     typ: Option<String>,
     env: Option<String>,
@@ -57,6 +62,9 @@ pub struct Verified {
     pub jti: String,
     pub exp: i64,
     pub typ: Typ,
+    /// When it was issued, in milliseconds since the epoch (`iat_ms`, else
+    /// `iat` × 1000, else 0).
+    pub issued_ms: i64,
 }
 
 /// Issuer and verifier.
@@ -97,7 +105,8 @@ impl Tokens {
 
     /// A new token of `typ` for `user_id`, and its claims.
     pub fn issue(&self, user_id: i64, typ: Typ) -> (String, Claims) {
-        let now = chrono::Utc::now().timestamp();
+        let now_ms = chrono::Utc::now().timestamp_millis();
+        let now = now_ms.div_euclid(1000);
         let ttl = match typ {
             Typ::Access => self.access_ttl,
             Typ::Refresh => self.refresh_ttl,
@@ -106,6 +115,7 @@ impl Tokens {
             sub: user_id.to_string(),
             exp: now + ttl.as_secs() as i64,
             iat: now,
+            iat_ms: now_ms,
             jti: uuid::Uuid::new_v4().simple().to_string(),
             typ: typ.as_str(),
             env: self.env.clone(),
@@ -144,11 +154,16 @@ impl Tokens {
         if exp <= chrono::Utc::now().timestamp() {
             return Err(Cause::TokenExpired);
         }
+        let issued_ms = raw
+            .iat_ms
+            .or_else(|| raw.iat.map(|s| s.saturating_mul(1000)))
+            .unwrap_or(0);
         Ok(Verified {
             user_id,
             jti,
             exp,
             typ,
+            issued_ms,
         })
     }
 }

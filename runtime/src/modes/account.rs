@@ -2,25 +2,72 @@
 //! `confirm_email`, `reset_password`, `me`. Served from the database; errors
 //! in the row's format (format 1), 400s with `details.reason`.
 //!
-//! Passwords are hashed (argon2, in the blocking pool) and never logged or
-//! answered; mailed tokens are stored as SHA-256 hashes and expire.
+//! Passwords are hashed (argon2, on the password pool of
+//! [`crate::auth::passwords`]) and never logged or answered; mailed tokens
+//! are stored as SHA-256 hashes and expire.
+//!
+//! Abuse limits: register, login, confirm and reset-password count against
+//! the row's capability (`accounts`) per client address (the TCP peer; see
+//! [`address_key`]); a login of an account that failed too often in a row
+//! is refused for a while ([`crate::auth::backoff`]); an account gets at
+//! most [`RESET_MAILS`] reset mails. Usernames cannot contain `@`, and an
+//! identifier with `@` logs in by e-mail address only. A password reset
+//! revokes the user's tokens and spends every other reset token. A reset
+//! request is answered before its mail is made (the same answer and the
+//! same work on the request path for any address).
 
 use http::StatusCode;
 use serde_json::{json, Map, Value};
 
 use super::common::user_json;
 use super::read_body;
+use crate::auth::backoff::LoginKey;
 use crate::auth::{self, passwords, tokens::Typ, TokenPair};
-use crate::body::Request;
+use crate::body::{ClientAddr, Request};
 use crate::ctx::{Ctx, Outcome};
 use crate::errors::ApiError;
+use crate::ratelimit::Quota;
 use crate::store::Registration;
-use crate::{body, mail};
+use crate::{body, mail, telemetry, Gateway};
 
 /// How long a confirmation token is valid.
 const CONFIRM_TTL_HOURS: i64 = 48;
 /// How long a password-reset token is valid.
 const RESET_TTL_HOURS: i64 = 1;
+/// Reset mails one account may get: 3 at once, then one every 20 minutes.
+pub const RESET_MAILS: Quota = Quota::per_hour(3);
+
+/// The rate-limit key of a client address: negative, so never a user id.
+/// An IPv4 address (or an IPv4-mapped IPv6 one) is itself; an IPv6 address
+/// counts by its first 62 bits (a client usually has a /64 or more).
+pub fn address_key(ip: std::net::IpAddr) -> i64 {
+    use std::net::IpAddr;
+    let ip = match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        v4 => v4,
+    };
+    match ip {
+        IpAddr::V4(v4) => -1 - i64::from(u32::from(v4)),
+        IpAddr::V6(v6) => {
+            let prefix = (u128::from(v6) >> 66) as i64; // < 2^62
+            -(1i64 << 33) - prefix
+        }
+    }
+}
+
+/// Counts the request against the row's capability for the client's
+/// address: 429 with `Retry-After` over the quota.
+async fn limit_address(ctx: &Ctx, req: &Request) -> Result<(), ApiError> {
+    let Some(ClientAddr(ip)) = req.extensions().get::<ClientAddr>().copied() else {
+        return Ok(());
+    };
+    let capability = ctx.spec.capability;
+    ctx.gw
+        .limiter
+        .enforce(address_key(ip), capability)
+        .await
+        .inspect_err(|_| telemetry::rate_limited(capability))
+}
 
 fn reason(reason: &'static str, message: &str) -> ApiError {
     ApiError::BadRequestReason {
@@ -49,16 +96,9 @@ fn pair_json(p: &TokenPair) -> Value {
     })
 }
 
-async fn hash_password(password: String) -> Result<String, ApiError> {
-    tokio::task::spawn_blocking(move || passwords::hash(&password))
-        .await
-        .map_err(|e| ApiError::internal("hashing a password", e))?
-        .map_err(|e| ApiError::internal("hashing a password", e))
-}
-
 /// A new random token for a mail, stored hashed for `purpose`.
 async fn mail_token(
-    ctx: &Ctx,
+    gw: &Gateway,
     user_id: i64,
     purpose: &'static str,
     hours: i64,
@@ -66,22 +106,22 @@ async fn mail_token(
     let token = hex::encode(rand::random::<[u8; 32]>());
     let hash = auth::hash_key(&token);
     let expires = crate::store::rfc3339(chrono::Utc::now() + chrono::Duration::hours(hours));
-    ctx.gw
-        .store
+    gw.store
         .blocking(move |s| s.insert_account_token(&hash, user_id, purpose, &expires))
         .await?;
     Ok(token)
 }
 
-async fn send_mail(ctx: &Ctx, to: &str, subject: &str, body: String) {
-    let c = &ctx.gw.config;
+async fn send_mail(gw: &Gateway, request_id: &str, to: &str, subject: &str, body: String) {
+    let c = &gw.config;
     if let Err(e) = mail::send(&c.accounts, &c.data_dir, to, subject, body).await {
-        tracing::warn!(request_id = %ctx.request_id, error = %e, "mail not sent");
+        tracing::warn!(request_id = %request_id, error = %e, "mail not sent");
     }
 }
 
 /// `POST /auth/register`.
 pub async fn register(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
+    limit_address(ctx, &req).await?;
     let obj = read_body(ctx, req).await?;
     if obj.get("accept_privacy_policy") != Some(&Value::Bool(true)) {
         return Err(reason(
@@ -101,8 +141,14 @@ pub async fn register(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> 
     if !email.contains('@') || email.contains(char::is_whitespace) {
         return Err(ApiError::BadRequest("email: not an e-mail address".into()));
     }
+    if username.contains('@') {
+        return Err(reason(
+            "invalid_username",
+            "username: must not contain @ (log in with the e-mail address instead)",
+        ));
+    }
     passwords::check(password).map_err(ApiError::BadRequest)?;
-    let hash = hash_password(password.to_owned()).await?;
+    let hash = ctx.gw.auth.passwords.hash(password.to_owned()).await?;
     let confirm = ctx.gw.config.accounts.require_email_confirmation;
     let (u, e) = (username.to_owned(), email.to_owned());
     let id = match ctx
@@ -123,19 +169,28 @@ pub async fn register(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> 
         }
     };
     if confirm {
-        let token = mail_token(ctx, id, "confirm", CONFIRM_TTL_HOURS).await?;
+        let token = mail_token(&ctx.gw, id, "confirm", CONFIRM_TTL_HOURS).await?;
         let body = format!(
             "Welcome, {username}.\n\nConfirm your e-mail address with this token\n(POST /api/v1/auth/confirm {{\"token\": \"...\"}}):\n\nToken: {token}\n"
         );
-        send_mail(ctx, email, "Confirm your e-mail address", body).await;
+        send_mail(
+            &ctx.gw,
+            &ctx.request_id,
+            email,
+            "Confirm your e-mail address",
+            body,
+        )
+        .await;
     }
     let row = ctx.gw.store.blocking(move |s| s.user_row(id)).await?;
     let row = row.ok_or_else(|| ApiError::bug("registered user not found"))?;
     Ok(answer(StatusCode::CREATED, user_json(&row)))
 }
 
-/// `POST /auth/login` with `email` or `username`, and `password`.
+/// `POST /auth/login` with `email` or `username`, and `password`. An
+/// identifier with `@` is looked up among e-mail addresses only.
 pub async fn login(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
+    limit_address(ctx, &req).await?;
     let obj = read_body(ctx, req).await?;
     let ident = text(&obj, "email").or_else(|| text(&obj, "username"));
     let (Some(ident), Some(password)) = (ident, obj.get("password").and_then(Value::as_str)) else {
@@ -149,16 +204,34 @@ pub async fn login(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
         Some((u, h, c)) => (Some(u), h, c),
         None => (None, None, false),
     };
-    let pw = password.to_owned();
-    let ok = tokio::task::spawn_blocking(move || passwords::verify(&pw, stored.as_deref()))
-        .await
-        .map_err(|e| ApiError::internal("verifying a password", e))?;
+    let key = match &user {
+        Some(u) => LoginKey::User(u.id),
+        None => LoginKey::Unknown(ident.to_lowercase()),
+    };
+    let backoff = &ctx.gw.auth.login_backoff;
+    if let Err(retry_after) = backoff.check(&key) {
+        telemetry::rate_limited(ctx.spec.capability);
+        return Err(ApiError::RateLimited {
+            message: format!("too many failed logins for this account; retry in {retry_after} s"),
+            retry_after,
+        });
+    }
+    let ok = ctx
+        .gw
+        .auth
+        .passwords
+        .verify(password.to_owned(), stored)
+        .await?;
     let user = match user {
-        Some(u) if ok && !u.deleted => u,
+        Some(u) if ok && !u.deleted => {
+            backoff.succeeded(&key);
+            u
+        }
         _ => {
+            backoff.failed(key);
             return Err(ApiError::Unauthorized(
                 "incorrect email, username or password".into(),
-            ))
+            ));
         }
     };
     if user.disabled {
@@ -203,6 +276,7 @@ pub async fn logout(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
 
 /// `POST /auth/confirm` `{token}`.
 pub async fn confirm(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
+    limit_address(ctx, &req).await?;
     let obj = read_body(ctx, req).await?;
     let token = text(&obj, "token").ok_or_else(|| reason("missing_token", "token is required"))?;
     let hash = auth::hash_key(token);
@@ -219,9 +293,12 @@ pub async fn confirm(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
     ))
 }
 
-/// `POST /auth/reset-password`: `{email}` mails a token (always 200);
-/// `{token, new_password}` sets the password.
+/// `POST /auth/reset-password`: `{email}` mails a token (always 200, the
+/// token and the mail made after the answer); `{token, new_password}` sets
+/// the password, revokes every token of the user issued before and spends
+/// the user's other reset tokens.
 pub async fn reset_password(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
+    limit_address(ctx, &req).await?;
     let obj = read_body(ctx, req).await?;
     let (token, new_password) = (
         text(&obj, "token"),
@@ -229,6 +306,8 @@ pub async fn reset_password(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiE
     );
     if let (Some(token), Some(new_password)) = (token, new_password) {
         passwords::check(new_password).map_err(ApiError::BadRequest)?;
+        // Hashed before the token is spent: a busy pool (429) leaves it usable.
+        let pw = ctx.gw.auth.passwords.hash(new_password.to_owned()).await?;
         let hash = auth::hash_key(token);
         let user = ctx
             .gw
@@ -236,10 +315,14 @@ pub async fn reset_password(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiE
             .blocking(move |s| s.take_account_token(&hash, "reset"))
             .await?
             .ok_or_else(|| reason("invalid_token", "the token is unknown, used or expired"))?;
-        let pw = hash_password(new_password.to_owned()).await?;
+        let accounts = &ctx.gw.config.accounts;
+        let now = chrono::Utc::now();
+        let keep_until = now
+            + chrono::Duration::from_std(accounts.refresh_ttl.max(accounts.access_ttl))
+                .unwrap_or(chrono::Duration::days(366));
         ctx.gw
             .store
-            .blocking(move |s| s.set_password(user, &pw))
+            .blocking(move |s| s.set_password_revoking(user, &pw, now, keep_until))
             .await?;
         return Ok(answer(
             StatusCode::OK,
@@ -255,18 +338,48 @@ pub async fn reset_password(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiE
             ))
         }
     };
-    let e = email.clone();
-    if let Some(user) = ctx.gw.store.blocking(move |s| s.user_by_email(&e)).await? {
-        let token = mail_token(ctx, user.id, "reset", RESET_TTL_HOURS).await?;
-        let body = format!(
-            "A password reset was requested for this address.\n\nComplete it with this token\n(POST /api/v1/auth/reset-password {{\"token\": \"...\", \"new_password\": \"...\"}}):\n\nToken: {token}\n\nIf you did not ask for it, ignore this message.\n"
-        );
-        send_mail(ctx, &email, "Reset your password", body).await;
-    }
+    // Off the request path, whether the address is registered or not: the
+    // answer neither waits for the database and the mail server nor tells
+    // by its timing whether the address has an account.
+    tokio::spawn(reset_mail(ctx.gw.clone(), ctx.request_id.clone(), email));
     Ok(answer(
         StatusCode::OK,
         json!({ "message": "if the address is registered, a reset token has been mailed" }),
     ))
+}
+
+/// The reset token of `email`'s account, if there is one, stored and mailed
+/// (at most [`RESET_MAILS`] per account). Errors are logged.
+async fn reset_mail(gw: Gateway, request_id: String, email: String) {
+    let e = email.clone();
+    let user = match gw.store.blocking(move |s| s.user_by_email(&e)).await {
+        Ok(Some(user)) => user,
+        Ok(None) => return,
+        Err(e) => {
+            tracing::warn!(request_id = %request_id, error = %e, "reset mail: looking up the address");
+            return;
+        }
+    };
+    if gw
+        .limiter
+        .check_quota(user.id, "reset_mail", &RESET_MAILS)
+        .await
+        .is_err()
+    {
+        tracing::info!(request_id = %request_id, user_id = user.id, "reset mail not sent: the account's reset mails are used up for now");
+        return;
+    }
+    let token = match mail_token(&gw, user.id, "reset", RESET_TTL_HOURS).await {
+        Ok(t) => t,
+        Err(e) => {
+            tracing::warn!(request_id = %request_id, error = %e, "reset mail: storing the token");
+            return;
+        }
+    };
+    let body = format!(
+        "A password reset was requested for this address.\n\nComplete it with this token\n(POST /api/v1/auth/reset-password {{\"token\": \"...\", \"new_password\": \"...\"}}):\n\nToken: {token}\n\nIf you did not ask for it, ignore this message.\n"
+    );
+    send_mail(&gw, &request_id, &email, "Reset your password", body).await;
 }
 
 /// `GET /auth/me`: the caller and their balance.

@@ -148,8 +148,7 @@ impl LocalStore {
         let tmp = root.join(TMP_DIR);
         // The store's root is the owner's only (0700), like the data directory.
         private_dir(&root).map_err(|e| backend(format!("creating {}: {e}", root.display())))?;
-        std::fs::create_dir_all(&tmp)
-            .map_err(|e| backend(format!("creating {}: {e}", tmp.display())))?;
+        private_dir(&tmp).map_err(|e| backend(format!("creating {}: {e}", tmp.display())))?;
         let packs = root.join(pack::PACKS_DIR);
         private_dir(&packs).map_err(|e| backend(format!("creating {}: {e}", packs.display())))?;
         if let Ok(entries) = std::fs::read_dir(&tmp) {
@@ -345,9 +344,11 @@ impl LocalStore {
             .tmp
             .join(format!("{}.part", hex::encode(rand::random::<[u8; 16]>())));
         let mut guard = TempGuard(Some(tmp_path.clone()));
-        let mut file = tokio::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
+        let mut options = tokio::fs::OpenOptions::new();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
+        options.mode(OBJECT_MODE);
+        let mut file = options
             .open(&tmp_path)
             .await
             .map_err(|e| backend(format!("creating {}: {e}", tmp_path.display())))?;
@@ -400,12 +401,12 @@ impl LocalStore {
         let root = self.root.clone();
         let written = tokio::task::spawn_blocking(move || -> Result<Option<u64>, ObjectError> {
             let parent = final_path.parent().unwrap_or(&root).to_path_buf();
-            std::fs::create_dir_all(&parent).map_err(backend)?;
-            let mut file = match std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&final_path)
-            {
+            private_dir(&parent).map_err(backend)?;
+            let mut options = std::fs::OpenOptions::new();
+            options.write(true).create_new(true);
+            #[cfg(unix)]
+            std::os::unix::fs::OpenOptionsExt::mode(&mut options, OBJECT_MODE);
+            let mut file = match options.open(&final_path) {
                 Ok(f) => f,
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(None),
                 Err(e) => return Err(backend(format!("creating {}: {e}", final_path.display()))),
@@ -437,7 +438,11 @@ impl LocalStore {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            tokio::fs::create_dir_all(&parent).await?;
+            let mut dirs = tokio::fs::DirBuilder::new();
+            dirs.recursive(true);
+            #[cfg(unix)]
+            dirs.mode(0o700);
+            dirs.create(&parent).await?;
             match tokio::fs::rename(from, to).await {
                 Ok(()) => break,
                 Err(e)
@@ -612,6 +617,9 @@ impl ObjectStore for LocalStore {
         Box::pin(self.rename_inner(from, to))
     }
 }
+
+/// Mode of an object's file (Unix): the owner's only, whatever the umask.
+const OBJECT_MODE: u32 = 0o600;
 
 /// Creates `dir` and missing parents with mode 0700 (Unix); an existing
 /// directory keeps its mode.

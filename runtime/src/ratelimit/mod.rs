@@ -205,6 +205,20 @@ impl RateLimiter {
         }
     }
 
+    /// Counts one event of `key` against a quota of the caller's own, named
+    /// `name` (not one of the table's capabilities: e.g. the reset mails of
+    /// an account). Same store, same fail-open rule as [`check`](Self::check).
+    pub async fn check_quota(&self, key: i64, name: &str, quota: &Quota) -> Result<(), u64> {
+        match self.store.check(key, name, quota).await {
+            Ok(Decision::Allow) => Ok(()),
+            Ok(Decision::Deny { retry_after }) => Err(retry_after_secs(retry_after)),
+            Err(e) => {
+                self.store_failed(key, name, &e);
+                Ok(())
+            }
+        }
+    }
+
     /// [`check`](Self::check) as the pipeline's error: 429 with `Retry-After`.
     pub async fn enforce(&self, user_id: i64, capability: &str) -> Result<(), ApiError> {
         self.check(user_id, capability)

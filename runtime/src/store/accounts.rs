@@ -60,6 +60,12 @@ fn row_to_user_row(r: &Row<'_>) -> Result<UserRow> {
 const USER_ROW_COLS: &str =
     "id, username, email, is_admin, disabled, confirmed, deleted_at, created_at";
 
+/// The `revoked_tokens` id standing for "every token of the user issued
+/// before `revoked_at`" (a password reset). Token ids are UUIDs, never this.
+fn reset_marker(user_id: i64) -> String {
+    format!("reset:{user_id}")
+}
+
 impl Store {
     /// A new account with a password; usernames compare without case,
     /// e-mail addresses are stored lower-case.
@@ -106,19 +112,27 @@ impl Store {
         })
     }
 
-    /// The user logging in by e-mail address or username, their password
-    /// hash and whether they are confirmed.
+    /// The user logging in by e-mail address (an identifier with `@`) or
+    /// else by username, their password hash and whether they are
+    /// confirmed. An e-mail address matches e-mail addresses only, so no
+    /// username (registered before usernames lost their `@`) can stand for
+    /// someone's address.
     pub fn login_lookup(&self, ident: &str) -> Result<Option<(User, Option<String>, bool)>> {
+        let column = if ident.contains('@') {
+            "email"
+        } else {
+            "username"
+        };
         self.with(|db| {
             let sql = match db.dialect() {
                 Dialect::Sqlite => format!(
                     "SELECT {USER_COLS}, password_hash, confirmed FROM users
-                     WHERE email = ?1 COLLATE NOCASE OR username = ?1 COLLATE NOCASE
+                     WHERE {column} = ?1 COLLATE NOCASE
                      ORDER BY id LIMIT 1"
                 ),
                 Dialect::Postgres => format!(
                     "SELECT {USER_COLS}, password_hash, confirmed FROM users
-                     WHERE lower(email) = lower(?1) OR lower(username) = lower(?1)
+                     WHERE lower({column}) = lower(?1)
                      ORDER BY id LIMIT 1"
                 ),
             };
@@ -183,6 +197,37 @@ impl Store {
             )
         })?;
         Ok(())
+    }
+
+    /// A password reset, in one transaction: the new hash, every token of
+    /// the user issued before `at` revoked (one row of `revoked_tokens`,
+    /// `reset:<user id>`, kept until `keep_until`, when every older token
+    /// has expired anyway), and every unused reset token of the user spent.
+    pub fn set_password_revoking(
+        &self,
+        id: i64,
+        password_hash: &str,
+        at: chrono::DateTime<chrono::Utc>,
+        keep_until: chrono::DateTime<chrono::Utc>,
+    ) -> Result<()> {
+        let (at, keep_until) = (super::rfc3339(at), super::rfc3339(keep_until));
+        self.transaction(|tx| {
+            tx.exec(
+                "UPDATE users SET password_hash = ?2 WHERE id = ?1",
+                p![id, password_hash],
+            )?;
+            tx.exec(
+                "INSERT INTO revoked_tokens (jti, user_id, expires_at, revoked_at) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT (jti) DO UPDATE SET expires_at = excluded.expires_at, revoked_at = excluded.revoked_at",
+                p![reset_marker(id), id, keep_until, at],
+            )?;
+            tx.exec(
+                "UPDATE account_tokens SET used_at = ?2
+                 WHERE user_id = ?1 AND purpose = 'reset' AND used_at IS NULL",
+                p![id, at],
+            )?;
+            Ok(())
+        })
     }
 
     pub fn confirm_user(&self, id: i64) -> Result<()> {
@@ -278,10 +323,26 @@ impl Store {
 
     // ---- tokens ----
 
-    /// The user of a token and whether its id is revoked, in one read.
-    pub fn token_subject(&self, user_id: i64, jti: &str) -> Result<(Option<User>, bool)> {
+    /// The user of a token and whether it is revoked (its id, or every
+    /// token of the user issued before a password reset), in one read.
+    pub fn token_subject(
+        &self,
+        user_id: i64,
+        jti: &str,
+        issued_ms: i64,
+    ) -> Result<(Option<User>, bool)> {
+        let marker = reset_marker(user_id);
         self.with(|db| {
-            let revoked = db.exists("SELECT 1 FROM revoked_tokens WHERE jti = ?1", p![jti])?;
+            let rows: Vec<(String, String)> = db.rows(
+                "SELECT jti, revoked_at FROM revoked_tokens WHERE jti = ?1 OR jti = ?2",
+                p![jti, marker],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )?;
+            let revoked = rows.iter().any(|(j, at)| {
+                j != &marker
+                    || chrono::DateTime::parse_from_rfc3339(at)
+                        .map_or(true, |at| issued_ms < at.timestamp_millis())
+            });
             let user = db.row(
                 &format!("SELECT {USER_COLS} FROM users WHERE id = ?1"),
                 p![user_id],
