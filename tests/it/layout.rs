@@ -520,7 +520,6 @@ const FLOORS: &[(&str, &[&str])] = &[
             "services",
             "config",
             "instance",
-            "bounds",
             "ctx",
             "owners",
             "owner_cache",
