@@ -27,8 +27,9 @@ use crate::body::{ClientAddr, Request};
 use crate::ctx::{Ctx, Outcome};
 use crate::errors::ApiError;
 use crate::ratelimit::Quota;
+use crate::services::Gateway;
 use crate::store::Registration;
-use crate::{body, mail, telemetry, Gateway};
+use crate::{body, mail, telemetry};
 
 /// How long a confirmation token is valid.
 const CONFIRM_TTL_HOURS: i64 = 48;
