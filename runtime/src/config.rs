@@ -74,6 +74,16 @@ pub const GATEWAY_RECONCILE_AT: &str = "GATEWAY_RECONCILE_AT";
 pub const GATEWAY_JOB_FOLLOW_SECS: &str = "GATEWAY_JOB_FOLLOW_SECS";
 /// Jobs the follower polls at once (per instance). Default 8.
 pub const GATEWAY_JOB_FOLLOW_CONCURRENCY: &str = "GATEWAY_JOB_FOLLOW_CONCURRENCY";
+/// This instance's id (letters, digits, `.`, `_`, `-`; at most 64), named
+/// by the credit holds it takes. Default: the id kept in the file
+/// `instance-id` of the data directory (made on first start; a second
+/// process on the same directory takes `instance-id.1`, …). See
+/// [`crate::instance`].
+pub const GATEWAY_INSTANCE_ID: &str = "GATEWAY_INSTANCE_ID";
+/// Seconds an instance's lease lasts; it is renewed every third of it.
+/// The holds of an instance that stopped renewing count no more after it.
+/// Default 120 (at least 3).
+pub const GATEWAY_INSTANCE_LEASE_SECS: &str = "GATEWAY_INSTANCE_LEASE_SECS";
 
 /// The general gateway's providers file (TOML; see [`crate::providers`]).
 /// Default: unset (no models; model routes answer 404).
@@ -160,6 +170,10 @@ pub struct Config {
     pub job_follow_interval: Option<Duration>,
     /// How many jobs the follower polls at once.
     pub job_follow_concurrency: usize,
+    /// This instance's configured id; `None`: the data directory's.
+    pub instance_id: Option<String>,
+    /// How long this instance's lease lasts (renewed every third of it).
+    pub instance_lease: Duration,
     /// Delay before a job's first poll; each later poll waits twice as long
     /// as the one before, up to [`Config::job_follow_max_delay`].
     pub job_follow_first_delay: Duration,
@@ -240,6 +254,8 @@ impl std::fmt::Debug for Config {
             .field("reconcile_at", &self.reconcile_at)
             .field("job_follow_interval", &self.job_follow_interval)
             .field("job_follow_concurrency", &self.job_follow_concurrency)
+            .field("instance_id", &self.instance_id)
+            .field("instance_lease", &self.instance_lease)
             .field("job_follow_first_delay", &self.job_follow_first_delay)
             .field("job_follow_max_delay", &self.job_follow_max_delay)
             .field("objects", &self.objects)
@@ -385,6 +401,8 @@ impl Config {
             reconcile_at: chrono::NaiveTime::from_hms_opt(0, 30, 0),
             job_follow_interval: Some(Duration::from_secs(2)),
             job_follow_concurrency: 8,
+            instance_id: None,
+            instance_lease: Duration::from_secs(120),
             job_follow_first_delay: Duration::from_secs(2),
             job_follow_max_delay: Duration::from_secs(60),
             objects: crate::objects::ObjectConfig::default(),
@@ -544,6 +562,12 @@ impl Config {
             &mut self.job_follow_concurrency,
             GATEWAY_JOB_FOLLOW_CONCURRENCY,
             parse_concurrency,
+        );
+        self.instance_id = v.parse(GATEWAY_INSTANCE_ID, crate::instance::parse_id);
+        v.set(
+            &mut self.instance_lease,
+            GATEWAY_INSTANCE_LEASE_SECS,
+            crate::instance::parse_lease,
         );
     }
 

@@ -28,8 +28,11 @@
 //! * **dropped**: any other end (an error answered with `?`, an upstream
 //!   failure, a cancelled handler) releases it in `Hold`'s `Drop`, a plain
 //!   delete of the hold row that moves no money. This is the safety net of
-//!   every error path; a release that fails (or a process that dies) leaves
-//!   the hold to expire by itself (`balances::HOLD_TTL_HOURS`).
+//!   every error path; a release that fails (the database unreachable) is
+//!   owed to the record writer, which deletes the hold when the database
+//!   answers again, as it does the holds of any batch that failed to commit
+//!   (`store::writer`); a process that dies leaves the hold to expire by
+//!   itself (`balances::HOLD_TTL_HOURS`).
 
 use rust_decimal::Decimal;
 
@@ -94,7 +97,7 @@ impl Drop for Hold {
         let id = std::mem::take(&mut self.request_id);
         let release = move || {
             if let Err(e) = store.release_hold(&id) {
-                tracing::error!(error = %e, "releasing a credit hold failed; it expires by itself");
+                tracing::warn!(error = %e, "releasing a credit hold failed; owed to the record writer");
             }
         };
         match tokio::runtime::Handle::try_current() {

@@ -56,6 +56,10 @@ pub enum ApiError {
     // ---- gateway ----
     /// A gate is closed or an integration is not configured.
     Unavailable(String),
+    /// The database cannot be reached (down, restarting): 503 with
+    /// `Retry-After`; nothing of the request was committed (see
+    /// `store::Failure`). What failed is kept for the log.
+    DatabaseUnavailable(Internal),
     /// The route's mode is not implemented yet.
     NotImplemented(String),
     /// A bug or a local resource failure (database, object store): what
@@ -110,16 +114,28 @@ impl PartialEq for Internal {
     }
 }
 
+/// `Retry-After` of a 503 for an unreachable database, in seconds.
+pub const DATABASE_RETRY_AFTER_SECS: u64 = 2;
+
 impl ApiError {
-    /// A local failure while doing `context`, caused by `source`.
+    /// A local failure while doing `context`, caused by `source`: 500, or
+    /// 503 ([`ApiError::DatabaseUnavailable`]) when a database error in its
+    /// chain of causes says the database could not be reached.
     pub fn internal(
         context: impl Into<Cow<'static, str>>,
         source: impl Into<Box<dyn Error + Send + Sync>>,
     ) -> ApiError {
-        ApiError::Internal(Internal {
+        let source: Arc<dyn Error + Send + Sync> = Arc::from(source.into());
+        let unavailable = crate::store::StoreError::unavailable_in(&*source);
+        let internal = Internal {
             context: context.into(),
-            source: Some(Arc::from(source.into())),
-        })
+            source: Some(source),
+        };
+        if unavailable {
+            ApiError::DatabaseUnavailable(internal)
+        } else {
+            ApiError::Internal(internal)
+        }
     }
 
     /// A state the code should never reach (no cause beyond `context`).
@@ -146,7 +162,9 @@ impl ApiError {
                 StatusCode::PAYMENT_REQUIRED
             }
             ApiError::GatewayTimeout(_) => StatusCode::GATEWAY_TIMEOUT,
-            ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Unavailable(_) | ApiError::DatabaseUnavailable(_) => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
             ApiError::NotImplemented(_) => StatusCode::NOT_IMPLEMENTED,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
             ApiError::UpstreamRejected(_) => StatusCode::BAD_REQUEST,
@@ -185,6 +203,9 @@ impl ApiError {
             }
             // Internal details go to the log, not to the caller.
             ApiError::Internal(_) => "internal error".to_owned(),
+            ApiError::DatabaseUnavailable(_) => {
+                "the database is unavailable; retry shortly".to_owned()
+            }
             ApiError::UpstreamRateLimited { .. } => {
                 "upstream rate limit hit; retry later".to_owned()
             }
@@ -215,6 +236,7 @@ impl ApiError {
         match self {
             ApiError::RateLimited { retry_after, .. }
             | ApiError::UpstreamRateLimited { retry_after } => Some((*retry_after).max(1)),
+            ApiError::DatabaseUnavailable(_) => Some(DATABASE_RETRY_AFTER_SECS),
             _ => None,
         }
     }
@@ -275,7 +297,9 @@ impl ApiError {
 impl std::fmt::Display for ApiError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            ApiError::Internal(m) => write!(f, "{} internal: {m}", self.status().as_u16()),
+            ApiError::Internal(m) | ApiError::DatabaseUnavailable(m) => {
+                write!(f, "{} internal: {m}", self.status().as_u16())
+            }
             other => write!(f, "{} {}", other.status().as_u16(), other.message()),
         }
     }
@@ -284,13 +308,16 @@ impl std::fmt::Display for ApiError {
 impl Error for ApiError {
     fn source(&self) -> Option<&(dyn Error + 'static)> {
         match self {
-            ApiError::Internal(i) => i.source.as_deref().map(|e| e as _),
+            ApiError::Internal(i) | ApiError::DatabaseUnavailable(i) => {
+                i.source.as_deref().map(|e| e as _)
+            }
             _ => None,
         }
     }
 }
 
-/// A database failure answers 500; its cause goes to the log only.
+/// A database failure answers 500 (503 when the database is unreachable);
+/// its cause goes to the log only.
 impl From<crate::store::StoreError> for ApiError {
     fn from(e: crate::store::StoreError) -> Self {
         ApiError::internal("", e)

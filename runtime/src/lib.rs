@@ -100,6 +100,7 @@ pub mod errors;
 pub mod fetch;
 pub mod follower;
 pub mod generated;
+pub mod instance;
 pub mod mail;
 pub mod media;
 pub mod mirror;

@@ -74,6 +74,9 @@ pub async fn handle(
                 ApiError::Internal(m) => {
                     tracing::error!(route = spec.id, request_id = %ctx.request_id, error = %m, "request failed")
                 }
+                ApiError::DatabaseUnavailable(m) => {
+                    tracing::warn!(route = spec.id, request_id = %ctx.request_id, error = %m, "database unavailable")
+                }
                 other => {
                     tracing::debug!(route = spec.id, request_id = %ctx.request_id, error = %other, "request refused")
                 }

@@ -64,9 +64,17 @@ pub fn start(mut config: Config, listener: TcpListener) -> Result<Running, Start
         .map_err(|e| StartError::Store(runtime::store::StoreError::driver(e)))?;
     config.addr = addr;
     let gateway = gateway(config)?;
+    // Before it serves: the holds of this instance's previous run are
+    // released, and every hold from now on names it.
+    let identity = register_instance(&gateway)?;
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let gw = gateway.clone();
     let mut background = Vec::new();
+    background.push(tokio::spawn(runtime::instance::keep_lease(
+        gw.store.clone(),
+        identity,
+        gw.config.instance_lease,
+    )));
     // Learn the account's stock voices now rather than on the first request
     // that names an unowned voice (best effort: that request retries).
     let warm = gw.clone();
@@ -113,6 +121,24 @@ pub fn start(mut config: Config, listener: TcpListener) -> Result<Running, Start
         stop: Some(stop),
         task,
     })
+}
+
+/// This instance's identity (`runtime::instance`), registered in the
+/// database: the holds of its previous run are released.
+fn register_instance(gw: &Gateway) -> Result<runtime::instance::Identity, StartError> {
+    let identity =
+        runtime::instance::Identity::of(gw.config.instance_id.as_deref(), &gw.config.data_dir)
+            .map_err(|e| {
+                runtime::config::ConfigError::new(
+                    runtime::config::GATEWAY_INSTANCE_ID,
+                    format!("the data directory's instance id: {e}"),
+                )
+            })?;
+    let released = gw
+        .store
+        .start_instance(&identity.id, gw.config.instance_lease)?;
+    tracing::info!(instance = %identity.id, released_holds = released, "instance registered");
+    Ok(identity)
 }
 
 /// The route listing of `gateway routes`: one line per row.

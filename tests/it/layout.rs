@@ -521,6 +521,7 @@ const FLOORS: &[(&str, &[&str])] = &[
         &[
             "services",
             "config",
+            "instance",
             "ctx",
             "owners",
             "owner_cache",

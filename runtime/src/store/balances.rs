@@ -29,7 +29,9 @@ use rust_decimal::Decimal;
 use super::sql::{p, Db, Dialect};
 use super::{Reserved, Result};
 
-/// Holds older than this are stale (a crashed instance's) and count no more.
+/// Holds older than this are stale and count no more (the last safety
+/// net: a hold of a crashed instance stops counting when its instance's
+/// lease lapses, see [`super::instances`]).
 pub(super) const HOLD_TTL_HOURS: i64 = 24;
 
 /// One user's figures as this transaction sees them.
@@ -47,9 +49,19 @@ pub(super) struct Balances {
     accounts: HashMap<i64, Account>,
     /// The newest change's time, written as `updated_at`.
     at: String,
+    /// The instance whose requests take the holds (`credit_holds.instance`).
+    instance: Option<String>,
 }
 
 impl Balances {
+    /// A transaction's balances whose holds are taken by `instance`.
+    pub(super) fn of_instance(instance: Option<&str>) -> Balances {
+        Balances {
+            instance: instance.map(str::to_owned),
+            ..Balances::default()
+        }
+    }
+
     /// The user's balance (0 when never credited), locking its row on the
     /// first touch. SQLite's `BEGIN IMMEDIATE` already serialises every
     /// writer, so there it is a plain read.
@@ -130,7 +142,8 @@ impl Balances {
 
     /// Holds `amount` of a user's credit for `request_id` if the balance
     /// minus the user's other live holds covers it (holds older than
-    /// [`HOLD_TTL_HOURS`] are dropped first, once per transaction).
+    /// [`HOLD_TTL_HOURS`], or of an instance whose lease lapsed, are
+    /// dropped first, once per transaction).
     pub(super) fn hold(
         &mut self,
         tx: &mut Db<'_>,
@@ -146,8 +159,9 @@ impl Balances {
             None => {
                 let stale = super::rfc3339(now - chrono::Duration::hours(HOLD_TTL_HOURS));
                 tx.exec(
-                    "DELETE FROM credit_holds WHERE user_id = ?1 AND created_at < ?2",
-                    p![user_id, stale],
+                    "DELETE FROM credit_holds WHERE user_id = ?1 AND (created_at < ?2
+                       OR instance IN (SELECT id FROM instances WHERE lease_until < ?3))",
+                    p![user_id, stale, at],
                 )?;
                 let h = sum_holds(tx, user_id)?;
                 self.account(user_id).held = Some(h);
@@ -159,8 +173,8 @@ impl Balances {
             return Ok(Reserved::Insufficient { balance, available });
         }
         tx.exec(
-            "INSERT INTO credit_holds (request_id, user_id, amount, created_at) VALUES (?1, ?2, ?3, ?4)",
-            p![request_id, user_id, amount.to_string(), at],
+            "INSERT INTO credit_holds (request_id, user_id, amount, created_at, instance) VALUES (?1, ?2, ?3, ?4, ?5)",
+            p![request_id, user_id, amount.to_string(), at, self.instance],
         )?;
         self.account(user_id).held =
             Some(held.checked_add(amount).ok_or_else(|| overflow(user_id))?);
@@ -202,11 +216,15 @@ impl Balances {
     }
 }
 
-/// The sum of a user's live holds.
+/// The sum of a user's live holds: younger than [`HOLD_TTL_HOURS`], and
+/// of no instance whose lease lapsed.
 pub(super) fn sum_holds(db: &mut Db<'_>, user_id: i64) -> Result<Decimal> {
+    let now = chrono::Utc::now();
+    let stale = super::rfc3339(now - chrono::Duration::hours(HOLD_TTL_HOURS));
     let amounts = db.rows(
-        "SELECT amount FROM credit_holds WHERE user_id = ?1",
-        p![user_id],
+        "SELECT amount FROM credit_holds h WHERE user_id = ?1 AND created_at >= ?2
+           AND NOT EXISTS (SELECT 1 FROM instances i WHERE i.id = h.instance AND i.lease_until < ?3)",
+        p![user_id, stale, super::rfc3339(now)],
         |r| r.dec(0),
     )?;
     amounts

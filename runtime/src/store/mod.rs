@@ -27,6 +27,7 @@ use sqlite::{configure, open_and_migrate};
 mod accounts;
 mod assets;
 mod balances;
+mod instances;
 mod money;
 mod owners;
 pub(crate) mod params;
@@ -55,11 +56,30 @@ use writer::RecordWriter as Writer;
 pub use writer::RecordWriter;
 
 /// A database error: what was being done (`context`, may be empty) and the
-/// driver's error that caused it, kept whole (callers log it and answer 500).
+/// driver's error that caused it, kept whole (callers log it and answer
+/// 500), and what kind of failure it is ([`Failure`]: an unavailable
+/// database answers 503 instead).
 #[derive(Debug, Clone)]
 pub struct StoreError {
     pub context: std::borrow::Cow<'static, str>,
     pub source: Option<std::sync::Arc<dyn std::error::Error + Send + Sync>>,
+    pub failure: Failure,
+}
+
+/// What kind of failure a [`StoreError`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Failure {
+    /// Anything else (a constraint, a bug, a corrupt value): 500.
+    #[default]
+    Other,
+    /// The database cannot be reached (refused, connection closed, shutting
+    /// down or starting up, no pooled connection in time); nothing of the
+    /// transaction was committed. Answered 503 with `Retry-After`.
+    Unavailable,
+    /// The connection broke while its `COMMIT` was in flight: the
+    /// transaction may or may not have committed. Answered like
+    /// [`Failure::Unavailable`], but never retried.
+    InDoubt,
 }
 
 impl StoreError {
@@ -68,6 +88,7 @@ impl StoreError {
         StoreError {
             context: context.into(),
             source: None,
+            failure: Failure::Other,
         }
     }
 
@@ -79,12 +100,40 @@ impl StoreError {
         StoreError {
             context: context.into(),
             source: Some(std::sync::Arc::from(source.into())),
+            failure: Failure::Other,
         }
     }
 
     /// The driver's error, with no context of its own.
     pub fn driver(source: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> StoreError {
         StoreError::caused("", source)
+    }
+
+    /// This error, as a failure of kind `failure`.
+    pub fn with_failure(mut self, failure: Failure) -> StoreError {
+        self.failure = failure;
+        self
+    }
+
+    /// The database could not be reached (see [`Failure::Unavailable`]).
+    pub fn is_unavailable(&self) -> bool {
+        self.failure != Failure::Other
+    }
+
+    /// The first [`StoreError`] in an error's chain of causes that says the
+    /// database was unavailable, if any (how an error wrapped in other
+    /// contexts still answers 503).
+    pub fn unavailable_in(e: &(dyn std::error::Error + 'static)) -> bool {
+        let mut cause = Some(e);
+        while let Some(e) = cause {
+            if e.downcast_ref::<StoreError>()
+                .is_some_and(StoreError::is_unavailable)
+            {
+                return true;
+            }
+            cause = e.source();
+        }
+        false
     }
 }
 
@@ -198,6 +247,12 @@ fn open_and_migrate_pg(url: &str, sync_full: bool) -> Result<(pg::PgConn, tokio_
     Ok((conn, config))
 }
 
+/// How long a request waits for a pooled PostgreSQL connection before it is
+/// answered 503: also bounds the pool's back-off between reconnection
+/// attempts (half of it), so traffic resumes within seconds of the
+/// server's return.
+const PG_CHECKOUT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
+
 /// The read pool of either database.
 #[derive(Clone)]
 enum Pool {
@@ -268,6 +323,7 @@ impl Store {
                 let pool = r2d2::Pool::builder()
                     .max_size(8)
                     .min_idle(Some(1))
+                    .connection_timeout(PG_CHECKOUT_TIMEOUT)
                     .build(manager)?;
                 Ok(Store {
                     pool: Pool::Postgres(pool),
@@ -293,7 +349,11 @@ impl Store {
                 f(&mut Db::lite(&conn))
             }
             Pool::Postgres(pool) => {
-                let mut conn = pool.get()?;
+                // The pool checks each connection it hands out and replaces
+                // the closed ones; none in time means the server is unreachable.
+                let mut conn = pool
+                    .get()
+                    .map_err(|e| StoreError::driver(e).with_failure(Failure::Unavailable))?;
                 f(&mut conn.db())
             }
         }

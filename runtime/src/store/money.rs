@@ -238,15 +238,20 @@ impl Store {
         self.transaction(|tx| Balances::default().hold(tx, user_id, request_id, amount))
     }
 
-    /// Ends a hold without a charge (the request failed).
+    /// Ends a hold without a charge (the request failed). If the database
+    /// cannot be reached, the release is owed: the record writer deletes
+    /// the hold as soon as it answers again.
     pub fn release_hold(&self, request_id: &str) -> Result<()> {
-        self.with(|db| {
+        let released = self.with(|db| {
             db.exec(
                 "DELETE FROM credit_holds WHERE request_id = ?1",
                 p![request_id],
             )
-        })?;
-        Ok(())
+        });
+        if released.is_err() {
+            self.writer.owe_release(request_id.to_owned());
+        }
+        released.map(drop)
     }
 
     /// The sum of a user's live holds.

@@ -16,8 +16,7 @@ use std::sync::OnceLock;
 use tokio_postgres::{NoTls, Statement};
 
 use super::params::{to_postgres, P};
-use super::{Result, StoreError};
-
+use super::{Failure, Result, StoreError};
 /// The runtime doing every PostgreSQL connection's I/O (one thread).
 fn io_runtime() -> &'static tokio::runtime::Runtime {
     static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
@@ -40,13 +39,43 @@ fn refs<'a>(params: &'a [P<'a>]) -> Vec<&'a (dyn tokio_postgres::types::ToSql + 
 }
 
 fn err(e: tokio_postgres::Error) -> StoreError {
-    StoreError::driver(e)
+    let failure = if unreachable(&e) {
+        Failure::Unavailable
+    } else {
+        Failure::Other
+    };
+    StoreError::driver(e).with_failure(failure)
 }
+
+/// Whether a driver error says the server cannot be reached now (rather
+/// than that a statement failed): the connection is closed, broke, timed
+/// out or was refused, or the server is shutting down, starting up or in
+/// recovery (SQLSTATE class 08, 57P01–57P03).
+fn unreachable(e: &tokio_postgres::Error) -> bool {
+    if e.is_closed() {
+        return true;
+    }
+    if let Some(code) = e.code() {
+        let c = code.code();
+        return c.starts_with("08") || matches!(c, "57P01" | "57P02" | "57P03");
+    }
+    let text = e.to_string();
+    text.starts_with("error connecting")
+        || text.starts_with("error communicating")
+        || text.starts_with("timeout waiting")
+}
+
+/// How long a connection attempt may take when the URL sets no
+/// `connect_timeout`: an unreachable server fails requests quickly (503)
+/// instead of holding them.
+const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// One PostgreSQL connection and its prepared statements.
 pub struct PgConn {
     client: tokio_postgres::Client,
     statements: HashMap<String, Statement>,
+    config: std::sync::Arc<tokio_postgres::Config>,
+    sync_full: bool,
 }
 
 impl PgConn {
@@ -54,26 +83,31 @@ impl PgConn {
     /// flush (`synchronous_commit = off`), as `GATEWAY_DB_SYNC=normal` does
     /// for SQLite.
     pub fn connect(config: &tokio_postgres::Config, sync_full: bool) -> Result<PgConn> {
-        let config = config.clone();
-        let client = futures_executor::block_on(io_runtime().spawn(async move {
-            let (client, connection) = config.connect(NoTls).await?;
-            tokio::spawn(async move {
-                if let Err(e) = connection.await {
-                    tracing::warn!(error = %e, "postgres connection ended");
-                }
-            });
-            Ok::<_, tokio_postgres::Error>(client)
-        }))
-        .map_err(|e| StoreError::caused("postgres connect", e))?
-        .map_err(|e| StoreError::caused("postgres connect", e))?;
         let mut conn = PgConn {
-            client,
+            client: open(config)?,
             statements: HashMap::new(),
+            config: std::sync::Arc::new(config.clone()),
+            sync_full,
         };
         if !sync_full {
             conn.batch("SET synchronous_commit = off")?;
         }
         Ok(conn)
+    }
+
+    /// Whether the connection is gone (the server closed it, restarted, or
+    /// the network broke): it must be [`reopen`](Self::reopen)ed.
+    pub fn is_closed(&self) -> bool {
+        self.client.is_closed()
+    }
+
+    /// Replaces a closed connection by a new one to the same server, with
+    /// the same settings (prepared statements are prepared again).
+    pub fn reopen(&mut self) -> Result<()> {
+        let config = self.config.clone();
+        *self = PgConn::connect(&config, self.sync_full)?;
+        tracing::info!("postgres connection reopened");
+        Ok(())
     }
 
     fn statement(&mut self, sql: &str) -> Result<Statement> {
@@ -105,6 +139,29 @@ impl PgConn {
     }
 }
 
+/// A new client, its connection driven on [`io_runtime`].
+fn open(config: &tokio_postgres::Config) -> Result<tokio_postgres::Client> {
+    let mut config = config.clone();
+    if config.get_connect_timeout().is_none() {
+        config.connect_timeout(CONNECT_TIMEOUT);
+    }
+    futures_executor::block_on(io_runtime().spawn(async move {
+        let (client, connection) = config.connect(NoTls).await?;
+        tokio::spawn(async move {
+            if let Err(e) = connection.await {
+                tracing::warn!(error = %e, "postgres connection ended");
+            }
+        });
+        Ok::<_, tokio_postgres::Error>(client)
+    }))
+    .map_err(|e| StoreError::caused("postgres connect", e))?
+    .map_err(|e| {
+        let e = err(e);
+        let failure = e.failure;
+        StoreError::caused("postgres connect", e).with_failure(failure)
+    })
+}
+
 /// `r2d2`'s manager of PostgreSQL connections.
 pub struct PgManager {
     pub config: tokio_postgres::Config,
@@ -119,7 +176,12 @@ impl r2d2::ManageConnection for PgManager {
         PgConn::connect(&self.config, self.sync_full)
     }
 
+    /// Checked on every checkout: a connection the server closed (a
+    /// restart) is dropped here and replaced, never handed out.
     fn is_valid(&self, conn: &mut PgConn) -> Result<()> {
+        if conn.is_closed() {
+            return Err(StoreError::msg("connection closed").with_failure(Failure::Unavailable));
+        }
         conn.batch("")
     }
 

@@ -235,6 +235,16 @@ pub(super) const MIGRATIONS: &[&str] = &[
     ALTER TABLE assets ADD COLUMN pack TEXT;
     ALTER TABLE assets ADD COLUMN pack_offset BIGINT;
 "#,
+    // 5: as SQLite's 12 (instances, their leases, the instance of a hold).
+    r#"
+    CREATE TABLE instances (
+        id          TEXT PRIMARY KEY,
+        lease_until TEXT NOT NULL,
+        started_at  TEXT NOT NULL
+    );
+    ALTER TABLE credit_holds ADD COLUMN instance TEXT;
+    CREATE INDEX holds_by_instance ON credit_holds (instance);
+"#,
 ];
 
 /// Key of the advisory lock that serialises migrations of one database.

@@ -294,7 +294,12 @@ impl<'c> Db<'c> {
             });
         match outcome {
             Ok(v) => {
-                self.batch("COMMIT")?;
+                // A connection lost with the COMMIT in flight leaves the
+                // outcome unknown: never to be retried as if nothing was written.
+                self.batch("COMMIT").map_err(|e| match e.failure {
+                    super::Failure::Unavailable => e.with_failure(super::Failure::InDoubt),
+                    _ => e,
+                })?;
                 Ok(v)
             }
             Err(e) => {

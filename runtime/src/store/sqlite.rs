@@ -260,6 +260,18 @@ pub(super) const MIGRATIONS: &[&str] = &[
     ALTER TABLE assets ADD COLUMN pack TEXT;
     ALTER TABLE assets ADD COLUMN pack_offset INTEGER;
     "#,
+    // 12: instances and their leases (store::instances): each credit hold
+    //     names the instance whose request took it; a hold of an instance
+    //     whose lease lapsed counts no more.
+    r#"
+    CREATE TABLE instances (
+        id          TEXT PRIMARY KEY,
+        lease_until TEXT NOT NULL,
+        started_at  TEXT NOT NULL
+    );
+    ALTER TABLE credit_holds ADD COLUMN instance TEXT;
+    CREATE INDEX holds_by_instance ON credit_holds (instance);
+    "#,
 ];
 
 /// How long a connection waits for another's lock before "database is locked".

@@ -49,9 +49,16 @@ fn row(r: &Row<'_>) -> Result<VideoJobRow> {
 }
 
 impl Store {
-    /// Records a submitted job, first followed at `follow_at`.
+    /// Records a submitted job, first followed at `follow_at`; its hold
+    /// (`hold_id`) becomes the job's, no longer the instance's (it outlives
+    /// the instance's restarts and lease: `super::instances`).
     pub fn insert_video_job(&self, j: &VideoJobRow, follow_at: &str) -> Result<()> {
-        self.with(|db| db.exec(&format!(
+        self.transaction(|db| {
+            db.exec(
+                "UPDATE credit_holds SET instance = NULL WHERE request_id = ?1",
+                p![j.hold_id],
+            )?;
+            db.exec(&format!(
                 "INSERT INTO video_jobs ({COLS}, follow_next_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)"
             ), p![
                 j.job_id,
@@ -68,7 +75,8 @@ impl Store {
                 j.created_at,
                 j.updated_at,
                 follow_at
-            ]))?;
+            ])
+        })?;
         Ok(())
     }
 

@@ -52,6 +52,21 @@ struct Shared {
     /// Commits asked for and not yet answered, inline or queued.
     in_flight: std::sync::atomic::AtomicUsize,
     sync_full: bool,
+    /// Credit holds (by request id) whose end could not be written: the
+    /// hold or release of a batch that failed, or a release that failed
+    /// outside the writer ([`RecordWriter::owe_release`]). Their requests
+    /// ended with an error, so each hold is deleted as soon as the
+    /// database answers again ([`release_owed`]); until then it counts.
+    owed: std::sync::Mutex<Vec<String>>,
+    /// This instance's id, named by the holds it takes (set once at start,
+    /// `super::instances`; `None` for a store that serves no requests).
+    instance: std::sync::OnceLock<String>,
+}
+
+impl Shared {
+    fn instance(&self) -> Option<&str> {
+        self.instance.get().map(String::as_str)
+    }
 }
 
 /// Counts a commit in flight while it lives.
@@ -81,6 +96,19 @@ impl Conn {
             Conn::Postgres(c) => c.db(),
         }
     }
+
+    /// Reopens a PostgreSQL connection the server closed (a restart, a
+    /// failover); fails, as unavailable, while the server is down.
+    fn revive(&mut self) -> Result<()> {
+        match self {
+            Conn::Postgres(c) if c.is_closed() => c.reopen(),
+            _ => Ok(()),
+        }
+    }
+
+    fn is_closed(&self) -> bool {
+        matches!(self, Conn::Postgres(c) if c.is_closed())
+    }
 }
 
 impl RecordWriter {
@@ -93,6 +121,8 @@ impl RecordWriter {
             conn: std::sync::Mutex::new(conn),
             in_flight: Default::default(),
             sync_full,
+            owed: Default::default(),
+            instance: Default::default(),
         });
         let thread_shared = shared.clone();
         std::thread::Builder::new()
@@ -100,6 +130,19 @@ impl RecordWriter {
             .spawn(move || writer_loop(&thread_shared, rx))
             .expect("spawn record writer");
         RecordWriter { tx, shared }
+    }
+
+    /// Names `id` as the instance taking the holds written from now on
+    /// (once; a second call is ignored).
+    pub(super) fn set_instance(&self, id: &str) {
+        let _ = self.shared.instance.set(id.to_owned());
+    }
+
+    /// Owes the release of the hold of `request_id`, whose delete failed
+    /// (the database was unreachable): the writer deletes it as soon as the
+    /// database answers again.
+    pub fn owe_release(&self, request_id: String) {
+        lock(&self.shared.owed).push(request_id);
     }
 
     /// Queues `records` for the next group commit and waits until durable.
@@ -142,8 +185,7 @@ impl RecordWriter {
             if let Ok(mut conn) = shared.conn.try_lock() {
                 if matches!(*conn, Conn::Sqlite(_)) {
                     let started = std::time::Instant::now();
-                    let written =
-                        commit_group(&mut conn, shared.sync_full, std::slice::from_ref(&batch));
+                    let written = commit_group(&mut conn, shared, std::slice::from_ref(&batch));
                     drop(conn);
                     crate::telemetry::record_commit(started.elapsed());
                     return match written {
@@ -154,6 +196,7 @@ impl RecordWriter {
                         }
                         Err(e) => {
                             tracing::error!(error = %e, "commit failed");
+                            owe_holds(shared, &batch);
                             Err(e)
                         }
                     };
@@ -174,10 +217,26 @@ impl RecordWriter {
 /// the same one fsync. Alone (one request at a time) it never waits.
 pub const GATHER: std::time::Duration = std::time::Duration::from_micros(200);
 
+/// How often an idle writer retries the holds it owes ([`Shared::owed`]).
+const OWED_RETRY: std::time::Duration = std::time::Duration::from_secs(1);
+
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 fn writer_loop(shared: &Shared, rx: mpsc::Receiver<Batch>) {
     let mut last_group = 1;
-    // Blocks until work arrives; ends when every sender is gone.
-    while let Ok(first) = rx.recv() {
+    // Waits for work (retrying owed releases meanwhile); ends when every
+    // sender is gone.
+    loop {
+        let first = match rx.recv_timeout(OWED_RETRY) {
+            Ok(b) => b,
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                release_owed(shared, &mut lock(&shared.conn));
+                continue;
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        };
         let mut group = vec![first];
         let deadline = std::time::Instant::now() + GATHER;
         while group.len() < MAX_GROUP {
@@ -199,12 +258,10 @@ fn writer_loop(shared: &Shared, rx: mpsc::Receiver<Batch>) {
         if group.is_empty() {
             continue;
         }
-        let mut conn = shared
-            .conn
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut conn = lock(&shared.conn);
+        release_owed(shared, &mut conn);
         let started = std::time::Instant::now();
-        let written = commit_group(&mut conn, shared.sync_full, &group);
+        let written = commit_group(&mut conn, shared, &group);
         crate::telemetry::record_commit(started.elapsed());
         match written {
             Ok(results) => {
@@ -213,20 +270,25 @@ fn writer_loop(shared: &Shared, rx: mpsc::Receiver<Batch>) {
                     let _ = b.done.send(Ok(r));
                 }
             }
-            Err(e) if group.len() == 1 => {
-                tracing::error!(error = %e, "commit failed");
+            Err(e) if group.len() == 1 || e.is_unavailable() => {
+                tracing::error!(error = %e, batches = group.len(), "commit failed");
                 for b in group {
+                    owe_holds(shared, &b);
                     let _ = b.done.send(Err(e.clone()));
                 }
             }
             Err(e) => {
                 tracing::warn!(error = %e, batches = group.len(), "group commit failed; retrying batches one by one");
                 for b in group {
-                    let r = write_group(&mut conn.db(), std::slice::from_ref(&b))
-                        .map(|mut v| v.pop().unwrap_or_default());
+                    let r =
+                        write_group(&mut conn.db(), shared.instance(), std::slice::from_ref(&b))
+                            .map(|mut v| v.pop().unwrap_or_default());
                     match &r {
                         Ok(c) => count_charges(&b.records, c),
-                        Err(e) => tracing::error!(error = %e, "commit failed"),
+                        Err(e) => {
+                            tracing::error!(error = %e, "commit failed");
+                            owe_holds(shared, &b);
+                        }
                     }
                     let _ = b.done.send(r);
                 }
@@ -251,13 +313,64 @@ fn needs_flush(batch: &Batch) -> bool {
             .any(|r| !matches!(r, Record::Hold { .. }))
 }
 
+/// The holds a failed batch took or ended: owed releases (a failed request
+/// keeps no hold; a hold whose commit is in doubt is deleted too).
+fn owe_holds(shared: &Shared, batch: &Batch) {
+    let ids = batch.records.iter().filter_map(|r| match r {
+        Record::Hold { request_id, .. } | Record::HoldRelease { request_id } => {
+            Some(request_id.clone())
+        }
+        _ => None,
+    });
+    lock(&shared.owed).extend(ids);
+}
+
+/// Deletes the holds owed ([`Shared::owed`]) in one transaction; kept
+/// owed if the database is still unreachable.
+fn release_owed(shared: &Shared, conn: &mut Conn) {
+    let owed = std::mem::take(&mut *lock(&shared.owed));
+    if owed.is_empty() {
+        return;
+    }
+    let released = conn.revive().and_then(|()| {
+        conn.db().transaction(|tx| {
+            for id in &owed {
+                tx.exec("DELETE FROM credit_holds WHERE request_id = ?1", p![id])?;
+            }
+            Ok(())
+        })
+    });
+    match released {
+        Ok(()) => tracing::info!(holds = owed.len(), "owed credit holds released"),
+        Err(e) => {
+            tracing::debug!(error = %e, holds = owed.len(), "owed credit holds not released yet");
+            lock(&shared.owed).extend(owed);
+        }
+    }
+}
+
 /// Writes a group in one transaction, flushed to disk when `sync_full`
-/// and any batch needs it.
-fn commit_group(conn: &mut Conn, sync_full: bool, group: &[Batch]) -> Result<Vec<Committed>> {
-    if sync_full && !group.iter().any(needs_flush) {
-        write_unflushed(conn, group)
+/// and any batch needs it. A PostgreSQL connection the server closed is
+/// reopened first; if it breaks while the group is written (before its
+/// `COMMIT`: nothing was committed), the group is written once more on a
+/// new connection. A `COMMIT` in doubt is never retried.
+fn commit_group(conn: &mut Conn, shared: &Shared, group: &[Batch]) -> Result<Vec<Committed>> {
+    conn.revive()?;
+    match commit_group_once(conn, shared, group) {
+        Err(e) if e.failure == super::Failure::Unavailable && conn.is_closed() => {
+            tracing::warn!(error = %e, "the database connection broke; retrying the group on a new one");
+            conn.revive()?;
+            commit_group_once(conn, shared, group)
+        }
+        written => written,
+    }
+}
+
+fn commit_group_once(conn: &mut Conn, shared: &Shared, group: &[Batch]) -> Result<Vec<Committed>> {
+    if shared.sync_full && !group.iter().any(needs_flush) {
+        write_unflushed(conn, shared.instance(), group)
     } else {
-        write_group(&mut conn.db(), group)
+        write_group(&mut conn.db(), shared.instance(), group)
     }
 }
 
@@ -265,11 +378,15 @@ fn commit_group(conn: &mut Conn, sync_full: bool, group: &[Batch]) -> Result<Vec
 /// `synchronous` is NORMAL for that one transaction (a later flushed
 /// commit flushes its WAL frames too), PostgreSQL's `synchronous_commit`
 /// is off for it. The database itself stays consistent either way.
-fn write_unflushed(conn: &mut Conn, group: &[Batch]) -> Result<Vec<Committed>> {
+fn write_unflushed(
+    conn: &mut Conn,
+    instance: Option<&str>,
+    group: &[Batch],
+) -> Result<Vec<Committed>> {
     match conn {
         Conn::Sqlite(c) => {
             c.pragma_update(None, "synchronous", "NORMAL")?;
-            let written = write_group(&mut Db::lite(c), group);
+            let written = write_group(&mut Db::lite(c), instance, group);
             c.pragma_update(None, "synchronous", "FULL")?;
             written
         }
@@ -277,7 +394,7 @@ fn write_unflushed(conn: &mut Conn, group: &[Batch]) -> Result<Vec<Committed>> {
             let mut db = c.db();
             db.transaction(|tx| {
                 tx.batch("SET LOCAL synchronous_commit TO OFF")?;
-                write_in(tx, group)
+                write_in(tx, instance, group)
             })
         }
     }
@@ -330,13 +447,13 @@ fn count_charges(records: &[Record], committed: &Committed) {
 
 /// Writes a group in one transaction. One [`Balances`] serves the whole
 /// group: each user's balance is read (and locked) once and written once.
-fn write_group(db: &mut Db<'_>, group: &[Batch]) -> Result<Vec<Committed>> {
-    db.transaction(|tx| write_in(tx, group))
+fn write_group(db: &mut Db<'_>, instance: Option<&str>, group: &[Batch]) -> Result<Vec<Committed>> {
+    db.transaction(|tx| write_in(tx, instance, group))
 }
 
 /// The body of [`write_group`]'s transaction.
-fn write_in(tx: &mut Db<'_>, group: &[Batch]) -> Result<Vec<Committed>> {
-    let mut balances = Balances::default();
+fn write_in(tx: &mut Db<'_>, instance: Option<&str>, group: &[Batch]) -> Result<Vec<Committed>> {
+    let mut balances = Balances::of_instance(instance);
     let mut results = Vec::with_capacity(group.len());
     for batch in group {
         let mut committed = Committed::default();

@@ -12,6 +12,8 @@ pub use receiver::*;
 use std::path::PathBuf;
 use std::time::Duration;
 
+pub mod postgres;
+
 use runtime::config::Config;
 use runtime::store::{AuditRecord, Store};
 use serde_json::{json, Value};
