@@ -8,17 +8,14 @@
 //! body is logged, so no credential can be.
 //!
 //! The line is written when the response body is dropped, i.e. when it has
-//! been sent (a stream's when it ends): [`Logged`] wraps the body, counts
-//! its bytes and logs in its `Drop`. Nothing is allocated for it beyond
+//! been sent (a stream's when it ends): the response body's one wrapper,
+//! `watchdog::Tracked`, carries the [`Line`], counts its bytes and drops it
+//! with the body. Nothing is allocated for it beyond
 //! tracing's own work: the method is an `http::Method` (standard ones are
 //! inline), the request id the response header's shared bytes, and the
 //! pipeline hands the route and user through a response extension
 //! ([`Served`]).
 
-use std::pin::Pin;
-use std::task::{Context, Poll};
-
-use bytes::Bytes;
 use http::{HeaderValue, Method};
 use tokio::time::Instant;
 
@@ -67,6 +64,16 @@ impl Line {
             complete: false,
         }
     }
+
+    /// `n` more bytes of the body went out.
+    pub fn sent(&mut self, n: usize) {
+        self.bytes_out += n as u64;
+    }
+
+    /// The whole body went out.
+    pub fn completed(&mut self) {
+        self.complete = true;
+    }
 }
 
 impl Drop for Line {
@@ -88,58 +95,5 @@ impl Drop for Line {
             complete = self.complete,
             "request"
         );
-    }
-}
-
-/// A response body that counts what it sends and logs its [`Line`] when dropped.
-pub struct Logged<B> {
-    inner: B,
-    line: Line,
-}
-
-impl<B: http_body::Body> Logged<B> {
-    pub fn new(inner: B, line: Line) -> Logged<B> {
-        let mut l = Logged { inner, line };
-        if l.inner.is_end_stream() {
-            l.line.complete = true;
-        }
-        l
-    }
-}
-
-impl<B> http_body::Body for Logged<B>
-where
-    B: http_body::Body<Data = Bytes> + Unpin,
-{
-    type Data = Bytes;
-    type Error = B::Error;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<http_body::Frame<Bytes>, B::Error>>> {
-        let this = &mut *self;
-        let polled = Pin::new(&mut this.inner).poll_frame(cx);
-        match &polled {
-            Poll::Ready(Some(Ok(frame))) => {
-                if let Some(d) = frame.data_ref() {
-                    this.line.bytes_out += d.len() as u64;
-                }
-                if this.inner.is_end_stream() {
-                    this.line.complete = true;
-                }
-            }
-            Poll::Ready(None) => this.line.complete = true,
-            _ => {}
-        }
-        polled
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> http_body::SizeHint {
-        self.inner.size_hint()
     }
 }

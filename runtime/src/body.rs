@@ -27,14 +27,6 @@ pub fn full(bytes: impl Into<Bytes>) -> Body {
         .boxed()
 }
 
-/// Any body of bytes, boxed.
-pub fn boxed<B>(b: B) -> Body
-where
-    B: http_body::Body<Data = Bytes, Error = BoxError> + Send + Sync + 'static,
-{
-    BoxBody::new(b)
-}
-
 /// An empty body.
 pub fn empty() -> Body {
     Empty::<Bytes>::new()

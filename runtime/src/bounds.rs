@@ -21,9 +21,10 @@
 //! ([`Bound::tokens`], [`Bound::images`]): an implausible one is billed at
 //! the bound and logged at error level.
 //!
-//! The functions take the upstream body of any JSON model API, so a future
-//! `/api/v1/messages` (Anthropic's shape: `system`, `messages` of content
-//! blocks, `tools`, a required `max_tokens`) reuses [`messages`].
+//! The functions take the upstream body of any JSON model API: [`chat`]
+//! counts every byte of it, so a future `/api/v1/messages` (Anthropic's
+//! shape: `system`, `messages` of content blocks, `tools`, a required
+//! `max_tokens`) is bounded by it too.
 
 use serde_json::{Map, Value};
 
@@ -165,7 +166,7 @@ pub fn counted_tokens(v: &Value) -> u64 {
     match v {
         Value::Null => 4,
         Value::Bool(b) => 4 + u64::from(!*b),
-        Value::Number(n) => n.to_string().len() as u64,
+        Value::Number(n) => number_len(n),
         Value::String(s) => string_len(s),
         Value::Array(items) => items
             .iter()
@@ -177,6 +178,21 @@ pub fn counted_tokens(v: &Value) -> u64 {
             .map(|(k, v)| string_len(k) + 2 + counted_tokens(v))
             .fold(2u64, u64::saturating_add),
     }
+}
+
+/// Bytes of a JSON number's text, counted without writing it out (an
+/// embedding's token array holds thousands).
+fn number_len(n: &serde_json::Number) -> u64 {
+    struct Count(u64);
+    impl std::fmt::Write for Count {
+        fn write_str(&mut self, s: &str) -> std::fmt::Result {
+            self.0 += s.len() as u64;
+            Ok(())
+        }
+    }
+    let mut c = Count(0);
+    let _ = std::fmt::Write::write_fmt(&mut c, format_args!("{n}"));
+    c.0
 }
 
 /// Bytes of `s` as a JSON string: quotes and escapes included.
@@ -294,12 +310,6 @@ pub fn completion(
         output: per_choice.saturating_mul(choices),
         images: 0,
     })
-}
-
-/// Anthropic's Messages shape (`system`, `messages`, `tools`, `max_tokens`),
-/// from the upstream body: the bound a future `/api/v1/messages` holds.
-pub fn messages(body: &Map<String, Value>, context_window: Option<u64>) -> Result<Bound, ApiError> {
-    chat(body, context_window)
 }
 
 /// Embeddings, from the upstream body: every byte of `input` (a token array

@@ -145,14 +145,9 @@ async fn serve_one(
         .access_log
         .then(|| (req.method().clone(), unrouted_name(req.uri().path())));
     let resp = dispatch(gw, route, req).await;
-    let resp = match access {
-        Some((method, fallback)) => {
-            let line = crate::access::Line::of(method, started, &resp, fallback);
-            resp.map(|b| body::boxed(crate::access::Logged::new(b, line)))
-        }
-        None => resp,
-    };
-    Ok(resp.map(|b| Tracked::new(b, guard)))
+    let line =
+        access.map(|(method, fallback)| crate::access::Line::of(method, started, &resp, fallback));
+    Ok(resp.map(|b| Tracked::new(b, guard, line)))
 }
 
 /// A connection slot: at once if one is free; at the cap, rings `pressure`

@@ -13,7 +13,6 @@
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::MetadataExt;
-use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 
 /// This instance's spool directory, held while the value lives.
@@ -33,16 +32,10 @@ impl Drop for SpoolDir {
 /// Takes `file`'s exclusive lock without waiting: `false` if another
 /// process holds it.
 fn try_lock(file: &File) -> io::Result<bool> {
-    // SAFETY: flock on a descriptor this `File` owns.
-    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-    if rc == 0 {
-        return Ok(true);
-    }
-    let e = io::Error::last_os_error();
-    if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
-        Ok(false)
-    } else {
-        Err(e)
+    match file.try_lock() {
+        Ok(()) => Ok(true),
+        Err(std::fs::TryLockError::WouldBlock) => Ok(false),
+        Err(std::fs::TryLockError::Error(e)) => Err(e),
     }
 }
 

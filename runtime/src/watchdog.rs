@@ -30,6 +30,8 @@ use bytes::Bytes;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::Instant;
 
+use crate::access;
+
 /// Concurrent streams one HTTP/2 connection may open.
 pub const GATEWAY_MAX_STREAMS_PER_CONNECTION: &str = "GATEWAY_MAX_STREAMS_PER_CONNECTION";
 
@@ -157,17 +159,27 @@ impl Drop for InFlight {
     }
 }
 
-/// A response body carrying its request's [`InFlight`] guard.
+/// A response body carrying its request's [`InFlight`] guard and, with
+/// the access log on, its [`access::Line`] (bytes counted as they go out,
+/// written when the body is dropped): one wrapper for both, so a response
+/// costs no second boxed body.
 pub struct Tracked<B> {
     inner: B,
     _guard: InFlight,
+    line: Option<access::Line>,
 }
 
-impl<B> Tracked<B> {
-    pub fn new(inner: B, guard: InFlight) -> Tracked<B> {
+impl<B: http_body::Body> Tracked<B> {
+    pub fn new(inner: B, guard: InFlight, mut line: Option<access::Line>) -> Tracked<B> {
+        if inner.is_end_stream() {
+            if let Some(l) = &mut line {
+                l.completed();
+            }
+        }
         Tracked {
             inner,
             _guard: guard,
+            line,
         }
     }
 }
@@ -183,7 +195,23 @@ where
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<http_body::Frame<Bytes>, B::Error>>> {
-        Pin::new(&mut self.inner).poll_frame(cx)
+        let this = &mut *self;
+        let polled = Pin::new(&mut this.inner).poll_frame(cx);
+        if let Some(line) = &mut this.line {
+            match &polled {
+                Poll::Ready(Some(Ok(frame))) => {
+                    if let Some(d) = frame.data_ref() {
+                        line.sent(d.len());
+                    }
+                    if this.inner.is_end_stream() {
+                        line.completed();
+                    }
+                }
+                Poll::Ready(None) => line.completed(),
+                _ => {}
+            }
+        }
+        polled
     }
 
     fn is_end_stream(&self) -> bool {

@@ -64,10 +64,11 @@ pub async fn trending(ctx: &mut Ctx) -> Result<Outcome, ApiError> {
     let days = query_num(ctx, "days").unwrap_or(TRENDING_DAYS).max(1);
     let limit = query_num(ctx, "limit").map_or(TRENDING_LIMIT, |l| l.max(1) as usize);
     let since = crate::store::rfc3339(chrono::Utc::now() - chrono::Duration::days(days));
-    let store = ctx.gw.store.clone();
-    let ranked = tokio::task::spawn_blocking(move || store.trending_models(&since, limit))
-        .await
-        .map_err(|e| ApiError::internal("ranking trending models", e))??;
+    let ranked = ctx
+        .gw
+        .store
+        .blocking(move |s| s.trending_models(&since, limit))
+        .await?;
     let counts = ctx.gw.config.trending_global_counts;
     let data: Vec<Value> = ranked
         .into_iter()

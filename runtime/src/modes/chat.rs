@@ -19,10 +19,6 @@ use crate::providers::{ModelType, Op};
 use crate::relay::Relay;
 use crate::spec::PathParams;
 
-/// Output tokens held for when neither `max_tokens` nor the model's
-/// context window bounds the reply.
-pub const DEFAULT_MAX_OUTPUT: u64 = crate::bounds::DEFAULT_MAX_OUTPUT;
-
 /// Time allowed to a whole streamed answer (idleness is bounded apart).
 const STREAM_LIFETIME: Duration = Duration::from_secs(6 * 3600);
 

@@ -76,12 +76,12 @@ pub async fn submit(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<
     // An id the gateway already recorded (the provider reused one): the
     // answer cannot be trusted, nothing is recorded, and the caller gets a
     // clear 502 rather than the database's refusal of a duplicate.
-    let store = ctx.gw.store.clone();
     let (k, id) = (kind.to_owned(), upstream_id.clone());
-    let existing = tokio::task::spawn_blocking(move || store.job_by_upstream(&k, &id))
-        .await
-        .map_err(|e| ApiError::internal("looking up a submitted job", e))?
-        .map_err(|e| ApiError::internal("looking up a submitted job", e))?;
+    let existing = ctx
+        .gw
+        .store
+        .blocking(move |s| s.job_by_upstream(&k, &id))
+        .await?;
     if existing.is_some() {
         tracing::warn!(
             kind,

@@ -38,14 +38,11 @@ pub fn hold_seconds(chars: usize, speed: f64) -> Decimal {
 }
 
 /// Seconds of `audio` in `format` (one of [`FORMATS`]).
-async fn measure(audio: bytes::Bytes, format: &'static str) -> Option<Decimal> {
+async fn measure(audio: &[u8], format: &'static str) -> Option<Decimal> {
     if format == "pcm" {
         return Some((Decimal::from(audio.len() as u64 / 2) / Decimal::from(24_000)).round_dp(6));
     }
-    tokio::task::spawn_blocking(move || crate::audio::duration_seconds(audio.to_vec(), format))
-        .await
-        .ok()
-        .flatten()
+    crate::audio::measure(audio, format).await
 }
 
 /// `speech`.
@@ -99,7 +96,7 @@ pub async fn speak(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
             "the model provider answered speech without audio".into(),
         ));
     }
-    let seconds = measure(audio.clone(), format).await.ok_or_else(|| {
+    let seconds = measure(&audio, format).await.ok_or_else(|| {
         ApiError::BadGateway(format!(
             "the model provider answered speech that is not {format} audio"
         ))

@@ -66,7 +66,7 @@ pub async fn synthesize(
     let ext = match format {
         Some("wav") => "wav",
         Some("mp3") => "mp3",
-        _ => sniff_extension(&audio),
+        _ => crate::audio::sniff_container(&audio).unwrap_or("mp3"),
     };
     let duration = billed_seconds(&raw, &audio, ext).await?;
     let charge = ctx.meter_row(duration, None);
@@ -146,20 +146,7 @@ async fn billed_seconds(
     ext: &str,
 ) -> Result<rust_decimal::Decimal, ApiError> {
     let reported = quantity_from_upstream("duration", raw.get("duration")).valid();
-    // A WAV is measured by walking its chunks: a few reads of the buffer,
-    // done here (no copy, no hop to the blocking pool: at c=64 the hop was
-    // a measured cost of every synthesis). Other containers are probed by
-    // symphonia on the blocking pool.
-    let measured = if crate::audio::sniff_container(audio) == Some("wav") {
-        crate::audio::wav_seconds(&mut std::io::Cursor::new(audio), audio.len() as u64)
-    } else {
-        let bytes = audio.to_vec();
-        let ext = ext.to_owned();
-        tokio::task::spawn_blocking(move || crate::audio::duration_seconds(bytes, &ext))
-            .await
-            .ok()
-            .flatten()
-    };
+    let measured = crate::audio::measure(audio, ext).await;
     crate::bounds::measured_at_most(reported, measured).ok_or_else(|| {
         ApiError::BadGateway(
             "the voice provider answered synthesis with audio that could not be measured".into(),
@@ -184,13 +171,4 @@ fn splice_audio(answer: &Value, audio_content: &str) -> crate::body::Response {
         http::HeaderValue::from_static("application/json"),
     );
     response
-}
-
-/// `wav` for a RIFF header, else `mp3`.
-fn sniff_extension(audio: &[u8]) -> &'static str {
-    if audio.starts_with(b"RIFF") {
-        "wav"
-    } else {
-        "mp3"
-    }
 }

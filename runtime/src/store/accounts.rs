@@ -189,16 +189,6 @@ impl Store {
         .map(|n| n == 1)
     }
 
-    pub fn set_password(&self, id: i64, password_hash: &str) -> Result<()> {
-        self.with(|db| {
-            db.exec(
-                "UPDATE users SET password_hash = ?2 WHERE id = ?1",
-                p![id, password_hash],
-            )
-        })?;
-        Ok(())
-    }
-
     /// A password reset, in one transaction: the new hash, every token of
     /// the user issued before `at` revoked (one row of `revoked_tokens`,
     /// `reset:<user id>`, kept until `keep_until`, when every older token

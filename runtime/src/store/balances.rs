@@ -163,7 +163,14 @@ impl Balances {
                        OR instance IN (SELECT id FROM instances WHERE lease_until < ?3))",
                     p![user_id, stale, at],
                 )?;
-                let h = sum_holds(tx, user_id)?;
+                // What the delete left is live: summed without the
+                // filter a second time.
+                let amounts = tx.rows(
+                    "SELECT amount FROM credit_holds WHERE user_id = ?1",
+                    p![user_id],
+                    |r| r.dec(0),
+                )?;
+                let h = total(amounts, user_id)?;
                 self.account(user_id).held = Some(h);
                 h
             }
@@ -227,6 +234,11 @@ pub(super) fn sum_holds(db: &mut Db<'_>, user_id: i64) -> Result<Decimal> {
         p![user_id, stale, super::rfc3339(now)],
         |r| r.dec(0),
     )?;
+    total(amounts, user_id)
+}
+
+/// The sum of a user's hold amounts (checked).
+fn total(amounts: Vec<Decimal>, user_id: i64) -> Result<Decimal> {
     amounts
         .into_iter()
         .try_fold(Decimal::ZERO, Decimal::checked_add)

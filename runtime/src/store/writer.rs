@@ -232,7 +232,12 @@ fn writer_loop(shared: &Shared, rx: mpsc::Receiver<Batch>) {
         let first = match rx.recv_timeout(OWED_RETRY) {
             Ok(b) => b,
             Err(mpsc::RecvTimeoutError::Timeout) => {
-                release_owed(shared, &mut lock(&shared.conn));
+                // The connection is taken only when something is owed: an
+                // idle writer holding it would push requests' inline
+                // commits onto the queue.
+                if !lock(&shared.owed).is_empty() {
+                    release_owed(shared, &mut lock(&shared.conn));
+                }
                 continue;
             }
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
