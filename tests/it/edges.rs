@@ -287,6 +287,29 @@ async fn a_body_that_arrives_too_slowly_is_cut_with_408_in_the_routes_format() {
     assert!(env.audit().is_empty(), "{:?}", env.audit());
 }
 
+/// An upload whose file stalls while it is streamed into the object store
+/// is cut with 408 too (the store's body error keeps its cause), and
+/// nothing is stored or recorded.
+#[tokio::test]
+async fn an_upload_that_stalls_mid_file_is_cut_with_408() {
+    let env = Env::with(|c| c.body_timeout = Duration::from_secs(1)).await;
+    let addr = env.gw.url().trim_start_matches("http://").to_owned();
+    let head = format!(
+        "POST /api/v1/voice/uploads HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {}\r\nContent-Type: multipart/form-data; boundary=XyZ\r\nContent-Length: 100000\r\n\r\n",
+        env.key
+    );
+    let mut first = b"--XyZ\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.wav\"\r\nContent-Type: audio/wav\r\n\r\n".to_vec();
+    first.extend_from_slice(&[7u8; 4096]);
+    let answer = trickle(&addr, &head, &first, Duration::from_secs(8))
+        .await
+        .expect("the gateway cut the stalled upload (no answer within 8 s)");
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    let body: Value = serde_json::from_str(answer.split("\r\n\r\n").nth(1).unwrap()).unwrap();
+    assert!(body["detail"].as_str().is_some(), "{body}");
+    assert!(env.object_keys().is_empty(), "{:?}", env.object_keys());
+    assert!(env.audit().is_empty(), "{:?}", env.audit());
+}
+
 #[tokio::test]
 async fn a_body_over_its_limit_is_refused_before_it_counts_against_the_rate_limit() {
     let env = Env::with(|c| {

@@ -43,6 +43,19 @@ pub(crate) fn multipart_error(e: multer::Error, max_file: u64) -> ApiError {
     }
 }
 
+/// A multipart field's error as the I/O error of the stream a file is
+/// stored from: kind `TimedOut` when the request body arrived too slowly
+/// (so the store's `ObjectError::Body` still says so), else `Other`.
+pub(crate) fn field_io_error(e: multer::Error) -> std::io::Error {
+    let kind = match &e {
+        multer::Error::StreamReadFailed(inner) if crate::body::ReqBody::timed_out(&**inner) => {
+            std::io::ErrorKind::TimedOut
+        }
+        _ => std::io::ErrorKind::Other,
+    };
+    std::io::Error::new(kind, e)
+}
+
 /// Room above a multipart file's limit for the form's framing and text fields.
 pub(crate) const MULTIPART_FRAMING: u64 = 1 << 20;
 

@@ -197,7 +197,7 @@ impl Upload {
         let p = purpose(ctx.gw.table.purposes, self.purpose.as_deref())?;
         let key = key_for(p, self.user_id, self.now, &self.id, &ext);
         let ct = media::content_type_for(&file_name);
-        let stream: ByteStream = Box::pin(field.map_err(std::io::Error::other));
+        let stream: ByteStream = Box::pin(field.map_err(common::field_io_error));
         let size = match ctx
             .gw
             .objects
@@ -206,6 +206,9 @@ impl Upload {
         {
             Ok(n) => n,
             Err(ObjectError::TooLarge { .. }) => return Err(file_too_large(max_bytes(ctx))),
+            Err(ObjectError::Body(e)) if e.kind() == std::io::ErrorKind::TimedOut => {
+                return Err(crate::shape::body_timed_out())
+            }
             Err(ObjectError::Body(e)) => {
                 return Err(ApiError::BadRequest(format!("upload interrupted: {e}")))
             }

@@ -363,7 +363,7 @@ impl LocalStore {
 
         let mut size: u64 = 0;
         while let Some(chunk) = body.next().await {
-            let chunk = chunk.map_err(|e| ObjectError::Body(e.to_string()))?;
+            let chunk = chunk.map_err(ObjectError::Body)?;
             size += chunk.len() as u64;
             if let Some(limit) = max_bytes {
                 if size > limit {

@@ -55,9 +55,11 @@ pub enum ObjectError {
     /// The body passed the size limit of a put; nothing was kept.
     #[error("object larger than {limit} bytes")]
     TooLarge { limit: u64 },
-    /// The body stream itself failed (e.g. the client went away); nothing was kept.
+    /// The body stream itself failed (e.g. the client went away, or its
+    /// body arrived too slowly: kind `TimedOut`); nothing was kept. The
+    /// stream's own error, so the caller can tell why.
     #[error("body: {0}")]
-    Body(String),
+    Body(std::io::Error),
     /// The backend failed.
     #[error("object store: {0}")]
     Backend(String),

@@ -348,7 +348,10 @@ impl Stream for Limited {
             Poll::Pending => Poll::Pending,
             Poll::Ready(None) => Poll::Ready(None),
             Poll::Ready(Some(Err(e))) => {
-                self.fail(ObjectError::Body(e.to_string()));
+                self.fail(ObjectError::Body(std::io::Error::new(
+                    e.kind(),
+                    e.to_string(),
+                )));
                 Poll::Ready(Some(Err(e)))
             }
             Poll::Ready(Some(Ok(chunk))) => {
