@@ -203,18 +203,17 @@ pub(crate) async fn prepare_model_call(
     bound: impl FnOnce(&Model, &Map<String, Value>) -> Result<Bound, ApiError>,
 ) -> Result<Prepared, ApiError> {
     crate::bounds::check_additional_params(&body)?;
-    let name = body.get("model").and_then(Value::as_str).map(str::to_owned);
+    // Resolved once, before the body moves into the upstream body.
+    let name = body.get("model").and_then(Value::as_str);
+    let (p, m) = ctx.gw.providers.resolve(name, want)?;
     let byok = body
         .get("byok_api_key")
         .and_then(Value::as_str)
         .map(str::to_owned);
-    let (p, m) = ctx.gw.providers.resolve(name.as_deref(), want)?;
     let upstream_body = p.adapter.request(op, &m.id, body);
     let bound = bound(m, &upstream_body)?;
-    let (mut settle, key) = pick_model(ctx, name.as_deref(), byok.as_deref(), want, |p, m| {
-        credits::bound_cost(p, m, &bound)
-    })
-    .await?;
+    let cost = credits::bound_cost(p, m, &bound);
+    let (mut settle, key) = hold_for(ctx, p, m, byok.as_deref(), cost).await?;
     settle.bound = Some(bound);
     let p = &settle.provider;
     let path = p.adapter.path(op);
@@ -240,6 +239,19 @@ pub(crate) async fn pick_model(
 ) -> Result<(Settle, ProviderKey), ApiError> {
     let gw = ctx.gw.clone();
     let (p, m) = gw.providers.resolve(name, want)?;
+    hold_for(ctx, p, m, byok, max_cost(p, m)).await
+}
+
+/// For the resolved model `m` of provider `p`: checks the API key's model
+/// allow-list (403), chooses the key (`byok`, else the provider's) and
+/// holds `max_cost` (nothing with BYOK; 402 when it does not fit).
+async fn hold_for(
+    ctx: &Ctx,
+    p: &Provider,
+    m: &Model,
+    byok: Option<&str>,
+    max_cost: rust_decimal::Decimal,
+) -> Result<(Settle, ProviderKey), ApiError> {
     if let Some(allowed) = ctx.user.as_ref().and_then(|u| u.models.as_ref()) {
         let wildcard = format!("{}/*", p.id);
         let name = format!("{}/{}", p.id, m.id);
@@ -268,6 +280,6 @@ pub(crate) async fn pick_model(
             ))
         })?,
     };
-    let hold = credits::reserve(ctx, max_cost(p, m), byok.is_some()).await?;
+    let hold = credits::reserve(ctx, max_cost, byok.is_some()).await?;
     Ok((Settle::new(ctx, p, m, byok.is_some(), hold), key))
 }
