@@ -8,6 +8,9 @@
 #                 runtime's ratelimit::redis_tests): started on 127.0.0.1:6379,
 #                 keeping nothing on disk, when nothing answers there
 #   schemathesis  (PyPI, pinned) fuzzes /openapi.json (scripts/schemathesis.sh)
+#   oauth2-mock-server (npm, pinned by tests/oidc/package-lock.json) the
+#                 OpenID Connect provider of the sign-in tests (tests/it/oauth.rs),
+#                 run by node (v20.19 or later; Debian's nodejs and npm when missing)
 set -euo pipefail
 
 SCHEMATHESIS_VERSION=4.32.5
@@ -18,6 +21,8 @@ command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
 command -v python3 >/dev/null 2>&1 || need_apt+=(python3)
 python3 -m pip --version >/dev/null 2>&1 || need_apt+=(python3-pip)
+command -v node >/dev/null 2>&1 || need_apt+=(nodejs)
+command -v npm >/dev/null 2>&1 || need_apt+=(npm)
 
 if ((${#need_apt[@]})); then
     if [ "$(id -u)" -eq 0 ]; then
@@ -49,4 +54,10 @@ if [ "$(st --version 2>/dev/null || true)" != "st, version $SCHEMATHESIS_VERSION
     echo "setup-tools: installing schemathesis $SCHEMATHESIS_VERSION (pip)" >&2
     python3 -m pip install -q "schemathesis==$SCHEMATHESIS_VERSION" 2>/dev/null ||
         python3 -m pip install -q --user --break-system-packages "schemathesis==$SCHEMATHESIS_VERSION"
+fi
+
+oidc_dir="$(dirname "$0")/../tests/oidc"
+if [ ! -f "$oidc_dir/node_modules/oauth2-mock-server/package.json" ]; then
+    echo "setup-tools: installing oauth2-mock-server (npm ci in tests/oidc)" >&2
+    (cd "$oidc_dir" && npm ci --no-audit --no-fund --loglevel=error)
 fi

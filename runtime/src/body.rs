@@ -53,6 +53,19 @@ pub const GATEWAY_BODY_TIMEOUT_SECS: &str = "GATEWAY_BODY_TIMEOUT_SECS";
 /// time-out (`GATEWAY_BODY_TIMEOUT_SECS`) has passed: 16 KiB/s.
 pub const BODY_MIN_RATE: u64 = 16 * 1024;
 
+/// What a request tells its connection (the server's accept loop sheds
+/// connections at the connection cap, preferring those that are slow and
+/// unauthenticated: `crate::watchdog`). Shared by the connection and its
+/// requests' bodies as one `Arc`: nothing is allocated per request.
+pub trait Connection: Send + Sync {
+    /// A request body began to arrive (it is not complete yet).
+    fn body_started(&self);
+    /// That body arrived whole, was cut, or was dropped unread.
+    fn body_ended(&self);
+    /// A request of the connection presented a valid credential.
+    fn authenticated(&self);
+}
+
 /// A request body that must arrive in time: within the body time-out
 /// (`GATEWAY_BODY_TIMEOUT_SECS`) of its request's headers, plus one second
 /// per [`BODY_MIN_RATE`] bytes it delivered, i.e. a minimum
@@ -66,6 +79,10 @@ pub struct ReqBody {
     received: u64,
     timer: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
     timed_out: bool,
+    /// The connection it arrives on, told when it starts and ends.
+    conn: Option<std::sync::Arc<dyn Connection>>,
+    /// Counted as arriving on `conn` and not ended yet.
+    arriving: bool,
 }
 
 /// The error of a body that arrived too slowly.
@@ -89,6 +106,41 @@ impl ReqBody {
             received: 0,
             timer: None,
             timed_out: false,
+            conn: None,
+            arriving: false,
+        }
+    }
+
+    /// [`ReqBody::new`], arriving on `conn`: counted there as arriving
+    /// until it is complete (or cut, or dropped).
+    pub fn on(
+        inner: hyper::body::Incoming,
+        timeout: std::time::Duration,
+        conn: std::sync::Arc<dyn Connection>,
+    ) -> ReqBody {
+        let arriving = !http_body::Body::is_end_stream(&inner);
+        if arriving {
+            conn.body_started();
+        }
+        let mut body = ReqBody::new(inner, timeout);
+        body.conn = Some(conn);
+        body.arriving = arriving;
+        body
+    }
+
+    /// Tells the connection that its client presented a valid credential
+    /// (the pipeline, once the caller is authenticated).
+    pub fn authenticated(&self) {
+        if let Some(c) = &self.conn {
+            c.authenticated();
+        }
+    }
+
+    fn ended(&mut self) {
+        if std::mem::take(&mut self.arriving) {
+            if let Some(c) = &self.conn {
+                c.body_ended();
+            }
         }
     }
 
@@ -129,10 +181,19 @@ impl http_body::Body for ReqBody {
                 if let Some(d) = frame.data_ref() {
                     this.received += d.len() as u64;
                 }
+                if this.inner.is_end_stream() {
+                    this.ended();
+                }
                 Poll::Ready(Some(Ok(frame)))
             }
-            Poll::Ready(Some(Err(e))) => Poll::Ready(Some(Err(e.into()))),
-            Poll::Ready(None) => Poll::Ready(None),
+            Poll::Ready(Some(Err(e))) => {
+                this.ended();
+                Poll::Ready(Some(Err(e.into())))
+            }
+            Poll::Ready(None) => {
+                this.ended();
+                Poll::Ready(None)
+            }
             Poll::Pending => {
                 let deadline = this.deadline();
                 let timer = this
@@ -143,6 +204,7 @@ impl http_body::Body for ReqBody {
                 }
                 if timer.as_mut().poll(cx).is_ready() {
                     this.timed_out = true;
+                    this.ended();
                     return Poll::Ready(Some(Err(Box::new(BodyTimedOut))));
                 }
                 Poll::Pending
@@ -156,5 +218,11 @@ impl http_body::Body for ReqBody {
 
     fn size_hint(&self) -> http_body::SizeHint {
         self.inner.size_hint()
+    }
+}
+
+impl Drop for ReqBody {
+    fn drop(&mut self) {
+        self.ended();
     }
 }

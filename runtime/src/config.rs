@@ -58,6 +58,7 @@ pub const GATEWAY_MAX_CONNECTIONS: &str = "GATEWAY_MAX_CONNECTIONS";
 /// Price table on top of the defaults: `product.unit=usd,...`. Default: the spec's known prices.
 pub use crate::access::GATEWAY_ACCESS_LOG;
 pub use crate::body::{BODY_MIN_RATE, GATEWAY_BODY_TIMEOUT_SECS};
+pub use crate::oidc::GATEWAY_OAUTH_PROVIDERS;
 pub use crate::watchdog::{default_max_connections, GATEWAY_MAX_STREAMS_PER_CONNECTION};
 /// `true`: `/models/trending` shows every tenant's request counts.
 pub const GATEWAY_TRENDING_GLOBAL_COUNTS: &str = "GATEWAY_TRENDING_GLOBAL_COUNTS";
@@ -101,6 +102,7 @@ pub const GATEWAY_STREAM_TIMEOUT_SECS: &str = "GATEWAY_STREAM_TIMEOUT_SECS";
 pub const GATEWAY_REDIS_URL: &str = "GATEWAY_REDIS_URL";
 /// Prefix of every Redis key and channel of the gateway. Default `gateway:`.
 pub const GATEWAY_REDIS_PREFIX: &str = "GATEWAY_REDIS_PREFIX";
+pub use crate::cluster::GATEWAY_REDIS_CA_FILE;
 
 /// `full` (default): every commit is fsynced before answers are sent, so a
 /// committed record survives a power cut. `normal`: commits survive a crash
@@ -197,10 +199,15 @@ pub struct Config {
     pub limiter_store: Option<std::sync::Arc<dyn crate::ratelimit::LimiterStore>>,
     /// Accounts, tokens, admin key, mail (`crate::auth::config`).
     pub accounts: crate::auth::config::AccountConfig,
+    /// Stripe, for buying credits (`STRIPE_SECRET_KEY`, `STRIPE_WEBHOOK_SECRET`, `STRIPE_API_BASE`).
+    pub stripe: crate::stripe::StripeConfig,
     /// The providers file (`GATEWAY_PROVIDERS`).
     pub providers_file: Option<PathBuf>,
     /// Idle time-out of model streams (`GATEWAY_STREAM_TIMEOUT_SECS`).
     pub stream_timeout: Duration,
+    /// The sign-in (OpenID Connect) providers of the file
+    /// `GATEWAY_OAUTH_PROVIDERS` (see [`crate::oidc::config`]); empty: none.
+    pub oauth_providers: Vec<crate::oidc::ProviderConfig>,
 }
 
 impl Config {
@@ -258,6 +265,7 @@ impl std::fmt::Debug for Config {
             .field("job_follow_interval", &self.job_follow_interval)
             .field("job_follow_concurrency", &self.job_follow_concurrency)
             .field("instance_id", &self.instance_id)
+            .field("stripe", &self.stripe)
             .field("instance_lease", &self.instance_lease)
             .field("job_follow_first_delay", &self.job_follow_first_delay)
             .field("job_follow_max_delay", &self.job_follow_max_delay)
@@ -265,6 +273,7 @@ impl std::fmt::Debug for Config {
             .field("db_sync_full", &self.db_sync_full)
             .field("providers_file", &self.providers_file)
             .field("stream_timeout", &self.stream_timeout)
+            .field("oauth_providers", &self.oauth_providers)
             .field("rate_limits", &self.rate_limits.to_string())
             .field("accounts", &self.accounts)
             .field("redis", &self.redis)
@@ -414,8 +423,10 @@ impl Config {
             redis: None,
             limiter_store: None,
             accounts: Default::default(),
+            stripe: Default::default(),
             providers_file: None,
             stream_timeout: Duration::from_secs(30),
+            oauth_providers: Vec::new(),
         }
     }
 
@@ -574,7 +585,7 @@ impl Config {
         );
     }
 
-    /// Rate limits, Redis, object storage, accounts.
+    /// Rate limits, Redis, object storage, accounts, sign-in providers.
     fn read_services(&mut self, v: &mut Vars<impl Fn(&str) -> Option<String>>) {
         let limits = v.raw(crate::ratelimit::GATEWAY_RATE_LIMITS);
         match crate::ratelimit::Limits::parse(limits.as_deref()) {
@@ -585,12 +596,33 @@ impl Config {
         self.redis = v.parse(GATEWAY_REDIS_URL, |url| {
             crate::cluster::RedisConfig::parse(url, prefix.as_deref())
         });
+        if let Some(ca) = v.raw(GATEWAY_REDIS_CA_FILE) {
+            match self.redis.take() {
+                Some(r) => {
+                    self.redis = v.parse(GATEWAY_REDIS_CA_FILE, |_| {
+                        r.with_ca_file(std::path::Path::new(ca.trim()))
+                    })
+                }
+                None if v.raw(GATEWAY_REDIS_URL).is_none() => {
+                    v.bad(GATEWAY_REDIS_CA_FILE, "set without GATEWAY_REDIS_URL")
+                }
+                None => {} // GATEWAY_REDIS_URL's own error says it
+            }
+        }
         match crate::objects::ObjectConfig::from_lookup(|n| v.raw(n)) {
             Ok(o) => self.objects = o,
             Err(bad) => v.bad.extend(bad),
         }
         match crate::auth::config::AccountConfig::from_lookup(|n| v.raw(n)) {
             Ok(a) => self.accounts = a,
+            Err(bad) => v.bad.extend(bad),
+        }
+        match crate::oidc::config::from_lookup(|n| v.raw(n)) {
+            Ok(p) => self.oauth_providers = p,
+            Err(bad) => v.bad.extend(bad),
+        }
+        match crate::stripe::StripeConfig::from_lookup(|n| v.raw(n)) {
+            Ok(s) => self.stripe = s,
             Err(bad) => v.bad.extend(bad),
         }
     }
@@ -679,6 +711,7 @@ mod tests {
             (crate::objects::config::GATEWAY_S3_ACCESS_KEY, "ak"),
             (crate::objects::config::GATEWAY_S3_SECRET_KEY, "sk"),
             (crate::objects::config::GATEWAY_S3_PATH_STYLE, "maybe"),
+            (crate::objects::config::GATEWAY_S3_TIMEOUT_SECS, "0"),
         ])
         .err()
         .unwrap();
@@ -687,7 +720,8 @@ mod tests {
             [
                 PROVIDER_BASE_URL,
                 GATEWAY_DB_SYNC,
-                crate::objects::config::GATEWAY_S3_PATH_STYLE
+                crate::objects::config::GATEWAY_S3_PATH_STYLE,
+                crate::objects::config::GATEWAY_S3_TIMEOUT_SECS
             ]
         );
         let text = e.to_string();
@@ -695,10 +729,35 @@ mod tests {
             "PROVIDER_BASE_URL",
             "GATEWAY_DB_SYNC",
             "GATEWAY_S3_PATH_STYLE",
+            "GATEWAY_S3_TIMEOUT_SECS",
         ] {
             assert!(text.contains(name), "{text}");
         }
         assert!(!text.contains("GATEWAY_OBJECT_STORE"), "{text}");
+    }
+
+    #[test]
+    fn a_bad_sign_in_providers_file_is_reported_beside_the_other_variables() {
+        let path = std::env::temp_dir().join(format!("gw-oauth-{}.toml", std::process::id()));
+        std::fs::write(
+            &path,
+            "[[provider]]\nid = \"idp\"\nissuer = \"https://idp.example.com\"\nclient_id = \"c\"\nclient_secret_env = \"GW_TEST_UNSET_SECRET\"\n",
+        )
+        .unwrap();
+        let file = path.to_str().unwrap();
+        let e = cfg(&[
+            (GATEWAY_DB_SYNC, "sometimes"),
+            (GATEWAY_OAUTH_PROVIDERS, file),
+        ])
+        .err()
+        .unwrap();
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(e.names(), [GATEWAY_DB_SYNC, GATEWAY_OAUTH_PROVIDERS]);
+        let text = e.to_string();
+        assert!(
+            text.contains(&format!("{file}: provider \"idp\": client_secret_env")),
+            "{text}"
+        );
     }
 
     #[test]
@@ -741,6 +800,52 @@ mod tests {
             let e = cfg(&[(GATEWAY_REDIS_URL, bad)]).err().unwrap();
             assert_eq!(e.name, GATEWAY_REDIS_URL, "{bad}");
         }
+    }
+
+    #[test]
+    fn tls_settings_that_cannot_be_used_name_their_variable() {
+        let c = cfg(&[(GATEWAY_REDIS_URL, "rediss://:pw@cache.example:6380")]).unwrap();
+        assert!(c.redis.as_ref().unwrap().is_tls());
+        let not_pem = std::env::temp_dir().join(format!("gw-not-pem-{}", std::process::id()));
+        std::fs::write(&not_pem, "hello").unwrap();
+        let not_pem = not_pem.to_str().unwrap();
+        for (url, ca, why) in [
+            (
+                "rediss://h",
+                "/no/such/ca.pem",
+                "cannot read /no/such/ca.pem",
+            ),
+            ("rediss://h", not_pem, "no certificate"),
+            ("redis://h", not_pem, "not rediss://"),
+            ("", not_pem, "without GATEWAY_REDIS_URL"),
+        ] {
+            let e = cfg(&[(GATEWAY_REDIS_URL, url), (GATEWAY_REDIS_CA_FILE, ca)])
+                .err()
+                .unwrap();
+            assert_eq!(e.name, GATEWAY_REDIS_CA_FILE, "{url} {ca}");
+            assert!(e.reason.contains(why), "{url} {ca}: {}", e.reason);
+        }
+        for (url, why) in [
+            (
+                "postgres://u:secret@h/d?sslmode=verify-full",
+                "needs sslrootcert",
+            ),
+            ("postgres://u:secret@h/d?sslmode=maybe", "expected disable"),
+            (
+                "postgres://u:secret@h/d?sslmode=verify-ca&sslrootcert=/no/ca.pem",
+                "cannot read",
+            ),
+            (
+                &format!("postgres://u:secret@h/d?sslmode=require&sslrootcert={not_pem}"),
+                "no certificate",
+            ),
+        ] {
+            let e = cfg(&[(GATEWAY_DATABASE_URL, url)]).err().unwrap();
+            assert_eq!(e.name, GATEWAY_DATABASE_URL, "{url}");
+            assert!(e.reason.contains(why), "{url}: {}", e.reason);
+            assert!(!e.to_string().contains("secret"), "{e}");
+        }
+        let _ = std::fs::remove_file(not_pem);
     }
 
     #[test]

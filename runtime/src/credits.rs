@@ -52,8 +52,37 @@ pub fn token_cost(p: &Provider, m: &Model, input: u64, output: u64) -> Decimal {
 
 /// The most a request's [`crate::bounds::Bound`] can cost on `m` of `p`
 /// (its tokens and its images), markup included: what is held.
-pub fn bound_cost(p: &Provider, m: &Model, b: &crate::bounds::Bound) -> Decimal {
-    token_cost(p, m, b.input, b.output) + image_cost(p, m, b.images)
+/// `Err`: 500 "pricing calculation failed" (spec §7), when a price is so
+/// large that the cost overflows a decimal; nothing is held or sent then.
+pub fn bound_cost(p: &Provider, m: &Model, b: &crate::bounds::Bound) -> Result<Decimal, ApiError> {
+    let per =
+        |price: Option<Decimal>, n: u64| price.unwrap_or_default().checked_mul(Decimal::from(n));
+    let tokens = per(m.input_per_mtok, b.input)
+        .zip(per(m.output_per_mtok, b.output))
+        .and_then(|(i, o)| (i / MTOK).checked_add(o / MTOK))
+        .and_then(|raw| checked_markup(raw, p.markup_pct));
+    let images = per(m.per_image, b.images).and_then(|raw| checked_markup(raw, p.markup_pct));
+    tokens
+        .zip(images)
+        .and_then(|(t, i)| t.checked_add(i))
+        .ok_or_else(|| pricing_failed(p, m))
+}
+
+/// `raw` with `markup_pct` added and rounded as [`with_markup`] does;
+/// `None` when it overflows.
+fn checked_markup(raw: Decimal, markup_pct: Decimal) -> Option<Decimal> {
+    let factor = Decimal::ONE.checked_add(markup_pct.checked_div(Decimal::ONE_HUNDRED)?)?;
+    raw.checked_mul(factor).map(crate::billing::round_charge)
+}
+
+/// 500 "pricing calculation failed": the cost of a request on `m` of `p`
+/// cannot be computed (what overflowed is logged).
+pub fn pricing_failed(p: &Provider, m: &Model) -> ApiError {
+    ApiError::bug(format!(
+        "the cost of a request on {}/{} overflows a decimal",
+        p.id, m.id
+    ))
+    .saying("pricing calculation failed")
 }
 
 fn raw_token_cost(m: &Model, input: u64, output: u64) -> Decimal {
@@ -317,7 +346,12 @@ pub fn image_cost(p: &Provider, m: &Model, n: u64) -> Decimal {
     )
 }
 
-/// The charge of `seconds` of `m`, markup included, 8 places.
-pub fn seconds_cost(p: &Provider, m: &Model, seconds: Decimal) -> Decimal {
-    with_markup(m.per_second.unwrap_or_default() * seconds, p.markup_pct)
+/// The charge of `seconds` of `m`, markup included, 8 places; `Err`: 500
+/// "pricing calculation failed" when it overflows ([`pricing_failed`]).
+pub fn seconds_cost(p: &Provider, m: &Model, seconds: Decimal) -> Result<Decimal, ApiError> {
+    m.per_second
+        .unwrap_or_default()
+        .checked_mul(seconds)
+        .and_then(|raw| checked_markup(raw, p.markup_pct))
+        .ok_or_else(|| pricing_failed(p, m))
 }

@@ -15,7 +15,7 @@ use serde_json::json;
 
 use crate::body;
 use crate::body::Response;
-use crate::spec::ErrorFormat;
+use crate::spec::{ErrorFormat, Mode};
 
 /// Everything that can go wrong in a request, by origin.
 #[derive(Debug, Clone, PartialEq)]
@@ -34,6 +34,13 @@ pub enum ApiError {
     },
     /// Unknown route or resource.
     NotFound(String),
+    /// The request conflicts with what exists (format 1's `conflict`, with
+    /// its `details.reason`), e.g. registering an address that signs in
+    /// with a provider.
+    Conflict {
+        reason: &'static str,
+        message: String,
+    },
     /// The route exists but not with this method; carries the allowed methods.
     MethodNotAllowed(&'static str),
     /// Body larger than the route accepts.
@@ -60,6 +67,11 @@ pub enum ApiError {
     /// `Retry-After`; nothing of the request was committed (see
     /// `store::Failure`). What failed is kept for the log.
     DatabaseUnavailable(Internal),
+    /// The object store cannot take the request's object now (S3 refused,
+    /// timed out or failed; the local disk is full): 503 with
+    /// `Retry-After`; nothing of the request was committed or charged.
+    /// What failed is kept for the log.
+    StorageUnavailable(Internal),
     /// The route's mode is not implemented yet.
     NotImplemented(String),
     /// A bug or a local resource failure (database, object store): what
@@ -76,6 +88,9 @@ pub enum ApiError {
     BadGateway(String),
     /// Network error, connection refused/reset, or time-out.
     Network(String),
+    /// An outside service the answer needs (a sign-in provider) cannot be
+    /// reached: 503 with `Retry-After` (whole seconds).
+    Unreachable { message: String, retry_after: u64 },
 }
 
 /// An internal failure: what the gateway was doing (`context`) and the
@@ -86,6 +101,12 @@ pub enum ApiError {
 pub struct Internal {
     pub context: Cow<'static, str>,
     pub source: Option<Arc<dyn Error + Send + Sync>>,
+    /// What the caller reads instead of "internal error" (spec §7 format
+    /// 1's named 500s: "pricing calculation failed", "media retrieval
+    /// failed"): [`ApiError::saying`].
+    pub says: Option<&'static str>,
+    /// Format 1's `details.reason` of this 500 ([`ApiError::in_mode`]).
+    pub reason: Option<&'static str>,
 }
 
 impl std::fmt::Display for Internal {
@@ -116,6 +137,37 @@ impl PartialEq for Internal {
 
 /// `Retry-After` of a 503 for an unreachable database, in seconds.
 pub const DATABASE_RETRY_AFTER_SECS: u64 = 2;
+/// `Retry-After` of a 503 for an object store that cannot store, in seconds.
+pub const STORAGE_RETRY_AFTER_SECS: u64 = 5;
+
+/// The range of `Retry-After` of every format-1 503 (spec §7: "retry after
+/// a short delay (30 to 60 seconds suggested)"); a shorter one is raised to
+/// its start.
+pub const FORMAT1_RETRY_AFTER_SECS: (u64, u64) = (30, 60);
+
+/// Format 1's `details.reason` of a 500 on any row without its own.
+pub const SERVER_ERROR: &str = "server_error";
+
+/// Format 1's `details.reason` of a 500 answered by a row of `mode` (spec
+/// §7): `user_creation_failed` (register), `activation_failed` (e-mail
+/// confirmation), `update_failed` (a password reset and every other
+/// account update: keys, log-out, the admin's changes to a user),
+/// `server_error` for everything else.
+pub fn reason_of(mode: Mode) -> &'static str {
+    match mode {
+        Mode::Register => "user_creation_failed",
+        Mode::ConfirmEmail => "activation_failed",
+        Mode::ResetPassword
+        | Mode::Logout
+        | Mode::KeyCreate
+        | Mode::KeyRevoke
+        | Mode::AdminDisable
+        | Mode::AdminEnable
+        | Mode::AdminDelete
+        | Mode::AdminCredits => "update_failed",
+        _ => SERVER_ERROR,
+    }
+}
 
 impl ApiError {
     /// A local failure while doing `context`, caused by `source`: 500, or
@@ -130,6 +182,8 @@ impl ApiError {
         let internal = Internal {
             context: context.into(),
             source: Some(source),
+            says: None,
+            reason: None,
         };
         if unavailable {
             ApiError::DatabaseUnavailable(internal)
@@ -143,7 +197,39 @@ impl ApiError {
         ApiError::Internal(Internal {
             context: context.into(),
             source: None,
+            says: None,
+            reason: None,
         })
+    }
+
+    /// This 500 tells the caller `message` (a failure the spec names, e.g.
+    /// "pricing calculation failed") instead of "internal error"; what
+    /// failed stays in the log. Other errors are returned unchanged.
+    pub fn saying(mut self, message: &'static str) -> ApiError {
+        if let ApiError::Internal(i) = &mut self {
+            i.says = Some(message);
+        }
+        self
+    }
+
+    /// A 500 answered by a row of `mode` carries format 1's
+    /// `details.reason` of that mode ([`reason_of`]) unless it has one.
+    pub fn in_mode(mut self, mode: Mode) -> ApiError {
+        if let ApiError::Internal(i) = &mut self {
+            i.reason.get_or_insert(reason_of(mode));
+        }
+        self
+    }
+
+    /// The status in `format`: spec §7 format 2 answers a provider failure
+    /// (upstream 5xx, authentication, network) with 500, not 502.
+    pub fn status_in(&self, format: ErrorFormat) -> StatusCode {
+        match (self, format) {
+            (ApiError::BadGateway(_) | ApiError::Network(_), ErrorFormat::Envelope) => {
+                StatusCode::INTERNAL_SERVER_ERROR
+            }
+            _ => self.status(),
+        }
     }
 
     /// HTTP status of each error. Exhaustive on purpose: no `_ =>`.
@@ -154,6 +240,7 @@ impl ApiError {
             ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
             ApiError::BadRequestReason { .. } => StatusCode::BAD_REQUEST,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::Conflict { .. } => StatusCode::CONFLICT,
             ApiError::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::RequestTimeout(_) => StatusCode::REQUEST_TIMEOUT,
@@ -162,9 +249,10 @@ impl ApiError {
                 StatusCode::PAYMENT_REQUIRED
             }
             ApiError::GatewayTimeout(_) => StatusCode::GATEWAY_TIMEOUT,
-            ApiError::Unavailable(_) | ApiError::DatabaseUnavailable(_) => {
-                StatusCode::SERVICE_UNAVAILABLE
-            }
+            ApiError::Unavailable(_)
+            | ApiError::DatabaseUnavailable(_)
+            | ApiError::StorageUnavailable(_)
+            | ApiError::Unreachable { .. } => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::NotImplemented(_) => StatusCode::NOT_IMPLEMENTED,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
             ApiError::UpstreamRejected(_) => StatusCode::BAD_REQUEST,
@@ -192,9 +280,10 @@ impl ApiError {
             | ApiError::UpstreamNotFound(m)
             | ApiError::BadGateway(m)
             | ApiError::Network(m) => m.clone(),
-            ApiError::RateLimited { message, .. } | ApiError::BadRequestReason { message, .. } => {
-                message.clone()
-            }
+            ApiError::RateLimited { message, .. }
+            | ApiError::BadRequestReason { message, .. }
+            | ApiError::Conflict { message, .. }
+            | ApiError::Unreachable { message, .. } => message.clone(),
             ApiError::InsufficientCredits { .. } => {
                 "Insufficient credits for this request".to_owned()
             }
@@ -202,9 +291,12 @@ impl ApiError {
                 format!("method not allowed; allowed: {allowed}")
             }
             // Internal details go to the log, not to the caller.
-            ApiError::Internal(_) => "internal error".to_owned(),
+            ApiError::Internal(i) => i.says.unwrap_or("internal error").to_owned(),
             ApiError::DatabaseUnavailable(_) => {
                 "the database is unavailable; retry shortly".to_owned()
+            }
+            ApiError::StorageUnavailable(_) => {
+                "the object store is unavailable; retry shortly".to_owned()
             }
             ApiError::UpstreamRateLimited { .. } => {
                 "upstream rate limit hit; retry later".to_owned()
@@ -212,15 +304,16 @@ impl ApiError {
         }
     }
 
-    /// Machine-readable type for format 1.
-    fn kind(&self) -> &'static str {
-        match self.status().as_u16() {
+    /// Machine-readable type for format 1 of an answer's status.
+    fn kind_of(status: StatusCode) -> &'static str {
+        match status.as_u16() {
             400 => "bad_request",
             401 => "unauthorized",
             402 => "payment_required",
             403 => "forbidden",
             404 => "not_found",
             405 => "method_not_allowed",
+            409 => "conflict",
             408 => "request_timeout",
             413 => "payload_too_large",
             429 => "rate_limited",
@@ -235,26 +328,36 @@ impl ApiError {
     fn retry_after(&self) -> Option<u64> {
         match self {
             ApiError::RateLimited { retry_after, .. }
-            | ApiError::UpstreamRateLimited { retry_after } => Some((*retry_after).max(1)),
+            | ApiError::UpstreamRateLimited { retry_after }
+            | ApiError::Unreachable { retry_after, .. } => Some((*retry_after).max(1)),
             ApiError::DatabaseUnavailable(_) => Some(DATABASE_RETRY_AFTER_SECS),
+            ApiError::StorageUnavailable(_) => Some(STORAGE_RETRY_AFTER_SECS),
             _ => None,
+        }
+    }
+
+    /// Format 1's `details`: the reason of a 400, a 409 or a 500, else `null`.
+    fn details(&self) -> serde_json::Value {
+        match self {
+            ApiError::BadRequestReason { reason, .. } | ApiError::Conflict { reason, .. } => {
+                json!({ "reason": reason })
+            }
+            ApiError::Internal(i) => json!({ "reason": i.reason.unwrap_or(SERVER_ERROR) }),
+            _ => serde_json::Value::Null,
         }
     }
 
     /// The response in the row's wire format.
     pub fn into_response(self, format: ErrorFormat, request_id: &str) -> Response {
-        let status = self.status();
+        let status = self.status_in(format);
         let message = self.message();
         let value = match format {
             ErrorFormat::Detail => json!({ "detail": message }),
             ErrorFormat::Error => json!({
-                "error": self.kind(),
+                "error": Self::kind_of(status),
                 "message": message,
                 "status_code": status.as_u16(),
-                "details": match &self {
-                    ApiError::BadRequestReason { reason, .. } => json!({ "reason": reason }),
-                    _ => serde_json::Value::Null,
-                },
+                "details": self.details(),
             }),
             ErrorFormat::Envelope => json!({
                 "request_id": request_id,
@@ -270,7 +373,16 @@ impl ApiError {
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
         );
-        if let Some(secs) = self.retry_after() {
+        let retry_after = match (format, status) {
+            // Spec §7 format 1: a 503 says to retry after 30 to 60 seconds.
+            (ErrorFormat::Error, StatusCode::SERVICE_UNAVAILABLE) => Some(
+                self.retry_after()
+                    .unwrap_or(0)
+                    .clamp(FORMAT1_RETRY_AFTER_SECS.0, FORMAT1_RETRY_AFTER_SECS.1),
+            ),
+            _ => self.retry_after(),
+        };
+        if let Some(secs) = retry_after {
             headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
         }
         if let ApiError::InsufficientCredits {
@@ -297,7 +409,9 @@ impl ApiError {
 impl std::fmt::Display for ApiError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            ApiError::Internal(m) | ApiError::DatabaseUnavailable(m) => {
+            ApiError::Internal(m)
+            | ApiError::DatabaseUnavailable(m)
+            | ApiError::StorageUnavailable(m) => {
                 write!(f, "{} internal: {m}", self.status().as_u16())
             }
             other => write!(f, "{} {}", other.status().as_u16(), other.message()),
@@ -308,9 +422,9 @@ impl std::fmt::Display for ApiError {
 impl Error for ApiError {
     fn source(&self) -> Option<&(dyn Error + 'static)> {
         match self {
-            ApiError::Internal(i) | ApiError::DatabaseUnavailable(i) => {
-                i.source.as_deref().map(|e| e as _)
-            }
+            ApiError::Internal(i)
+            | ApiError::DatabaseUnavailable(i)
+            | ApiError::StorageUnavailable(i) => i.source.as_deref().map(|e| e as _),
             _ => None,
         }
     }
@@ -389,6 +503,47 @@ mod tests {
         )
         .await;
         assert_eq!(ra.as_deref(), Some("7"));
+    }
+
+    #[tokio::test]
+    async fn format1_names_its_500s_and_its_503s_wait_30_to_60_seconds() {
+        let e = ApiError::bug("x").in_mode(Mode::Register);
+        let (s, v, _) = render(e, ErrorFormat::Error).await;
+        assert_eq!(s, 500);
+        assert_eq!(v["details"], json!({"reason": "user_creation_failed"}));
+        let e = ApiError::bug("x").saying("pricing calculation failed");
+        let (_, v, _) = render(e.clone().in_mode(Mode::Chat), ErrorFormat::Error).await;
+        assert_eq!(
+            (&v["message"], &v["details"]),
+            (
+                &json!("pricing calculation failed"),
+                &json!({"reason": "server_error"})
+            )
+        );
+        let (_, v, _) = render(e, ErrorFormat::Detail).await;
+        assert_eq!(v, json!({"detail": "pricing calculation failed"}));
+        for e in [
+            ApiError::Unavailable("payments down".into()),
+            ApiError::DatabaseUnavailable(Internal {
+                context: "db".into(),
+                source: None,
+                says: None,
+                reason: None,
+            }),
+        ] {
+            let (s, _, ra) = render(e.clone(), ErrorFormat::Error).await;
+            assert_eq!((s, ra.as_deref()), (503, Some("30")));
+            let (_, _, ra) = render(e, ErrorFormat::Envelope).await;
+            assert_ne!(ra.as_deref(), Some("30"), "other formats keep theirs");
+        }
+        // Format 2: a provider failure is 500; the voice API keeps 502.
+        for e in [
+            ApiError::BadGateway("x".into()),
+            ApiError::Network("y".into()),
+        ] {
+            assert_eq!(render(e.clone(), ErrorFormat::Envelope).await.0, 500);
+            assert_eq!(render(e, ErrorFormat::Detail).await.0, 502);
+        }
     }
 
     #[tokio::test]

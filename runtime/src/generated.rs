@@ -13,7 +13,7 @@
 use std::time::Duration;
 
 use crate::errors::ApiError;
-use crate::objects::ByteStream;
+use crate::objects::{ByteStream, ObjectError};
 use crate::services::Gateway;
 use crate::store::{rfc3339, AssetRecord, Record};
 
@@ -48,6 +48,55 @@ pub struct Stored {
     pub records: Vec<Record>,
 }
 
+/// A failure to store while `context`: 503 (with `Retry-After`) when the
+/// store cannot take it now ([`ObjectError::Unavailable`]: S3 refused,
+/// stalled or failed; the disk is full), else 500. Nothing was kept.
+pub(crate) fn stored_failed(context: String, e: ObjectError) -> ApiError {
+    match e {
+        ObjectError::Unavailable(_) => ApiError::StorageUnavailable(crate::errors::Internal {
+            context: context.into(),
+            source: Some(std::sync::Arc::new(e)),
+            says: None,
+            reason: None,
+        }),
+        e => ApiError::internal(context, e),
+    }
+}
+
+/// How long [`forget`] keeps trying.
+pub const FORGET_FOR: Duration = Duration::from_secs(600);
+
+/// Deletes `key`, the object of a request that failed: a put whose outcome
+/// is unknown (the store was cut off or timed out while it ran), or an
+/// object whose records were not committed (`pipeline`). No asset record
+/// names it, so nothing else would. Retried in the background while the
+/// store fails (backing off to 5 s, for [`FORGET_FOR`]); the key holds the
+/// request's id, so nobody else can be using it.
+pub fn forget(gw: &Gateway, key: String) {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    let objects = gw.objects.clone();
+    runtime.spawn(async move {
+        let started = std::time::Instant::now();
+        let mut wait = Duration::from_millis(200);
+        loop {
+            match objects.delete(&key).await {
+                Ok(()) | Err(ObjectError::NotFound) => return,
+                Err(e) if started.elapsed() < FORGET_FOR => {
+                    tracing::debug!(key = %key, error = %e, "deleting an unrecorded object failed; retrying");
+                }
+                Err(e) => {
+                    tracing::warn!(key = %key, error = %e, "an object without its record was left behind");
+                    return;
+                }
+            }
+            tokio::time::sleep(wait).await;
+            wait = (wait * 2).min(Duration::from_secs(5));
+        }
+    });
+}
+
 impl Media<'_> {
     fn key(&self) -> String {
         format!(
@@ -66,7 +115,7 @@ impl Media<'_> {
     pub async fn store_bytes(self, gw: &Gateway, bytes: bytes::Bytes) -> Result<Stored, ApiError> {
         let key = self.key();
         let size = bytes.len() as u64;
-        let failed = |e| ApiError::internal(format!("storing {}", self.class), e);
+        let failed = |e| stored_failed(format!("storing {}", self.class), e);
         let local = gw.objects.as_local();
         match local.filter(|_| size <= crate::objects::pack::MAX_PACKED_OBJECT) {
             Some(local) => {
@@ -79,10 +128,13 @@ impl Media<'_> {
                 Ok(stored)
             }
             None => {
-                gw.objects
-                    .put_bytes(&key, self.content_type, bytes)
-                    .await
-                    .map_err(failed)?;
+                let put = gw.objects.put_bytes(&key, self.content_type, bytes).await;
+                if let Err(e @ ObjectError::Unavailable(_)) = put {
+                    // Cut off or timed out: the object may have landed.
+                    forget(gw, key);
+                    return Err(failed(e));
+                }
+                put.map_err(failed)?;
                 self.stored(gw, key, size, None)
             }
         }
@@ -101,8 +153,14 @@ impl Media<'_> {
             .objects
             .put(&key, self.content_type, stream, Some(limit))
             .await
-            .map_err(|e| {
-                ApiError::BadGateway(format!("copying a generated {} failed: {e}", self.class))
+            .map_err(|e| match e {
+                e @ ObjectError::Unavailable(_) => {
+                    forget(gw, key.clone());
+                    stored_failed(format!("copying a generated {}", self.class), e)
+                }
+                e => {
+                    ApiError::BadGateway(format!("copying a generated {} failed: {e}", self.class))
+                }
             })?;
         self.stored(gw, key, size, None)
     }

@@ -60,6 +60,8 @@
 //! * [`store`] — the database (SQLite or PostgreSQL): migrations,
 //!   repositories, group-commit writer.
 //! * [`objects`] — object storage (local filesystem, S3) and presigned URLs.
+//! * [`stripe`] — Stripe: a typed client of the checkout calls, webhook
+//!   signatures.
 //! * [`mail`] — outgoing mail.
 //! * [`errors`] — one error type, three wire formats.
 //!
@@ -79,6 +81,8 @@
 //! * [`watchdog`] — per-connection time-outs.
 //! * [`secret_file`] — secrets generated once into the data directory.
 //! * [`spool`] — each instance's spool directory; a dead instance's swept.
+//! * [`tls`] — TLS of the connections to PostgreSQL and Redis: CA files,
+//!   verification levels (libpq's `sslmode`), refused certificates.
 //!
 //! Architecture invariant: nothing here knows an individual route; what a
 //! route does is data in its `EndpointSpec`.
@@ -107,6 +111,7 @@ pub mod mirror;
 pub mod modes;
 pub mod net;
 pub mod objects;
+pub mod oidc;
 pub mod owner_cache;
 pub mod owners;
 pub mod pipeline;
@@ -127,7 +132,9 @@ pub mod spool;
 pub mod start;
 pub mod store;
 pub mod streams;
+pub mod stripe;
 pub mod telemetry;
+pub mod tls;
 pub mod upstream;
 pub mod validate;
 pub mod videos;

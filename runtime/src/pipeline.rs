@@ -77,11 +77,15 @@ pub async fn handle(
                 ApiError::DatabaseUnavailable(m) => {
                     tracing::warn!(route = spec.id, request_id = %ctx.request_id, error = %m, "database unavailable")
                 }
+                ApiError::StorageUnavailable(m) => {
+                    tracing::warn!(route = spec.id, request_id = %ctx.request_id, error = %m, "object store unavailable")
+                }
                 other => {
                     tracing::debug!(route = spec.id, request_id = %ctx.request_id, error = %other, "request refused")
                 }
             }
-            e.into_response(spec.errors, &ctx.request_id)
+            e.in_mode(spec.mode)
+                .into_response(spec.errors, &ctx.request_id)
         }
     };
     if let Ok(v) = HeaderValue::from_str(&ctx.request_id) {
@@ -104,6 +108,11 @@ async fn run(
     let spec = ctx.spec;
     // 1. authenticate
     ctx.user = ctx.gw.auth.authenticate(req.headers(), spec.auth).await?;
+    if ctx.user.is_some() {
+        // The connection is no longer anonymous: at the connection cap it
+        // is not closed for a slow body (`watchdog`).
+        req.body().authenticated();
+    }
     // 2. gate
     if let Some(gate) = spec.gate {
         match gate {
@@ -187,15 +196,44 @@ async fn record(
         .filter_map(owners::cache_change)
         .collect();
     records.extend(mode_records);
+    let stored = stored_objects(&records);
     let store = &ctx.gw.store;
-    if outcome.settlement.flush_record_phase() {
+    let committed = if outcome.settlement.flush_record_phase() {
         store.commit(records).await
     } else {
         store.commit_unflushed(records).await
+    };
+    if let Err(e) = committed {
+        if e.failure != crate::store::Failure::InDoubt {
+            forget_stored(ctx, stored);
+        }
+        return Err(ApiError::internal("committing the request's records", e));
     }
-    .map_err(|e| ApiError::internal("committing the request's records", e))?;
     ctx.gw.owners_changed(cache_changes).await;
     Ok(())
+}
+
+/// The keys of the objects a request stored whole under their own key
+/// (its asset records that are not packed).
+fn stored_objects(records: &[Record]) -> Vec<String> {
+    records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Asset(a) if a.pack.is_none() => Some(a.object_key.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Deletes the objects of a request whose records were not committed
+/// (the database was down): no asset record names them, so nothing else
+/// would (retention sweeps by asset record); see [`crate::generated::forget`].
+/// A packed object needs nothing: its segment is collected once no live
+/// asset points into it.
+fn forget_stored(ctx: &Ctx, keys: Vec<String>) {
+    for key in keys {
+        crate::generated::forget(&ctx.gw, key);
+    }
 }
 
 /// The usage record of a successful request: what the mode metered, or

@@ -148,15 +148,9 @@ impl Relay {
     async fn finish(&mut self, ended: &str) {
         if let Some(records) = self.settle_records(ended) {
             let store = self.gw.store.clone();
-            let commit = tokio::spawn(tracing::Instrument::in_current_span(async move {
-                store
-                    .commit_outside_record_phase(OutsideRecordPhase::StreamSettlement, records)
-                    .await
-            }));
-            match commit.await {
-                Ok(Ok(_)) => {}
-                Ok(Err(e)) => tracing::error!(error = %e, "recording a stream's usage failed"),
-                Err(e) => tracing::error!(error = %e, "recording a stream's usage failed"),
+            let commit = tokio::spawn(tracing::Instrument::in_current_span(settle(store, records)));
+            if let Err(e) = commit.await {
+                tracing::error!(error = %e, "recording a stream's usage failed");
             }
         }
     }
@@ -211,9 +205,14 @@ impl Relay {
     /// settles even when nobody polls the body any more) and hands each
     /// chunk over a one-slot channel; when the caller hangs up the channel
     /// closes, the task ends at once (even while the upstream is silent) and
-    /// the relay, dropped, bills what was streamed.
+    /// the relay, dropped, bills what was streamed. A body dropped before
+    /// it was ever read was never sent (the request failed after the relay
+    /// was made: its record phase could not commit, and an error was
+    /// answered instead): nothing is billed and the hold is released.
     pub fn into_stream(self) -> ChannelStream {
         let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(1);
+        let read = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let was_read = read.clone();
         // In the request's span: its log lines carry the request id.
         tokio::spawn(tracing::Instrument::in_current_span(async move {
             let mut relay = self;
@@ -222,21 +221,31 @@ impl Relay {
                 // every step of `next_chunk` may be cancelled safely.
                 let next = tokio::select! {
                     biased;
-                    _ = tx.closed() => return,
+                    _ = tx.closed() => break,
                     b = relay.next_chunk() => b,
                 };
                 let Some(b) = next else { return };
                 if tx.send(b).await.is_err() {
-                    return;
+                    break;
                 }
             }
+            if !was_read.load(std::sync::atomic::Ordering::Acquire) {
+                tracing::debug!(
+                    "a stream's answer was never sent; its hold released, nothing billed"
+                );
+                relay.settle = None;
+            }
         }));
-        ChannelStream(rx)
+        ChannelStream { rx, read }
     }
 }
 
 /// The caller's side of a relay.
-pub struct ChannelStream(tokio::sync::mpsc::Receiver<Bytes>);
+pub struct ChannelStream {
+    rx: tokio::sync::mpsc::Receiver<Bytes>,
+    /// Set once the body is first read (the answer is being sent).
+    read: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
 
 impl Stream for ChannelStream {
     type Item = Result<Bytes, BoxError>;
@@ -245,8 +254,61 @@ impl Stream for ChannelStream {
         mut self: Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<Option<Self::Item>> {
-        self.0.poll_recv(cx).map(|o| o.map(Ok))
+        self.read.store(true, std::sync::atomic::Ordering::Release);
+        self.rx.poll_recv(cx).map(|o| o.map(Ok))
     }
+}
+
+/// Longest a stream's settlement is retried while the database is
+/// unreachable.
+pub const SETTLEMENT_RETRY_FOR: Duration = Duration::from_secs(600);
+
+/// Commits a stream's settlement (its usage record, debit and the end of
+/// its hold). The stream was answered 200, so its usage must not be lost
+/// to a database that is briefly down (a restart, a failover): when the
+/// commit fails as unavailable (nothing of it was committed), it is retried
+/// in the background, backing off up to 5 s, for [`SETTLEMENT_RETRY_FOR`].
+/// Meanwhile the record writer may release the hold it owes (see
+/// `store::writer`); the retried commit then ends no hold but still
+/// writes the usage and its debit. A commit in doubt is never retried.
+async fn settle(store: crate::store::Store, records: Vec<crate::store::Record>) {
+    let why = OutsideRecordPhase::StreamSettlement;
+    let first = match store
+        .commit_outside_record_phase(why, records.clone())
+        .await
+    {
+        Ok(_) => return,
+        Err(e) => e,
+    };
+    if first.failure != crate::store::Failure::Unavailable {
+        tracing::error!(error = %first, "recording a stream's usage failed");
+        return;
+    }
+    tracing::warn!(error = %first, "recording a stream's usage failed; retrying until the database answers");
+    tokio::spawn(async move {
+        let started = std::time::Instant::now();
+        let mut wait = Duration::from_millis(200);
+        loop {
+            tokio::time::sleep(wait).await;
+            wait = (wait * 2).min(Duration::from_secs(5));
+            match store
+                .commit_outside_record_phase(why, records.clone())
+                .await
+            {
+                Ok(_) => {
+                    tracing::info!(after = ?started.elapsed(), "a stream's usage recorded on retry");
+                    return;
+                }
+                Err(e)
+                    if e.failure == crate::store::Failure::Unavailable
+                        && started.elapsed() < SETTLEMENT_RETRY_FOR => {}
+                Err(e) => {
+                    tracing::error!(error = %e, "recording a stream's usage failed");
+                    return;
+                }
+            }
+        }
+    });
 }
 
 /// An error event in the stream (format 2's fields), then `[DONE]`.
@@ -263,12 +325,7 @@ impl Drop for Relay {
         if let Some(records) = self.settle_records("disconnected") {
             let store = self.gw.store.clone();
             if let Ok(h) = tokio::runtime::Handle::try_current() {
-                h.spawn(async move {
-                    let why = OutsideRecordPhase::StreamSettlement;
-                    if let Err(e) = store.commit_outside_record_phase(why, records).await {
-                        tracing::error!(error = %e, "recording a stream's usage failed");
-                    }
-                });
+                h.spawn(settle(store, records));
             }
         }
     }

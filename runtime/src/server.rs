@@ -135,12 +135,13 @@ async fn answer(gw: Gateway, route: RouteFn, req: Request, id: &mut Option<Strin
 async fn serve_one(
     gw: Gateway,
     route: RouteFn,
-    guard: crate::watchdog::InFlight,
+    conn: std::sync::Arc<ConnState>,
     limits: Limits,
     req: http::Request<hyper::body::Incoming>,
 ) -> Result<http::Response<Tracked<body::Body>>, Infallible> {
     let started = Instant::now();
-    let req = req.map(|b| body::ReqBody::new(b, limits.body_timeout));
+    let guard = conn.begin();
+    let req = req.map(|b| body::ReqBody::on(b, limits.body_timeout, conn));
     let access = limits
         .access_log
         .then(|| (req.method().clone(), unrouted_name(req.uri().path())));
@@ -262,8 +263,11 @@ impl AcceptBackoff {
 /// kernel's listen backlog (and are served as connections close) instead of
 /// taking descriptors the open connections need. At the cap, connections
 /// with no request in flight that are idle, or have been sending their
-/// headers for [`SHED_GRACE`] (slow clients, not yet authenticated), are
-/// closed first to make room. Each connection runs under the
+/// headers for [`SHED_GRACE`] (slow clients, not yet authenticated), and
+/// connections that never authenticated whose request body has been
+/// arriving for [`SHED_GRACE`], are closed to make room; an authenticated
+/// connection with a request in flight never is
+/// ([`ConnState::sheddable`]). Each connection runs under the
 /// [`crate::watchdog`] (header and idle time-outs); an HTTP/2 connection
 /// opens at most `GATEWAY_MAX_STREAMS_PER_CONNECTION` streams; request
 /// bodies must arrive in time ([`crate::body::ReqBody`]); every request
@@ -319,7 +323,7 @@ pub async fn serve(
         let client = crate::body::ClientAddr(peer.ip());
         let service = service_fn(move |mut req: http::Request<hyper::body::Incoming>| {
             req.extensions_mut().insert(client);
-            serve_one(gw.clone(), route, in_service.begin(), limits, req)
+            serve_one(gw.clone(), route, in_service.clone(), limits, req)
         });
         let conn = builder
             .serve_connection_with_upgrades(
@@ -354,7 +358,7 @@ pub async fn serve(
                     }
                     _ = pressure.notified() => {
                         if state.sheddable(SHED_GRACE) {
-                            tracing::debug!("closing an idle or slow connection: at the connection cap");
+                            tracing::debug!("closing an idle, slow or slow anonymous connection: at the connection cap");
                             return;
                         }
                     }

@@ -12,8 +12,8 @@
 use std::sync::Arc;
 
 use crate::{
-    auth, cluster, config, objects, owner_cache, providers, ratelimit, spec, spool, store, streams,
-    upstream,
+    auth, cluster, config, objects, oidc, owner_cache, providers, ratelimit, spec, spool, store,
+    streams, stripe, upstream,
 };
 
 /// Shared state of a running gateway (cheap to clone).
@@ -48,6 +48,10 @@ pub struct Inner {
     pub streams: Arc<streams::Streams>,
     /// The Redis shared with other instances (`GATEWAY_REDIS_URL`); `None`: a single instance.
     pub cluster: Option<cluster::Cluster>,
+    /// The sign-in (OpenID Connect) providers (`GATEWAY_OAUTH_PROVIDERS`).
+    pub oidc: oidc::Oidc,
+    /// Stripe's client (buying credits; unconfigured without `STRIPE_SECRET_KEY`).
+    pub stripe: stripe::Stripe,
 }
 
 impl std::ops::Deref for Gateway {

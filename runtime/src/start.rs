@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use crate::services::{Gateway, Inner};
 use crate::{
-    auth, cluster, config, objects, providers, ratelimit, spec, spool, store, streams, telemetry,
-    upstream,
+    auth, cluster, config, objects, oidc, providers, ratelimit, spec, spool, store, streams,
+    telemetry, upstream,
 };
 
 /// Why a gateway could not start.
@@ -93,6 +93,15 @@ impl Gateway {
             &public_url,
             config.db_sync_full,
         )?;
+        // Discovery waits for each provider's first use (see `oidc`).
+        let oidc = oidc::Oidc::new(
+            &config.oauth_providers,
+            format!(
+                "{}{}",
+                public_url.trim_end_matches('/'),
+                oidc::CALLBACK_PREFIX
+            ),
+        );
         if let Some(local) = objects.as_local() {
             // Packed objects are found through their asset records. The
             // locator holds the store only (no cycle through the Gateway).
@@ -103,7 +112,9 @@ impl Gateway {
         if swept > 0 {
             tracing::info!(swept, "swept spool files left by a stopped instance");
         }
+        let stripe = crate::stripe::Stripe::new(config.stripe.clone(), config.upstream_timeout);
         Ok(Gateway(Arc::new(Inner {
+            stripe,
             config,
             spool,
             store,
@@ -117,6 +128,7 @@ impl Gateway {
             providers,
             streams: Arc::new(streams::Streams::new(cluster.clone())),
             cluster,
+            oidc,
         })))
     }
 }

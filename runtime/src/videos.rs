@@ -76,12 +76,10 @@ fn provider_of(
             job.provider, job.model
         ))
     })?;
-    let key = p.key.clone().ok_or_else(|| {
-        ApiError::Unavailable(format!(
-            "the model provider {} is not configured (its key variable {} is unset)",
-            p.id, p.api_key_env
-        ))
-    })?;
+    let key = p
+        .key
+        .clone()
+        .ok_or_else(|| crate::providers::config_missing(p))?;
     Ok((p.clone(), m.clone(), key))
 }
 

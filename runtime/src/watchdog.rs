@@ -18,10 +18,21 @@
 //!
 //! A connection past its deadline has no request in flight, so the
 //! connection task simply drops it (closing the socket).
+//!
+//! At the connection cap ([`ConnState::sheddable`]) the server closes, to
+//! make room, connections that cost a slot without using it: idle ones,
+//! ones slow with their headers, and ones whose request body has been
+//! arriving for a while from a client that never authenticated (no valid
+//! key or token on any of the connection's requests; told by the request's
+//! body, [`crate::body::Connection`]). A connection that authenticated is
+//! never closed while a request is in flight, however slow its body: its
+//! owner is known, limited and billed; a slow anonymous body (a login
+//! form sent a byte at a time) is what an attacker holding many
+//! connections sends.
 
 use std::io;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -65,6 +76,12 @@ pub struct ConnState {
     idle_since: AtomicU64,
     /// When the first byte arrived while no request was in flight (0: none).
     first_byte: AtomicU64,
+    /// Request bodies still arriving.
+    receiving: AtomicU32,
+    /// Since when bodies have been arriving without a pause (0: none arriving).
+    receiving_since: AtomicU64,
+    /// Whether a request of the connection presented a valid credential.
+    authenticated: AtomicBool,
 }
 
 impl ConnState {
@@ -74,6 +91,9 @@ impl ConnState {
             in_flight: AtomicU32::new(0),
             idle_since: AtomicU64::new(0),
             first_byte: AtomicU64::new(0),
+            receiving: AtomicU32::new(0),
+            receiving_since: AtomicU64::new(0),
+            authenticated: AtomicBool::new(false),
         })
     }
 
@@ -111,12 +131,18 @@ impl ConnState {
     }
 
     /// Whether the connection may be closed to make room at the connection
-    /// cap: no request in flight, and either idle between requests or
+    /// cap: with no request in flight, when idle between requests or
     /// sending headers for at least `grace` (a slow client, which has not
-    /// even authenticated yet).
+    /// even authenticated yet); with requests in flight, only when it never
+    /// authenticated and a request body has been arriving for at least
+    /// `grace`.
     pub fn sheddable(&self, grace: Duration) -> bool {
         if self.in_flight.load(Ordering::Acquire) > 0 {
-            return false;
+            if self.authenticated.load(Ordering::Acquire) {
+                return false;
+            }
+            let since = self.receiving_since.load(Ordering::Acquire);
+            return since != 0 && self.at(since).elapsed() >= grace;
         }
         let idle_since = self.idle_since.load(Ordering::Acquire);
         let first_byte = self.first_byte.load(Ordering::Acquire);
@@ -142,6 +168,27 @@ impl ConnState {
                 Ordering::AcqRel,
                 Ordering::Relaxed,
             );
+        }
+    }
+}
+
+impl crate::body::Connection for ConnState {
+    fn body_started(&self) {
+        if self.receiving.fetch_add(1, Ordering::AcqRel) == 0 {
+            self.receiving_since.store(self.now(), Ordering::Release);
+        }
+    }
+
+    fn body_ended(&self) {
+        if self.receiving.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.receiving_since.store(0, Ordering::Release);
+        }
+    }
+
+    fn authenticated(&self) {
+        // One load once it is set (every authenticated request tells it).
+        if !self.authenticated.load(Ordering::Relaxed) {
+            self.authenticated.store(true, Ordering::Release);
         }
     }
 }
@@ -305,5 +352,27 @@ mod tests {
         let d = s.deadline(H, I).unwrap();
         assert!(d <= start + Duration::from_secs(105) + H + Duration::from_millis(2));
         assert!(d >= start + Duration::from_secs(105) + H - Duration::from_millis(2));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn slow_anonymous_bodies_are_shed_authenticated_ones_are_not() {
+        use crate::body::Connection;
+        const GRACE: Duration = Duration::from_secs(1);
+        let anonymous = ConnState::new();
+        let known = ConnState::new();
+        let mut guards = Vec::new();
+        for s in [&anonymous, &known] {
+            guards.push(s.begin());
+            s.body_started();
+        }
+        known.authenticated();
+        assert!(!anonymous.sheddable(GRACE), "not before the grace");
+        tokio::time::advance(GRACE).await;
+        assert!(anonymous.sheddable(GRACE));
+        assert!(!known.sheddable(GRACE));
+        // Its body arrived: a request being answered is not shed.
+        anonymous.body_ended();
+        assert!(!anonymous.sheddable(GRACE));
+        drop(guards);
     }
 }

@@ -365,6 +365,13 @@ pub async fn serve(config: Config) -> CliResult {
     }
     // Migrate before listening: no request meets a half-migrated database.
     runtime::store::Store::migrate(&config.database())?;
+    // A rediss:// server whose certificate is refused is a configuration
+    // error (an unreachable Redis is not: limits fail open).
+    if let Some(redis) = &config.redis {
+        runtime::cluster::Cluster::new(redis)?
+            .check_certificate(std::time::Duration::from_secs(3))
+            .await?;
+    }
     let listener = tokio::net::TcpListener::bind(config.addr).await?;
     let addr = listener.local_addr()?;
     let public_url = config

@@ -3,8 +3,8 @@
 //! Starts the provider simulator in-process on a free loopback port, then
 //! the gateway on `GATEWAY_ADDR` (default 127.0.0.1:8080; a free port if that
 //! one is taken) with a fresh data directory under the system temp dir and
-//! the simulator as its upstream; creates a user and an API key, and prints
-//! curl commands that work as printed. Runs until Ctrl-C.
+//! the simulator as its upstream; creates a user, an API key and a token
+//! pair, and prints curl commands that work as printed. Runs until Ctrl-C.
 
 use std::net::SocketAddr;
 
@@ -14,6 +14,11 @@ use tokio::net::TcpListener;
 
 /// Upstream key the demo's simulator expects and its gateway sends.
 const DEMO_PROVIDER_KEY: &str = "demo-provider-key";
+
+/// Stripe's secret key and webhook secret between the demo's gateway and
+/// the simulator's Stripe side (test-mode shapes, no real Stripe).
+const DEMO_STRIPE_KEY: &str = "sk_test_demo_gateway";
+const DEMO_STRIPE_WEBHOOK_SECRET: &str = "whsec_demo_gateway";
 
 /// Variable holding the provider key named by the demo's providers file.
 const DEMO_LLM_KEY_VAR: &str = "DEMO_LLM_KEY";
@@ -50,6 +55,21 @@ input_per_mtok = "0.10"
 id = "sim-image"
 type = "image"
 per_image = "0.04"
+
+[[provider.model]]
+id = "sim-video"
+type = "video"
+per_second = "0.10"
+
+[[provider.model]]
+id = "sim-tts"
+type = "tts"
+per_second = "0.01"
+
+[[provider.model]]
+id = "sim-whisper"
+type = "stt"
+per_second = "0.006"
 "#
     )
 }
@@ -83,10 +103,17 @@ pub async fn run() -> Result<(), Box<dyn std::error::Error>> {
     let providers = data_dir.join("providers.toml");
     std::fs::write(&providers, demo_providers(&sim.llm_url()))?;
     config.providers_file = Some(providers);
+    // Buying credits: the simulator speaks Stripe's side.
+    config.stripe = runtime::stripe::StripeConfig {
+        secret_key: Some(DEMO_STRIPE_KEY.to_owned()),
+        webhook_secret: Some(DEMO_STRIPE_WEBHOOK_SECRET.to_owned()),
+        api_base: Some(sim.url()),
+    };
 
     let store = Store::open_at(&config.database())?;
     let user = store.create_user("demo@example.com", false)?;
-    let key = runtime::auth::create_key(&store, user).map_err(|e| e.message())?;
+    let (key_id, key) =
+        runtime::auth::create_named_key(&store, user, Some("demo")).map_err(|e| e.message())?;
     store.grant_credit(user, rust_decimal::Decimal::TEN, Some("demo credit"))?;
     drop(store);
 
@@ -96,6 +123,13 @@ pub async fn run() -> Result<(), Box<dyn std::error::Error>> {
     };
     let running = crate::start(config, listener)?;
     let base = running.url();
+    sim.shared().stripe.configure(
+        Some(DEMO_STRIPE_KEY.to_owned()),
+        Some(format!("{base}/api/v1/stripe/webhook")),
+        Some(DEMO_STRIPE_WEBHOOK_SECRET.to_owned()),
+    );
+    // Access-token routes (`/keys`, `/auth/logout`) take a token, not a key.
+    let tokens = running.gateway.auth.issue(user);
     tracing::info!("listening on {}", running.addr);
 
     println!(
@@ -103,8 +137,14 @@ pub async fn run() -> Result<(), Box<dyn std::error::Error>> {
 Gateway demo running on {base} (simulated voice provider at {sim_url})
 Data directory: {data}
 
-API key of the demo user (id {user}, 10.00 USD of credit):
+API key of the demo user (id {user}, 10.00 USD of credit; key id {key_id}):
   export KEY={key}
+
+Access and refresh tokens of the same user (for the access-token routes,
+/keys and /auth/logout; the access token expires in {ttl} s, and
+POST /api/v1/auth/refresh {{"refresh_token": "$REFRESH"}} renews both):
+  export TOKEN={access}
+  export REFRESH={refresh}
 
 Try:
   curl -s {base}/api/v1/voice/tts/voices -H "Authorization: Bearer $KEY"
@@ -125,6 +165,20 @@ Try:
     -H 'Content-Type: application/json' \
     -d '{{"model": "sim/sim-gpt", "stream": true, "messages": [{{"role": "user", "content": "Hello"}}]}}'
 
+Buy credit (Stripe Checkout; the simulator plays Stripe): a session for 25.00 USD,
+then pay it (`latest`: the newest session, or its session_id; the simulator
+sends Stripe's signed checkout.session.completed event
+to the gateway, which credits 25.00 once), then the purchases and the balance:
+  curl -s {base}/api/v1/stripe/checkout -H "Authorization: Bearer $KEY" \
+    -H 'Content-Type: application/json' \
+    -d '{{"amount_usd": "25.00", "success_url": "https://example.com/paid", "cancel_url": "https://example.com/cancelled"}}'
+
+  curl -s -X POST {sim_url}/__sim/stripe/sessions/latest/pay
+
+  curl -s {base}/api/v1/stripe/purchases -H "Authorization: Bearer $KEY"
+
+  curl -s {base}/api/v1/auth/me -H "Authorization: Bearer $KEY"
+
   {exe} routes   # every route of the table
 Press Ctrl-C to stop.
 "#,
@@ -133,6 +187,9 @@ Press Ctrl-C to stop.
             .map(|p| p.display().to_string())
             .unwrap_or_else(|_| "gateway".into()),
         data = data_dir.display(),
+        access = tokens.access_token,
+        refresh = tokens.refresh_token,
+        ttl = tokens.expires_in,
     );
 
     crate::cli::shutdown_signal().await;

@@ -12,7 +12,7 @@
 //! | GET / POST | `/__sim/config` | `{"job_duration_ms"?, "webhook_url"?, "webhook_secret"?, "api_key"?, "seconds_per_char"?, "stream_delay_ms"?, "strict_tokens"?}` (null clears) → the current config |
 //! | GET / DELETE | `/__sim/webhooks` | `{"webhooks": [{url, event, kind, id, signature, attempts, status, error, body}]}` / clears |
 //! | POST | `/__sim/billing_usage` | `{"date": "YYYY-MM-DD", "items": {"synth": "8450", ...}}` replaces that day |
-//! | POST | `/__sim/reset` | forgets all resources, jobs, usage, log, faults and webhook records |
+//! | POST | `/__sim/reset` | forgets all resources, jobs, usage, log, faults and webhook records (and Anthropic prompt-cache prefixes, Gemini cached contents) |
 //! | GET | `/__sim/media/{id}.wav` / `.mp3` / `.png` | result audio, generated images (logged and faultable like provider calls) |
 
 use std::sync::Arc;

@@ -14,6 +14,13 @@
 //!   A `status` of 200 with a `body` answers any figure a test needs (a
 //!   synthesis `duration: -500`, a job item with `duration_seconds: -1000`)
 //!   on the real path;
+//!   `{"stream_error": 529, "after": 2}` (Anthropic `/v1/messages` and Gemini
+//!   `/v1beta/...` only) answers normally but breaks a streamed answer off
+//!   after `after` content deltas (default 1) with the provider's error event
+//!   for that status (a non-streamed answer is unaffected; the use is spent);
+//!   without a `body`, an error answer has the default body of the path's
+//!   provider ([`default_body`]: Anthropic's, Google's or the voice
+//!   provider's shape);
 //! * `count`: how many matching requests the rule applies to (default 1;
 //!   0 means unlimited).
 //!
@@ -36,8 +43,9 @@ pub enum Effect {
     Respond {
         /// HTTP status.
         status: StatusCode,
-        /// JSON (or, when a string, raw text) body.
-        body: Value,
+        /// JSON (or, when a string, raw text) body; `None`: the default
+        /// error body of the path's provider ([`default_body`]).
+        body: Option<Value>,
         /// Extra response headers.
         headers: Vec<(HeaderName, HeaderValue)>,
     },
@@ -45,6 +53,33 @@ pub enum Effect {
     Reset,
     /// Never answer.
     Timeout,
+    /// Answer normally, but a streamed answer of the Anthropic or Gemini
+    /// API breaks off with an error event of this status after `after`
+    /// content deltas (other answers are unaffected).
+    StreamError {
+        /// The error's status (its type follows the provider's mapping).
+        status: StatusCode,
+        /// Content deltas sent before the error.
+        after: usize,
+    },
+}
+
+/// The body of an injected error answer without a `body`, in the shape of
+/// the provider the path belongs to: Anthropic's under `/v1/messages`,
+/// Google's under `/v1beta/`, the voice provider's otherwise (also under
+/// OpenAI's `/v1/`, as before).
+pub fn default_body(status: StatusCode, path: &str) -> Value {
+    if crate::anthropic::owns(path) {
+        crate::anthropic::error_body(status, "injected fault")
+    } else if crate::gemini::owns(path) {
+        crate::gemini::error_body(status, "injected fault")
+    } else {
+        json!({
+            "success": false,
+            "message": "injected fault",
+            "error": crate::response::error_code(status),
+        })
+    }
 }
 
 /// A matched fault: an optional delay, then an effect.
@@ -199,6 +234,17 @@ fn parse_fault(v: &Value) -> Result<Fault, String> {
                         .ok_or("`delay_ms` must be a non-negative integer")?,
                 )),
             };
+            if let Some(s) = o.get("stream_error") {
+                let status = parse_status(s)?;
+                let after = match o.get("after") {
+                    None | Some(Value::Null) => 1,
+                    Some(a) => a.as_u64().ok_or("`after` must be a non-negative integer")? as usize,
+                };
+                return Ok(Fault {
+                    delay,
+                    effect: Effect::StreamError { status, after },
+                });
+            }
             let effect = match o.get("status") {
                 None | Some(Value::Null) => match o.get("kind").and_then(Value::as_str) {
                     Some("reset") => Effect::Reset,
@@ -211,18 +257,8 @@ fn parse_fault(v: &Value) -> Result<Fault, String> {
                     }
                 },
                 Some(s) => {
-                    let code = s.as_u64().ok_or("`status` must be an integer")?;
-                    let status = u16::try_from(code)
-                        .ok()
-                        .and_then(|c| StatusCode::from_u16(c).ok())
-                        .ok_or_else(|| format!("bad status {code}"))?;
-                    let body = o.get("body").cloned().unwrap_or_else(|| {
-                        json!({
-                            "success": false,
-                            "message": "injected fault",
-                            "error": crate::response::error_code(status),
-                        })
-                    });
+                    let status = parse_status(s)?;
+                    let body = o.get("body").cloned();
                     let mut headers = Vec::new();
                     if let Some(h) = o.get("headers") {
                         let h = h.as_object().ok_or("`headers` must be an object")?;
@@ -249,6 +285,14 @@ fn parse_fault(v: &Value) -> Result<Fault, String> {
         }
         _ => Err("`fault` must be an object or \"reset\"/\"timeout\"".into()),
     }
+}
+
+fn parse_status(s: &Value) -> Result<StatusCode, String> {
+    let code = s.as_u64().ok_or("`status` must be an integer")?;
+    u16::try_from(code)
+        .ok()
+        .and_then(|c| StatusCode::from_u16(c).ok())
+        .ok_or_else(|| format!("bad status {code}"))
 }
 
 #[cfg(test)]
@@ -292,7 +336,10 @@ mod tests {
         .unwrap();
         match f.take(&Method::POST, "/synthesize").unwrap().effect {
             Effect::Respond { status, body, .. } => {
-                assert_eq!((status, body), (StatusCode::OK, json!({"duration": -500})))
+                assert_eq!(
+                    (status, body),
+                    (StatusCode::OK, Some(json!({"duration": -500})))
+                )
             }
             other => panic!("{other:?}"),
         }

@@ -13,6 +13,12 @@
 //!   identity, projects, clips, agents, knowledge items, billing usage);
 //! * `POST /synthesize`: the synthesis cluster (real WAV / MP3 audio);
 //! * `/v1/...`: an OpenAI-compatible model provider ([`Sim::llm_url`]);
+//! * `/v1/checkout/sessions...`: Stripe's Checkout Sessions, and
+//!   `/__sim/stripe/...` its control calls (pay a session: a signed
+//!   webhook), see [`stripe`];
+//! * `/v1/messages`, `/v1/messages/count_tokens`: Anthropic's Messages API
+//!   (key in `x-api-key`), and `/v1beta/...`: Google's Gemini API (key in
+//!   `x-goog-api-key`), both with [`Sim::url`] as their base;
 //! * `/__sim/...`: the control plane (faults, request log, jobs, config,
 //!   webhooks, billing override, reset), never faulted, never logged, no
 //!   credentials;
@@ -21,7 +27,9 @@
 //!
 //! With [`SimConfig::api_key`] set, provider requests need
 //! `Authorization: Bearer K`, `Authorization: Token token=K` or
-//! `x-access-token: K` (any of them, on every host); otherwise 401.
+//! `x-access-token: K` (any of them, on every host); otherwise 401. The
+//! Anthropic and Gemini paths check their own headers instead (`x-api-key`,
+//! `x-goog-api-key`: required, and equal to the key when one is set).
 //!
 //! Asynchronous jobs move `pending` (first third of the job duration) →
 //! `processing` → `completed`; on completion a signed webhook is sent to the
@@ -50,7 +58,12 @@
 //! * [`openai`]: the OpenAI-compatible model provider under `/v1` (chat,
 //!   completions with SSE streaming, embeddings, images, videos, speech,
 //!   transcription) for the general gateway area;
+//! * [`anthropic`]: Anthropic's Messages API (answers, SSE events, prompt
+//!   cache, token count) and [`gemini`]: Google's Gemini API (generate,
+//!   stream, embed, cached contents), both following the reply rules of
+//!   [`llm`];
 //! * [`webhook`]: HMAC signing and delivery with retries;
+//! * [`stripe`]: Stripe's side of buying credits (sessions, signed events);
 //! * [`faults`]: fault-injection rules and matching;
 //! * [`log`]: the bounded request log;
 //! * [`audio`]: WAV (hound) and MP3 (silent MPEG frames) generation and probing;
@@ -60,11 +73,14 @@
 // error response; the large `Err` variant is deliberate.
 #![allow(clippy::result_large_err)]
 
+pub mod anthropic;
 pub mod audio;
 pub mod billing;
 pub mod control;
 pub mod faults;
+pub mod gemini;
 pub mod jobs;
+pub mod llm;
 pub mod log;
 pub mod openai;
 pub mod request;
@@ -72,6 +88,7 @@ pub mod resources;
 pub mod response;
 pub mod server;
 pub mod shared;
+pub mod stripe;
 pub mod webhook;
 
 use std::net::SocketAddr;

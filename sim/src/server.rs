@@ -7,8 +7,11 @@
 //! 2. buffer the body, parse multipart parts, append to the [request log](crate::log);
 //! 3. [fault rules](crate::faults) (a `reset` makes the service fail, so hyper
 //!    closes the connection without writing a response);
-//! 4. credentials when `api_key` is configured (media needs none);
-//! 5. [`crate::resources::route`] (or media).
+//! 4. Anthropic's `/v1/messages...` → [`crate::anthropic`] and Google's
+//!    `/v1beta/...` → [`crate::gemini`] (each checks its own key header),
+//!    and Stripe's paths → [`crate::stripe`] (its own secret key);
+//! 5. credentials when `api_key` is configured (media needs none);
+//! 6. [`crate::resources::route`] (or media).
 //!
 //! The request type is in [`crate::request`], response helpers in
 //! [`crate::response`] and the shared state in [`crate::shared`]; they are
@@ -83,10 +86,14 @@ pub async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, Res
     let (parts, body) = req.into_parts();
     let body = body.collect().await.map_err(|_| Reset)?.to_bytes();
     let req = Req::new(parts, body).await;
+    if control && req.path.starts_with("/__sim/stripe/") {
+        return Ok(crate::stripe::control(&sh, &req).await);
+    }
     if control {
         return Ok(crate::control::handle(&sh, &req));
     }
     sh.log.push(&req);
+    let mut stream_error = None;
     if let Some(fault) = sh.faults.take(&req.method, &req.path) {
         if let Some(d) = fault.delay {
             tokio::time::sleep(d).await;
@@ -98,6 +105,7 @@ pub async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, Res
                 body,
                 headers,
             } => {
+                let body = body.unwrap_or_else(|| crate::faults::default_body(status, &req.path));
                 let mut resp = match body {
                     Value::String(text) => {
                         let mut r = full(text);
@@ -113,6 +121,7 @@ pub async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, Res
                 }
                 return Ok(resp);
             }
+            Effect::StreamError { status, after } => stream_error = Some((status, after)),
             Effect::Reset => return Err(Reset),
             Effect::Timeout => {
                 tokio::time::sleep(Duration::from_secs(3600)).await;
@@ -122,6 +131,17 @@ pub async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, Res
     }
     if is_media {
         return Ok(crate::control::media(&sh, &req));
+    }
+    // Stripe's paths carry Stripe's secret key, not the provider's.
+    if let Some(resp) = crate::stripe::route(&sh, &req) {
+        return Ok(resp);
+    }
+    // Anthropic's and Google's APIs check their own key headers.
+    if crate::anthropic::owns(&req.path) {
+        return Ok(crate::anthropic::route(&sh, &req, stream_error));
+    }
+    if crate::gemini::owns(&req.path) {
+        return Ok(crate::gemini::route(&sh, &req, stream_error));
     }
     if !sh.authorized(&req.headers) {
         return Ok(error(

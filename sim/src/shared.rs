@@ -56,6 +56,8 @@ pub struct Shared {
     pub strict_tokens: std::sync::atomic::AtomicBool,
     /// Rendered synthesis audio.
     pub audio_cache: Mutex<HashMap<AudioKey, Arc<Rendered>>>,
+    /// Stripe's side (see [`crate::stripe`]).
+    pub stripe: crate::stripe::StripeSim,
     /// Webhook delivery records (see [`crate::webhook`]).
     webhooks: Mutex<Vec<Value>>,
     /// Becomes true when the simulator stops.
@@ -80,6 +82,7 @@ impl Shared {
             stream_delay_ms: std::sync::atomic::AtomicU64::new(15),
             strict_tokens: std::sync::atomic::AtomicBool::new(false),
             audio_cache: Mutex::new(HashMap::new()),
+            stripe: Default::default(),
             webhooks: Mutex::new(Vec::new()),
             shutdown: watch::channel(false).0,
         })

@@ -212,6 +212,12 @@ keyword_enum! {
         ResetPassword = "reset_password",
         /// `GET /auth/me`: the caller and their balance.
         Me = "me",
+        /// `GET /auth/oauth/{provider}/authorize`: a redirect to an OpenID
+        /// Connect provider (code flow, PKCE, one-time state and nonce).
+        OauthAuthorize = "oauth_authorize",
+        /// `GET /auth/oauth/{provider}/callback`: the code exchanged, the ID
+        /// token checked, the user logged in (the account made on first sign-in).
+        OauthCallback = "oauth_callback",
         /// The caller's API keys (never the keys themselves).
         KeyList = "key_list",
         /// A new API key, answered once.
@@ -230,6 +236,23 @@ keyword_enum! {
         AdminCredits = "admin_credits",
         /// Admin: a user's usage records.
         AdminUsage = "admin_usage",
+        // ---- media files (`/media`), served from the object store ----
+        /// A caller's image or audio file (multipart `file`, `file_type`),
+        /// checked by its first bytes and streamed into the object store.
+        MediaUpload = "media_upload",
+        /// One of the caller's media files: metadata and a fresh presigned URL.
+        MediaGet = "media_get",
+        /// The caller's media files, paged.
+        MediaList = "media_list",
+        /// Soft-deletes one of the caller's media files (its object swept later).
+        MediaDelete = "media_delete",
+        // ---- buying credits (Stripe Checkout; served by the gateway) ----
+        /// `POST /stripe/checkout`: a Stripe Checkout Session for an amount; a pending purchase.
+        StripeCheckout = "stripe_checkout",
+        /// `POST /stripe/webhook`: Stripe's signed events; a paid session credited once.
+        StripeWebhook = "stripe_webhook",
+        /// `GET /stripe/purchases`: the caller's purchases.
+        StripePurchases = "stripe_purchases",
     }
 }
 
@@ -250,7 +273,28 @@ impl Mode {
 
     /// Modes the gateway serves itself; an `upstream` on them is a mistake.
     pub fn forbids_upstream(self) -> bool {
-        matches!(self, Mode::Upload | Mode::Webhook) || self.is_account()
+        matches!(self, Mode::Upload | Mode::Webhook)
+            || self.is_account()
+            || self.is_media()
+            || self.is_payment()
+    }
+
+    /// The payment modes (Stripe Checkout): the gateway talks to Stripe
+    /// itself, never through a row's upstream.
+    pub fn is_payment(self) -> bool {
+        matches!(
+            self,
+            Mode::StripeCheckout | Mode::StripeWebhook | Mode::StripePurchases
+        )
+    }
+
+    /// The media-file modes (`/media`): served by the gateway from its
+    /// database and object store.
+    pub fn is_media(self) -> bool {
+        matches!(
+            self,
+            Mode::MediaUpload | Mode::MediaGet | Mode::MediaList | Mode::MediaDelete
+        )
     }
 
     /// The account modes (accounts, tokens, keys, admin): served by the
@@ -265,6 +309,8 @@ impl Mode {
                 | Mode::ConfirmEmail
                 | Mode::ResetPassword
                 | Mode::Me
+                | Mode::OauthAuthorize
+                | Mode::OauthCallback
                 | Mode::KeyList
                 | Mode::KeyCreate
                 | Mode::KeyRevoke

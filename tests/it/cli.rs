@@ -73,7 +73,8 @@ fn routes_subcommand_prints_the_snapshot() {
     )
     .unwrap();
     assert_eq!(out, snapshot);
-    assert_eq!(out.lines().count(), 99);
+    // One line per row (the count follows the table; the snapshot is the review).
+    assert_eq!(out.lines().count(), server::routes::ROUTES.len());
 }
 
 #[tokio::test]
@@ -206,6 +207,46 @@ fn demo_curl_commands_work_as_printed() {
             serde_json::from_str(body).unwrap_or_else(|_| panic!("{cmd}: not JSON: {body}"));
         assert!(v.get("detail").is_none(), "{cmd}: {body}");
     }
+    // The printed token pair is the demo user's: the access token opens an
+    // access-token route (the key listing shows the printed key's id), the
+    // refresh token renews it (scripts/schemathesis.sh relies on both).
+    let printed = |name: &str| {
+        let prefix = format!("export {name}=");
+        lines
+            .iter()
+            .find_map(|l| l.trim().strip_prefix(prefix.as_str()).map(str::to_owned))
+            .unwrap_or_else(|| panic!("no {name} line: {lines:#?}"))
+    };
+    let base = lines
+        .iter()
+        .find_map(|l| l.split("running on ").nth(1))
+        .and_then(|rest| rest.split_whitespace().next())
+        .expect("running on line")
+        .to_owned();
+    let key_id = lines
+        .iter()
+        .find_map(|l| l.split("key id ").nth(1))
+        .and_then(|rest| rest.split(')').next())
+        .expect("key id")
+        .to_owned();
+    let curl = |args: &[&str]| {
+        let out = Command::new("curl").arg("-s").args(args).output().unwrap();
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    let keys = curl(&[
+        &format!("{base}/api/v1/keys"),
+        "-H",
+        &format!("Authorization: Bearer {}", printed("TOKEN")),
+    ]);
+    assert_eq!(keys["data"][0]["id"].to_string(), key_id, "{keys}");
+    let pair = curl(&[
+        &format!("{base}/api/v1/auth/refresh"),
+        "-H",
+        "Content-Type: application/json",
+        "-d",
+        &serde_json::json!({ "refresh_token": printed("REFRESH") }).to_string(),
+    ]);
+    assert!(pair["access_token"].is_string(), "{pair}");
     let status = terminate(&mut child);
     assert!(status.success(), "{status:?}");
 }

@@ -85,6 +85,16 @@ async fn a_postgresql_restart_answers_503_while_down_and_recovers_within_5s() {
         audit_before,
         "nothing answered 2xx while down"
     );
+    // A format-1 route (the caller's media files): the same 503, in format
+    // 1, with a `Retry-After` of 30 to 60 s (spec §7).
+    let a = env
+        .call_as(&env.key, "GET", &env.url("/api/v1/media"), None)
+        .await;
+    assert_eq!(a.status, 503, "{}", a.text);
+    assert_eq!(a.json["error"], "service_unavailable", "{}", a.text);
+    assert_eq!(a.json["status_code"], json!(503));
+    let retry: u64 = a.header("retry-after").unwrap().parse().unwrap();
+    assert!((30..=60).contains(&retry), "Retry-After {retry}");
 
     // Back: both kinds succeed again within 5 s, without a gateway restart.
     pg.start_again();

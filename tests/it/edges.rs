@@ -1,6 +1,7 @@
 //! The request's edges (#23): the access log, slow and oversized bodies,
 //! HTTP/2 stream limits, spool files of a crashed instance, a provider
-//! reusing a job id (N15) and what `/models/trending` may show (N16).
+//! reusing a job id (N15), what `/models/trending` may show (N16), and
+//! which connections are closed first at the connection cap (N1).
 
 use std::future::Future;
 use std::io::{BufRead, BufReader};
@@ -471,4 +472,98 @@ async fn at_the_connection_cap_slow_unauthenticated_clients_are_closed_first() {
         }
     }
     assert!(closed >= 1);
+}
+
+/// Reads an HTTP/1.1 answer's head from `s` (within 10 s).
+async fn answer_head(s: &mut TcpStream) -> String {
+    let mut buf = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), async {
+        let mut chunk = [0u8; 4096];
+        while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+            match s.read(&mut chunk).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            }
+        }
+    })
+    .await
+    .expect("an answer within 10 s");
+    String::from_utf8_lossy(&buf).into_owned()
+}
+
+/// Probe finding N1: at the connection cap, connections that never
+/// authenticated and send their request body slowly are closed to make
+/// room; an authenticated client is answered, and an authenticated
+/// connection with a slow body is kept (its request completes).
+#[tokio::test]
+async fn at_the_cap_slow_anonymous_bodies_are_closed_before_authenticated_ones() {
+    let env = Env::with(|c| {
+        c.max_connections = 4;
+        // Far beyond the test: only the shedding can free a slot.
+        c.body_timeout = Duration::from_secs(300);
+    })
+    .await;
+    let addr = env.gw.url().trim_start_matches("http://").to_owned();
+    // One slot: an authenticated synthesis whose body arrives slowly.
+    let body = synth_body("Hello there").to_string();
+    let mut known = TcpStream::connect(&addr).await.unwrap();
+    let head = format!(
+        "POST /api/v1/voice/tts/synthesize HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        env.key,
+        body.len()
+    );
+    known.write_all(head.as_bytes()).await.unwrap();
+    known.write_all(&body.as_bytes()[..5]).await.unwrap();
+    // Three slots: anonymous login bodies, a byte sent of each.
+    let mut anonymous = Vec::new();
+    for _ in 0..3 {
+        let mut s = TcpStream::connect(&addr).await.unwrap();
+        s.write_all(
+            format!("POST /api/v1/auth/login HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: 60\r\n\r\n{{")
+                .as_bytes(),
+        )
+        .await
+        .unwrap();
+        anonymous.push(s);
+    }
+    // Past the grace of a slow body (1 s), an authenticated client is
+    // answered although every connection was taken.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let a = env
+        .client
+        .get(env.voice("/tts/voices/stock-voice-1"))
+        .bearer_auth(&env.key)
+        .timeout(Duration::from_secs(10))
+        .send()
+        .await
+        .expect("an authenticated client answered at the connection cap");
+    assert_eq!(a.status(), 200);
+    // Every anonymous slow body was closed, none answered.
+    for s in &mut anonymous {
+        let mut b = [0u8; 256];
+        match tokio::time::timeout(Duration::from_secs(5), s.read(&mut b)).await {
+            Ok(Ok(0)) | Ok(Err(_)) => {}
+            Ok(Ok(n)) => panic!(
+                "an anonymous slow body was answered: {}",
+                String::from_utf8_lossy(&b[..n])
+            ),
+            Err(_) => panic!("an anonymous slow body was kept open at the cap"),
+        }
+    }
+    // The authenticated slow body was kept: it completes and is served,
+    // and recorded; the anonymous ones left no record.
+    known.write_all(&body.as_bytes()[5..]).await.unwrap();
+    let head = answer_head(&mut known).await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    let audit = env.audit();
+    assert!(
+        audit
+            .iter()
+            .any(|r| r.path == "/api/v1/voice/tts/synthesize" && r.status == 200),
+        "{audit:?}"
+    );
+    assert!(
+        !audit.iter().any(|r| r.path.contains("/auth/")),
+        "{audit:?}"
+    );
 }

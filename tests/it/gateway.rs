@@ -227,7 +227,7 @@ async fn model_errors_are_format_2() {
     env.fault(json!({"path": "/v1/chat/completions", "fault": {"status": 500}}))
         .await;
     let a = env.api("/chat/completions", chat_body("x")).await;
-    envelope(&a, 502);
+    envelope(&a, 500);
     assert!(env.usage().is_empty());
     assert_eq!(env.balance(), d("1"));
     env.wait_no_holds().await;
@@ -552,10 +552,10 @@ async fn byok_sends_the_callers_key_charges_nothing_and_stores_nothing() {
             );
         }
     }
-    // Without BYOK the gateway's own key is refused by this provider: 502.
+    // Without BYOK the gateway's own key is refused by this provider: 500 (spec §7 format 2).
     env.grant("1");
     let a = env.api("/chat/completions", chat_body("x")).await;
-    envelope(&a, 502);
+    envelope(&a, 500);
     assert_eq!(env.balance(), d("1"));
 }
 

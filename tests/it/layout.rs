@@ -501,6 +501,7 @@ const FLOORS: &[(&str, &[&str])] = &[
             "watchdog",
             "access",
             "spool",
+            "tls",
         ],
     ),
     (
@@ -514,6 +515,8 @@ const FLOORS: &[(&str, &[&str])] = &[
             "auth",
             "ratelimit",
             "mail",
+            "oidc",
+            "stripe",
         ],
     ),
     (
@@ -722,6 +725,10 @@ fn records_commit_through_one_door() {
         ("runtime/src/credits.rs", (1, vec!["Hold"])),
         ("runtime/src/relay.rs", (2, vec!["StreamSettlement"])),
         ("runtime/src/videos.rs", (2, vec!["VideoJobEnd"])),
+        (
+            "runtime/src/modes/media_files.rs",
+            (1, vec!["UploadedAsset"]),
+        ),
         ("runtime/src/modes/uploads.rs", (1, vec!["UploadedAsset"])),
         ("runtime/src/mirror.rs", (1, vec!["MirroredCopy"])),
         ("runtime/src/follower.rs", (1, vec!["FollowedJob"])),

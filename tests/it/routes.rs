@@ -144,9 +144,25 @@ fn every_spec_route_is_in_the_table() {
                 .any(|a| p.starts_with(a))
         })
         .count();
-    assert_eq!(accounts, 16, "issue #10: 7 auth + 3 keys + 6 admin routes");
     assert_eq!(
-        have.len() - voice - accounts,
+        accounts, 18,
+        "issue #10: 7 auth + 3 keys + 6 admin routes; issue #24: 2 sign-in routes"
+    );
+    let media = have
+        .iter()
+        .filter(|(_, p)| p.starts_with("/api/v1/media"))
+        .count();
+    assert_eq!(media, 4, "issue #24: media upload, list, get, delete");
+    let payments = have
+        .iter()
+        .filter(|(_, p)| p.starts_with("/api/v1/stripe/"))
+        .count();
+    assert_eq!(
+        payments, 3,
+        "issue #24: Stripe checkout, webhook, purchases"
+    );
+    assert_eq!(
+        have.len() - voice - accounts - media - payments,
         15,
         "B: 15 general-gateway routes"
     );

@@ -144,7 +144,7 @@ async fn failed_speech_charges_nothing_and_stores_nothing() {
     let a = env
         .api("/audio/tts/generations", json!({"input": "hello world"}))
         .await;
-    envelope(&a, 502);
+    envelope(&a, 500);
     // Too little credit for the hold: 402 with no upstream call.
     let env2 = media_env().await;
     env2.clear_sim_log().await;

@@ -40,6 +40,7 @@
 pub mod docs;
 pub mod expand;
 pub mod keywords;
+pub mod links;
 pub mod openapi;
 pub mod table;
 pub mod validate;

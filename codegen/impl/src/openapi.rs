@@ -3,7 +3,9 @@
 //! [`document`] builds it from the resolved rows only: one operation per row
 //! (path and query parameters, the JSON body typed from the row's field
 //! rules, the area's error shape, the security scheme of its `auth`, and the
-//! success shape where the gateway defines it). The expansion embeds the
+//! success shape where the gateway defines it, and the `links` from an
+//! operation that creates something to those taking its id: [`crate::links`]).
+//! The expansion embeds the
 //! rendered text as `pub static OPENAPI_JSON: &str`; the runtime serves it
 //! at `/openapi.json` and renders nothing itself.
 
@@ -21,7 +23,10 @@ pub fn document(table: &Table) -> Value {
         let Value::Object(item) = item else {
             unreachable!("path items are objects")
         };
-        item.insert(row.method.as_str().to_ascii_lowercase(), operation(row));
+        item.insert(
+            row.method.as_str().to_ascii_lowercase(),
+            operation(table, row),
+        );
     }
     json!({
         "openapi": "3.1.0",
@@ -44,7 +49,7 @@ pub fn document_text(table: &Table) -> String {
     document(table).to_string()
 }
 
-fn operation(row: &Row) -> Value {
+fn operation(table: &Table, row: &Row) -> Value {
     let mut op = Map::new();
     op.insert("operationId".into(), json!(row.id));
     if !row.summary.is_empty() {
@@ -67,6 +72,13 @@ fn operation(row: &Row) -> Value {
             "schema": field_schema(f),
         })
     }));
+    if row.mode == Mode::StripeWebhook {
+        parameters.push(json!({
+            "name": "Stripe-Signature", "in": "header", "required": false,
+            "description": "`t=<unix>,v1=<hex>`: HMAC-SHA256 of `{t}.{raw body}` with STRIPE_WEBHOOK_SECRET (300 s tolerance); without a valid one the answer is 400",
+            "schema": {"type": "string"},
+        }));
+    }
     if !parameters.is_empty() {
         op.insert("parameters".into(), Value::Array(parameters));
     }
@@ -74,7 +86,7 @@ fn operation(row: &Row) -> Value {
         op.insert("requestBody".into(), body);
     }
     op.insert("security".into(), security(row.auth));
-    op.insert("responses".into(), responses(row));
+    op.insert("responses".into(), responses(table, row));
     let mut ext = Map::new();
     ext.insert("mode".into(), json!(row.mode.as_str()));
     ext.insert("billing".into(), json!(row.billing.as_str()));
@@ -154,10 +166,27 @@ fn request_body(row: &Row) -> Option<Value> {
             }}},
         }));
     }
-    if !row.body.is_empty() {
+    if row.mode == Mode::MediaUpload {
         return Some(json!({
             "required": true,
-            "content": {"application/json": {"schema": object_schema(&row.body)}},
+            "content": {"multipart/form-data": {"schema": {
+                "type": "object",
+                "properties": {
+                    "file": {"type": "string", "contentMediaType": "application/octet-stream"},
+                    "file_type": {"type": "string", "enum": ["image", "audio"]},
+                },
+                "required": ["file", "file_type"],
+            }}},
+        }));
+    }
+    if !row.body.is_empty() {
+        let mut media = json!({"schema": object_schema(&row.body)});
+        if let Some(example) = &row.example {
+            media["example"] = serde_json::from_str(example).expect("validated JSON");
+        }
+        return Some(json!({
+            "required": true,
+            "content": {"application/json": media},
         }));
     }
     match row.method {
@@ -188,7 +217,7 @@ pub fn error_component(format: ErrorFormat) -> &'static str {
     }
 }
 
-fn responses(row: &Row) -> Value {
+fn responses(table: &Table, row: &Row) -> Value {
     let success = match row.mode {
         Mode::Synthesize => json!({"$ref": "#/components/schemas/SynthesisResponse"}),
         Mode::Upload => json!({"$ref": "#/components/schemas/UploadResponse"}),
@@ -205,15 +234,39 @@ fn responses(row: &Row) -> Value {
             "required": ["data"],
         }});
     }
-    json!({
-        "2XX": {
-            "description": "Success",
-            "headers": {"X-Request-Id": {"$ref": "#/components/headers/X-Request-Id"}},
-            "content": content,
-        },
+    let mut ok = json!({
+        "description": "Success",
+        "headers": {"X-Request-Id": {"$ref": "#/components/headers/X-Request-Id"}},
+        "content": content,
+    });
+    if let Some(links) = crate::links::links(table, row) {
+        ok["links"] = links;
+    }
+    let mut responses = json!({
+        "2XX": ok,
         "4XX": error.clone(),
         "5XX": error,
-    })
+    });
+    if row.mode == Mode::OauthAuthorize {
+        // The sign-in's redirect to the provider's authorization endpoint.
+        responses["302"] = json!({
+            "description": "Redirect to the provider's authorization endpoint",
+            "headers": {
+                "Location": {"schema": {"type": "string"}},
+                "X-Request-Id": {"$ref": "#/components/headers/X-Request-Id"},
+            },
+        });
+    }
+    if row.mode == Mode::StripeWebhook {
+        // Stripe's webhook: every unsigned (or badly signed) body, which
+        // is all a caller without the secret can send, is answered 400.
+        responses["400"] = json!({
+            "description": "Stripe-Signature missing, malformed, stale or wrong: nothing is read or stored",
+            "headers": {"X-Request-Id": {"$ref": "#/components/headers/X-Request-Id"}},
+            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorFormat1"}}},
+        });
+    }
+    responses
 }
 
 fn error_response(description: &str, schema: &str) -> Value {

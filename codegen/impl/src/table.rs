@@ -149,6 +149,9 @@ pub struct RawEndpoint {
     pub set: Option<toml::Table>,
     pub body: Option<OrderedMap<RawField>>,
     pub query: Option<OrderedMap<RawField>>,
+    /// `example`: a request body, shown as the example of the operation's
+    /// JSON body in the OpenAPI document.
+    pub example: Option<toml::Table>,
 }
 
 /// `[kinds.<kind>]`: what a resource kind does beyond ownership.
@@ -398,6 +401,8 @@ pub struct Row {
     pub translate: bool,
     /// `""` when the row has none.
     pub summary: String,
+    /// `example` as compact JSON text, keys in the order written.
+    pub example: Option<String>,
 }
 
 impl Row {

@@ -75,7 +75,7 @@ async fn subscribe(cluster: &Cluster) -> Result<redis::aio::PubSub, String> {
     };
     match tokio::time::timeout(ANSWER_WITHIN, work).await {
         Ok(Ok(p)) => Ok(p),
-        Ok(Err(e)) => Err(e.to_string()),
+        Ok(Err(e)) => Err(cluster.describe(&e)),
         Err(_) => Err(format!("no answer within {} ms", ANSWER_WITHIN.as_millis())),
     }
 }

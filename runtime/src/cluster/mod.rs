@@ -32,6 +32,17 @@
 //!
 //! Without `GATEWAY_REDIS_URL` none of this exists: no connection, no task,
 //! no extra work on any request.
+//!
+//! # TLS
+//!
+//! `rediss://` connects over rustls and verifies the server's certificate
+//! and host name: against the public web's CAs (webpki-roots), or only the
+//! CAs of [`GATEWAY_REDIS_CA_FILE`] (PEM, read at start). Every connection
+//! (the shared one, the bus's subscriber, their reconnections) is made by
+//! the one `redis::Client` built here, so all of them use it. A refused
+//! certificate is a configuration error, not an outage: `gateway serve`
+//! checks it before listening ([`Cluster::check_certificate`]) and every
+//! later failure's text names the variables.
 
 pub mod bus;
 #[cfg(any(test, feature = "testing"))]
@@ -53,13 +64,21 @@ pub const TIMEOUT: Duration = Duration::from_millis(250);
 /// Default of `GATEWAY_REDIS_PREFIX`.
 pub const DEFAULT_PREFIX: &str = "gateway:";
 
-/// Where the shared Redis is (`GATEWAY_REDIS_URL`, `GATEWAY_REDIS_PREFIX`).
+/// The CAs (a PEM file) that a `rediss://` server's certificate must chain
+/// to, instead of the public web's. Default: unset (webpki-roots).
+pub const GATEWAY_REDIS_CA_FILE: &str = "GATEWAY_REDIS_CA_FILE";
+
+/// Where the shared Redis is (`GATEWAY_REDIS_URL`, `GATEWAY_REDIS_PREFIX`,
+/// `GATEWAY_REDIS_CA_FILE`).
 #[derive(Clone, PartialEq, Eq)]
 pub struct RedisConfig {
-    /// `redis://[user:password@]host[:port][/db]` or `unix:///path`.
+    /// `redis://[user:password@]host[:port][/db]`, `rediss://...` (TLS) or
+    /// `unix:///path`.
     pub url: String,
     /// Put before every key and channel name.
     pub prefix: String,
+    /// The private CA of a `rediss://` URL: its file and its PEM text.
+    pub ca: Option<(std::path::PathBuf, Vec<u8>)>,
 }
 
 impl RedisConfig {
@@ -67,12 +86,43 @@ impl RedisConfig {
     pub fn parse(url: &str, prefix: Option<&str>) -> Result<RedisConfig, String> {
         let url = url.trim();
         redis::Client::open(url).map_err(|e| {
-            format!("not a usable Redis URL ({e}); expected redis://[:password@]host[:port][/db] or unix:///path")
+            format!("not a usable Redis URL ({e}); expected redis://[:password@]host[:port][/db], rediss://... (TLS) or unix:///path")
         })?;
         Ok(RedisConfig {
             url: url.to_owned(),
             prefix: prefix.unwrap_or(DEFAULT_PREFIX).trim().to_owned(),
+            ca: None,
         })
+    }
+
+    /// Whether the URL asks for TLS (`rediss://`).
+    pub fn is_tls(&self) -> bool {
+        self.url.starts_with("rediss://")
+    }
+
+    /// Reads the CA file of [`GATEWAY_REDIS_CA_FILE`] (the error is its
+    /// variable's: unreadable, not PEM, no certificate, or a URL that is
+    /// not `rediss://`).
+    pub fn with_ca_file(mut self, path: &std::path::Path) -> Result<RedisConfig, String> {
+        if !self.is_tls() {
+            return Err(
+                "set, but GATEWAY_REDIS_URL is not rediss:// (TLS); the CA would not be used"
+                    .to_owned(),
+            );
+        }
+        let pem =
+            std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        crate::tls::roots_of(&pem).map_err(|e| format!("{}: {e}", path.display()))?;
+        self.ca = Some((path.to_owned(), pem));
+        Ok(self)
+    }
+
+    /// What the server's certificate was checked against, for errors.
+    fn trusted(&self) -> String {
+        match &self.ca {
+            Some((path, _)) => format!("the CA of {GATEWAY_REDIS_CA_FILE}={}", path.display()),
+            None => format!("the public web's CAs ({GATEWAY_REDIS_CA_FILE} unset)"),
+        }
     }
 
     /// The URL with its password (if any) masked, for logs.
@@ -94,6 +144,7 @@ impl std::fmt::Debug for RedisConfig {
         f.debug_struct("RedisConfig")
             .field("url", &self.redacted())
             .field("prefix", &self.prefix)
+            .field("ca", &self.ca.as_ref().map(|(path, _)| path))
             .finish()
     }
 }
@@ -149,8 +200,22 @@ struct Inner {
 impl Cluster {
     /// The shared Redis of `config`; connects on first use, never here.
     pub fn new(config: &RedisConfig) -> Result<Cluster, Unavailable> {
-        let client = redis::Client::open(config.url.as_str())
-            .map_err(|e| Unavailable(format!("bad URL: {e}")))?;
+        if config.is_tls() {
+            // The Redis client builds its rustls configuration from the
+            // process's provider.
+            crate::tls::install_provider();
+        }
+        let client = match &config.ca {
+            Some((_, pem)) => redis::Client::build_with_tls(
+                config.url.as_str(),
+                redis::TlsCertificates {
+                    client_tls: None,
+                    root_cert: Some(pem.clone()),
+                },
+            ),
+            None => redis::Client::open(config.url.as_str()),
+        }
+        .map_err(|e| Unavailable(format!("bad URL: {e}")))?;
         let mut id = [0u8; 8];
         rand::thread_rng().fill_bytes(&mut id);
         Ok(Cluster(Arc::new(Inner {
@@ -228,11 +293,43 @@ impl Cluster {
         };
         match tokio::time::timeout(TIMEOUT, work).await {
             Ok(Ok(v)) => Ok(v),
-            Ok(Err(e)) => Err(Unavailable(e.to_string())),
+            Ok(Err(e)) => Err(Unavailable(self.describe(&e))),
             Err(_) => Err(Unavailable(format!(
                 "no answer within {} ms",
                 TIMEOUT.as_millis()
             ))),
+        }
+    }
+
+    /// A Redis error's text; a refused server certificate names the
+    /// variables to look at.
+    pub(crate) fn describe(&self, e: &redis::RedisError) -> String {
+        match crate::tls::refused_certificate(e) {
+            Some(why) => format!(
+                "GATEWAY_REDIS_URL ({}): the server's certificate was refused, checked against {} ({why})",
+                self.location(),
+                self.0.config.trusted()
+            ),
+            None => e.to_string(),
+        }
+    }
+
+    /// For a `rediss://` URL, one connection made now (within `wait`): a
+    /// refused server certificate is an error naming the variables
+    /// (`gateway serve` then stops before listening). Anything else, an
+    /// unreachable Redis included, is `Ok`: the gateway serves without it
+    /// (rate limits fail open) and connects when it can.
+    pub async fn check_certificate(&self, wait: Duration) -> Result<(), String> {
+        if !self.0.config.is_tls() {
+            return Ok(());
+        }
+        let attempt = async {
+            let mut c = self.0.client.get_multiplexed_async_connection().await?;
+            redis::cmd("PING").query_async::<redis::Value>(&mut c).await
+        };
+        match tokio::time::timeout(wait, attempt).await {
+            Ok(Err(e)) if crate::tls::refused_certificate(&e).is_some() => Err(self.describe(&e)),
+            _ => Ok(()),
         }
     }
 

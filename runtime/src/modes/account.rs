@@ -15,6 +15,19 @@
 //! revokes the user's tokens and spends every other reset token. A reset
 //! request is answered before its mail is made (the same answer and the
 //! same work on the request path for any address).
+//!
+//! Sign-in with OpenID Connect (`oauth_authorize`, `oauth_callback`): the
+//! provider is [`crate::oidc`]'s; a sign-in under way is a row of the
+//! database (the hash of its one-time `state`, its nonce and PKCE
+//! verifier, [`OAUTH_STATE_TTL_MINUTES`]), so any instance takes the
+//! callback. The callback answers what `/auth/login` answers. An account
+//! is made on the first sign-in of a (provider, subject), with the ID
+//! token's e-mail address (confirmed only when the provider says
+//! `email_verified`) and a username from its `preferred_username` or the
+//! address; an address that is already another account's is refused (409
+//! `email_exists`: no account is linked by its address alone). Registering
+//! an address that signs in with a provider answers 409
+//! `email_already_linked`.
 
 use http::StatusCode;
 use serde_json::{json, Map, Value};
@@ -26,9 +39,11 @@ use crate::auth::{self, passwords, tokens::Typ, TokenPair};
 use crate::body::{ClientAddr, Request};
 use crate::ctx::{Ctx, Outcome};
 use crate::errors::ApiError;
+use crate::oidc::OidcError;
 use crate::ratelimit::Quota;
 use crate::services::Gateway;
-use crate::store::Registration;
+use crate::spec::PathParams;
+use crate::store::{OauthSignIn, OauthUser, Registration};
 use crate::{body, mail, telemetry};
 
 /// How long a confirmation token is valid.
@@ -37,6 +52,10 @@ const CONFIRM_TTL_HOURS: i64 = 48;
 const RESET_TTL_HOURS: i64 = 1;
 /// Reset mails one account may get: 3 at once, then one every 20 minutes.
 pub const RESET_MAILS: Quota = Quota::per_hour(3);
+/// How long a sign-in with a provider may take, from its redirect to its callback.
+pub const OAUTH_STATE_TTL_MINUTES: i64 = 10;
+/// `Retry-After` of the 503 of a sign-in provider that cannot be reached.
+pub const OAUTH_RETRY_AFTER_SECS: u64 = 30;
 
 /// The rate-limit key of a client address: negative, so never a user id.
 /// An IPv4 address (or an IPv4-mapped IPv6 one) is itself; an IPv6 address
@@ -152,23 +171,30 @@ pub async fn register(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> 
     let hash = ctx.gw.auth.passwords.hash(password.to_owned()).await?;
     let confirm = ctx.gw.config.accounts.require_email_confirmation;
     let (u, e) = (username.to_owned(), email.to_owned());
-    let id = match ctx
-        .gw
-        .store
-        .blocking(move |s| s.register(&u, &e, &hash, !confirm))
-        .await?
-    {
-        Registration::Created(id) => id,
-        Registration::UsernameExists => {
-            return Err(reason("username_exists", "this username is taken"))
-        }
-        Registration::EmailExists => {
-            return Err(reason(
-                "email_exists",
-                "this e-mail address is registered already",
-            ))
-        }
-    };
+    let id =
+        match ctx
+            .gw
+            .store
+            .blocking(move |s| s.register(&u, &e, &hash, !confirm))
+            .await?
+        {
+            Registration::Created(id) => id,
+            Registration::UsernameExists => {
+                return Err(reason("username_exists", "this username is taken"))
+            }
+            Registration::EmailExists => {
+                return Err(reason(
+                    "email_exists",
+                    "this e-mail address is registered already",
+                ))
+            }
+            Registration::EmailLinked => return Err(ApiError::Conflict {
+                reason: "email_already_linked",
+                message:
+                    "this e-mail address belongs to an account that signs in with an OAuth provider"
+                        .into(),
+            }),
+        };
     if confirm {
         let token = mail_token(&ctx.gw, id, "confirm", CONFIRM_TTL_HOURS).await?;
         let body = format!(
@@ -281,13 +307,12 @@ pub async fn confirm(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
     let obj = read_body(ctx, req).await?;
     let token = text(&obj, "token").ok_or_else(|| reason("missing_token", "token is required"))?;
     let hash = auth::hash_key(token);
-    let user = ctx
-        .gw
+    // The token is spent with the confirmation, in one transaction.
+    ctx.gw
         .store
-        .blocking(move |s| s.take_account_token(&hash, "confirm"))
+        .blocking(move |s| s.confirm_with_token(&hash))
         .await?
         .ok_or_else(|| reason("invalid_token", "the token is unknown, used or expired"))?;
-    ctx.gw.store.blocking(move |s| s.confirm_user(user)).await?;
     Ok(answer(
         StatusCode::OK,
         json!({ "message": "e-mail address confirmed" }),
@@ -310,21 +335,17 @@ pub async fn reset_password(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiE
         // Hashed before the token is spent: a busy pool (429) leaves it usable.
         let pw = ctx.gw.auth.passwords.hash(new_password.to_owned()).await?;
         let hash = auth::hash_key(token);
-        let user = ctx
-            .gw
-            .store
-            .blocking(move |s| s.take_account_token(&hash, "reset"))
-            .await?
-            .ok_or_else(|| reason("invalid_token", "the token is unknown, used or expired"))?;
         let accounts = &ctx.gw.config.accounts;
         let now = chrono::Utc::now();
         let keep_until = now
             + chrono::Duration::from_std(accounts.refresh_ttl.max(accounts.access_ttl))
                 .unwrap_or(chrono::Duration::days(366));
+        // The token is spent with the new password, in one transaction.
         ctx.gw
             .store
-            .blocking(move |s| s.set_password_revoking(user, &pw, now, keep_until))
-            .await?;
+            .blocking(move |s| s.reset_password_with_token(&hash, &pw, now, keep_until))
+            .await?
+            .ok_or_else(|| reason("invalid_token", "the token is unknown, used or expired"))?;
         return Ok(answer(
             StatusCode::OK,
             json!({ "message": "password changed" }),
@@ -395,4 +416,185 @@ pub async fn me(ctx: &mut Ctx) -> Result<Outcome, ApiError> {
     let mut v = user_json(&row);
     v["balance"] = json!(format!("{balance:.8}"));
     Ok(answer(StatusCode::OK, v))
+}
+
+/// A sign-in provider's failure in format 1: unknown 404; unreachable 503
+/// with `Retry-After`; any other failure of the provider 502.
+fn oidc_error(e: OidcError) -> ApiError {
+    if !matches!(e, OidcError::UnknownProvider) {
+        // Operators see why (never a secret: see `oidc`); the pipeline
+        // logs refusals at debug only.
+        tracing::warn!(error = %e, "sign-in with a provider failed");
+    }
+    match e {
+        OidcError::UnknownProvider => ApiError::NotFound("unknown sign-in provider".into()),
+        OidcError::Unreachable(_) => ApiError::Unreachable {
+            message: format!("{e}; retry shortly"),
+            retry_after: OAUTH_RETRY_AFTER_SECS,
+        },
+        OidcError::Provider { .. } | OidcError::InvalidToken { .. } => {
+            ApiError::BadGateway(e.to_string())
+        }
+    }
+}
+
+/// The row's `{provider}`, a configured one (else 404).
+fn oauth_provider(ctx: &Ctx, params: &PathParams) -> Result<String, ApiError> {
+    let id = params.get("provider").unwrap_or_default().into_owned();
+    if !ctx.gw.oidc.knows(&id) {
+        return Err(oidc_error(OidcError::UnknownProvider));
+    }
+    Ok(id)
+}
+
+/// A non-empty query parameter.
+fn query<'a>(ctx: &'a Ctx, name: &str) -> Option<&'a str> {
+    ctx.query
+        .iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.as_str())
+        .filter(|v| !v.is_empty())
+}
+
+/// `GET /auth/oauth/{provider}/authorize`: 302 to the provider's
+/// authorization endpoint; the sign-in's state, nonce and PKCE verifier
+/// are stored for the callback.
+pub async fn oauth_authorize(
+    ctx: &mut Ctx,
+    req: Request,
+    params: &PathParams,
+) -> Result<Outcome, ApiError> {
+    limit_address(ctx, &req).await?;
+    let provider = oauth_provider(ctx, params)?;
+    let a = ctx.gw.oidc.authorize(&provider).await.map_err(oidc_error)?;
+    let hash = auth::hash_key(&a.state);
+    let expires = crate::store::rfc3339(
+        chrono::Utc::now() + chrono::Duration::minutes(OAUTH_STATE_TTL_MINUTES),
+    );
+    let (nonce, verifier) = (a.nonce, a.pkce_verifier);
+    ctx.gw
+        .store
+        .blocking(move |s| s.insert_oauth_state(&hash, &provider, &nonce, &verifier, &expires))
+        .await?;
+    let response = http::Response::builder()
+        .status(StatusCode::FOUND)
+        .header(http::header::LOCATION, a.url)
+        .header(http::header::CACHE_CONTROL, "no-store")
+        .body(body::empty())
+        .map_err(|e| ApiError::internal("the sign-in redirect", e))?;
+    Ok(Outcome::new(response, None))
+}
+
+/// The username a new signed-in account asks for: the provider's
+/// `preferred_username`, else the address's local part; letters, digits,
+/// `.`, `_` and `-` only, at most 48 characters; `user` when nothing is left.
+fn wanted_username(preferred: Option<&str>, email: &str) -> String {
+    let local = email.split('@').next().unwrap_or_default();
+    let from = |s: &str| -> String {
+        s.chars()
+            .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+            .take(48)
+            .collect()
+    };
+    [preferred.map(from), Some(from(local))]
+        .into_iter()
+        .flatten()
+        .find(|s| !s.is_empty())
+        .unwrap_or_else(|| "user".to_owned())
+}
+
+/// `GET /auth/oauth/{provider}/callback?code=&state=`: the state taken
+/// once, the code exchanged, the ID token checked, the account of the
+/// provider's subject found or made; answers as `/auth/login`.
+pub async fn oauth_callback(
+    ctx: &mut Ctx,
+    req: Request,
+    params: &PathParams,
+) -> Result<Outcome, ApiError> {
+    limit_address(ctx, &req).await?;
+    let provider = oauth_provider(ctx, params)?;
+    let invalid_state = || {
+        reason(
+            "invalid_state",
+            "the sign-in state is missing, unknown, used or expired: start the sign-in again",
+        )
+    };
+    let hash = auth::hash_key(query(ctx, "state").ok_or_else(invalid_state)?);
+    let p = provider.clone();
+    let (nonce, verifier) = ctx
+        .gw
+        .store
+        .blocking(move |s| s.take_oauth_state(&hash, &p))
+        .await?
+        .ok_or_else(invalid_state)?;
+    if let Some(error) = query(ctx, "error") {
+        let why = query(ctx, "error_description").unwrap_or_default();
+        return Err(reason(
+            "provider_error",
+            &format!("the sign-in provider answered {error}: {why}"),
+        ));
+    }
+    let code = query(ctx, "code").ok_or_else(|| ApiError::BadRequest("code is required".into()))?;
+    let id = ctx
+        .gw
+        .oidc
+        .sign_in(&provider, code, &verifier, &nonce)
+        .await
+        .map_err(oidc_error)?;
+    let email = id
+        .email
+        .filter(|e| e.contains('@') && !e.contains(char::is_whitespace))
+        .ok_or_else(|| {
+            ApiError::BadGateway(format!(
+                "the sign-in provider {provider}'s ID token names no e-mail address (the email scope is needed)"
+            ))
+        })?;
+    let username = wanted_username(id.preferred_username.as_deref(), &email);
+    let (subject, verified) = (id.subject, id.email_verified);
+    let signed = ctx
+        .gw
+        .store
+        .blocking(move |s| {
+            s.oauth_sign_in(&OauthUser {
+                provider: &provider,
+                subject: &subject,
+                email: &email,
+                email_verified: verified,
+                username: &username,
+            })
+        })
+        .await?;
+    let uid = match signed {
+        OauthSignIn::Linked(id) | OauthSignIn::Created(id) => id,
+        OauthSignIn::EmailExists => {
+            return Err(ApiError::Conflict {
+                reason: "email_exists",
+                message: "this e-mail address belongs to another account: log in with it".into(),
+            })
+        }
+    };
+    let user = ctx.gw.store.blocking(move |s| s.user(uid)).await?;
+    let user = user.ok_or_else(|| ApiError::bug("signed-in user not found"))?;
+    if user.deleted {
+        return Err(ApiError::Unauthorized("this account was deleted".into()));
+    }
+    if user.disabled {
+        return Err(auth::disabled());
+    }
+    let pair = ctx.gw.auth.issue(user.id);
+    ctx.user = Some(user);
+    Ok(answer(StatusCode::OK, pair_json(&pair)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::wanted_username;
+
+    #[test]
+    fn a_wanted_username_is_tidy_and_never_empty() {
+        assert_eq!(wanted_username(Some("Ann Lee"), "a@x.io"), "AnnLee");
+        assert_eq!(wanted_username(None, "ann.lee+x@x.io"), "ann.leex");
+        assert_eq!(wanted_username(Some("@@"), "éé@x.io"), "user");
+        assert_eq!(wanted_username(Some(&"a".repeat(99)), "b@x").len(), 48);
+    }
 }

@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 use crate::body::Request;
 use crate::ctx::Ctx;
 use crate::errors::ApiError;
+use crate::objects::ObjectError;
 use crate::store::{Record, UserRow};
 
 /// A user as the account and admin routes answer it.
@@ -25,9 +26,31 @@ pub(crate) fn user_json(u: &UserRow) -> Value {
     })
 }
 
+/// 24 random hex characters: the id of an upload or a media file.
+pub(crate) fn random_hex_id() -> String {
+    use rand::RngCore;
+    let mut b = [0u8; 12];
+    rand::thread_rng().fill_bytes(&mut b);
+    hex::encode(b)
+}
+
 /// 413 for a file over `max_file` bytes.
 pub(crate) fn file_too_large(max_file: u64) -> ApiError {
     ApiError::PayloadTooLarge(format!("file is larger than {} MiB", max_file >> 20))
+}
+
+/// A streamed file's put that failed while `context`: 413 past `max_file`,
+/// 408 for a body that arrived too slowly, 400 for one cut off, 503 when
+/// the store cannot take it now (`generated::stored_failed`), else 500.
+pub(crate) fn put_failed(e: ObjectError, max_file: u64, context: &str) -> ApiError {
+    match e {
+        ObjectError::TooLarge { .. } => file_too_large(max_file),
+        ObjectError::Body(e) if e.kind() == std::io::ErrorKind::TimedOut => {
+            crate::shape::body_timed_out()
+        }
+        ObjectError::Body(e) => ApiError::BadRequest(format!("upload interrupted: {e}")),
+        e => crate::generated::stored_failed(context.to_owned(), e),
+    }
 }
 
 /// A multipart error: 413 past a size limit, else 400.

@@ -13,9 +13,12 @@
 //! * [`synthesis`] — `synthesize`: the spec §2 synthesis answer, stored audio.
 //! * [`jobs`] — `job_submit`, `job_get`, `job_list`.
 //! * [`uploads`] — `upload`: multipart streamed into the object store.
+//! * [`media_files`] — `media_upload`, `media_get`, `media_list`,
+//!   `media_delete`: the caller's image and audio files (`/media`).
 //! * [`webhook`] — `webhook`: the provider's signed notifications.
 //! * [`account`] — `register`, `login`, `token_refresh`, `logout`,
-//!   `confirm_email`, `reset_password`, `me`.
+//!   `confirm_email`, `reset_password`, `me`, `oauth_authorize`,
+//!   `oauth_callback` (sign-in with OpenID Connect, through [`crate::oidc`]).
 //! * [`keys`] — `key_list`, `key_create`, `key_revoke`.
 //! * [`admin`] — `admin_users`, `admin_disable`, `admin_enable`,
 //!   `admin_delete`, `admin_credits`, `admin_usage`.
@@ -29,6 +32,8 @@
 //! * [`transcription`] — `transcription`: speech to text (and translation
 //!   to English), the upload spooled to disk, probed and streamed upstream,
 //!   billed in seconds.
+//! * [`payments`] — `stripe_checkout`, `stripe_webhook`,
+//!   `stripe_purchases`: buying credits through Stripe Checkout.
 //! * [`videos`] — `video_submit`, `video_get`, `video_list`,
 //!   `video_cancel`: caller-owned video jobs (observation shared with the
 //!   follower in [`crate::videos`]).
@@ -51,6 +56,8 @@ pub mod images;
 pub mod jobs;
 pub mod keys;
 pub mod lists;
+pub mod media_files;
+pub mod payments;
 pub mod proxy;
 pub mod search;
 pub mod speech;
@@ -94,6 +101,8 @@ pub async fn run(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<Out
         Mode::ConfirmEmail => account::confirm(ctx, req).await,
         Mode::ResetPassword => account::reset_password(ctx, req).await,
         Mode::Me => account::me(ctx).await,
+        Mode::OauthAuthorize => account::oauth_authorize(ctx, req, params).await,
+        Mode::OauthCallback => account::oauth_callback(ctx, req, params).await,
         Mode::KeyList => keys::list(ctx).await,
         Mode::KeyCreate => keys::create(ctx, req).await,
         Mode::KeyRevoke => keys::revoke(ctx, params).await,
@@ -117,6 +126,13 @@ pub async fn run(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<Out
         Mode::VideoGet => videos::get(ctx, params).await,
         Mode::VideoList => videos::list(ctx).await,
         Mode::VideoCancel => videos::cancel(ctx, params).await,
+        Mode::StripeCheckout => payments::checkout(ctx, req).await,
+        Mode::StripeWebhook => payments::webhook(ctx, req).await,
+        Mode::StripePurchases => payments::purchases(ctx).await,
+        Mode::MediaUpload => media_files::upload(ctx, req).await,
+        Mode::MediaGet => media_files::get(ctx, params).await,
+        Mode::MediaList => media_files::list(ctx).await,
+        Mode::MediaDelete => media_files::delete(ctx, params).await,
     }
 }
 
@@ -128,12 +144,13 @@ pub async fn run(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<Out
 pub fn refuse_declared_over(ctx: &Ctx, req: &Request) -> Result<(), ApiError> {
     let body = req.body();
     match ctx.spec.mode {
-        Mode::Upload | Mode::Transcription => {
+        Mode::Upload | Mode::Transcription | Mode::MediaUpload => {
             let max_file = ctx.gw.table.limit(ctx.spec.mode);
             shape::refuse_declared_over(body, max_file + common::MULTIPART_FRAMING)
                 .map_err(|_| common::file_too_large(max_file))
         }
         Mode::Webhook => shape::refuse_declared_over(body, webhook::MAX_BODY as u64),
+        Mode::StripeWebhook => shape::refuse_declared_over(body, payments::MAX_WEBHOOK_BODY as u64),
         _ => shape::refuse_declared_over(body, ctx.gw.config.max_json_bytes as u64),
     }
 }
@@ -212,7 +229,7 @@ pub(crate) async fn prepare_model_call(
         .map(str::to_owned);
     let upstream_body = p.adapter.request(op, &m.id, body);
     let bound = bound(m, &upstream_body)?;
-    let cost = credits::bound_cost(p, m, &bound);
+    let cost = credits::bound_cost(p, m, &bound)?;
     let (mut settle, key) = hold_for(ctx, p, m, byok.as_deref(), cost).await?;
     settle.bound = Some(bound);
     let p = &settle.provider;
@@ -235,11 +252,11 @@ pub(crate) async fn pick_model(
     name: Option<&str>,
     byok: Option<&str>,
     want: ModelType,
-    max_cost: impl FnOnce(&Provider, &Model) -> rust_decimal::Decimal,
+    max_cost: impl FnOnce(&Provider, &Model) -> Result<rust_decimal::Decimal, ApiError>,
 ) -> Result<(Settle, ProviderKey), ApiError> {
     let gw = ctx.gw.clone();
     let (p, m) = gw.providers.resolve(name, want)?;
-    hold_for(ctx, p, m, byok, max_cost(p, m)).await
+    hold_for(ctx, p, m, byok, max_cost(p, m)?).await
 }
 
 /// For the resolved model `m` of provider `p`: checks the API key's model
@@ -273,12 +290,10 @@ async fn hold_for(
     let byok = byok.map(ProviderKey::byok);
     let key = match &byok {
         Some(k) => k.clone(),
-        None => p.key.clone().ok_or_else(|| {
-            ApiError::Unavailable(format!(
-                "the model provider {} is not configured (its key variable {} is unset)",
-                p.id, p.api_key_env
-            ))
-        })?,
+        None => p
+            .key
+            .clone()
+            .ok_or_else(|| crate::providers::config_missing(p))?,
     };
     let hold = credits::reserve(ctx, max_cost, byok.is_some()).await?;
     Ok((Settle::new(ctx, p, m, byok.is_some(), hold), key))

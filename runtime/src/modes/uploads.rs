@@ -15,13 +15,13 @@ use futures_util::TryStreamExt;
 use http::StatusCode;
 use serde_json::json;
 
-use super::common::{self, file_too_large};
+use super::common;
 use crate::body::json;
 use crate::body::Request;
 use crate::ctx::{Ctx, Outcome};
 use crate::errors::ApiError;
 use crate::media;
-use crate::objects::{ByteStream, ObjectError};
+use crate::objects::ByteStream;
 use crate::spec::{Mode, PurposeSpec};
 use crate::store::{AssetRecord, OutsideRecordPhase, Record};
 
@@ -114,7 +114,7 @@ pub async fn upload(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
     let mut up = Upload {
         user_id,
         now: chrono::Utc::now(),
-        id: uuid_like(),
+        id: common::random_hex_id(),
         purpose: None,
         stored: None,
     };
@@ -205,14 +205,7 @@ impl Upload {
             .await
         {
             Ok(n) => n,
-            Err(ObjectError::TooLarge { .. }) => return Err(file_too_large(max_bytes(ctx))),
-            Err(ObjectError::Body(e)) if e.kind() == std::io::ErrorKind::TimedOut => {
-                return Err(crate::shape::body_timed_out())
-            }
-            Err(ObjectError::Body(e)) => {
-                return Err(ApiError::BadRequest(format!("upload interrupted: {e}")))
-            }
-            Err(e) => return Err(ApiError::internal("storing the upload", e)),
+            Err(e) => return Err(common::put_failed(e, max_bytes(ctx), "storing the upload")),
         };
         Ok(Stored {
             key,
@@ -291,14 +284,6 @@ async fn commit_asset(
         .copied()
         .ok_or_else(|| ApiError::bug("asset id missing"))?;
     Ok((asset_id, expires_at))
-}
-
-/// 24 random hex characters.
-fn uuid_like() -> String {
-    use rand::RngCore;
-    let mut b = [0u8; 12];
-    rand::thread_rng().fill_bytes(&mut b);
-    hex::encode(b)
 }
 
 #[cfg(test)]

@@ -191,9 +191,10 @@ pub async fn cancel(ctx: &mut Ctx, params: &PathParams) -> Result<Outcome, ApiEr
         .providers
         .get(&job.provider, &job.model)
         .ok_or_else(|| ApiError::Unavailable("the job's model is no longer configured".into()))?;
-    let key = p.key.clone().ok_or_else(|| {
-        ApiError::Unavailable(format!("the model provider {} is not configured", p.id))
-    })?;
+    let key = p
+        .key
+        .clone()
+        .ok_or_else(|| crate::providers::config_missing(p))?;
     let path = format!(
         "/videos/{}/cancel",
         crate::upstream::encode_segment(&job.job_id)

@@ -29,6 +29,9 @@ pub const GATEWAY_S3_ACCESS_KEY: &str = "GATEWAY_S3_ACCESS_KEY";
 pub const GATEWAY_S3_SECRET_KEY: &str = "GATEWAY_S3_SECRET_KEY";
 /// Path-style addressing (`true`/`false`). Default true.
 pub const GATEWAY_S3_PATH_STYLE: &str = "GATEWAY_S3_PATH_STYLE";
+/// Seconds allowed to one S3 request (an upload's part, a head, the start
+/// of a download) before it fails as unavailable. Default 60.
+pub const GATEWAY_S3_TIMEOUT_SECS: &str = "GATEWAY_S3_TIMEOUT_SECS";
 
 /// Default of [`GATEWAY_S3_REGION`].
 pub const DEFAULT_S3_REGION: &str = "us-east-1";
@@ -149,6 +152,19 @@ fn s3_from_lookup(
             b
         }
     };
+    let timeout = match get(GATEWAY_S3_TIMEOUT_SECS) {
+        None => Some(super::s3::DEFAULT_REQUEST_TIMEOUT),
+        Some(v) => match v.parse::<u64>() {
+            Ok(secs) if secs > 0 => Some(std::time::Duration::from_secs(secs)),
+            _ => {
+                bad.push((
+                    GATEWAY_S3_TIMEOUT_SECS,
+                    format!("expected a whole number of seconds above 0, got {v:?}"),
+                ));
+                None
+            }
+        },
+    };
     Some(S3Config {
         endpoint: endpoint.trim_end_matches('/').to_owned(),
         region,
@@ -156,6 +172,7 @@ fn s3_from_lookup(
         access_key: access_key?,
         secret_key: secret_key?,
         path_style: path_style?,
+        timeout: timeout?,
     })
 }
 

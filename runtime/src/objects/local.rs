@@ -118,6 +118,12 @@ fn backend(e: impl std::fmt::Display) -> ObjectError {
     ObjectError::Backend(e.to_string())
 }
 
+/// A write that failed: [`ObjectError::Unavailable`] when the disk is full
+/// (see [`pack::io_error`]).
+fn disk(e: std::io::Error) -> ObjectError {
+    super::pack::io_error("writing an object".into(), e)
+}
+
 /// Removes a temporary file when dropped, unless disarmed: covers errors and
 /// a put future dropped half-way.
 struct TempGuard(Option<PathBuf>);
@@ -359,7 +365,7 @@ impl LocalStore {
         header.extend_from_slice(MAGIC);
         header.extend_from_slice(content_type.as_bytes());
         header.push(b'\n');
-        file.write_all(&header).await.map_err(backend)?;
+        file.write_all(&header).await.map_err(disk)?;
 
         let mut size: u64 = 0;
         while let Some(chunk) = body.next().await {
@@ -370,10 +376,10 @@ impl LocalStore {
                     return Err(ObjectError::TooLarge { limit });
                 }
             }
-            file.write_all(&chunk).await.map_err(backend)?;
+            file.write_all(&chunk).await.map_err(disk)?;
         }
-        file.flush().await.map_err(backend)?;
-        file.sync_all().await.map_err(backend)?;
+        file.flush().await.map_err(disk)?;
+        file.sync_all().await.map_err(disk)?;
         drop(file);
 
         self.move_into(&tmp_path, &final_path, key)
@@ -401,7 +407,7 @@ impl LocalStore {
         let root = self.root.clone();
         let written = tokio::task::spawn_blocking(move || -> Result<Option<u64>, ObjectError> {
             let parent = final_path.parent().unwrap_or(&root).to_path_buf();
-            private_dir(&parent).map_err(backend)?;
+            private_dir(&parent).map_err(disk)?;
             let mut options = std::fs::OpenOptions::new();
             options.write(true).create_new(true);
             #[cfg(unix)]
@@ -412,11 +418,11 @@ impl LocalStore {
                 Err(e) => return Err(backend(format!("creating {}: {e}", final_path.display()))),
             };
             let mut guard = TempGuard(Some(final_path.clone()));
-            file.write_all(MAGIC).map_err(backend)?;
-            file.write_all(content_type.as_bytes()).map_err(backend)?;
-            file.write_all(b"\n").map_err(backend)?;
-            file.write_all(&body).map_err(backend)?;
-            file.sync_all().map_err(backend)?;
+            file.write_all(MAGIC).map_err(disk)?;
+            file.write_all(content_type.as_bytes()).map_err(disk)?;
+            file.write_all(b"\n").map_err(disk)?;
+            file.write_all(&body).map_err(disk)?;
+            file.sync_all().map_err(disk)?;
             guard.0 = None;
             // Make the new directory entry durable; best effort (some filesystems refuse).
             let _ = std::fs::File::open(&parent).and_then(|d| d.sync_all());

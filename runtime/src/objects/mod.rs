@@ -63,6 +63,12 @@ pub enum ObjectError {
     /// The backend failed.
     #[error("object store: {0}")]
     Backend(String),
+    /// The backend cannot take the object now, and may later: S3 refused
+    /// the connection, timed out (`GATEWAY_S3_TIMEOUT_SECS`) or answered
+    /// 5xx; the local disk is full. Nothing was kept. Answered 503 by the
+    /// modes that store ([`crate::generated`]).
+    #[error("object store unavailable: {0}")]
+    Unavailable(String),
     /// The range asked for starts past the end of the object (HTTP 416).
     #[error("range not satisfiable (object is {size} bytes)")]
     RangeNotSatisfiable { size: u64 },

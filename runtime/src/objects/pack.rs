@@ -180,9 +180,7 @@ impl PackWriter {
                 // The tail may be torn: the next append starts a new segment.
                 let name = seg.name.clone();
                 *active = None;
-                return Err(ObjectError::Backend(format!(
-                    "appending to segment {name}: {e}"
-                )));
+                return Err(io_error(format!("appending to segment {name}"), e));
             }
         };
         let start = end - record.len() as u64;
@@ -217,7 +215,7 @@ impl PackWriter {
         std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
         let file = options
             .open(&path)
-            .map_err(|e| ObjectError::Backend(format!("creating {}: {e}", path.display())))?;
+            .map_err(|e| io_error(format!("creating {}", path.display()), e))?;
         std::fs::File::open(&self.dir)
             .and_then(|d| d.sync_all())
             .map_err(|e| ObjectError::Backend(format!("syncing {}: {e}", self.dir.display())))?;
@@ -363,6 +361,19 @@ pub fn collectable_segments(dir: &Path, live: &std::collections::HashSet<String>
         })
         .map(|e| e.path())
         .collect()
+}
+
+/// A file-system failure while `what`: [`ObjectError::Unavailable`] when the
+/// disk (or the quota) is full, since freeing space makes it work again;
+/// else [`ObjectError::Backend`].
+pub(crate) fn io_error(what: String, e: std::io::Error) -> ObjectError {
+    use std::io::ErrorKind;
+    match e.kind() {
+        ErrorKind::StorageFull | ErrorKind::QuotaExceeded => {
+            ObjectError::Unavailable(format!("{what}: {e}"))
+        }
+        _ => ObjectError::Backend(format!("{what}: {e}")),
+    }
 }
 
 #[cfg(test)]

@@ -32,9 +32,10 @@ use super::{
     ObjectMeta, ObjectStore,
 };
 
-/// Time allowed to a control request (head, delete, one part of an upload),
-/// and to the start of a download (its response headers).
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+/// Default time allowed to a control request (head, delete, one part of an
+/// upload), and to the start of a download (its response headers):
+/// [`S3Config::timeout`], `GATEWAY_S3_TIMEOUT_SECS`.
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 /// Parts of a multipart upload in flight at once (each holds 8 MiB).
 const UPLOAD_CONCURRENCY: usize = 2;
 /// Longest validity of a SigV4 presigned URL (7 days).
@@ -57,6 +58,11 @@ pub struct S3Config {
     /// Path-style addressing (`endpoint/bucket/key`) rather than
     /// virtual-hosted (`bucket.endpoint/key`). Most self-hosted stores need it.
     pub path_style: bool,
+    /// Time allowed to a control request (head, delete, one part of an
+    /// upload) and to the start of a download: a store that stalls fails
+    /// after it (`GATEWAY_S3_TIMEOUT_SECS`, default
+    /// [`DEFAULT_REQUEST_TIMEOUT`]).
+    pub timeout: Duration,
 }
 
 impl std::fmt::Debug for S3Config {
@@ -69,6 +75,7 @@ impl std::fmt::Debug for S3Config {
             .field("access_key", &self.access_key)
             .field("secret_key", &"<set>")
             .field("path_style", &self.path_style)
+            .field("timeout", &self.timeout)
             .finish()
     }
 }
@@ -78,7 +85,7 @@ pub struct S3Store {
     /// For control requests and uploads (per-request time-out).
     bucket: Box<Bucket>,
     /// For downloads: no total time-out, since a body may take long to
-    /// stream to a slow reader (the start is bounded by [`REQUEST_TIMEOUT`]).
+    /// stream to a slow reader (the start is bounded by [`S3Config::timeout`]).
     stream_bucket: Box<Bucket>,
     config: S3Config,
 }
@@ -88,6 +95,19 @@ impl std::fmt::Debug for S3Store {
         f.debug_struct("S3Store")
             .field("config", &self.config)
             .finish_non_exhaustive()
+    }
+}
+
+/// An upload's failure: [`ObjectError::Unavailable`] when the store could
+/// not be reached, timed out or failed on its side (5xx): trying again
+/// later may help; else [`ObjectError::Backend`] (a refusal: credentials,
+/// bucket, request).
+fn upload_error(key: &str, e: S3Error) -> ObjectError {
+    let text = format!("uploading {key}: {e}");
+    match e {
+        S3Error::Reqwest(_) | S3Error::Io(_) | S3Error::HttpFail => ObjectError::Unavailable(text),
+        S3Error::HttpFailWithBody(code, _) if code >= 500 => ObjectError::Unavailable(text),
+        _ => ObjectError::Backend(text),
     }
 }
 
@@ -126,7 +146,7 @@ impl S3Store {
         if config.path_style {
             bucket = bucket.with_path_style();
         }
-        bucket.set_request_timeout(Some(REQUEST_TIMEOUT));
+        bucket.set_request_timeout(Some(config.timeout));
         let mut stream_bucket = bucket.clone();
         stream_bucket.set_request_timeout(None);
         Ok(S3Store {
@@ -214,12 +234,19 @@ impl S3Store {
         if let Some(reason) = failure.lock().unwrap_or_else(|p| p.into_inner()).take() {
             return Err(reason);
         }
-        let response = result.map_err(|e| ObjectError::Backend(format!("uploading {key}: {e}")))?;
-        if !(200..300).contains(&response.status_code()) {
-            return Err(ObjectError::Backend(format!(
-                "uploading {key}: HTTP {}",
-                response.status_code()
-            )));
+        let response = result.map_err(|e| upload_error(key, e))?;
+        match response.status_code() {
+            200..300 => {}
+            code @ 500.. => {
+                return Err(ObjectError::Unavailable(format!(
+                    "uploading {key}: HTTP {code}"
+                )))
+            }
+            code => {
+                return Err(ObjectError::Backend(format!(
+                    "uploading {key}: HTTP {code}"
+                )))
+            }
         }
         Ok(response.uploaded_bytes() as u64)
     }
@@ -247,7 +274,7 @@ impl S3Store {
         let request = ReqwestRequest::new(&self.stream_bucket, key, command)
             .await
             .map_err(s3_error)?;
-        let response = match tokio::time::timeout(REQUEST_TIMEOUT, request.response()).await {
+        let response = match tokio::time::timeout(self.config.timeout, request.response()).await {
             Err(_) => return Err(ObjectError::Backend(format!("reading {key}: timed out"))),
             Ok(Err(S3Error::HttpFailWithBody(416, _))) => {
                 return Err(ObjectError::RangeNotSatisfiable {

@@ -137,6 +137,7 @@ impl S3TestServer {
             access_key: ACCESS_KEY.into(),
             secret_key: SECRET_KEY.into(),
             path_style: true,
+            timeout: super::s3::DEFAULT_REQUEST_TIMEOUT,
         }
     }
 

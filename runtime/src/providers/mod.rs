@@ -203,6 +203,14 @@ fn money(d: Option<Decimal>) -> Value {
     d.map_or(Value::Null, |d| Value::String(d.normalize().to_string()))
 }
 
+/// A provider whose key variable is unset: 404 "provider config missing"
+/// (spec §7, both formats of the general gateway); which variable is
+/// logged, never answered.
+pub fn config_missing(p: &Provider) -> ApiError {
+    tracing::warn!(provider = %p.id, variable = %p.api_key_env, "provider config missing: its key variable is unset");
+    ApiError::NotFound("provider config missing".into())
+}
+
 /// The catalogue's view of a model: OpenAI's model object plus its type,
 /// context window and prices (decimal strings, USD, before markup).
 pub fn model_json(p: &Provider, m: &Model) -> Value {

@@ -1,7 +1,9 @@
 //! Repositories of accounts: registration, log-in lookups, API keys by
-//! user, revoked token ids, confirmation and reset tokens (stored hashed).
+//! user, revoked token ids, confirmation and reset tokens (stored hashed),
+//! sign-ins with OpenID Connect providers (linked accounts, the one-time
+//! states of sign-ins under way).
 
-use super::sql::{p, Dialect, Row};
+use super::sql::{p, Db, Dialect, Row};
 use super::{now_rfc3339, row_to_user, Result, Store, StoreError, User};
 
 const USER_COLS: &str = "id, email, is_admin, disabled, deleted_at IS NOT NULL";
@@ -42,6 +44,67 @@ pub enum Registration {
     Created(i64),
     UsernameExists,
     EmailExists,
+    /// The address is an account's that signs in with a provider (409).
+    EmailLinked,
+}
+
+/// What a sign-in with an OpenID Connect provider found or made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OauthSignIn {
+    /// The account linked to the provider's subject before.
+    Linked(i64),
+    /// A new account, linked to the subject now.
+    Created(i64),
+    /// The address belongs to another account (one with a password, or
+    /// linked to another subject): nothing was made.
+    EmailExists,
+}
+
+/// A provider's user, as a checked ID token names them.
+#[derive(Debug, Clone)]
+pub struct OauthUser<'a> {
+    pub provider: &'a str,
+    pub subject: &'a str,
+    pub email: &'a str,
+    /// The provider says the address is the user's: the account starts confirmed.
+    pub email_verified: bool,
+    /// The username wanted; made unique with a suffix when taken.
+    pub username: &'a str,
+}
+
+/// The `n`th username tried for `base`: itself, then `base-2` ..
+/// `base-5`, then `base-` and 6 random hex digits.
+fn username_candidate(base: &str, n: u32) -> String {
+    match n {
+        0 => base.to_owned(),
+        1..=4 => format!("{base}-{}", n + 1),
+        _ => format!("{base}-{}", hex::encode(rand::random::<[u8; 3]>())),
+    }
+}
+
+/// Statements finding a user by username and by e-mail address, without case.
+fn by_name_and_email(d: Dialect) -> (&'static str, &'static str) {
+    // SQLite compares with NOCASE (its unique index on usernames);
+    // PostgreSQL's index is on lower(username).
+    match d {
+        Dialect::Sqlite => (
+            "SELECT 1 FROM users WHERE username = ?1 COLLATE NOCASE",
+            "SELECT 1 FROM users WHERE email = ?1 COLLATE NOCASE",
+        ),
+        Dialect::Postgres => (
+            "SELECT 1 FROM users WHERE lower(username) = lower(?1)",
+            "SELECT 1 FROM users WHERE lower(email) = lower(?1)",
+        ),
+    }
+}
+
+/// Whether an account with this address is linked to a provider.
+fn email_is_linked(tx: &mut super::sql::Db<'_>, email: &str) -> Result<bool> {
+    let sql = match tx.dialect() {
+        Dialect::Sqlite => "SELECT 1 FROM users u JOIN oauth_links l ON l.user_id = u.id WHERE u.email = ?1 COLLATE NOCASE",
+        Dialect::Postgres => "SELECT 1 FROM users u JOIN oauth_links l ON l.user_id = u.id WHERE lower(u.email) = lower(?1)",
+    };
+    tx.exists(sql, p![email])
 }
 
 fn row_to_user_row(r: &Row<'_>) -> Result<UserRow> {
@@ -78,18 +141,11 @@ impl Store {
     ) -> Result<Registration> {
         let email = email.to_lowercase();
         self.transaction(|tx| {
-            // SQLite compares with NOCASE (its unique index on usernames);
-            // PostgreSQL's index is on lower(username).
-            let (by_username, by_email) = match tx.dialect() {
-                Dialect::Sqlite => (
-                    "SELECT 1 FROM users WHERE username = ?1 COLLATE NOCASE",
-                    "SELECT 1 FROM users WHERE email = ?1 COLLATE NOCASE",
-                ),
-                Dialect::Postgres => (
-                    "SELECT 1 FROM users WHERE lower(username) = lower(?1)",
-                    "SELECT 1 FROM users WHERE lower(email) = lower(?1)",
-                ),
-            };
+            let (by_username, by_email) = by_name_and_email(tx.dialect());
+            // An address that signs in with a provider says so first (409).
+            if email_is_linked(tx, &email)? {
+                return Ok(Registration::EmailLinked);
+            }
             if tx.exists(by_username, p![username])? {
                 return Ok(Registration::UsernameExists);
             }
@@ -109,6 +165,116 @@ impl Store {
                 None if tx.exists(by_email, p![email])? => Registration::EmailExists,
                 None => Registration::UsernameExists,
             })
+        })
+    }
+
+    /// Signs in a provider's user: the account linked to (provider,
+    /// subject), or a new one linked to it (e-mail address lower-case,
+    /// confirmed when the provider verified it, no password, the first
+    /// free username of [`username_candidate`]), in one transaction. Two
+    /// first sign-ins at once (on any instances) make one account: the
+    /// second's insert waits for the first's and then finds its link.
+    pub fn oauth_sign_in(&self, u: &OauthUser<'_>) -> Result<OauthSignIn> {
+        let email = u.email.to_lowercase();
+        let linked = "SELECT user_id FROM oauth_links WHERE provider = ?1 AND subject = ?2";
+        self.transaction(|tx| {
+            if let Some(id) = tx.row(linked, p![u.provider, u.subject], |r| r.get(0))? {
+                return Ok(OauthSignIn::Linked(id));
+            }
+            let (by_username, by_email) = by_name_and_email(tx.dialect());
+            if tx.exists(by_email, p![email])? {
+                return Ok(OauthSignIn::EmailExists);
+            }
+            for n in 0..8 {
+                let name = username_candidate(u.username, n);
+                if tx.exists(by_username, p![name])? {
+                    continue;
+                }
+                let id: Option<i64> = tx.row(
+                    "INSERT INTO users (email, username, confirmed, created_at) VALUES (?1, ?2, ?3, ?4)
+                     ON CONFLICT DO NOTHING RETURNING id",
+                    p![email, name, u.email_verified, now_rfc3339()],
+                    |r| r.get(0),
+                )?;
+                let Some(id) = id else {
+                    // Another transaction inserted meanwhile: its link, its
+                    // address, or else only its username.
+                    if let Some(id) = tx.row(linked, p![u.provider, u.subject], |r| r.get(0))? {
+                        return Ok(OauthSignIn::Linked(id));
+                    }
+                    if tx.exists(by_email, p![email])? {
+                        return Ok(OauthSignIn::EmailExists);
+                    }
+                    continue;
+                };
+                let n = tx.exec(
+                    "INSERT INTO oauth_links (provider, subject, user_id, created_at) VALUES (?1, ?2, ?3, ?4)
+                     ON CONFLICT DO NOTHING",
+                    p![u.provider, u.subject, id, now_rfc3339()],
+                )?;
+                if n != 1 {
+                    // Linked meanwhile to an account of another address: this one is rolled back.
+                    return Err(StoreError::msg("the subject was linked by another sign-in at once"));
+                }
+                return Ok(OauthSignIn::Created(id));
+            }
+            Err(StoreError::msg("no free username for a new signed-in account"))
+        })
+    }
+
+    /// Stores a sign-in under way (the hash of its `state`) until
+    /// `expires_at`, and forgets those past their expiry.
+    pub fn insert_oauth_state(
+        &self,
+        state_hash: &str,
+        provider: &str,
+        nonce: &str,
+        pkce_verifier: &str,
+        expires_at: &str,
+    ) -> Result<()> {
+        let now = now_rfc3339();
+        self.with(|db| {
+            db.exec("DELETE FROM oauth_states WHERE expires_at < ?1", p![now])?;
+            db.exec(
+                "INSERT INTO oauth_states (state_hash, provider, nonce, pkce_verifier, expires_at, created_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                p![state_hash, provider, nonce, pkce_verifier, expires_at, now],
+            )
+        })?;
+        Ok(())
+    }
+
+    /// Takes a sign-in under way once, on any instance (one `DELETE`):
+    /// its nonce and PKCE verifier when the state is `provider`'s and
+    /// unexpired; `None` when it is unknown, used, expired or another
+    /// provider's (it is spent all the same).
+    pub fn take_oauth_state(
+        &self,
+        state_hash: &str,
+        provider: &str,
+    ) -> Result<Option<(String, String)>> {
+        let now = now_rfc3339();
+        let row: Option<(String, String, String, String)> = self.with(|db| {
+            db.row(
+                "DELETE FROM oauth_states WHERE state_hash = ?1
+                 RETURNING provider, nonce, pkce_verifier, expires_at",
+                p![state_hash],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+            )
+        })?;
+        Ok(row
+            .filter(|(p, _, _, expires)| p == provider && expires.as_str() > now.as_str())
+            .map(|(_, nonce, verifier, _)| (nonce, verifier)))
+    }
+
+    /// The (provider, subject) links of a user, oldest first.
+    pub fn oauth_links_of(&self, user_id: i64) -> Result<Vec<(String, String)>> {
+        self.with(|db| {
+            db.rows(
+                "SELECT provider, subject FROM oauth_links WHERE user_id = ?1 ORDER BY created_at, provider",
+                p![user_id],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
         })
     }
 
@@ -200,29 +366,45 @@ impl Store {
         at: chrono::DateTime<chrono::Utc>,
         keep_until: chrono::DateTime<chrono::Utc>,
     ) -> Result<()> {
-        let (at, keep_until) = (super::rfc3339(at), super::rfc3339(keep_until));
+        self.transaction(|tx| set_password_in(tx, id, password_hash, at, keep_until))
+    }
+
+    /// Completes a password reset with a mailed `reset` token: the token
+    /// spent and the password set (as [`Store::set_password_revoking`]) in
+    /// one transaction, so that a failure leaves the token usable. The
+    /// user, or `None` when the token is unknown, used or expired.
+    pub fn reset_password_with_token(
+        &self,
+        token_hash: &str,
+        password_hash: &str,
+        at: chrono::DateTime<chrono::Utc>,
+        keep_until: chrono::DateTime<chrono::Utc>,
+    ) -> Result<Option<i64>> {
         self.transaction(|tx| {
-            tx.exec(
-                "UPDATE users SET password_hash = ?2 WHERE id = ?1",
-                p![id, password_hash],
-            )?;
-            tx.exec(
-                "INSERT INTO revoked_tokens (jti, user_id, expires_at, revoked_at) VALUES (?1, ?2, ?3, ?4)
-                 ON CONFLICT (jti) DO UPDATE SET expires_at = excluded.expires_at, revoked_at = excluded.revoked_at",
-                p![reset_marker(id), id, keep_until, at],
-            )?;
-            tx.exec(
-                "UPDATE account_tokens SET used_at = ?2
-                 WHERE user_id = ?1 AND purpose = 'reset' AND used_at IS NULL",
-                p![id, at],
-            )?;
-            Ok(())
+            let user = take_token_in(tx, token_hash, "reset")?;
+            if let Some(id) = user {
+                set_password_in(tx, id, password_hash, at, keep_until)?;
+            }
+            Ok(user)
         })
     }
 
     pub fn confirm_user(&self, id: i64) -> Result<()> {
         self.with(|db| db.exec("UPDATE users SET confirmed = 1 WHERE id = ?1", p![id]))?;
         Ok(())
+    }
+
+    /// Confirms the user of a mailed `confirm` token, the token spent in
+    /// the same transaction (a failure leaves it usable). The user, or
+    /// `None` when the token is unknown, used or expired.
+    pub fn confirm_with_token(&self, token_hash: &str) -> Result<Option<i64>> {
+        self.transaction(|tx| {
+            let user = take_token_in(tx, token_hash, "confirm")?;
+            if let Some(id) = user {
+                tx.exec("UPDATE users SET confirmed = 1 WHERE id = ?1", p![id])?;
+            }
+            Ok(user)
+        })
     }
 
     // ---- API keys ----
@@ -378,15 +560,44 @@ impl Store {
     /// unexpired and for `purpose`. One conditional update, so that two
     /// uses at once (on any instances) cannot both succeed.
     pub fn take_account_token(&self, token_hash: &str, purpose: &str) -> Result<Option<i64>> {
-        let now = now_rfc3339();
-        self.with(|db| {
-            db.row(
-                "UPDATE account_tokens SET used_at = ?3
-                 WHERE token_hash = ?1 AND purpose = ?2 AND used_at IS NULL AND expires_at > ?3
-                 RETURNING user_id",
-                p![token_hash, purpose, now],
-                |r| r.get(0),
-            )
-        })
+        self.with(|db| take_token_in(db, token_hash, purpose))
     }
+}
+
+/// [`Store::take_account_token`] on `db` (inside a caller's transaction).
+fn take_token_in(db: &mut Db<'_>, token_hash: &str, purpose: &str) -> Result<Option<i64>> {
+    let now = now_rfc3339();
+    db.row(
+        "UPDATE account_tokens SET used_at = ?3
+         WHERE token_hash = ?1 AND purpose = ?2 AND used_at IS NULL AND expires_at > ?3
+         RETURNING user_id",
+        p![token_hash, purpose, now],
+        |r| r.get(0),
+    )
+}
+
+/// [`Store::set_password_revoking`]'s statements, inside a transaction.
+fn set_password_in(
+    tx: &mut Db<'_>,
+    id: i64,
+    password_hash: &str,
+    at: chrono::DateTime<chrono::Utc>,
+    keep_until: chrono::DateTime<chrono::Utc>,
+) -> Result<()> {
+    let (at, keep_until) = (super::rfc3339(at), super::rfc3339(keep_until));
+    tx.exec(
+        "UPDATE users SET password_hash = ?2 WHERE id = ?1",
+        p![id, password_hash],
+    )?;
+    tx.exec(
+        "INSERT INTO revoked_tokens (jti, user_id, expires_at, revoked_at) VALUES (?1, ?2, ?3, ?4)
+         ON CONFLICT (jti) DO UPDATE SET expires_at = excluded.expires_at, revoked_at = excluded.revoked_at",
+        p![reset_marker(id), id, keep_until, at],
+    )?;
+    tx.exec(
+        "UPDATE account_tokens SET used_at = ?2
+         WHERE user_id = ?1 AND purpose = 'reset' AND used_at IS NULL",
+        p![id, at],
+    )?;
+    Ok(())
 }

@@ -175,6 +175,73 @@ impl Store {
         Ok(())
     }
 
+    /// The live asset `id` of class `class` owned by `owner`: not deleted and
+    /// not expired at `now` (a soft-deleted media file is one expired at its
+    /// deletion, until the sweeper removes its object).
+    pub fn live_owned_asset(
+        &self,
+        owner: i64,
+        class: &str,
+        id: i64,
+        now: &str,
+    ) -> Result<Option<AssetRow>> {
+        self.with(|db| {
+            db.row(
+                &format!(
+                    "SELECT {ASSET_COLS} FROM assets WHERE id = ?1 AND owner_id = ?2 AND class = ?3
+                     AND deleted_at IS NULL AND (expires_at IS NULL OR expires_at > ?4)"
+                ),
+                p![id, owner, class, now],
+                row_to_asset,
+            )
+        })
+    }
+
+    /// One page of `owner`'s live assets of class `class` at `now`, newest
+    /// first, and how many there are.
+    pub fn live_owned_assets(
+        &self,
+        owner: i64,
+        class: &str,
+        now: &str,
+        limit: u32,
+        skip: u32,
+    ) -> Result<(Vec<AssetRow>, u64)> {
+        const LIVE: &str = "owner_id = ?1 AND class = ?2 AND deleted_at IS NULL
+                            AND (expires_at IS NULL OR expires_at > ?3)";
+        self.with(|db| {
+            let total: i64 = db
+                .row(
+                    &format!("SELECT COUNT(*) FROM assets WHERE {LIVE}"),
+                    p![owner, class, now],
+                    |r| r.get(0),
+                )?
+                .unwrap_or(0);
+            let rows = db.rows(
+                &format!(
+                    "SELECT {ASSET_COLS} FROM assets WHERE {LIVE} ORDER BY id DESC LIMIT ?4 OFFSET ?5"
+                ),
+                p![owner, class, now, limit as i64, skip as i64],
+                row_to_asset,
+            )?;
+            Ok((rows, total as u64))
+        })
+    }
+
+    /// Soft-deletes `owner`'s live asset `id` of class `class`: it expires
+    /// at `now` (so it is answered no more, and the retention sweeper
+    /// deletes its object and marks it deleted). Whether there was one.
+    pub fn expire_owned_asset(&self, owner: i64, class: &str, id: i64, now: &str) -> Result<bool> {
+        let n = self.with(|db| {
+            db.exec(
+                "UPDATE assets SET expires_at = ?4 WHERE id = ?1 AND owner_id = ?2 AND class = ?3
+                 AND deleted_at IS NULL AND (expires_at IS NULL OR expires_at > ?4)",
+                p![id, owner, class, now],
+            )
+        })?;
+        Ok(n == 1)
+    }
+
     /// Test and operator hook: moves an asset's expiry.
     pub fn set_asset_expiry(&self, id: i64, expires_at: Option<&str>) -> Result<()> {
         self.with(|db| {

@@ -33,6 +33,8 @@ mod owners;
 pub(crate) mod params;
 mod pg;
 mod pg_schema;
+pub mod pg_tls;
+mod purchases;
 mod records;
 pub(crate) mod sql;
 mod sqlite;
@@ -42,10 +44,11 @@ mod writer;
 pub use sql::Dialect;
 use sql::{p, Db, Row};
 
-pub use accounts::{KeyOwner, KeyRow, Registration, UserRow};
+pub use accounts::{KeyOwner, KeyRow, OauthSignIn, OauthUser, Registration, UserRow};
 pub use assets::{AssetRow, JobRow};
 pub use money::{LedgerRow, ModelUsageRow, ReconciliationRow, Reserved, UsageRow};
 pub use owners::WebhookEventRow;
+pub use purchases::{Credited, PurchaseRow};
 pub use videos::VideoJobRow;
 
 pub use records::{
@@ -240,7 +243,7 @@ pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
 }
 
 /// Connects to PostgreSQL and runs pending migrations.
-fn open_and_migrate_pg(url: &str, sync_full: bool) -> Result<(pg::PgConn, tokio_postgres::Config)> {
+fn open_and_migrate_pg(url: &str, sync_full: bool) -> Result<(pg::PgConn, pg_tls::Target)> {
     let config = pg::parse_url(url)?;
     let mut conn = pg::PgConn::connect(&config, sync_full)?;
     pg_schema::migrate(&mut conn.db())?;

@@ -9,13 +9,18 @@
 //! waits for its statement with `futures_executor::block_on`, which, unlike
 //! a runtime's `block_on`, may run inside another runtime. Connections are
 //! pooled by `r2d2` like SQLite's; each keeps its statements prepared.
+//!
+//! Every connection (the pool's, the record writer's, their reconnections,
+//! the schema helpers') is made by [`Target::connect`], TLS included: see
+//! [`pg_tls`](super::pg_tls) for `sslmode` and `sslrootcert`.
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
-use tokio_postgres::{NoTls, Statement};
+use tokio_postgres::Statement;
 
 use super::params::{to_postgres, P};
+use super::pg_tls::Target;
 use super::{Failure, Result, StoreError};
 /// The runtime doing every PostgreSQL connection's I/O (one thread).
 fn io_runtime() -> &'static tokio::runtime::Runtime {
@@ -39,12 +44,16 @@ fn refs<'a>(params: &'a [P<'a>]) -> Vec<&'a (dyn tokio_postgres::types::ToSql + 
 }
 
 fn err(e: tokio_postgres::Error) -> StoreError {
-    let failure = if unreachable(&e) {
+    let failure = err_failure(&e);
+    StoreError::driver(e).with_failure(failure)
+}
+
+fn err_failure(e: &tokio_postgres::Error) -> Failure {
+    if unreachable(e) {
         Failure::Unavailable
     } else {
         Failure::Other
-    };
-    StoreError::driver(e).with_failure(failure)
+    }
 }
 
 /// Whether a driver error says the server cannot be reached now (rather
@@ -74,7 +83,7 @@ const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 pub struct PgConn {
     client: tokio_postgres::Client,
     statements: HashMap<String, Statement>,
-    config: std::sync::Arc<tokio_postgres::Config>,
+    config: std::sync::Arc<Target>,
     sync_full: bool,
 }
 
@@ -82,7 +91,7 @@ impl PgConn {
     /// Connects; `sync_full: false` turns off waiting for the commit's
     /// flush (`synchronous_commit = off`), as `GATEWAY_DB_SYNC=normal` does
     /// for SQLite.
-    pub fn connect(config: &tokio_postgres::Config, sync_full: bool) -> Result<PgConn> {
+    pub fn connect(config: &Target, sync_full: bool) -> Result<PgConn> {
         let mut conn = PgConn {
             client: open(config)?,
             statements: HashMap::new(),
@@ -139,32 +148,32 @@ impl PgConn {
     }
 }
 
-/// A new client, its connection driven on [`io_runtime`].
-fn open(config: &tokio_postgres::Config) -> Result<tokio_postgres::Client> {
-    let mut config = config.clone();
-    if config.get_connect_timeout().is_none() {
-        config.connect_timeout(CONNECT_TIMEOUT);
+/// A new client, its connection driven on [`io_runtime`]. A failure names
+/// `GATEWAY_DATABASE_URL` and its `sslmode` (never its password); a
+/// refused server certificate says so.
+fn open(target: &Target) -> Result<tokio_postgres::Client> {
+    let mut target = target.clone();
+    if target.config.get_connect_timeout().is_none() {
+        target.config.connect_timeout(CONNECT_TIMEOUT);
     }
-    futures_executor::block_on(io_runtime().spawn(async move {
-        let (client, connection) = config.connect(NoTls).await?;
-        tokio::spawn(async move {
-            if let Err(e) = connection.await {
-                tracing::warn!(error = %e, "postgres connection ended");
-            }
-        });
-        Ok::<_, tokio_postgres::Error>(client)
-    }))
-    .map_err(|e| StoreError::caused("postgres connect", e))?
-    .map_err(|e| {
-        let e = err(e);
-        let failure = e.failure;
-        StoreError::caused("postgres connect", e).with_failure(failure)
-    })
+    let mode = target.mode;
+    futures_executor::block_on(io_runtime().spawn(async move { target.connect().await }))
+        .map_err(|e| StoreError::caused("postgres connect", e))?
+        .map_err(|e| {
+            let context = match crate::tls::refused_certificate(&e) {
+                Some(why) => format!(
+                    "GATEWAY_DATABASE_URL (sslmode={mode}): the server's certificate was refused ({why})"
+                ),
+                None => format!("GATEWAY_DATABASE_URL (sslmode={mode}): connect"),
+            };
+            let failure = err_failure(&e);
+            StoreError::caused(context, e).with_failure(failure)
+        })
 }
 
 /// `r2d2`'s manager of PostgreSQL connections.
 pub struct PgManager {
-    pub config: tokio_postgres::Config,
+    pub config: Target,
     pub sync_full: bool,
 }
 
@@ -190,10 +199,10 @@ impl r2d2::ManageConnection for PgManager {
     }
 }
 
-/// Parses a `postgres://` URL (or key=value string) as `tokio-postgres` reads it.
-pub fn parse_url(url: &str) -> Result<tokio_postgres::Config> {
-    url.parse::<tokio_postgres::Config>()
-        .map_err(|e| StoreError::caused("database URL", e))
+/// Parses a `postgres://` URL: what `tokio-postgres` reads, and the TLS
+/// settings ([`Target::parse`]).
+pub fn parse_url(url: &str) -> Result<Target> {
+    Target::parse(url)
 }
 
 /// A fresh schema of the PostgreSQL database at `base_url` (created now),

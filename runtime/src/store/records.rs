@@ -209,7 +209,8 @@ pub enum OutsideRecordPhase {
     /// failed or cancelled and its hold released (`videos`).
     VideoJobEnd,
     /// An uploaded file's asset record, after its object is stored
-    /// (`modes::uploads`), so that a failed store leaves no record.
+    /// (`modes::uploads`, `modes::media_files`), so that a failed store
+    /// leaves no record.
     UploadedAsset,
     /// A job result's mirrored copy, after its object is stored (`mirror`).
     MirroredCopy,

@@ -272,6 +272,45 @@ pub(super) const MIGRATIONS: &[&str] = &[
     ALTER TABLE credit_holds ADD COLUMN instance TEXT;
     CREATE INDEX holds_by_instance ON credit_holds (instance);
     "#,
+    // 13 (sign-in with OpenID Connect): the accounts linked to a provider's
+    //    subject, and the sign-ins under way (one-time `state`, kept hashed,
+    //    with its nonce and PKCE verifier until the callback or expiry).
+    r#"
+    CREATE TABLE oauth_links (
+        provider    TEXT NOT NULL,
+        subject     TEXT NOT NULL,
+        user_id     INTEGER NOT NULL REFERENCES users(id),
+        created_at  TEXT NOT NULL,
+        PRIMARY KEY (provider, subject)
+    );
+    CREATE INDEX oauth_links_by_user ON oauth_links (user_id);
+    CREATE TABLE oauth_states (
+        state_hash     TEXT PRIMARY KEY,
+        provider       TEXT NOT NULL,
+        nonce          TEXT NOT NULL,
+        pkce_verifier  TEXT NOT NULL,
+        expires_at     TEXT NOT NULL,
+        created_at     TEXT NOT NULL
+    );
+    CREATE INDEX oauth_states_expiry ON oauth_states (expires_at);
+    "#,
+    // 14 (buying credits through Stripe Checkout, store::purchases): one purchase per
+    //     Checkout Session, pending until Stripe says it is paid; the amount
+    //     recorded at checkout is the one credited.
+    r#"
+    CREATE TABLE purchases (
+        id          INTEGER PRIMARY KEY,
+        user_id     INTEGER NOT NULL REFERENCES users(id),
+        session_id  TEXT NOT NULL UNIQUE,
+        amount_usd  TEXT NOT NULL,
+        status      TEXT NOT NULL,
+        created_at  TEXT NOT NULL,
+        expires_at  TEXT,
+        paid_at     TEXT,
+        paid_event  TEXT
+    );
+    CREATE INDEX purchases_by_user ON purchases (user_id, id);
+    "#,
 ];
 
 /// How long a connection waits for another's lock before "database is locked".

@@ -24,22 +24,18 @@
 pub mod tokens;
 pub mod video;
 
-use std::convert::Infallible;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use base64::Engine as _;
-use bytes::Bytes;
 use http::header::CONTENT_TYPE;
 use http::{HeaderValue, StatusCode};
-use http_body_util::{Either, StreamBody};
-use hyper::body::Frame;
 use serde_json::{json, Map, Value};
 
 use crate::audio;
 use crate::request::Req;
-use crate::response::{full, json_response, FrameStream, Resp};
+use crate::response::{full, json_response, Resp};
 use crate::shared::Shared;
 
 use video::unix_now;
@@ -85,6 +81,16 @@ pub fn oai_error(
     param: Option<&str>,
     code: Option<&str>,
 ) -> Resp {
+    json_response(status, &error_body(status, message, param, code))
+}
+
+/// The body of [`oai_error`].
+pub fn error_body(
+    status: StatusCode,
+    message: &str,
+    param: Option<&str>,
+    code: Option<&str>,
+) -> Value {
     let kind = match status.as_u16() {
         401 => "authentication_error",
         404 => "not_found_error",
@@ -92,10 +98,7 @@ pub fn oai_error(
         500.. => "server_error",
         _ => "invalid_request_error",
     };
-    json_response(
-        status,
-        &json!({"error": {"message": message, "type": kind, "param": param, "code": code}}),
-    )
+    json!({"error": {"message": message, "type": kind, "param": param, "code": code}})
 }
 
 fn missing(param: &str) -> Resp {
@@ -389,37 +392,9 @@ fn chat(sh: &Arc<Shared>, req: &Req, chat: bool) -> R {
 
 /// Server-sent events, one `data:` line per event, then `data: [DONE]`.
 fn sse(sh: &Arc<Shared>, events: Vec<Value>) -> Resp {
-    let delay = Duration::from_millis(sh.stream_delay_ms.load(Ordering::Relaxed));
-    let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(8);
-    sh.spawn(async move {
-        for (i, e) in events.iter().enumerate() {
-            if i > 0 && !delay.is_zero() {
-                tokio::time::sleep(delay).await;
-            }
-            if tx
-                .send(Bytes::from(format!("data: {e}\n\n")))
-                .await
-                .is_err()
-            {
-                return;
-            }
-        }
-        let _ = tx.send(Bytes::from_static(b"data: [DONE]\n\n")).await;
-    });
-    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
-        rx.recv()
-            .await
-            .map(|b| (Ok::<_, Infallible>(Frame::data(b)), rx))
-    });
-    let stream: FrameStream = Box::pin(stream);
-    let mut r = http::Response::new(Either::Right(StreamBody::new(stream)));
-    r.headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
-    r.headers_mut().insert(
-        http::header::CACHE_CONTROL,
-        HeaderValue::from_static("no-cache"),
-    );
-    r
+    let mut frames: Vec<String> = events.iter().map(|e| format!("data: {e}\n\n")).collect();
+    frames.push("data: [DONE]\n\n".to_owned());
+    crate::llm::sse(sh, frames)
 }
 
 fn embeddings(sh: &Arc<Shared>, req: &Req) -> R {
@@ -458,17 +433,7 @@ fn embeddings(sh: &Arc<Shared>, req: &Req) -> R {
     let data: Vec<Value> = texts
         .iter()
         .enumerate()
-        .map(|(i, t)| {
-            let raw: Vec<f64> = (0..dims)
-                .map(|d| crate::jobs::fnv(&format!("{d}|{t}")) * 2.0 - 1.0)
-                .collect();
-            let norm = raw.iter().map(|x| x * x).sum::<f64>().sqrt().max(1e-12);
-            let v: Vec<f64> = raw
-                .iter()
-                .map(|x| ((x / norm) * 1e6).round() / 1e6)
-                .collect();
-            json!({"object": "embedding", "index": i, "embedding": v})
-        })
+        .map(|(i, t)| json!({"object": "embedding", "index": i, "embedding": unit_vector(t, dims)}))
         .collect();
     let tokens = tokens::Tokenizer {
         strict: sh.strict_tokens.load(Ordering::Relaxed),
@@ -478,6 +443,18 @@ fn embeddings(sh: &Arc<Shared>, req: &Req) -> R {
         StatusCode::OK,
         &json!({"object": "list", "data": data, "model": model, "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}),
     ))
+}
+
+/// The deterministic unit vector of a text (6 decimal places), also used
+/// by [`crate::gemini`].
+pub fn unit_vector(t: &str, dims: usize) -> Vec<f64> {
+    let raw: Vec<f64> = (0..dims)
+        .map(|d| crate::jobs::fnv(&format!("{d}|{t}")) * 2.0 - 1.0)
+        .collect();
+    let norm = raw.iter().map(|x| x * x).sum::<f64>().sqrt().max(1e-12);
+    raw.iter()
+        .map(|x| ((x / norm) * 1e6).round() / 1e6)
+        .collect()
 }
 
 fn images(sh: &Arc<Shared>, req: &Req) -> R {

@@ -12,6 +12,15 @@
 //! reply's priming, 1445 per image part (85 with `detail: low`: OpenAI's
 //! rule for the largest high-detail image). Tests compare a gateway's credit
 //! hold against the strict count.
+//!
+//! The Anthropic ([`crate::anthropic`]) and Gemini ([`crate::gemini`])
+//! simulations count with the same tokenizer ([`Tokenizer::text`],
+//! [`Tokenizer::json`]): text by words (strict: bytes), schemas, tool
+//! inputs and tool results as their JSON text, each image
+//! [`Tokenizer::image`] (85; strict 1600, Anthropic's largest image and
+//! the gateway's `bounds::IMAGE_TOKENS`), and with `strict_tokens` 4 + the
+//! role per message and 3 per request, as above. Their modules say which
+//! fields count.
 
 use serde_json::Value;
 
@@ -26,8 +35,21 @@ const LOW_DETAIL_IMAGE: u64 = 85;
 /// Tokens of the largest high-detail image (85 + 170 × 8 tiles).
 const HIGH_DETAIL_IMAGE: u64 = 1445;
 
+/// Tokens of an image of the Anthropic or Gemini API with `strict_tokens`.
+pub const NATIVE_STRICT_IMAGE: u64 = 1600;
+
 impl Tokenizer {
-    fn text(self, s: &str) -> u64 {
+    /// Tokens of an image part of the Anthropic or Gemini API.
+    pub fn image(self) -> u64 {
+        if self.strict {
+            NATIVE_STRICT_IMAGE
+        } else {
+            LOW_DETAIL_IMAGE
+        }
+    }
+
+    /// Tokens of a text: words, or with `strict` bytes.
+    pub fn text(self, s: &str) -> u64 {
         if self.strict {
             s.len() as u64
         } else {
@@ -36,7 +58,7 @@ impl Tokenizer {
     }
 
     /// A JSON value the provider renders to text (schemas, arguments).
-    fn json(self, v: &Value) -> u64 {
+    pub fn json(self, v: &Value) -> u64 {
         match v {
             Value::String(s) => self.text(s),
             other => self.text(&other.to_string()),

@@ -37,6 +37,10 @@ pub struct Store {
     pub images: HashSet<String>,
     /// OpenAI-style video jobs.
     pub videos: HashMap<String, Video>,
+    /// Anthropic prompt-cache prefixes seen (see [`crate::anthropic::cache`]).
+    pub prompt_cache: HashSet<u64>,
+    /// Gemini cached contents: name → token count (see [`crate::gemini`]).
+    pub cached_contents: HashMap<String, u64>,
 }
 
 /// Ids of the seeded stock voices.
@@ -59,6 +63,8 @@ impl Store {
             billing: Billing::default(),
             images: HashSet::new(),
             videos: HashMap::new(),
+            prompt_cache: HashSet::new(),
+            cached_contents: HashMap::new(),
         };
         let stock = [("Aria", "en-US"), ("Brooke", "en-GB"), ("Carlos", "es-ES")];
         for (id, (name, lang)) in STOCK_VOICES.iter().zip(stock) {

@@ -1,12 +1,15 @@
 //! Test harness: start a simulator and a gateway, call them, read what they wrote.
 //! The fixtures several test files share live here too: [`general`] (the
 //! general gateway's providers file, envelopes, `Env` helpers, an LLM pair),
-//! [`receiver`] (a callback receiver).
+//! [`receiver`] (a callback receiver), [`oidc`] (the sign-in tests'
+//! OpenID Connect provider, oauth2-mock-server).
 
 mod general;
+mod oidc;
 mod receiver;
 
 pub use general::*;
+pub use oidc::*;
 pub use receiver::*;
 
 use std::path::PathBuf;

@@ -3,6 +3,10 @@
 //! loopback port (its socket in that directory too). Reusable by any test
 //! that injects database faults.
 //!
+//! [`PgServer::start_tls`] starts one with `ssl=on` and a certificate the
+//! test made (`tls.rs`); [`PgServer::psql`] asks it what it sees (which
+//! sessions are encrypted).
+//!
 //! Skipped, with a printed reason, when no PostgreSQL binaries are found,
 //! unless `GATEWAY_TEST_REQUIRE_POSTGRES=1` (then a missing `initdb`
 //! fails the test). `initdb` refuses to run as root: as root, every
@@ -21,6 +25,8 @@ pub struct PgServer {
     dir: PathBuf,
     port: u16,
     as_postgres: bool,
+    /// Server options beyond the port, socket and durability ones.
+    extra: String,
 }
 
 /// The directory of `initdb` and `pg_ctl`: the newest of
@@ -66,6 +72,22 @@ impl PgServer {
     /// Initialises and starts a server for `test`; `None` (the test skips,
     /// saying why) when PostgreSQL is not installed, unless required.
     pub fn start(test: &str) -> Option<PgServer> {
+        PgServer::start_with(test, &[], "")
+    }
+
+    /// [`start`](Self::start) with `ssl=on`, serving `cert_pem` (its chain)
+    /// and `key_pem`; plain connections are still accepted.
+    pub fn start_tls(test: &str, cert_pem: &str, key_pem: &str) -> Option<PgServer> {
+        PgServer::start_with(
+            test,
+            &[("server.crt", cert_pem), ("server.key", key_pem)],
+            "-c ssl=on -c ssl_cert_file=../server.crt -c ssl_key_file=../server.key",
+        )
+    }
+
+    /// Starts a server with `files` written into its directory (private to
+    /// the server's user) and `extra` server options.
+    fn start_with(test: &str, files: &[(&str, &str)], extra: &str) -> Option<PgServer> {
         let required = std::env::var(REQUIRE_POSTGRES).is_ok_and(|v| v == "1");
         let Some(bin) = pg_bin() else {
             assert!(
@@ -81,12 +103,19 @@ impl PgServer {
             super::rand_u64()
         ));
         std::fs::create_dir_all(&dir).unwrap();
+        for (name, text) in files {
+            use std::os::unix::fs::PermissionsExt;
+            let path = dir.join(name);
+            std::fs::write(&path, text).unwrap();
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        }
         let as_postgres = is_root();
         let server = PgServer {
             bin,
             dir,
             port: free_port(),
             as_postgres,
+            extra: extra.to_owned(),
         };
         if as_postgres {
             let ok = Command::new("chown")
@@ -166,9 +195,10 @@ impl PgServer {
     /// Starts the (stopped) server and waits until it accepts connections.
     pub fn start_again(&self) {
         let opts = format!(
-            "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=100",
+            "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=100 {}",
             self.port,
-            self.dir.display()
+            self.dir.display(),
+            self.extra
         );
         self.pg_ctl(&["-o", &opts, "start"]);
     }
@@ -177,6 +207,28 @@ impl PgServer {
     /// and waits until it is down.
     pub fn stop(&self) {
         self.pg_ctl(&["-m", "fast", "stop"]);
+    }
+
+    /// The answer of `psql` to `sql` (one statement; unaligned, tuples
+    /// only), over the server's own socket.
+    #[allow(dead_code)] // used by the TLS tests
+    pub fn psql(&self, sql: &str) -> String {
+        let out = Command::new(self.bin.join("psql"))
+            .args([
+                "-h",
+                &self.dir.to_string_lossy(),
+                "-p",
+                &self.port.to_string(),
+            ])
+            .args(["-U", "postgres", "-d", "postgres", "-At", "-c", sql])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "psql {sql}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
     }
 
     /// `pg_ctl restart`: stopped, then started with the same options.

@@ -31,7 +31,13 @@ pub(super) struct Facts {
 }
 
 /// The modes whose runtime function needs a `[limits]` entry.
-pub const LIMITED_MODES: &[Mode] = &[Mode::Upload, Mode::Transcription, Mode::Image, Mode::Speech];
+pub const LIMITED_MODES: &[Mode] = &[
+    Mode::Upload,
+    Mode::Transcription,
+    Mode::Image,
+    Mode::Speech,
+    Mode::MediaUpload,
+];
 
 /// The table's sections as `(name, value)`, or a problem when it is not a table.
 fn section<'v>(

@@ -88,6 +88,86 @@ pub(super) fn check_file_field(
     }
 }
 
+/// `example`, checked against the body rules: every field a declared rule,
+/// of its type (and among its `one_of`), every required rule present.
+/// Compact JSON text; `None` when absent or wrong.
+pub(super) fn check_example(
+    cx: &mut RowCx<'_, '_>,
+    raw: &RawEndpoint,
+    body: &[FieldRule],
+) -> Option<String> {
+    let example = raw.example.as_ref()?;
+    if body.is_empty() {
+        cx.err(
+            &["example"],
+            "`example` is an example of the body, but the row has no `[endpoint.body]`",
+        );
+        return None;
+    }
+    let mut ok = true;
+    for (name, value) in example {
+        let Some(r) = rule(body, name) else {
+            cx.err(
+                &["example"],
+                format!("`example` has `{name}`, which `[endpoint.body]` does not declare"),
+            );
+            ok = false;
+            continue;
+        };
+        let in_one_of = r.one_of.is_empty()
+            || value
+                .as_str()
+                .is_some_and(|s| r.one_of.iter().any(|o| o == s));
+        if !fits(r.ty, value) || !in_one_of {
+            cx.err(
+                &["example"],
+                format!(
+                    "`example.{name}` does not fit its rule (`type = \"{}\"`{})",
+                    r.ty.as_str(),
+                    if r.one_of.is_empty() {
+                        ""
+                    } else {
+                        ", `one_of`"
+                    }
+                ),
+            );
+            ok = false;
+        }
+    }
+    for r in body
+        .iter()
+        .filter(|r| r.required && !example.contains_key(&r.name))
+    {
+        cx.err(
+            &["example"],
+            format!(
+                "`example` lacks `{}`, which `[endpoint.body]` requires",
+                r.name
+            ),
+        );
+        ok = false;
+    }
+    let mut out = String::new();
+    if let Err(e) = to_json(&toml::Value::Table(example.clone()), &mut out) {
+        cx.err(&["example"], format!("`example`: {e}"));
+        return None;
+    }
+    ok.then_some(out)
+}
+
+/// Whether a TOML value has a field type.
+fn fits(ty: FieldType, v: &toml::Value) -> bool {
+    match ty {
+        FieldType::String => v.is_str(),
+        FieldType::Integer => v.is_integer(),
+        FieldType::Number => v.is_integer() || v.is_float(),
+        FieldType::Boolean => v.is_bool(),
+        FieldType::Object => v.is_table(),
+        FieldType::Array => v.is_array(),
+        FieldType::Any => true,
+    }
+}
+
 /// `set` as compact JSON, keys in the order written.
 fn to_json(value: &toml::Value, out: &mut String) -> Result<(), String> {
     match value {

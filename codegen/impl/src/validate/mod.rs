@@ -74,6 +74,7 @@ pub const ROW_KEYS: &[&str] = &[
     "set",
     "body",
     "query",
+    "example",
 ];
 
 /// Names the generated module defines besides the row statics.

@@ -14,7 +14,7 @@ use super::{MAX_PARAMS, RESERVED_NAMES, ROW_KEYS};
 use crate::table::*;
 use crate::validate::cross_row::RowKey;
 use crate::validate::document::{valid_kind, Document};
-use crate::validate::fields::{check_file_field, check_mapping, check_rules, rule};
+use crate::validate::fields::{check_example, check_file_field, check_mapping, check_rules, rule};
 use crate::validate::paths::check_route_path;
 use crate::validate::upstream::{resolve_upstream, Rules};
 
@@ -169,6 +169,7 @@ fn resolve_row(
     check_file_field(cx, row, raw, &body_rules);
     check_resource(cx, raw);
     let owner_checks = owner_checks(raw, doc, params.as_deref(), &body_rules);
+    let example = check_example(cx, raw, &body_rules);
 
     Some(Row {
         id: raw.id.clone()?,
@@ -208,6 +209,7 @@ fn resolve_row(
         retention_days: raw.retention_days,
         translate: raw.translate.unwrap_or(false),
         summary: raw.summary.clone().unwrap_or_default(),
+        example,
     })
 }
 

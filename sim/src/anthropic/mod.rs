@@ -1,0 +1,395 @@
+//! Anthropic's Messages API, on the same port ([`crate::Sim::url`] is its
+//! base: the paths are Anthropic's own). Logged and faultable like every
+//! provider call.
+//!
+//! | Method | Path | Notes |
+//! |---|---|---|
+//! | POST | `/v1/messages` | `model`, `max_tokens` (≥ 1) and `messages` required; `system`, `stop_sequences`, `tools`, `tool_choice`, `temperature`, `top_p`, `top_k`, `metadata` accepted; `stream: true` answers Anthropic's event sequence |
+//! | POST | `/v1/messages/count_tokens` | `model`, `messages` required → `{"input_tokens": N}` (no cache effect) |
+//!
+//! **Key**: `x-api-key` is required; when `api_key` is configured it must be
+//! that key (`Authorization` is not looked at). Otherwise 401
+//! `authentication_error`. `anthropic-version` is required too (else 400).
+//!
+//! **Answers** follow [`crate::llm`]'s rules: a text block (`end_turn`,
+//! `max_tokens`, or `stop_sequence` with the sequence in `stop_sequence`),
+//! or when a tool is picked a text block `"Calling NAME."` and a `tool_use`
+//! block `{id: "toolu_…", name, input}` (`tool_use`). Images (`base64` with
+//! a JPEG/PNG/GIF/WebP `media_type`, or `url`) are accepted and counted.
+//! Like Anthropic, a `tool_result` must answer a `tool_use` id of the
+//! previous assistant message, and an assistant `tool_use` must be answered
+//! by a `tool_result` in the next message (else 400). Input tokens and the
+//! prompt cache: [`cache`]; output tokens: the words of the text plus the
+//! tool input's count, at most `max_tokens`.
+//!
+//! **Stream** ([`stream`]): `message_start` (usage: the input figures and
+//! `output_tokens: 1`), per block `content_block_start`, deltas
+//! (`text_delta` one word each; `input_json_delta` the input JSON in
+//! 10-character pieces) and `content_block_stop`, a `ping` after the first
+//! `content_block_start`, `message_delta` (`stop_reason`, `stop_sequence`,
+//! `usage.output_tokens`: the total) and `message_stop`; events
+//! [`stream_delay_ms`](crate::shared::Shared::stream_delay_ms) apart. A
+//! `stream_error` fault ([`crate::faults`]) ends it with an `error` event.
+//!
+//! Errors: `{"type": "error", "error": {"type", "message"}}` ([`error_body`]).
+
+pub mod cache;
+pub mod stream;
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use http::StatusCode;
+use serde_json::{json, Map, Value};
+
+use crate::llm::{self, Finish, Reply};
+use crate::openai::tokens::Tokenizer;
+use crate::request::Req;
+use crate::response::{json_response, Resp};
+use crate::shared::Shared;
+
+type R = Result<Resp, Resp>;
+
+/// True for the paths this module answers.
+pub fn owns(path: &str) -> bool {
+    path == "/v1/messages" || path.starts_with("/v1/messages/")
+}
+
+/// Anthropic's error type of a status.
+pub fn error_type(status: StatusCode) -> &'static str {
+    match status.as_u16() {
+        401 => "authentication_error",
+        403 => "permission_error",
+        404 => "not_found_error",
+        413 => "request_too_large",
+        429 => "rate_limit_error",
+        529 => "overloaded_error",
+        500.. => "api_error",
+        _ => "invalid_request_error",
+    }
+}
+
+/// `{"type": "error", "error": {"type", "message"}}`.
+pub fn error_body(status: StatusCode, message: &str) -> Value {
+    json!({"type": "error", "error": {"type": error_type(status), "message": message}})
+}
+
+fn err(status: StatusCode, message: &str) -> Resp {
+    json_response(status, &error_body(status, message))
+}
+
+fn bad(message: &str) -> Resp {
+    err(StatusCode::BAD_REQUEST, message)
+}
+
+/// Answers one request under `/v1/messages`; `stream_error` is a
+/// `stream_error` fault that matched it.
+pub fn route(sh: &Arc<Shared>, req: &Req, stream_error: Option<(StatusCode, usize)>) -> Resp {
+    route_inner(sh, req, stream_error).unwrap_or_else(|e| e)
+}
+
+fn route_inner(sh: &Arc<Shared>, req: &Req, stream_error: Option<(StatusCode, usize)>) -> R {
+    let header = |k: &str| req.headers.get(k).and_then(|v| v.to_str().ok());
+    let key = sh.config.read().unwrap().api_key.clone();
+    match (header("x-api-key"), key) {
+        (None, _) => {
+            return Err(err(
+                StatusCode::UNAUTHORIZED,
+                "x-api-key header is required",
+            ))
+        }
+        (Some(got), Some(want)) if got.trim() != want => {
+            return Err(err(StatusCode::UNAUTHORIZED, "invalid x-api-key"))
+        }
+        _ => {}
+    }
+    if header("anthropic-version").is_none() {
+        return Err(bad("anthropic-version: header is required"));
+    }
+    let f = match serde_json::from_slice::<Value>(&req.body) {
+        Ok(Value::Object(m)) => m,
+        _ => return Err(bad("The request body is not valid JSON.")),
+    };
+    let tok = Tokenizer {
+        strict: sh.strict_tokens.load(Ordering::Relaxed),
+    };
+    match (req.method.as_str(), req.path.trim_end_matches('/')) {
+        ("POST", "/v1/messages") => messages(sh, tok, &f, stream_error),
+        ("POST", "/v1/messages/count_tokens") => {
+            validate(&f, false)?;
+            let n = cache::count(tok, &Value::Object(f));
+            Ok(json_response(StatusCode::OK, &json!({"input_tokens": n})))
+        }
+        _ => Err(err(
+            StatusCode::NOT_FOUND,
+            &format!("Not found: {} {}", req.method, req.path),
+        )),
+    }
+}
+
+fn blocks(m: &Value) -> Vec<Value> {
+    match m.get("content") {
+        Some(Value::String(s)) => vec![json!({"type": "text", "text": s})],
+        Some(Value::Array(b)) => b.clone(),
+        _ => Vec::new(),
+    }
+}
+
+fn ids(blocks: &[Value], ty: &str, key: &str) -> Vec<String> {
+    blocks
+        .iter()
+        .filter(|b| b.get("type").and_then(Value::as_str) == Some(ty))
+        .filter_map(|b| b.get(key).and_then(Value::as_str).map(str::to_owned))
+        .collect()
+}
+
+fn validate_block(b: &Value, at: &str) -> Result<(), Resp> {
+    let ty = b.get("type").and_then(Value::as_str).unwrap_or("");
+    if ty == "text" && !b.get("text").is_some_and(Value::is_string) {
+        return Err(bad(&format!("{at}.text: Field required")));
+    }
+    if ty == "image" {
+        let src = b.get("source").cloned().unwrap_or(Value::Null);
+        let s = |k: &str| src.get(k).and_then(Value::as_str);
+        match s("type") {
+            Some("base64") => {
+                if !matches!(
+                    s("media_type"),
+                    Some("image/jpeg" | "image/png" | "image/gif" | "image/webp")
+                ) {
+                    return Err(bad(&format!("{at}.source.base64.media_type: Input should be 'image/jpeg', 'image/png', 'image/gif' or 'image/webp'")));
+                }
+                if s("data").is_none_or(str::is_empty) {
+                    return Err(bad(&format!("{at}.source.base64.data: Field required")));
+                }
+            }
+            Some("url") if s("url").is_some() => {}
+            _ => {
+                return Err(bad(&format!(
+                    "{at}.source: Input tag is not one of 'base64', 'url'"
+                )))
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Checks a request the way Anthropic does (the parts the simulator reads).
+fn validate(f: &Map<String, Value>, need_max: bool) -> Result<(), Resp> {
+    if !f.get("model").is_some_and(Value::is_string) {
+        return Err(bad("model: Field required"));
+    }
+    if need_max
+        && f.get("max_tokens")
+            .and_then(Value::as_u64)
+            .is_none_or(|m| m < 1)
+    {
+        return Err(bad("max_tokens: Field required (an integer, at least 1)"));
+    }
+    let msgs = f
+        .get("messages")
+        .and_then(Value::as_array)
+        .ok_or_else(|| bad("messages: Field required"))?;
+    if msgs.is_empty() {
+        return Err(bad("messages: at least one message is required"));
+    }
+    if let Some(sys) = f.get("system") {
+        if !sys.is_string() && !sys.is_array() {
+            return Err(bad(
+                "system: Input should be a valid string or list of text blocks",
+            ));
+        }
+    }
+    for (i, m) in msgs.iter().enumerate() {
+        if !matches!(
+            m.get("role").and_then(Value::as_str),
+            Some("user" | "assistant")
+        ) {
+            return Err(bad(&format!(
+                "messages.{i}.role: Input should be 'user' or 'assistant'"
+            )));
+        }
+        let b = blocks(m);
+        for (j, block) in b.iter().enumerate() {
+            validate_block(block, &format!("messages.{i}.content.{j}"))?;
+        }
+        let prev = if i > 0 {
+            blocks(&msgs[i - 1])
+        } else {
+            Vec::new()
+        };
+        let asked = ids(&prev, "tool_use", "id");
+        for id in ids(&b, "tool_result", "tool_use_id") {
+            if !asked.contains(&id) {
+                return Err(bad(&format!("messages.{i}.content: unexpected `tool_use_id` found in `tool_result` blocks: {id}. Each `tool_result` block must have a corresponding `tool_use` block in the previous message.")));
+            }
+        }
+        if let Some(id) = asked
+            .into_iter()
+            .find(|id| !ids(&b, "tool_result", "tool_use_id").contains(id))
+        {
+            return Err(bad(&format!("messages.{}: `tool_use` ids were found without `tool_result` blocks immediately after: {id}. Each `tool_use` block must have a corresponding `tool_result` block in the next message.", i - 1)));
+        }
+    }
+    Ok(())
+}
+
+/// Text of blocks (`text` blocks, strings, `tool_result` contents).
+fn text_of(blocks: &[Value], ty: &str) -> String {
+    let mut out = Vec::new();
+    for b in blocks
+        .iter()
+        .filter(|b| b.get("type").and_then(Value::as_str) == Some(ty))
+    {
+        match (ty, b.get("content")) {
+            ("tool_result", Some(Value::String(s))) => out.push(s.clone()),
+            ("tool_result", Some(Value::Array(inner))) => out.push(text_of(inner, "text")),
+            _ => out.extend(b.get("text").and_then(Value::as_str).map(str::to_owned)),
+        }
+    }
+    out.join(" ")
+}
+
+/// What the simulated model answers.
+pub enum Answer {
+    /// Text only.
+    Text(Reply),
+    /// A short text, then a call of tool `name` with `input`.
+    Tool {
+        /// `toolu_…`.
+        id: String,
+        /// The tool.
+        name: String,
+        /// Its arguments.
+        input: Value,
+    },
+}
+
+fn answer(f: &Map<String, Value>) -> Answer {
+    let msgs = f
+        .get("messages")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let last = msgs
+        .iter()
+        .rev()
+        .find(|m| m.get("role").and_then(Value::as_str) == Some("user"));
+    let last = last.map(blocks).unwrap_or_default();
+    let result = text_of(&last, "tool_result");
+    let has_result = last
+        .iter()
+        .any(|b| b.get("type").and_then(Value::as_str) == Some("tool_result"));
+    let user_text = text_of(&last, "text");
+    let tools: Vec<Value> = f
+        .get("tools")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let names: Vec<String> = tools
+        .iter()
+        .filter_map(|t| t.get("name").and_then(Value::as_str).map(str::to_owned))
+        .collect();
+    let choice = f.get("tool_choice");
+    let ty = choice.and_then(|c| c.get("type")).and_then(Value::as_str);
+    let forced = match ty {
+        Some("tool") => choice.and_then(|c| c.get("name")).and_then(Value::as_str),
+        Some("any") => Some(""),
+        _ => None,
+    };
+    let pick = (!has_result)
+        .then(|| llm::pick_tool(&names, &user_text, forced, ty == Some("none")))
+        .flatten();
+    if let Some(name) = pick {
+        let schema = tools
+            .iter()
+            .find(|t| t.get("name").and_then(Value::as_str) == Some(name.as_str()))
+            .and_then(|t| t.get("input_schema"))
+            .cloned()
+            .unwrap_or(Value::Null);
+        return Answer::Tool {
+            id: llm::new_id("toolu_"),
+            input: llm::sample_args(&schema),
+            name,
+        };
+    }
+    let stops: Vec<String> = f
+        .get("stop_sequences")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|s| s.as_str().map(str::to_owned))
+        .collect();
+    let max = f.get("max_tokens").and_then(Value::as_u64);
+    Answer::Text(llm::text_reply(
+        &user_text,
+        has_result.then_some(result.as_str()),
+        max,
+        &stops,
+    ))
+}
+
+/// (content blocks, stop_reason, stop_sequence, output tokens) of an answer.
+pub fn rendered(a: &Answer, max: u64) -> (Vec<Value>, &'static str, Value, u64) {
+    match a {
+        Answer::Text(r) => {
+            let (reason, seq) = match &r.finish {
+                Finish::End => ("end_turn", Value::Null),
+                Finish::MaxTokens => ("max_tokens", Value::Null),
+                Finish::Stop(s) => ("stop_sequence", Value::String(s.clone())),
+            };
+            (
+                vec![json!({"type": "text", "text": r.text()})],
+                reason,
+                seq,
+                r.tokens(),
+            )
+        }
+        Answer::Tool { id, name, input } => {
+            let preface = format!("Calling {name}.");
+            let out = Tokenizer { strict: false };
+            let n = (out.text(&preface) + out.json(input)).min(max);
+            let blocks = vec![
+                json!({"type": "text", "text": preface}),
+                json!({"type": "tool_use", "id": id, "name": name, "input": input}),
+            ];
+            (blocks, "tool_use", Value::Null, n)
+        }
+    }
+}
+
+fn messages(
+    sh: &Arc<Shared>,
+    tok: Tokenizer,
+    f: &Map<String, Value>,
+    stream_error: Option<(StatusCode, usize)>,
+) -> R {
+    validate(f, true)?;
+    let body = Value::Object(f.clone());
+    let usage = cache::usage(sh, tok, &body);
+    let a = answer(f);
+    let model = f
+        .get("model")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let max = f.get("max_tokens").and_then(Value::as_u64).unwrap_or(1);
+    let id = llm::new_id("msg_");
+    if f.get("stream").and_then(Value::as_bool) == Some(true) {
+        let frames = stream::events(&id, &model, &a, max, usage, stream_error);
+        return Ok(llm::sse(sh, frames));
+    }
+    let (content, reason, seq, out) = rendered(&a, max);
+    Ok(json_response(
+        StatusCode::OK,
+        &json!({
+            "id": id, "type": "message", "role": "assistant", "model": model,
+            "content": content, "stop_reason": reason, "stop_sequence": seq,
+            "usage": {
+                "input_tokens": usage.input, "output_tokens": out,
+                "cache_creation_input_tokens": usage.creation,
+                "cache_read_input_tokens": usage.read,
+            },
+        }),
+    ))
+}
