@@ -15,6 +15,7 @@
 //! The pipeline and the background tasks:
 //!
 //! * [`server`] — accept loop, dispatch to the generated matcher, graceful shutdown.
+//! * [`dashboard`] — the `/dashboard` page and its files.
 //! * [`router`] — the interface between the generated matcher and the server.
 //! * [`pipeline`] — the phases every request goes through (authenticate →
 //!   gate → rate-limit → configured → validate → forward → record → answer).
@@ -100,6 +101,7 @@ pub mod cluster;
 pub mod config;
 pub mod credits;
 pub mod ctx;
+pub mod dashboard;
 pub mod errors;
 pub mod fetch;
 pub mod follower;

@@ -82,6 +82,16 @@ async fn answer(gw: Gateway, route: RouteFn, req: Request, id: &mut Option<Strin
             ),
         };
     }
+    if crate::dashboard::is_dashboard(path) {
+        return match crate::dashboard::answer(&gw, path) {
+            Some(r) => r,
+            None => {
+                crate::telemetry::unmatched(404);
+                let message = format!("no dashboard file {path}");
+                error(ApiError::NotFound(message), gw.table.errors_for_path(path))
+            }
+        };
+    }
     match path {
         "/healthz" => return static_answer(r#"{"status":"ok"}"#, "application/json"),
         "/openapi.json" => return static_answer(gw.table.openapi, "application/json"),
@@ -176,6 +186,7 @@ fn unrouted_name(path: &str) -> &'static str {
         "/healthz" => "healthz",
         "/openapi.json" => "openapi",
         "/docs" => "docs",
+        p if crate::dashboard::is_dashboard(p) => "dashboard",
         "/metrics" => "metrics",
         p if p.starts_with(crate::objects::serve::PATH_PREFIX) => "objects",
         _ => "unmatched",

@@ -550,6 +550,7 @@ const FLOORS: &[(&str, &[&str])] = &[
             "pipeline",
             "router",
             "server",
+            "dashboard",
             "follower",
             "retention",
             "reconcile",

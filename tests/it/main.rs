@@ -12,6 +12,7 @@ mod audit;
 mod auth;
 mod cli;
 mod crash_holds;
+mod dashboard;
 mod database;
 mod database_restart;
 mod edges;

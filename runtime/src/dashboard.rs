@@ -1,0 +1,81 @@
+//! The dashboard (`GET /dashboard`): a page a signed-in person looks at.
+//!
+//! Three static files embedded at build time (`runtime/assets/dashboard/`)
+//! and one small JSON document, `/dashboard/config.json`, telling the page
+//! what this gateway offers: whether Stripe is configured and which routes
+//! the table has (`"GET /api/v1/usage"`, ...), so that a section whose route
+//! is missing says "not available" without asking for it. The page signs in
+//! through `POST /api/v1/auth/login` and keeps its tokens in its script's
+//! memory; everything it loads comes from here (no CDN), under a strict
+//! Content-Security-Policy that allows no inline script or style.
+
+use http::{header, HeaderValue, StatusCode};
+use serde_json::json;
+
+use crate::body;
+use crate::router::Response;
+use crate::services::Gateway;
+
+/// Where the page and its files are served.
+pub const PATH: &str = "/dashboard";
+
+/// The page's Content-Security-Policy: its own scripts, styles and
+/// requests only; no inline script or style, no frame, no base, forms only
+/// to itself.
+pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
+img-src 'self' data:; connect-src 'self'; form-action 'self'; \
+frame-ancestors 'none'; base-uri 'none'";
+
+const INDEX: &str = include_str!("../assets/dashboard/index.html");
+const APP_JS: &str = include_str!("../assets/dashboard/app.js");
+const APP_CSS: &str = include_str!("../assets/dashboard/app.css");
+
+/// Whether `path` is the dashboard's (the page or a file under it).
+pub fn is_dashboard(path: &str) -> bool {
+    path == PATH
+        || path
+            .strip_prefix(PATH)
+            .is_some_and(|rest| rest.starts_with('/'))
+}
+
+/// The answer to a dashboard path, or `None` for a file it does not have
+/// (the server answers 404 as for any unknown path).
+pub fn answer(gw: &Gateway, path: &str) -> Option<Response> {
+    let (body, content_type): (body::Body, &'static str) = match path.strip_prefix(PATH)? {
+        "" => (body::full(INDEX), "text/html; charset=utf-8"),
+        "/app.js" => (body::full(APP_JS), "text/javascript; charset=utf-8"),
+        "/app.css" => (body::full(APP_CSS), "text/css; charset=utf-8"),
+        "/config.json" => (body::full(config(gw)), "application/json"),
+        _ => return None,
+    };
+    let mut r = http::Response::new(body);
+    *r.status_mut() = StatusCode::OK;
+    let h = r.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CSP),
+    );
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    Some(r)
+}
+
+/// What the page may use: Stripe configured or not, and every route of the
+/// table as `"METHOD /path"`.
+fn config(gw: &Gateway) -> String {
+    let routes: Vec<String> = gw
+        .table
+        .routes
+        .iter()
+        .map(|r| format!("{} {}", r.method.as_str(), r.path))
+        .collect();
+    json!({ "stripe": gw.stripe.configured(), "routes": routes }).to_string()
+}

@@ -1,0 +1,87 @@
+// Drives headless Chromium (Debian's, through playwright-core) through the
+// dashboard for tests/it/dashboard.rs, and prints what it saw as one JSON
+// line. Input (environment): DASHBOARD_URL, DASHBOARD_USER,
+// DASHBOARD_PASSWORD, DASHBOARD_OUT (where the screenshots go),
+// CHROMIUM (the browser). Every console error, page error, failed request
+// and answer >= 400 is collected in `problems`: the Rust test fails on any.
+import { chromium } from "playwright-core";
+
+const env = (k) => {
+  const v = process.env[k];
+  if (!v) throw new Error(`${k} is not set`);
+  return v;
+};
+const url = env("DASHBOARD_URL");
+const out = env("DASHBOARD_OUT");
+const problems = [];
+const seen = {};
+
+const browser = await chromium.launch({
+  executablePath: env("CHROMIUM"),
+  args: ["--no-sandbox", "--disable-gpu"],
+});
+try {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  page.on("console", (m) => {
+    if (m.type() === "error" || m.type() === "warning") problems.push(`console ${m.type()}: ${m.text()}`);
+  });
+  page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
+  page.on("requestfailed", (r) => problems.push(`request failed: ${r.url()} ${r.failure()?.errorText}`));
+  page.on("response", (r) => {
+    if (r.status() >= 400) problems.push(`answer ${r.status()}: ${r.request().method()} ${r.url()}`);
+  });
+  page.setDefaultTimeout(15000);
+
+  await page.goto(url);
+  await page.waitForSelector("body[data-ready]");
+  // Sign in with the keyboard: labels find the fields, Enter submits.
+  await page.getByLabel("Username or e-mail").fill(env("DASHBOARD_USER"));
+  await page.getByLabel("Password").fill(env("DASHBOARD_PASSWORD"));
+  await page.getByLabel("Password").press("Enter");
+  await page.waitForSelector("#app:not([hidden])");
+  await page.waitForFunction(() => document.getElementById("balance-total").textContent !== "…");
+  await page.waitForFunction(() => !document.querySelector("#keys .body").textContent.includes("…") &&
+    document.querySelector("#keys .body").children.length > 0);
+  const text = (sel) => page.locator(sel).first().textContent();
+  seen.who = await text("#who");
+  seen.balance = await text("#balance-total");
+  seen.held = await text("#balance-held");
+  seen.available = await text("#balance-available");
+  seen.balance_note = await text("#balance-note");
+  seen.buy_visible = await page.locator("#buy").isVisible();
+  seen.bars = await page.locator("#chart rect.bar").evaluateAll((rs) =>
+    rs.map((r) => ({ day: r.dataset.day, cost: r.dataset.cost })));
+  seen.unavailable = await page.locator(".unavailable").allTextContents();
+  seen.focused_after_sign_in = await page.evaluate(() => document.activeElement?.id);
+
+  // A key: created (its secret shown once), then revoked.
+  await page.getByLabel("Name", { exact: true }).fill("dashboard key");
+  await page.getByRole("button", { name: "Create key" }).click();
+  await page.waitForSelector("#new-key:not([hidden])");
+  seen.new_key = await text("#new-key-value");
+  await page.waitForSelector('button[aria-label="Revoke key dashboard key"]');
+  seen.keys_before = await page.locator("#keys tbody tr").allInnerTexts();
+  await page.screenshot({ path: `${out}/dashboard-desktop.png`, fullPage: true });
+  await page.getByRole("button", { name: "Revoke key dashboard key" }).click();
+  await page.waitForSelector('button[aria-label="Revoke key dashboard key"]', { state: "detached" });
+  seen.keys_after = await page.locator("#keys tbody tr").allInnerTexts();
+
+  // A request's cost, in its details panel (when the ledger lists requests).
+  const first = page.locator("#requests button[data-request]").first();
+  if (await first.count()) {
+    seen.requests = await page.locator("#requests tbody tr").allInnerTexts();
+    await first.click();
+    await page.waitForSelector("#generation-fields dd");
+    seen.generation = Object.fromEntries(await page.locator("#generation-fields dd").evaluateAll((ds) =>
+      ds.map((d) => [d.dataset.field, d.textContent])));
+  }
+
+  await page.setViewportSize({ width: 390, height: 844 });
+  seen.phone_overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  await page.screenshot({ path: `${out}/dashboard-phone.png`, fullPage: true });
+} catch (e) {
+  problems.push(`driver: ${e.message}`);
+} finally {
+  await browser.close();
+}
+console.log(JSON.stringify({ seen, problems }));

@@ -1,0 +1,222 @@
+//! The dashboard (`/dashboard`, issue #27): its files and headers over HTTP,
+//! and the page itself driven in headless Chromium (Debian's, through
+//! playwright-core: `tests/dashboard/drive.mjs`).
+
+use std::path::PathBuf;
+
+use serde_json::{json, Value};
+
+use crate::harness::*;
+
+const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+const PASSWORD: &str = "correct horse battery staple";
+
+async fn get(env: &Env, path: &str) -> Answer {
+    Answer::from(env.client.get(env.url(path)).send().await.unwrap()).await
+}
+
+/// Every file of the page: 200, its type, the Content-Security-Policy and
+/// the other headers; a file it does not have is 404; nothing is recorded.
+#[tokio::test]
+async fn dashboard_files_and_headers() {
+    let env = Env::start().await;
+    for (path, content_type) in [
+        ("/dashboard", "text/html; charset=utf-8"),
+        ("/dashboard/app.js", "text/javascript; charset=utf-8"),
+        ("/dashboard/app.css", "text/css; charset=utf-8"),
+        ("/dashboard/config.json", "application/json"),
+    ] {
+        let a = get(&env, path).await;
+        a.expect(200);
+        assert_eq!(a.header("content-type"), Some(content_type), "{path}");
+        assert_eq!(a.header("content-security-policy"), Some(CSP), "{path}");
+        assert_eq!(
+            a.header("x-content-type-options"),
+            Some("nosniff"),
+            "{path}"
+        );
+        assert_eq!(a.header("referrer-policy"), Some("no-referrer"), "{path}");
+        assert!(a.header("x-request-id").is_some(), "{path}");
+        assert!(
+            !a.text.contains("http://") || path == "/dashboard/app.js",
+            "{path}"
+        );
+    }
+    // The page: its script and style from the gateway, nothing inline.
+    let page = get(&env, "/dashboard").await;
+    assert!(page
+        .text
+        .contains(r#"<script src="/dashboard/app.js" defer></script>"#));
+    assert!(page
+        .text
+        .contains(r#"<link rel="stylesheet" href="/dashboard/app.css">"#));
+    assert_eq!(page.text.matches("<script").count(), 1);
+    assert!(!page.text.contains("<style") && !page.text.contains("style="));
+    assert!(!page.text.contains("https://") && !page.text.contains("http://"));
+    let js = get(&env, "/dashboard/app.js").await;
+    assert!(!js.text.contains("localStorage") && !js.text.contains("sessionStorage"));
+    assert!(!js.text.contains("document.cookie") && !js.text.contains(".innerHTML"));
+    // What the page may use: the table's routes; Stripe is not configured.
+    let config = get(&env, "/dashboard/config.json").await;
+    assert_eq!(config.json["stripe"], json!(false));
+    let routes = config.json["routes"].as_array().unwrap();
+    assert_eq!(routes.len(), server::routes::ROUTES.len());
+    assert!(routes.contains(&json!("POST /api/v1/auth/login")));
+    assert!(routes.contains(&json!("DELETE /api/v1/keys/{key_id}")));
+    // Unknown files and look-alike paths: 404, no dashboard headers.
+    for path in [
+        "/dashboard/",
+        "/dashboard/app.jsx",
+        "/dashboard/../Cargo.toml",
+        "/dashboard/index.html",
+        "/dashboards",
+    ] {
+        let a = get(&env, path).await;
+        a.expect(404);
+        assert!(a.header("content-security-policy").is_none(), "{path}");
+    }
+    // Files, not requests: no audit record, no usage.
+    assert!(env.audit().is_empty());
+    assert!(env.usage().is_empty());
+}
+
+/// Debian's chromium, or `None` when it is not installed (then the browser
+/// test is skipped unless `GATEWAY_TEST_REQUIRE_CHROMIUM` is set).
+fn chromium() -> Option<PathBuf> {
+    let found = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join("chromium"))
+            .find(|p| p.is_file())
+    });
+    if found.is_none() {
+        assert!(
+            std::env::var_os("GATEWAY_TEST_REQUIRE_CHROMIUM").is_none(),
+            "chromium is not installed (scripts/setup-tools.sh installs it)"
+        );
+        eprintln!("chromium not installed: the dashboard not checked in a browser");
+    }
+    found
+}
+
+/// `npm ci` in `tests/dashboard` unless playwright-core is there.
+fn driver_dir() -> PathBuf {
+    let dir = workspace_root().join("tests").join("dashboard");
+    if !dir
+        .join("node_modules/playwright-core/package.json")
+        .exists()
+    {
+        let ok = std::process::Command::new("npm")
+            .args(["ci", "--no-audit", "--no-fund"])
+            .current_dir(&dir)
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false);
+        assert!(ok, "`npm ci` in {} failed", dir.display());
+    }
+    dir
+}
+
+/// Where the screenshots go: the test's output directory.
+fn output_dir() -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("dashboard");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Runs `tests/dashboard/drive.mjs` against `url`: what it saw.
+async fn drive(chromium: PathBuf, url: String, user: &str, out: &std::path::Path) -> Value {
+    let mut cmd = std::process::Command::new("timeout");
+    cmd.args(["180", "node", "drive.mjs"])
+        .current_dir(driver_dir())
+        .env("CHROMIUM", chromium)
+        .env("DASHBOARD_URL", url)
+        .env("DASHBOARD_USER", user)
+        .env("DASHBOARD_PASSWORD", PASSWORD)
+        .env("DASHBOARD_OUT", out);
+    let o = tokio::task::spawn_blocking(move || cmd.output())
+        .await
+        .unwrap()
+        .expect("node runs tests/dashboard/drive.mjs");
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let line = stdout.lines().last().unwrap_or_default();
+    serde_json::from_str(line).unwrap_or_else(|_| {
+        panic!(
+            "the driver said nothing readable: {stdout}\n{}",
+            String::from_utf8_lossy(&o.stderr)
+        )
+    })
+}
+
+/// The page in headless Chromium: sign in with username and password, see
+/// the balance, create a key (its secret shown once) and revoke it; every
+/// section whose route this gateway lacks says so. Screenshots at desktop
+/// (1280) and phone (390) width go to the test's output directory; any
+/// console error, failed request or error answer fails the test.
+#[tokio::test]
+async fn dashboard_in_headless_chromium() {
+    let Some(chromium) = chromium() else { return };
+    let env = Env::start().await;
+    let a = env
+        .client
+        .post(env.url("/api/v1/auth/register"))
+        .json(&json!({"username": "dora", "email": "dora@example.com", "password": PASSWORD, "accept_privacy_policy": true}))
+        .send()
+        .await
+        .unwrap();
+    let a = Answer::from(a).await;
+    a.expect(201);
+    let uid = a.json["id"].as_i64().unwrap();
+    env.store().grant_credit(uid, d("25"), None).unwrap();
+
+    let out = output_dir();
+    for shot in ["dashboard-desktop.png", "dashboard-phone.png"] {
+        let _ = std::fs::remove_file(out.join(shot));
+    }
+    let r = drive(chromium, env.url("/dashboard"), "dora", &out).await;
+    let seen = &r["seen"];
+    assert_eq!(r["problems"], json!([]), "{r:#}");
+    assert_eq!(seen["who"], json!("Signed in as dora"), "{r:#}");
+    assert_eq!(seen["balance"], json!("25.00000000"), "{r:#}");
+    // Stripe is not configured: no buy button.
+    assert_eq!(seen["buy_visible"], json!(false), "{r:#}");
+
+    // The key: shown once in full, listed by its prefix, then revoked, in
+    // the store too.
+    let secret = seen["new_key"].as_str().unwrap();
+    let keys = env.store().keys_of(uid).unwrap();
+    assert_eq!(keys.len(), 1, "{keys:?}");
+    let k = &keys[0];
+    assert_eq!(k.name.as_deref(), Some("dashboard key"));
+    let prefix = k.prefix.as_deref().unwrap();
+    assert!(secret.starts_with(prefix) && secret.len() > prefix.len() + 16);
+    assert!(k.revoked_at.is_some(), "{keys:?}");
+    let before = seen["keys_before"].to_string();
+    assert!(before.contains("dashboard key") && before.contains("Revoke"));
+    assert!(
+        !before.contains(secret),
+        "the key is listed by its prefix only"
+    );
+    assert!(seen["keys_after"].to_string().contains("revoked"), "{r:#}");
+
+    // Sections of routes this gateway has not: "not available", by route.
+    let has = |path: &str| server::routes::ROUTES.iter().any(|s| s.path == path);
+    let unavailable = seen["unavailable"].to_string();
+    for (path, sections) in [("/api/v1/usage", 3), ("/api/v1/credits/ledger", 1)] {
+        let n = unavailable.matches(&format!("no GET {path}.")).count();
+        assert_eq!(n, if has(path) { 0 } else { sections }, "{r:#}");
+    }
+    if !has("/api/v1/credits") {
+        assert!(seen["balance_note"]
+            .as_str()
+            .unwrap()
+            .contains("no GET /api/v1/credits"));
+    }
+
+    // Works at a phone's width: nothing wider than the screen.
+    assert_eq!(seen["phone_overflow"], json!(0), "{r:#}");
+    for shot in ["dashboard-desktop.png", "dashboard-phone.png"] {
+        let bytes = std::fs::read(out.join(shot)).unwrap();
+        assert!(bytes.starts_with(b"\x89PNG"), "{shot}");
+        eprintln!("screenshot: {}", out.join(shot).display());
+    }
+}
