@@ -155,6 +155,7 @@ pub async fn reserve(ctx: &Ctx, amount: Decimal, byok: bool) -> Result<Option<Ho
                 request_id: ctx.request_id.clone(),
                 user_id: user,
                 amount,
+                key_id: ctx.user.as_ref().and_then(|u| u.budget_key),
             }],
         )
         .await?;
@@ -174,6 +175,9 @@ pub async fn reserve(ctx: &Ctx, amount: Decimal, byok: bool) -> Result<Option<Ho
             available,
             required: amount,
         }),
+        Reserved::OverBudget { budget, used } => {
+            Err(crate::budgets::over_budget(budget, used, Some(amount)))
+        }
     }
 }
 
@@ -306,6 +310,8 @@ impl Settle {
                 charged,
                 once_key: None,
                 created_at: now.clone(),
+                // The key of the hold, if any, at its release.
+                key_id: None,
             }),
             Record::ModelUsage(ModelUsageRecord {
                 request_id,

@@ -66,6 +66,7 @@ impl Metered {
             charged: charge.charged,
             once_key: self.once_key,
             created_at: crate::store::now_rfc3339(),
+            key_id: None,
         }
     }
 }

@@ -96,6 +96,7 @@ pub mod auth;
 pub mod billing;
 pub mod body;
 pub mod bounds;
+pub mod budgets;
 pub mod callbacks;
 pub mod cluster;
 pub mod config;

@@ -15,7 +15,8 @@
 //!    the body is read. Then **tenant isolation** ([`crate::owners`]): owned
 //!    parameters must name the caller's resources (else 404, no upstream call);
 //!    a row's `from_parent` variables are filled from the addressed
-//!    resource's recorded parent.
+//!    resource's recorded parent. A billed voice row's request made with a
+//!    key whose budget is spent is refused (402, [`crate::budgets`]).
 //! 6. **forward** — the row's mode ([`crate::modes`]).
 //! 7. **record** — on success, the audit record, the usage record (what the
 //!    mode metered, or quantity 0) and the mode's own records are committed
@@ -146,6 +147,8 @@ async fn run(
     owners::check(ctx, &params).await?;
     let mut params = params;
     owners::fill_parents(ctx, &mut params).await?;
+    // A billed voice row's key budget (held rows check with their hold).
+    crate::budgets::check_metered(ctx).await?;
     // 6. forward
     let mut outcome = modes::run(ctx, req, &params)
         .await
@@ -256,12 +259,17 @@ fn usage_record(ctx: &mut Ctx) -> UsageRecord {
             (m, charge)
         }
     };
-    m.usage_record(
+    let mut u = m.usage_record(
         charge,
         ctx.request_id.clone(),
         ctx.gw.config.prices.markup_pct,
         ctx.user_id(),
         spec.id,
         spec.capability,
-    )
+    );
+    // The caller's own charge counts against its key's budget.
+    if u.user_id == ctx.user_id() {
+        u.key_id = ctx.user.as_ref().and_then(|u| u.budget_key);
+    }
+    u
 }

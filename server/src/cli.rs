@@ -110,6 +110,20 @@ pub enum KeysCommand {
         /// (comma-separated `provider/model` or `provider/*`); others answer 403.
         #[arg(long)]
         models: Option<String>,
+        /// Cap what the key's requests spend per period (USD, at most 8
+        /// places); over it they answer 402. Needs --budget-period.
+        #[arg(long, requires = "budget_period")]
+        budget_usd: Option<String>,
+        /// The budget's period: `day` (UTC), `month` (calendar, UTC) or `total`.
+        #[arg(long, requires = "budget_usd", value_parser = ["day", "month", "total"])]
+        budget_period: Option<String>,
+    },
+    /// List a user's API keys (never the keys), one per line: id, prefix,
+    /// state, name, then budget, period, spent, held and period end (`-`
+    /// where there is no budget).
+    List {
+        #[arg(long)]
+        user: i64,
     },
     /// Revoke an API key.
     Revoke {
@@ -280,12 +294,33 @@ pub fn run(command: Command) -> CliResult {
             let config = Config::from_env()?;
             let store = open_store(&config)?;
             match command {
-                KeysCommand::Create { user, models } => {
-                    let key = runtime::auth::create_key(&store, user).map_err(|e| e.message())?;
+                KeysCommand::Create {
+                    user,
+                    models,
+                    budget_usd,
+                    budget_period,
+                } => {
+                    let budget = match (budget_usd, budget_period) {
+                        (Some(usd), Some(period)) => {
+                            Some(runtime::store::Budget::parse(&usd, &period)?)
+                        }
+                        _ => None,
+                    };
+                    let key = runtime::auth::create_named_key(&store, user, None, budget)
+                        .map_err(|e| e.message())?
+                        .1;
                     if let Some(m) = models.as_deref() {
                         store.set_key_models(&runtime::auth::hash_key(&key), Some(m))?;
                     }
                     println!("{key}");
+                }
+                KeysCommand::List { user } => {
+                    if store.user(user)?.is_none() {
+                        return Err(format!("no user with id {user}").into());
+                    }
+                    for k in store.keys_of(user)? {
+                        println!("{}", key_line(&k));
+                    }
                 }
                 KeysCommand::Revoke { key } => {
                     if !store.revoke_key_hash(&runtime::auth::hash_key(key.trim()))? {
@@ -387,4 +422,29 @@ pub async fn serve(config: Config) -> CliResult {
     tracing::info!("signal received, shutting down");
     running.stop().await;
     Ok(())
+}
+
+/// One line of `gateway keys list`.
+fn key_line(k: &runtime::store::KeyRow) -> String {
+    use runtime::billing::format_money;
+    let dash = || "-".to_owned();
+    let b = k.budget.as_ref();
+    [
+        k.id.to_string(),
+        k.prefix.clone().unwrap_or_else(dash),
+        if k.revoked_at.is_some() {
+            "revoked"
+        } else {
+            "active"
+        }
+        .to_owned(),
+        k.name.clone().unwrap_or_else(dash),
+        b.map_or_else(dash, |b| b.budget.usd.to_string()),
+        b.map_or_else(dash, |b| b.budget.period.as_str().to_owned()),
+        b.map_or_else(dash, |b| format_money(b.spent)),
+        b.map_or_else(dash, |b| format_money(b.held)),
+        b.and_then(|b| b.period_end)
+            .map_or_else(dash, runtime::store::rfc3339),
+    ]
+    .join("\t")
 }

@@ -112,8 +112,8 @@ pub async fn run() -> Result<(), Box<dyn std::error::Error>> {
 
     let store = Store::open_at(&config.database())?;
     let user = store.create_user("demo@example.com", false)?;
-    let (key_id, key) =
-        runtime::auth::create_named_key(&store, user, Some("demo")).map_err(|e| e.message())?;
+    let (key_id, key) = runtime::auth::create_named_key(&store, user, Some("demo"), None)
+        .map_err(|e| e.message())?;
     store.grant_credit(user, rust_decimal::Decimal::TEN, Some("demo credit"))?;
     drop(store);
 

@@ -49,28 +49,6 @@ async fn mend_table(env: &Env, table: &str) {
     own_sql(env, &pg, &lite).await;
 }
 
-/// Runs `pg` (PostgreSQL) or `lite` (SQLite) on the env's database through
-/// a connection of the test's own.
-async fn own_sql(env: &Env, pg: &str, lite: &str) {
-    match env.dir.database_url() {
-        Some(url) => {
-            let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
-                .await
-                .unwrap();
-            let driver = tokio::spawn(conn);
-            client.batch_execute(pg).await.unwrap();
-            drop(client);
-            let _ = driver.await;
-        }
-        None => {
-            let conn = rusqlite::Connection::open(env.dir.0.join("gateway.db")).unwrap();
-            conn.busy_timeout(std::time::Duration::from_secs(10))
-                .unwrap();
-            conn.execute_batch(lite).unwrap();
-        }
-    }
-}
-
 async fn post(env: &Env, path: &str, body: Value) -> Answer {
     let r = env
         .client

@@ -536,6 +536,7 @@ const FLOORS: &[(&str, &[&str])] = &[
             "fetch",
             "callbacks",
             "credits",
+            "budgets",
             "bounds",
             "relay",
             "streams",

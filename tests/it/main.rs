@@ -10,6 +10,7 @@ mod absent;
 mod accounts;
 mod audit;
 mod auth;
+mod budgets;
 mod cli;
 mod crash_holds;
 mod dashboard;

@@ -44,14 +44,16 @@ pub(crate) fn well_formed(key: &str) -> bool {
 
 /// Creates a key for a user and stores its hash; returns the key.
 pub fn create_key(store: &Store, user_id: i64) -> Result<String, ApiError> {
-    create_named_key(store, user_id, None).map(|(_, key)| key)
+    create_named_key(store, user_id, None, None).map(|(_, key)| key)
 }
 
-/// Creates a key with a name; returns its id and the key (shown once).
+/// Creates a key with a name and a budget; returns its id and the key
+/// (shown once).
 pub fn create_named_key(
     store: &Store,
     user_id: i64,
     name: Option<&str>,
+    budget: Option<crate::store::Budget>,
 ) -> Result<(i64, String), ApiError> {
     match store.user(user_id) {
         Ok(Some(_)) => {}
@@ -60,7 +62,13 @@ pub fn create_named_key(
     }
     let key = generate_key();
     let id = store
-        .insert_key(user_id, &hash_key(&key), name, &display_prefix(&key))
+        .insert_key(
+            user_id,
+            &hash_key(&key),
+            name,
+            &display_prefix(&key),
+            budget,
+        )
         .map_err(|e| ApiError::internal("storing the key", e))?;
     Ok((id, key))
 }

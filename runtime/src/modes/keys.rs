@@ -1,5 +1,7 @@
-//! The key modes (access token only): `key_list` (never the keys),
-//! `key_create` (the key answered once), `key_revoke` (refused at once on
+//! The key modes (access token only): `key_list` (never the keys; each
+//! key's budget, what it spent and holds in the current period, and when
+//! the period ends), `key_create` (the key answered once, with its budget
+//! if asked: `store::budgets`), `key_revoke` (refused at once on
 //! this instance: the key cache is dropped; on the others as soon as the
 //! cluster bus tells them, with Redis).
 
@@ -7,14 +9,16 @@ use http::StatusCode;
 use serde_json::{json, Value};
 
 use super::read_body;
+use crate::billing::format_money;
 use crate::body::Request;
 use crate::ctx::{Ctx, Outcome};
 use crate::errors::ApiError;
 use crate::spec::PathParams;
-use crate::store::KeyRow;
+use crate::store::{Budget, KeyRow};
 use crate::{auth, body};
 
 fn key_json(k: &KeyRow) -> Value {
+    let b = k.budget.as_ref();
     json!({
         "id": k.id,
         "name": k.name,
@@ -22,7 +26,41 @@ fn key_json(k: &KeyRow) -> Value {
         "created_at": k.created_at,
         "revoked_at": k.revoked_at,
         "active": k.revoked_at.is_none(),
+        "budget_usd": b.map(|b| b.budget.usd.to_string()),
+        "budget_period": b.map(|b| b.budget.period.as_str()),
+        "spent_usd": b.map(|b| format_money(b.spent)),
+        "held_usd": b.map(|b| format_money(b.held)),
+        "period_end": b.and_then(|b| b.period_end).map(crate::store::rfc3339),
     })
+}
+
+/// The budget asked for on create: `budget_usd` (a decimal string or a
+/// number, at most 8 places) with `budget_period` (`day`, `month`,
+/// `total`), both or neither; 400 naming the field otherwise.
+fn budget_of(obj: &serde_json::Map<String, Value>) -> Result<Option<Budget>, ApiError> {
+    let usd = match obj.get("budget_usd") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(Value::Number(n)) => Some(n.to_string()),
+        Some(_) => {
+            return Err(ApiError::BadRequest(
+                "budget_usd: a decimal string or a number is required".into(),
+            ))
+        }
+    };
+    let period = obj.get("budget_period").and_then(Value::as_str);
+    match (usd, period) {
+        (None, None) => Ok(None),
+        (Some(usd), Some(period)) => Budget::parse(&usd, period)
+            .map(Some)
+            .map_err(ApiError::BadRequest),
+        (Some(_), None) => Err(ApiError::BadRequest(
+            "budget_period: required with budget_usd (day, month or total)".into(),
+        )),
+        (None, Some(_)) => Err(ApiError::BadRequest(
+            "budget_usd: required with budget_period".into(),
+        )),
+    }
 }
 
 /// `GET /keys`.
@@ -36,7 +74,7 @@ pub async fn list(ctx: &mut Ctx) -> Result<Outcome, ApiError> {
     ))
 }
 
-/// `POST /keys` `{name?}`.
+/// `POST /keys` `{name?, budget_usd?, budget_period?}`.
 pub async fn create(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
     let uid = ctx.require_user("key create")?;
     let obj = read_body(ctx, req).await?;
@@ -45,11 +83,12 @@ pub async fn create(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
         .and_then(Value::as_str)
         .map(|s| s.trim().to_owned())
         .filter(|s| !s.is_empty());
+    let budget = budget_of(&obj)?;
     let (id, key) = ctx
         .gw
         .store
         .blocking(move |s| {
-            auth::create_named_key(s, uid, name.as_deref())
+            auth::create_named_key(s, uid, name.as_deref(), budget)
                 .map_err(crate::store::StoreError::driver)
         })
         .await?;

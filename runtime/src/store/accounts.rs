@@ -23,6 +23,8 @@ pub struct KeyRow {
     pub prefix: Option<String>,
     pub created_at: String,
     pub revoked_at: Option<String>,
+    /// Its budget and what it spent (`None`: no budget).
+    pub budget: Option<super::KeyBudget>,
 }
 
 /// A user as `/auth/me` and the admin list show it.
@@ -409,18 +411,23 @@ impl Store {
 
     // ---- API keys ----
 
-    /// Stores the SHA-256 hash (hex) of a new key; returns the key's id.
+    /// Stores the SHA-256 hash (hex) of a new key, with its budget if it
+    /// has one; returns the key's id.
     pub fn insert_key(
         &self,
         user_id: i64,
         key_hash: &str,
         name: Option<&str>,
         prefix: &str,
+        budget: Option<super::Budget>,
     ) -> Result<i64> {
+        let usd = budget.map(|b| b.usd.to_string());
+        let period = budget.map(|b| b.period.as_str());
         self.with(|db| {
             db.row(
-                "INSERT INTO api_keys (user_id, key_hash, name, prefix, created_at) VALUES (?1, ?2, ?3, ?4, ?5) RETURNING id",
-                p![user_id, key_hash, name, prefix, now_rfc3339()],
+                "INSERT INTO api_keys (user_id, key_hash, name, prefix, created_at, budget_usd, budget_period)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) RETURNING id",
+                p![user_id, key_hash, name, prefix, now_rfc3339(), usd, period],
                 |r| r.get(0),
             )?
             .ok_or_else(|| StoreError::msg("key insert returned no id"))
@@ -431,7 +438,8 @@ impl Store {
     pub fn key_owner(&self, key_hash: &str) -> Result<Option<KeyOwner>> {
         self.with(|db| {
             db.row(
-                "SELECT u.id, u.email, u.is_admin, u.disabled, u.deleted_at IS NOT NULL, k.revoked_at IS NOT NULL, k.models
+                "SELECT u.id, u.email, u.is_admin, u.disabled, u.deleted_at IS NOT NULL, k.revoked_at IS NOT NULL, k.models,
+                        CASE WHEN k.budget_usd IS NULL THEN NULL ELSE k.id END
                  FROM api_keys k JOIN users u ON u.id = k.user_id WHERE k.key_hash = ?1",
                 p![key_hash],
                 |r| {
@@ -443,6 +451,7 @@ impl Store {
                             .filter(|s| !s.is_empty())
                             .collect()
                     });
+                    user.budget_key = r.get(7)?;
                     Ok(KeyOwner {
                         user,
                         revoked: r.get(5)?,
@@ -452,22 +461,31 @@ impl Store {
         })
     }
 
-    /// A user's keys, oldest first.
+    /// A user's keys, oldest first, with their budgets.
     pub fn keys_of(&self, user_id: i64) -> Result<Vec<KeyRow>> {
         self.with(|db| {
-            db.rows(
-                "SELECT id, name, prefix, created_at, revoked_at FROM api_keys WHERE user_id = ?1 ORDER BY id",
+            let rows = db.rows(
+                "SELECT id, name, prefix, created_at, revoked_at, budget_usd, budget_period
+                 FROM api_keys WHERE user_id = ?1 ORDER BY id",
                 p![user_id],
                 |r| {
-                    Ok(KeyRow {
+                    let key = KeyRow {
                         id: r.get(0)?,
                         name: r.get(1)?,
                         prefix: r.get(2)?,
                         created_at: r.get(3)?,
                         revoked_at: r.get(4)?,
-                    })
+                        budget: None,
+                    };
+                    Ok((key, r.get(5)?, r.get(6)?))
                 },
-            )
+            )?;
+            rows.into_iter()
+                .map(|(mut key, usd, period)| {
+                    key.budget = super::budgets::key_budget(db, key.id, usd, period)?;
+                    Ok(key)
+                })
+                .collect()
         })
     }
 

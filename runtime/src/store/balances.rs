@@ -26,6 +26,7 @@ use std::collections::HashMap;
 
 use rust_decimal::Decimal;
 
+use super::budgets::KeyBudgets;
 use super::sql::{p, Db, Dialect};
 use super::{Reserved, Result};
 
@@ -51,6 +52,9 @@ pub(super) struct Balances {
     at: String,
     /// The instance whose requests take the holds (`credit_holds.instance`).
     instance: Option<String>,
+    /// The budgets of the keys whose requests hold or are charged
+    /// ([`super::budgets`]).
+    keys: KeyBudgets,
 }
 
 impl Balances {
@@ -143,13 +147,16 @@ impl Balances {
     /// Holds `amount` of a user's credit for `request_id` if the balance
     /// minus the user's other live holds covers it (holds older than
     /// [`HOLD_TTL_HOURS`], or of an instance whose lease lapsed, are
-    /// dropped first, once per transaction).
+    /// dropped first, once per transaction), and, when the request came
+    /// with a key that has a budget, if the key's spend and holds leave
+    /// room for it ([`KeyBudgets::check`]).
     pub(super) fn hold(
         &mut self,
         tx: &mut Db<'_>,
         user_id: i64,
         request_id: &str,
         amount: Decimal,
+        key_id: Option<i64>,
     ) -> Result<Reserved> {
         let now = chrono::Utc::now();
         let at = super::rfc3339(now);
@@ -179,34 +186,57 @@ impl Balances {
         if available < amount {
             return Ok(Reserved::Insufficient { balance, available });
         }
+        // The hold names its key only when the key has a budget.
+        let mut budgeted = false;
+        if let Some(k) = key_id {
+            if let Some(refused) = self.keys.check(tx, k, amount, &mut budgeted)? {
+                return Ok(refused);
+            }
+        }
+        let key_id = key_id.filter(|_| budgeted);
         tx.exec(
-            "INSERT INTO credit_holds (request_id, user_id, amount, created_at, instance) VALUES (?1, ?2, ?3, ?4, ?5)",
-            p![request_id, user_id, amount.to_string(), at, self.instance],
+            "INSERT INTO credit_holds (request_id, user_id, amount, created_at, instance, key_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            p![request_id, user_id, amount.to_string(), at, self.instance, key_id],
         )?;
         self.account(user_id).held =
             Some(held.checked_add(amount).ok_or_else(|| overflow(user_id))?);
         Ok(Reserved::Held)
     }
 
-    /// Ends a request's hold (settled, or failed).
+    /// Ends a request's hold (settled, or failed); a budgeted key's hold
+    /// turns into its spend ([`KeyBudgets::settle`]).
     pub(super) fn release(&mut self, tx: &mut Db<'_>, request_id: &str) -> Result<()> {
-        let released: Option<(i64, String)> = tx.row(
-            "DELETE FROM credit_holds WHERE request_id = ?1 RETURNING user_id, amount",
+        let released: Option<(i64, String, Option<i64>)> = tx.row(
+            "DELETE FROM credit_holds WHERE request_id = ?1 RETURNING user_id, amount, key_id",
             p![request_id],
-            |r| Ok((r.get(0)?, r.get(1)?)),
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
         )?;
-        if let Some((user_id, amount)) = released {
+        if let Some((user_id, amount, key_id)) = released {
+            let amount = super::sql::parse_dec(&amount)?;
+            if let Some(k) = key_id {
+                self.keys.settle(tx, k, request_id, amount)?;
+            }
             if let Some(held) = self
                 .accounts
                 .get_mut(&user_id)
                 .and_then(|a| a.held.as_mut())
             {
-                *held = held
-                    .checked_sub(super::sql::parse_dec(&amount)?)
-                    .ok_or_else(|| overflow(user_id))?;
+                *held = held.checked_sub(amount).ok_or_else(|| overflow(user_id))?;
             }
         }
         Ok(())
+    }
+
+    /// A charge of `amount` written for `request_id`, made with `key_id`
+    /// (`None`: its hold's key, if any), counted in the key's spend.
+    pub(super) fn charge_key(
+        &mut self,
+        tx: &mut Db<'_>,
+        key_id: Option<i64>,
+        request_id: &str,
+        amount: Decimal,
+    ) -> Result<()> {
+        self.keys.charge(tx, key_id, request_id, amount)
     }
 
     /// Writes every changed balance; call before the commit.

@@ -27,6 +27,7 @@ use sqlite::{configure, open_and_migrate};
 mod accounts;
 mod assets;
 mod balances;
+mod budgets;
 mod instances;
 mod money;
 mod owners;
@@ -46,6 +47,7 @@ use sql::{p, Db, Row};
 
 pub use accounts::{KeyOwner, KeyRow, OauthSignIn, OauthUser, Registration, UserRow};
 pub use assets::{AssetRow, JobRow};
+pub use budgets::{Budget, KeyBudget, Period};
 pub use money::{LedgerRow, ModelUsageRow, ReconciliationRow, Reserved, UsageRow};
 pub use owners::WebhookEventRow;
 pub use purchases::{Credited, PurchaseRow};
@@ -230,6 +232,10 @@ pub struct User {
     /// The models the presented API key may use (`provider/model` or
     /// `provider/*`); `None`: every model. Only set by a key lookup.
     pub models: Option<Vec<String>>,
+    /// The presented API key's id when the key has a budget (`None`: no
+    /// key, or one without a budget; its requests then skip every budget
+    /// read). Only set by a key lookup.
+    pub budget_key: Option<i64>,
 }
 
 /// Creates `dir` (and missing parents) readable by the owner only (0700 on
@@ -538,6 +544,7 @@ fn row_to_user(r: &Row<'_>) -> Result<User> {
         disabled: r.get(3)?,
         deleted: r.get(4)?,
         models: None,
+        budget_key: None,
     })
 }
 

@@ -210,6 +210,13 @@ pub enum Reserved {
         balance: Decimal,
         available: Decimal,
     },
+    /// The request's key has a budget, and what it spent and holds in the
+    /// current period (`used`) plus the amount would exceed it; nothing
+    /// written.
+    OverBudget {
+        budget: super::Budget,
+        used: Decimal,
+    },
 }
 
 /// A model request's token detail as stored.
@@ -235,7 +242,7 @@ impl Store {
     ///
     /// [`Record::Hold`]: super::Record::Hold
     pub fn reserve(&self, user_id: i64, request_id: &str, amount: Decimal) -> Result<Reserved> {
-        self.transaction(|tx| Balances::default().hold(tx, user_id, request_id, amount))
+        self.transaction(|tx| Balances::default().hold(tx, user_id, request_id, amount, None))
     }
 
     /// Ends a hold without a charge (the request failed). If the database

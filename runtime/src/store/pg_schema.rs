@@ -281,6 +281,20 @@ pub(super) const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX purchases_by_user ON purchases (user_id, id);
 "#,
+    // 8: as SQLite's 15 (budgets per key: the budget, a hold's key, the
+    //    spend per key and period).
+    r#"
+    ALTER TABLE api_keys ADD COLUMN budget_usd TEXT;
+    ALTER TABLE api_keys ADD COLUMN budget_period TEXT;
+    ALTER TABLE credit_holds ADD COLUMN key_id BIGINT;
+    CREATE INDEX holds_by_key ON credit_holds (key_id) WHERE key_id IS NOT NULL;
+    CREATE TABLE key_spend (
+        key_id  BIGINT NOT NULL REFERENCES api_keys(id),
+        period  TEXT NOT NULL,
+        spent   TEXT NOT NULL,
+        PRIMARY KEY (key_id, period)
+    );
+"#,
 ];
 
 /// Key of the advisory lock that serialises migrations of one database.

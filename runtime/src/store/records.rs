@@ -40,6 +40,10 @@ pub struct UsageRecord {
     /// a later one is written with quantity 0 and no charge instead.
     pub once_key: Option<String>,
     pub created_at: String,
+    /// The API key the request came with, when its charge counts against
+    /// the key's budget without a hold (the voice API); `None`: the key of
+    /// the request's hold, if any (`store::budgets`).
+    pub key_id: Option<i64>,
 }
 
 /// A stored object's record.
@@ -154,6 +158,9 @@ pub enum Record {
         request_id: String,
         user_id: i64,
         amount: Decimal,
+        /// The API key the request came with: its budget, if it has one,
+        /// must cover the amount too (`store::budgets`).
+        key_id: Option<i64>,
     },
     /// A file (a packed object's segment) to fdatasync before the group
     /// holding this record commits; written nothing. See [`sync_files`].

@@ -311,6 +311,21 @@ pub(super) const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX purchases_by_user ON purchases (user_id, id);
     "#,
+    // 15 (budgets per key, store::budgets): a key's budget and its period;
+    //     the key of a hold; what each key was charged per period (`day`:
+    //     `YYYY-MM-DD`, `month`: `YYYY-MM`, `total`), UTC.
+    r#"
+    ALTER TABLE api_keys ADD COLUMN budget_usd TEXT;
+    ALTER TABLE api_keys ADD COLUMN budget_period TEXT;
+    ALTER TABLE credit_holds ADD COLUMN key_id INTEGER;
+    CREATE INDEX holds_by_key ON credit_holds (key_id) WHERE key_id IS NOT NULL;
+    CREATE TABLE key_spend (
+        key_id  INTEGER NOT NULL REFERENCES api_keys(id),
+        period  TEXT NOT NULL,
+        spent   TEXT NOT NULL,
+        PRIMARY KEY (key_id, period)
+    );
+    "#,
 ];
 
 /// How long a connection waits for another's lock before "database is locked".

@@ -524,9 +524,10 @@ fn write_record(
             request_id,
             user_id,
             amount,
+            key_id,
         } => committed
             .holds
-            .push(balances.hold(tx, *user_id, request_id, *amount)?),
+            .push(balances.hold(tx, *user_id, request_id, *amount, *key_id)?),
         Record::HoldRelease { request_id } => balances.release(tx, request_id)?,
         Record::SyncFile(_) => {}
         Record::WebhookEvent(e) => {
@@ -605,6 +606,7 @@ fn insert_usage(tx: &mut Db<'_>, balances: &mut Balances, u: &UsageRecord) -> Re
             None,
             &u.created_at,
         )?;
+        balances.charge_key(tx, u.key_id, &u.request_id, u.charged)?;
     }
     Ok(true)
 }

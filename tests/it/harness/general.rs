@@ -183,6 +183,11 @@ pub async fn nothing_charged(env: &Env, balance: Decimal) {
 
 /// A pair serving the test providers file.
 pub async fn llm_pair(test: &str) -> Option<Pair> {
+    llm_pair_with(test, |_| {}).await
+}
+
+/// A pair serving the test providers file, each configuration adjusted by `f`.
+pub async fn llm_pair_with(test: &str, f: impl Fn(&mut runtime::config::Config)) -> Option<Pair> {
     std::env::set_var(LLM_KEY_VAR, PROVIDER_KEY);
     let sim = start_sim().await;
     let toml = providers_toml(&sim.llm_url());
@@ -190,6 +195,7 @@ pub async fn llm_pair(test: &str) -> Option<Pair> {
         let path = c.data_dir.join("providers.toml");
         std::fs::write(&path, &toml).unwrap();
         c.providers_file = Some(path);
+        f(c);
     })
     .await
 }

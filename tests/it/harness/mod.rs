@@ -377,6 +377,28 @@ impl Answer {
 }
 
 /// Minimal valid body for a few routes.
+/// Runs `pg` (PostgreSQL) or `lite` (SQLite) on the env's database through
+/// a connection of the test's own.
+pub async fn own_sql(env: &Env, pg: &str, lite: &str) {
+    match env.dir.database_url() {
+        Some(url) => {
+            let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+                .await
+                .unwrap();
+            let driver = tokio::spawn(conn);
+            client.batch_execute(pg).await.unwrap();
+            drop(client);
+            let _ = driver.await;
+        }
+        None => {
+            let conn = rusqlite::Connection::open(env.dir.0.join("gateway.db")).unwrap();
+            conn.busy_timeout(std::time::Duration::from_secs(10))
+                .unwrap();
+            conn.execute_batch(lite).unwrap();
+        }
+    }
+}
+
 pub fn synth_body(text: &str) -> Value {
     json!({"voice_uuid": "stock-voice-1", "text": text, "output_format": "wav"})
 }
