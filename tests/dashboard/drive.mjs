@@ -56,6 +56,10 @@ try {
 
   // A key: created (its secret shown once), then revoked.
   await page.getByLabel("Name", { exact: true }).fill("dashboard key");
+  if (await page.getByLabel("Budget (USD, optional)").isVisible()) {
+    await page.getByLabel("Budget (USD, optional)").fill("5");
+    await page.getByLabel("Budget period").selectOption("day");
+  }
   await page.getByRole("button", { name: "Create key" }).click();
   await page.waitForSelector("#new-key:not([hidden])");
   seen.new_key = await text("#new-key-value");

@@ -148,7 +148,8 @@ async fn drive(chromium: PathBuf, url: String, user: &str, out: &std::path::Path
 }
 
 /// The page in headless Chromium: sign in with username and password, see
-/// the balance, create a key (its secret shown once) and revoke it; every
+/// the balance, create a key with a budget (its secret shown once) and
+/// revoke it; every
 /// section whose route this gateway lacks says so. Screenshots at desktop
 /// (1280) and phone (390) width go to the test's output directory; any
 /// console error, failed request or error answer fails the test.
@@ -190,8 +191,12 @@ async fn dashboard_in_headless_chromium() {
     let prefix = k.prefix.as_deref().unwrap();
     assert!(secret.starts_with(prefix) && secret.len() > prefix.len() + 16);
     assert!(k.revoked_at.is_some(), "{keys:?}");
+    let budget = k.budget.as_ref().expect("the budget set on the page");
+    assert_eq!(budget.budget.usd, d("5"));
+    assert_eq!(budget.budget.period.as_str(), "day");
     let before = seen["keys_before"].to_string();
     assert!(before.contains("dashboard key") && before.contains("Revoke"));
+    assert!(before.contains("$5 per day: spent $0.00000000"), "{before}");
     assert!(
         !before.contains(secret),
         "the key is listed by its prefix only"

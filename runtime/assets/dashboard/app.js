@@ -300,8 +300,9 @@
       budgets.forEach((b) => { b.hidden = !withBudget && keys.length > 0; });
       const rows = keys.map((k) => {
         const budget = k.budget_usd == null ? "none"
-          : `${k.budget_usd} per ${k.budget_period ?? "?"}, spent ${k.spent ?? k.spent_usd ?? "?"}` +
-            (k.period_end ? ` until ${k.period_end}` : "");
+          : `$${k.budget_usd} per ${k.budget_period ?? "?"}: spent $${k.spent_usd ?? "?"}` +
+            (k.held_usd && Number(k.held_usd) > 0 ? `, held $${k.held_usd}` : "") +
+            (k.period_end ? `, until ${k.period_end}` : "");
         const action = k.active === false || k.revoked_at
           ? "revoked"
           : el("button", { type: "button", "data-revoke": String(k.id),
