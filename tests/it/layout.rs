@@ -541,6 +541,8 @@ const FLOORS: &[(&str, &[&str])] = &[
             "streams",
             "videos",
             "providers",
+            "cost",
+            "usage_tail",
         ],
     ),
     ("modes", &["modes"]),

@@ -1,16 +1,15 @@
 //! What several modes share and no other part of the gateway needs: the
 //! user's JSON, the multipart opener and its errors, query numbers for
-//! paging, the charged amount of settlement records. A mode may import this
+//! paging. A mode may import this
 //! file (the one exception to "a mode never imports a sibling").
 
-use rust_decimal::Decimal;
 use serde_json::{json, Value};
 
 use crate::body::Request;
 use crate::ctx::Ctx;
 use crate::errors::ApiError;
 use crate::objects::ObjectError;
-use crate::store::{Record, UserRow};
+use crate::store::UserRow;
 
 /// A user as the account and admin routes answer it.
 pub(crate) fn user_json(u: &UserRow) -> Value {
@@ -118,16 +117,4 @@ pub(crate) fn query_u32(ctx: &Ctx, name: &str, default: u32) -> u32 {
         .find(|(k, _)| k == name)
         .and_then(|(_, v)| v.trim().parse::<u32>().ok())
         .unwrap_or(default)
-}
-
-/// What settlement records charge (their usage record's amount; zero
-/// without one).
-pub(crate) fn charged(records: &[Record]) -> Decimal {
-    records
-        .iter()
-        .find_map(|r| match r {
-            Record::Usage(u) => Some(u.charged),
-            _ => None,
-        })
-        .unwrap_or_default()
 }
