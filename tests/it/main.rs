@@ -46,6 +46,7 @@ mod stripe;
 mod synthesis;
 mod tls;
 mod urlpolicy;
+mod usage_history;
 mod validation;
 mod video_jobs;
 mod webhook;

@@ -152,6 +152,8 @@ pub async fn complete(ctx: &mut Ctx, req: Request, chat: bool) -> Result<Outcome
     };
     let registration = ctx.gw.streams.register(ctx.user_id()).await;
     let stream_id = registration.id.clone();
+    let mut settle = settle;
+    settle.streamed = true;
     let mut relay = Relay::new(
         ctx.gw.clone(),
         upstream,

@@ -9,6 +9,7 @@ use crate::body::Request;
 use crate::ctx::Ctx;
 use crate::errors::ApiError;
 use crate::objects::ObjectError;
+use crate::spec::PathParams;
 use crate::store::UserRow;
 
 /// A user as the account and admin routes answer it.
@@ -117,4 +118,27 @@ pub(crate) fn query_u32(ctx: &Ctx, name: &str, default: u32) -> u32 {
         .find(|(k, _)| k == name)
         .and_then(|(_, v)| v.trim().parse::<u32>().ok())
         .unwrap_or(default)
+}
+
+/// The user addressed by the row's `{user_id}` (an admin row), which must
+/// exist: else 404.
+pub(crate) async fn addressed_user(ctx: &Ctx, params: &PathParams) -> Result<UserRow, ApiError> {
+    let not_found = || ApiError::NotFound("no such user".into());
+    let id: i64 = params
+        .get("user_id")
+        .and_then(|v| v.parse().ok())
+        .ok_or_else(not_found)?;
+    ctx.gw
+        .store
+        .blocking(move |s| s.user_row(id))
+        .await?
+        .ok_or_else(not_found)
+}
+
+/// The query parameter `name`, when present.
+pub(crate) fn query_str<'a>(ctx: &'a Ctx, name: &str) -> Option<&'a str> {
+    ctx.query
+        .iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.as_str())
 }

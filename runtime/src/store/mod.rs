@@ -27,6 +27,7 @@ use sqlite::{configure, open_and_migrate};
 mod accounts;
 mod assets;
 mod balances;
+mod history;
 mod instances;
 mod money;
 mod owners;
@@ -46,6 +47,7 @@ use sql::{p, Db, Row};
 
 pub use accounts::{KeyOwner, KeyRow, OauthSignIn, OauthUser, Registration, UserRow};
 pub use assets::{AssetRow, JobRow};
+pub use history::{Generation, GroupBy, LedgerLine, ModelDetail, UsageTotals};
 pub use money::{LedgerRow, ModelUsageRow, ReconciliationRow, Reserved, UsageRow};
 pub use owners::WebhookEventRow;
 pub use purchases::{Credited, PurchaseRow};
