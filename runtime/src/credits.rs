@@ -194,6 +194,11 @@ pub struct Settle {
     /// What the request could make the provider do: reported tokens and
     /// images are billed at most at it ([`crate::bounds::Bound`]).
     pub bound: Option<crate::bounds::Bound>,
+    /// When the request arrived (its generation's latency runs to the
+    /// settlement); `None` for a job's, settled by an observer.
+    pub started: Option<std::time::Instant>,
+    /// Answered as a stream (set by the streaming mode).
+    pub streamed: bool,
 }
 
 impl Settle {
@@ -209,6 +214,8 @@ impl Settle {
             byok,
             hold,
             bound: None,
+            started: Some(ctx.started),
+            streamed: false,
         }
     }
 
@@ -274,6 +281,8 @@ impl Settle {
             byok,
             hold,
             bound: _,
+            started,
+            streamed,
         } = self;
         let mut charged = usage
             .raw_cost
@@ -323,6 +332,8 @@ impl Settle {
                 counted: usage.counted,
                 byok,
                 ended: ended.to_owned(),
+                streamed,
+                latency_ms: started.map(|s| s.elapsed().as_millis() as u64),
                 created_at: now,
             }),
         ];

@@ -46,6 +46,8 @@
 //! * [`callbacks`] — signed job callbacks to callers' `callback_uri`s.
 //! * [`credits`] — credit holds and settlements of model calls.
 //! * [`relay`] — model streams relayed and billed for what was streamed.
+//! * [`cost`] — what an answer says it cost (`usage.cost`, `X-Gateway-Cost`).
+//! * [`usage_tail`] — a stream's last usage event, with its cost.
 //! * [`streams`] — the open streams (stop-stream).
 //! * [`videos`] — the general gateway's video jobs.
 //! * [`providers`] — the general gateway's model providers.
@@ -100,6 +102,7 @@ pub mod budgets;
 pub mod callbacks;
 pub mod cluster;
 pub mod config;
+pub mod cost;
 pub mod credits;
 pub mod ctx;
 pub mod dashboard;
@@ -139,6 +142,7 @@ pub mod stripe;
 pub mod telemetry;
 pub mod tls;
 pub mod upstream;
+pub mod usage_tail;
 pub mod validate;
 pub mod videos;
 pub mod watchdog;

@@ -26,7 +26,9 @@
 //!    commit happen here, after it: the owner cache learns created and
 //!    deleted resources, deferred work (job callbacks) starts.
 //! 8. **answer** — the mode's response, or the error in the row's wire format,
-//!    with an `X-Request-Id` header either way.
+//!    with an `X-Request-Id` header either way; a billed row's answer whose
+//!    usage record was committed here says its charge in `X-Gateway-Cost`
+//!    ([`crate::cost`]).
 
 use std::time::Instant;
 
@@ -189,6 +191,7 @@ async fn record(
     if outcome.settlement.by_pipeline() {
         records.push(Record::Usage(usage_record(ctx)));
     }
+    let cost = crate::cost::Cost::of(&records).or_else(|| crate::cost::Cost::of(&mode_records));
     debug_assert!(
         outcome.settlement != crate::ctx::Settlement::ByModeRecords
             || mode_records.iter().any(|r| matches!(r, Record::Usage(_))),
@@ -213,6 +216,14 @@ async fn record(
         return Err(ApiError::internal("committing the request's records", e));
     }
     ctx.gw.owners_changed(cache_changes).await;
+    if let Some(c) = cost.filter(|_| ctx.spec.billing != crate::spec::Billing::Free) {
+        if let Ok(v) = HeaderValue::from_str(&c.text()) {
+            outcome
+                .response
+                .headers_mut()
+                .insert(crate::cost::HEADER, v);
+        }
+    }
     Ok(())
 }
 

@@ -8,7 +8,9 @@
 //! * the end, however it comes (finished, stopped, timed out, upstream
 //!   error, or the client hanging up, which drops the body): what was
 //!   streamed is settled once ([`crate::credits::Settle`]) — awaited
-//!   before the stream's last bytes on a normal end, spawned on a drop.
+//!   before the stream's last bytes on a normal end, spawned on a drop;
+//! * when the caller asked for usage, its last event before `[DONE]`
+//!   ([`crate::usage_tail`]), with the cost settled, however it ends.
 
 use std::pin::Pin;
 use std::time::Duration;
@@ -18,10 +20,12 @@ use futures_util::{Stream, StreamExt};
 use serde_json::Value;
 
 use crate::body::BoxError;
+use crate::cost::Cost;
 use crate::credits::Settle;
 use crate::services::Gateway;
 use crate::store::OutsideRecordPhase;
 use crate::streams::Registration;
+use crate::usage_tail::UsageTail;
 
 type Upstream = Pin<Box<dyn Stream<Item = Result<Bytes, BoxError>> + Send>>;
 
@@ -104,6 +108,8 @@ pub struct Relay {
     /// Prompt tokens billed when the upstream sends no `usage`.
     pub prompt_tokens: u64,
     pub counter: Counter,
+    /// Set when the caller asked for usage: its last event, with the cost.
+    pub tail: Option<UsageTail>,
     finished: bool,
 }
 
@@ -130,29 +136,45 @@ impl Relay {
             settle: Some(settle),
             prompt_tokens,
             counter,
+            tail: None,
             finished: false,
         }
     }
 
-    fn settle_records(&mut self, ended: &str) -> Option<Vec<crate::store::Record>> {
-        let settle = self.settle.take()?;
-        let (input, output, counted) = match self.counter.usage {
+    /// The tokens billed: the upstream's `usage`, else those counted
+    /// (and whether they were counted).
+    fn tokens(&self) -> (u64, u64, bool) {
+        match self.counter.usage {
             Some((p, c)) => (p, c, false),
             None => (self.prompt_tokens, self.counter.content_events, true),
-        };
+        }
+    }
+
+    /// The usage event and `[DONE]` of a caller that asked for usage,
+    /// else `None`.
+    fn close_tail(&mut self, cost: Option<Cost>) -> Option<Bytes> {
+        let (input, output, _) = self.tokens();
+        Some(self.tail.as_mut()?.close(cost, input, output))
+    }
+
+    fn settle_records(&mut self, ended: &str) -> Option<Vec<crate::store::Record>> {
+        let settle = self.settle.take()?;
+        let (input, output, counted) = self.tokens();
         Some(settle.records(input, output, counted, ended))
     }
 
     /// Commits what was streamed (once). The commit runs in a task of its
     /// own, so that cancelling this (the caller hung up) cannot lose it.
-    async fn finish(&mut self, ended: &str) {
-        if let Some(records) = self.settle_records(ended) {
-            let store = self.gw.store.clone();
-            let commit = tokio::spawn(tracing::Instrument::in_current_span(settle(store, records)));
-            if let Err(e) = commit.await {
-                tracing::error!(error = %e, "recording a stream's usage failed");
-            }
+    /// Returns the charge committed.
+    async fn finish(&mut self, ended: &str) -> Option<Cost> {
+        let records = self.settle_records(ended)?;
+        let cost = Cost::of(&records);
+        let store = self.gw.store.clone();
+        let commit = tokio::spawn(tracing::Instrument::in_current_span(settle(store, records)));
+        if let Err(e) = commit.await {
+            tracing::error!(error = %e, "recording a stream's usage failed");
         }
+        cost
     }
 
     /// The next chunk for the caller.
@@ -171,32 +193,42 @@ impl Relay {
         };
         let Some(next) = next else {
             self.finished = true;
-            self.finish("stopped").await;
-            return Some(Bytes::from_static(b"data: [DONE]\n\n"));
+            let cost = self.finish("stopped").await;
+            return Some(
+                self.close_tail(cost)
+                    .unwrap_or(Bytes::from_static(b"data: [DONE]\n\n")),
+            );
         };
         match next {
             Ok(Some(Ok(b))) => {
                 self.counter.feed(&b);
-                Some(b)
+                match &mut self.tail {
+                    Some(t) => Some(t.filter(&b)),
+                    None => Some(b),
+                }
             }
             Ok(None) => {
                 self.finished = true;
-                self.finish("complete").await;
-                None
+                let cost = self.finish("complete").await;
+                self.close_tail(cost)
             }
             Ok(Some(Err(e))) => {
                 self.finished = true;
                 tracing::warn!(error = %e, "model stream broke off");
-                self.finish("error").await;
-                Some(error_event(502, "the model provider's stream broke off"))
+                let cost = self.finish("error").await;
+                let end = self.close_tail(cost);
+                Some(error_event(
+                    502,
+                    "the model provider's stream broke off",
+                    end,
+                ))
             }
             Err(_) => {
                 self.finished = true;
-                self.finish("timeout").await;
-                Some(error_event(
-                    504,
-                    &format!("stream idle for more than {} s", self.idle.as_secs()),
-                ))
+                let cost = self.finish("timeout").await;
+                let end = self.close_tail(cost);
+                let message = format!("stream idle for more than {} s", self.idle.as_secs());
+                Some(error_event(504, &message, end))
             }
         }
     }
@@ -311,10 +343,14 @@ async fn settle(store: crate::store::Store, records: Vec<crate::store::Record>) 
     });
 }
 
-/// An error event in the stream (format 2's fields), then `[DONE]`.
-fn error_event(status: u16, message: &str) -> Bytes {
+/// An error event in the stream (format 2's fields), then `end` (the
+/// usage event and `[DONE]`), or `[DONE]`.
+fn error_event(status: u16, message: &str, end: Option<Bytes>) -> Bytes {
     let v = serde_json::json!({"error": {"message": message, "code": status}, "success": false, "message": message});
-    Bytes::from(format!("data: {v}\n\ndata: [DONE]\n\n"))
+    let end = end.unwrap_or(Bytes::from_static(b"data: [DONE]\n\n"));
+    let mut out = format!("data: {v}\n\n").into_bytes();
+    out.extend_from_slice(&end);
+    Bytes::from(out)
 }
 
 impl Drop for Relay {

@@ -229,6 +229,8 @@ async fn finish(
         byok: false,
         hold: None,
         bound: None,
+        started: None,
+        streamed: false,
     };
     let mut records = vec![Record::Asset(AssetRecord {
         owner_id: Some(job.user_id),

@@ -234,8 +234,6 @@ keyword_enum! {
         AdminDelete = "admin_delete",
         /// Admin: grants credit to a user.
         AdminCredits = "admin_credits",
-        /// Admin: a user's usage records.
-        AdminUsage = "admin_usage",
         // ---- media files (`/media`), served from the object store ----
         /// A caller's image or audio file (multipart `file`, `file_type`),
         /// checked by its first bytes and streamed into the object store.
@@ -253,6 +251,15 @@ keyword_enum! {
         StripeWebhook = "stripe_webhook",
         /// `GET /stripe/purchases`: the caller's purchases.
         StripePurchases = "stripe_purchases",
+        // ---- usage and credit history (served from the database) ----
+        /// `GET /generations/{request_id}`: one request, its tokens, cost and end.
+        Generation = "generation",
+        /// `GET /usage`: totals per day, model or route over a range of days (JSON or CSV).
+        UsageTotals = "usage_totals",
+        /// `GET /credits`: balance, held, available.
+        CreditBalance = "credit_balance",
+        /// `GET /credits/ledger`: the ledger, newest first, cursor-paged.
+        CreditLedger = "credit_ledger",
     }
 }
 
@@ -277,6 +284,16 @@ impl Mode {
             || self.is_account()
             || self.is_media()
             || self.is_payment()
+            || self.is_history()
+    }
+
+    /// The history modes (usage, generations, credits): read from the
+    /// gateway's database, the caller's or, on an admin row, a user's.
+    pub fn is_history(self) -> bool {
+        matches!(
+            self,
+            Mode::Generation | Mode::UsageTotals | Mode::CreditBalance | Mode::CreditLedger
+        )
     }
 
     /// The payment modes (Stripe Checkout): the gateway talks to Stripe
@@ -319,7 +336,6 @@ impl Mode {
                 | Mode::AdminEnable
                 | Mode::AdminDelete
                 | Mode::AdminCredits
-                | Mode::AdminUsage
         )
     }
 

@@ -434,14 +434,23 @@ async fn admins_non_admins_and_disabled_accounts() {
     let a = call(
         &env,
         Method::GET,
-        &format!("/admin/users/{id}/usage"),
+        &format!("/admin/users/{id}/credits"),
         &admin,
         None,
     )
     .await;
     a.expect(200);
     assert_eq!(a.json["balance"], "7.25000000");
-    assert!(!a.json["data"].as_array().unwrap().is_empty(), "{}", a.text);
+    let a = call(
+        &env,
+        Method::GET,
+        &format!("/admin/users/{id}/usage"),
+        &admin,
+        None,
+    )
+    .await;
+    a.expect(200);
+    assert_eq!(a.json["user_id"], id);
     format1(
         &call(
             &env,

@@ -542,6 +542,8 @@ const FLOORS: &[(&str, &[&str])] = &[
             "streams",
             "videos",
             "providers",
+            "cost",
+            "usage_tail",
         ],
     ),
     ("modes", &["modes"]),

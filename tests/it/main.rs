@@ -48,6 +48,7 @@ mod stripe;
 mod synthesis;
 mod tls;
 mod urlpolicy;
+mod usage_history;
 mod validation;
 mod video_jobs;
 mod webhook;

@@ -145,8 +145,9 @@ fn every_spec_route_is_in_the_table() {
         })
         .count();
     assert_eq!(
-        accounts, 18,
-        "issue #10: 7 auth + 3 keys + 6 admin routes; issue #24: 2 sign-in routes"
+        accounts, 21,
+        "issue #10: 7 auth + 3 keys + 6 admin routes; issue #24: 2 sign-in routes; \
+         issue #27: 3 more admin history routes (usage was one already)"
     );
     let media = have
         .iter()
@@ -161,8 +162,17 @@ fn every_spec_route_is_in_the_table() {
         payments, 3,
         "issue #24: Stripe checkout, webhook, purchases"
     );
+    let history = have
+        .iter()
+        .filter(|(_, p)| {
+            ["/api/v1/usage", "/api/v1/generations/", "/api/v1/credits"]
+                .iter()
+                .any(|a| p.starts_with(a))
+        })
+        .count();
+    assert_eq!(history, 4, "issue #27: usage, generations, credits, ledger");
     assert_eq!(
-        have.len() - voice - accounts - media - payments,
+        have.len() - voice - accounts - media - payments - history,
         15,
         "B: 15 general-gateway routes"
     );

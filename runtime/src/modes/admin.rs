@@ -1,35 +1,21 @@
 //! The admin modes (admin role, or `X-Admin-Key`): the users, disable and
-//! enable, delete (soft), credit grants, a user's usage.
+//! enable, delete (soft), credit grants (a user's usage and ledger:
+//! `history`'s modes on the admin rows).
 
 use http::StatusCode;
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
 
-use super::common::user_json;
+use super::common::{addressed_user as target, user_json};
 use super::read_body;
 use crate::body;
 use crate::body::Request;
 use crate::ctx::{Ctx, Outcome};
 use crate::errors::ApiError;
 use crate::spec::PathParams;
-use crate::store::UserRow;
 
 fn ok(v: Value) -> Outcome {
     Outcome::new(body::json(StatusCode::OK, &v), None)
-}
-
-/// The addressed user, which must exist.
-async fn target(ctx: &Ctx, params: &PathParams) -> Result<UserRow, ApiError> {
-    let not_found = || ApiError::NotFound("no such user".into());
-    let id: i64 = params
-        .get("user_id")
-        .and_then(|v| v.parse().ok())
-        .ok_or_else(not_found)?;
-    ctx.gw
-        .store
-        .blocking(move |s| s.user_row(id))
-        .await?
-        .ok_or_else(not_found)
 }
 
 /// `GET /admin/users`.
@@ -95,35 +81,5 @@ pub async fn credits(
         "user_id": id,
         "amount": amount.to_string(),
         "balance": format!("{balance:.8}"),
-    })))
-}
-
-/// `GET /admin/users/{user_id}/usage`: the user's usage records and balance.
-pub async fn usage(ctx: &mut Ctx, params: &PathParams) -> Result<Outcome, ApiError> {
-    let u = target(ctx, params).await?;
-    let id = u.id;
-    let (rows, balance) = ctx
-        .gw
-        .store
-        .blocking(move |s| Ok((s.usage_rows_of(id)?, s.balance(id)?)))
-        .await?;
-    let data: Vec<Value> = rows
-        .iter()
-        .map(|r| {
-            json!({
-                "request_id": r.request_id,
-                "route_id": r.route_id,
-                "product": r.product,
-                "unit": r.unit,
-                "quantity": r.quantity.to_string(),
-                "charged": r.charged.to_string(),
-                "created_at": r.created_at,
-            })
-        })
-        .collect();
-    Ok(ok(json!({
-        "user_id": id,
-        "balance": format!("{balance:.8}"),
-        "data": data,
     })))
 }

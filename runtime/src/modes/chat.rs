@@ -13,6 +13,7 @@ use serde_json::{json, Map, Value};
 
 use super::{prepare_model_call, Prepared};
 use crate::body::{self, Request};
+use crate::cost::Cost;
 use crate::ctx::{Ctx, Later, Outcome, Settlement};
 use crate::errors::ApiError;
 use crate::providers::{ModelType, Op};
@@ -91,6 +92,7 @@ pub async fn complete(ctx: &mut Ctx, req: Request, chat: bool) -> Result<Outcome
         (ModelType::Completion, Op::Completion)
     };
     let stream = body.get("stream") == Some(&Value::Bool(true));
+    let tail = crate::usage_tail::UsageTail::wanted(&body);
     // The hold: everything the upstream body asks for ([`crate::bounds`]).
     let Prepared { call, settle } = prepare_model_call(ctx, body, want, op, |m, up| {
         if chat {
@@ -103,7 +105,7 @@ pub async fn complete(ctx: &mut Ctx, req: Request, chat: bool) -> Result<Outcome
     if !stream {
         let answer = call.send().await?;
         let status = answer.status();
-        let v = answer.json("a completion").await?;
+        let mut v = answer.json("a completion").await?;
         let usage = v.get("usage").filter(|u| u.is_object());
         let (input, output, counted) = match usage.map(|u| {
             (
@@ -114,9 +116,13 @@ pub async fn complete(ctx: &mut Ctx, req: Request, chat: bool) -> Result<Outcome
             Some((Some(i), Some(o))) => (i, o, false),
             _ => (bytes.div_ceil(4) as u64, counted_output(&v), true),
         };
+        let records = settle.records(input, output, counted, "complete");
+        if let Some(c) = Cost::of(&records) {
+            c.annotate(&mut v);
+        }
         let mut out = Outcome::new(body::json(StatusCode::OK, &v), Some(status))
             .settled(Settlement::ByModeRecords);
-        out.records = settle.records(input, output, counted, "complete");
+        out.records = records;
         return Ok(out);
     }
     let idle = ctx.gw.config.stream_timeout;
@@ -146,7 +152,9 @@ pub async fn complete(ctx: &mut Ctx, req: Request, chat: bool) -> Result<Outcome
     };
     let registration = ctx.gw.streams.register(ctx.user_id()).await;
     let stream_id = registration.id.clone();
-    let relay = Relay::new(
+    let mut settle = settle;
+    settle.streamed = true;
+    let mut relay = Relay::new(
         ctx.gw.clone(),
         upstream,
         first,
@@ -155,6 +163,7 @@ pub async fn complete(ctx: &mut Ctx, req: Request, chat: bool) -> Result<Outcome
         settle,
         bytes.div_ceil(4) as u64,
     );
+    relay.tail = tail;
     let body = http_body_util::BodyExt::boxed(http_body_util::StreamBody::new(
         relay.into_stream().map(|r| r.map(hyper::body::Frame::data)),
     ));

@@ -1,16 +1,16 @@
 //! What several modes share and no other part of the gateway needs: the
 //! user's JSON, the multipart opener and its errors, query numbers for
-//! paging, the charged amount of settlement records. A mode may import this
+//! paging. A mode may import this
 //! file (the one exception to "a mode never imports a sibling").
 
-use rust_decimal::Decimal;
 use serde_json::{json, Value};
 
 use crate::body::Request;
 use crate::ctx::Ctx;
 use crate::errors::ApiError;
 use crate::objects::ObjectError;
-use crate::store::{Record, UserRow};
+use crate::spec::PathParams;
+use crate::store::UserRow;
 
 /// A user as the account and admin routes answer it.
 pub(crate) fn user_json(u: &UserRow) -> Value {
@@ -120,14 +120,25 @@ pub(crate) fn query_u32(ctx: &Ctx, name: &str, default: u32) -> u32 {
         .unwrap_or(default)
 }
 
-/// What settlement records charge (their usage record's amount; zero
-/// without one).
-pub(crate) fn charged(records: &[Record]) -> Decimal {
-    records
+/// The user addressed by the row's `{user_id}` (an admin row), which must
+/// exist: else 404.
+pub(crate) async fn addressed_user(ctx: &Ctx, params: &PathParams) -> Result<UserRow, ApiError> {
+    let not_found = || ApiError::NotFound("no such user".into());
+    let id: i64 = params
+        .get("user_id")
+        .and_then(|v| v.parse().ok())
+        .ok_or_else(not_found)?;
+    ctx.gw
+        .store
+        .blocking(move |s| s.user_row(id))
+        .await?
+        .ok_or_else(not_found)
+}
+
+/// The query parameter `name`, when present.
+pub(crate) fn query_str<'a>(ctx: &'a Ctx, name: &str) -> Option<&'a str> {
+    ctx.query
         .iter()
-        .find_map(|r| match r {
-            Record::Usage(u) => Some(u.charged),
-            _ => None,
-        })
-        .unwrap_or_default()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.as_str())
 }

@@ -71,7 +71,7 @@ pub async fn embed(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
         Some(t) => (t, false),
         None => (bytes.div_ceil(4) as u64, true),
     };
-    let answer = if spec_shape {
+    let mut answer = if spec_shape {
         let vectors: Vec<Value> = data
             .iter()
             .map(|d| d.get("embedding").cloned().unwrap_or(Value::Null))
@@ -84,8 +84,12 @@ pub async fn embed(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
     } else {
         v
     };
+    let records = settle.records(input, 0, counted, "complete");
+    if let Some(c) = crate::cost::Cost::of(&records) {
+        c.annotate(&mut answer);
+    }
     let mut out = Outcome::new(body::json(StatusCode::OK, &answer), Some(status))
         .settled(Settlement::ByModeRecords);
-    out.records = settle.records(input, 0, counted, "complete");
+    out.records = records;
     Ok(out)
 }

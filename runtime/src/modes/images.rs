@@ -127,6 +127,9 @@ pub async fn generate(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> 
         records.extend(stored.records);
     }
     records.extend(settle.image_records(count));
+    if let Some(c) = crate::cost::Cost::of(&records) {
+        c.annotate(&mut v);
+    }
     let mut out = Outcome::new(body::json(StatusCode::OK, &v), Some(status))
         .settled(Settlement::ByModeRecords);
     out.records = records;

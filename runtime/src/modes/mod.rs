@@ -21,7 +21,9 @@
 //!   `oauth_callback` (sign-in with OpenID Connect, through [`crate::oidc`]).
 //! * [`keys`] — `key_list`, `key_create`, `key_revoke`.
 //! * [`admin`] — `admin_users`, `admin_disable`, `admin_enable`,
-//!   `admin_delete`, `admin_credits`, `admin_usage`.
+//!   `admin_delete`, `admin_credits`.
+//! * [`history`] — `generation`, `usage_totals`, `credit_balance`,
+//!   `credit_ledger`: the caller's (or, on admin rows, a user's) history.
 //! * [`chat`] — `chat`, `completion`, `stop_stream`: model calls with
 //!   credits held and settled, streams relayed and stoppable.
 //! * [`catalogue`] — `catalogue`, `catalogue_model`, `catalogue_trending`.
@@ -52,6 +54,7 @@ pub mod catalogue;
 pub mod chat;
 pub mod common;
 pub mod embeddings;
+pub mod history;
 pub mod images;
 pub mod jobs;
 pub mod keys;
@@ -111,7 +114,10 @@ pub async fn run(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<Out
         Mode::AdminEnable => admin::set_disabled(ctx, params, false).await,
         Mode::AdminDelete => admin::delete(ctx, params).await,
         Mode::AdminCredits => admin::credits(ctx, req, params).await,
-        Mode::AdminUsage => admin::usage(ctx, params).await,
+        Mode::Generation => history::generation(ctx, params).await,
+        Mode::UsageTotals => history::usage(ctx, params).await,
+        Mode::CreditBalance => history::credits(ctx, params).await,
+        Mode::CreditLedger => history::ledger(ctx, params).await,
         Mode::Chat => chat::complete(ctx, req, true).await,
         Mode::Completion => chat::complete(ctx, req, false).await,
         Mode::StopStream => chat::stop(ctx, params).await,

@@ -10,9 +10,9 @@ use http::StatusCode;
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
 
-use super::common::charged;
 use super::{pick_model, read_body};
 use crate::body::Request;
+use crate::cost::Cost;
 use crate::ctx::{Ctx, Outcome, Settlement};
 use crate::errors::ApiError;
 use crate::providers::{ModelType, Op};
@@ -123,9 +123,10 @@ pub async fn speak(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
     let byok = settle.byok;
     let mut records = stored.records;
     let settled = settle.seconds_records("audio_seconds", seconds);
-    let charged = charged(&settled);
+    let cost = Cost::of(&settled);
+    let charged = cost.map(|c| c.charged).unwrap_or_default();
     records.extend(settled);
-    let v = json!({
+    let mut v = json!({
         "audio_url": audio_url,
         "audio_duration": seconds.normalize().to_string().parse::<f64>().unwrap_or(0.0),
         "format": format,
@@ -140,6 +141,9 @@ pub async fn speak(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
             "byok": byok,
         },
     });
+    if let Some(c) = cost {
+        c.annotate(&mut v);
+    }
     let mut out = Outcome::new(body::json(StatusCode::OK, &v), Some(status))
         .settled(Settlement::ByModeRecords);
     out.records = records;

@@ -23,10 +23,11 @@ use rust_decimal::Decimal;
 use serde_json::{json, Map, Value};
 use tokio::io::AsyncWriteExt;
 
-use super::common::{self, charged, file_too_large};
+use super::common::{self, file_too_large};
 use super::pick_model;
 use crate::billing::quantity_from_upstream;
 use crate::body::Request;
+use crate::cost::Cost;
 use crate::ctx::{Ctx, Outcome, Settlement};
 use crate::errors::ApiError;
 use crate::media;
@@ -203,8 +204,11 @@ pub async fn transcribe(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError
         }
     };
     let records: Vec<Record> = settle.seconds_records("audio_seconds", seconds);
-    let charged = charged(&records);
-    let response = answer(v.as_mut(), bytes, &format, seconds, charged)?;
+    let cost = Cost::of(&records).unwrap_or(Cost {
+        charged: Decimal::ZERO,
+        byok: false,
+    });
+    let response = answer(v.as_mut(), bytes, &format, seconds, cost)?;
     let mut out = Outcome::new(response, Some(status)).settled(Settlement::ByModeRecords);
     out.records = records;
     Ok(out)
@@ -311,9 +315,11 @@ fn answer(
     bytes: bytes::Bytes,
     format: &str,
     seconds: Decimal,
-    charged: Decimal,
+    cost: Cost,
 ) -> Result<crate::body::Response, ApiError> {
+    let charged = cost.charged;
     if let Some(v) = v {
+        cost.annotate(v);
         if let Some(obj) = v.as_object_mut() {
             obj.insert(
                 "billing".into(),

@@ -295,6 +295,13 @@ pub(super) const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (key_id, period)
     );
 "#,
+    // 9 (usage and credit history over HTTP): as SQLite's 16.
+    r#"
+    ALTER TABLE model_usage ADD COLUMN streamed BIGINT NOT NULL DEFAULT 0;
+    ALTER TABLE model_usage ADD COLUMN latency_ms BIGINT;
+    CREATE INDEX usage_by_request ON usage (request_id);
+    CREATE INDEX model_usage_by_request ON model_usage (request_id);
+"#,
 ];
 
 /// Key of the advisory lock that serialises migrations of one database.

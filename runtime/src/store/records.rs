@@ -183,6 +183,11 @@ pub struct ModelUsageRecord {
     pub byok: bool,
     /// How the request ended: `complete`, `stopped`, `disconnected`, `timeout`, `error`.
     pub ended: String,
+    /// Answered as a stream.
+    pub streamed: bool,
+    /// From the request's arrival to its settlement (a stream's end);
+    /// `None` for a job's.
+    pub latency_ms: Option<u64>,
     pub created_at: String,
 }
 

@@ -326,6 +326,16 @@ pub(super) const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (key_id, period)
     );
     "#,
+    // 16 (usage and credit history over HTTP, modes::history): a model
+    //     request's generation says whether it streamed and its latency
+    //     (to its settlement: a stream's end); a request's usage and token
+    //     detail are found by request id.
+    r#"
+    ALTER TABLE model_usage ADD COLUMN streamed INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE model_usage ADD COLUMN latency_ms INTEGER;
+    CREATE INDEX usage_by_request ON usage (request_id);
+    CREATE INDEX model_usage_by_request ON model_usage (request_id);
+    "#,
 ];
 
 /// How long a connection waits for another's lock before "database is locked".

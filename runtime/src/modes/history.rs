@@ -1,0 +1,270 @@
+//! `generation`, `usage_totals`, `credit_balance`, `credit_ledger`: what a
+//! user spent, read back over HTTP — one request's generation, usage
+//! totals per day, model or route, the balance with its holds, and the
+//! ledger newest first by cursor. On a row with `auth = "admin"` they read
+//! the user of the path's `{user_id}` (404 when there is none), else the
+//! caller's own (another user's request id answers 404). Every read is an
+//! indexed range of the store (`store::history`).
+
+use chrono::{Duration, NaiveDate, Utc};
+use http::{header, HeaderValue, StatusCode};
+use serde_json::{json, Value};
+
+use super::common::{addressed_user, query_str, query_u32};
+use crate::body;
+use crate::cost::text;
+use crate::ctx::{Ctx, Outcome};
+use crate::errors::ApiError;
+use crate::spec::{Auth, PathParams};
+use crate::store::{Generation, GroupBy, UsageTotals};
+
+/// Days of usage read when `from` is not given.
+const DEFAULT_DAYS: i64 = 31;
+/// The widest range of days one usage read may cover.
+const MAX_DAYS: i64 = 366;
+/// Ledger lines per page when `limit` is not given.
+const DEFAULT_LEDGER_PAGE: u32 = 50;
+
+fn ok(v: Value) -> Outcome {
+    Outcome::new(body::json(StatusCode::OK, &v), None)
+}
+
+/// Whose history the row reads: the addressed user on an admin row, else
+/// the caller.
+async fn whose(ctx: &Ctx, params: &PathParams) -> Result<i64, ApiError> {
+    if ctx.spec.auth == Auth::Admin {
+        return Ok(addressed_user(ctx, params).await?.id);
+    }
+    ctx.require_user("a history read")
+}
+
+/// `GET /generations/{request_id}`.
+pub async fn generation(ctx: &mut Ctx, params: &PathParams) -> Result<Outcome, ApiError> {
+    let user = whose(ctx, params).await?;
+    let id: String = params
+        .get("request_id")
+        .map(|v| v.into_owned())
+        .unwrap_or_default();
+    let g = ctx
+        .gw
+        .store
+        .blocking(move |s| s.generation(user, &id))
+        .await?
+        .ok_or_else(|| ApiError::NotFound("no such generation".into()))?;
+    Ok(ok(generation_json(&g)))
+}
+
+fn generation_json(g: &Generation) -> Value {
+    let m = g.model.as_ref();
+    let (provider, model) = match m.map(|m| m.model.as_str()) {
+        Some(name) => match name.split_once('/') {
+            Some((p, m)) => (Some(p), Some(m)),
+            None => (None, Some(name)),
+        },
+        None => (None, None),
+    };
+    let quantity = |unit: &str| (g.unit == unit).then(|| g.quantity.normalize().to_string());
+    json!({
+        "request_id": g.request_id,
+        "route": g.route_id,
+        "product": g.product,
+        "model": model,
+        "deployment": provider,
+        "tokens": {
+            "input": m.map_or(0, |m| m.input_tokens),
+            "output": m.map_or(0, |m| m.output_tokens),
+            "cache_read": 0,
+            "cache_write": 0,
+        },
+        "seconds": (g.unit.ends_with("seconds")).then(|| g.quantity.normalize().to_string()),
+        "images": quantity("images"),
+        "unit": g.unit,
+        "quantity": g.quantity.normalize().to_string(),
+        "cost": text(g.charged),
+        "byok": m.is_some_and(|m| m.byok),
+        "streamed": m.is_some_and(|m| m.streamed),
+        "ended": m.map(|m| ended(&m.ended)),
+        "latency_ms": m.and_then(|m| m.latency_ms),
+        "created_at": g.created_at,
+    })
+}
+
+/// How a model request ended, as the generation shows it.
+fn ended(stored: &str) -> &str {
+    match stored {
+        "timeout" => "timed_out",
+        "disconnected" => "client_gone",
+        other => other,
+    }
+}
+
+/// A `YYYY-MM-DD` query date.
+fn date(ctx: &Ctx, name: &str) -> Result<Option<NaiveDate>, ApiError> {
+    query_str(ctx, name)
+        .map(|v| {
+            NaiveDate::parse_from_str(v.trim(), "%Y-%m-%d").map_err(|_| {
+                ApiError::BadRequest(format!("{name}: a date (YYYY-MM-DD) is required"))
+            })
+        })
+        .transpose()
+}
+
+/// `from` and `to` (both included): `to` today by default, `from` 31 days
+/// back; at most 366 days.
+fn range(ctx: &Ctx) -> Result<(NaiveDate, NaiveDate), ApiError> {
+    let to = date(ctx, "to")?.unwrap_or_else(|| Utc::now().date_naive());
+    let from = date(ctx, "from")?.unwrap_or(to - Duration::days(DEFAULT_DAYS - 1));
+    if from > to {
+        return Err(ApiError::BadRequest("from: must not be after to".into()));
+    }
+    if (to - from).num_days() >= MAX_DAYS {
+        return Err(ApiError::BadRequest(format!(
+            "from..to: at most {MAX_DAYS} days"
+        )));
+    }
+    Ok((from, to))
+}
+
+/// `GET /usage?from=&to=&group_by=day|model|route&format=json|csv`.
+pub async fn usage(ctx: &mut Ctx, params: &PathParams) -> Result<Outcome, ApiError> {
+    let user = whose(ctx, params).await?;
+    let (from, to) = range(ctx)?;
+    let (by, by_name) = match query_str(ctx, "group_by").unwrap_or("day") {
+        "model" => (GroupBy::Model, "model"),
+        "route" => (GroupBy::Route, "route"),
+        _ => (GroupBy::Day, "day"),
+    };
+    let (start, end) = (
+        format!("{from}T00:00:00.000Z"),
+        format!("{}T00:00:00.000Z", to + Duration::days(1)),
+    );
+    let groups = ctx
+        .gw
+        .store
+        .blocking(move |s| s.usage_totals_of(user, &start, &end, by))
+        .await?;
+    if query_str(ctx, "format") == Some("csv") {
+        return csv(by_name, &groups);
+    }
+    let data: Vec<Value> = groups
+        .iter()
+        .map(|(k, t)| {
+            json!({
+                by_name: k,
+                "requests": t.requests,
+                "tokens": t.tokens.normalize().to_string(),
+                "seconds": t.seconds.normalize().to_string(),
+                "images": t.images.normalize().to_string(),
+                "cost": text(t.cost),
+            })
+        })
+        .collect();
+    let total = groups.values().fold(UsageTotals::default(), |mut a, t| {
+        a.requests += t.requests;
+        a.cost += t.cost;
+        a
+    });
+    Ok(ok(json!({
+        "user_id": user,
+        "from": from.to_string(),
+        "to": to.to_string(),
+        "group_by": by_name,
+        "data": data,
+        "total": {"requests": total.requests, "cost": text(total.cost)},
+    })))
+}
+
+/// The totals as CSV, one line per group.
+fn csv(
+    by: &str,
+    groups: &std::collections::BTreeMap<String, UsageTotals>,
+) -> Result<Outcome, ApiError> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let write = |w: &mut csv::Writer<Vec<u8>>, rec: &[&str]| {
+        w.write_record(rec)
+            .map_err(|e| ApiError::internal("writing usage as CSV", e))
+    };
+    write(
+        &mut w,
+        &[by, "requests", "tokens", "seconds", "images", "cost"],
+    )?;
+    for (k, t) in groups {
+        let cells = [
+            k.clone(),
+            t.requests.to_string(),
+            t.tokens.normalize().to_string(),
+            t.seconds.normalize().to_string(),
+            t.images.normalize().to_string(),
+            text(t.cost),
+        ];
+        let cells: Vec<&str> = cells.iter().map(String::as_str).collect();
+        write(&mut w, &cells)?;
+    }
+    let bytes = w
+        .into_inner()
+        .map_err(|e| ApiError::internal("writing usage as CSV", e.into_error()))?;
+    let mut r = http::Response::new(body::full(bytes));
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/csv; charset=utf-8"),
+    );
+    Ok(Outcome::new(r, None))
+}
+
+/// `GET /credits`: the balance, what live holds keep, and what is left.
+pub async fn credits(ctx: &mut Ctx, params: &PathParams) -> Result<Outcome, ApiError> {
+    let user = whose(ctx, params).await?;
+    let (balance, held) = ctx
+        .gw
+        .store
+        .blocking(move |s| Ok((s.balance(user)?, s.held(user)?)))
+        .await?;
+    Ok(ok(json!({
+        "user_id": user,
+        "balance": text(balance),
+        "held": text(held),
+        "available": text(balance - held),
+    })))
+}
+
+/// `GET /credits/ledger?limit=&cursor=`: newest first; `next_cursor`
+/// reads the page after this one (`null` on the last).
+pub async fn ledger(ctx: &mut Ctx, params: &PathParams) -> Result<Outcome, ApiError> {
+    let user = whose(ctx, params).await?;
+    let limit = query_u32(ctx, "limit", DEFAULT_LEDGER_PAGE).clamp(1, 100);
+    let before = match query_str(ctx, "cursor") {
+        Some(c) => Some(
+            c.parse::<i64>()
+                .map_err(|_| ApiError::BadRequest("cursor: not a cursor of this list".into()))?,
+        ),
+        None => None,
+    };
+    let mut lines = ctx
+        .gw
+        .store
+        .blocking(move |s| s.ledger_page(user, before, limit + 1))
+        .await?;
+    let next = (lines.len() > limit as usize).then(|| {
+        lines.truncate(limit as usize);
+        lines.last().map(|l| l.id.to_string())
+    });
+    let data: Vec<Value> = lines
+        .iter()
+        .map(|l| {
+            json!({
+                "id": l.id,
+                "kind": l.kind,
+                "amount": text(l.amount),
+                "balance_after": text(l.balance_after),
+                "usage_id": l.usage_id,
+                "note": l.note,
+                "created_at": l.created_at,
+            })
+        })
+        .collect();
+    Ok(ok(json!({
+        "user_id": user,
+        "data": data,
+        "next_cursor": next.flatten(),
+    })))
+}

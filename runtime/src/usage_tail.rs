@@ -1,0 +1,153 @@
+//! The last event of a model stream whose caller asked for usage
+//! (`stream_options.include_usage`): the upstream's `data: [DONE]` and its
+//! usage event are held back as they pass, and when the stream ends
+//! (finished, stopped, timed out or broken off) the usage event, with the
+//! request's `cost` and `byok` ([`crate::cost`]), is sent last before
+//! `[DONE]`. Lines pass as soon as they are whole; only the unfinished last
+//! line and the one usage event are kept, so the stream is never buffered.
+
+use bytes::{BufMut, Bytes, BytesMut};
+use serde_json::{json, Map, Value};
+
+use crate::cost::Cost;
+
+/// Longest unfinished line kept back; a longer one is passed on as it is.
+const MAX_LINE: usize = 1 << 20;
+
+/// What a stream holds back for its last event.
+#[derive(Debug, Default)]
+pub struct UsageTail {
+    /// The unfinished last line.
+    partial: Vec<u8>,
+    /// The upstream's usage event (its JSON), kept for the end.
+    usage: Option<Value>,
+    /// The blank line ending a held-back event is dropped with it.
+    skip_blank: bool,
+}
+
+impl UsageTail {
+    /// A tail when the request body asks for usage in its stream.
+    pub fn wanted(body: &Map<String, Value>) -> Option<UsageTail> {
+        let asked = body
+            .get("stream_options")
+            .and_then(|o| o.get("include_usage"))
+            == Some(&Value::Bool(true));
+        asked.then(UsageTail::default)
+    }
+
+    /// What of `chunk` goes to the caller now: its whole lines, but for
+    /// `data: [DONE]` and an event carrying a `usage` object (kept).
+    pub fn filter(&mut self, chunk: &[u8]) -> Bytes {
+        let mut out = BytesMut::with_capacity(chunk.len() + self.partial.len());
+        let mut rest = chunk;
+        while let Some(i) = rest.iter().position(|&b| b == b'\n') {
+            let (line, after) = rest.split_at(i + 1);
+            rest = after;
+            if self.partial.is_empty() {
+                self.line(line, &mut out);
+            } else {
+                let mut whole = std::mem::take(&mut self.partial);
+                whole.extend_from_slice(line);
+                self.line(&whole, &mut out);
+            }
+        }
+        self.partial.extend_from_slice(rest);
+        if self.partial.len() > MAX_LINE {
+            out.put_slice(&std::mem::take(&mut self.partial));
+        }
+        out.freeze()
+    }
+
+    /// One whole line (with its `\n`): passed on, or held back.
+    fn line(&mut self, line: &[u8], out: &mut BytesMut) {
+        let text = line.trim_ascii();
+        if text.is_empty() && std::mem::take(&mut self.skip_blank) {
+            return;
+        }
+        self.skip_blank = false;
+        if let Some(data) = text.strip_prefix(b"data:").map(<[u8]>::trim_ascii) {
+            if data == b"[DONE]" {
+                self.skip_blank = true;
+                return;
+            }
+            if memchr::memmem::find(data, b"\"usage\"").is_some() {
+                if let Ok(v) = serde_json::from_slice::<Value>(data) {
+                    if v.get("usage").is_some_and(Value::is_object) {
+                        if let Some(earlier) = self.usage.replace(v) {
+                            out.put_slice(format!("data: {earlier}\n\n").as_bytes());
+                        }
+                        self.skip_blank = true;
+                        return;
+                    }
+                }
+            }
+        }
+        out.put_slice(line);
+    }
+
+    /// The stream's last bytes: what is left of an unfinished line, the
+    /// usage event (the upstream's, else one of `input` and `output`
+    /// tokens) with the cost, then `[DONE]`.
+    pub fn close(&mut self, cost: Option<Cost>, input: u64, output: u64) -> Bytes {
+        let mut out = BytesMut::new();
+        if !self.partial.is_empty() {
+            out.put_slice(&std::mem::take(&mut self.partial));
+            out.put_slice(b"\n\n");
+        }
+        let mut v = self.usage.take().unwrap_or_else(|| {
+            json!({
+                "object": "chat.completion.chunk",
+                "choices": [],
+                "usage": {
+                    "prompt_tokens": input,
+                    "completion_tokens": output,
+                    "total_tokens": input + output,
+                },
+            })
+        });
+        if let Some(c) = cost {
+            c.annotate(&mut v);
+        }
+        out.put_slice(format!("data: {v}\n\ndata: [DONE]\n\n").as_bytes());
+        out.freeze()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn holds_back_done_and_the_usage_event_across_chunks() {
+        let mut t = UsageTail::default();
+        let a = t
+            .filter(b"data: {\"choices\":[{\"delta\":{\"content\":\"Hi\"}}],\"usage\":null}\n\nda");
+        assert_eq!(
+            &a[..],
+            b"data: {\"choices\":[{\"delta\":{\"content\":\"Hi\"}}],\"usage\":null}\n\n"
+        );
+        let b = t.filter(b"ta: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":2}}\n\ndata: [DONE]\n\n");
+        assert!(b.is_empty(), "{b:?}");
+        let c = Cost {
+            charged: rust_decimal::Decimal::new(5, 1),
+            byok: false,
+        };
+        let end = String::from_utf8(t.close(Some(c), 0, 0).to_vec()).unwrap();
+        assert_eq!(
+            end,
+            "data: {\"choices\":[],\"usage\":{\"byok\":false,\"completion_tokens\":2,\"cost\":\"0.50000000\",\"prompt_tokens\":3}}\n\ndata: [DONE]\n\n"
+        );
+    }
+
+    #[test]
+    fn makes_a_usage_event_when_the_upstream_sent_none() {
+        let mut t = UsageTail::default();
+        assert_eq!(
+            &t.filter(b"data: {\"choices\":[]}\n\n")[..],
+            b"data: {\"choices\":[]}\n\n"
+        );
+        let end = String::from_utf8(t.close(None, 4, 1).to_vec()).unwrap();
+        assert!(end.contains("\"total_tokens\":5"), "{end}");
+        assert!(end.ends_with("\n\ndata: [DONE]\n\n"), "{end}");
+    }
+}
