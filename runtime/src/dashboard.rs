@@ -2,9 +2,10 @@
 //!
 //! Three static files embedded at build time (`runtime/assets/dashboard/`)
 //! and one small JSON document, `/dashboard/config.json`, telling the page
-//! what this gateway offers: whether Stripe is configured and which routes
-//! the table has (`"GET /api/v1/usage"`, ...), so that a section whose route
-//! is missing says "not available" without asking for it. The page signs in
+//! what this gateway offers: whether Stripe is configured, which routes the
+//! table has (`"GET /api/v1/usage"`, ...) and the fixed values of their
+//! query parameters, so that a section whose route (or grouping) is missing
+//! says "not available" without asking for it. The page signs in
 //! through `POST /api/v1/auth/login` and keeps its tokens in its script's
 //! memory; everything it loads comes from here (no CDN), under a strict
 //! Content-Security-Policy that allows no inline script or style.
@@ -68,14 +69,18 @@ pub fn answer(gw: &Gateway, path: &str) -> Option<Response> {
     Some(r)
 }
 
-/// What the page may use: Stripe configured or not, and every route of the
-/// table as `"METHOD /path"`.
+/// What the page may use: Stripe configured or not, every route of the
+/// table as `"METHOD /path"`, and the values each query parameter with a
+/// fixed set accepts (`"GET /api/v1/usage?group_by": ["day", ...]`).
 fn config(gw: &Gateway) -> String {
-    let routes: Vec<String> = gw
-        .table
-        .routes
-        .iter()
-        .map(|r| format!("{} {}", r.method.as_str(), r.path))
-        .collect();
-    json!({ "stripe": gw.stripe.configured(), "routes": routes }).to_string()
+    let mut routes = Vec::new();
+    let mut choices = serde_json::Map::new();
+    for r in gw.table.routes {
+        let route = format!("{} {}", r.method.as_str(), r.path);
+        for q in r.query.iter().filter(|q| !q.one_of.is_empty()) {
+            choices.insert(format!("{route}?{}", q.name), json!(q.one_of));
+        }
+        routes.push(route);
+    }
+    json!({ "stripe": gw.stripe.configured(), "routes": routes, "choices": choices }).to_string()
 }

@@ -39,9 +39,7 @@ try {
   await page.getByLabel("Password").fill(env("DASHBOARD_PASSWORD"));
   await page.getByLabel("Password").press("Enter");
   await page.waitForSelector("#app:not([hidden])");
-  await page.waitForFunction(() => document.getElementById("balance-total").textContent !== "…");
-  await page.waitForFunction(() => !document.querySelector("#keys .body").textContent.includes("…") &&
-    document.querySelector("#keys .body").children.length > 0);
+  await page.waitForSelector("body[data-loaded]");
   const text = (sel) => page.locator(sel).first().textContent();
   seen.who = await text("#who");
   seen.balance = await text("#balance-total");
@@ -52,6 +50,7 @@ try {
   seen.bars = await page.locator("#chart rect.bar").evaluateAll((rs) =>
     rs.map((r) => ({ day: r.dataset.day, cost: r.dataset.cost })));
   seen.unavailable = await page.locator(".unavailable").allTextContents();
+  seen.by_model = await page.locator("#by-model tbody tr").allInnerTexts();
   seen.focused_after_sign_in = await page.evaluate(() => document.activeElement?.id);
 
   // A key: created (its secret shown once), then revoked.

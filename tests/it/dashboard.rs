@@ -2,6 +2,7 @@
 //! and the page itself driven in headless Chromium (Debian's, through
 //! playwright-core: `tests/dashboard/drive.mjs`).
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use serde_json::{json, Value};
@@ -63,6 +64,25 @@ async fn dashboard_files_and_headers() {
     assert_eq!(routes.len(), server::routes::ROUTES.len());
     assert!(routes.contains(&json!("POST /api/v1/auth/login")));
     assert!(routes.contains(&json!("DELETE /api/v1/keys/{key_id}")));
+    // A query parameter's fixed values, by route.
+    assert_eq!(
+        config.json["choices"]["GET /api/v1/keys?limit"],
+        Value::Null,
+        "only parameters with fixed values"
+    );
+    let usage_row = server::routes::ROUTES
+        .iter()
+        .find(|s| s.path == "/api/v1/usage")
+        .unwrap();
+    let group_by = usage_row
+        .query
+        .iter()
+        .find(|q| q.name == "group_by")
+        .unwrap();
+    assert_eq!(
+        config.json["choices"]["GET /api/v1/usage?group_by"],
+        json!(group_by.one_of)
+    );
     // Unknown files and look-alike paths: 404, no dashboard headers.
     for path in [
         "/dashboard/",
@@ -147,16 +167,28 @@ async fn drive(chromium: PathBuf, url: String, user: &str, out: &std::path::Path
     })
 }
 
-/// The page in headless Chromium: sign in with username and password, see
-/// the balance, create a key with a budget (its secret shown once) and
-/// revoke it; every
-/// section whose route this gateway lacks says so. Screenshots at desktop
-/// (1280) and phone (390) width go to the test's output directory; any
-/// console error, failed request or error answer fails the test.
+/// Spend of `usage` per UTC day (`YYYY-MM-DD`), 8 places.
+fn spend_per_day(usage: &[runtime::store::UsageRow]) -> BTreeMap<String, String> {
+    let mut days: BTreeMap<String, rust_decimal::Decimal> = BTreeMap::new();
+    for u in usage {
+        *days.entry(u.created_at[..10].to_owned()).or_default() += u.charged;
+    }
+    days.into_iter()
+        .map(|(day, cost)| (day, format!("{cost:.8}")))
+        .collect()
+}
+
+/// The page in headless Chromium: sign in with username and password; see
+/// the balance and holds, a chart with one bar per day that has usage (two
+/// requests, one moved three days back), the latest requests and one's
+/// cost in its details; create a key with a budget (its secret shown once)
+/// and revoke it. Screenshots at desktop (1280) and phone (390) width go to
+/// the test's output directory; any console error, failed request or error
+/// answer fails the test.
 #[tokio::test]
 async fn dashboard_in_headless_chromium() {
     let Some(chromium) = chromium() else { return };
-    let env = Env::start().await;
+    let env = llm_env(|_| {}).await;
     let a = env
         .client
         .post(env.url("/api/v1/auth/register"))
@@ -168,6 +200,33 @@ async fn dashboard_in_headless_chromium() {
     a.expect(201);
     let uid = a.json["id"].as_i64().unwrap();
     env.store().grant_credit(uid, d("25"), None).unwrap();
+    // Two requests of dora's, the first moved three days back.
+    let key = runtime::auth::create_key(env.store(), uid).unwrap();
+    let chat = env.url("/api/v1/chat/completions");
+    for text in ["Hello there", "Hello again, a little longer this time"] {
+        let body = json!({"model": "sim/sim-gpt", "messages": [{"role": "user", "content": text}]});
+        env.call_as(&key, "POST", &chat, Some(body))
+            .await
+            .expect(200);
+    }
+    let mine = |env: &Env| -> Vec<runtime::store::UsageRow> {
+        let rows = env.usage().into_iter();
+        rows.filter(|u| u.user_id == Some(uid)).collect()
+    };
+    let first = mine(&env)[0].request_id.clone();
+    let earlier = (chrono::Utc::now() - chrono::Duration::days(3))
+        .format("%Y-%m-%d")
+        .to_string();
+    let sql = format!(
+        "UPDATE usage SET created_at = '{earlier}' || substr(created_at, 11) WHERE request_id = '{first}'"
+    );
+    own_sql(&env, &sql, &sql).await;
+    let usage = mine(&env);
+    assert_eq!(usage.len(), 2);
+    let days = spend_per_day(&usage);
+    assert_eq!(days.len(), 2, "{days:?}");
+    // A key of keys (the one made above) listed before the page's own.
+    let keys_at_start = env.store().keys_of(uid).unwrap().len();
 
     let out = output_dir();
     for shot in ["dashboard-desktop.png", "dashboard-phone.png"] {
@@ -177,23 +236,59 @@ async fn dashboard_in_headless_chromium() {
     let seen = &r["seen"];
     assert_eq!(r["problems"], json!([]), "{r:#}");
     assert_eq!(seen["who"], json!("Signed in as dora"), "{r:#}");
-    assert_eq!(seen["balance"], json!("25.00000000"), "{r:#}");
+    let balance = env.store().balance(uid).unwrap();
+    assert!(balance < d("25"));
+    assert_eq!(seen["balance"], json!(format!("{balance:.8}")), "{r:#}");
+    assert_eq!(seen["held"], json!("0.00000000"), "{r:#}");
+    assert_eq!(seen["available"], json!(format!("{balance:.8}")), "{r:#}");
     // Stripe is not configured: no buy button.
     assert_eq!(seen["buy_visible"], json!(false), "{r:#}");
 
-    // The key: shown once in full, listed by its prefix, then revoked, in
-    // the store too.
+    // One bar per day with usage, each with that day's spend.
+    let bars: BTreeMap<String, String> = seen["bars"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| {
+            (
+                b["day"].as_str().unwrap().into(),
+                b["cost"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    assert_eq!(bars, days, "{r:#}");
+
+    // The latest requests, newest first; the newest's details say its cost.
+    let listed = seen["requests"].to_string();
+    assert!(
+        listed.contains(&usage[1].request_id) && listed.contains(&first),
+        "{r:#}"
+    );
+    assert_eq!(
+        seen["generation"]["request_id"],
+        json!(usage[1].request_id),
+        "{r:#}"
+    );
+    assert_eq!(
+        seen["generation"]["cost"],
+        json!(format!("{:.8}", usage[1].charged)),
+        "{r:#}"
+    );
+
+    // The key: shown once in full, listed by its prefix with its budget,
+    // then revoked, in the store too.
     let secret = seen["new_key"].as_str().unwrap();
     let keys = env.store().keys_of(uid).unwrap();
-    assert_eq!(keys.len(), 1, "{keys:?}");
-    let k = &keys[0];
+    assert_eq!(keys.len(), keys_at_start + 1, "{keys:?}");
+    let k = keys.last().unwrap();
     assert_eq!(k.name.as_deref(), Some("dashboard key"));
-    let prefix = k.prefix.as_deref().unwrap();
-    assert!(secret.starts_with(prefix) && secret.len() > prefix.len() + 16);
-    assert!(k.revoked_at.is_some(), "{keys:?}");
     let budget = k.budget.as_ref().expect("the budget set on the page");
     assert_eq!(budget.budget.usd, d("5"));
     assert_eq!(budget.budget.period.as_str(), "day");
+    let prefix = k.prefix.as_deref().unwrap();
+    assert!(secret.starts_with(prefix) && secret.len() > prefix.len() + 16);
+    assert!(k.revoked_at.is_some(), "{keys:?}");
+    assert!(keys[..keys_at_start].iter().all(|k| k.revoked_at.is_none()));
     let before = seen["keys_before"].to_string();
     assert!(before.contains("dashboard key") && before.contains("Revoke"));
     assert!(before.contains("$5 per day: spent $0.00000000"), "{before}");
@@ -203,19 +298,23 @@ async fn dashboard_in_headless_chromium() {
     );
     assert!(seen["keys_after"].to_string().contains("revoked"), "{r:#}");
 
-    // Sections of routes this gateway has not: "not available", by route.
-    let has = |path: &str| server::routes::ROUTES.iter().any(|s| s.path == path);
+    // Usage records carry no key: spend by key says so; by model is shown.
     let unavailable = seen["unavailable"].to_string();
-    for (path, sections) in [("/api/v1/usage", 3), ("/api/v1/credits/ledger", 1)] {
-        let n = unavailable.matches(&format!("no GET {path}.")).count();
-        assert_eq!(n, if has(path) { 0 } else { sections }, "{r:#}");
-    }
-    if !has("/api/v1/credits") {
-        assert!(seen["balance_note"]
-            .as_str()
-            .unwrap()
-            .contains("no GET /api/v1/credits"));
-    }
+    let by_key_choices = server::routes::ROUTES
+        .iter()
+        .find(|s| s.path == "/api/v1/usage")
+        .and_then(|s| s.query.iter().find(|q| q.name == "group_by"))
+        .map(|q| q.one_of.contains(&"key"))
+        .unwrap_or(false);
+    assert_eq!(
+        unavailable.contains("no GET /api/v1/usage?group_by=key."),
+        !by_key_choices,
+        "{r:#}"
+    );
+    assert!(
+        seen["by_model"].to_string().contains("sim/sim-gpt"),
+        "{r:#}"
+    );
 
     // Works at a phone's width: nothing wider than the screen.
     assert_eq!(seen["phone_overflow"], json!(0), "{r:#}");

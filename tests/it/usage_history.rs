@@ -430,6 +430,10 @@ async fn credits_and_the_ledger_newest_first_by_cursor() {
         json!(format!("{balance:.8}"))
     );
     assert_eq!(full.json["data"][1]["amount"], "3.00000000");
+    // A charge names its request (the generation to look up); a grant none.
+    let charged = full.json["data"][0]["request_id"].as_str().unwrap();
+    assert!(env.usage().iter().any(|u| u.request_id == charged));
+    assert_eq!(full.json["data"][1]["request_id"], Value::Null);
     assert_eq!(full.json["next_cursor"], Value::Null);
     // Pages of 3 then 1, together the whole ledger.
     let p1 = get_as(&env, &env.key, "/credits/ledger?limit=3").await;

@@ -7,10 +7,16 @@
 (() => {
   const API = "/api/v1";
   let session = null; // { access, refresh }
-  let config = { stripe: false, routes: [] };
+  let config = { stripe: false, routes: [], choices: {} };
 
   const $ = (id) => document.getElementById(id);
   const has = (route) => config.routes.includes(route);
+  // Whether a query parameter of a route takes `value` (any, when the
+  // table does not fix its values).
+  const takes = (route, param, value) => {
+    const c = (config.choices || {})[`${route}?${param}`];
+    return has(route) && (!c || c.includes(value));
+  };
 
   function el(tag, attrs, ...children) {
     const e = document.createElement(tag);
@@ -106,6 +112,7 @@
   function signOut(why) {
     const s = session;
     session = null;
+    delete document.body.dataset.loaded;
     if (s && has("POST /api/v1/auth/logout")) {
       send("POST", "/auth/logout", { refresh_token: s.refresh }, s.access).catch(() => {});
     }
@@ -126,6 +133,7 @@
       loadBalance(), loadDaily(), loadGroups("model"), loadGroups("key"),
       loadRequests(), loadKeys(),
     ].map((p) => p.catch(() => {})));
+    document.body.dataset.loaded = "1";
   }
 
   async function loadBalance() {
@@ -197,7 +205,7 @@
       for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
       return e;
     };
-    const W = 600, H = 160, PAD = 18, slot = W / 30;
+    const W = 900, H = 150, PAD = 18, slot = W / 30;
     const start = Date.parse(range.from + "T00:00:00Z");
     const days = rows.map((g) => ({ day: label(g, "day"), cost: String(g.cost ?? "0") }));
     const max = Math.max(0, ...days.map((d) => Number(d.cost) || 0));
@@ -242,6 +250,9 @@
   async function loadGroups(by) {
     const target = body(`by-${by}`);
     if (!has("GET /api/v1/usage")) return unavailable(target, "GET /api/v1/usage");
+    if (!takes("GET /api/v1/usage", "group_by", by)) {
+      return unavailable(target, `GET /api/v1/usage?group_by=${by}`);
+    }
     try {
       const rows = await usage(by, lastDays(30));
       if (rows.length === 0) return target.replaceChildren(el("p", {}, "No usage in the last 30 days."));
@@ -258,13 +269,15 @@
     if (!has("GET /api/v1/credits/ledger")) return unavailable(target, "GET /api/v1/credits/ledger");
     try {
       const l = await api("GET", "/credits/ledger?limit=20");
-      const rows = groups(l).filter((e) => e.request_id);
+      const rows = groups(l).filter((e) => e.request_id || e.kind === "charge");
       if (rows.length === 0) return target.replaceChildren(el("p", {}, "No requests yet."));
       const t = table(["When", "Request", "Cost (USD)"], rows.map((e) => {
         const cost = String(e.cost ?? e.amount ?? "").replace(/^-/, "");
-        const open = has("GET /api/v1/generations/{request_id}")
-          ? el("button", { type: "button", class: "link", "data-request": e.request_id }, e.request_id)
-          : e.request_id;
+        const id = e.request_id;
+        const open = !id ? (e.note || `usage ${e.usage_id ?? "?"}`)
+          : has("GET /api/v1/generations/{request_id}")
+            ? el("button", { type: "button", class: "link", "data-request": id }, id)
+            : id;
         return [String(e.created_at ?? ""), open, cost];
       }));
       target.replaceChildren(t);

@@ -257,6 +257,7 @@ pub async fn ledger(ctx: &mut Ctx, params: &PathParams) -> Result<Outcome, ApiEr
                 "amount": text(l.amount),
                 "balance_after": text(l.balance_after),
                 "usage_id": l.usage_id,
+                "request_id": l.request_id,
                 "note": l.note,
                 "created_at": l.created_at,
             })

@@ -68,6 +68,8 @@ pub struct LedgerLine {
     pub balance_after: Decimal,
     pub kind: String,
     pub usage_id: Option<i64>,
+    /// The request of a charge (its usage record's), else `None`.
+    pub request_id: Option<String>,
     pub note: Option<String>,
     pub created_at: String,
 }
@@ -182,8 +184,10 @@ impl Store {
     ) -> Result<Vec<LedgerLine>> {
         self.with(|db| {
             db.rows(
-                "SELECT id, amount, balance_after, kind, usage_id, note, created_at FROM credit_ledger
-                 WHERE user_id = ?1 AND id < ?2 ORDER BY id DESC LIMIT ?3",
+                "SELECT l.id, l.amount, l.balance_after, l.kind, l.usage_id, l.note, l.created_at,
+                        u.request_id
+                 FROM credit_ledger l LEFT JOIN usage u ON u.id = l.usage_id
+                 WHERE l.user_id = ?1 AND l.id < ?2 ORDER BY l.id DESC LIMIT ?3",
                 p![user_id, before.unwrap_or(i64::MAX), limit],
                 |r| {
                     Ok(LedgerLine {
@@ -194,6 +198,7 @@ impl Store {
                         usage_id: r.get(4)?,
                         note: r.get(5)?,
                         created_at: r.get(6)?,
+                        request_id: r.get(7)?,
                     })
                 },
             )
