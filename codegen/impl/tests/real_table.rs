@@ -107,6 +107,7 @@ fn capabilities_and_job_kinds() {
             ("admin", None),
             ("media", m(60)),
             ("payments", m(30)),
+            ("history", m(120)),
         ]
     );
 

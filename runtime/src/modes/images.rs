@@ -128,6 +128,15 @@ pub async fn generate(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> 
     }
     records.extend(settle.image_records(count));
     if let Some(c) = crate::cost::Cost::of(&records) {
+        // OpenAI's image usage, when the provider sent none (clients typed
+        // on it need its token fields): billed per image, no token counted.
+        if let Some(obj) = v.as_object_mut().filter(|o| !o.contains_key("usage")) {
+            obj.insert(
+                "usage".into(),
+                serde_json::json!({"input_tokens": 0, "output_tokens": 0, "total_tokens": 0,
+                    "input_tokens_details": {"text_tokens": 0, "image_tokens": 0}}),
+            );
+        }
         c.annotate(&mut v);
     }
     let mut out = Outcome::new(body::json(StatusCode::OK, &v), Some(status))
