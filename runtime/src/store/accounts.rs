@@ -482,7 +482,7 @@ impl Store {
             )?;
             rows.into_iter()
                 .map(|(mut key, usd, period)| {
-                    key.budget = super::budgets::key_budget(db, key.id, usd, period)?;
+                    key.budget = super::money::key_budget(db, key.id, usd, period)?;
                     Ok(key)
                 })
                 .collect()

@@ -256,15 +256,27 @@ impl Balances {
 /// The sum of a user's live holds: younger than [`HOLD_TTL_HOURS`], and
 /// of no instance whose lease lapsed.
 pub(super) fn sum_holds(db: &mut Db<'_>, user_id: i64) -> Result<Decimal> {
+    sum_live(db, "user_id", user_id)
+}
+
+/// The sum of the live holds of a key with a budget (see [`sum_holds`]).
+pub(super) fn sum_key_holds(db: &mut Db<'_>, key_id: i64) -> Result<Decimal> {
+    sum_live(db, "key_id", key_id)
+}
+
+/// The sum of the live holds whose `column` (`user_id`, `key_id`) is `id`.
+fn sum_live(db: &mut Db<'_>, column: &str, id: i64) -> Result<Decimal> {
     let now = chrono::Utc::now();
     let stale = super::rfc3339(now - chrono::Duration::hours(HOLD_TTL_HOURS));
     let amounts = db.rows(
-        "SELECT amount FROM credit_holds h WHERE user_id = ?1 AND created_at >= ?2
-           AND NOT EXISTS (SELECT 1 FROM instances i WHERE i.id = h.instance AND i.lease_until < ?3)",
-        p![user_id, stale, super::rfc3339(now)],
+        &format!(
+            "SELECT amount FROM credit_holds h WHERE {column} = ?1 AND created_at >= ?2
+               AND NOT EXISTS (SELECT 1 FROM instances i WHERE i.id = h.instance AND i.lease_until < ?3)"
+        ),
+        p![id, stale, super::rfc3339(now)],
         |r| r.dec(0),
     )?;
-    total(amounts, user_id)
+    total(amounts, id)
 }
 
 /// The sum of a user's hold amounts (checked).

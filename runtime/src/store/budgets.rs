@@ -116,7 +116,7 @@ impl Budget {
     }
 
     /// From the stored columns (`None` when the key has no budget).
-    fn stored(usd: Option<String>, period: Option<String>) -> Result<Option<Budget>> {
+    pub(super) fn stored(usd: Option<String>, period: Option<String>) -> Result<Option<Budget>> {
         let (Some(usd), Some(period)) = (usd, period) else {
             return Ok(None);
         };
@@ -262,24 +262,6 @@ impl KeyBudgets {
     }
 }
 
-impl super::Store {
-    /// A key's budget and what it spent and holds (`None`: no budget, or
-    /// no such key).
-    pub fn key_budget(&self, key_id: i64) -> Result<Option<KeyBudget>> {
-        self.with(|db| {
-            let stored: Option<(Option<String>, Option<String>)> = db.row(
-                "SELECT budget_usd, budget_period FROM api_keys WHERE id = ?1",
-                p![key_id],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )?;
-            match stored {
-                Some((usd, period)) => key_budget(db, key_id, usd, period),
-                None => Ok(None),
-            }
-        })
-    }
-}
-
 /// A key's budget and its spend in the period holding `now`.
 fn read_account(tx: &mut Db<'_>, key_id: i64, now: DateTime<Utc>) -> Result<Option<Account>> {
     let stored: Option<(Option<String>, Option<String>)> = tx.row(
@@ -304,41 +286,13 @@ fn read_account(tx: &mut Db<'_>, key_id: i64, now: DateTime<Utc>) -> Result<Opti
     }))
 }
 
-fn spent_in(db: &mut Db<'_>, key_id: i64, period: &str) -> Result<Decimal> {
+pub(super) fn spent_in(db: &mut Db<'_>, key_id: i64, period: &str) -> Result<Decimal> {
     db.row(
         "SELECT spent FROM key_spend WHERE key_id = ?1 AND period = ?2",
         p![key_id, period],
         |r| r.dec(0),
     )
     .map(Option::unwrap_or_default)
-}
-
-/// A key's budget as a listing shows it (`None`: no budget); `held` counts
-/// live holds only, as `balances::sum_holds` does.
-pub(super) fn key_budget(
-    db: &mut Db<'_>,
-    key_id: i64,
-    usd: Option<String>,
-    period: Option<String>,
-) -> Result<Option<KeyBudget>> {
-    let Some(budget) = Budget::stored(usd, period)? else {
-        return Ok(None);
-    };
-    let now = Utc::now();
-    let spent = spent_in(db, key_id, &budget.period.key(now))?;
-    let stale = super::rfc3339(now - chrono::Duration::hours(super::balances::HOLD_TTL_HOURS));
-    let amounts = db.rows(
-        "SELECT amount FROM credit_holds h WHERE key_id = ?1 AND created_at >= ?2
-           AND NOT EXISTS (SELECT 1 FROM instances i WHERE i.id = h.instance AND i.lease_until < ?3)",
-        p![key_id, stale, super::rfc3339(now)],
-        |r| r.dec(0),
-    )?;
-    Ok(Some(KeyBudget {
-        budget,
-        spent,
-        held: sum(amounts)?,
-        period_end: budget.period.end(now),
-    }))
 }
 
 fn sum(amounts: Vec<Decimal>) -> Result<Decimal> {

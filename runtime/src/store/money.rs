@@ -5,8 +5,9 @@ use std::collections::BTreeMap;
 
 use rust_decimal::Decimal;
 
-use super::balances::{sum_holds, Balances};
-use super::sql::{p, Row};
+use super::balances::{sum_holds, sum_key_holds, Balances};
+use super::budgets::{Budget, KeyBudget};
+use super::sql::{p, Db, Row};
 use super::{now_rfc3339, Result, Store, StoreError};
 
 /// A usage row as stored.
@@ -314,4 +315,43 @@ fn day_bounds(day: &str) -> Result<(String, String)> {
         format!("{d}T00:00:00.000Z"),
         format!("{next}T00:00:00.000Z"),
     ))
+}
+
+impl Store {
+    /// A key's budget and what it spent and holds (`None`: no budget, or
+    /// no such key).
+    pub fn key_budget(&self, key_id: i64) -> Result<Option<KeyBudget>> {
+        self.with(|db| {
+            let stored: Option<(Option<String>, Option<String>)> = db.row(
+                "SELECT budget_usd, budget_period FROM api_keys WHERE id = ?1",
+                p![key_id],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )?;
+            match stored {
+                Some((usd, period)) => key_budget(db, key_id, usd, period),
+                None => Ok(None),
+            }
+        })
+    }
+}
+
+/// A key's budget as a listing shows it (`None`: no budget); `held` counts
+/// live holds only ([`sum_key_holds`]).
+pub(super) fn key_budget(
+    db: &mut Db<'_>,
+    key_id: i64,
+    usd: Option<String>,
+    period: Option<String>,
+) -> Result<Option<KeyBudget>> {
+    let Some(budget) = Budget::stored(usd, period)? else {
+        return Ok(None);
+    };
+    let now = chrono::Utc::now();
+    let spent = super::budgets::spent_in(db, key_id, &budget.period.key(now))?;
+    Ok(Some(KeyBudget {
+        budget,
+        spent,
+        held: sum_key_holds(db, key_id)?,
+        period_end: budget.period.end(now),
+    }))
 }
