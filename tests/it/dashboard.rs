@@ -324,3 +324,27 @@ async fn dashboard_in_headless_chromium() {
         eprintln!("screenshot: {}", out.join(shot).display());
     }
 }
+
+/// With Stripe configured, the page is told so (it shows "Buy credit").
+#[tokio::test]
+async fn dashboard_config_says_when_stripe_is_configured() {
+    let env = Env::with(|c| {
+        c.stripe = runtime::stripe::StripeConfig {
+            secret_key: Some("sk_test_dashboard_0f3a9c".into()),
+            webhook_secret: None,
+            api_base: None,
+        };
+    })
+    .await;
+    let a = get(&env, "/dashboard/config.json").await;
+    a.expect(200);
+    assert_eq!(a.json["stripe"], json!(true));
+    assert!(
+        !a.text.contains("sk_test"),
+        "no secret in the page's config"
+    );
+    assert!(a.json["routes"]
+        .as_array()
+        .unwrap()
+        .contains(&json!("POST /api/v1/stripe/checkout")));
+}
