@@ -11,6 +11,9 @@
 #   oauth2-mock-server (npm, pinned by tests/oidc/package-lock.json) the
 #                 OpenID Connect provider of the sign-in tests (tests/it/oauth.rs),
 #                 run by node (v20.19 or later; Debian's nodejs and npm when missing)
+#   playwright-core (npm, pinned by tests/dashboard/package-lock.json) drives
+#                 Debian's chromium through the dashboard (tests/it/dashboard.rs);
+#                 it downloads no browser
 set -euo pipefail
 
 SCHEMATHESIS_VERSION=4.32.5
@@ -60,4 +63,10 @@ oidc_dir="$(dirname "$0")/../tests/oidc"
 if [ ! -f "$oidc_dir/node_modules/oauth2-mock-server/package.json" ]; then
     echo "setup-tools: installing oauth2-mock-server (npm ci in tests/oidc)" >&2
     (cd "$oidc_dir" && npm ci --no-audit --no-fund --loglevel=error)
+fi
+
+dashboard_dir="$(dirname "$0")/../tests/dashboard"
+if [ ! -f "$dashboard_dir/node_modules/playwright-core/package.json" ]; then
+    echo "setup-tools: installing playwright-core (npm ci in tests/dashboard)" >&2
+    (cd "$dashboard_dir" && npm ci --no-audit --no-fund --loglevel=error)
 fi

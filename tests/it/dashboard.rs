@@ -100,39 +100,10 @@ async fn dashboard_files_and_headers() {
     assert!(env.usage().is_empty());
 }
 
-/// Debian's chromium, or `None` when it is not installed (then the browser
-/// test is skipped unless `GATEWAY_TEST_REQUIRE_CHROMIUM` is set).
-fn chromium() -> Option<PathBuf> {
-    let found = std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|d| d.join("chromium"))
-            .find(|p| p.is_file())
-    });
-    if found.is_none() {
-        assert!(
-            std::env::var_os("GATEWAY_TEST_REQUIRE_CHROMIUM").is_none(),
-            "chromium is not installed (scripts/setup-tools.sh installs it)"
-        );
-        eprintln!("chromium not installed: the dashboard not checked in a browser");
-    }
-    found
-}
-
-/// `npm ci` in `tests/dashboard` unless playwright-core is there.
+/// `tests/dashboard`, with playwright-core installed.
 fn driver_dir() -> PathBuf {
     let dir = workspace_root().join("tests").join("dashboard");
-    if !dir
-        .join("node_modules/playwright-core/package.json")
-        .exists()
-    {
-        let ok = std::process::Command::new("npm")
-            .args(["ci", "--no-audit", "--no-fund"])
-            .current_dir(&dir)
-            .status()
-            .map(|s| s.success())
-            .unwrap_or(false);
-        assert!(ok, "`npm ci` in {} failed", dir.display());
-    }
+    npm_installed(&dir, "playwright-core");
     dir
 }
 
@@ -187,7 +158,9 @@ fn spend_per_day(usage: &[runtime::store::UsageRow]) -> BTreeMap<String, String>
 /// answer fails the test.
 #[tokio::test]
 async fn dashboard_in_headless_chromium() {
-    let Some(chromium) = chromium() else { return };
+    let Some(chromium) = chromium("the dashboard") else {
+        return;
+    };
     let env = llm_env(|_| {}).await;
     let a = env
         .client

@@ -280,17 +280,7 @@ async fn docs_page_is_served_and_lists_every_route() {
 /// after `scripts/setup-tools.sh` installed Debian's `chromium`).
 #[tokio::test]
 async fn docs_page_renders_in_headless_chromium() {
-    let found = std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|d| d.join("chromium"))
-            .find(|p| p.is_file())
-    });
-    let Some(chromium) = found else {
-        assert!(
-            std::env::var_os("GATEWAY_TEST_REQUIRE_CHROMIUM").is_none(),
-            "chromium is not installed (scripts/setup-tools.sh installs it)"
-        );
-        eprintln!("chromium not installed: /docs not checked in a browser");
+    let Some(chromium) = crate::harness::chromium("/docs") else {
         return;
     };
     let env = Env::start().await;

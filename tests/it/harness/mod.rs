@@ -2,13 +2,16 @@
 //! The fixtures several test files share live here too: [`general`] (the
 //! general gateway's providers file, envelopes, `Env` helpers, an LLM pair),
 //! [`receiver`] (a callback receiver), [`oidc`] (the sign-in tests'
-//! OpenID Connect provider, oauth2-mock-server).
+//! OpenID Connect provider, oauth2-mock-server), [`node`] (chromium and
+//! npm packages for the browser tests).
 
 mod general;
+mod node;
 mod oidc;
 mod receiver;
 
 pub use general::*;
+pub use node::*;
 pub use oidc::*;
 pub use receiver::*;
 

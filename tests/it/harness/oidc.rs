@@ -23,28 +23,9 @@ fn oidc_dir() -> PathBuf {
     super::workspace_root().join("tests").join("oidc")
 }
 
-/// `npm ci` in `tests/oidc` unless the package is there (once per process).
+/// `npm ci` in `tests/oidc` unless the package is there.
 fn ensure_installed() {
-    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _held = LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = oidc_dir();
-    if dir
-        .join("node_modules/oauth2-mock-server/package.json")
-        .exists()
-    {
-        return;
-    }
-    let ok = std::process::Command::new("npm")
-        .args(["ci", "--no-audit", "--no-fund"])
-        .current_dir(&dir)
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false);
-    assert!(
-        ok,
-        "oauth2-mock-server is not installed and `npm ci` in {} failed: run scripts/setup-tools.sh",
-        dir.display()
-    );
+    super::npm_installed(&oidc_dir(), "oauth2-mock-server");
 }
 
 impl OidcServer {
