@@ -34,6 +34,13 @@ try {
 
   await page.goto(url);
   await page.waitForSelector("body[data-ready]");
+  // The focus order from the top of the page: the sign-in form's fields.
+  seen.tab_order = [];
+  for (let i = 0; i < 3; i++) {
+    await page.keyboard.press("Tab");
+    seen.tab_order.push(await page.evaluate(() =>
+      document.activeElement.id || document.activeElement.textContent.trim()));
+  }
   // Sign in with the keyboard: labels find the fields, Enter submits.
   await page.getByLabel("Username or e-mail").fill(env("DASHBOARD_USER"));
   await page.getByLabel("Password").fill(env("DASHBOARD_PASSWORD"));
@@ -65,7 +72,9 @@ try {
   await page.waitForSelector('button[aria-label="Revoke key dashboard key"]');
   seen.keys_before = await page.locator("#keys tbody tr").allInnerTexts();
   await page.screenshot({ path: `${out}/dashboard-desktop.png`, fullPage: true });
-  await page.getByRole("button", { name: "Revoke key dashboard key" }).click();
+  // Revoked with the keyboard: focus the button, press Enter.
+  await page.getByRole("button", { name: "Revoke key dashboard key" }).focus();
+  await page.keyboard.press("Enter");
   await page.waitForSelector('button[aria-label="Revoke key dashboard key"]', { state: "detached" });
   seen.keys_after = await page.locator("#keys tbody tr").allInnerTexts();
 

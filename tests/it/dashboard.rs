@@ -208,6 +208,11 @@ async fn dashboard_in_headless_chromium() {
     let r = drive(chromium, env.url("/dashboard"), "dora", &out).await;
     let seen = &r["seen"];
     assert_eq!(r["problems"], json!([]), "{r:#}");
+    assert_eq!(
+        seen["tab_order"],
+        json!(["username", "password", "Sign in"]),
+        "{r:#}"
+    );
     assert_eq!(seen["who"], json!("Signed in as dora"), "{r:#}");
     let balance = env.store().balance(uid).unwrap();
     assert!(balance < d("25"));
