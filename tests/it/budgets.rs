@@ -40,28 +40,11 @@ fn key_row(env: &Env, user: i64, id: i64) -> runtime::store::KeyRow {
 async fn spend_rows(env: &Env, key_id: i64) -> Vec<(String, String)> {
     let sql =
         format!("SELECT period, spent FROM key_spend WHERE key_id = {key_id} ORDER BY period");
-    match env.dir.database_url() {
-        Some(url) => {
-            let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
-                .await
-                .unwrap();
-            let driver = tokio::spawn(conn);
-            let rows = client.query(sql.as_str(), &[]).await.unwrap();
-            drop(client);
-            let _ = driver.await;
-            rows.iter().map(|r| (r.get(0), r.get(1))).collect()
-        }
-        None => {
-            let conn = rusqlite::Connection::open(env.dir.0.join("gateway.db")).unwrap();
-            let mut st = conn.prepare(&sql).unwrap();
-            let rows = st
-                .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-                .unwrap()
-                .map(Result::unwrap)
-                .collect();
-            rows
-        }
-    }
+    own_query(env, &sql)
+        .await
+        .into_iter()
+        .map(|r| (r[0].clone(), r[1].clone()))
+        .collect()
 }
 
 /// Sets what a key spent in `period` (the clock stays real: an earlier

@@ -53,8 +53,8 @@ pub(super) struct Balances {
     /// The instance whose requests take the holds (`credit_holds.instance`).
     instance: Option<String>,
     /// The budgets of the keys whose requests hold or are charged
-    /// ([`super::budgets`]).
-    keys: KeyBudgets,
+    /// ([`super::budgets`]); a written charge is counted through it.
+    pub(super) keys: KeyBudgets,
 }
 
 impl Balances {
@@ -227,18 +227,6 @@ impl Balances {
         Ok(())
     }
 
-    /// A charge of `amount` written for `request_id`, made with `key_id`
-    /// (`None`: its hold's key, if any), counted in the key's spend.
-    pub(super) fn charge_key(
-        &mut self,
-        tx: &mut Db<'_>,
-        key_id: Option<i64>,
-        request_id: &str,
-        amount: Decimal,
-    ) -> Result<()> {
-        self.keys.charge(tx, key_id, request_id, amount)
-    }
-
     /// Writes every changed balance; call before the commit.
     pub(super) fn flush(&mut self, tx: &mut Db<'_>) -> Result<()> {
         for (user_id, a) in self.accounts.iter_mut().filter(|(_, a)| a.dirty) {
@@ -281,10 +269,7 @@ fn sum_live(db: &mut Db<'_>, column: &str, id: i64) -> Result<Decimal> {
 
 /// The sum of a user's hold amounts (checked).
 fn total(amounts: Vec<Decimal>, user_id: i64) -> Result<Decimal> {
-    amounts
-        .into_iter()
-        .try_fold(Decimal::ZERO, Decimal::checked_add)
-        .ok_or_else(|| overflow(user_id))
+    super::budgets::sum(amounts).map_err(|_| overflow(user_id))
 }
 
 /// Decimal arithmetic on balances is checked: an overflow fails the

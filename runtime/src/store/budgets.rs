@@ -295,7 +295,8 @@ pub(super) fn spent_in(db: &mut Db<'_>, key_id: i64, period: &str) -> Result<Dec
     .map(Option::unwrap_or_default)
 }
 
-fn sum(amounts: Vec<Decimal>) -> Result<Decimal> {
+/// The sum of hold amounts (checked).
+pub(super) fn sum(amounts: Vec<Decimal>) -> Result<Decimal> {
     amounts
         .into_iter()
         .try_fold(Decimal::ZERO, Decimal::checked_add)

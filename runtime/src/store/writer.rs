@@ -606,7 +606,9 @@ fn insert_usage(tx: &mut Db<'_>, balances: &mut Balances, u: &UsageRecord) -> Re
             None,
             &u.created_at,
         )?;
-        balances.charge_key(tx, u.key_id, &u.request_id, u.charged)?;
+        balances
+            .keys
+            .charge(tx, u.key_id, &u.request_id, u.charged)?;
     }
     Ok(true)
 }

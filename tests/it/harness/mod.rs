@@ -385,21 +385,59 @@ impl Answer {
 pub async fn own_sql(env: &Env, pg: &str, lite: &str) {
     match env.dir.database_url() {
         Some(url) => {
-            let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
-                .await
-                .unwrap();
-            let driver = tokio::spawn(conn);
+            let (client, driver) = own_pg(&url).await;
             client.batch_execute(pg).await.unwrap();
             drop(client);
             let _ = driver.await;
         }
+        None => own_lite(env).execute_batch(lite).unwrap(),
+    }
+}
+
+/// The text columns of the rows `sql` reads from the env's database, through
+/// a connection of the test's own (columns read as text on both).
+pub async fn own_query(env: &Env, sql: &str) -> Vec<Vec<String>> {
+    match env.dir.database_url() {
+        Some(url) => {
+            let (client, driver) = own_pg(&url).await;
+            let rows = client.query(sql, &[]).await.unwrap();
+            drop(client);
+            let _ = driver.await;
+            rows.iter()
+                .map(|r| (0..r.len()).map(|i| r.get(i)).collect())
+                .collect()
+        }
         None => {
-            let conn = rusqlite::Connection::open(env.dir.0.join("gateway.db")).unwrap();
-            conn.busy_timeout(std::time::Duration::from_secs(10))
+            let conn = own_lite(env);
+            let mut st = conn.prepare(sql).unwrap();
+            let n = st.column_count();
+            let rows = st
+                .query_map([], |r| (0..n).map(|i| r.get(i)).collect())
                 .unwrap();
-            conn.execute_batch(lite).unwrap();
+            rows.map(Result::unwrap).collect()
         }
     }
+}
+
+/// A PostgreSQL connection of the test's own, and its driver task.
+async fn own_pg(
+    url: &str,
+) -> (
+    tokio_postgres::Client,
+    tokio::task::JoinHandle<Result<(), tokio_postgres::Error>>,
+) {
+    let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    (client, tokio::spawn(conn))
+}
+
+/// A SQLite connection of the test's own to the env's database file.
+fn own_lite(env: &Env) -> rusqlite::Connection {
+    let conn = rusqlite::Connection::open(env.dir.0.join("gateway.db")).unwrap();
+    conn.busy_timeout(std::time::Duration::from_secs(10))
+        .unwrap();
+    conn
 }
 
 pub fn synth_body(text: &str) -> Value {
