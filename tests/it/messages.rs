@@ -9,7 +9,10 @@ use futures_util::StreamExt;
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
 
-use crate::harness::{d, llm_env, nothing_charged, Answer, Env};
+use crate::harness::{
+    assert_byok_billed_nothing, assert_called_with_byok, assert_stream_started, d, hang_up_after,
+    hung_up_row, llm_env, nothing_charged, Answer, Env,
+};
 
 fn message_body(text: &str, max_tokens: u64) -> Value {
     json!({"model": "sim/sim-gpt", "max_tokens": max_tokens,
@@ -152,12 +155,7 @@ async fn a_stream_is_anthropics_event_sequence_and_billed_as_the_chat_path_bills
     let env = llm_env(|_| {}).await;
     env.grant("1");
     let r = stream(&env, &message_body("Hello there", 4)).await;
-    assert_eq!(r.status().as_u16(), 200);
-    assert_eq!(r.headers()["content-type"], "text/event-stream");
-    assert!(r.headers()["x-stream-id"]
-        .to_str()
-        .unwrap()
-        .starts_with("strm_"));
+    assert_stream_started(&r);
     let ev = events(&read_all(r).await);
     let names: Vec<&str> = ev.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(
@@ -408,19 +406,8 @@ async fn stop_stream_and_a_hang_up_bill_what_was_streamed() {
     );
     // A hang-up: billed for what was streamed.
     let r = stream(&env, &message_body("Hello there", 50)).await;
-    let mut s = r.bytes_stream();
-    let mut text = String::new();
-    while text.matches("event: content_block_delta").count() < 3 {
-        text.push_str(&String::from_utf8_lossy(&s.next().await.unwrap().unwrap()));
-    }
-    drop(s);
-    let rows = env.wait_model_usage(2).await;
-    assert_eq!(rows[1].ended, "disconnected");
-    assert!(
-        rows[1].output_tokens >= 3 && rows[1].output_tokens < 50,
-        "{:?}",
-        rows[1]
-    );
+    hang_up_after(r, "event: content_block_delta", 3).await;
+    hung_up_row(&env, 1, 3, 50).await;
     let usage = env.usage();
     let charged: Decimal = usage
         .iter()
@@ -484,22 +471,13 @@ async fn byok_calls_with_the_callers_key_and_charges_nothing() {
     let a = post(&env, "/messages", &env.key, &body).await;
     a.expect(200);
     assert!(!a.text.contains(BYOK));
-    let reqs = env.sim_requests().await;
-    assert_eq!(
-        reqs[0]["headers"]["authorization"],
-        format!("Bearer {BYOK}")
-    );
-    assert!(reqs[0]["json"].get("byok_api_key").is_none());
+    assert_called_with_byok(&env, BYOK).await;
     let text = read_all(stream(&env, &body).await).await;
     assert!(
         text.ends_with("event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"),
         "{text}"
     );
-    let rows = env.wait_model_usage(2).await;
-    assert!(rows.iter().all(|r| r.byok));
-    assert!(env.usage().iter().all(|u| u.charged.is_zero()));
-    assert_eq!(env.balance(), Decimal::ZERO);
-    assert!(env.store().ledger(env.user_id).unwrap().is_empty());
+    assert_byok_billed_nothing(&env, 2).await;
 }
 
 /// The official Python SDK (`anthropic`, pinned in scripts/setup-tools.sh)
