@@ -48,6 +48,8 @@
 //! * [`relay`] — model streams relayed and billed for what was streamed.
 //! * [`cost`] — what an answer says it cost (`usage.cost`, `X-Gateway-Cost`).
 //! * [`usage_tail`] — a stream's last usage event, with its cost.
+//! * [`messages_api`] — Anthropic's Messages API as an input dialect:
+//!   its requests, answers and events translated to and from the chat shapes.
 //! * [`streams`] — the open streams (stop-stream).
 //! * [`videos`] — the general gateway's video jobs.
 //! * [`providers`] — the general gateway's model providers.
@@ -113,6 +115,7 @@ pub mod generated;
 pub mod instance;
 pub mod mail;
 pub mod media;
+pub mod messages_api;
 pub mod mirror;
 pub mod modes;
 pub mod net;
