@@ -25,7 +25,9 @@
 //! * [`history`] — `generation`, `usage_totals`, `credit_balance`,
 //!   `credit_ledger`: the caller's (or, on admin rows, a user's) history.
 //! * [`chat`] — `chat`, `completion`, `stop_stream`: model calls with
-//!   credits held and settled, streams relayed and stoppable.
+//!   credits held and settled, streams relayed and stoppable; its
+//!   [`chat::messages`] — `messages`, `count_tokens`: Anthropic's Messages
+//!   API through the same chat path.
 //! * [`catalogue`] — `catalogue`, `catalogue_model`, `catalogue_trending`.
 //! * [`embeddings`] — `embedding`: the spec's or OpenAI's shape.
 //! * [`images`] — `image`: generated images copied into the object store.
@@ -121,6 +123,8 @@ pub async fn run(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<Out
         Mode::Chat => chat::complete(ctx, req, true).await,
         Mode::Completion => chat::complete(ctx, req, false).await,
         Mode::StopStream => chat::stop(ctx, params).await,
+        Mode::Messages => chat::messages::messages(ctx, req).await,
+        Mode::CountTokens => chat::messages::count_tokens(ctx, req).await,
         Mode::Catalogue => catalogue::list(ctx).await,
         Mode::CatalogueModel => catalogue::model(ctx, params).await,
         Mode::CatalogueTrending => catalogue::trending(ctx).await,
