@@ -129,15 +129,9 @@ async fn speech_and_transcription_answers_say_their_cost() {
         "file",
         reqwest::multipart::Part::bytes(wav(1.0)).file_name("a.wav"),
     );
-    let r = env
-        .client
-        .post(env.url("/api/v1/audio/stt/transcriptions"))
-        .bearer_auth(&env.key)
-        .multipart(form)
-        .send()
-        .await
-        .unwrap();
-    let a = Answer::from(r).await;
+    let a = env
+        .post_form(&env.url("/api/v1/audio/stt/transcriptions"), form)
+        .await;
     a.expect(200);
     let charged = charged_of(&env, a.header("x-request-id").unwrap());
     assert_ne!(charged, "0.00000000");
@@ -280,6 +274,13 @@ async fn a_generation_is_shown_to_its_caller_and_the_admin_only() {
     let other = get_as(&env, &bob_key, &format!("/generations/{id}")).await;
     let unknown = get_as(&env, &bob_key, "/generations/res_000000000000000000000000").await;
     assert_eq!(envelope(&other, 404), envelope(&unknown, 404));
+    // A free request is no generation.
+    let free = get_as(&env, &env.key, "/credits").await;
+    let free_id = free.header("x-request-id").unwrap();
+    envelope(
+        &get_as(&env, &env.key, &format!("/generations/{free_id}")).await,
+        404,
+    );
     // The admin sees it under its user, not under another.
     let g = admin_get(&env, env.user_id, &format!("/generations/{id}")).await;
     g.expect(200);

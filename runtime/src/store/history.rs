@@ -75,12 +75,13 @@ pub struct LedgerLine {
 }
 
 impl Store {
-    /// `user_id`'s request `request_id` (`None`: unknown, or another user's).
+    /// `user_id`'s billed request `request_id` (`None`: unknown, another
+    /// user's, or a free request's: `usage_by_request` leaves those out).
     pub fn generation(&self, user_id: i64, request_id: &str) -> Result<Option<Generation>> {
         let rows = self.with(|db| {
             db.rows(
                 "SELECT route_id, product, unit, quantity, charged, created_at FROM usage
-                 WHERE request_id = ?1 AND user_id = ?2 ORDER BY id",
+                 WHERE request_id = ?1 AND user_id = ?2 AND unit != 'free' ORDER BY id",
                 p![request_id, user_id],
                 |r| {
                     Ok((

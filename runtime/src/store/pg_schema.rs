@@ -299,7 +299,7 @@ pub(super) const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE model_usage ADD COLUMN streamed BIGINT NOT NULL DEFAULT 0;
     ALTER TABLE model_usage ADD COLUMN latency_ms BIGINT;
-    CREATE INDEX usage_by_request ON usage (request_id);
+    CREATE INDEX usage_by_request ON usage (request_id) WHERE unit != 'free';
     CREATE INDEX model_usage_by_request ON model_usage (request_id);
 "#,
 ];

@@ -328,12 +328,13 @@ pub(super) const MIGRATIONS: &[&str] = &[
     "#,
     // 16 (usage and credit history over HTTP, modes::history): a model
     //     request's generation says whether it streamed and its latency
-    //     (to its settlement: a stream's end); a request's usage and token
-    //     detail are found by request id.
+    //     (to its settlement: a stream's end); a billed request's usage and
+    //     token detail are found by request id (the usage rows of free
+    //     requests, most of all rows, stay out of the index: no cost to them).
     r#"
     ALTER TABLE model_usage ADD COLUMN streamed INTEGER NOT NULL DEFAULT 0;
     ALTER TABLE model_usage ADD COLUMN latency_ms INTEGER;
-    CREATE INDEX usage_by_request ON usage (request_id);
+    CREATE INDEX usage_by_request ON usage (request_id) WHERE unit != 'free';
     CREATE INDEX model_usage_by_request ON model_usage (request_id);
     "#,
 ];

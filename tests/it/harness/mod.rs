@@ -541,9 +541,14 @@ impl Env {
             "file",
             reqwest::multipart::Part::bytes(bytes).file_name(file_name.to_owned()),
         );
+        self.post_form(&self.voice("/uploads"), form).await
+    }
+
+    /// Posts a multipart form to a full URL with the env's key.
+    pub async fn post_form(&self, url: &str, form: reqwest::multipart::Form) -> Answer {
         let r = self
             .client
-            .post(self.voice("/uploads"))
+            .post(url)
             .bearer_auth(&self.key)
             .multipart(form)
             .send()
