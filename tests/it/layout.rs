@@ -539,6 +539,7 @@ const FLOORS: &[(&str, &[&str])] = &[
             "budgets",
             "bounds",
             "relay",
+            "messages_api",
             "streams",
             "videos",
             "providers",

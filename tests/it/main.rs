@@ -29,6 +29,7 @@ mod isolation;
 mod layout;
 mod media;
 mod media_files;
+mod messages;
 mod mirror;
 mod money;
 mod oauth;
