@@ -18,6 +18,7 @@
 //! unheld one's (the voice API's) when it is written
 //! ([`KeyBudgets::charge`]).
 
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 
 use chrono::{DateTime, Datelike, TimeZone, Utc};
@@ -164,11 +165,11 @@ pub(super) struct KeyBudgets {
 impl KeyBudgets {
     /// The key's figures (read on the first touch); `None`: no budget.
     fn account(&mut self, tx: &mut Db<'_>, key_id: i64) -> Result<Option<&mut Account>> {
-        if !self.keys.contains_key(&key_id) {
-            let account = read_account(tx, key_id, Utc::now())?;
-            self.keys.insert(key_id, account);
-        }
-        Ok(self.keys.get_mut(&key_id).and_then(Option::as_mut))
+        let account = match self.keys.entry(key_id) {
+            Entry::Occupied(e) => e.into_mut(),
+            Entry::Vacant(e) => e.insert(read_account(tx, key_id, Utc::now())?),
+        };
+        Ok(account.as_mut())
     }
 
     /// Whether `amount` more fits the key's budget. `Ok(None)`: it does,
