@@ -179,6 +179,25 @@ fn request_body(row: &Row) -> Option<Value> {
             }}},
         }));
     }
+    if row.mode == Mode::Transcription {
+        // runtime::modes::transcription's form: the audio file and its text fields.
+        return Some(json!({
+            "required": true,
+            "content": {"multipart/form-data": {"schema": {
+                "type": "object",
+                "properties": {
+                    "file": {"type": "string", "contentMediaType": "application/octet-stream"},
+                    "model": {"type": "string"},
+                    "language": {"type": "string"},
+                    "prompt": {"type": "string"},
+                    "response_format": {"type": "string", "enum": ["json", "text", "srt", "verbose_json", "vtt"]},
+                    "temperature": {"type": "string"},
+                    "byok_api_key": {"type": "string"},
+                },
+                "required": ["file"],
+            }}},
+        }));
+    }
     if !row.body.is_empty() {
         let mut media = json!({"schema": object_schema(&row.body)});
         if let Some(example) = &row.example {
