@@ -104,7 +104,8 @@ ST_BASE="$base" ST_KEY="$key" ST_TOKEN="$token" ST_REFRESH="$refresh" ST_TOKEN_T
     PYTHONPATH="$PWD/scripts${PYTHONPATH:+:$PYTHONPATH}" SCHEMATHESIS_HOOKS=schemathesis_hooks \
     st --config-file "$work/schemathesis.toml" run "$base/openapi.json" \
     --checks status_code_conformance,content_type_conformance,response_schema_conformance,response_headers_conformance \
-    --phases examples,coverage,fuzzing,stateful \
+    --phases "${SCHEMATHESIS_PHASES:-examples,coverage,fuzzing,stateful}" \
+    ${SCHEMATHESIS_ST_ARGS:-} \
     --generation-with-security-parameters false \
     --workers "${SCHEMATHESIS_WORKERS:-2}" \
     --request-timeout 60 \

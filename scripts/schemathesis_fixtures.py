@@ -44,7 +44,7 @@ STRIPE_WEBHOOK_SECRET = os.environ.get("ST_STRIPE_WEBHOOK_SECRET", "whsec_demo_g
 # FIXTURE_MAX of them (each costs a few calls of its own: a registration
 # hashes a password).
 FIXTURE_EVERY = int(os.environ.get("ST_FIXTURE_EVERY", "3"))
-FIXTURE_MAX = int(os.environ.get("ST_FIXTURE_MAX", "20"))
+FIXTURE_MAX = int(os.environ.get("ST_FIXTURE_MAX", "5"))
 
 _lock = threading.RLock()
 _serial = itertools.count(1)
