@@ -32,7 +32,8 @@
 # operation, a longer stateful phase, at least 60,000 calls).
 # SCHEMATHESIS_SEED (default 1) keeps CI reproducible; SCHEMATHESIS_MAX_EXAMPLES
 # overrides the profile's examples per operation, SCHEMATHESIS_WORKERS the
-# workers (default 2: with more, hypothesis sometimes fails internally).
+# workers (default 2: with more, hypothesis sometimes fails internally),
+# SCHEMATHESIS_PHASES the phases, SCHEMATHESIS_ST_ARGS adds `st run` options.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.local/bin:$PATH"

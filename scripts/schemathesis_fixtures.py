@@ -6,9 +6,10 @@ generated multipart file is never real audio or an image, a generated
 password is never a registered user's, a generated confirmation token was
 never mailed. For those operations the hooks rewrite every FIXTURE_EVERY-th
 call (at most FIXTURE_MAX) into a valid one: the ids of resources made here
-through the API (fresh for each call: the fuzzer deletes too), a real WAV or PNG file, a
-registered user's credentials, the token of the mail in the demo's outbox,
-the id of a stream that is open. The other calls stay as generated.
+through the API (fresh for each call: the fuzzer deletes too), a real WAV
+or PNG file, a registered user's credentials, the token of the mail in the
+demo's outbox, the id of a stream that is open. The other calls stay as
+generated, and so does the whole stateful phase (the document's links).
 
 Each rewrite is a function `(case, kwargs)` in REWRITES, keyed by
 operationId; `case` is changed in place (path parameters, body), `kwargs`
@@ -363,8 +364,8 @@ def apply(operation_id, case, kwargs):
     (the first included; FIXTURE_MAX at most) into a valid one."""
     rewrite = REWRITES.get(operation_id)
     meta = getattr(case, "meta", None)
-    # The stateful phase follows the document's links alone: a rewrite
-    # there makes hypothesis's replays inconsistent, which ends the phase.
+    # The stateful phase follows the document's links alone (hypothesis
+    # replays its scenarios, which a rewrite by call count would change).
     if rewrite is None or (meta is not None and str(meta.phase.name) == "stateful"):
         return
     with _lock:
