@@ -218,7 +218,7 @@ fn check_from_parent(
         if !addresses_own {
             cx.err(
                 &at,
-                format!("`from_parent` needs a row that addresses its own `resource` through its last path parameter"),
+                "`from_parent` needs a row that addresses its own `resource` through its last path parameter",
             );
         }
     }
