@@ -8,12 +8,15 @@
 #                 runtime's ratelimit::redis_tests): started on 127.0.0.1:6379,
 #                 keeping nothing on disk, when nothing answers there
 #   schemathesis  (PyPI, pinned) fuzzes /openapi.json (scripts/schemathesis.sh)
+#   anthropic     (PyPI, pinned) the official Python SDK driving /api/v1/messages
+#                 (tests/anthropic_sdk/check.py, run by tests/it/messages.rs)
 #   oauth2-mock-server (npm, pinned by tests/oidc/package-lock.json) the
 #                 OpenID Connect provider of the sign-in tests (tests/it/oauth.rs),
 #                 run by node (v20.19 or later; Debian's nodejs and npm when missing)
 set -euo pipefail
 
 SCHEMATHESIS_VERSION=4.32.5
+ANTHROPIC_SDK_VERSION=0.76.0
 export PATH="$HOME/.local/bin:$PATH"
 
 need_apt=()
@@ -54,6 +57,12 @@ if [ "$(st --version 2>/dev/null || true)" != "st, version $SCHEMATHESIS_VERSION
     echo "setup-tools: installing schemathesis $SCHEMATHESIS_VERSION (pip)" >&2
     python3 -m pip install -q "schemathesis==$SCHEMATHESIS_VERSION" 2>/dev/null ||
         python3 -m pip install -q --user --break-system-packages "schemathesis==$SCHEMATHESIS_VERSION"
+fi
+
+if [ "$(python3 -c 'import anthropic; print(anthropic.__version__)' 2>/dev/null || true)" != "$ANTHROPIC_SDK_VERSION" ]; then
+    echo "setup-tools: installing anthropic $ANTHROPIC_SDK_VERSION (pip)" >&2
+    python3 -m pip install -q "anthropic==$ANTHROPIC_SDK_VERSION" 2>/dev/null ||
+        python3 -m pip install -q --user --break-system-packages "anthropic==$ANTHROPIC_SDK_VERSION"
 fi
 
 oidc_dir="$(dirname "$0")/../tests/oidc"

@@ -365,6 +365,7 @@ impl ApiError {
                 "message": message,
                 "data": "",
             }),
+            ErrorFormat::Anthropic => anthropic_body(status, &message),
         };
         let mut resp = http::Response::new(body::full(value.to_string()));
         *resp.status_mut() = status;
@@ -404,6 +405,30 @@ impl ApiError {
         }
         resp
     }
+}
+
+/// Anthropic's error type of a status (its documented ones; a status it
+/// does not name takes the nearest: 402 `billing_error`, 405/409
+/// `invalid_request_error`, 408/504 `timeout_error`, 503/529
+/// `overloaded_error`, other 5xx `api_error`).
+pub fn anthropic_type(status: StatusCode) -> &'static str {
+    match status.as_u16() {
+        401 => "authentication_error",
+        402 => "billing_error",
+        403 => "permission_error",
+        404 => "not_found_error",
+        408 | 504 => "timeout_error",
+        413 => "request_too_large",
+        429 => "rate_limit_error",
+        503 | 529 => "overloaded_error",
+        400..=499 => "invalid_request_error",
+        _ => "api_error",
+    }
+}
+
+/// Anthropic's error body: `{"type":"error","error":{"type","message"}}`.
+pub fn anthropic_body(status: StatusCode, message: &str) -> serde_json::Value {
+    json!({"type": "error", "error": {"type": anthropic_type(status), "message": message}})
 }
 
 impl std::fmt::Display for ApiError {

@@ -45,6 +45,8 @@
 //! * [`callbacks`] — signed job callbacks to callers' `callback_uri`s.
 //! * [`credits`] — credit holds and settlements of model calls.
 //! * [`relay`] — model streams relayed and billed for what was streamed.
+//! * [`messages_api`] — Anthropic's Messages API as an input dialect:
+//!   its requests, answers and events translated to and from the chat shapes.
 //! * [`streams`] — the open streams (stop-stream).
 //! * [`videos`] — the general gateway's video jobs.
 //! * [`providers`] — the general gateway's model providers.
@@ -107,6 +109,7 @@ pub mod generated;
 pub mod instance;
 pub mod mail;
 pub mod media;
+pub mod messages_api;
 pub mod mirror;
 pub mod modes;
 pub mod net;

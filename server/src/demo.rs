@@ -165,6 +165,12 @@ Try:
     -H 'Content-Type: application/json' \
     -d '{{"model": "sim/sim-gpt", "stream": true, "messages": [{{"role": "user", "content": "Hello"}}]}}'
 
+Anthropic's Messages API (any chat model; the key in x-api-key, as Anthropic's SDKs
+send it with base URL {base}/api):
+  curl -s {base}/api/v1/messages -H "x-api-key: $KEY" \
+    -H 'Content-Type: application/json' \
+    -d '{{"model": "sim/sim-gpt", "max_tokens": 64, "messages": [{{"role": "user", "content": "Hello"}}]}}'
+
 Buy credit (Stripe Checkout; the simulator plays Stripe): a session for 25.00 USD,
 then pay it (`latest`: the newest session, or its session_id; the simulator
 sends Stripe's signed checkout.session.completed event

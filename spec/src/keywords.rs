@@ -186,6 +186,11 @@ keyword_enum! {
         Chat = "chat",
         Completion = "completion",
         StopStream = "stop_stream",
+        /// Anthropic's Messages API as an input dialect: translated into the
+        /// chat path's body, the answer (and its stream) translated back.
+        Messages = "messages",
+        /// Anthropic's `count_tokens`: the hold's input estimate, free.
+        CountTokens = "count_tokens",
         Embedding = "embedding",
         Image = "image",
         VideoSubmit = "video_submit",
@@ -409,6 +414,8 @@ keyword_enum! {
         Admin = "admin",
         /// An access token (JWT) only: an API key is refused.
         AccessToken = "access_token",
+        /// As `bearer`, or the API key in `x-api-key` (Anthropic's clients).
+        XApiKey = "x_api_key",
     }
 }
 
@@ -421,6 +428,8 @@ keyword_enum! {
         Error = "error",
         /// General gateway format 2: `{"request_id","success":false,"message","data":""}`.
         Envelope = "envelope",
+        /// Anthropic's: `{"type":"error","error":{"type","message"}}`.
+        Anthropic = "anthropic",
     }
 }
 

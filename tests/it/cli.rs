@@ -206,7 +206,14 @@ fn demo_curl_commands_work_as_printed() {
         let v: serde_json::Value =
             serde_json::from_str(body).unwrap_or_else(|_| panic!("{cmd}: not JSON: {body}"));
         assert!(v.get("detail").is_none(), "{cmd}: {body}");
+        if cmd.contains("/api/v1/messages") {
+            assert_eq!(v["type"], "message", "{cmd}: {body}");
+        }
     }
+    assert!(
+        commands.iter().any(|c| c.contains("/api/v1/messages")),
+        "the demo prints a /api/v1/messages call: {lines:#?}"
+    );
     // The printed token pair is the demo user's: the access token opens an
     // access-token route (the key listing shows the printed key's id), the
     // refresh token renews it (scripts/schemathesis.sh relies on both).

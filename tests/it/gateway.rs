@@ -327,12 +327,7 @@ async fn streams_are_relayed_chunk_by_chunk_and_billed() {
     body["max_tokens"] = json!(10);
     let started = Instant::now();
     let r = env.stream_chat(&env.key, body).await;
-    assert_eq!(r.status().as_u16(), 200);
-    assert_eq!(r.headers()["content-type"], "text/event-stream");
-    assert!(r.headers()["x-stream-id"]
-        .to_str()
-        .unwrap()
-        .starts_with("strm_"));
+    assert_stream_started(&r);
     let mut s = r.bytes_stream();
     let first = s.next().await.unwrap().unwrap();
     // The first event arrives long before the last (10 events, 30 ms apart).
@@ -492,21 +487,8 @@ async fn a_client_hanging_up_mid_stream_is_billed_for_what_was_streamed() {
     let mut body = chat_body("Hello there");
     body["stream"] = json!(true);
     body["max_tokens"] = json!(50);
-    let r = env.stream_chat(&env.key, body).await;
-    let mut s = r.bytes_stream();
-    let mut text = String::new();
-    while text.matches("data: ").count() < 4 {
-        text.push_str(&String::from_utf8_lossy(&s.next().await.unwrap().unwrap()));
-    }
-    drop(s);
-    let rows = env.wait_model_usage(1).await;
-    assert_eq!(rows.len(), 1, "no usage recorded after the hang-up");
-    assert_eq!(rows[0].ended, "disconnected");
-    assert!(
-        rows[0].output_tokens >= 3 && rows[0].output_tokens < 50,
-        "{:?}",
-        rows[0]
-    );
+    hang_up_after(env.stream_chat(&env.key, body).await, "data: ", 4).await;
+    hung_up_row(&env, 0, 3, 50).await;
     let u = env.usage();
     assert!(u[0].charged > Decimal::ZERO);
     assert_eq!(env.balance(), d("1") - u[0].charged);
@@ -525,21 +507,12 @@ async fn byok_sends_the_callers_key_charges_nothing_and_stores_nothing() {
     let a = env.api("/chat/completions", body.clone()).await;
     a.expect(200);
     assert!(!a.text.contains(BYOK));
-    let reqs = env.sim_requests().await;
-    assert_eq!(
-        reqs[0]["headers"]["authorization"],
-        format!("Bearer {BYOK}")
-    );
-    assert!(reqs[0]["json"].get("byok_api_key").is_none());
+    assert_called_with_byok(&env, BYOK).await;
     // Streaming too.
     body["stream"] = json!(true);
     let (_, text) = read_all(env.stream_chat(&env.key, body).await).await;
     assert!(text.ends_with("data: [DONE]\n\n"));
-    let rows = env.wait_model_usage(2).await;
-    assert!(rows.iter().all(|r| r.byok));
-    assert!(env.usage().iter().all(|u| u.charged.is_zero()));
-    assert_eq!(env.balance(), Decimal::ZERO);
-    assert!(env.store().ledger(env.user_id).unwrap().is_empty());
+    assert_byok_billed_nothing(&env, 2).await;
     // Never stored: not in any file of the data directory.
     for e in std::fs::read_dir(&env.dir.0).unwrap() {
         let p = e.unwrap().path();

@@ -538,6 +538,7 @@ const FLOORS: &[(&str, &[&str])] = &[
             "credits",
             "bounds",
             "relay",
+            "messages_api",
             "streams",
             "videos",
             "providers",

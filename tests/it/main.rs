@@ -28,6 +28,7 @@ mod isolation;
 mod layout;
 mod media;
 mod media_files;
+mod messages;
 mod mirror;
 mod money;
 mod oauth;

@@ -66,6 +66,7 @@ fn openapi_document_lists_every_route_with_typed_bodies() {
             runtime::spec::ErrorFormat::Detail => "ErrorDetail",
             runtime::spec::ErrorFormat::Error => "ErrorFormat1",
             runtime::spec::ErrorFormat::Envelope => "ErrorEnvelope",
+            runtime::spec::ErrorFormat::Anthropic => "ErrorAnthropic",
         };
         assert!(error.ends_with(expected), "{}: {error}", spec.id);
     }

@@ -215,6 +215,7 @@ fn request_body(row: &Row) -> Option<Value> {
 fn security(auth: Auth) -> Value {
     match auth {
         Auth::Bearer => json!([{"bearerAuth": []}]),
+        Auth::XApiKey => json!([{"bearerAuth": []}, {"xApiKey": []}]),
         Auth::AccessToken => json!([{"accessToken": []}]),
         Auth::Admin => json!([{"adminKey": []}, {"accessToken": []}]),
         Auth::Signature => json!([{"webhookSignature": []}]),
@@ -228,6 +229,7 @@ pub fn error_component(format: ErrorFormat) -> &'static str {
         ErrorFormat::Detail => "ErrorDetail",
         ErrorFormat::Error => "ErrorFormat1",
         ErrorFormat::Envelope => "ErrorEnvelope",
+        ErrorFormat::Anthropic => "ErrorAnthropic",
     }
 }
 
@@ -239,7 +241,7 @@ fn responses(table: &Table, row: &Row) -> Value {
     };
     let error = json!({"$ref": format!("#/components/responses/{}", error_component(row.errors))});
     let mut content = json!({"application/json": {"schema": success}});
-    if matches!(row.mode, Mode::Chat | Mode::Completion) {
+    if matches!(row.mode, Mode::Chat | Mode::Completion | Mode::Messages) {
         // `"stream": true`: server-sent events (found by schemathesis); the
         // schema is one event's (`data: {...}` lines, then `data: [DONE]`).
         content["text/event-stream"] = json!({"schema": {
@@ -304,6 +306,7 @@ fn components() -> Value {
             "ErrorDetail": error_response("Error (voice area)", "ErrorDetail"),
             "ErrorFormat1": error_response("Error (format 1)", "ErrorFormat1"),
             "ErrorEnvelope": error_response("Error (format 2, envelope)", "ErrorEnvelope"),
+            "ErrorAnthropic": error_response("Error (Anthropic's shape)", "ErrorAnthropic"),
         },
         "schemas": {
             "ErrorDetail": {
@@ -330,6 +333,18 @@ fn components() -> Value {
                     "data": {"const": ""},
                 },
                 "required": ["request_id", "success", "message", "data"],
+            },
+            "ErrorAnthropic": {
+                "type": "object",
+                "properties": {
+                    "type": {"const": "error"},
+                    "error": {
+                        "type": "object",
+                        "properties": {"type": s("string"), "message": s("string")},
+                        "required": ["type", "message"],
+                    },
+                },
+                "required": ["type", "error"],
             },
             "SynthesisResponse": {
                 "type": "object",
@@ -378,6 +393,10 @@ fn components() -> Value {
             "accessToken": {
                 "type": "http", "scheme": "bearer", "bearerFormat": "JWT",
                 "description": "An access token (JWT) from /auth/login",
+            },
+            "xApiKey": {
+                "type": "apiKey", "in": "header", "name": "x-api-key",
+                "description": "An API key, as Anthropic's clients send it",
             },
             "adminKey": {
                 "type": "apiKey", "in": "header", "name": "X-Admin-Key",

@@ -38,6 +38,8 @@ use tokens::{Tokens, Typ, Verified};
 
 /// Header carrying the admin key on admin routes.
 pub const ADMIN_KEY_HEADER: &str = "x-admin-key";
+/// Where Anthropic's clients put the API key (rows with `auth = "x_api_key"`).
+pub const X_API_KEY: &str = "x-api-key";
 
 /// Why a request is not authenticated: each answers 401 with its own message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -148,6 +150,14 @@ impl Auth {
         match auth {
             RowAuth::None | RowAuth::Signature => Ok(None),
             RowAuth::Bearer => self.caller(headers, false).await.map(Some),
+            // Anthropic's clients send the key in `x-api-key`.
+            RowAuth::XApiKey => match headers.get(X_API_KEY) {
+                Some(v) if headers.get(http::header::AUTHORIZATION).is_none() => {
+                    let key = v.to_str().map_err(|_| Cause::MalformedHeader)?.trim();
+                    self.key_user(key).await.map(Some)
+                }
+                _ => self.caller(headers, false).await.map(Some),
+            },
             RowAuth::AccessToken => self.caller(headers, true).await.map(Some),
             RowAuth::Admin => {
                 if let Some(v) = headers.get(ADMIN_KEY_HEADER) {

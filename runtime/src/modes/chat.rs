@@ -3,6 +3,9 @@
 //! before the upstream call and settled to the actual usage
 //! ([`crate::credits`]), and streams relayed chunk by chunk
 //! ([`crate::relay`]) under an `X-Stream-Id` the caller can stop.
+//! [`messages`]: Anthropic's Messages API through the same path.
+
+pub mod messages;
 
 use std::time::Duration;
 
@@ -11,7 +14,7 @@ use http::{header, HeaderValue, StatusCode};
 use rust_decimal::prelude::ToPrimitive;
 use serde_json::{json, Map, Value};
 
-use super::{prepare_model_call, Prepared};
+use super::{prepare_model_call, read_body, Prepared};
 use crate::body::{self, Request};
 use crate::ctx::{Ctx, Later, Outcome, Settlement};
 use crate::errors::ApiError;
@@ -83,7 +86,16 @@ fn usage_field(u: &Value, k: &str) -> Option<u64> {
 
 /// `chat` (`chat = true`) and `completion`.
 pub async fn complete(ctx: &mut Ctx, req: Request, chat: bool) -> Result<Outcome, ApiError> {
-    let body = super::read_body(ctx, req).await?;
+    let body = read_body(ctx, req).await?;
+    complete_body(ctx, body, chat).await
+}
+
+/// [`complete`] of a body already read (and validated).
+pub async fn complete_body(
+    ctx: &mut Ctx,
+    body: Map<String, Value>,
+    chat: bool,
+) -> Result<Outcome, ApiError> {
     let (bytes, _messages) = prompt_size(&body, chat)?;
     let (want, op) = if chat {
         (ModelType::Chat, Op::Chat)

@@ -23,7 +23,9 @@
 //! * [`admin`] — `admin_users`, `admin_disable`, `admin_enable`,
 //!   `admin_delete`, `admin_credits`, `admin_usage`.
 //! * [`chat`] — `chat`, `completion`, `stop_stream`: model calls with
-//!   credits held and settled, streams relayed and stoppable.
+//!   credits held and settled, streams relayed and stoppable; its
+//!   [`chat::messages`] — `messages`, `count_tokens`: Anthropic's Messages
+//!   API through the same chat path.
 //! * [`catalogue`] — `catalogue`, `catalogue_model`, `catalogue_trending`.
 //! * [`embeddings`] — `embedding`: the spec's or OpenAI's shape.
 //! * [`images`] — `image`: generated images copied into the object store.
@@ -115,6 +117,8 @@ pub async fn run(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<Out
         Mode::Chat => chat::complete(ctx, req, true).await,
         Mode::Completion => chat::complete(ctx, req, false).await,
         Mode::StopStream => chat::stop(ctx, params).await,
+        Mode::Messages => chat::messages::messages(ctx, req).await,
+        Mode::CountTokens => chat::messages::count_tokens(ctx, req).await,
         Mode::Catalogue => catalogue::list(ctx).await,
         Mode::CatalogueModel => catalogue::model(ctx, params).await,
         Mode::CatalogueTrending => catalogue::trending(ctx).await,

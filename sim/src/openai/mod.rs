@@ -6,6 +6,7 @@
 //! | Method | Path | Notes |
 //! |---|---|---|
 //! | POST | `/v1/chat/completions` | `messages` required; `stream: true` answers server-sent events, one word per chunk ([`stream_delay_ms`](crate::shared::Shared::stream_delay_ms) apart), `stream_options.include_usage` adds a usage chunk; `max_tokens` sets the reply length (finish `length`); `n` choices (completions: `best_of` generated and billed); `usage.prompt_tokens` counts every field a provider counts ([`tokens`]) |
+//! | | | `tools` given: a tool call when the last user text names one ([`tools`]) |
 //! | POST | `/v1/completions` | `prompt` required; same streaming rules |
 //! | POST | `/v1/embeddings` | `input` (or `text`): string or list; `dimensions` (default 16); deterministic unit vectors |
 //! | POST | `/v1/images/generations` | `prompt` required; `n` (1..10), `size`, `response_format` `url` (PNG under `/__sim/media`) or `b64_json` |
@@ -22,6 +23,7 @@
 //! and handlers are here.
 
 pub mod tokens;
+pub mod tools;
 pub mod video;
 
 use std::sync::atomic::Ordering;
@@ -336,6 +338,15 @@ fn chat(sh: &Arc<Shared>, req: &Req, chat: bool) -> R {
         short_id(if chat { "chatcmpl-" } else { "cmpl-" }),
         unix_now(),
     );
+    if let Some(call) = tools::call(&f).filter(|_| chat) {
+        return Ok(tools::answer(
+            sh,
+            &f,
+            call,
+            prompt_tokens,
+            (&id, created, &model),
+        ));
+    }
     let object = if chat {
         "chat.completion"
     } else {

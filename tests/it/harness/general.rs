@@ -129,6 +129,58 @@ impl Env {
     }
 }
 
+/// Asserts that the provider's first call carried the caller's own key
+/// `byok` and that the key was not forwarded in the body.
+pub async fn assert_called_with_byok(env: &Env, byok: &str) {
+    let reqs = env.sim_requests().await;
+    assert_eq!(
+        reqs[0]["headers"]["authorization"],
+        format!("Bearer {byok}")
+    );
+    assert!(reqs[0]["json"].get("byok_api_key").is_none());
+}
+
+/// Once `n` model calls are recorded: all were BYOK, and nothing was
+/// charged, debited or left on a balance that had none.
+pub async fn assert_byok_billed_nothing(env: &Env, n: usize) {
+    let rows = env.wait_model_usage(n).await;
+    assert!(rows.iter().all(|r| r.byok));
+    assert!(env.usage().iter().all(|u| u.charged.is_zero()));
+    assert_eq!(env.balance(), Decimal::ZERO);
+    assert!(env.store().ledger(env.user_id).unwrap().is_empty());
+}
+
+/// Asserts a stream's answer started: 200, server-sent events, an `X-Stream-Id`.
+#[track_caller]
+pub fn assert_stream_started(r: &reqwest::Response) {
+    assert_eq!(r.status().as_u16(), 200);
+    assert_eq!(r.headers()["content-type"], "text/event-stream");
+    let id = r.headers()["x-stream-id"].to_str().unwrap();
+    assert!(id.starts_with("strm_"), "{id}");
+}
+
+/// Reads a streamed answer until `marker` has come `n` times, then hangs
+/// up (drops the connection); what was read.
+pub async fn hang_up_after(r: reqwest::Response, marker: &str, n: usize) -> String {
+    use futures_util::StreamExt;
+    let mut s = r.bytes_stream();
+    let mut text = String::new();
+    while text.matches(marker).count() < n {
+        text.push_str(&String::from_utf8_lossy(&s.next().await.unwrap().unwrap()));
+    }
+    text
+}
+
+/// The one model-usage row of a stream the client hung up on, its output
+/// tokens at least `min` and below `max`.
+pub async fn hung_up_row(env: &Env, row: usize, min: i64, max: i64) {
+    let rows = env.wait_model_usage(row + 1).await;
+    assert_eq!(rows.len(), row + 1, "no usage recorded after the hang-up");
+    assert_eq!(rows[row].ended, "disconnected");
+    let out = rows[row].output_tokens;
+    assert!(out >= min && out < max, "{:?}", rows[row]);
+}
+
 /// Asserts format 2 with `status`; returns the message.
 #[track_caller]
 pub fn envelope(a: &Answer, status: u16) -> String {
