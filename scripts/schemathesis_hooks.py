@@ -10,6 +10,10 @@
   demo key's id, or an admin `user_id` equal to the demo user's on an
   operation that disables or deletes a user, is pointed at a spare user
   (or its key) that scripts/schemathesis.sh made for the purpose.
+* The operations a generated call cannot reach alone (an existing id, a
+  real audio or image file, a registered user's password, a mailed token,
+  an open stream, a signed Stripe event) get valid state in a share of
+  their calls (scripts/schemathesis_fixtures.py).
 * Every answer is written, one JSON line each, to ST_REPORT (operation,
   status); scripts/schemathesis_report.py reads them.
 """
@@ -21,6 +25,8 @@ import time
 
 import requests
 import schemathesis
+
+import schemathesis_fixtures
 
 BASE = os.environ["ST_BASE"]
 KEY = os.environ["ST_KEY"]
@@ -86,10 +92,12 @@ def before_call(context, case, kwargs):
         params["key_id"] = SPARE_KEY_ID
     if mode in ("admin_disable", "admin_delete") and params.get("user_id") == USER_ID:
         params["user_id"] = SPARE_USER_ID
+    schemathesis_fixtures.apply(op.get("operationId"), case, kwargs)
 
 
 @schemathesis.hook
 def after_call(context, case, response):
+    schemathesis_fixtures.close_stream(case)
     line = {
         "operation": _raw(case).get("operationId"),
         "label": case.operation.label,

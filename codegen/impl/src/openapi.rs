@@ -152,32 +152,46 @@ fn object_schema(rules: &[FieldRule]) -> Value {
     s
 }
 
-fn request_body(row: &Row) -> Option<Value> {
-    if row.mode == Mode::Upload {
-        return Some(json!({
-            "required": true,
-            "content": {"multipart/form-data": {"schema": {
-                "type": "object",
-                "properties": {
-                    "file": {"type": "string", "contentMediaType": "application/octet-stream"},
-                    "purpose": {"type": "string"},
-                },
-                "required": ["file"],
-            }}},
-        }));
+/// A multipart form of a `file` part and text fields (`(name, schema)`);
+/// `required`: the fields besides `file` that must be present.
+fn multipart_form(fields: Value, required: &[&str]) -> Value {
+    let mut properties =
+        json!({"file": {"type": "string", "contentMediaType": "application/octet-stream"}});
+    if let (Some(p), Value::Object(f)) = (properties.as_object_mut(), fields) {
+        p.extend(f);
     }
-    if row.mode == Mode::MediaUpload {
-        return Some(json!({
-            "required": true,
-            "content": {"multipart/form-data": {"schema": {
-                "type": "object",
-                "properties": {
-                    "file": {"type": "string", "contentMediaType": "application/octet-stream"},
-                    "file_type": {"type": "string", "enum": ["image", "audio"]},
-                },
-                "required": ["file", "file_type"],
-            }}},
-        }));
+    let mut required_fields = vec!["file"];
+    required_fields.extend_from_slice(required);
+    json!({
+        "required": true,
+        "content": {"multipart/form-data": {"schema": {
+            "type": "object",
+            "properties": properties,
+            "required": required_fields,
+        }}},
+    })
+}
+
+fn request_body(row: &Row) -> Option<Value> {
+    match row.mode {
+        Mode::Upload => return Some(multipart_form(json!({"purpose": {"type": "string"}}), &[])),
+        Mode::MediaUpload => {
+            let file_type = json!({"file_type": {"type": "string", "enum": ["image", "audio"]}});
+            return Some(multipart_form(file_type, &["file_type"]));
+        }
+        // runtime::modes::transcription's form: the audio file and its text fields.
+        Mode::Transcription => {
+            let fields = json!({
+                "model": {"type": "string"},
+                "language": {"type": "string"},
+                "prompt": {"type": "string"},
+                "response_format": {"type": "string", "enum": ["json", "text", "srt", "verbose_json", "vtt"]},
+                "temperature": {"type": "string"},
+                "byok_api_key": {"type": "string"},
+            });
+            return Some(multipart_form(fields, &[]));
+        }
+        _ => {}
     }
     if !row.body.is_empty() {
         let mut media = json!({"schema": object_schema(&row.body)});
