@@ -6,7 +6,8 @@
 //! answer: `content: null`, one `tool_calls` entry `{id: "call_…", type:
 //! "function", function: {name, arguments}}` (arguments from the tool's
 //! schema, [`crate::llm::sample_args`], as JSON text), finish `tool_calls`,
-//! completion tokens one per 4 bytes of the arguments (at least 1). A
+//! completion tokens one per 4 bytes of the arguments (at least 1; past
+//! `max_tokens` the arguments are cut there and the finish is `length`). A
 //! stream sends the call's id and name first, then the arguments in
 //! 10-character pieces, the finish chunk, and the usage chunk when asked.
 
@@ -76,7 +77,21 @@ pub fn answer(
     prompt_tokens: u64,
     (id, created, model): (&str, u64, &str),
 ) -> Resp {
-    let completion = (call.arguments.len() as u64).div_ceil(4).max(1);
+    let mut call = call;
+    let mut completion = (call.arguments.len() as u64).div_ceil(4).max(1);
+    // A provider never writes past `max_tokens`: the call's arguments are
+    // cut there (finish `length`), as a real model's would be.
+    let limit = f
+        .get("max_tokens")
+        .or_else(|| f.get("max_completion_tokens"))
+        .and_then(Value::as_u64);
+    let mut finish = "tool_calls";
+    if let Some(limit) = limit.filter(|l| completion > *l) {
+        let cut: String = call.arguments.chars().take(limit as usize * 4).collect();
+        call.arguments = cut;
+        completion = limit;
+        finish = "length";
+    }
     let usage = json!({"prompt_tokens": prompt_tokens, "completion_tokens": completion,
         "total_tokens": prompt_tokens + completion});
     if f.get("stream").and_then(Value::as_bool) != Some(true) {
@@ -86,7 +101,7 @@ pub fn answer(
             StatusCode::OK,
             &json!({"id": id, "object": "chat.completion", "created": created, "model": model,
                 "choices": [{"index": 0, "message": {"role": "assistant", "content": null, "tool_calls": tc},
-                    "finish_reason": "tool_calls", "logprobs": null}],
+                    "finish_reason": finish, "logprobs": null}],
                 "usage": usage}),
         );
     }
@@ -107,7 +122,7 @@ pub fn answer(
             Value::Null,
         ));
     }
-    events.push(chunk(json!({}), json!("tool_calls")));
+    events.push(chunk(json!({}), json!(finish)));
     if f.get("stream_options").and_then(|o| o.get("include_usage")) == Some(&Value::Bool(true)) {
         events.push(
             json!({"id": id, "object": "chat.completion.chunk", "created": created,
