@@ -250,6 +250,10 @@ fn responses(table: &Table, row: &Row) -> Value {
             "required": ["data"],
         }});
     }
+    if row.mode == Mode::UsageTotals {
+        // `format=csv`: the same totals as CSV text (found by schemathesis).
+        content["text/csv"] = json!({"schema": {"type": "string"}});
+    }
     let mut ok = json!({
         "description": "Success",
         "headers": {"X-Request-Id": {"$ref": "#/components/headers/X-Request-Id"}},
