@@ -1,152 +1,58 @@
-//! The `gateway` binary's library: the generated router, start-up, and the
-//! CLI commands (so that tests drive exactly what the binary runs).
+//! The `gateway` binary's library: the router generated from
+//! `endpoints.toml`, and the binary's start-up and CLI (crate `app`) bound
+//! to it, so that tests drive exactly what the binary runs.
 //!
-//! # Layout
+//! This crate holds only what the table generates ([`routes`]) and the
+//! thin functions below: an edit of the table recompiles this crate, the
+//! `gateway` binary's `main` and the integration tests, never `app` or
+//! `runtime` (README "How to add an upstream endpoint").
 //!
 //! * [`routes`] — generated from `endpoints.toml` by `codegen::routes!`:
 //!   one `static EndpointSpec` per row, one handler per row, `ROUTES`, `route()`.
 //! * [`cli`] — the subcommands (`serve`, `users`, `keys`, `routes`, `demo`).
-//! * [`demo`] — the embedded demo: simulator + gateway on a fresh data dir.
 //! * [`start`] — binds nothing itself: takes a listener and a configuration,
 //!   returns a handle to the running gateway.
-
-pub mod cli;
-pub mod demo;
 
 /// The generated router (see `endpoints.toml`).
 pub mod routes {
     codegen::routes!("../endpoints.toml");
 }
 
-use std::net::SocketAddr;
-
 use runtime::config::Config;
 use runtime::{Gateway, StartError};
 use tokio::net::TcpListener;
 
-pub use runtime;
+pub use app::{demo, runtime, Running};
 
-/// A gateway serving on a listener; dropping it does not stop it, [`Running::stop`] does.
-pub struct Running {
-    pub addr: SocketAddr,
-    pub gateway: Gateway,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    task: tokio::task::JoinHandle<()>,
-}
+/// The generated routes, as `app` takes them.
+pub const ROUTES: app::Routes = app::Routes {
+    table: &routes::TABLE,
+    route: routes::route,
+};
 
-impl Running {
-    /// Stops accepting, drains requests in flight, and waits for the end.
-    pub async fn stop(mut self) {
-        if let Some(tx) = self.stop.take() {
-            let _ = tx.send(());
-        }
-        let _ = (&mut self.task).await;
-    }
+/// The CLI (`app::cli`) with this table.
+pub mod cli {
+    pub use app::cli::{init_tracing, shutdown_signal, Cli, Command};
 
-    /// The base URL, e.g. `http://127.0.0.1:8080`.
-    pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
+    /// Entry point of the binary.
+    pub fn main() -> std::process::ExitCode {
+        app::cli::main(super::ROUTES)
     }
 }
 
 /// Builds the gateway of a configuration (database, object store, client)
 /// without serving: what the CLI's one-shot commands use.
 pub fn gateway(config: Config) -> Result<Gateway, StartError> {
-    Gateway::new(config, &routes::TABLE)
+    app::gateway(ROUTES, config)
 }
 
-/// Starts a gateway on `listener` with `config`, with its background tasks
-/// (retention sweeper, job follower, nightly reconciliation, the cluster
-/// bus) when configured.
-pub fn start(mut config: Config, listener: TcpListener) -> Result<Running, StartError> {
-    let addr = listener
-        .local_addr()
-        .map_err(|e| StartError::Store(runtime::store::StoreError::driver(e)))?;
-    config.addr = addr;
-    let gateway = gateway(config)?;
-    // Before it serves: the holds of this instance's previous run are
-    // released, and every hold from now on names it.
-    let identity = register_instance(&gateway)?;
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let gw = gateway.clone();
-    let mut background = Vec::new();
-    background.push(tokio::spawn(runtime::instance::keep_lease(
-        gw.store.clone(),
-        identity,
-        gw.config.instance_lease,
-    )));
-    // Learn the account's stock voices now rather than on the first request
-    // that names an unowned voice (best effort: that request retries).
-    let warm = gw.clone();
-    background.push(tokio::spawn(async move {
-        if let Err(e) = runtime::owners::is_stock(&warm, "").await {
-            tracing::info!(error = %e, "stock voices not read at start-up; read on first use");
-        }
-    }));
-    // The cluster bus (with GATEWAY_REDIS_URL): connects, and reconnects,
-    // in the background; an unreachable Redis delays nothing.
-    if gw.cluster.is_some() {
-        background.push(tokio::spawn(runtime::start::bus(gw.clone())));
-    }
-    if let Some(every) = gw.config.sweep_interval {
-        background.push(tokio::spawn(runtime::retention::run_periodically(
-            gw.clone(),
-            every,
-        )));
-    }
-    if let Some(every) = gw.config.job_follow_interval {
-        background.push(tokio::spawn(runtime::follower::run_periodically(
-            gw.clone(),
-            every,
-        )));
-    }
-    if let Some(at) = gw.config.reconcile_at {
-        background.push(tokio::spawn(runtime::reconcile::run_nightly(
-            gw.clone(),
-            at,
-        )));
-    }
-    let task = tokio::spawn(async move {
-        runtime::server::serve(listener, gw, routes::route, async {
-            let _ = stopped.await;
-        })
-        .await;
-        for t in background {
-            t.abort();
-        }
-    });
-    Ok(Running {
-        addr,
-        gateway,
-        stop: Some(stop),
-        task,
-    })
-}
-
-/// This instance's identity (`runtime::instance`), registered in the
-/// database: the holds of its previous run are released.
-fn register_instance(gw: &Gateway) -> Result<runtime::instance::Identity, StartError> {
-    let identity =
-        runtime::instance::Identity::of(gw.config.instance_id.as_deref(), &gw.config.data_dir)
-            .map_err(|e| {
-                runtime::config::ConfigError::new(
-                    runtime::config::GATEWAY_INSTANCE_ID,
-                    format!("the data directory's instance id: {e}"),
-                )
-            })?;
-    let released = gw
-        .store
-        .start_instance(&identity.id, gw.config.instance_lease)?;
-    tracing::info!(instance = %identity.id, released_holds = released, "instance registered");
-    Ok(identity)
+/// Starts a gateway on `listener` with `config` and its background tasks
+/// (`app::start`).
+pub fn start(config: Config, listener: TcpListener) -> Result<app::Running, StartError> {
+    app::start(ROUTES, config, listener)
 }
 
 /// The route listing of `gateway routes`: one line per row.
 pub fn route_listing() -> String {
-    let mut out = String::new();
-    for spec in routes::ROUTES {
-        out.push_str(spec.listing_line().trim_end());
-        out.push('\n');
-    }
-    out
+    app::route_listing(ROUTES)
 }

@@ -319,7 +319,7 @@ fn row_handler(row: &Row) -> TokenStream {
             req: #rt::Request,
             params: #rt::PathParams,
         ) -> #rt::HandlerFuture {
-            ::std::boxed::Box::pin(#rt::handle(&#name, gw, req, params))
+            #rt::handle(&#name, gw, req, params)
         }
     }
 }

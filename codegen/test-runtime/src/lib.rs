@@ -71,9 +71,18 @@ pub struct Gateway {}
 /// The names generated code uses (same list as the real runtime's).
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::pipeline::handle;
     pub use crate::router::{Handler, HandlerFuture, Request, RouteMatch};
     pub use crate::spec::*;
     pub use crate::Gateway;
     pub use http::Method as HttpMethod;
+
+    /// The pipeline's future, boxed (as the real runtime's).
+    pub fn handle(
+        spec: &'static EndpointSpec,
+        gw: Gateway,
+        req: Request,
+        params: PathParams,
+    ) -> HandlerFuture {
+        Box::pin(crate::pipeline::handle(spec, gw, req, params))
+    }
 }

@@ -385,55 +385,49 @@ fn handle_tts_synthesize(
     req: ::runtime::__private::Request,
     params: ::runtime::__private::PathParams,
 ) -> ::runtime::__private::HandlerFuture {
-    ::std::boxed::Box::pin(
-        ::runtime::__private::handle(&TTS_SYNTHESIZE, gw, req, params),
-    )
+    ::runtime::__private::handle(&TTS_SYNTHESIZE, gw, req, params)
 }
 fn handle_agents_capabilities(
     gw: ::runtime::__private::Gateway,
     req: ::runtime::__private::Request,
     params: ::runtime::__private::PathParams,
 ) -> ::runtime::__private::HandlerFuture {
-    ::std::boxed::Box::pin(
-        ::runtime::__private::handle(&AGENTS_CAPABILITIES, gw, req, params),
-    )
+    ::runtime::__private::handle(&AGENTS_CAPABILITIES, gw, req, params)
 }
 fn handle_agents_get(
     gw: ::runtime::__private::Gateway,
     req: ::runtime::__private::Request,
     params: ::runtime::__private::PathParams,
 ) -> ::runtime::__private::HandlerFuture {
-    ::std::boxed::Box::pin(::runtime::__private::handle(&AGENTS_GET, gw, req, params))
+    ::runtime::__private::handle(&AGENTS_GET, gw, req, params)
 }
 fn handle_agents_delete(
     gw: ::runtime::__private::Gateway,
     req: ::runtime::__private::Request,
     params: ::runtime::__private::PathParams,
 ) -> ::runtime::__private::HandlerFuture {
-    ::std::boxed::Box::pin(::runtime::__private::handle(&AGENTS_DELETE, gw, req, params))
+    ::runtime::__private::handle(&AGENTS_DELETE, gw, req, params)
 }
 fn handle_stt_submit(
     gw: ::runtime::__private::Gateway,
     req: ::runtime::__private::Request,
     params: ::runtime::__private::PathParams,
 ) -> ::runtime::__private::HandlerFuture {
-    ::std::boxed::Box::pin(::runtime::__private::handle(&STT_SUBMIT, gw, req, params))
+    ::runtime::__private::handle(&STT_SUBMIT, gw, req, params)
 }
 fn handle_stt_get(
     gw: ::runtime::__private::Gateway,
     req: ::runtime::__private::Request,
     params: ::runtime::__private::PathParams,
 ) -> ::runtime::__private::HandlerFuture {
-    ::std::boxed::Box::pin(::runtime::__private::handle(&STT_GET, gw, req, params))
+    ::runtime::__private::handle(&STT_GET, gw, req, params)
 }
 fn handle_webhooks_provider(
     gw: ::runtime::__private::Gateway,
     req: ::runtime::__private::Request,
     params: ::runtime::__private::PathParams,
 ) -> ::runtime::__private::HandlerFuture {
-    ::std::boxed::Box::pin(
-        ::runtime::__private::handle(&WEBHOOKS_PROVIDER, gw, req, params),
-    )
+    ::runtime::__private::handle(&WEBHOOKS_PROVIDER, gw, req, params)
 }
 /// Finds the row for a request: `path` is the URI's path (no query
 /// string), still percent-encoded. One trailing `/` is ignored; an

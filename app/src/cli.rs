@@ -167,14 +167,14 @@ pub fn init_tracing() -> Result<(), String> {
     Ok(())
 }
 
-/// Entry point of the binary.
-pub fn main() -> ExitCode {
+/// Entry point of the binary, serving `routes`.
+pub fn main(routes: crate::Routes) -> ExitCode {
     let cli = Cli::parse();
     if let Err(e) = init_tracing() {
         eprintln!("error: {e}");
         return ExitCode::FAILURE;
     }
-    match run(cli.command) {
+    match run(routes, cli.command) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e}");
@@ -190,14 +190,14 @@ fn open_store(config: &Config) -> Result<Store, Box<dyn std::error::Error>> {
 }
 
 /// Runs one subcommand.
-pub fn run(command: Command) -> CliResult {
+pub fn run(routes: crate::Routes, command: Command) -> CliResult {
     match command {
         Command::Routes => {
             // A closed pipe (`gateway routes | head`) is not an error.
             use std::io::Write;
             match std::io::stdout()
                 .lock()
-                .write_all(crate::route_listing().as_bytes())
+                .write_all(crate::route_listing(routes).as_bytes())
             {
                 Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
                 _ => Ok(()),
@@ -205,9 +205,9 @@ pub fn run(command: Command) -> CliResult {
         }
         Command::Serve => {
             let config = Config::from_env()?;
-            runtime_block_on(serve(config))
+            runtime_block_on(serve(routes, config))
         }
-        Command::Demo => runtime_block_on(crate::demo::run()),
+        Command::Demo => runtime_block_on(crate::demo::run(routes)),
         Command::Users { command } => {
             let config = Config::from_env()?;
             let store = open_store(&config)?;
@@ -260,7 +260,7 @@ pub fn run(command: Command) -> CliResult {
             Ok(())
         }
         Command::Sweep => runtime_block_on(async {
-            let gw = crate::gateway(Config::from_env()?)?;
+            let gw = crate::gateway(routes, Config::from_env()?)?;
             let report = runtime::retention::sweep_once(&gw).await;
             println!("deleted {} failed {}", report.deleted, report.failed);
             if report.failed > 0 {
@@ -269,7 +269,7 @@ pub fn run(command: Command) -> CliResult {
             Ok(())
         }),
         Command::Reconcile { date } => runtime_block_on(async move {
-            let gw = crate::gateway(Config::from_env()?)?;
+            let gw = crate::gateway(routes, Config::from_env()?)?;
             let rows = runtime::reconcile::reconcile(&gw, &date)
                 .await
                 .map_err(|e| e.message())?;
@@ -391,7 +391,7 @@ pub async fn shutdown_signal() {
 }
 
 /// `gateway serve`.
-pub async fn serve(config: Config) -> CliResult {
+pub async fn serve(routes: crate::Routes, config: Config) -> CliResult {
     if config.provider_api_key.is_none() {
         tracing::warn!("PROVIDER_API_KEY is not set: voice routes will answer 503 (upstream integration not configured)");
     }
@@ -416,7 +416,7 @@ pub async fn serve(config: Config) -> CliResult {
     if let Some(w) = config.unreachable_objects_warning(&public_url) {
         tracing::warn!("{w}");
     }
-    let running = crate::start(config, listener)?;
+    let running = crate::start(routes, config, listener)?;
     tracing::info!("listening on {addr}");
     shutdown_signal().await;
     tracing::info!("signal received, shutting down");

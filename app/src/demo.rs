@@ -74,7 +74,7 @@ per_second = "0.006"
     )
 }
 
-pub async fn run() -> Result<(), Box<dyn std::error::Error>> {
+pub async fn run(routes: crate::Routes) -> Result<(), Box<dyn std::error::Error>> {
     let data_dir = std::env::temp_dir().join(format!(
         "gateway-demo-{}",
         chrono::Utc::now().format("%Y%m%d-%H%M%S")
@@ -121,7 +121,7 @@ pub async fn run() -> Result<(), Box<dyn std::error::Error>> {
         Ok(l) => l,
         Err(_) => TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0))).await?,
     };
-    let running = crate::start(config, listener)?;
+    let running = crate::start(routes, config, listener)?;
     let base = running.url();
     sim.shared().stripe.configure(
         Some(DEMO_STRIPE_KEY.to_owned()),
