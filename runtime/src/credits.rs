@@ -39,7 +39,7 @@ use rust_decimal::Decimal;
 use crate::billing::with_markup;
 use crate::ctx::Ctx;
 use crate::errors::ApiError;
-use crate::providers::{Model, Provider};
+use crate::providers::{Model, Provider, Tokens};
 use crate::services::Gateway;
 use crate::store::{ModelUsageRecord, OutsideRecordPhase, Record, Reserved, UsageRecord};
 
@@ -47,17 +47,28 @@ const MTOK: Decimal = Decimal::from_parts(1_000_000, 0, 0, false, 0);
 
 /// The charge of `input` + `output` tokens of `m`, markup included, 8 places.
 pub fn token_cost(p: &Provider, m: &Model, input: u64, output: u64) -> Decimal {
-    with_markup(raw_token_cost(m, input, output), p.markup_pct)
+    with_markup(raw_token_cost(m, Tokens::new(input, output)), p.markup_pct)
 }
 
 /// The most a request's [`crate::bounds::Bound`] can cost on `m` of `p`
-/// (its tokens and its images), markup included: what is held.
+/// (its tokens and its images), markup included: what is held. Its input
+/// is priced at the highest of the input and cache prices, so that the hold
+/// stays an upper bound however the provider splits the prompt between
+/// input, cache reads and cache writes.
 /// `Err`: 500 "pricing calculation failed" (spec §7), when a price is so
 /// large that the cost overflows a decimal; nothing is held or sent then.
 pub fn bound_cost(p: &Provider, m: &Model, b: &crate::bounds::Bound) -> Result<Decimal, ApiError> {
     let per =
         |price: Option<Decimal>, n: u64| price.unwrap_or_default().checked_mul(Decimal::from(n));
-    let tokens = per(m.input_per_mtok, b.input)
+    let input_price = [
+        m.input_per_mtok,
+        m.cache_read_per_mtok,
+        m.cache_write_per_mtok,
+    ]
+    .into_iter()
+    .flatten()
+    .max();
+    let tokens = per(input_price, b.input)
         .zip(per(m.output_per_mtok, b.output))
         .and_then(|(i, o)| (i / MTOK).checked_add(o / MTOK))
         .and_then(|raw| checked_markup(raw, p.markup_pct));
@@ -85,10 +96,15 @@ pub fn pricing_failed(p: &Provider, m: &Model) -> ApiError {
     .saying("pricing calculation failed")
 }
 
-fn raw_token_cost(m: &Model, input: u64, output: u64) -> Decimal {
-    let i = m.input_per_mtok.unwrap_or_default() * Decimal::from(input) / MTOK;
-    let o = m.output_per_mtok.unwrap_or_default() * Decimal::from(output) / MTOK;
-    i + o
+/// The cost of `t` on `m` before markup: each of the four counts at its
+/// own price (cache prices default to the input price), so a cached or
+/// written prompt token is never billed again as input.
+fn raw_token_cost(m: &Model, t: Tokens) -> Decimal {
+    let at = |price: Option<Decimal>, n: u64| price.unwrap_or_default() * Decimal::from(n) / MTOK;
+    at(m.input_per_mtok, t.input)
+        + at(m.output_per_mtok, t.output)
+        + at(m.cache_read_price(), t.cache_read)
+        + at(m.cache_write_price(), t.cache_write)
 }
 
 /// A live credit hold: settled ([`Hold::into_release`]), kept by a job
@@ -223,18 +239,31 @@ impl Settle {
     /// the hold, to be committed together. The charge never exceeds the
     /// hold, so concurrent requests cannot overdraw a balance.
     pub fn records(self, input: u64, output: u64, counted: bool, ended: &str) -> Vec<Record> {
-        let (input, output) = match &self.bound {
-            Some(b) => b.tokens(input, output),
-            None => (input, output),
+        self.token_records(Tokens::new(input, output), counted, ended)
+    }
+
+    /// [`Settle::records`] of the four counts: each billed at its price.
+    /// The prompt (input and cache tokens together) is bounded by the
+    /// bound's input: beyond it, the bound is billed as input.
+    pub fn token_records(self, t: Tokens, counted: bool, ended: &str) -> Vec<Record> {
+        let t = match &self.bound {
+            Some(b) => {
+                let (prompt, output) = b.tokens(t.prompt(), t.output);
+                if prompt < t.prompt() {
+                    Tokens::new(prompt, output)
+                } else {
+                    Tokens { output, ..t }
+                }
+            }
+            None => t,
         };
-        let raw = raw_token_cost(&self.model, input, output);
+        let raw = raw_token_cost(&self.model, t);
         let priced = self.model.input_per_mtok.is_some() || self.model.output_per_mtok.is_some();
         let tokens = Usage {
             unit: "tokens",
-            quantity: Decimal::from(input + output),
+            quantity: Decimal::from(t.prompt() + t.output),
             raw_cost: priced.then_some(raw),
-            input_tokens: input,
-            output_tokens: output,
+            tokens: t,
             counted,
         };
         self.settle(tokens, ended)
@@ -248,8 +277,7 @@ impl Settle {
             unit: "images",
             quantity: Decimal::from(n),
             raw_cost: raw,
-            input_tokens: 0,
-            output_tokens: 0,
+            tokens: Tokens::default(),
             counted: false,
         };
         self.settle(usage, "complete")
@@ -263,8 +291,7 @@ impl Settle {
             unit,
             quantity: seconds,
             raw_cost: raw,
-            input_tokens: 0,
-            output_tokens: 0,
+            tokens: Tokens::default(),
             counted: false,
         };
         self.settle(usage, "complete")
@@ -327,8 +354,10 @@ impl Settle {
                 user_id,
                 route_id: route_id.to_owned(),
                 model: name,
-                input_tokens: usage.input_tokens,
-                output_tokens: usage.output_tokens,
+                input_tokens: usage.tokens.input,
+                output_tokens: usage.tokens.output,
+                cache_read_tokens: usage.tokens.cache_read,
+                cache_write_tokens: usage.tokens.cache_write,
                 counted: usage.counted,
                 byok,
                 ended: ended.to_owned(),
@@ -350,8 +379,7 @@ struct Usage {
     quantity: Decimal,
     /// `None`: the model has no price for it (recorded unpriced, charged 0).
     raw_cost: Option<Decimal>,
-    input_tokens: u64,
-    output_tokens: u64,
+    tokens: Tokens,
     counted: bool,
 }
 
