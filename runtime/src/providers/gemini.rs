@@ -9,7 +9,9 @@
 //!   of one role merged); `generationConfig` (`maxOutputTokens`,
 //!   `temperature`, `topP`, `stopSequences`, `candidateCount` from `n`,
 //!   `seed`, `responseMimeType` for a JSON `response_format`); `tools` →
-//!   `functionDeclarations`; `tool_choice` → `toolConfig`.
+//!   `functionDeclarations`; `tool_choice` → `toolConfig`; Gemini's own
+//!   `cachedContent`, `safetySettings`, `labels` (through
+//!   `additional_params`) pass.
 //! * Answer: the first candidate's parts (text → `content`, `functionCall`
 //!   → `tool_calls`, with ids made here); `finishReason` `STOP` → `stop`
 //!   (`tool_calls` when it called a function), `MAX_TOKENS` → `length`,
@@ -65,10 +67,12 @@ fn parts(content: Option<&Value>) -> Result<Vec<Value>, ApiError> {
                 out.push(match p.get("type").and_then(Value::as_str) {
                     Some("image_url") => image_part(p)?,
                     Some("text") => json!({"text": p.get("text").cloned().unwrap_or_default()}),
-                    _ => return Err(ApiError::BadRequest(format!(
+                    _ => {
+                        return Err(ApiError::BadRequest(format!(
                         "messages: a content part of type {} cannot be sent to a gemini provider",
                         p.get("type").unwrap_or(&Value::Null)
-                    ))),
+                    )))
+                    }
                 });
             }
         }
@@ -218,8 +222,18 @@ pub fn chat_body(m: &Model, body: &Map<String, Value>) -> Result<Map<String, Val
         out.insert("generationConfig".into(), Value::Object(gc));
     }
     tools(body, &mut out);
+    for k in OWN_FIELDS {
+        if let Some(v) = body.get(k) {
+            out.insert(k.into(), v.clone());
+        }
+    }
     Ok(out)
 }
+
+/// Fields of Gemini's own a caller may add through `additional_params`
+/// (`cachedContent`: a context cached with the provider, billed at the
+/// cache-read price).
+const OWN_FIELDS: [&str; 3] = ["cachedContent", "safetySettings", "labels"];
 
 fn embed_body(
     model: &str,
