@@ -400,3 +400,74 @@ pub fn seconds_cost(p: &Provider, m: &Model, seconds: Decimal) -> Result<Decimal
         .and_then(|raw| checked_markup(raw, p.markup_pct))
         .ok_or_else(|| pricing_failed(p, m))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bounds::Bound;
+    use crate::providers::ModelType;
+    use std::str::FromStr;
+
+    fn d(s: &str) -> Decimal {
+        Decimal::from_str(s).unwrap()
+    }
+
+    #[test]
+    fn the_hold_bounds_every_split_of_the_prompt_between_input_and_cache() {
+        let m = Model {
+            id: "claude-sim".into(),
+            kind: ModelType::Chat,
+            context_window: None,
+            aliases: vec![],
+            input_per_mtok: Some(d("3.00")),
+            output_per_mtok: Some(d("15.00")),
+            cache_read_per_mtok: Some(d("0.30")),
+            cache_write_per_mtok: Some(d("3.75")),
+            per_image: None,
+            per_second: None,
+            max_output_tokens: None,
+        };
+        let p = Provider {
+            id: "claude".into(),
+            kind: "anthropic".into(),
+            base_url: "http://127.0.0.1:1".into(),
+            key: None,
+            api_key_env: "UNSET".into(),
+            markup_pct: d("10"),
+            models: vec![],
+            adapter: std::sync::Arc::new(crate::providers::anthropic::Anthropic),
+        };
+        let b = Bound {
+            input: 1000,
+            output: 100,
+            images: 0,
+        };
+        let hold = bound_cost(&p, &m, &b).unwrap();
+        let charge = |t: Tokens| with_markup(raw_token_cost(&m, t), p.markup_pct);
+        for (input, read, write) in [(1000, 0, 0), (0, 1000, 0), (0, 0, 1000), (200, 500, 300)] {
+            let t = Tokens {
+                input,
+                output: 100,
+                cache_read: read,
+                cache_write: write,
+            };
+            assert!(charge(t) <= hold, "{t:?}: {} > {hold}", charge(t));
+        }
+        // The dearest split (all written to the cache) is exactly the hold.
+        let all_written = Tokens {
+            input: 0,
+            output: 100,
+            cache_read: 0,
+            cache_write: 1000,
+        };
+        assert_eq!(charge(all_written), hold);
+        // Each count at its own price: 200 × 3 + 100 × 15 + 500 × 0.3 + 300 × 3.75 per million.
+        let mixed = Tokens {
+            input: 200,
+            output: 100,
+            cache_read: 500,
+            cache_write: 300,
+        };
+        assert_eq!(raw_token_cost(&m, mixed), d("0.003375"));
+    }
+}
