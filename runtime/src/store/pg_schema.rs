@@ -302,7 +302,11 @@ pub(super) const MIGRATIONS: &[&str] = &[
     CREATE INDEX usage_by_request ON usage (request_id) WHERE unit != 'free';
     CREATE INDEX model_usage_by_request ON model_usage (request_id);
 "#,
-    // 10 (native providers' cache tokens): as SQLite's 17.
+    // 10 (usage by key): as SQLite's 17.
+    r#"
+    ALTER TABLE usage ADD COLUMN api_key_id BIGINT;
+"#,
+    // 11 (native providers' cache tokens): as SQLite's 18.
     r#"
     ALTER TABLE model_usage ADD COLUMN cache_read_tokens BIGINT NOT NULL DEFAULT 0;
     ALTER TABLE model_usage ADD COLUMN cache_write_tokens BIGINT NOT NULL DEFAULT 0;
