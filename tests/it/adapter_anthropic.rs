@@ -470,3 +470,49 @@ async fn the_messages_front_door_works_over_an_anthropic_model() {
     let m = assert_charge_is_four_counts(&env, 1).await;
     assert_eq!((m.output_tokens, m.counted), (5, false));
 }
+
+#[tokio::test]
+async fn text_completions_go_through_the_messages_api_too() {
+    let env = native_env().await;
+    env.grant("1");
+    let body = json!({"model": "claude/claude-instruct", "prompt": "Hello there", "max_tokens": 4});
+    let a = env.api("/completions", body.clone()).await;
+    a.expect(200);
+    assert_eq!(a.json["object"], "text_completion");
+    assert_eq!(
+        a.json["choices"][0]["text"]
+            .as_str()
+            .unwrap()
+            .split(' ')
+            .count(),
+        4
+    );
+    assert_eq!(a.json["choices"][0]["finish_reason"], "length");
+    let sent = &env.sim_requests().await[0];
+    assert_eq!(sent["path"], "/v1/messages");
+    assert_eq!(
+        sent["json"]["messages"],
+        json!([{"role": "user", "content": [{"type": "text", "text": "Hello there"}]}])
+    );
+    assert_charge_is_four_counts(&env, 0).await;
+    let mut s = body;
+    s["stream"] = json!(true);
+    let r = env
+        .client
+        .post(env.url("/api/v1/completions"))
+        .bearer_auth(&env.key)
+        .json(&s)
+        .send()
+        .await
+        .unwrap();
+    let text = String::from_utf8(r.bytes().await.unwrap().to_vec()).unwrap();
+    let (cs, done) = chunks(&text);
+    assert!(done, "{text}");
+    let streamed: String = cs
+        .iter()
+        .filter_map(|c| c["choices"][0]["text"].as_str())
+        .collect();
+    assert_eq!(streamed.split(' ').count(), 4, "{text}");
+    let m = assert_charge_is_four_counts(&env, 1).await;
+    assert_eq!((m.output_tokens, m.counted), (4, false));
+}

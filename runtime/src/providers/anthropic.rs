@@ -1,5 +1,7 @@
-//! The `anthropic` adapter: chat through Anthropic's Messages API
-//! (`{base_url}/v1/messages`, `x-api-key` and `anthropic-version`).
+//! The `anthropic` adapter: chat and text completions through Anthropic's
+//! Messages API (`{base_url}/v1/messages`, `x-api-key` and
+//! `anthropic-version`; a completion's `prompt` is one user message, its
+//! answer and stream chunks `choices[].text`).
 //!
 //! Request: `system` (and `developer`) messages → `system`; user and
 //! assistant content (text parts, images as a `data:` URL → a `base64`
@@ -382,7 +384,7 @@ impl Dialect for Events {
 impl Adapter for Anthropic {
     fn path(&self, op: Op) -> &'static str {
         match op {
-            Op::Chat => "/v1/messages",
+            Op::Chat | Op::Completion => "/v1/messages",
             _ => "/v1/unsupported",
         }
     }
@@ -392,7 +394,7 @@ impl Adapter for Anthropic {
     }
 
     fn supports(&self, t: ModelType) -> bool {
-        t == ModelType::Chat
+        matches!(t, ModelType::Chat | ModelType::Completion)
     }
 
     fn key_form(&self) -> KeyForm {
@@ -400,32 +402,40 @@ impl Adapter for Anthropic {
     }
 
     fn native(&self, op: Op, m: &Model, body: Map<String, Value>) -> Result<Native, ApiError> {
-        if op != Op::Chat {
-            return Err(ApiError::BadRequest(
-                "an anthropic provider only chats".into(),
-            ));
-        }
+        let body = match op {
+            Op::Chat => body,
+            Op::Completion => convert::prompt_as_chat(body)?,
+            _ => {
+                return Err(ApiError::BadRequest(
+                    "an anthropic provider only chats and completes".into(),
+                ))
+            }
+        };
         Ok(Native {
             path: "/v1/messages".to_owned(),
             body: chat_body(m, &body)?,
         })
     }
 
-    fn answer(&self, _op: Op, model: &str, v: Value) -> Result<Value, ApiError> {
-        completion(&v, model)
+    fn answer(&self, op: Op, model: &str, v: Value) -> Result<Value, ApiError> {
+        let chat = completion(&v, model)?;
+        Ok(match op {
+            Op::Completion => convert::as_text_completion(chat),
+            _ => chat,
+        })
     }
 
     fn stream(
         &self,
-        _op: Op,
+        op: Op,
         model: &str,
         include_usage: bool,
     ) -> Option<Box<dyn StreamTranslator>> {
-        Some(Box::new(Translator::new(
-            Events::default(),
-            model,
-            include_usage,
-        )))
+        let t = Translator::new(Events::default(), model, include_usage);
+        Some(match op {
+            Op::Completion => Box::new(t.for_completions()),
+            _ => Box::new(t),
+        })
     }
 }
 

@@ -160,3 +160,43 @@ pub fn unexpected(what: &str) -> ApiError {
         "the model provider answered {what} in an unexpected shape"
     ))
 }
+
+/// A chat completion as a text completion (`choices[].text`).
+pub fn as_text_completion(mut v: Value) -> Value {
+    v["object"] = json!("text_completion");
+    if let Some(choices) = v.get_mut("choices").and_then(Value::as_array_mut) {
+        for c in choices {
+            let text = c
+                .get("message")
+                .and_then(|m| m.get("content"))
+                .cloned()
+                .unwrap_or(json!(""));
+            if let Some(c) = c.as_object_mut() {
+                c.remove("message");
+                c.insert("text".into(), text);
+            }
+        }
+    }
+    v
+}
+
+/// A completion body (`prompt`) as a chat body of one user message; 400
+/// for a prompt that is not text.
+pub fn prompt_as_chat(mut body: Map<String, Value>) -> Result<Map<String, Value>, ApiError> {
+    let prompt = match body.remove("prompt") {
+        Some(Value::String(s)) => s,
+        Some(Value::Array(items)) if items.len() == 1 && items[0].is_string() => {
+            items[0].as_str().unwrap_or_default().to_owned()
+        }
+        _ => {
+            return Err(ApiError::BadRequest(
+                "prompt: must be one text for this provider".into(),
+            ))
+        }
+    };
+    body.insert(
+        "messages".into(),
+        json!([{"role": "user", "content": prompt}]),
+    );
+    Ok(body)
+}

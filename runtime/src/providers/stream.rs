@@ -49,6 +49,8 @@ struct State {
     model: String,
     created: i64,
     include_usage: bool,
+    /// Text completions' chunks (`choices[].text`) rather than chat's.
+    completion: bool,
     role_sent: bool,
     usage: Option<Tokens>,
     usage_final: bool,
@@ -62,6 +64,19 @@ impl Emit<'_> {
     }
 
     fn chunk(&mut self, delta: Value, finish: Option<&str>) {
+        if self.state.completion {
+            if delta.get("tool_calls").is_some() {
+                return;
+            }
+            let text = delta.get("content").cloned().unwrap_or(json!(""));
+            let v = json!({
+                "id": self.state.id, "object": "text_completion",
+                "created": self.state.created, "model": self.state.model,
+                "choices": [{"index": 0, "text": text, "logprobs": null, "finish_reason": finish}],
+            });
+            self.data(&v);
+            return;
+        }
         let mut delta = delta;
         if !self.state.role_sent {
             self.state.role_sent = true;
@@ -156,6 +171,12 @@ impl<D: Dialect> Translator<D> {
             },
             line: Vec::new(),
         }
+    }
+
+    /// Text completions' chunks (`choices[].text`, `text_completion`).
+    pub fn for_completions(mut self) -> Translator<D> {
+        self.state.completion = true;
+        self
     }
 
     fn line_done(&mut self, out: &mut Vec<u8>) {

@@ -275,6 +275,12 @@ output_per_mtok = "15.00"
 cache_read_per_mtok = "0.30"
 cache_write_per_mtok = "3.75"
 
+[[provider.model]]
+id = "claude-instruct"
+type = "completion"
+input_per_mtok = "3.00"
+output_per_mtok = "15.00"
+
 [[provider]]
 id = "gem"
 kind = "gemini"
@@ -309,6 +315,7 @@ pub fn native_prices(model: &str) -> [Decimal; 4] {
     let d = |s: &str| s.parse::<Decimal>().unwrap();
     match model {
         "claude/claude-sim" => [d("3.00"), d("15.00"), d("0.30"), d("3.75")],
+        "claude/claude-instruct" => [d("3.00"), d("15.00"), d("3.00"), d("3.00")],
         "gem/gemini-sim" => [d("1.25"), d("10.00"), d("0.31"), d("1.25")],
         other => panic!("no prices for {other}"),
     }
