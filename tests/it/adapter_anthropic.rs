@@ -516,3 +516,41 @@ async fn text_completions_go_through_the_messages_api_too() {
     let m = assert_charge_is_four_counts(&env, 1).await;
     assert_eq!((m.output_tokens, m.counted), (4, false));
 }
+
+/// The official Python SDK (tests/anthropic_sdk/check.py) drives
+/// `/api/v1/messages` over an `anthropic` model: both translations in a row
+/// (Anthropic's shape → chat → Anthropic's shape upstream, and back).
+#[tokio::test]
+async fn the_official_anthropic_sdk_drives_messages_over_an_anthropic_model() {
+    let env = native_env().await;
+    env.grant("1");
+    let script = crate::harness::workspace_root().join("tests/anthropic_sdk/check.py");
+    let base = env.url("/api");
+    let key = env.key.clone();
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new("python3")
+            .arg(script)
+            .env("GATEWAY_BASE_URL", base)
+            .env("GATEWAY_KEY", key)
+            .env("GATEWAY_MODEL", MODEL)
+            .output()
+    })
+    .await
+    .unwrap()
+    .expect("python3 runs tests/anthropic_sdk/check.py (scripts/setup-tools.sh installs it)");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "check.py failed:\n{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("ok plain") && stdout.contains("ok stream") && stdout.contains("ok tools"),
+        "{stdout}"
+    );
+    let rows = env.wait_model_usage(4).await;
+    assert!(
+        rows.iter().all(|r| r.model == MODEL && !r.counted),
+        "{rows:?}"
+    );
+    for i in 0..4 {
+        assert_charge_is_four_counts(&env, i).await;
+    }
+}
