@@ -23,8 +23,11 @@ const DEMO_STRIPE_WEBHOOK_SECRET: &str = "whsec_demo_gateway";
 /// Variable holding the provider key named by the demo's providers file.
 const DEMO_LLM_KEY_VAR: &str = "DEMO_LLM_KEY";
 
-/// The demo's providers file: the simulator's models.
+/// The demo's providers file: the simulator's models, through each kind of
+/// adapter: `sim` (`openai`, its `/v1`), `claude` (`anthropic`, its
+/// `/v1/messages`) and `gem` (`gemini`, its `/v1beta`).
 fn demo_providers(llm_url: &str) -> String {
+    let base = llm_url.trim_end_matches("/v1");
     format!(
         r#"[[provider]]
 id = "sim"
@@ -70,6 +73,39 @@ per_second = "0.01"
 id = "sim-whisper"
 type = "stt"
 per_second = "0.006"
+
+[[provider]]
+id = "claude"
+kind = "anthropic"
+base_url = "{base}"
+api_key_env = "{DEMO_LLM_KEY_VAR}"
+
+[[provider.model]]
+id = "claude-sim"
+type = "chat"
+max_output_tokens = 1024
+input_per_mtok = "3.00"
+output_per_mtok = "15.00"
+cache_read_per_mtok = "0.30"
+cache_write_per_mtok = "3.75"
+
+[[provider]]
+id = "gem"
+kind = "gemini"
+base_url = "{base}"
+api_key_env = "{DEMO_LLM_KEY_VAR}"
+
+[[provider.model]]
+id = "gemini-sim"
+type = "chat"
+input_per_mtok = "1.25"
+output_per_mtok = "10.00"
+cache_read_per_mtok = "0.31"
+
+[[provider.model]]
+id = "gemini-embed"
+type = "embedding"
+input_per_mtok = "0.15"
 "#
     )
 }
@@ -165,11 +201,24 @@ Try:
     -H 'Content-Type: application/json' \
     -d '{{"model": "sim/sim-gpt", "stream": true, "messages": [{{"role": "user", "content": "Hello"}}]}}'
 
+The same chat through native providers (Anthropic's and Gemini's APIs, translated):
+  curl -s {base}/api/v1/chat/completions -H "Authorization: Bearer $KEY" \
+    -H 'Content-Type: application/json' \
+    -d '{{"model": "claude/claude-sim", "messages": [{{"role": "user", "content": "Hello"}}]}}'
+
+  curl -sN {base}/api/v1/chat/completions -H "Authorization: Bearer $KEY" \
+    -H 'Content-Type: application/json' \
+    -d '{{"model": "gem/gemini-sim", "stream": true, "messages": [{{"role": "user", "content": "Hello"}}]}}'
+
 Anthropic's Messages API (any chat model; the key in x-api-key, as Anthropic's SDKs
 send it with base URL {base}/api):
   curl -s {base}/api/v1/messages -H "x-api-key: $KEY" \
     -H 'Content-Type: application/json' \
     -d '{{"model": "sim/sim-gpt", "max_tokens": 64, "messages": [{{"role": "user", "content": "Hello"}}]}}'
+
+  curl -s {base}/api/v1/messages -H "x-api-key: $KEY" \
+    -H 'Content-Type: application/json' \
+    -d '{{"model": "claude/claude-sim", "max_tokens": 64, "messages": [{{"role": "user", "content": "Hello"}}]}}'
 
 Buy credit (Stripe Checkout; the simulator plays Stripe): a session for 25.00 USD,
 then pay it (`latest`: the newest session, or its session_id; the simulator

@@ -39,12 +39,17 @@ pub const RATE_LIMITS: &str =
 /// Variable holding the provider key named by the benchmark's providers file.
 pub const LLM_KEY_VAR: &str = "BENCH_LLM_KEY";
 
-/// The benchmarked gateway's providers file: the simulator's chat model.
+/// The benchmarked gateway's providers file: the simulator's chat model,
+/// as an `openai` provider (`chat`) and as an `anthropic` one
+/// (`chat_anthropic`).
 fn providers_file(data_dir: &Path, sim: SocketAddr) -> std::path::PathBuf {
     let path = data_dir.join("providers.toml");
     let text = format!(
         "[[provider]]\nid = \"sim\"\nkind = \"openai\"\nbase_url = \"http://{sim}/v1\"\napi_key_env = \"{LLM_KEY_VAR}\"\n\n\
          [[provider.model]]\nid = \"sim-gpt\"\ntype = \"chat\"\ncontext_window = 8192\n\
+         input_per_mtok = \"2.00\"\noutput_per_mtok = \"8.00\"\n\n\
+         [[provider]]\nid = \"claude\"\nkind = \"anthropic\"\nbase_url = \"http://{sim}\"\napi_key_env = \"{LLM_KEY_VAR}\"\n\n\
+         [[provider.model]]\nid = \"claude-sim\"\ntype = \"chat\"\ncontext_window = 8192\n\
          input_per_mtok = \"2.00\"\noutput_per_mtok = \"8.00\"\n"
     );
     if let Err(e) = std::fs::write(&path, text) {

@@ -412,7 +412,28 @@ impl Report {
                 met: Some(g[1] - d[1] <= 1.0),
             });
         }
-        for s in ["free", "billed", "chat"] {
+        // The anthropic adapter's translation is not the cost: its CPU per
+        // request within 15 % of the same chat's through `openai`.
+        for &c in &self.plan.concurrency {
+            let (Some(plain), Some(native)) = (
+                self.find("chat", Target::Gateway, c)
+                    .and_then(|r| r.cpu_us_per_req),
+                self.find("chat_anthropic", Target::Gateway, c)
+                    .and_then(|r| r.cpu_us_per_req),
+            ) else {
+                continue;
+            };
+            out.push(Check {
+                name: format!("chat_anthropic c={c}: gateway CPU per request ≤ 1.15 × chat's"),
+                measured: format!(
+                    "{native:.0} vs {plain:.0} µs ({})",
+                    ratio_text(native, plain)
+                ),
+                limit: "≤ 1.15×".into(),
+                met: Some(native <= 1.15 * plain),
+            });
+        }
+        for s in ["free", "billed", "chat", "chat_anthropic"] {
             let per_c: Vec<String> = self
                 .plan
                 .concurrency

@@ -8,6 +8,7 @@
 //! | `mirror` | `GET /api/v2/audio_enhancements/{id}` | same, through the forwarder | `GET /api/v1/voice/enhance/{id}` after the first (copying) GET |
 //! | `chat` | `POST /v1/chat/completions` (model `sim-gpt`) | same, through the forwarder | `POST /api/v1/chat/completions` (model `sim/sim-gpt`, credit held and settled) |
 //! | `chat_stream` | the same with `stream: true`: time to first byte and to last byte | same, through the forwarder | same, relayed by the gateway |
+//! | `chat_anthropic` | `POST /v1/messages` (Anthropic's shape, `x-api-key`) | same, through the forwarder | `POST /api/v1/chat/completions` (model `claude/claude-sim`: the same chat translated by the `anthropic` adapter both ways) |
 //!
 //! `chat_stream` sets the simulator's delay between events to
 //! [`STREAM_DELAY_MS`] first, so that a run streams for real but quickly.
@@ -53,6 +54,9 @@ pub enum Scenario {
     /// A streamed chat completion (time to first and to last byte).
     #[value(name = "chat_stream")]
     ChatStream,
+    /// The `chat` through the `anthropic` adapter (translation both ways).
+    #[value(name = "chat_anthropic")]
+    ChatAnthropic,
 }
 
 impl Scenario {
@@ -60,13 +64,14 @@ impl Scenario {
     /// fresh gateway, so that its peak RSS is what the upload itself costs
     /// rather than the heap and idle connections the c=64 runs leave behind
     /// (those show in their own rows' peak RSS).
-    pub const ALL: [Scenario; 6] = [
+    pub const ALL: [Scenario; 7] = [
         Scenario::Upload,
         Scenario::Free,
         Scenario::Billed,
         Scenario::Mirror,
         Scenario::Chat,
         Scenario::ChatStream,
+        Scenario::ChatAnthropic,
     ];
 
     /// Its name in tables and JSON.
@@ -78,6 +83,7 @@ impl Scenario {
             Scenario::Mirror => "mirror",
             Scenario::Chat => "chat",
             Scenario::ChatStream => "chat_stream",
+            Scenario::ChatAnthropic => "chat_anthropic",
         }
     }
 }
@@ -131,6 +137,20 @@ impl Env {
         Env::bearer(crate::procs::SIM_KEY)
     }
 
+    /// Anthropic's headers for the simulator.
+    fn sim_anthropic_auth(&self) -> Vec<(HeaderName, HeaderValue)> {
+        vec![
+            (
+                HeaderName::from_static("x-api-key"),
+                HeaderValue::from_static(crate::procs::SIM_KEY),
+            ),
+            (
+                HeaderName::from_static("anthropic-version"),
+                HeaderValue::from_static("2023-06-01"),
+            ),
+        ]
+    }
+
     /// Address and pid of the process under test for `target` (the simulator for `direct`).
     fn endpoint(&self, target: Target) -> (SocketAddr, u32) {
         match target {
@@ -146,7 +166,11 @@ pub async fn run_all(env: &Env, plan: &Plan) -> Vec<Row> {
     let mut rows = Vec::new();
     for &scenario in &plan.scenarios {
         match scenario {
-            Scenario::Free | Scenario::Billed | Scenario::Chat | Scenario::ChatStream => {
+            Scenario::Free
+            | Scenario::Billed
+            | Scenario::Chat
+            | Scenario::ChatStream
+            | Scenario::ChatAnthropic => {
                 if scenario == Scenario::ChatStream {
                     set_stream_delay(env, STREAM_DELAY_MS).await;
                 }
@@ -228,6 +252,18 @@ fn request_spec(env: &Env, scenario: Scenario, target: Target, job_id: Option<&s
                     "messages": [{"role": "user", "content": TEXT}]}),
             )
         }
+        (Scenario::ChatAnthropic, Target::Gateway) => Spec::post_json(
+            "/api/v1/chat/completions",
+            env.gateway_auth(),
+            &json!({"model": "claude/claude-sim", "max_tokens": CHAT_TOKENS,
+                "messages": [{"role": "user", "content": TEXT}]}),
+        ),
+        (Scenario::ChatAnthropic, _) => Spec::post_json(
+            "/v1/messages",
+            env.sim_anthropic_auth(),
+            &json!({"model": "claude-sim", "max_tokens": CHAT_TOKENS,
+                "messages": [{"role": "user", "content": TEXT}]}),
+        ),
         (Scenario::Upload, _) => unreachable!("uploads are not repeated requests"),
     }
 }

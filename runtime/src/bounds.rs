@@ -214,14 +214,16 @@ fn is_image(o: &Map<String, Value>) -> bool {
     matches!(
         o.get("type").and_then(Value::as_str),
         Some("image_url" | "image" | "input_image")
-    )
+    ) || (o.len() == 1 && (o.contains_key("inlineData") || o.contains_key("fileData")))
 }
 
 /// The whole upstream body's tokens except the model's name (which the
 /// gateway chose), plus the chat format's overhead per message.
 fn input_tokens(body: &Map<String, Value>) -> u64 {
+    // Gemini's `contents` are its messages.
     let messages = body
         .get("messages")
+        .or_else(|| body.get("contents"))
         .and_then(Value::as_array)
         .map_or(0, |m| m.len() as u64);
     body.iter()
@@ -271,13 +273,22 @@ fn max_output(body: &Map<String, Value>, context_window: Option<u64>) -> Result<
             given = Some(given.map_or(n, |g: u64| g.max(n)));
         }
     }
+    // Gemini's `generationConfig.maxOutputTokens`.
+    if let Some(Value::Object(gc)) = body.get("generationConfig") {
+        if let Some(n) = whole(gc, "maxOutputTokens", 0..=u32::MAX as u64)? {
+            given = Some(given.map_or(n, |g: u64| g.max(n)));
+        }
+    }
     Ok(given.or(context_window).unwrap_or(DEFAULT_MAX_OUTPUT))
 }
 
 /// Chat completions (OpenAI's shape), from the upstream body.
 pub fn chat(body: &Map<String, Value>, context_window: Option<u64>) -> Result<Bound, ApiError> {
     check_stream(body)?;
-    let choices = whole(body, "n", 1..=MAX_CHOICES)?.unwrap_or(1);
+    let mut choices = whole(body, "n", 1..=MAX_CHOICES)?.unwrap_or(1);
+    if let Some(Value::Object(gc)) = body.get("generationConfig") {
+        choices = choices.max(whole(gc, "candidateCount", 1..=MAX_CHOICES)?.unwrap_or(1));
+    }
     let per_choice = max_output(body, context_window)?;
     Ok(Bound {
         input: input_tokens(body),

@@ -39,7 +39,7 @@ use rust_decimal::Decimal;
 use crate::billing::with_markup;
 use crate::ctx::Ctx;
 use crate::errors::ApiError;
-use crate::providers::{Model, Provider};
+use crate::providers::{Model, Provider, Tokens};
 use crate::services::Gateway;
 use crate::store::{ModelUsageRecord, OutsideRecordPhase, Record, Reserved, UsageRecord};
 
@@ -47,17 +47,28 @@ const MTOK: Decimal = Decimal::from_parts(1_000_000, 0, 0, false, 0);
 
 /// The charge of `input` + `output` tokens of `m`, markup included, 8 places.
 pub fn token_cost(p: &Provider, m: &Model, input: u64, output: u64) -> Decimal {
-    with_markup(raw_token_cost(m, input, output), p.markup_pct)
+    with_markup(raw_token_cost(m, Tokens::new(input, output)), p.markup_pct)
 }
 
 /// The most a request's [`crate::bounds::Bound`] can cost on `m` of `p`
-/// (its tokens and its images), markup included: what is held.
+/// (its tokens and its images), markup included: what is held. Its input
+/// is priced at the highest of the input and cache prices, so that the hold
+/// stays an upper bound however the provider splits the prompt between
+/// input, cache reads and cache writes.
 /// `Err`: 500 "pricing calculation failed" (spec §7), when a price is so
 /// large that the cost overflows a decimal; nothing is held or sent then.
 pub fn bound_cost(p: &Provider, m: &Model, b: &crate::bounds::Bound) -> Result<Decimal, ApiError> {
     let per =
         |price: Option<Decimal>, n: u64| price.unwrap_or_default().checked_mul(Decimal::from(n));
-    let tokens = per(m.input_per_mtok, b.input)
+    let input_price = [
+        m.input_per_mtok,
+        m.cache_read_per_mtok,
+        m.cache_write_per_mtok,
+    ]
+    .into_iter()
+    .flatten()
+    .max();
+    let tokens = per(input_price, b.input)
         .zip(per(m.output_per_mtok, b.output))
         .and_then(|(i, o)| (i / MTOK).checked_add(o / MTOK))
         .and_then(|raw| checked_markup(raw, p.markup_pct));
@@ -85,10 +96,15 @@ pub fn pricing_failed(p: &Provider, m: &Model) -> ApiError {
     .saying("pricing calculation failed")
 }
 
-fn raw_token_cost(m: &Model, input: u64, output: u64) -> Decimal {
-    let i = m.input_per_mtok.unwrap_or_default() * Decimal::from(input) / MTOK;
-    let o = m.output_per_mtok.unwrap_or_default() * Decimal::from(output) / MTOK;
-    i + o
+/// The cost of `t` on `m` before markup: each of the four counts at its
+/// own price (cache prices default to the input price), so a cached or
+/// written prompt token is never billed again as input.
+fn raw_token_cost(m: &Model, t: Tokens) -> Decimal {
+    let at = |price: Option<Decimal>, n: u64| price.unwrap_or_default() * Decimal::from(n) / MTOK;
+    at(m.input_per_mtok, t.input)
+        + at(m.output_per_mtok, t.output)
+        + at(m.cache_read_price(), t.cache_read)
+        + at(m.cache_write_price(), t.cache_write)
 }
 
 /// A live credit hold: settled ([`Hold::into_release`]), kept by a job
@@ -226,18 +242,31 @@ impl Settle {
     /// the hold, to be committed together. The charge never exceeds the
     /// hold, so concurrent requests cannot overdraw a balance.
     pub fn records(self, input: u64, output: u64, counted: bool, ended: &str) -> Vec<Record> {
-        let (input, output) = match &self.bound {
-            Some(b) => b.tokens(input, output),
-            None => (input, output),
+        self.token_records(Tokens::new(input, output), counted, ended)
+    }
+
+    /// [`Settle::records`] of the four counts: each billed at its price.
+    /// The prompt (input and cache tokens together) is bounded by the
+    /// bound's input: beyond it, the bound is billed as input.
+    pub fn token_records(self, t: Tokens, counted: bool, ended: &str) -> Vec<Record> {
+        let t = match &self.bound {
+            Some(b) => {
+                let (prompt, output) = b.tokens(t.prompt(), t.output);
+                if prompt < t.prompt() {
+                    Tokens::new(prompt, output)
+                } else {
+                    Tokens { output, ..t }
+                }
+            }
+            None => t,
         };
-        let raw = raw_token_cost(&self.model, input, output);
+        let raw = raw_token_cost(&self.model, t);
         let priced = self.model.input_per_mtok.is_some() || self.model.output_per_mtok.is_some();
         let tokens = Usage {
             unit: "tokens",
-            quantity: Decimal::from(input + output),
+            quantity: Decimal::from(t.prompt() + t.output),
             raw_cost: priced.then_some(raw),
-            input_tokens: input,
-            output_tokens: output,
+            tokens: t,
             counted,
         };
         self.settle(tokens, ended)
@@ -251,8 +280,7 @@ impl Settle {
             unit: "images",
             quantity: Decimal::from(n),
             raw_cost: raw,
-            input_tokens: 0,
-            output_tokens: 0,
+            tokens: Tokens::default(),
             counted: false,
         };
         self.settle(usage, "complete")
@@ -266,8 +294,7 @@ impl Settle {
             unit,
             quantity: seconds,
             raw_cost: raw,
-            input_tokens: 0,
-            output_tokens: 0,
+            tokens: Tokens::default(),
             counted: false,
         };
         self.settle(usage, "complete")
@@ -332,8 +359,10 @@ impl Settle {
                 user_id,
                 route_id: route_id.to_owned(),
                 model: name,
-                input_tokens: usage.input_tokens,
-                output_tokens: usage.output_tokens,
+                input_tokens: usage.tokens.input,
+                output_tokens: usage.tokens.output,
+                cache_read_tokens: usage.tokens.cache_read,
+                cache_write_tokens: usage.tokens.cache_write,
                 counted: usage.counted,
                 byok,
                 ended: ended.to_owned(),
@@ -355,8 +384,7 @@ struct Usage {
     quantity: Decimal,
     /// `None`: the model has no price for it (recorded unpriced, charged 0).
     raw_cost: Option<Decimal>,
-    input_tokens: u64,
-    output_tokens: u64,
+    tokens: Tokens,
     counted: bool,
 }
 
@@ -376,4 +404,75 @@ pub fn seconds_cost(p: &Provider, m: &Model, seconds: Decimal) -> Result<Decimal
         .checked_mul(seconds)
         .and_then(|raw| checked_markup(raw, p.markup_pct))
         .ok_or_else(|| pricing_failed(p, m))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bounds::Bound;
+    use crate::providers::ModelType;
+    use std::str::FromStr;
+
+    fn d(s: &str) -> Decimal {
+        Decimal::from_str(s).unwrap()
+    }
+
+    #[test]
+    fn the_hold_bounds_every_split_of_the_prompt_between_input_and_cache() {
+        let m = Model {
+            id: "claude-sim".into(),
+            kind: ModelType::Chat,
+            context_window: None,
+            aliases: vec![],
+            input_per_mtok: Some(d("3.00")),
+            output_per_mtok: Some(d("15.00")),
+            cache_read_per_mtok: Some(d("0.30")),
+            cache_write_per_mtok: Some(d("3.75")),
+            per_image: None,
+            per_second: None,
+            max_output_tokens: None,
+        };
+        let p = Provider {
+            id: "claude".into(),
+            kind: "anthropic".into(),
+            base_url: "http://127.0.0.1:1".into(),
+            key: None,
+            api_key_env: "UNSET".into(),
+            markup_pct: d("10"),
+            models: vec![],
+            adapter: std::sync::Arc::new(crate::providers::anthropic::Anthropic),
+        };
+        let b = Bound {
+            input: 1000,
+            output: 100,
+            images: 0,
+        };
+        let hold = bound_cost(&p, &m, &b).unwrap();
+        let charge = |t: Tokens| with_markup(raw_token_cost(&m, t), p.markup_pct);
+        for (input, read, write) in [(1000, 0, 0), (0, 1000, 0), (0, 0, 1000), (200, 500, 300)] {
+            let t = Tokens {
+                input,
+                output: 100,
+                cache_read: read,
+                cache_write: write,
+            };
+            assert!(charge(t) <= hold, "{t:?}: {} > {hold}", charge(t));
+        }
+        // The dearest split (all written to the cache) is exactly the hold.
+        let all_written = Tokens {
+            input: 0,
+            output: 100,
+            cache_read: 0,
+            cache_write: 1000,
+        };
+        assert_eq!(charge(all_written), hold);
+        // Each count at its own price: 200 × 3 + 100 × 15 + 500 × 0.3 + 300 × 3.75 per million.
+        let mixed = Tokens {
+            input: 200,
+            output: 100,
+            cache_read: 500,
+            cache_write: 300,
+        };
+        assert_eq!(raw_token_cost(&m, mixed), d("0.003375"));
+    }
 }

@@ -1,8 +1,14 @@
 //! Relaying a model's server-sent events to the caller, chunk by chunk
 //! (never buffered whole), while reading what passes:
 //!
-//! * the upstream's `usage` when it sends one, else the content events
-//!   counted (one token per event with content);
+//! * the upstream's `usage` when it sends one (its four counts,
+//!   [`Tokens`]), else the content events counted (one token per event
+//!   with content or a tool call's delta);
+//! * a native provider's events translated into OpenAI chunks as they
+//!   pass ([`crate::providers::StreamTranslator`]), whose usage is the
+//!   provider's (input and cache counts from the stream's start, output at
+//!   its end: a stream stopped before the end bills the reported input and
+//!   the counted output);
 //! * a stop request ([`crate::streams`]): `data: [DONE]` and a clean end;
 //! * idleness past the stream time-out: an error event, then `[DONE]`;
 //! * the end, however it comes (finished, stopped, timed out, upstream
@@ -22,6 +28,7 @@ use serde_json::Value;
 use crate::body::BoxError;
 use crate::cost::Cost;
 use crate::credits::Settle;
+use crate::providers::{StreamTranslator, Tokens};
 use crate::services::Gateway;
 use crate::store::OutsideRecordPhase;
 use crate::streams::Registration;
@@ -36,8 +43,8 @@ const MAX_LINE: usize = 1 << 20;
 #[derive(Debug, Default)]
 pub struct Counter {
     line: Vec<u8>,
-    /// `usage` of the upstream: (prompt, completion) tokens.
-    pub usage: Option<(u64, u64)>,
+    /// `usage` of the upstream.
+    pub usage: Option<Tokens>,
     /// Events that carried content.
     pub content_events: u64,
     pub done: bool,
@@ -68,15 +75,8 @@ impl Counter {
         let Ok(v) = serde_json::from_slice::<Value>(data) else {
             return;
         };
-        if let Some(u) = v.get("usage").filter(|u| u.is_object()) {
-            let n = |k: &str| {
-                crate::billing::quantity_from_upstream(k, u.get(k))
-                    .valid()
-                    .and_then(|d| rust_decimal::prelude::ToPrimitive::to_u64(&d.ceil()))
-            };
-            if let (Some(p), Some(c)) = (n("prompt_tokens"), n("completion_tokens")) {
-                self.usage = Some((p, c));
-            }
+        if let Some(t) = v.get("usage").and_then(Tokens::from_openai) {
+            self.usage = Some(t);
         }
         for c in v
             .get("choices")
@@ -89,7 +89,12 @@ impl Counter {
                 .and_then(|d| d.get("content"))
                 .or_else(|| c.get("text"))
                 .and_then(Value::as_str);
-            if text.is_some_and(|t| !t.is_empty()) {
+            let call = c
+                .get("delta")
+                .and_then(|d| d.get("tool_calls"))
+                .and_then(Value::as_array)
+                .is_some_and(|a| !a.is_empty());
+            if call || text.is_some_and(|t| !t.is_empty()) {
                 self.content_events += 1;
             }
         }
@@ -110,6 +115,8 @@ pub struct Relay {
     pub counter: Counter,
     /// Set when the caller asked for usage: its last event, with the cost.
     pub tail: Option<UsageTail>,
+    /// A native provider's stream translated into OpenAI's ([`Relay::translate`]).
+    translator: Option<Box<dyn StreamTranslator>>,
     finished: bool,
 }
 
@@ -137,30 +144,71 @@ impl Relay {
             prompt_tokens,
             counter,
             tail: None,
+            translator: None,
             finished: false,
+        }
+    }
+
+    /// Translates the provider's stream with `t` (the first chunk, already
+    /// read, too); `None`: the stream is OpenAI's already.
+    pub fn translate(&mut self, t: Option<Box<dyn StreamTranslator>>) {
+        let Some(t) = t else { return };
+        self.translator = Some(t);
+        self.counter = Counter::default();
+        if let Some(b) = self.first.take() {
+            let out = self.translated(&b);
+            self.counter.feed(&out);
+            self.first = Some(out);
+        }
+    }
+
+    /// `b` through the translator, if any.
+    fn translated(&mut self, b: &Bytes) -> Bytes {
+        match &mut self.translator {
+            Some(t) => {
+                let mut out = Vec::with_capacity(b.len() + 256);
+                t.feed(b, &mut out);
+                Bytes::from(out)
+            }
+            None => b.clone(),
         }
     }
 
     /// The tokens billed: the upstream's `usage`, else those counted
     /// (and whether they were counted).
-    fn tokens(&self) -> (u64, u64, bool) {
-        match self.counter.usage {
-            Some((p, c)) => (p, c, false),
-            None => (self.prompt_tokens, self.counter.content_events, true),
+    fn tokens(&self) -> (Tokens, bool) {
+        match (
+            self.translator.as_ref().and_then(|t| t.usage()),
+            self.counter.usage,
+        ) {
+            (Some((t, true)), _) => (t, false),
+            // The input reported at the start; the output not yet.
+            (Some((t, false)), _) => (
+                Tokens {
+                    output: self.counter.content_events,
+                    ..t
+                },
+                true,
+            ),
+            (None, Some(t)) => (t, false),
+            (None, None) => (
+                Tokens::new(self.prompt_tokens, self.counter.content_events),
+                true,
+            ),
         }
     }
 
     /// The usage event and `[DONE]` of a caller that asked for usage,
     /// else `None`.
     fn close_tail(&mut self, cost: Option<Cost>) -> Option<Bytes> {
-        let (input, output, _) = self.tokens();
-        Some(self.tail.as_mut()?.close(cost, input, output))
+        let (t, _) = self.tokens();
+        Some(self.tail.as_mut()?.close(cost, t))
     }
 
     fn settle_records(&mut self, ended: &str) -> Option<Vec<crate::store::Record>> {
         let settle = self.settle.take()?;
-        let (input, output, counted) = self.tokens();
-        Some(settle.records(input, output, counted, ended))
+        let (t, counted) = self.tokens();
+        Some(settle.token_records(t, counted, ended))
     }
 
     /// Commits what was streamed (once). The commit runs in a task of its
@@ -201,6 +249,7 @@ impl Relay {
         };
         match next {
             Ok(Some(Ok(b))) => {
+                let b = self.translated(&b);
                 self.counter.feed(&b);
                 match &mut self.tail {
                     Some(t) => Some(t.filter(&b)),
@@ -209,8 +258,22 @@ impl Relay {
             }
             Ok(None) => {
                 self.finished = true;
+                // A translated stream's last chunks ([DONE] among them).
+                let mut last = Vec::new();
+                if let Some(t) = &mut self.translator {
+                    t.finish(&mut last);
+                }
+                self.counter.feed(&last);
+                let last = match &mut self.tail {
+                    Some(t) => t.filter(&last),
+                    None => Bytes::from(last),
+                };
                 let cost = self.finish("complete").await;
-                self.close_tail(cost)
+                match self.close_tail(cost) {
+                    Some(end) if last.is_empty() => Some(end),
+                    Some(end) => Some(Bytes::from([&last[..], &end[..]].concat())),
+                    None => (!last.is_empty()).then_some(last),
+                }
             }
             Ok(Some(Err(e))) => {
                 self.finished = true;
@@ -381,6 +444,6 @@ mod tests {
         c.feed(b"data: {\"choices\":[{\"text\":\" there\"}]}\n\n");
         assert_eq!((c.content_events, c.usage, c.done), (2, None, false));
         c.feed(b"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":2}}\n\ndata: [DONE]\n\n");
-        assert_eq!((c.usage, c.done), (Some((3, 2)), true));
+        assert_eq!((c.usage, c.done), (Some(Tokens::new(3, 2)), true));
     }
 }

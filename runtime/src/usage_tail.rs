@@ -10,6 +10,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 use serde_json::{json, Map, Value};
 
 use crate::cost::Cost;
+use crate::providers::Tokens;
 
 /// Longest unfinished line kept back; a longer one is passed on as it is.
 const MAX_LINE: usize = 1 << 20;
@@ -86,9 +87,9 @@ impl UsageTail {
     }
 
     /// The stream's last bytes: what is left of an unfinished line, the
-    /// usage event (the upstream's, else one of `input` and `output`
-    /// tokens) with the cost, then `[DONE]`.
-    pub fn close(&mut self, cost: Option<Cost>, input: u64, output: u64) -> Bytes {
+    /// usage event (the upstream's, else one of `tokens`) with the cost,
+    /// then `[DONE]`.
+    pub fn close(&mut self, cost: Option<Cost>, tokens: Tokens) -> Bytes {
         let mut out = BytesMut::new();
         if !self.partial.is_empty() {
             out.put_slice(&std::mem::take(&mut self.partial));
@@ -98,11 +99,7 @@ impl UsageTail {
             json!({
                 "object": "chat.completion.chunk",
                 "choices": [],
-                "usage": {
-                    "prompt_tokens": input,
-                    "completion_tokens": output,
-                    "total_tokens": input + output,
-                },
+                "usage": tokens.to_openai(),
             })
         });
         if let Some(c) = cost {
@@ -132,7 +129,7 @@ mod tests {
             charged: rust_decimal::Decimal::new(5, 1),
             byok: false,
         };
-        let end = String::from_utf8(t.close(Some(c), 0, 0).to_vec()).unwrap();
+        let end = String::from_utf8(t.close(Some(c), Tokens::default()).to_vec()).unwrap();
         assert_eq!(
             end,
             "data: {\"choices\":[],\"usage\":{\"byok\":false,\"completion_tokens\":2,\"cost\":\"0.50000000\",\"prompt_tokens\":3}}\n\ndata: [DONE]\n\n"
@@ -146,7 +143,7 @@ mod tests {
             &t.filter(b"data: {\"choices\":[]}\n\n")[..],
             b"data: {\"choices\":[]}\n\n"
         );
-        let end = String::from_utf8(t.close(None, 4, 1).to_vec()).unwrap();
+        let end = String::from_utf8(t.close(None, Tokens::new(4, 1)).to_vec()).unwrap();
         assert!(end.contains("\"total_tokens\":5"), "{end}");
         assert!(end.ends_with("\n\ndata: [DONE]\n\n"), "{end}");
     }

@@ -4,7 +4,8 @@ for its base URL and key, with strict response validation: a plain message,
 a streamed one, a tool round trip, count_tokens. Prints `ok NAME` per check.
 
 Run by tests/it/messages.rs with GATEWAY_BASE_URL (the gateway's `/api`:
-the SDK adds `/v1/messages`) and GATEWAY_KEY (a gateway API key).
+the SDK adds `/v1/messages`) and GATEWAY_KEY (a gateway API key), and by
+tests/it/adapter_anthropic.rs with GATEWAY_MODEL too.
 """
 
 import json
@@ -18,7 +19,9 @@ client = anthropic.Anthropic(
     max_retries=0,
     _strict_response_validation=True,
 )
-MODEL = "sim/sim-gpt"
+# Any chat model: an `openai` provider's by default, GATEWAY_MODEL for
+# another (tests/it/adapter_anthropic.rs: an `anthropic` provider's).
+MODEL = os.environ.get("GATEWAY_MODEL", "sim/sim-gpt")
 
 m = client.messages.create(
     model=MODEL,

@@ -8,6 +8,9 @@ mod harness;
 
 mod absent;
 mod accounts;
+mod adapter_anthropic;
+mod adapter_gemini;
+mod adapter_openai;
 mod audit;
 mod auth;
 mod budgets;

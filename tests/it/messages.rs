@@ -346,13 +346,14 @@ async fn errors_come_in_anthropics_shape_and_nothing_is_billed() {
     let a = post(&env, "/messages", &env.key, &body).await;
     assert!(anthropic_error(&a, 400, "invalid_request_error").contains("tools.0"));
     env.assert_no_upstream_call().await;
-    // The provider overloaded (529) or failing: api_error (502), nothing billed.
+    // The provider overloaded (529): overloaded_error (503, issue #25's
+    // mapping), nothing billed.
     env.grant("1");
     let balance = balance + d("1");
     env.fault(json!({"path": "/v1/chat/completions", "fault": {"status": 529}}))
         .await;
     let a = post(&env, "/messages", &env.key, &message_body("Hi", 3)).await;
-    anthropic_error(&a, 502, "api_error");
+    anthropic_error(&a, 503, "overloaded_error");
     nothing_charged(&env, balance).await;
     assert!(env
         .store()

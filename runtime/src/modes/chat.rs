@@ -11,7 +11,6 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use http::{header, HeaderValue, StatusCode};
-use rust_decimal::prelude::ToPrimitive;
 use serde_json::{json, Map, Value};
 
 use super::{prepare_model_call, read_body, Prepared};
@@ -19,7 +18,7 @@ use crate::body::{self, Request};
 use crate::cost::Cost;
 use crate::ctx::{Ctx, Later, Outcome, Settlement};
 use crate::errors::ApiError;
-use crate::providers::{ModelType, Op};
+use crate::providers::{ModelType, Op, Tokens};
 use crate::relay::Relay;
 use crate::spec::PathParams;
 
@@ -79,12 +78,6 @@ fn counted_output(v: &Value) -> u64 {
     chars.div_ceil(4) as u64
 }
 
-fn usage_field(u: &Value, k: &str) -> Option<u64> {
-    crate::billing::quantity_from_upstream(k, u.get(k))
-        .valid()
-        .and_then(|d| d.ceil().to_u64())
-}
-
 /// `chat` (`chat = true`) and `completion`.
 pub async fn complete(ctx: &mut Ctx, req: Request, chat: bool) -> Result<Outcome, ApiError> {
     let body = read_body(ctx, req).await?;
@@ -117,18 +110,16 @@ pub async fn complete_body(
     if !stream {
         let answer = call.send().await?;
         let status = answer.status();
-        let mut v = answer.json("a completion").await?;
-        let usage = v.get("usage").filter(|u| u.is_object());
-        let (input, output, counted) = match usage.map(|u| {
-            (
-                usage_field(u, "prompt_tokens"),
-                usage_field(u, "completion_tokens"),
-            )
-        }) {
-            Some((Some(i), Some(o))) => (i, o, false),
-            _ => (bytes.div_ceil(4) as u64, counted_output(&v), true),
+        let v = answer.json("a completion").await?;
+        let mut v = settle.provider.adapter.answer(op, &settle.model.id, v)?;
+        let (tokens, counted) = match v.get("usage").and_then(Tokens::from_openai) {
+            Some(t) => (t, false),
+            None => (
+                Tokens::new(bytes.div_ceil(4) as u64, counted_output(&v)),
+                true,
+            ),
         };
-        let records = settle.records(input, output, counted, "complete");
+        let records = settle.token_records(tokens, counted, "complete");
         if let Some(c) = Cost::of(&records) {
             c.annotate(&mut v);
         }
@@ -166,6 +157,10 @@ pub async fn complete_body(
     let stream_id = registration.id.clone();
     let mut settle = settle;
     settle.streamed = true;
+    let translator = settle
+        .provider
+        .adapter
+        .stream(op, &settle.model.id, tail.is_some());
     let mut relay = Relay::new(
         ctx.gw.clone(),
         upstream,
@@ -175,6 +170,7 @@ pub async fn complete_body(
         settle,
         bytes.div_ceil(4) as u64,
     );
+    relay.translate(translator);
     relay.tail = tail;
     let body = http_body_util::BodyExt::boxed(http_body_util::StreamBody::new(
         relay.into_stream().map(|r| r.map(hyper::body::Frame::data)),

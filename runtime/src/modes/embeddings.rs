@@ -58,6 +58,10 @@ pub async fn embed(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
     let answer = call.send().await?;
     let status = answer.status();
     let v = answer.json("embeddings").await?;
+    let v = settle
+        .provider
+        .adapter
+        .answer(Op::Embedding, &settle.model.id, v)?;
     let data = v.get("data").and_then(Value::as_array).ok_or_else(|| {
         ApiError::BadGateway("the model provider answered embeddings without data".into())
     })?;

@@ -218,7 +218,7 @@ pub(crate) struct Prepared {
 
 /// Resolves the body's `model` (of type `want`), builds the upstream body
 /// of `op` (`additional_params` merged in, never over a field the gateway
-/// prices: 400), computes the request's bound from that body (`bound`;
+/// prices: 400; in the provider's shape, [`crate::providers::Adapter::native`]), computes the request's bound from that body (`bound`;
 /// 400 naming a field that would raise the work past it), chooses the key
 /// (the caller's `byok_api_key` for this call only, else the provider's)
 /// and holds the bound's cost (nothing with BYOK: 402 when it does not fit).
@@ -237,18 +237,26 @@ pub(crate) async fn prepare_model_call(
         .get("byok_api_key")
         .and_then(Value::as_str)
         .map(str::to_owned);
-    let upstream_body = p.adapter.request(op, &m.id, body);
-    let bound = bound(m, &upstream_body)?;
+    // The provider's own call (a native adapter's path and body).
+    let native = p
+        .adapter
+        .native(op, m, p.adapter.request(op, &m.id, body))?;
+    let bound = bound(m, &native.body)?;
     let cost = credits::bound_cost(p, m, &bound)?;
     let (mut settle, key) = hold_for(ctx, p, m, byok.as_deref(), cost).await?;
     settle.bound = Some(bound);
     let p = &settle.provider;
-    let path = p.adapter.path(op);
     let call = ctx
         .gw
         .upstream
-        .llm_call(Method::Post, &p.base_url, path, &key)
-        .json(&upstream_body);
+        .llm_call_as(
+            Method::Post,
+            &p.base_url,
+            &native.path,
+            &key,
+            p.adapter.key_form(),
+        )
+        .json(&native.body);
     Ok(Prepared { call, settle })
 }
 

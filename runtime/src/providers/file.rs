@@ -8,7 +8,7 @@ use std::sync::Arc;
 use rust_decimal::Decimal;
 use serde::Deserialize;
 
-use super::{openai, Adapter, Model, ModelType, Provider, Providers};
+use super::{anthropic, gemini, openai, Adapter, Model, ModelType, Provider, Providers};
 use crate::upstream::llm::ProviderKey;
 
 /// Why the providers file could not be read.
@@ -46,8 +46,11 @@ struct ModelDoc {
     aliases: Vec<String>,
     input_per_mtok: Option<String>,
     output_per_mtok: Option<String>,
+    cache_read_per_mtok: Option<String>,
+    cache_write_per_mtok: Option<String>,
     per_image: Option<String>,
     per_second: Option<String>,
+    max_output_tokens: Option<u64>,
 }
 
 fn price(
@@ -85,9 +88,11 @@ pub fn parse(text: &str, file: &str, default_markup: Decimal) -> Result<Provider
         }
         let adapter: Arc<dyn Adapter> = match p.kind.as_str() {
             "openai" => Arc::new(openai::OpenAi),
+            "anthropic" => Arc::new(anthropic::Anthropic),
+            "gemini" => Arc::new(gemini::Gemini),
             other => {
                 return Err(ProvidersError(format!(
-                    "{file}: {at}: kind {other:?} is not supported (supported: openai)"
+                    "{file}: {at}: kind {other:?} is not supported (supported: openai, anthropic, gemini)"
                 )))
             }
         };
@@ -130,9 +135,34 @@ pub fn parse(text: &str, file: &str, default_markup: Decimal) -> Result<Provider
                     m.kind
                 ))
             })?;
+            if !adapter.supports(kind) {
+                return Err(ProvidersError(format!(
+                    "{file}: {at}: a {} provider has no {} models",
+                    p.kind,
+                    kind.as_str()
+                )));
+            }
+            if m.max_output_tokens == Some(0) {
+                return Err(ProvidersError(format!(
+                    "{file}: {at}: max_output_tokens must be at least 1"
+                )));
+            }
             models.push(Model {
                 input_per_mtok: price(file, &at, "input_per_mtok", m.input_per_mtok)?,
                 output_per_mtok: price(file, &at, "output_per_mtok", m.output_per_mtok)?,
+                cache_read_per_mtok: price(
+                    file,
+                    &at,
+                    "cache_read_per_mtok",
+                    m.cache_read_per_mtok,
+                )?,
+                cache_write_per_mtok: price(
+                    file,
+                    &at,
+                    "cache_write_per_mtok",
+                    m.cache_write_per_mtok,
+                )?,
+                max_output_tokens: m.max_output_tokens,
                 per_image: price(file, &at, "per_image", m.per_image)?,
                 per_second: price(file, &at, "per_second", m.per_second)?,
                 id: m.id,
@@ -231,6 +261,15 @@ input_per_mtok = "0.10"
             .unwrap_err()
             .0
             .contains("chatty"));
+        let bad = GOOD.replace("kind = \"openai\"", "kind = \"anthropic\"");
+        let e = parse(&bad, "p.toml", Decimal::ZERO).unwrap_err();
+        assert!(e.0.contains("has no embedding models"), "{e}");
+        assert!(parse(
+            &GOOD.replace("kind = \"openai\"", "kind = \"gemini\""),
+            "p.toml",
+            Decimal::ZERO
+        )
+        .is_ok());
         let bad = GOOD.replace("kind = \"openai\"", "kind = \"other\"");
         assert!(parse(&bad, "p.toml", Decimal::ZERO)
             .unwrap_err()

@@ -18,13 +18,30 @@
 //! ```
 //!
 //! A request names a model `provider/model` (or an alias of one); each
-//! provider speaks through an [`Adapter`] chosen by its `kind`
-//! ([`openai::OpenAi`] today). The provider's key is read from its
+//! provider speaks through an [`Adapter`] chosen by its `kind`:
+//! [`openai::OpenAi`] (`openai`: the body passes through),
+//! [`anthropic::Anthropic`] (`anthropic`: Anthropic's Messages API) and
+//! [`gemini::Gemini`] (`gemini`: Google's Gemini API). The gateway speaks
+//! OpenAI's shapes; a native adapter translates the request into its
+//! provider's ([`Adapter::native`]), the answer back ([`Adapter::answer`])
+//! and a stream event by event ([`Adapter::stream`], on the shared
+//! [`stream`] translator). The provider's key is read from its
 //! environment variable at start-up into an
-//! [`crate::upstream::llm::ProviderKey`], which only `upstream` presents.
+//! [`crate::upstream::llm::ProviderKey`], which only `upstream` presents,
+//! in the form the adapter names ([`Adapter::key_form`]).
+//!
+//! Prices: `input_per_mtok`, `output_per_mtok`, and for providers that
+//! report prompt-cache tokens `cache_read_per_mtok` and
+//! `cache_write_per_mtok` (each defaulting to `input_per_mtok`); the four
+//! counts ([`usage::Tokens`]) are each billed once at their own price.
 
+pub mod anthropic;
+pub mod convert;
 pub mod file;
+pub mod gemini;
 pub mod openai;
+pub mod stream;
+pub mod usage;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -33,8 +50,10 @@ use rust_decimal::Decimal;
 use serde_json::{json, Map, Value};
 
 use crate::errors::ApiError;
-use crate::upstream::llm::ProviderKey;
+use crate::upstream::llm::{KeyForm, ProviderKey};
 pub use file::ProvidersError;
+pub use stream::StreamTranslator;
+pub use usage::Tokens;
 
 /// What a model does (`type` in the providers file).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,12 +112,61 @@ pub enum Op {
 /// answer shapes of the gateway are OpenAI's; an adapter maps them to and
 /// from its provider's.
 pub trait Adapter: Send + Sync + std::fmt::Debug {
-    /// The path of `op` relative to the provider's `base_url`.
+    /// The path of `op` relative to the provider's `base_url` (OpenAI's;
+    /// a native adapter's own path comes with [`Adapter::native`]).
     fn path(&self, op: Op) -> &'static str;
-    /// The upstream body of `op` for `model` (the provider's own model id)
-    /// from the caller's (validated) body: gateway-only fields removed,
+    /// The OpenAI-shaped body of `op` for `model` (the provider's own model
+    /// id) from the caller's (validated) body: gateway-only fields removed,
     /// `additional_params` merged in.
     fn request(&self, op: Op, model: &str, body: Map<String, Value>) -> Map<String, Value>;
+    /// Whether models of type `t` can be called through this adapter (the
+    /// providers file is refused otherwise).
+    fn supports(&self, t: ModelType) -> bool {
+        let _ = t;
+        true
+    }
+    /// How the provider's key is presented.
+    fn key_form(&self) -> KeyForm {
+        KeyForm::Bearer
+    }
+    /// The call actually sent for `op` on `m`: the path (relative to
+    /// `base_url`, per operation and per stream) and the provider's body,
+    /// from [`Adapter::request`]'s body. 400 for what the provider cannot
+    /// take. OpenAI's: the path of `op` and the body unchanged.
+    fn native(&self, op: Op, m: &Model, body: Map<String, Value>) -> Result<Native, ApiError> {
+        let _ = m;
+        Ok(Native {
+            path: self.path(op).to_owned(),
+            body,
+        })
+    }
+    /// The provider's (successful, whole) answer of `op` as OpenAI's
+    /// (`model`: the provider's model id). 502 when it is not the
+    /// provider's shape.
+    fn answer(&self, op: Op, model: &str, v: Value) -> Result<Value, ApiError> {
+        let _ = (op, model);
+        Ok(v)
+    }
+    /// The translator of a streamed answer of `op` into OpenAI chunks
+    /// (`include_usage`: the caller asked for a usage chunk); `None`: the
+    /// provider streams OpenAI's chunks itself.
+    fn stream(
+        &self,
+        op: Op,
+        model: &str,
+        include_usage: bool,
+    ) -> Option<Box<dyn StreamTranslator>> {
+        let _ = (op, model, include_usage);
+        None
+    }
+}
+
+/// The call a native adapter makes: path and body in its provider's shape.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Native {
+    /// Relative to the provider's `base_url`, query included.
+    pub path: String,
+    pub body: Map<String, Value>,
 }
 
 /// One model of a provider.
@@ -111,8 +179,28 @@ pub struct Model {
     pub aliases: Vec<String>,
     pub input_per_mtok: Option<Decimal>,
     pub output_per_mtok: Option<Decimal>,
+    /// Prompt tokens read from the provider's cache (default: the input price).
+    pub cache_read_per_mtok: Option<Decimal>,
+    /// Prompt tokens written to the provider's cache (default: the input price).
+    pub cache_write_per_mtok: Option<Decimal>,
     pub per_image: Option<Decimal>,
     pub per_second: Option<Decimal>,
+    /// The reply's length when the caller gives none and the provider needs
+    /// one (Anthropic's required `max_tokens`); default
+    /// [`crate::bounds::DEFAULT_MAX_OUTPUT`].
+    pub max_output_tokens: Option<u64>,
+}
+
+impl Model {
+    /// The price of cache reads: `cache_read_per_mtok`, else the input price.
+    pub fn cache_read_price(&self) -> Option<Decimal> {
+        self.cache_read_per_mtok.or(self.input_per_mtok)
+    }
+
+    /// The price of cache writes: `cache_write_per_mtok`, else the input price.
+    pub fn cache_write_price(&self) -> Option<Decimal> {
+        self.cache_write_per_mtok.or(self.input_per_mtok)
+    }
 }
 
 /// One provider of the providers file.
@@ -218,6 +306,8 @@ pub fn model_json(p: &Provider, m: &Model) -> Value {
     for (k, v) in [
         ("input_per_mtok", m.input_per_mtok),
         ("output_per_mtok", m.output_per_mtok),
+        ("cache_read_per_mtok", m.cache_read_per_mtok),
+        ("cache_write_per_mtok", m.cache_write_per_mtok),
         ("per_image", m.per_image),
         ("per_second", m.per_second),
     ] {

@@ -229,6 +229,8 @@ pub struct ModelUsageRow {
     pub model: String,
     pub input_tokens: i64,
     pub output_tokens: i64,
+    pub cache_read_tokens: i64,
+    pub cache_write_tokens: i64,
     pub counted: bool,
     pub byok: bool,
     pub ended: String,
@@ -283,7 +285,8 @@ impl Store {
     pub fn model_usage_rows(&self) -> Result<Vec<ModelUsageRow>> {
         self.with(|db| {
             db.rows(
-                "SELECT request_id, user_id, route_id, model, input_tokens, output_tokens, counted, byok, ended
+                "SELECT request_id, user_id, route_id, model, input_tokens, output_tokens, counted, byok, ended,
+                        cache_read_tokens, cache_write_tokens
                  FROM model_usage ORDER BY id",
                 &[],
                 |r| {
@@ -297,6 +300,8 @@ impl Store {
                         counted: r.get(6)?,
                         byok: r.get(7)?,
                         ended: r.get(8)?,
+                        cache_read_tokens: r.get(9)?,
+                        cache_write_tokens: r.get(10)?,
                     })
                 },
             )

@@ -306,6 +306,11 @@ pub(super) const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE usage ADD COLUMN api_key_id BIGINT;
 "#,
+    // 11 (native providers' cache tokens): as SQLite's 18.
+    r#"
+    ALTER TABLE model_usage ADD COLUMN cache_read_tokens BIGINT NOT NULL DEFAULT 0;
+    ALTER TABLE model_usage ADD COLUMN cache_write_tokens BIGINT NOT NULL DEFAULT 0;
+"#,
 ];
 
 /// Key of the advisory lock that serialises migrations of one database.

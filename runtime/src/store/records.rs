@@ -179,8 +179,13 @@ pub struct ModelUsageRecord {
     pub route_id: String,
     /// `provider/model`.
     pub model: String,
+    /// Prompt tokens billed as input (the cache's not among them).
     pub input_tokens: u64,
     pub output_tokens: u64,
+    /// Prompt tokens read from the provider's cache.
+    pub cache_read_tokens: u64,
+    /// Prompt tokens written to the provider's cache.
+    pub cache_write_tokens: u64,
     /// Counted by the gateway (a stream without the upstream's `usage`).
     pub counted: bool,
     /// The caller's own key went upstream: recorded, charged nothing.

@@ -344,6 +344,13 @@ pub(super) const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE usage ADD COLUMN api_key_id INTEGER;
     "#,
+    // 18 (native providers, providers::usage): a model request's prompt
+    //     tokens read from and written to the provider's cache, billed at
+    //     their own prices and not again as input.
+    r#"
+    ALTER TABLE model_usage ADD COLUMN cache_read_tokens INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE model_usage ADD COLUMN cache_write_tokens INTEGER NOT NULL DEFAULT 0;
+    "#,
 ];
 
 /// How long a connection waits for another's lock before "database is locked".

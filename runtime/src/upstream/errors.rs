@@ -103,6 +103,9 @@ pub fn map_status(
         429 => ApiError::UpstreamRateLimited {
             retry_after: retry_after.unwrap_or(1),
         },
+        // Anthropic's `overloaded_error`: the provider is up but busy, as
+        // a 503 says; the caller may retry.
+        529 => ApiError::Unavailable(format!("{who} is overloaded (status 529); retry later")),
         401 | 403 => ApiError::BadGateway(format!(
             "{who} refused the gateway's credentials or plan (status {})",
             status.as_u16()
@@ -138,7 +141,13 @@ pub fn upstream_message(body: &[u8]) -> Option<String> {
     };
     let mut parts = Vec::new();
     for key in ["message", "error", "detail"] {
-        if let Some(s) = v.get(key).and_then(Value::as_str) {
+        // Anthropic's and Google's `{"error": {"message", ...}}`.
+        let nested = v.get(key).and_then(|e| e.get("message"));
+        if let Some(s) = v
+            .get(key)
+            .and_then(Value::as_str)
+            .or(nested.and_then(Value::as_str))
+        {
             if !s.is_empty() && !parts.iter().any(|p: &String| p == s) {
                 parts.push(s.to_owned());
             }
@@ -187,6 +196,13 @@ mod tests {
             "invalid; name: can't be blank"
         );
         assert_eq!(upstream_message(b"plain text").unwrap(), "plain text");
+        assert_eq!(
+            upstream_message(
+                br#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#
+            )
+            .unwrap(),
+            "Overloaded"
+        );
         assert_eq!(upstream_message(b""), None);
     }
 
@@ -203,8 +219,17 @@ mod tests {
             .as_u16()
         };
         assert_eq!(
-            [m(400), m(422), m(401), m(403), m(500), m(503), m(429)],
-            [400, 400, 502, 502, 502, 502, 429]
+            [
+                m(400),
+                m(422),
+                m(401),
+                m(403),
+                m(500),
+                m(503),
+                m(429),
+                m(529)
+            ],
+            [400, 400, 502, 502, 502, 502, 429, 503]
         );
         assert_eq!(
             map_status(

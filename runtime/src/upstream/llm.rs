@@ -51,10 +51,37 @@ impl ProviderKey {
     }
 }
 
+/// How a provider's key is presented: the form its API takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyForm {
+    /// `Authorization: Bearer <key>` (OpenAI-compatible providers).
+    Bearer,
+    /// `x-api-key: <key>` and `anthropic-version: <version>` (Anthropic).
+    XApiKey {
+        /// The API version sent in `anthropic-version`.
+        version: &'static str,
+    },
+    /// `x-goog-api-key: <key>` (Google's Gemini API; never `?key=`, so
+    /// keys stay out of URLs and logs).
+    GoogApiKey,
+}
+
 impl Upstream {
     /// A call to `base_url` + `path` presenting `key` as a bearer token
     /// (OpenAI-compatible providers).
     pub fn llm_call(&self, method: Method, base_url: &str, path: &str, key: &ProviderKey) -> Call {
+        self.llm_call_as(method, base_url, path, key, KeyForm::Bearer)
+    }
+
+    /// A call to `base_url` + `path` presenting `key` in `form`.
+    pub fn llm_call_as(
+        &self,
+        method: Method,
+        base_url: &str,
+        path: &str,
+        key: &ProviderKey,
+        form: KeyForm,
+    ) -> Call {
         let url = format!("{}{}", base_url.trim_end_matches('/'), path);
         let mapping = Mapping {
             base: Base::Llm,
@@ -64,17 +91,31 @@ impl Upstream {
         };
         // A key no header can carry is refused before the call (the BYOK
         // 400 of `modes`); an empty value then fails as a 401 upstream.
-        let value = key
-            .1
-            .clone()
-            .unwrap_or_else(|| HeaderValue::from_static(""));
-        Call::new(
-            self,
-            method.to_http(),
-            url,
-            header::AUTHORIZATION,
-            value,
-            mapping,
-        )
+        let raw = || {
+            HeaderValue::from_str(key.0.as_str())
+                .map(|mut v| {
+                    v.set_sensitive(true);
+                    v
+                })
+                .unwrap_or_else(|_| HeaderValue::from_static(""))
+        };
+        let (name, value) = match form {
+            KeyForm::Bearer => (
+                header::AUTHORIZATION,
+                key.1
+                    .clone()
+                    .unwrap_or_else(|| HeaderValue::from_static("")),
+            ),
+            KeyForm::XApiKey { .. } => (header::HeaderName::from_static("x-api-key"), raw()),
+            KeyForm::GoogApiKey => (header::HeaderName::from_static("x-goog-api-key"), raw()),
+        };
+        let call = Call::new(self, method.to_http(), url, name, value, mapping);
+        match form {
+            KeyForm::XApiKey { version } => call.with_header(
+                header::HeaderName::from_static("anthropic-version"),
+                HeaderValue::from_static(version),
+            ),
+            _ => call,
+        }
     }
 }

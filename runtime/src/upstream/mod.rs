@@ -248,6 +248,12 @@ impl Call {
         self
     }
 
+    /// Adds a header that is not a credential (an API version).
+    pub(crate) fn with_header(mut self, name: header::HeaderName, value: HeaderValue) -> Call {
+        self.headers.insert(name, value);
+        self
+    }
+
     /// Replaces the client's time-out for this call (a stream's lifetime).
     pub fn timeout(mut self, d: Duration) -> Call {
         self.timeout = d;

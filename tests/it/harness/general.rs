@@ -251,3 +251,106 @@ pub async fn llm_pair_with(test: &str, f: impl Fn(&mut runtime::config::Config))
     })
     .await
 }
+
+/// The test providers file plus native providers on the simulator: `claude`
+/// (`kind = "anthropic"`) and `gem` (`kind = "gemini"`), with cache prices
+/// and a 10 % markup.
+pub fn native_toml(llm_url: &str) -> String {
+    let base = llm_url.trim_end_matches("/v1");
+    format!(
+        r#"{}
+[[provider]]
+id = "claude"
+kind = "anthropic"
+base_url = "{base}"
+api_key_env = "{LLM_KEY_VAR}"
+markup_pct = "10"
+
+[[provider.model]]
+id = "claude-sim"
+type = "chat"
+max_output_tokens = 64
+input_per_mtok = "3.00"
+output_per_mtok = "15.00"
+cache_read_per_mtok = "0.30"
+cache_write_per_mtok = "3.75"
+
+[[provider.model]]
+id = "claude-instruct"
+type = "completion"
+input_per_mtok = "3.00"
+output_per_mtok = "15.00"
+
+[[provider]]
+id = "gem"
+kind = "gemini"
+base_url = "{base}"
+api_key_env = "{LLM_KEY_VAR}"
+markup_pct = "10"
+
+[[provider.model]]
+id = "gemini-sim"
+type = "chat"
+input_per_mtok = "1.25"
+output_per_mtok = "10.00"
+cache_read_per_mtok = "0.31"
+
+[[provider.model]]
+id = "gemini-embed"
+type = "embedding"
+input_per_mtok = "0.15"
+"#,
+        providers_toml(llm_url)
+    )
+}
+
+/// A gateway on a simulator with [`native_toml`].
+pub async fn native_env() -> Env {
+    env_with_providers(native_toml, |_| {}).await
+}
+
+/// Prices per million tokens of a native test model: input, output, cache
+/// read, cache write (as [`native_toml`] says).
+pub fn native_prices(model: &str) -> [Decimal; 4] {
+    let d = |s: &str| s.parse::<Decimal>().unwrap();
+    match model {
+        "claude/claude-sim" => [d("3.00"), d("15.00"), d("0.30"), d("3.75")],
+        "claude/claude-instruct" => [d("3.00"), d("15.00"), d("3.00"), d("3.00")],
+        "gem/gemini-sim" => [d("1.25"), d("10.00"), d("0.31"), d("1.25")],
+        other => panic!("no prices for {other}"),
+    }
+}
+
+/// Asserts that the usage record of model-usage row `row` charged exactly
+/// its four token counts at the model's four prices, with the 10 % markup,
+/// to the 8th decimal; returns the row.
+pub async fn assert_charge_is_four_counts(env: &Env, row: usize) -> runtime::store::ModelUsageRow {
+    let rows = env.wait_model_usage(row + 1).await;
+    let m = rows[row].clone();
+    let [pi, po, pr, pw] = native_prices(&m.model);
+    let n = |v: i64| Decimal::from(v);
+    let raw = (n(m.input_tokens) * pi
+        + n(m.output_tokens) * po
+        + n(m.cache_read_tokens) * pr
+        + n(m.cache_write_tokens) * pw)
+        / Decimal::from(1_000_000);
+    let expected = runtime::billing::with_markup(raw, Decimal::from(10));
+    let start = Instant::now();
+    let usage = loop {
+        let u = env.usage();
+        if let Some(u) = u.into_iter().find(|u| u.request_id == m.request_id) {
+            break u;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "no usage record of {m:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    assert_eq!(usage.charged, expected.round_dp(8), "{m:?} {usage:?}");
+    assert_eq!(
+        usage.quantity,
+        n(m.input_tokens + m.output_tokens + m.cache_read_tokens + m.cache_write_tokens)
+    );
+    m
+}

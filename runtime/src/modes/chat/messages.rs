@@ -66,8 +66,10 @@ pub async fn count_tokens(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiErr
         .gw
         .providers
         .resolve(chat.get("model").and_then(Value::as_str), ModelType::Chat)?;
-    let upstream = p.adapter.request(Op::Chat, &m.id, chat);
-    let bound = crate::bounds::chat(&upstream, m.context_window)?;
+    let upstream = p
+        .adapter
+        .native(Op::Chat, m, p.adapter.request(Op::Chat, &m.id, chat))?;
+    let bound = crate::bounds::chat(&upstream.body, m.context_window)?;
     Ok(Outcome::new(
         body::json(
             StatusCode::OK,
