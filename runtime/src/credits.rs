@@ -199,6 +199,26 @@ pub struct Settle {
     pub started: Option<std::time::Instant>,
     /// Answered as a stream (set by the streaming mode).
     pub streamed: bool,
+    /// What served it, after how many attempts ([`crate::routing`]).
+    pub served: Served,
+}
+
+/// What served a model request.
+#[derive(Debug, Clone)]
+pub struct Served {
+    /// Upstream attempts made, the answered one included.
+    pub attempts: u32,
+    /// The route the caller named, if any.
+    pub route: Option<String>,
+}
+
+impl Default for Served {
+    fn default() -> Served {
+        Served {
+            attempts: 1,
+            route: None,
+        }
+    }
 }
 
 impl Settle {
@@ -216,6 +236,7 @@ impl Settle {
             bound: None,
             started: Some(ctx.started),
             streamed: false,
+            served: Served::default(),
         }
     }
 
@@ -283,6 +304,7 @@ impl Settle {
             bound: _,
             started,
             streamed,
+            served,
         } = self;
         let mut charged = usage
             .raw_cost
@@ -334,6 +356,8 @@ impl Settle {
                 ended: ended.to_owned(),
                 streamed,
                 latency_ms: started.map(|s| s.elapsed().as_millis() as u64),
+                attempts: served.attempts,
+                route: served.route,
                 created_at: now,
             }),
         ];

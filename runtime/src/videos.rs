@@ -231,6 +231,7 @@ async fn finish(
         bound: None,
         started: None,
         streamed: false,
+        served: Default::default(),
     };
     let mut records = vec![Record::Asset(AssetRecord {
         owner_id: Some(job.user_id),

@@ -20,7 +20,11 @@
 //!   for that status (a non-streamed answer is unaffected; the use is spent);
 //!   without a `body`, an error answer has the default body of the path's
 //!   provider ([`default_body`]: Anthropic's, Google's or the voice
-//!   provider's shape);
+//!   provider's shape); on OpenAI's streamed chat and completions the
+//!   same rule breaks the connection after `after` events instead (no
+//!   error event, no `[DONE]`: a provider dropping midway);
+//! * a named provider's paths (`/p/{name}/v1/...`, served as `/v1/...`)
+//!   are matched whole, so `/p/a/*` fails provider `a` and not `b`;
 //! * `count`: how many matching requests the rule applies to (default 1;
 //!   0 means unlimited).
 //!

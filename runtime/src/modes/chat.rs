@@ -14,7 +14,7 @@ use http::{header, HeaderValue, StatusCode};
 use rust_decimal::prelude::ToPrimitive;
 use serde_json::{json, Map, Value};
 
-use super::{prepare_model_call, read_body, Prepared};
+use super::{prepare_model_call, read_body};
 use crate::body::{self, Request};
 use crate::cost::Cost;
 use crate::ctx::{Ctx, Later, Outcome, Settlement};
@@ -22,6 +22,7 @@ use crate::errors::ApiError;
 use crate::providers::{ModelType, Op};
 use crate::relay::Relay;
 use crate::spec::PathParams;
+use crate::upstream::Failed;
 
 /// Time allowed to a whole streamed answer (idleness is bounded apart).
 const STREAM_LIFETIME: Duration = Duration::from_secs(6 * 3600);
@@ -105,8 +106,9 @@ pub async fn complete_body(
     };
     let stream = body.get("stream") == Some(&Value::Bool(true));
     let tail = crate::usage_tail::UsageTail::wanted(&body);
-    // The hold: everything the upstream body asks for ([`crate::bounds`]).
-    let Prepared { call, settle } = prepare_model_call(ctx, body, want, op, |m, up| {
+    // The hold: everything the upstream body asks for ([`crate::bounds`]),
+    // on the most expensive candidate deployment.
+    let prepared = prepare_model_call(ctx, body, want, op, |m, up| {
         if chat {
             crate::bounds::chat(up, m.context_window)
         } else {
@@ -115,7 +117,7 @@ pub async fn complete_body(
     })
     .await?;
     if !stream {
-        let answer = call.send().await?;
+        let (answer, settle) = prepared.send(ctx).await?;
         let status = answer.status();
         let mut v = answer.json("a completion").await?;
         let usage = v.get("usage").filter(|u| u.is_object());
@@ -128,40 +130,53 @@ pub async fn complete_body(
             Some((Some(i), Some(o))) => (i, o, false),
             _ => (bytes.div_ceil(4) as u64, counted_output(&v), true),
         };
+        let served = served_headers(&settle);
         let records = settle.records(input, output, counted, "complete");
         if let Some(c) = Cost::of(&records) {
             c.annotate(&mut v);
         }
-        let mut out = Outcome::new(body::json(StatusCode::OK, &v), Some(status))
-            .settled(Settlement::ByModeRecords);
+        let mut resp = body::json(StatusCode::OK, &v);
+        resp.headers_mut().extend(served);
+        let mut out = Outcome::new(resp, Some(status)).settled(Settlement::ByModeRecords);
         out.records = records;
         return Ok(out);
     }
     let idle = ctx.gw.config.stream_timeout;
-    let timed_out = || {
-        ApiError::GatewayTimeout(format!(
-            "the model provider sent nothing for {} s",
-            idle.as_secs()
-        ))
-    };
-    let answer = tokio::time::timeout(idle, call.timeout(STREAM_LIFETIME).send())
-        .await
-        .map_err(|_| timed_out())??;
-    let status = answer.status();
-    let mut upstream = answer.byte_stream();
-    let first = match tokio::time::timeout(idle, upstream.next())
-        .await
-        .map_err(|_| timed_out())?
-    {
-        Some(Ok(b)) => Some(b),
-        Some(Err(e)) => {
-            tracing::warn!(error = %e, "model stream failed before its first byte");
-            return Err(ApiError::Network(
-                "network error contacting the model provider: connection closed while reading the answer".into(),
-            ));
-        }
-        None => None,
-    };
+    // One attempt: the answer's headers and its first chunk, each within
+    // the idle time-out; a failure before the first byte may go elsewhere.
+    let ((status, upstream, first), settle) = prepared
+        .run(ctx, |call| async move {
+            let timed_out = || {
+                Failed::network(
+                    "timeout",
+                    ApiError::GatewayTimeout(format!(
+                        "the model provider sent nothing for {} s",
+                        idle.as_secs()
+                    )),
+                )
+            };
+            let answer = tokio::time::timeout(idle, call.timeout(STREAM_LIFETIME).try_send())
+                .await
+                .map_err(|_| timed_out())??;
+            let status = answer.status();
+            let mut upstream = answer.byte_stream();
+            let first = match tokio::time::timeout(idle, upstream.next())
+                .await
+                .map_err(|_| timed_out())?
+            {
+                Some(Ok(b)) => Some(b),
+                Some(Err(e)) => {
+                    tracing::warn!(error = %e, "model stream failed before its first byte");
+                    return Err(Failed::network("network", ApiError::Network(
+                        "network error contacting the model provider: connection closed while reading the answer".into(),
+                    )));
+                }
+                None => None,
+            };
+            Ok((status, upstream, first))
+        })
+        .await?;
+    let served = served_headers(&settle);
     let registration = ctx.gw.streams.register(ctx.user_id()).await;
     let stream_id = registration.id.clone();
     let mut settle = settle;
@@ -189,7 +204,23 @@ pub async fn complete_body(
     if let Ok(v) = HeaderValue::from_str(&stream_id) {
         h.insert("x-stream-id", v);
     }
+    h.extend(served);
     Ok(Outcome::new(resp, Some(status)).settled(Settlement::Later(Later::Stream)))
+}
+
+/// `X-Gateway-Model` (the deployment that served, `provider/model`) and
+/// `X-Gateway-Attempts` (upstream attempts, the served one included).
+fn served_headers(settle: &crate::credits::Settle) -> http::HeaderMap {
+    let mut h = http::HeaderMap::with_capacity(2);
+    let name = format!("{}/{}", settle.provider.id, settle.model.id);
+    if let Ok(v) = HeaderValue::from_str(&name) {
+        h.insert("x-gateway-model", v);
+    }
+    h.insert(
+        "x-gateway-attempts",
+        HeaderValue::from(settle.served.attempts),
+    );
+    h
 }
 
 /// `stop_stream`: ends the caller's open stream.

@@ -21,6 +21,8 @@ pub struct ProvidersError(pub String);
 struct FileDoc {
     #[serde(default)]
     provider: Vec<ProviderDoc>,
+    #[serde(default)]
+    route: Vec<super::routes::RouteDoc>,
 }
 
 #[derive(Deserialize)]
@@ -152,7 +154,8 @@ pub fn parse(text: &str, file: &str, default_markup: Decimal) -> Result<Provider
             adapter,
         });
     }
-    Ok(Providers { providers })
+    let routes = super::routes::build(doc.route, &providers, file, text)?;
+    Ok(Providers { providers, routes })
 }
 
 #[cfg(test)]

@@ -232,6 +232,10 @@ pub struct ModelUsageRow {
     pub counted: bool,
     pub byok: bool,
     pub ended: String,
+    /// Upstream attempts.
+    pub attempts: i64,
+    /// The route the caller named.
+    pub route: Option<String>,
 }
 
 impl Store {
@@ -283,7 +287,7 @@ impl Store {
     pub fn model_usage_rows(&self) -> Result<Vec<ModelUsageRow>> {
         self.with(|db| {
             db.rows(
-                "SELECT request_id, user_id, route_id, model, input_tokens, output_tokens, counted, byok, ended
+                "SELECT request_id, user_id, route_id, model, input_tokens, output_tokens, counted, byok, ended, attempts, route
                  FROM model_usage ORDER BY id",
                 &[],
                 |r| {
@@ -297,6 +301,8 @@ impl Store {
                         counted: r.get(6)?,
                         byok: r.get(7)?,
                         ended: r.get(8)?,
+                        attempts: r.get(9)?,
+                        route: r.get(10)?,
                     })
                 },
             )

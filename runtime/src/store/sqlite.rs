@@ -337,6 +337,13 @@ pub(super) const MIGRATIONS: &[&str] = &[
     CREATE INDEX usage_by_request ON usage (request_id) WHERE unit != 'free';
     CREATE INDEX model_usage_by_request ON model_usage (request_id);
     "#,
+    // 17 (routing, crate::routing): a model request's upstream attempts
+    //     and the route it was named by (`model` is the deployment that
+    //     served it).
+    r#"
+    ALTER TABLE model_usage ADD COLUMN attempts INTEGER NOT NULL DEFAULT 1;
+    ALTER TABLE model_usage ADD COLUMN route TEXT;
+    "#,
 ];
 
 /// How long a connection waits for another's lock before "database is locked".
