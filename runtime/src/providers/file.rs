@@ -154,7 +154,7 @@ pub fn parse(text: &str, file: &str, default_markup: Decimal) -> Result<Provider
             adapter,
         });
     }
-    let routes = super::routes::build(doc.route, &providers, file, text)?;
+    let routes = super::routes::build(doc.route, &providers, file, text).map_err(ProvidersError)?;
     Ok(Providers { providers, routes })
 }
 

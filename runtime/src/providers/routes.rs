@@ -17,7 +17,6 @@
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::file::ProvidersError;
 use super::{ModelType, Provider};
 
 /// How a route orders its targets for one request.
@@ -103,13 +102,14 @@ fn find(providers: &[Provider], name: &str) -> Option<Deployment> {
 }
 
 /// Checks the routes of a file named `file` (whose text is `text`)
-/// against its `providers`.
+/// against its `providers`; a mistake's message names the file, the
+/// route's line and the key.
 pub(super) fn build(
     docs: Vec<RouteDoc>,
     providers: &[Provider],
     file: &str,
     text: &str,
-) -> Result<Vec<Route>, ProvidersError> {
+) -> Result<Vec<Route>, String> {
     let mut routes: Vec<Route> = Vec::new();
     for doc in docs {
         let line = text[..doc.model.span().start.min(text.len())]
@@ -118,7 +118,7 @@ pub(super) fn build(
             + 1;
         let name = doc.model.into_inner();
         let at = format!("{file}: line {line}: route {name:?}");
-        let err = |key: &str, what: String| ProvidersError(format!("{at}: {key}: {what}"));
+        let err = |key: &str, what: String| format!("{at}: {key}: {what}");
         if name.trim().is_empty() || name.contains('/') {
             return Err(err("model", "must be non-empty, without '/'".into()));
         }
@@ -141,7 +141,7 @@ pub(super) fn build(
             return Err(err("targets", "must name at least one model".into()));
         }
         let mut kind = None;
-        let mut resolve = |key: &str, model: &str| -> Result<Deployment, ProvidersError> {
+        let mut resolve = |key: &str, model: &str| -> Result<Deployment, String> {
             let d = find(providers, model).ok_or_else(|| {
                 err(
                     key,
@@ -169,7 +169,7 @@ pub(super) fn build(
             let deployment = resolve("targets", &t.model)?;
             let weight = t.weight.unwrap_or(1);
             if weight == 0 {
-                return Err(err("targets", format!("{:?}: weight must be ≥ 1", t.model)));
+                return Err(err("targets", format!("{:?}: weight must be at least 1", t.model)));
             }
             targets.push(Target { deployment, weight });
         }
