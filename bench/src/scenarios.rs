@@ -8,6 +8,7 @@
 //! | `mirror` | `GET /api/v2/audio_enhancements/{id}` | same, through the forwarder | `GET /api/v1/voice/enhance/{id}` after the first (copying) GET |
 //! | `chat` | `POST /v1/chat/completions` (model `sim-gpt`) | same, through the forwarder | `POST /api/v1/chat/completions` (model `sim/sim-gpt`, credit held and settled) |
 //! | `chat_stream` | the same with `stream: true`: time to first byte and to last byte | same, through the forwarder | same, relayed by the gateway |
+//! | `chat_failover` | as `chat` | as `chat` | `chat` on the route `failover` (two deployments 1:1, `b` failing every other request with 503 before its first byte: those fail over to the other) |
 //!
 //! `chat_stream` sets the simulator's delay between events to
 //! [`STREAM_DELAY_MS`] first, so that a run streams for real but quickly.
@@ -53,6 +54,10 @@ pub enum Scenario {
     /// A streamed chat completion (time to first and to last byte).
     #[value(name = "chat_stream")]
     ChatStream,
+    /// `chat` through a route whose second deployment fails half its
+    /// requests before the first byte.
+    #[value(name = "chat_failover")]
+    ChatFailover,
 }
 
 impl Scenario {
@@ -60,13 +65,14 @@ impl Scenario {
     /// fresh gateway, so that its peak RSS is what the upload itself costs
     /// rather than the heap and idle connections the c=64 runs leave behind
     /// (those show in their own rows' peak RSS).
-    pub const ALL: [Scenario; 6] = [
+    pub const ALL: [Scenario; 7] = [
         Scenario::Upload,
         Scenario::Free,
         Scenario::Billed,
         Scenario::Mirror,
         Scenario::Chat,
         Scenario::ChatStream,
+        Scenario::ChatFailover,
     ];
 
     /// Its name in tables and JSON.
@@ -78,6 +84,7 @@ impl Scenario {
             Scenario::Mirror => "mirror",
             Scenario::Chat => "chat",
             Scenario::ChatStream => "chat_stream",
+            Scenario::ChatFailover => "chat_failover",
         }
     }
 }
@@ -146,15 +153,25 @@ pub async fn run_all(env: &Env, plan: &Plan) -> Vec<Row> {
     let mut rows = Vec::new();
     for &scenario in &plan.scenarios {
         match scenario {
-            Scenario::Free | Scenario::Billed | Scenario::Chat | Scenario::ChatStream => {
+            Scenario::Free
+            | Scenario::Billed
+            | Scenario::Chat
+            | Scenario::ChatStream
+            | Scenario::ChatFailover => {
                 if scenario == Scenario::ChatStream {
                     set_stream_delay(env, STREAM_DELAY_MS).await;
+                }
+                if scenario == Scenario::ChatFailover {
+                    sim_faults(env, Some(json!({"path": "/p/b/*", "fault": {"status": 503}, "count": 0, "every": 2}))).await;
                 }
                 for &c in &plan.concurrency {
                     for target in Target::ALL {
                         let spec = request_spec(env, scenario, target, None);
                         rows.push(measure(env, plan, scenario, target, c, &spec).await);
                     }
+                }
+                if scenario == Scenario::ChatFailover {
+                    sim_faults(env, None).await;
                 }
             }
             Scenario::Mirror => {
@@ -211,9 +228,14 @@ fn request_spec(env: &Env, scenario: Scenario, target: Target, job_id: Option<&s
             format!("/api/v2/audio_enhancements/{job_id}"),
             env.sim_auth(),
         ),
-        (Scenario::Chat | Scenario::ChatStream, target) => {
+        (Scenario::Chat | Scenario::ChatStream | Scenario::ChatFailover, target) => {
             let stream = scenario == Scenario::ChatStream;
             let (path, model, auth) = match target {
+                Target::Gateway if scenario == Scenario::ChatFailover => (
+                    "/api/v1/chat/completions",
+                    crate::procs::FAILOVER_ROUTE,
+                    env.gateway_auth(),
+                ),
                 Target::Gateway => (
                     "/api/v1/chat/completions",
                     "sim/sim-gpt",
@@ -241,6 +263,22 @@ async fn clear_sim_log(env: &Env) {
         body: Bytes::new(),
     };
     let _ = load::call(env.sim.0, &spec, Duration::from_secs(10)).await;
+}
+
+/// Adds a fault rule to the simulator (`None`: removes them all).
+async fn sim_faults(env: &Env, rule: Option<serde_json::Value>) {
+    let spec = match &rule {
+        Some(rule) => Spec::post_json("/__sim/faults", Vec::new(), rule),
+        None => Spec {
+            method: Method::DELETE,
+            path: "/__sim/faults".into(),
+            headers: Vec::new(),
+            body: Bytes::new(),
+        },
+    };
+    if let Err(e) = load::call_json(env.sim.0, &spec, Duration::from_secs(10)).await {
+        eprintln!("note: setting the simulator's faults failed: {e}");
+    }
 }
 
 /// Sets the simulator's delay between streamed events.

@@ -169,7 +169,10 @@ pub(super) fn build(
             let deployment = resolve("targets", &t.model)?;
             let weight = t.weight.unwrap_or(1);
             if weight == 0 {
-                return Err(err("targets", format!("{:?}: weight must be at least 1", t.model)));
+                return Err(err(
+                    "targets",
+                    format!("{:?}: weight must be at least 1", t.model),
+                ));
             }
             targets.push(Target { deployment, weight });
         }
