@@ -199,6 +199,8 @@ pub struct Settle {
     pub started: Option<std::time::Instant>,
     /// Answered as a stream (set by the streaming mode).
     pub streamed: bool,
+    /// The API key the request came with ([`UsageRecord::api_key_id`]).
+    pub api_key_id: Option<i64>,
     /// What served it, after how many attempts ([`crate::routing`]).
     pub served: Served,
 }
@@ -236,6 +238,7 @@ impl Settle {
             bound: None,
             started: Some(ctx.started),
             streamed: false,
+            api_key_id: ctx.user.as_ref().and_then(|u| u.key_id),
             served: Served::default(),
         }
     }
@@ -304,6 +307,7 @@ impl Settle {
             bound: _,
             started,
             streamed,
+            api_key_id,
             served,
         } = self;
         let mut charged = usage
@@ -343,6 +347,7 @@ impl Settle {
                 created_at: now.clone(),
                 // The key of the hold, if any, at its release.
                 key_id: None,
+                api_key_id,
             }),
             Record::ModelUsage(ModelUsageRecord {
                 request_id,

@@ -185,6 +185,13 @@ impl Store {
             }
             let (by_username, by_email) = by_name_and_email(tx.dialect());
             if tx.exists(by_email, p![email])? {
+                // On PostgreSQL (READ COMMITTED) each statement sees what was
+                // committed before it: a first sign-in of the same subject
+                // committed between the two reads made this address and its
+                // link together, so the link is seen now.
+                if let Some(id) = tx.row(linked, p![u.provider, u.subject], |r| r.get(0))? {
+                    return Ok(OauthSignIn::Linked(id));
+                }
                 return Ok(OauthSignIn::EmailExists);
             }
             for n in 0..8 {
@@ -439,7 +446,7 @@ impl Store {
         self.with(|db| {
             db.row(
                 "SELECT u.id, u.email, u.is_admin, u.disabled, u.deleted_at IS NOT NULL, k.revoked_at IS NOT NULL, k.models,
-                        CASE WHEN k.budget_usd IS NULL THEN NULL ELSE k.id END
+                        CASE WHEN k.budget_usd IS NULL THEN NULL ELSE k.id END, k.id
                  FROM api_keys k JOIN users u ON u.id = k.user_id WHERE k.key_hash = ?1",
                 p![key_hash],
                 |r| {
@@ -452,6 +459,7 @@ impl Store {
                             .collect()
                     });
                     user.budget_key = r.get(7)?;
+                    user.key_id = r.get(8)?;
                     Ok(KeyOwner {
                         user,
                         revoked: r.get(5)?,

@@ -238,6 +238,10 @@ pub struct User {
     /// key, or one without a budget; its requests then skip every budget
     /// read). Only set by a key lookup.
     pub budget_key: Option<i64>,
+    /// The presented API key's id (`None`: an access token or the admin
+    /// key); usage records name it (`group_by=key`). Only set by a key
+    /// lookup.
+    pub key_id: Option<i64>,
 }
 
 /// Creates `dir` (and missing parents) readable by the owner only (0700 on
@@ -547,6 +551,7 @@ fn row_to_user(r: &Row<'_>) -> Result<User> {
         deleted: r.get(4)?,
         models: None,
         budget_key: None,
+        key_id: None,
     })
 }
 

@@ -302,7 +302,11 @@ pub(super) const MIGRATIONS: &[&str] = &[
     CREATE INDEX usage_by_request ON usage (request_id) WHERE unit != 'free';
     CREATE INDEX model_usage_by_request ON model_usage (request_id);
 "#,
-    // 10 (routing): as SQLite's 17.
+    // 10 (usage by key): as SQLite's 17.
+    r#"
+    ALTER TABLE usage ADD COLUMN api_key_id BIGINT;
+"#,
+    // 11 (routing): as SQLite's 18.
     r#"
     ALTER TABLE model_usage ADD COLUMN attempts BIGINT NOT NULL DEFAULT 1;
     ALTER TABLE model_usage ADD COLUMN route TEXT;
