@@ -331,3 +331,27 @@ async fn two_instances_share_a_cool_down_through_redis() {
     assert_eq!(a.header("x-gateway-attempts"), Some("1"));
     assert_eq!(calls_to(env, "a").await, 0, "instance b skipped a");
 }
+
+#[tokio::test]
+async fn a_keys_model_list_applies_to_the_name_the_caller_sent() {
+    let env = routes_env(|_| {}).await;
+    let hash = runtime::auth::hash_key(&env.key);
+    // The route's name is what the key lists, not its targets.
+    assert!(env.store().set_key_models(&hash, Some("pri")).unwrap());
+    let a = env.api("/chat/completions", chat("pri")).await;
+    a.expect(200);
+    let a = env.api("/chat/completions", chat("smart")).await;
+    assert!(crate::harness::envelope(&a, 403).contains("smart"));
+    let a = env.api("/chat/completions", chat("a/gpt")).await;
+    crate::harness::envelope(&a, 403);
+    // Each model of `models: [...]` is the caller's too.
+    let (id, key) = env.new_user("carol@example.com");
+    env.store().grant_credit(id, Decimal::ONE, None).unwrap();
+    let hash = runtime::auth::hash_key(&key);
+    assert!(env.store().set_key_models(&hash, Some("a/gpt")).unwrap());
+    let mut body = chat("a/gpt");
+    body["models"] = json!(["b/gpt"]);
+    let url = env.url("/api/v1/chat/completions");
+    crate::harness::envelope(&env.call_as(&key, "POST", &url, Some(body)).await, 403);
+    assert_eq!(calls_to(&env, "a").await + calls_to(&env, "b").await, 1);
+}
