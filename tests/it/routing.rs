@@ -63,8 +63,13 @@ fallbacks = ["b/gpt"]
     )
 }
 
+/// The routes' gateway, with the default retries (the harness turns them off).
 async fn routes_env(f: impl FnOnce(&mut runtime::config::Config)) -> Env {
-    let env = env_with_providers(routes_toml, f).await;
+    let env = env_with_providers(routes_toml, |c| {
+        c.routing.retry_max = 2;
+        f(c)
+    })
+    .await;
     env.grant("10");
     env
 }
@@ -303,6 +308,7 @@ async fn two_instances_share_a_cool_down_through_redis() {
     let sim = start_sim().await;
     let toml = routes_toml(&sim.llm_url());
     let Some(p) = Pair::on_sim("routing::two_instances_share_a_cool_down", sim, move |c| {
+        c.routing.retry_max = 2;
         let path = c.data_dir.join("providers.toml");
         std::fs::write(&path, &toml).unwrap();
         c.providers_file = Some(path);
