@@ -39,9 +39,13 @@ pub const RATE_LIMITS: &str =
 /// Variable holding the provider key named by the benchmark's providers file.
 pub const LLM_KEY_VAR: &str = "BENCH_LLM_KEY";
 
+/// The route of `chat_failover`: the simulator's chat model as two
+/// deployments (`sim`, and `b` under `/p/b`, which the scenario fails).
+pub const FAILOVER_ROUTE: &str = "failover";
+
 /// The benchmarked gateway's providers file: the simulator's chat model,
 /// as an `openai` provider (`chat`) and as an `anthropic` one
-/// (`chat_anthropic`).
+/// (`chat_anthropic`), and [`FAILOVER_ROUTE`] over it and its twin `b`.
 fn providers_file(data_dir: &Path, sim: SocketAddr) -> std::path::PathBuf {
     let path = data_dir.join("providers.toml");
     let text = format!(
@@ -50,7 +54,12 @@ fn providers_file(data_dir: &Path, sim: SocketAddr) -> std::path::PathBuf {
          input_per_mtok = \"2.00\"\noutput_per_mtok = \"8.00\"\n\n\
          [[provider]]\nid = \"claude\"\nkind = \"anthropic\"\nbase_url = \"http://{sim}\"\napi_key_env = \"{LLM_KEY_VAR}\"\n\n\
          [[provider.model]]\nid = \"claude-sim\"\ntype = \"chat\"\ncontext_window = 8192\n\
-         input_per_mtok = \"2.00\"\noutput_per_mtok = \"8.00\"\n"
+         input_per_mtok = \"2.00\"\noutput_per_mtok = \"8.00\"\n\n\
+         [[provider]]\nid = \"b\"\nkind = \"openai\"\nbase_url = \"http://{sim}/p/b/v1\"\napi_key_env = \"{LLM_KEY_VAR}\"\n\n\
+         [[provider.model]]\nid = \"sim-gpt\"\ntype = \"chat\"\ncontext_window = 8192\n\
+         input_per_mtok = \"2.00\"\noutput_per_mtok = \"8.00\"\n\n\
+         [[route]]\nmodel = \"{FAILOVER_ROUTE}\"\nstrategy = \"weighted\"\n\
+         targets = [ {{ model = \"sim/sim-gpt\" }}, {{ model = \"b/sim-gpt\" }} ]\n"
     );
     if let Err(e) = std::fs::write(&path, text) {
         eprintln!("note: writing {}: {e}", path.display());
@@ -322,6 +331,8 @@ pub fn start_sim(bin_dir: &Path) -> Result<Proc, String> {
 /// The gateway's environment, pointing at the simulator.
 fn gateway_env(cmd: &mut Command, data_dir: &Path, sim: SocketAddr) {
     cmd.env("GATEWAY_PROVIDERS", providers_file(data_dir, sim))
+        // `chat_failover` fails `b` on purpose: no cool-down ends it.
+        .env("GATEWAY_COOLDOWN_FAILS", "1000000000")
         .env(LLM_KEY_VAR, SIM_KEY)
         .env("GATEWAY_DATA_DIR", data_dir)
         .env("GATEWAY_ADDR", "127.0.0.1:0")

@@ -9,6 +9,7 @@
 //! | `chat` | `POST /v1/chat/completions` (model `sim-gpt`) | same, through the forwarder | `POST /api/v1/chat/completions` (model `sim/sim-gpt`, credit held and settled) |
 //! | `chat_stream` | the same with `stream: true`: time to first byte and to last byte | same, through the forwarder | same, relayed by the gateway |
 //! | `chat_anthropic` | `POST /v1/messages` (Anthropic's shape, `x-api-key`) | same, through the forwarder | `POST /api/v1/chat/completions` (model `claude/claude-sim`: the same chat translated by the `anthropic` adapter both ways) |
+//! | `chat_failover` | as `chat` | as `chat` | `chat` on the route `failover` (two deployments 1:1, `b` failing every other request with 503 before its first byte: those fail over to the other) |
 //!
 //! `chat_stream` sets the simulator's delay between events to
 //! [`STREAM_DELAY_MS`] first, so that a run streams for real but quickly.
@@ -57,6 +58,10 @@ pub enum Scenario {
     /// The `chat` through the `anthropic` adapter (translation both ways).
     #[value(name = "chat_anthropic")]
     ChatAnthropic,
+    /// `chat` through a route whose second deployment fails half its
+    /// requests before the first byte.
+    #[value(name = "chat_failover")]
+    ChatFailover,
 }
 
 impl Scenario {
@@ -64,7 +69,7 @@ impl Scenario {
     /// fresh gateway, so that its peak RSS is what the upload itself costs
     /// rather than the heap and idle connections the c=64 runs leave behind
     /// (those show in their own rows' peak RSS).
-    pub const ALL: [Scenario; 7] = [
+    pub const ALL: [Scenario; 8] = [
         Scenario::Upload,
         Scenario::Free,
         Scenario::Billed,
@@ -72,6 +77,7 @@ impl Scenario {
         Scenario::Chat,
         Scenario::ChatStream,
         Scenario::ChatAnthropic,
+        Scenario::ChatFailover,
     ];
 
     /// Its name in tables and JSON.
@@ -84,6 +90,7 @@ impl Scenario {
             Scenario::Chat => "chat",
             Scenario::ChatStream => "chat_stream",
             Scenario::ChatAnthropic => "chat_anthropic",
+            Scenario::ChatFailover => "chat_failover",
         }
     }
 }
@@ -170,15 +177,22 @@ pub async fn run_all(env: &Env, plan: &Plan) -> Vec<Row> {
             | Scenario::Billed
             | Scenario::Chat
             | Scenario::ChatStream
-            | Scenario::ChatAnthropic => {
+            | Scenario::ChatAnthropic
+            | Scenario::ChatFailover => {
                 if scenario == Scenario::ChatStream {
                     set_stream_delay(env, STREAM_DELAY_MS).await;
+                }
+                if scenario == Scenario::ChatFailover {
+                    sim_faults(env, Some(json!({"path": "/p/b/*", "fault": {"status": 503}, "count": 0, "every": 2}))).await;
                 }
                 for &c in &plan.concurrency {
                     for target in Target::ALL {
                         let spec = request_spec(env, scenario, target, None);
                         rows.push(measure(env, plan, scenario, target, c, &spec).await);
                     }
+                }
+                if scenario == Scenario::ChatFailover {
+                    sim_faults(env, None).await;
                 }
             }
             Scenario::Mirror => {
@@ -235,9 +249,14 @@ fn request_spec(env: &Env, scenario: Scenario, target: Target, job_id: Option<&s
             format!("/api/v2/audio_enhancements/{job_id}"),
             env.sim_auth(),
         ),
-        (Scenario::Chat | Scenario::ChatStream, target) => {
+        (Scenario::Chat | Scenario::ChatStream | Scenario::ChatFailover, target) => {
             let stream = scenario == Scenario::ChatStream;
             let (path, model, auth) = match target {
+                Target::Gateway if scenario == Scenario::ChatFailover => (
+                    "/api/v1/chat/completions",
+                    crate::procs::FAILOVER_ROUTE,
+                    env.gateway_auth(),
+                ),
                 Target::Gateway => (
                     "/api/v1/chat/completions",
                     "sim/sim-gpt",
@@ -277,6 +296,22 @@ async fn clear_sim_log(env: &Env) {
         body: Bytes::new(),
     };
     let _ = load::call(env.sim.0, &spec, Duration::from_secs(10)).await;
+}
+
+/// Adds a fault rule to the simulator (`None`: removes them all).
+async fn sim_faults(env: &Env, rule: Option<serde_json::Value>) {
+    let spec = match &rule {
+        Some(rule) => Spec::post_json("/__sim/faults", Vec::new(), rule),
+        None => Spec {
+            method: Method::DELETE,
+            path: "/__sim/faults".into(),
+            headers: Vec::new(),
+            body: Bytes::new(),
+        },
+    };
+    if let Err(e) = load::call_json(env.sim.0, &spec, Duration::from_secs(10)).await {
+        eprintln!("note: setting the simulator's faults failed: {e}");
+    }
 }
 
 /// Sets the simulator's delay between streamed events.

@@ -205,6 +205,9 @@ pub struct Config {
     pub providers_file: Option<PathBuf>,
     /// Idle time-out of model streams (`GATEWAY_STREAM_TIMEOUT_SECS`).
     pub stream_timeout: Duration,
+    /// Retries and cool-downs of model calls (`GATEWAY_RETRY_MAX`,
+    /// `GATEWAY_RETRY_BASE_MS`, `GATEWAY_COOLDOWN_FAILS`, `GATEWAY_COOLDOWN_SECS`).
+    pub routing: crate::routing::Settings,
     /// The sign-in (OpenID Connect) providers of the file
     /// `GATEWAY_OAUTH_PROVIDERS` (see [`crate::oidc::config`]); empty: none.
     pub oauth_providers: Vec<crate::oidc::ProviderConfig>,
@@ -273,6 +276,7 @@ impl std::fmt::Debug for Config {
             .field("db_sync_full", &self.db_sync_full)
             .field("providers_file", &self.providers_file)
             .field("stream_timeout", &self.stream_timeout)
+            .field("routing", &self.routing)
             .field("oauth_providers", &self.oauth_providers)
             .field("rate_limits", &self.rate_limits.to_string())
             .field("accounts", &self.accounts)
@@ -426,6 +430,7 @@ impl Config {
             stripe: Default::default(),
             providers_file: None,
             stream_timeout: Duration::from_secs(30),
+            routing: Default::default(),
             oauth_providers: Vec::new(),
         }
     }
@@ -535,6 +540,7 @@ impl Config {
             Ok(parse_positive(s)? as usize)
         });
         v.set(&mut self.stream_timeout, GATEWAY_STREAM_TIMEOUT_SECS, secs);
+        self.read_routing(v);
         v.set(&mut self.body_timeout, GATEWAY_BODY_TIMEOUT_SECS, secs);
         v.set(
             &mut self.max_streams_per_connection,
@@ -547,6 +553,22 @@ impl Config {
             GATEWAY_TRENDING_GLOBAL_COUNTS,
             parse_bool,
         );
+    }
+
+    /// Retries and cool-downs of model calls ([`crate::routing`]).
+    fn read_routing(&mut self, v: &mut Vars<impl Fn(&str) -> Option<String>>) {
+        use crate::routing as r;
+        let s = &mut self.routing;
+        v.set(&mut s.retry_max, r::GATEWAY_RETRY_MAX, |x| {
+            u32::try_from(parse_u64(x)?).map_err(|e| format!("{x:?}: {e}"))
+        });
+        v.set(&mut s.retry_base, r::GATEWAY_RETRY_BASE_MS, |x| {
+            Ok(Duration::from_millis(parse_u64(x)?))
+        });
+        v.set(&mut s.cooldown_fails, r::GATEWAY_COOLDOWN_FAILS, |x| {
+            u32::try_from(parse_positive(x)?).map_err(|e| format!("{x:?}: {e}"))
+        });
+        v.set(&mut s.cooldown, r::GATEWAY_COOLDOWN_SECS, secs);
     }
 
     /// The background tasks: sweeper, reconciliation, job follower.

@@ -217,6 +217,26 @@ pub struct Settle {
     pub streamed: bool,
     /// The API key the request came with ([`UsageRecord::api_key_id`]).
     pub api_key_id: Option<i64>,
+    /// What served it, after how many attempts ([`crate::routing`]).
+    pub served: Served,
+}
+
+/// What served a model request.
+#[derive(Debug, Clone)]
+pub struct Served {
+    /// Upstream attempts made, the answered one included.
+    pub attempts: u32,
+    /// The route the caller named, if any.
+    pub route: Option<String>,
+}
+
+impl Default for Served {
+    fn default() -> Served {
+        Served {
+            attempts: 1,
+            route: None,
+        }
+    }
 }
 
 impl Settle {
@@ -235,6 +255,7 @@ impl Settle {
             started: Some(ctx.started),
             streamed: false,
             api_key_id: ctx.user.as_ref().and_then(|u| u.key_id),
+            served: Served::default(),
         }
     }
 
@@ -314,6 +335,7 @@ impl Settle {
             started,
             streamed,
             api_key_id,
+            served,
         } = self;
         let mut charged = usage
             .raw_cost
@@ -368,6 +390,8 @@ impl Settle {
                 ended: ended.to_owned(),
                 streamed,
                 latency_ms: started.map(|s| s.elapsed().as_millis() as u64),
+                attempts: served.attempts,
+                route: served.route,
                 created_at: now,
             }),
         ];

@@ -131,6 +131,7 @@ pub mod reconcile;
 pub mod relay;
 pub mod retention;
 pub mod router;
+pub mod routing;
 pub mod secret_file;
 pub mod server;
 pub mod services;

@@ -12,8 +12,8 @@
 use std::sync::Arc;
 
 use crate::{
-    auth, cluster, config, objects, oidc, owner_cache, providers, ratelimit, spec, spool, store,
-    streams, stripe, upstream,
+    auth, cluster, config, objects, oidc, owner_cache, providers, ratelimit, routing, spec, spool,
+    store, streams, stripe, upstream,
 };
 
 /// Shared state of a running gateway (cheap to clone).
@@ -52,6 +52,8 @@ pub struct Inner {
     pub oidc: oidc::Oidc,
     /// Stripe's client (buying credits; unconfigured without `STRIPE_SECRET_KEY`).
     pub stripe: stripe::Stripe,
+    /// Routing of model calls: cool-downs and latencies of deployments.
+    pub routing: routing::Routing,
 }
 
 impl std::ops::Deref for Gateway {

@@ -113,6 +113,7 @@ impl Gateway {
             tracing::info!(swept, "swept spool files left by a stopped instance");
         }
         let stripe = crate::stripe::Stripe::new(config.stripe.clone(), config.upstream_timeout);
+        let config_routing = config.routing.clone();
         Ok(Gateway(Arc::new(Inner {
             stripe,
             config,
@@ -127,6 +128,7 @@ impl Gateway {
             stock_voices: Default::default(),
             providers,
             streams: Arc::new(streams::Streams::new(cluster.clone())),
+            routing: crate::routing::Routing::new(config_routing, cluster.clone()),
             cluster,
             oidc,
         })))

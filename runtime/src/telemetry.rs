@@ -20,6 +20,9 @@
 //! | `gateway_record_commit_duration_seconds` | histogram | — (one group commit) |
 //! | `gateway_mirror_copies_total` | counter | — (job results copied into the object store) |
 //! | `gateway_open_streams` | gauge | — (model streams being relayed) |
+//! | `gateway_route_attempts_total` | counter | `deployment` (`provider/model` of the providers file), `outcome` (`ok` or the failure's kind as above) |
+//! | `gateway_route_skipped_total` | counter | `deployment` (skipped while cooling down) |
+//! | `gateway_route_cooldowns_total` | counter | `deployment` (cool-downs started) |
 
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -192,4 +195,23 @@ mod tests {
         assert_eq!(status_label(42), "other");
         assert_eq!(status_label(1000), "other");
     }
+}
+
+/// An upstream attempt of a model call on `deployment` (a name of the
+/// providers file: a bounded set), with its `outcome`.
+pub fn route_attempt(deployment: &str, outcome: &'static str) {
+    metrics::counter!("gateway_route_attempts_total", "deployment" => intern(deployment), "outcome" => outcome)
+        .increment(1);
+}
+
+/// A deployment skipped because it is cooling down.
+pub fn route_skipped(deployment: &str) {
+    metrics::counter!("gateway_route_skipped_total", "deployment" => intern(deployment))
+        .increment(1);
+}
+
+/// A cool-down of `deployment` started.
+pub fn cooldown(deployment: &str) {
+    metrics::counter!("gateway_route_cooldowns_total", "deployment" => intern(deployment))
+        .increment(1);
 }

@@ -233,6 +233,7 @@ async fn finish(
         streamed: false,
         // A job's charge is made by its observer, after the request.
         api_key_id: None,
+        served: Default::default(),
     };
     let mut records = vec![Record::Asset(AssetRecord {
         owner_id: Some(job.user_id),

@@ -20,9 +20,16 @@
 //!   for that status (a non-streamed answer is unaffected; the use is spent);
 //!   without a `body`, an error answer has the default body of the path's
 //!   provider ([`default_body`]: Anthropic's, Google's or the voice
-//!   provider's shape);
+//!   provider's shape); on OpenAI's streamed chat and completions the
+//!   same rule breaks the connection after `after` events instead (no
+//!   error event, no `[DONE]`: a provider dropping midway);
+//! * a named provider's paths (`/p/{name}/v1/...`, served as `/v1/...`)
+//!   are matched whole, so `/p/a/*` fails provider `a` and not `b`;
 //! * `count`: how many matching requests the rule applies to (default 1;
-//!   0 means unlimited).
+//!   0 means unlimited);
+//! * `every`: the rule applies to one matching request in `every` (the
+//!   2nd, 4th, ... with 2: a deployment failing half its requests); the
+//!   others pass untouched and spend no use.
 //!
 //! Rules are tried in the order they were added; the first match is used and
 //! its count decremented.
@@ -103,6 +110,10 @@ struct Rule {
     fault: Fault,
     /// Remaining uses; `None` is unlimited.
     remaining: Option<u64>,
+    /// Applies to one matching request in this many.
+    every: u64,
+    /// Matching requests seen.
+    seen: u64,
     /// The rule as posted (for listing).
     spec: Value,
 }
@@ -155,6 +166,13 @@ impl Faults {
                 None => return Err("`count` must be a non-negative integer".into()),
             },
         };
+        let every = match spec.get("every") {
+            None | Some(Value::Null) => 1,
+            Some(v) => v
+                .as_u64()
+                .filter(|n| *n > 0)
+                .ok_or("`every` must be a positive integer")?,
+        };
         let mut rules = self.rules.lock().unwrap();
         rules.0 += 1;
         let id = rules.0;
@@ -164,6 +182,8 @@ impl Faults {
             method,
             fault,
             remaining,
+            every,
+            seen: 0,
             spec: spec.clone(),
         });
         self.active.store(true, Ordering::Release);
@@ -197,6 +217,10 @@ impl Faults {
         }
         let mut rules = self.rules.lock().unwrap();
         let idx = rules.1.iter().position(|r| r.matches(method, path))?;
+        rules.1[idx].seen += 1;
+        if rules.1[idx].seen % rules.1[idx].every != 0 {
+            return None;
+        }
         let fault = rules.1[idx].fault.clone();
         if let Some(n) = rules.1[idx].remaining.as_mut() {
             *n -= 1;
@@ -325,6 +349,17 @@ mod tests {
         assert!(f.take(&Method::POST, "/synthesize/x").is_none());
         f.clear();
         assert!(f.take(&Method::POST, "/synthesize").is_none());
+    }
+
+    #[test]
+    fn every_second_request() {
+        let f = Faults::default();
+        f.add(&json!({"path": "/p/b/*", "fault": {"status": 503}, "count": 0, "every": 2}))
+            .unwrap();
+        let hits: Vec<bool> = (0..4)
+            .map(|_| f.take(&Method::POST, "/p/b/v1/chat/completions").is_some())
+            .collect();
+        assert_eq!(hits, [false, true, false, true]);
     }
 
     #[test]

@@ -19,7 +19,6 @@
 //!   for strings, `1` for numbers and integers, `true` for booleans, `[]`
 //!   for arrays, nested objects filled the same way.
 
-use std::convert::Infallible;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -209,22 +208,33 @@ pub fn new_id(prefix: &str) -> String {
 /// A server-sent-events answer sending `frames` (each a whole event,
 /// separators included) [`Shared::stream_delay_ms`] apart.
 pub fn sse(sh: &Arc<Shared>, frames: Vec<String>) -> Resp {
+    sse_cut(sh, frames, None)
+}
+
+/// [`sse`], but with `break_after` the connection breaks (a body error,
+/// no last chunk) after that many frames, as a provider that fails midway.
+pub fn sse_cut(sh: &Arc<Shared>, frames: Vec<String>, break_after: Option<usize>) -> Resp {
     let delay = Duration::from_millis(sh.stream_delay_ms.load(Ordering::Relaxed));
-    let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(8);
+    let (tx, rx) = tokio::sync::mpsc::channel::<Option<Bytes>>(8);
     sh.spawn(async move {
         for (i, f) in frames.into_iter().enumerate() {
             if i > 0 && !delay.is_zero() {
                 tokio::time::sleep(delay).await;
             }
-            if tx.send(Bytes::from(f)).await.is_err() {
+            if break_after == Some(i) {
+                let _ = tx.send(None).await;
+                return;
+            }
+            if tx.send(Some(Bytes::from(f))).await.is_err() {
                 return;
             }
         }
     });
     let stream = futures_util::stream::unfold(rx, |mut rx| async move {
-        rx.recv()
-            .await
-            .map(|b| (Ok::<_, Infallible>(Frame::data(b)), rx))
+        match rx.recv().await? {
+            Some(b) => Some((Ok(Frame::data(b)), rx)),
+            None => Some((Err(std::io::Error::other("injected stream break")), rx)),
+        }
     });
     let stream: FrameStream = Box::pin(stream);
     let mut r = http::Response::new(Either::Right(StreamBody::new(stream)));

@@ -41,9 +41,24 @@ pub struct Req {
     pub body: Bytes,
     /// Parts, for `multipart/form-data` bodies that parse.
     pub parts: Option<Vec<Part>>,
+    /// An OpenAI stream is cut off (the connection broken, no `[DONE]`)
+    /// after this many events: a `stream_error` fault on an OpenAI path.
+    pub break_after: Option<usize>,
 }
 
 impl Req {
+    /// A request to one of the named providers (`/p/{name}/...`) with that
+    /// prefix removed from its path, so it is routed as the plain path is;
+    /// the log and the faults saw the whole path.
+    pub fn unprefixed(&mut self) {
+        let Some(rest) = self.path.strip_prefix("/p/") else {
+            return;
+        };
+        if let Some(i) = rest.find('/') {
+            self.path = rest[i..].to_owned();
+        }
+    }
+
     /// Buffers `parts` + `body`, parsing multipart bodies.
     pub async fn new(parts: http::request::Parts, body: Bytes) -> Req {
         let content_type = parts
@@ -65,6 +80,7 @@ impl Req {
             content_type,
             body,
             parts: multipart,
+            break_after: None,
         }
     }
 

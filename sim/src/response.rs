@@ -2,8 +2,6 @@
 //! and JSON bodies, and the upstream-style error shape
 //! (`{"success": false, "message", "error", "errors"}`).
 
-use std::convert::Infallible;
-
 use bytes::Bytes;
 use http::header::CONTENT_TYPE;
 use http::{HeaderValue, Response, StatusCode};
@@ -13,8 +11,9 @@ use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 /// A streamed response body's frames.
-pub type FrameStream =
-    std::pin::Pin<Box<dyn futures_util::Stream<Item = Result<Frame<Bytes>, Infallible>> + Send>>;
+pub type FrameStream = std::pin::Pin<
+    Box<dyn futures_util::Stream<Item = Result<Frame<Bytes>, std::io::Error>> + Send>,
+>;
 
 /// Response body: whole bytes, or a stream (server-sent events).
 pub type Body = Either<Full<Bytes>, StreamBody<FrameStream>>;

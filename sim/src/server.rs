@@ -7,6 +7,9 @@
 //! 2. buffer the body, parse multipart parts, append to the [request log](crate::log);
 //! 3. [fault rules](crate::faults) (a `reset` makes the service fail, so hyper
 //!    closes the connection without writing a response);
+//!    (matched on the whole path; then a named provider's `/p/{name}`
+//!    prefix is dropped, so `/p/a/v1/chat/completions` is served as
+//!    `/v1/chat/completions`: several providers, each failing apart);
 //! 4. Anthropic's `/v1/messages...` → [`crate::anthropic`] and Google's
 //!    `/v1beta/...` → [`crate::gemini`] (each checks its own key header),
 //!    and Stripe's paths → [`crate::stripe`] (its own secret key);
@@ -85,7 +88,7 @@ pub async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, Res
         !is_media && (req.uri().path().starts_with("/__sim/") || req.uri().path() == "/__sim");
     let (parts, body) = req.into_parts();
     let body = body.collect().await.map_err(|_| Reset)?.to_bytes();
-    let req = Req::new(parts, body).await;
+    let mut req = Req::new(parts, body).await;
     if control && req.path.starts_with("/__sim/stripe/") {
         return Ok(crate::stripe::control(&sh, &req).await);
     }
@@ -129,6 +132,9 @@ pub async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, Res
             }
         }
     }
+    // Several named providers on one port: `/p/{name}/v1/...` is served
+    // as `/v1/...` after its own faults (matched on the whole path).
+    req.unprefixed();
     if is_media {
         return Ok(crate::control::media(&sh, &req));
     }
@@ -151,6 +157,7 @@ pub async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, Res
         ));
     }
     if req.path.starts_with("/v1/") {
+        req.break_after = stream_error.map(|(_, after)| after);
         return Ok(crate::openai::route(&sh, &req));
     }
     Ok(crate::resources::route(&sh, &req))

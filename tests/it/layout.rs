@@ -543,6 +543,7 @@ const FLOORS: &[(&str, &[&str])] = &[
             "streams",
             "videos",
             "providers",
+            "routing",
             "cost",
             "usage_tail",
         ],

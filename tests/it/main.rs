@@ -45,6 +45,7 @@ mod ratelimit;
 mod reconcile;
 mod retention;
 mod routes;
+mod routing;
 mod scaleout;
 mod scaleout_storage;
 mod speech_transcription;

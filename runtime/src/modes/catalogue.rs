@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 use crate::body;
 use crate::ctx::{Ctx, Outcome};
 use crate::errors::ApiError;
-use crate::providers::model_json;
+use crate::providers::{model_json, route_json};
 use crate::spec::PathParams;
 
 /// Days of usage `trending` looks back by default.
@@ -20,13 +20,14 @@ fn ok(v: Value) -> Result<Outcome, ApiError> {
     Ok(Outcome::new(body::json(StatusCode::OK, &v), None))
 }
 
-/// `GET /models/` and `GET /models`: every provider's models.
+/// `GET /models/` and `GET /models`: every provider's models, then the
+/// routes of the providers file.
 pub async fn list(ctx: &mut Ctx) -> Result<Outcome, ApiError> {
-    let data: Vec<Value> = ctx
-        .gw
-        .providers
+    let providers = &ctx.gw.providers;
+    let data: Vec<Value> = providers
         .models()
         .map(|(p, m)| model_json(p, m))
+        .chain(providers.routes.iter().map(|r| route_json(providers, r)))
         .collect();
     ok(json!({"object": "list", "data": data}))
 }

@@ -13,7 +13,7 @@ use futures_util::StreamExt;
 use http::{header, HeaderValue, StatusCode};
 use serde_json::{json, Map, Value};
 
-use super::{prepare_model_call, read_body, Prepared};
+use super::{prepare_model_call, read_body};
 use crate::body::{self, Request};
 use crate::cost::Cost;
 use crate::ctx::{Ctx, Later, Outcome, Settlement};
@@ -21,6 +21,7 @@ use crate::errors::ApiError;
 use crate::providers::{ModelType, Op, Tokens};
 use crate::relay::Relay;
 use crate::spec::PathParams;
+use crate::upstream::Failed;
 
 /// Time allowed to a whole streamed answer (idleness is bounded apart).
 const STREAM_LIFETIME: Duration = Duration::from_secs(6 * 3600);
@@ -98,8 +99,9 @@ pub async fn complete_body(
     };
     let stream = body.get("stream") == Some(&Value::Bool(true));
     let tail = crate::usage_tail::UsageTail::wanted(&body);
-    // The hold: everything the upstream body asks for ([`crate::bounds`]).
-    let Prepared { call, settle } = prepare_model_call(ctx, body, want, op, |m, up| {
+    // The hold: everything the upstream body asks for ([`crate::bounds`]),
+    // on the most expensive candidate deployment.
+    let prepared = prepare_model_call(ctx, body, want, op, |m, up| {
         if chat {
             crate::bounds::chat(up, m.context_window)
         } else {
@@ -108,7 +110,7 @@ pub async fn complete_body(
     })
     .await?;
     if !stream {
-        let answer = call.send().await?;
+        let (answer, settle) = prepared.send(ctx).await?;
         let status = answer.status();
         let v = answer.json("a completion").await?;
         let mut v = settle.provider.adapter.answer(op, &settle.model.id, v)?;
@@ -119,40 +121,53 @@ pub async fn complete_body(
                 true,
             ),
         };
+        let served = served_headers(&settle);
         let records = settle.token_records(tokens, counted, "complete");
         if let Some(c) = Cost::of(&records) {
             c.annotate(&mut v);
         }
-        let mut out = Outcome::new(body::json(StatusCode::OK, &v), Some(status))
-            .settled(Settlement::ByModeRecords);
+        let mut resp = body::json(StatusCode::OK, &v);
+        resp.headers_mut().extend(served);
+        let mut out = Outcome::new(resp, Some(status)).settled(Settlement::ByModeRecords);
         out.records = records;
         return Ok(out);
     }
     let idle = ctx.gw.config.stream_timeout;
-    let timed_out = || {
-        ApiError::GatewayTimeout(format!(
-            "the model provider sent nothing for {} s",
-            idle.as_secs()
-        ))
-    };
-    let answer = tokio::time::timeout(idle, call.timeout(STREAM_LIFETIME).send())
-        .await
-        .map_err(|_| timed_out())??;
-    let status = answer.status();
-    let mut upstream = answer.byte_stream();
-    let first = match tokio::time::timeout(idle, upstream.next())
-        .await
-        .map_err(|_| timed_out())?
-    {
-        Some(Ok(b)) => Some(b),
-        Some(Err(e)) => {
-            tracing::warn!(error = %e, "model stream failed before its first byte");
-            return Err(ApiError::Network(
-                "network error contacting the model provider: connection closed while reading the answer".into(),
-            ));
-        }
-        None => None,
-    };
+    // One attempt: the answer's headers and its first chunk, each within
+    // the idle time-out; a failure before the first byte may go elsewhere.
+    let ((status, upstream, first), settle) = prepared
+        .run(ctx, |call| async move {
+            let timed_out = || {
+                Failed::network(
+                    "timeout",
+                    ApiError::GatewayTimeout(format!(
+                        "the model provider sent nothing for {} s",
+                        idle.as_secs()
+                    )),
+                )
+            };
+            let answer = tokio::time::timeout(idle, call.timeout(STREAM_LIFETIME).try_send())
+                .await
+                .map_err(|_| timed_out())??;
+            let status = answer.status();
+            let mut upstream = answer.byte_stream();
+            let first = match tokio::time::timeout(idle, upstream.next())
+                .await
+                .map_err(|_| timed_out())?
+            {
+                Some(Ok(b)) => Some(b),
+                Some(Err(e)) => {
+                    tracing::warn!(error = %e, "model stream failed before its first byte");
+                    return Err(Failed::network("network", ApiError::Network(
+                        "network error contacting the model provider: connection closed while reading the answer".into(),
+                    )));
+                }
+                None => None,
+            };
+            Ok((status, upstream, first))
+        })
+        .await?;
+    let served = served_headers(&settle);
     let registration = ctx.gw.streams.register(ctx.user_id()).await;
     let stream_id = registration.id.clone();
     let mut settle = settle;
@@ -185,7 +200,23 @@ pub async fn complete_body(
     if let Ok(v) = HeaderValue::from_str(&stream_id) {
         h.insert("x-stream-id", v);
     }
+    h.extend(served);
     Ok(Outcome::new(resp, Some(status)).settled(Settlement::Later(Later::Stream)))
+}
+
+/// `X-Gateway-Model` (the deployment that served, `provider/model`) and
+/// `X-Gateway-Attempts` (upstream attempts, the served one included).
+fn served_headers(settle: &crate::credits::Settle) -> http::HeaderMap {
+    let mut h = http::HeaderMap::with_capacity(2);
+    let name = format!("{}/{}", settle.provider.id, settle.model.id);
+    if let Ok(v) = HeaderValue::from_str(&name) {
+        h.insert("x-gateway-model", v);
+    }
+    h.insert(
+        "x-gateway-attempts",
+        HeaderValue::from(settle.served.attempts),
+    );
+    h
 }
 
 /// `stop_stream`: ends the caller's open stream.

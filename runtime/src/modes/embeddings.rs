@@ -7,7 +7,7 @@ use http::StatusCode;
 use rust_decimal::prelude::ToPrimitive;
 use serde_json::{json, Value};
 
-use super::{prepare_model_call, Prepared};
+use super::prepare_model_call;
 use crate::body::{self, Request};
 use crate::ctx::{Ctx, Outcome, Settlement};
 use crate::errors::ApiError;
@@ -50,12 +50,11 @@ pub async fn embed(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
         (None, None) => return Err(ApiError::BadRequest("text: required".into())),
     };
     let (bytes, _items) = texts_size(value, field)?;
-    let Prepared { call, settle } =
-        prepare_model_call(ctx, body, ModelType::Embedding, Op::Embedding, |_, up| {
-            crate::bounds::embedding(up)
-        })
-        .await?;
-    let answer = call.send().await?;
+    let prepared = prepare_model_call(ctx, body, ModelType::Embedding, Op::Embedding, |_, up| {
+        crate::bounds::embedding(up)
+    })
+    .await?;
+    let (answer, settle) = prepared.send(ctx).await?;
     let status = answer.status();
     let v = answer.json("embeddings").await?;
     let v = settle

@@ -7,7 +7,7 @@ use futures_util::TryStreamExt;
 use http::StatusCode;
 use serde_json::Value;
 
-use super::{prepare_model_call, Prepared};
+use super::prepare_model_call;
 use crate::body::{self, Request};
 use crate::ctx::{Ctx, Outcome, Settlement};
 use crate::errors::ApiError;
@@ -55,13 +55,12 @@ pub async fn generate(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> 
     if let Some(size) = body.get("size").and_then(Value::as_str) {
         check_size(size)?;
     }
-    let Prepared { call, settle } =
-        prepare_model_call(ctx, body, ModelType::Image, Op::Image, |_, up| {
-            crate::bounds::image(up)
-        })
-        .await?;
+    let prepared = prepare_model_call(ctx, body, ModelType::Image, Op::Image, |_, up| {
+        crate::bounds::image(up)
+    })
+    .await?;
+    let (answer, settle) = prepared.send(ctx).await?;
     let base_url = settle.provider.base_url.clone();
-    let answer = call.send().await?;
     let status = answer.status();
     let mut v = answer.json("images").await?;
     let user_id = ctx.require_user("image generation")?;

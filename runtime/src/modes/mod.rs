@@ -79,7 +79,8 @@ use crate::bounds::Bound;
 use crate::credits::{self, Settle};
 use crate::ctx::{Ctx, Outcome};
 use crate::errors::ApiError;
-use crate::providers::{Model, ModelType, Op, Provider};
+use crate::providers::{Model, ModelType, Op, Provider, Route};
+use crate::routing::{Candidate, Plan};
 use crate::spec::{Method, Mode, PathParams};
 use crate::upstream::llm::ProviderKey;
 use crate::upstream::Call;
@@ -208,56 +209,176 @@ pub(crate) fn call(
     ctx.gw.upstream.call(up, &path, &query)
 }
 
-/// A model request ready to send: the call to the provider (with our key
-/// or the caller's BYOK key) and what settles it (with what the request
-/// can make the provider do, [`crate::bounds`]).
+/// A model request ready to send: its candidate deployments (with our
+/// key or the caller's BYOK key; one unless a route or `models: [...]`
+/// named several) and what settles it (with what the request can make the
+/// provider do, [`crate::bounds`]). [`Prepared::run`] sends it.
 pub(crate) struct Prepared {
-    pub call: Call,
+    pub plan: Plan,
     pub settle: Settle,
 }
 
-/// Resolves the body's `model` (of type `want`), builds the upstream body
-/// of `op` (`additional_params` merged in, never over a field the gateway
-/// prices: 400; in the provider's shape, [`crate::providers::Adapter::native`]), computes the request's bound from that body (`bound`;
-/// 400 naming a field that would raise the work past it), chooses the key
-/// (the caller's `byok_api_key` for this call only, else the provider's)
-/// and holds the bound's cost (nothing with BYOK: 402 when it does not fit).
+impl Prepared {
+    /// Sends the request through [`crate::routing`]'s loop: `attempt`
+    /// sends one deployment's call and reads up to the answer's first byte
+    /// (what may be retried elsewhere). The settle is the serving
+    /// deployment's.
+    pub async fn run<T, F, Fut>(self, ctx: &Ctx, attempt: F) -> Result<(T, Settle), ApiError>
+    where
+        F: FnMut(Call) -> Fut,
+        Fut: std::future::Future<Output = Result<T, crate::upstream::Failed>>,
+    {
+        let deadline = ctx.started + ctx.gw.config.upstream_timeout;
+        let gw = &ctx.gw;
+        let Prepared { plan, mut settle } = self;
+        let route = plan.route.clone();
+        let (v, served, attempts) = gw
+            .routing
+            .run(&gw.upstream, plan, deadline, attempt)
+            .await?;
+        settle.provider = served.provider;
+        settle.model = served.model;
+        settle.bound = served.bound;
+        settle.served = credits::Served { attempts, route };
+        Ok((v, settle))
+    }
+
+    /// [`Prepared::run`] of a call whose answer is read after it (JSON).
+    pub async fn send(self, ctx: &Ctx) -> Result<(crate::upstream::Answer, Settle), ApiError> {
+        self.run(ctx, |call| call.try_send()).await
+    }
+}
+
+/// The deployments a body names, in the order to try them: its route's
+/// (by the route's strategy, then its fallbacks), its `models: [...]`
+/// (OpenRouter's field: each a model or a route's first target), or its
+/// one `model`. The route's name, and the names to check against the API
+/// key's model list (the caller's: a route's name, or each model).
+fn deployments<'a>(
+    ctx: &'a Ctx,
+    body: &Map<String, Value>,
+    want: ModelType,
+) -> Result<(Option<&'a Route>, Vec<(&'a Provider, &'a Model)>), ApiError> {
+    let providers = &ctx.gw.providers;
+    let name = body.get("model").and_then(Value::as_str);
+    if let Some(r) = name.and_then(|n| providers.route(n)) {
+        if r.kind != want {
+            return Err(ApiError::BadRequest(format!(
+                "model {} is a route of {} models, not {}",
+                r.name,
+                r.kind.as_str(),
+                want.as_str()
+            )));
+        }
+        let order = ctx.gw.routing.order(providers, r);
+        return Ok((
+            Some(r),
+            order.into_iter().map(|d| providers.deployment(d)).collect(),
+        ));
+    }
+    let mut list = vec![providers.resolve(name, want)?];
+    if let Some(models) = body.get("models") {
+        let names = models
+            .as_array()
+            .filter(|a| a.len() <= MAX_MODELS && a.iter().all(Value::is_string))
+            .ok_or_else(|| {
+                ApiError::BadRequest(format!(
+                    "models: must be a list of at most {MAX_MODELS} model names"
+                ))
+            })?;
+        if name.is_none() {
+            list.clear();
+        }
+        for n in names {
+            let found = providers.resolve(n.as_str(), want)?;
+            if !list
+                .iter()
+                .any(|(p, m)| p.id == found.0.id && m.id == found.1.id)
+            {
+                list.push(found);
+            }
+        }
+        if list.is_empty() {
+            list.push(providers.resolve(None, want)?);
+        }
+    }
+    Ok((None, list))
+}
+
+/// Most models a request's `models: [...]` may name.
+const MAX_MODELS: usize = 8;
+
+/// Resolves the body's `model` (of type `want`; a route or `models: [...]`
+/// give several candidates), builds each candidate's upstream body of `op`
+/// (`additional_params` merged in, never over a field the gateway prices:
+/// 400; in the provider's shape, [`crate::providers::Adapter::native`]), computes its bound from that body (`bound`; 400 naming a field
+/// that would raise the work past it), chooses the key (the caller's
+/// `byok_api_key` for this call only, else the provider's) and holds the
+/// most expensive candidate's cost (nothing with BYOK: 402 when it does
+/// not fit).
 pub(crate) async fn prepare_model_call(
     ctx: &Ctx,
     body: Map<String, Value>,
     want: ModelType,
     op: Op,
-    bound: impl FnOnce(&Model, &Map<String, Value>) -> Result<Bound, ApiError>,
+    bound: impl Fn(&Model, &Map<String, Value>) -> Result<Bound, ApiError>,
 ) -> Result<Prepared, ApiError> {
     crate::bounds::check_additional_params(&body)?;
-    // Resolved once, before the body moves into the upstream body.
-    let name = body.get("model").and_then(Value::as_str);
-    let (p, m) = ctx.gw.providers.resolve(name, want)?;
+    let (route, list) = deployments(ctx, &body, want)?;
     let byok = body
         .get("byok_api_key")
         .and_then(Value::as_str)
         .map(str::to_owned);
-    // The provider's own call (a native adapter's path and body).
-    let native = p
-        .adapter
-        .native(op, m, p.adapter.request(op, &m.id, body))?;
-    let bound = bound(m, &native.body)?;
-    let cost = credits::bound_cost(p, m, &bound)?;
-    let (mut settle, key) = hold_for(ctx, p, m, byok.as_deref(), cost).await?;
-    settle.bound = Some(bound);
-    let p = &settle.provider;
-    let call = ctx
-        .gw
-        .upstream
-        .llm_call_as(
-            Method::Post,
-            &p.base_url,
-            &native.path,
-            &key,
-            p.adapter.key_form(),
-        )
-        .json(&native.body);
-    Ok(Prepared { call, settle })
+    let mut candidates = Vec::with_capacity(list.len());
+    let mut max_cost = rust_decimal::Decimal::ZERO;
+    let last = list.len() - 1;
+    let mut body = Some(body);
+    for (i, (p, m)) in list.iter().enumerate() {
+        let b = if i == last {
+            body.take().unwrap_or_default()
+        } else {
+            body.clone().unwrap_or_default()
+        };
+        // The provider's own call (a native adapter's path and body).
+        let native = p.adapter.native(op, m, p.adapter.request(op, &m.id, b))?;
+        let bound = bound(m, &native.body)?;
+        max_cost = max_cost.max(credits::bound_cost(p, m, &bound)?);
+        candidates.push((*p, *m, bound, native));
+    }
+    let (p0, m0) = list[0];
+    let allowed_as = route.map(|r| r.name.as_str());
+    let (settle, key) = hold_for(ctx, p0, m0, allowed_as, byok.as_deref(), max_cost).await?;
+    let mut plan = Plan {
+        route: route.map(|r| r.name.clone()),
+        candidates: Vec::with_capacity(candidates.len()),
+    };
+    for (i, (p, m, bound, native)) in candidates.into_iter().enumerate() {
+        let key = match (i, settle.byok) {
+            (0, _) => key.clone(),
+            (_, true) => key.clone(),
+            _ => match &p.key {
+                Some(k) => k.clone(),
+                // A route's deployment without its key is skipped.
+                None => {
+                    let _ = crate::providers::config_missing(p);
+                    continue;
+                }
+            },
+        };
+        if route.is_none() && i > 0 {
+            allowed(ctx, p, m, None)?;
+        }
+        plan.candidates.push(Candidate {
+            name: format!("{}/{}", p.id, m.id),
+            provider: p.clone(),
+            model: m.clone(),
+            key,
+            body: native.body,
+            bound: Some(bound),
+            path: native.path,
+        });
+    }
+    Ok(Prepared { plan, settle })
 }
 
 /// Resolves the model `name` (of type `want`), checks the API key's model
@@ -274,28 +395,43 @@ pub(crate) async fn pick_model(
 ) -> Result<(Settle, ProviderKey), ApiError> {
     let gw = ctx.gw.clone();
     let (p, m) = gw.providers.resolve(name, want)?;
-    hold_for(ctx, p, m, byok, max_cost(p, m)?).await
+    hold_for(ctx, p, m, None, byok, max_cost(p, m)?).await
 }
 
-/// For the resolved model `m` of provider `p`: checks the API key's model
-/// allow-list (403), chooses the key (`byok`, else the provider's) and
-/// holds `max_cost` (nothing with BYOK; 402 when it does not fit).
-async fn hold_for(
-    ctx: &Ctx,
-    p: &Provider,
-    m: &Model,
-    byok: Option<&str>,
-    max_cost: rust_decimal::Decimal,
-) -> Result<(Settle, ProviderKey), ApiError> {
+/// The API key's model allow-list (403): the route's name the caller sent
+/// (`route`), else the model `p/m` (or `p/*`).
+fn allowed(ctx: &Ctx, p: &Provider, m: &Model, route: Option<&str>) -> Result<(), ApiError> {
     if let Some(allowed) = ctx.user.as_ref().and_then(|u| u.models.as_ref()) {
         let wildcard = format!("{}/*", p.id);
-        let name = format!("{}/{}", p.id, m.id);
-        if !allowed.iter().any(|a| *a == name || *a == wildcard) {
+        let name = match route {
+            Some(r) => r.to_owned(),
+            None => format!("{}/{}", p.id, m.id),
+        };
+        if !allowed
+            .iter()
+            .any(|a| *a == name || (route.is_none() && *a == wildcard))
+        {
             return Err(ApiError::Forbidden(format!(
                 "this API key has no access to model {name}"
             )));
         }
     }
+    Ok(())
+}
+
+/// For the resolved model `m` of provider `p` (named by the route
+/// `route`, if any): checks the API key's model allow-list (403), chooses
+/// the key (`byok`, else the provider's) and holds `max_cost` (nothing
+/// with BYOK; 402 when it does not fit).
+async fn hold_for(
+    ctx: &Ctx,
+    p: &Provider,
+    m: &Model,
+    route: Option<&str>,
+    byok: Option<&str>,
+    max_cost: rust_decimal::Decimal,
+) -> Result<(Settle, ProviderKey), ApiError> {
+    allowed(ctx, p, m, route)?;
     let byok = byok.map(str::trim).filter(|k| !k.is_empty());
     // A key no header can carry (control characters) is the caller's
     // mistake: 400, never a failed upstream call (found by schemathesis).

@@ -21,6 +21,8 @@ pub struct ProvidersError(pub String);
 struct FileDoc {
     #[serde(default)]
     provider: Vec<ProviderDoc>,
+    #[serde(default)]
+    route: Vec<super::routes::RouteDoc>,
 }
 
 #[derive(Deserialize)]
@@ -182,7 +184,8 @@ pub fn parse(text: &str, file: &str, default_markup: Decimal) -> Result<Provider
             adapter,
         });
     }
-    Ok(Providers { providers })
+    let routes = super::routes::build(doc.route, &providers, file, text).map_err(ProvidersError)?;
+    Ok(Providers { providers, routes })
 }
 
 #[cfg(test)]

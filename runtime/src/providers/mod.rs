@@ -17,7 +17,8 @@
 //! output_per_mtok = "8.00"
 //! ```
 //!
-//! A request names a model `provider/model` (or an alias of one); each
+//! A request names a model `provider/model` (or an alias of one, or a
+//! route: [`routes`], several deployments under one name); each
 //! provider speaks through an [`Adapter`] chosen by its `kind`:
 //! [`openai::OpenAi`] (`openai`: the body passes through),
 //! [`anthropic::Anthropic`] (`anthropic`: Anthropic's Messages API) and
@@ -40,6 +41,7 @@ pub mod convert;
 pub mod file;
 pub mod gemini;
 pub mod openai;
+pub mod routes;
 pub mod stream;
 pub mod usage;
 
@@ -52,6 +54,7 @@ use serde_json::{json, Map, Value};
 use crate::errors::ApiError;
 use crate::upstream::llm::{KeyForm, ProviderKey};
 pub use file::ProvidersError;
+pub use routes::{Deployment, Route, Strategy, Target};
 pub use stream::StreamTranslator;
 pub use usage::Tokens;
 
@@ -221,6 +224,8 @@ pub struct Provider {
 #[derive(Debug, Clone, Default)]
 pub struct Providers {
     pub providers: Vec<Provider>,
+    /// The file's `[[route]]`s ([`routes`]).
+    pub routes: Vec<Route>,
 }
 
 impl Providers {
@@ -245,6 +250,17 @@ impl Providers {
         Some((p, p.models.iter().find(|m| m.id == model)?))
     }
 
+    /// The route named `name`.
+    pub fn route(&self, name: &str) -> Option<&Route> {
+        self.routes.iter().find(|r| r.name == name.trim())
+    }
+
+    /// The provider and model of a deployment.
+    pub fn deployment(&self, d: Deployment) -> (&Provider, &Model) {
+        let p = &self.providers[d.provider];
+        (p, &p.models[d.model])
+    }
+
     /// The model a request names (`provider/model` or an alias; absent:
     /// the first model of type `want`). Unknown → 404; another type → 400.
     pub fn resolve(
@@ -267,6 +283,10 @@ impl Providers {
                 None => self
                     .models()
                     .find(|(_, m)| m.aliases.iter().any(|a| a == name))
+                    .or_else(|| {
+                        let r = self.route(name)?;
+                        Some(self.deployment(r.targets[0].deployment))
+                    })
                     .ok_or_else(|| {
                         ApiError::NotFound(format!(
                             "model {name:?} not found (models are named provider/model)"
@@ -326,5 +346,31 @@ pub fn model_json(p: &Provider, m: &Model) -> Value {
         "context_window": m.context_window,
         "aliases": m.aliases,
         "pricing": pricing,
+    })
+}
+
+/// The catalogue's view of a route: a model object named as callers send
+/// it, its type, strategy, targets (with weights) and fallbacks.
+pub fn route_json(providers: &Providers, r: &Route) -> Value {
+    let name = |d: Deployment| {
+        let (p, m) = providers.deployment(d);
+        format!("{}/{}", p.id, m.id)
+    };
+    let strategy = match r.strategy {
+        Strategy::Weighted => "weighted",
+        Strategy::LeastLatency => "least-latency",
+        Strategy::Priority => "priority",
+    };
+    json!({
+        "id": r.name,
+        "object": "model",
+        "created": 0,
+        "owned_by": "gateway",
+        "type": r.kind.as_str(),
+        "route": {
+            "strategy": strategy,
+            "targets": r.targets.iter().map(|t| json!({"model": name(t.deployment), "weight": t.weight})).collect::<Vec<_>>(),
+            "fallbacks": r.fallbacks.iter().map(|d| name(*d)).collect::<Vec<_>>(),
+        },
     })
 }

@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 use super::{Adapter, Op};
 
 /// Fields the gateway consumes and never sends upstream.
-const GATEWAY_FIELDS: [&str; 2] = ["byok_api_key", "additional_params"];
+const GATEWAY_FIELDS: [&str; 3] = ["byok_api_key", "additional_params", "models"];
 
 #[derive(Debug)]
 pub struct OpenAi;

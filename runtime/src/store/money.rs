@@ -234,6 +234,10 @@ pub struct ModelUsageRow {
     pub counted: bool,
     pub byok: bool,
     pub ended: String,
+    /// Upstream attempts.
+    pub attempts: i64,
+    /// The route the caller named.
+    pub route: Option<String>,
 }
 
 impl Store {
@@ -286,7 +290,7 @@ impl Store {
         self.with(|db| {
             db.rows(
                 "SELECT request_id, user_id, route_id, model, input_tokens, output_tokens, counted, byok, ended,
-                        cache_read_tokens, cache_write_tokens
+                        cache_read_tokens, cache_write_tokens, attempts, route
                  FROM model_usage ORDER BY id",
                 &[],
                 |r| {
@@ -302,6 +306,8 @@ impl Store {
                         ended: r.get(8)?,
                         cache_read_tokens: r.get(9)?,
                         cache_write_tokens: r.get(10)?,
+                        attempts: r.get(11)?,
+                        route: r.get(12)?,
                     })
                 },
             )

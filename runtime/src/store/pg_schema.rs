@@ -311,6 +311,11 @@ pub(super) const MIGRATIONS: &[&str] = &[
     ALTER TABLE model_usage ADD COLUMN cache_read_tokens BIGINT NOT NULL DEFAULT 0;
     ALTER TABLE model_usage ADD COLUMN cache_write_tokens BIGINT NOT NULL DEFAULT 0;
 "#,
+    // 12 (routing): as SQLite's 19.
+    r#"
+    ALTER TABLE model_usage ADD COLUMN attempts BIGINT NOT NULL DEFAULT 1;
+    ALTER TABLE model_usage ADD COLUMN route TEXT;
+"#,
 ];
 
 /// Key of the advisory lock that serialises migrations of one database.

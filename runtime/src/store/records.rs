@@ -197,6 +197,11 @@ pub struct ModelUsageRecord {
     /// From the request's arrival to its settlement (a stream's end);
     /// `None` for a job's.
     pub latency_ms: Option<u64>,
+    /// Upstream attempts (1 without a retry; [`crate::routing`]).
+    pub attempts: u32,
+    /// The route the caller named, when `model` (the deployment that
+    /// served) was one of its targets.
+    pub route: Option<String>,
     pub created_at: String,
 }
 

@@ -351,6 +351,13 @@ pub(super) const MIGRATIONS: &[&str] = &[
     ALTER TABLE model_usage ADD COLUMN cache_read_tokens INTEGER NOT NULL DEFAULT 0;
     ALTER TABLE model_usage ADD COLUMN cache_write_tokens INTEGER NOT NULL DEFAULT 0;
     "#,
+    // 19 (routing, crate::routing): a model request's upstream attempts
+    //     and the route it was named by (`model` is the deployment that
+    //     served it).
+    r#"
+    ALTER TABLE model_usage ADD COLUMN attempts INTEGER NOT NULL DEFAULT 1;
+    ALTER TABLE model_usage ADD COLUMN route TEXT;
+    "#,
 ];
 
 /// How long a connection waits for another's lock before "database is locked".

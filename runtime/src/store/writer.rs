@@ -515,9 +515,9 @@ fn write_record(
         }
         Record::ModelUsage(m) => {
             tx.exec(
-                "INSERT INTO model_usage (request_id, user_id, route_id, model, input_tokens, output_tokens, counted, byok, ended, created_at, streamed, latency_ms, cache_read_tokens, cache_write_tokens)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
-                p![m.request_id, m.user_id, m.route_id, m.model, m.input_tokens, m.output_tokens, m.counted, m.byok, m.ended, m.created_at, m.streamed, m.latency_ms, m.cache_read_tokens, m.cache_write_tokens],
+                "INSERT INTO model_usage (request_id, user_id, route_id, model, input_tokens, output_tokens, counted, byok, ended, created_at, streamed, latency_ms, cache_read_tokens, cache_write_tokens, attempts, route)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+                p![m.request_id, m.user_id, m.route_id, m.model, m.input_tokens, m.output_tokens, m.counted, m.byok, m.ended, m.created_at, m.streamed, m.latency_ms, m.cache_read_tokens, m.cache_write_tokens, m.attempts, m.route],
             )?;
         }
         Record::Hold {

@@ -271,6 +271,12 @@ impl Call {
     /// Sends the call; a non-success status or a network failure becomes the
     /// [`ApiError`] of spec §7.
     pub async fn send(self) -> Result<Answer, ApiError> {
+        self.try_send().await.map_err(|f| f.error)
+    }
+
+    /// [`Call::send`], saying of a failure whether another attempt may
+    /// succeed ([`Failed`]: what [`crate::routing`] retries on).
+    pub async fn try_send(self) -> Result<Answer, Failed> {
         let Call {
             clients,
             method,
@@ -288,25 +294,62 @@ impl Call {
             _ = deadline.as_mut() => Err(Failure::Timeout),
         };
         crate::telemetry::upstream_latency(started.elapsed());
-        let resp = sent
-            .map_err(|e| {
-                crate::telemetry::upstream_error(if e.is_timeout() {
-                    "timeout"
-                } else {
-                    "network"
-                });
-                mapping.network_error(&e)
-            })?
-            .map(|source| source.into_body(deadline));
+        let resp = match sent {
+            Ok(resp) => resp.map(|source| source.into_body(deadline)),
+            Err(e) => {
+                let kind = if e.is_timeout() { "timeout" } else { "network" };
+                crate::telemetry::upstream_error(kind);
+                return Err(Failed::network(kind, mapping.network_error(&e)));
+            }
+        };
         if resp.status().is_success() {
             return Ok(Answer { resp, mapping });
         }
-        crate::telemetry::upstream_error(match resp.status().as_u16() {
+        let status = resp.status().as_u16();
+        let kind = match status {
             429 => "rate_limited",
             400..=499 => "status_4xx",
             _ => "status_5xx",
-        });
-        Err(mapping.error_from_response(resp).await)
+        };
+        crate::telemetry::upstream_error(kind);
+        let retry_after = resp
+            .headers()
+            .get(header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map(Duration::from_secs);
+        Err(Failed {
+            error: mapping.error_from_response(resp).await,
+            kind,
+            retryable: matches!(status, 429 | 500 | 502 | 503 | 504 | 529),
+            retry_after,
+        })
+    }
+}
+
+/// A failed upstream attempt: the caller's error if nothing else is
+/// tried, and whether trying again (elsewhere) may help: a connect error,
+/// a time-out, 429, 500, 502, 503, 504 or 529 may; any other status is
+/// about the request and would fail again.
+#[derive(Debug)]
+pub struct Failed {
+    pub error: ApiError,
+    /// `network`, `timeout`, `rate_limited`, `status_4xx`, `status_5xx`.
+    pub kind: &'static str,
+    pub retryable: bool,
+    /// The upstream's `Retry-After`, when it sent one.
+    pub retry_after: Option<Duration>,
+}
+
+impl Failed {
+    /// A transport failure (`kind`: `network` or `timeout`): retryable.
+    pub fn network(kind: &'static str, error: ApiError) -> Failed {
+        Failed {
+            error,
+            kind,
+            retryable: true,
+            retry_after: None,
+        }
     }
 }
 

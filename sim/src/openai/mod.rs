@@ -398,7 +398,9 @@ fn chat(sh: &Arc<Shared>, req: &Req, chat: bool) -> R {
     {
         events.push(json!({"id": id, "object": chunk_object, "created": created, "model": model, "choices": [], "usage": usage}));
     }
-    Ok(sse(sh, events))
+    let mut frames: Vec<String> = events.iter().map(|e| format!("data: {e}\n\n")).collect();
+    frames.push("data: [DONE]\n\n".to_owned());
+    Ok(crate::llm::sse_cut(sh, frames, req.break_after))
 }
 
 /// Server-sent events, one `data:` line per event, then `data: [DONE]`.

@@ -168,6 +168,10 @@ pub fn config_for(sim: &sim::Sim, dir: &TempDir) -> Config {
     // The job follower is off unless a test turns it on (`follow_fast`), so
     // that tests counting upstream calls, charges and copies see only their own.
     c.job_follow_interval = None;
+    // A model call is not retried unless a test turns retries on
+    // (`routing.rs`), so that tests of one upstream failure's answer see
+    // that failure; every candidate of a route is still tried once.
+    c.routing.retry_max = 0;
     c
 }
 

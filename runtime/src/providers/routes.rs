@@ -1,0 +1,265 @@
+//! Routes of the providers file: one model name callers send, served by
+//! several deployments (models of the file) with a strategy and fallbacks.
+//!
+//! ```toml
+//! [[route]]
+//! model = "smart"                 # what callers send (listed by /models)
+//! strategy = "weighted"           # weighted | least-latency | priority
+//! targets = [ { model = "openai/gpt-4o", weight = 3 }, { model = "azure/gpt-4o", weight = 1 } ]
+//! fallbacks = ["anthropic/claude-sonnet-4"]   # tried in order when every target failed
+//! ```
+//!
+//! Checked once at start-up ([`build`]): every target and fallback is a
+//! model of the file (`provider/model` or an alias), all of one type; the
+//! route's name is no model's name or alias and no other route's. A mistake
+//! names the file, the route's line and the key.
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use super::{ModelType, Provider};
+
+/// How a route orders its targets for one request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Strategy {
+    /// A random order drawn by weight (the first by weight, then the rest).
+    Weighted,
+    /// The lowest moving average of time to first byte first, with a
+    /// little exploration ([`crate::routing`]).
+    LeastLatency,
+    /// The file's order.
+    Priority,
+}
+
+impl Strategy {
+    pub fn parse(s: &str) -> Option<Strategy> {
+        match s {
+            "weighted" => Some(Strategy::Weighted),
+            "least-latency" => Some(Strategy::LeastLatency),
+            "priority" => Some(Strategy::Priority),
+            _ => None,
+        }
+    }
+}
+
+/// One deployment: a model of the file, by index (provider, model).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Deployment {
+    pub provider: usize,
+    pub model: usize,
+}
+
+/// A target of a route with its weight (1 unless said).
+#[derive(Debug, Clone, Copy)]
+pub struct Target {
+    pub deployment: Deployment,
+    pub weight: u32,
+}
+
+/// One `[[route]]`.
+#[derive(Debug, Clone)]
+pub struct Route {
+    /// What callers send.
+    pub name: String,
+    pub strategy: Strategy,
+    pub targets: Vec<Target>,
+    /// Tried in order after every target failed.
+    pub fallbacks: Vec<Deployment>,
+    /// The type of every target and fallback.
+    pub kind: ModelType,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RouteDoc {
+    model: Spanned<String>,
+    strategy: Option<String>,
+    targets: Vec<TargetDoc>,
+    #[serde(default)]
+    fallbacks: Vec<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TargetDoc {
+    model: String,
+    weight: Option<u32>,
+}
+
+/// The deployment a route names (`provider/model` or an alias).
+fn find(providers: &[Provider], name: &str) -> Option<Deployment> {
+    providers.iter().enumerate().find_map(|(pi, p)| {
+        p.models.iter().enumerate().find_map(|(mi, m)| {
+            let full = name
+                .split_once('/')
+                .is_some_and(|(a, b)| a == p.id && b == m.id);
+            (full || m.aliases.iter().any(|a| a == name)).then_some(Deployment {
+                provider: pi,
+                model: mi,
+            })
+        })
+    })
+}
+
+/// Checks the routes of a file named `file` (whose text is `text`)
+/// against its `providers`; a mistake's message names the file, the
+/// route's line and the key.
+pub(super) fn build(
+    docs: Vec<RouteDoc>,
+    providers: &[Provider],
+    file: &str,
+    text: &str,
+) -> Result<Vec<Route>, String> {
+    let mut routes: Vec<Route> = Vec::new();
+    for doc in docs {
+        let line = text[..doc.model.span().start.min(text.len())]
+            .matches('\n')
+            .count()
+            + 1;
+        let name = doc.model.into_inner();
+        let at = format!("{file}: line {line}: route {name:?}");
+        let err = |key: &str, what: String| format!("{at}: {key}: {what}");
+        if name.trim().is_empty() || name.contains('/') {
+            return Err(err("model", "must be non-empty, without '/'".into()));
+        }
+        if find(providers, &name).is_some() || routes.iter().any(|r| r.name == name) {
+            return Err(err(
+                "model",
+                "is already the name of a model, an alias or another route".into(),
+            ));
+        }
+        let strategy = match doc.strategy.as_deref() {
+            None => Strategy::Weighted,
+            Some(s) => Strategy::parse(s).ok_or_else(|| {
+                err(
+                    "strategy",
+                    format!("{s:?} is not one of weighted, least-latency, priority"),
+                )
+            })?,
+        };
+        if doc.targets.is_empty() {
+            return Err(err("targets", "must name at least one model".into()));
+        }
+        let mut kind = None;
+        let mut resolve = |key: &str, model: &str| -> Result<Deployment, String> {
+            let d = find(providers, model).ok_or_else(|| {
+                err(
+                    key,
+                    format!("{model:?} is not a model of this file (provider/model or an alias)"),
+                )
+            })?;
+            let t = providers[d.provider].models[d.model].kind;
+            match kind {
+                Some(k) if k != t => Err(err(
+                    key,
+                    format!(
+                        "{model:?} is a {} model; the route's models are {}",
+                        t.as_str(),
+                        ModelType::as_str(k)
+                    ),
+                )),
+                _ => {
+                    kind = Some(t);
+                    Ok(d)
+                }
+            }
+        };
+        let mut targets = Vec::with_capacity(doc.targets.len());
+        for t in &doc.targets {
+            let deployment = resolve("targets", &t.model)?;
+            let weight = t.weight.unwrap_or(1);
+            if weight == 0 {
+                return Err(err(
+                    "targets",
+                    format!("{:?}: weight must be at least 1", t.model),
+                ));
+            }
+            targets.push(Target { deployment, weight });
+        }
+        let fallbacks = doc
+            .fallbacks
+            .iter()
+            .map(|f| resolve("fallbacks", f))
+            .collect::<Result<Vec<_>, _>>()?;
+        routes.push(Route {
+            name,
+            strategy,
+            targets,
+            fallbacks,
+            kind: kind.unwrap_or(ModelType::Chat),
+        });
+    }
+    Ok(routes)
+}
+
+#[cfg(test)]
+mod tests {
+    use rust_decimal::Decimal;
+
+    use super::super::file::parse;
+
+    const FILE: &str = r#"
+[[provider]]
+id = "a"
+kind = "openai"
+base_url = "http://127.0.0.1:1/v1"
+api_key_env = "GW_TEST_UNSET_KEY_VAR"
+[[provider.model]]
+id = "gpt"
+type = "chat"
+[[provider.model]]
+id = "emb"
+type = "embedding"
+[[provider]]
+id = "b"
+kind = "openai"
+base_url = "http://127.0.0.1:2/v1"
+api_key_env = "GW_TEST_UNSET_KEY_VAR"
+[[provider.model]]
+id = "gpt"
+type = "chat"
+aliases = ["bgpt"]
+
+[[route]]
+model = "smart"
+strategy = "priority"
+targets = [ { model = "a/gpt", weight = 3 }, { model = "bgpt" } ]
+fallbacks = ["b/gpt"]
+"#;
+
+    fn err(text: &str) -> String {
+        parse(text, "p.toml", Decimal::ZERO).unwrap_err().0
+    }
+
+    #[test]
+    fn a_route_resolves_its_targets() {
+        let p = parse(FILE, "p.toml", Decimal::ZERO).unwrap();
+        let r = p.route("smart").unwrap();
+        assert_eq!(r.targets.len(), 2);
+        assert_eq!(r.targets[0].weight, 3);
+        assert_eq!(r.targets[1].deployment.provider, 1);
+        assert_eq!(r.fallbacks.len(), 1);
+    }
+
+    #[test]
+    fn mistakes_name_the_file_the_line_and_the_key() {
+        let e = err(&FILE.replace("{ model = \"bgpt\" }", "{ model = \"b/none\" }"));
+        assert!(
+            e.contains("p.toml") && e.contains("line 24") && e.contains("targets"),
+            "{e}"
+        );
+        let e = err(&FILE.replace("[\"b/gpt\"]", "[\"a/emb\"]"));
+        assert!(
+            e.contains("fallbacks") && e.contains("embedding model"),
+            "{e}"
+        );
+        let e = err(&FILE.replace("\"priority\"", "\"fastest\""));
+        assert!(e.contains("strategy") && e.contains("fastest"), "{e}");
+        let e = err(&FILE.replace("model = \"smart\"", "model = \"bgpt\""));
+        assert!(e.contains("already"), "{e}");
+        let e = err(&FILE.replace("weight = 3", "weight = 0"));
+        assert!(e.contains("weight"), "{e}");
+        let e = err(&FILE.replace("fallbacks =", "fallback ="));
+        assert!(e.contains("fallback"), "{e}");
+    }
+}

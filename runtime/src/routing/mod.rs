@@ -1,0 +1,231 @@
+//! Routing and resilience of model calls: which deployments a request
+//! tries, in which order, and how often.
+//!
+//! * [`Plan`]: a request's candidates (a route's targets ordered by its
+//!   strategy, then its fallbacks; or the caller's own `models: [...]`;
+//!   or the one model it named), each with its upstream body and bound;
+//!   built by `modes::prepare_model_call`, which holds the cost of the
+//!   most expensive candidate.
+//! * [`Routing::run`]: the one loop around the upstream call. Each
+//!   candidate is tried once, in order, skipping those in cool-down; the
+//!   last is tried again while retries remain (`GATEWAY_RETRY_MAX`, 2).
+//!   Only failures before any byte went to the caller are retried, and only
+//!   those that another attempt may cure ([`crate::upstream::Failed`]: a
+//!   connect error, a time-out, 429, 500, 502, 503, 504, 529). Moving to
+//!   another deployment is immediate; trying the same one again waits an
+//!   exponential back-off with full jitter (`GATEWAY_RETRY_BASE_MS`, 100:
+//!   a uniform draw in `[0, base·2^n)`), or the upstream's `Retry-After`
+//!   when it sent one and it is at most [`RETRY_AFTER_CAP`]; never past
+//!   the request's deadline. The request is settled at the prices of the
+//!   deployment that answered (the mode moves its settle to it);
+//!   failed attempts cost nothing.
+//! * [`cooldown`]: a deployment that failed `GATEWAY_COOLDOWN_FAILS` (3)
+//!   times within [`Settings::cooldown_window`] (30 s) is skipped for
+//!   `GATEWAY_COOLDOWN_SECS` (30), then admitted for one probe request;
+//!   in Redis when `GATEWAY_REDIS_URL` is set (shared by the instances;
+//!   this instance's own count when Redis fails), per instance otherwise.
+//! * [`strategy`]: the order of a route's targets: weighted, least-latency
+//!   (a moving average of time to first byte, with a little exploration),
+//!   priority.
+
+pub mod cooldown;
+pub mod strategy;
+
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value};
+
+use crate::bounds::Bound;
+use crate::errors::ApiError;
+use crate::providers::{Model, Provider, Providers, Route};
+use crate::spec::Method;
+use crate::upstream::llm::ProviderKey;
+use crate::upstream::{Call, Failed, Upstream};
+
+/// The longest `Retry-After` the gateway waits for before trying the same
+/// deployment again; a longer one ends the request with the upstream's 429.
+pub const RETRY_AFTER_CAP: Duration = Duration::from_secs(10);
+
+/// `GATEWAY_RETRY_MAX`: retries after the first attempt.
+pub const GATEWAY_RETRY_MAX: &str = "GATEWAY_RETRY_MAX";
+/// `GATEWAY_RETRY_BASE_MS`: the back-off's base.
+pub const GATEWAY_RETRY_BASE_MS: &str = "GATEWAY_RETRY_BASE_MS";
+/// `GATEWAY_COOLDOWN_FAILS`: failures in the window that start a cool-down.
+pub const GATEWAY_COOLDOWN_FAILS: &str = "GATEWAY_COOLDOWN_FAILS";
+/// `GATEWAY_COOLDOWN_SECS`: how long a cool-down lasts.
+pub const GATEWAY_COOLDOWN_SECS: &str = "GATEWAY_COOLDOWN_SECS";
+
+/// The knobs of routing (environment variables above).
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub retry_max: u32,
+    pub retry_base: Duration,
+    pub cooldown_fails: u32,
+    pub cooldown_window: Duration,
+    pub cooldown: Duration,
+}
+
+impl Default for Settings {
+    fn default() -> Settings {
+        Settings {
+            retry_max: 2,
+            retry_base: Duration::from_millis(100),
+            cooldown_fails: 3,
+            cooldown_window: Duration::from_secs(30),
+            cooldown: Duration::from_secs(30),
+        }
+    }
+}
+
+/// One deployment a request may be served by.
+pub struct Candidate {
+    pub provider: Provider,
+    pub model: Model,
+    /// `provider/model`: the label of metrics and cool-downs.
+    pub name: String,
+    pub key: ProviderKey,
+    /// The upstream body for this deployment (its own model id).
+    pub body: Map<String, Value>,
+    pub bound: Option<Bound>,
+    /// The upstream path of the operation (relative to the provider's
+    /// `base_url`, query included: a native adapter's, `Adapter::native`).
+    pub path: String,
+}
+
+/// A request's candidates, in order, and the route it came through.
+pub struct Plan {
+    pub route: Option<String>,
+    pub candidates: Vec<Candidate>,
+}
+
+/// Routing's state: cool-downs and latencies of the deployments.
+pub struct Routing {
+    pub settings: Settings,
+    cooldown: cooldown::Cooldown,
+    latency: strategy::Latency,
+}
+
+impl Routing {
+    pub fn new(settings: Settings, cluster: Option<crate::cluster::Cluster>) -> Routing {
+        Routing {
+            cooldown: cooldown::Cooldown::new(&settings, cluster),
+            latency: strategy::Latency::default(),
+            settings,
+        }
+    }
+
+    /// A route's deployments for one request: targets in the strategy's
+    /// order, then the fallbacks.
+    pub fn order(&self, providers: &Providers, route: &Route) -> Vec<crate::providers::Deployment> {
+        let mut out = strategy::order(providers, route, &self.latency);
+        out.extend(route.fallbacks.iter().copied());
+        out
+    }
+
+    /// Tries `plan`'s candidates (see the module's docs) with `attempt`,
+    /// which sends the call and reads the answer up to its first byte.
+    /// The attempt's value, the deployment that answered and the attempts
+    /// made.
+    pub async fn run<T, F, Fut>(
+        &self,
+        upstream: &Upstream,
+        plan: Plan,
+        deadline: Instant,
+        mut attempt: F,
+    ) -> Result<(T, Candidate, u32), ApiError>
+    where
+        F: FnMut(Call) -> Fut,
+        Fut: Future<Output = Result<T, Failed>>,
+    {
+        let Plan { candidates, .. } = plan;
+        let n = candidates.len();
+        if n == 0 {
+            return Err(ApiError::Unavailable(
+                "no deployment of this model can be called".into(),
+            ));
+        }
+        let mut attempts = 0u32;
+        let mut last: Option<(usize, Failed)> = None;
+        let mut next = 0usize;
+        loop {
+            // Every candidate once, in order (skipping those cooling down:
+            // the last is tried anyway when all were); then the last again.
+            let (idx, admit) = if next < n {
+                let idx = next;
+                next += 1;
+                let admit = self.cooldown.admit(&candidates[idx].name).await;
+                if admit == cooldown::Admit::No && !(next == n && attempts == 0) {
+                    crate::telemetry::route_skipped(&candidates[idx].name);
+                    continue;
+                }
+                (idx, admit)
+            } else if attempts < 1 + self.settings.retry_max
+                && last.as_ref().is_some_and(|(_, f)| f.retryable)
+            {
+                (n - 1, cooldown::Admit::Yes)
+            } else {
+                break;
+            };
+            if let Some((prev, failed)) = &last {
+                if *prev == idx {
+                    let wait = match failed.retry_after {
+                        Some(ra) if ra > RETRY_AFTER_CAP => break,
+                        Some(ra) => ra,
+                        None => self.backoff(attempts),
+                    };
+                    if Instant::now() + wait >= deadline {
+                        break;
+                    }
+                    tokio::time::sleep(wait).await;
+                }
+            }
+            let c = &candidates[idx];
+            attempts += 1;
+            let started = Instant::now();
+            let call = upstream
+                .llm_call_as(
+                    Method::Post,
+                    &c.provider.base_url,
+                    &c.path,
+                    &c.key,
+                    c.provider.adapter.key_form(),
+                )
+                .json(&c.body);
+            match attempt(call).await {
+                Ok(v) => {
+                    crate::telemetry::route_attempt(&c.name, "ok");
+                    self.latency.observe(&c.name, started.elapsed());
+                    self.cooldown.success(&c.name, admit).await;
+                    let c = candidates.into_iter().nth(idx).expect("a candidate");
+                    return Ok((v, c, attempts));
+                }
+                Err(f) => {
+                    crate::telemetry::route_attempt(&c.name, f.kind);
+                    if !f.retryable {
+                        return Err(f.error);
+                    }
+                    tracing::info!(deployment = %c.name, kind = f.kind, attempt = attempts, "model call failed; trying the next candidate");
+                    if self.cooldown.failure(&c.name).await {
+                        crate::telemetry::cooldown(&c.name);
+                        tracing::warn!(deployment = %c.name, "deployment cooling down");
+                    }
+                    last = Some((idx, f));
+                }
+            }
+        }
+        Err(last.map_or_else(
+            || ApiError::Unavailable("every deployment of this model is cooling down".into()),
+            |(_, f)| f.error,
+        ))
+    }
+
+    /// Full jitter: uniform in `[0, base·2^(attempts-1))`.
+    fn backoff(&self, attempts: u32) -> Duration {
+        let ceiling = self
+            .settings
+            .retry_base
+            .saturating_mul(1u32 << attempts.saturating_sub(1).min(16));
+        ceiling.mul_f64(rand::random::<f64>())
+    }
+}
