@@ -110,6 +110,9 @@ pub struct Relay {
     pub counter: Counter,
     /// Set when the caller asked for usage: its last event, with the cost.
     pub tail: Option<UsageTail>,
+    /// The response cache's capture of a miss: stored only when the stream
+    /// completes ([`crate::cache`]).
+    pub capture: Option<crate::cache::StreamCapture>,
     finished: bool,
 }
 
@@ -137,6 +140,7 @@ impl Relay {
             prompt_tokens,
             counter,
             tail: None,
+            capture: None,
             finished: false,
         }
     }
@@ -183,6 +187,9 @@ impl Relay {
             return None;
         }
         if let Some(b) = self.first.take() {
+            if let Some(c) = &mut self.capture {
+                c.feed(&b);
+            }
             return Some(b);
         }
         let mut stop = self.registration.stop.clone();
@@ -202,6 +209,9 @@ impl Relay {
         match next {
             Ok(Some(Ok(b))) => {
                 self.counter.feed(&b);
+                if let Some(c) = &mut self.capture {
+                    c.feed(&b);
+                }
                 match &mut self.tail {
                     Some(t) => Some(t.filter(&b)),
                     None => Some(b),
@@ -209,6 +219,10 @@ impl Relay {
             }
             Ok(None) => {
                 self.finished = true;
+                if let Some(c) = self.capture.take() {
+                    let (input, output, counted) = self.tokens();
+                    c.complete(input, output, counted);
+                }
                 let cost = self.finish("complete").await;
                 self.close_tail(cost)
             }

@@ -52,6 +52,8 @@ pub struct Inner {
     pub oidc: oidc::Oidc,
     /// Stripe's client (buying credits; unconfigured without `STRIPE_SECRET_KEY`).
     pub stripe: stripe::Stripe,
+    /// The exact response cache of model answers ([`crate::cache`]).
+    pub response_cache: crate::cache::Cache,
 }
 
 impl std::ops::Deref for Gateway {

@@ -113,6 +113,11 @@ impl Gateway {
             tracing::info!(swept, "swept spool files left by a stopped instance");
         }
         let stripe = crate::stripe::Stripe::new(config.stripe.clone(), config.upstream_timeout);
+        let response_cache = crate::cache::Cache::new(
+            config.cache_scope,
+            config.cache_max_mb.saturating_mul(1 << 20),
+            cluster.clone(),
+        );
         Ok(Gateway(Arc::new(Inner {
             stripe,
             config,
@@ -127,6 +132,7 @@ impl Gateway {
             stock_voices: Default::default(),
             providers,
             streams: Arc::new(streams::Streams::new(cluster.clone())),
+            response_cache,
             cluster,
             oidc,
         })))

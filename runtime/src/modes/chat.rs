@@ -14,8 +14,9 @@ use http::{header, HeaderValue, StatusCode};
 use rust_decimal::prelude::ToPrimitive;
 use serde_json::{json, Map, Value};
 
-use super::{prepare_model_call, read_body, Prepared};
+use super::{prepare_cached, read_body, Hit, Prepared};
 use crate::body::{self, Request};
+use crate::cache::Ask;
 use crate::cost::Cost;
 use crate::ctx::{Ctx, Later, Outcome, Settlement};
 use crate::errors::ApiError;
@@ -87,15 +88,18 @@ fn usage_field(u: &Value, k: &str) -> Option<u64> {
 
 /// `chat` (`chat = true`) and `completion`.
 pub async fn complete(ctx: &mut Ctx, req: Request, chat: bool) -> Result<Outcome, ApiError> {
+    let ask = Ask::from_headers(req.headers())?;
     let body = read_body(ctx, req).await?;
-    complete_body(ctx, body, chat).await
+    complete_body(ctx, body, chat, &ask).await
 }
 
-/// [`complete`] of a body already read (and validated).
+/// [`complete`] of a body already read (and validated), with the
+/// request's response-cache headers `ask` ([`crate::cache`]).
 pub async fn complete_body(
     ctx: &mut Ctx,
     body: Map<String, Value>,
     chat: bool,
+    ask: &Ask,
 ) -> Result<Outcome, ApiError> {
     let (bytes, _messages) = prompt_size(&body, chat)?;
     let (want, op) = if chat {
@@ -106,7 +110,7 @@ pub async fn complete_body(
     let stream = body.get("stream") == Some(&Value::Bool(true));
     let tail = crate::usage_tail::UsageTail::wanted(&body);
     // The hold: everything the upstream body asks for ([`crate::bounds`]).
-    let Prepared { call, settle } = prepare_model_call(ctx, body, want, op, |m, up| {
+    let ready = prepare_cached(ctx, body, want, op, Some((ask, stream)), |m, up| {
         if chat {
             crate::bounds::chat(up, m.context_window)
         } else {
@@ -114,6 +118,14 @@ pub async fn complete_body(
         }
     })
     .await?;
+    let Prepared {
+        call,
+        settle,
+        cache,
+    } = match ready {
+        Ok(p) => p,
+        Err(hit) => return Ok(answer_hit(hit, stream, tail.is_some())),
+    };
     if !stream {
         let answer = call.send().await?;
         let status = answer.status();
@@ -128,12 +140,14 @@ pub async fn complete_body(
             Some((Some(i), Some(o))) => (i, o, false),
             _ => (bytes.div_ceil(4) as u64, counted_output(&v), true),
         };
+        cache.store_json(&v, input, output, counted);
         let records = settle.records(input, output, counted, "complete");
         if let Some(c) = Cost::of(&records) {
             c.annotate(&mut v);
         }
-        let mut out = Outcome::new(body::json(StatusCode::OK, &v), Some(status))
-            .settled(Settlement::ByModeRecords);
+        let mut resp = body::json(StatusCode::OK, &v);
+        cache.mark(&mut resp);
+        let mut out = Outcome::new(resp, Some(status)).settled(Settlement::ByModeRecords);
         out.records = records;
         return Ok(out);
     }
@@ -176,6 +190,7 @@ pub async fn complete_body(
         bytes.div_ceil(4) as u64,
     );
     relay.tail = tail;
+    relay.capture = cache.capture();
     let body = http_body_util::BodyExt::boxed(http_body_util::StreamBody::new(
         relay.into_stream().map(|r| r.map(hyper::body::Frame::data)),
     ));
@@ -189,7 +204,44 @@ pub async fn complete_body(
     if let Ok(v) = HeaderValue::from_str(&stream_id) {
         h.insert("x-stream-id", v);
     }
+    cache.mark(&mut resp);
     Ok(Outcome::new(resp, Some(status)).settled(Settlement::Later(Later::Stream)))
+}
+
+/// The answer of a cache hit: JSON, or the stream replayed (its events as
+/// they came, then the usage event when `usage_wanted`, then `[DONE]`),
+/// with its records (committed before the answer, as a JSON answer's).
+fn answer_hit(hit: Hit, stream: bool, usage_wanted: bool) -> Outcome {
+    let (entry, records) = hit.records();
+    let cost = Cost::of(&records);
+    let mut resp = if stream {
+        let events = entry.to_events().unwrap_or_default();
+        let usage = usage_wanted.then(|| {
+            let mut u = entry.usage_event(events.first());
+            if let Some(c) = &cost {
+                c.annotate(&mut u);
+            }
+            u
+        });
+        let mut r = http::Response::new(crate::cache::replay(events, usage));
+        let h = r.headers_mut();
+        h.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/event-stream"),
+        );
+        h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+        r
+    } else {
+        let mut v = entry.to_json().unwrap_or_default();
+        if let Some(c) = &cost {
+            c.annotate(&mut v);
+        }
+        body::json(StatusCode::OK, &v)
+    };
+    crate::cache::Miss::hit().mark(&mut resp);
+    let mut out = Outcome::new(resp, None).settled(Settlement::ByModeRecords);
+    out.records = records;
+    out
 }
 
 /// `stop_stream`: ends the caller's open stream.

@@ -209,19 +209,36 @@ pub(crate) fn call(
 }
 
 /// A model request ready to send: the call to the provider (with our key
-/// or the caller's BYOK key) and what settles it (with what the request
-/// can make the provider do, [`crate::bounds`]).
+/// or the caller's BYOK key), what settles it (with what the request
+/// can make the provider do, [`crate::bounds`]) and the response cache's
+/// part in it.
 pub(crate) struct Prepared {
     pub call: Call,
     pub settle: Settle,
+    pub cache: crate::cache::Miss,
 }
 
-/// Resolves the body's `model` (of type `want`), builds the upstream body
-/// of `op` (`additional_params` merged in, never over a field the gateway
-/// prices: 400), computes the request's bound from that body (`bound`;
-/// 400 naming a field that would raise the work past it), chooses the key
-/// (the caller's `byok_api_key` for this call only, else the provider's)
-/// and holds the bound's cost (nothing with BYOK: 402 when it does not fit).
+/// A model request answered from the response cache: the entry, and what
+/// settles it (no hold; priced by the model's `cache_hit_price_pct`).
+pub(crate) struct Hit {
+    pub entry: crate::cache::Entry,
+    pub settle: Settle,
+}
+
+impl Hit {
+    /// The entry and the hit's records: usage and token detail ended
+    /// `cache_hit`.
+    pub fn records(self) -> (crate::cache::Entry, Vec<crate::store::Record>) {
+        let pct = self.settle.model.cache_hit_price_pct;
+        let e = self.entry;
+        let records = self
+            .settle
+            .records(e.input_tokens, e.output_tokens, e.counted, "cache_hit");
+        (e, crate::cache::hit_records(records, pct))
+    }
+}
+
+/// [`prepare_cached`] without the cache (images).
 pub(crate) async fn prepare_model_call(
     ctx: &Ctx,
     body: Map<String, Value>,
@@ -229,6 +246,28 @@ pub(crate) async fn prepare_model_call(
     op: Op,
     bound: impl FnOnce(&Model, &Map<String, Value>) -> Result<Bound, ApiError>,
 ) -> Result<Prepared, ApiError> {
+    match prepare_cached(ctx, body, want, op, None, bound).await? {
+        Ok(p) => Ok(p),
+        Err(_) => Err(ApiError::bug("a cache hit without a cache")),
+    }
+}
+
+/// Resolves the body's `model` (of type `want`), builds the upstream body
+/// of `op` (`additional_params` merged in, never over a field the gateway
+/// prices: 400), computes the request's bound from that body (`bound`;
+/// 400 naming a field that would raise the work past it), looks it up in
+/// the response cache when `cache` says so (`Err(hit)`: answered from it,
+/// nothing held), chooses the key (the caller's `byok_api_key` for this
+/// call only, else the provider's) and holds the bound's cost (nothing
+/// with BYOK: 402 when it does not fit).
+pub(crate) async fn prepare_cached(
+    ctx: &Ctx,
+    body: Map<String, Value>,
+    want: ModelType,
+    op: Op,
+    cache: Option<(&crate::cache::Ask, bool)>,
+    bound: impl FnOnce(&Model, &Map<String, Value>) -> Result<Bound, ApiError>,
+) -> Result<Result<Prepared, Hit>, ApiError> {
     crate::bounds::check_additional_params(&body)?;
     // Resolved once, before the body moves into the upstream body.
     let name = body.get("model").and_then(Value::as_str);
@@ -240,6 +279,30 @@ pub(crate) async fn prepare_model_call(
     let upstream_body = p.adapter.request(op, &m.id, body);
     let bound = bound(m, &upstream_body)?;
     let cost = credits::bound_cost(p, m, &bound)?;
+    let miss = match cache {
+        None => crate::cache::Miss::default(),
+        Some((ask, stream)) => {
+            check_allowed(ctx, p, m)?;
+            let deployment = format!("{}/{}", p.id, m.id);
+            let r = crate::cache::Request {
+                deployment: &deployment,
+                op: p.adapter.path(op),
+                model_ttl: m.cache_ttl_secs,
+                body: &upstream_body,
+                user: ctx.user_id(),
+                key: ctx.user.as_ref().and_then(|u| u.key_id),
+                byok: byok.as_deref().map(str::trim).filter(|k| !k.is_empty()),
+                stream,
+            };
+            match ctx.gw.response_cache.begin(ask, &r).await {
+                crate::cache::Begun::Hit(entry) => {
+                    let settle = Settle::new(ctx, p, m, r.byok.is_some(), None);
+                    return Ok(Err(Hit { entry, settle }));
+                }
+                crate::cache::Begun::Go(miss) => miss,
+            }
+        }
+    };
     let (mut settle, key) = hold_for(ctx, p, m, byok.as_deref(), cost).await?;
     settle.bound = Some(bound);
     let p = &settle.provider;
@@ -249,7 +312,11 @@ pub(crate) async fn prepare_model_call(
         .upstream
         .llm_call(Method::Post, &p.base_url, path, &key)
         .json(&upstream_body);
-    Ok(Prepared { call, settle })
+    Ok(Ok(Prepared {
+        call,
+        settle,
+        cache: miss,
+    }))
 }
 
 /// Resolves the model `name` (of type `want`), checks the API key's model
@@ -269,6 +336,20 @@ pub(crate) async fn pick_model(
     hold_for(ctx, p, m, byok, max_cost(p, m)?).await
 }
 
+/// 403 unless the API key's model allow-list has `m` of `p`.
+fn check_allowed(ctx: &Ctx, p: &Provider, m: &Model) -> Result<(), ApiError> {
+    if let Some(allowed) = ctx.user.as_ref().and_then(|u| u.models.as_ref()) {
+        let wildcard = format!("{}/*", p.id);
+        let name = format!("{}/{}", p.id, m.id);
+        if !allowed.iter().any(|a| *a == name || *a == wildcard) {
+            return Err(ApiError::Forbidden(format!(
+                "this API key has no access to model {name}"
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// For the resolved model `m` of provider `p`: checks the API key's model
 /// allow-list (403), chooses the key (`byok`, else the provider's) and
 /// holds `max_cost` (nothing with BYOK; 402 when it does not fit).
@@ -279,15 +360,7 @@ async fn hold_for(
     byok: Option<&str>,
     max_cost: rust_decimal::Decimal,
 ) -> Result<(Settle, ProviderKey), ApiError> {
-    if let Some(allowed) = ctx.user.as_ref().and_then(|u| u.models.as_ref()) {
-        let wildcard = format!("{}/*", p.id);
-        let name = format!("{}/{}", p.id, m.id);
-        if !allowed.iter().any(|a| *a == name || *a == wildcard) {
-            return Err(ApiError::Forbidden(format!(
-                "this API key has no access to model {name}"
-            )));
-        }
-    }
+    check_allowed(ctx, p, m)?;
     let byok = byok.map(str::trim).filter(|k| !k.is_empty());
     // A key no header can carry (control characters) is the caller's
     // mistake: 400, never a failed upstream call (found by schemathesis).

@@ -113,6 +113,12 @@ pub struct Model {
     pub output_per_mtok: Option<Decimal>,
     pub per_image: Option<Decimal>,
     pub per_second: Option<Decimal>,
+    /// Answers are cached this long unless a request says otherwise
+    /// (`cache_ttl_secs`; `None`: only when a request asks, [`crate::cache`]).
+    pub cache_ttl_secs: Option<u64>,
+    /// A cache hit costs this percentage of the original's charge
+    /// (`cache_hit_price_pct`, default 0).
+    pub cache_hit_price_pct: Decimal,
 }
 
 /// One provider of the providers file.

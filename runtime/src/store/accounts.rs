@@ -439,7 +439,7 @@ impl Store {
         self.with(|db| {
             db.row(
                 "SELECT u.id, u.email, u.is_admin, u.disabled, u.deleted_at IS NOT NULL, k.revoked_at IS NOT NULL, k.models,
-                        CASE WHEN k.budget_usd IS NULL THEN NULL ELSE k.id END
+                        CASE WHEN k.budget_usd IS NULL THEN NULL ELSE k.id END, k.id
                  FROM api_keys k JOIN users u ON u.id = k.user_id WHERE k.key_hash = ?1",
                 p![key_hash],
                 |r| {
@@ -452,6 +452,7 @@ impl Store {
                             .collect()
                     });
                     user.budget_key = r.get(7)?;
+                    user.key_id = r.get(8)?;
                     Ok(KeyOwner {
                         user,
                         revoked: r.get(5)?,

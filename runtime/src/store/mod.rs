@@ -238,6 +238,9 @@ pub struct User {
     /// key, or one without a budget; its requests then skip every budget
     /// read). Only set by a key lookup.
     pub budget_key: Option<i64>,
+    /// The presented API key's id (`None`: a session token). Only set by
+    /// a key lookup.
+    pub key_id: Option<i64>,
 }
 
 /// Creates `dir` (and missing parents) readable by the owner only (0700 on
@@ -547,6 +550,7 @@ fn row_to_user(r: &Row<'_>) -> Result<User> {
         deleted: r.get(4)?,
         models: None,
         budget_key: None,
+        key_id: None,
     })
 }
 
