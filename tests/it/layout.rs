@@ -545,6 +545,7 @@ const FLOORS: &[(&str, &[&str])] = &[
             "providers",
             "cost",
             "usage_tail",
+            "cache",
         ],
     ),
     ("modes", &["modes"]),

@@ -11,6 +11,7 @@ mod accounts;
 mod audit;
 mod auth;
 mod budgets;
+mod cache;
 mod cli;
 mod crash_holds;
 mod dashboard;

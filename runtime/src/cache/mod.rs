@@ -269,8 +269,16 @@ impl Cache {
             Ok(_) => return,
             Err(e) => return tracing::warn!(error = %e, "a cache entry could not be written"),
         };
-        let cache = self.clone();
         let len = text.len();
+        if let store::Store::Memory { .. } = &self.0.store {
+            // Immediate in memory: done now, so the next request finds it.
+            let put = self.0.store.put(&key.0, text, ttl);
+            if let Some(Ok(())) = futures_util::FutureExt::now_or_never(put) {
+                crate::telemetry::cache_stored(len as u64);
+            }
+            return;
+        }
+        let cache = self.clone();
         let work = async move {
             match tokio::time::timeout(SLOW * 4, cache.0.store.put(&key.0, text, ttl)).await {
                 Ok(Ok(())) => crate::telemetry::cache_stored(len as u64),
