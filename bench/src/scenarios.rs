@@ -8,6 +8,7 @@
 //! | `mirror` | `GET /api/v2/audio_enhancements/{id}` | same, through the forwarder | `GET /api/v1/voice/enhance/{id}` after the first (copying) GET |
 //! | `chat` | `POST /v1/chat/completions` (model `sim-gpt`) | same, through the forwarder | `POST /api/v1/chat/completions` (model `sim/sim-gpt`, credit held and settled) |
 //! | `chat_stream` | the same with `stream: true`: time to first byte and to last byte | same, through the forwarder | same, relayed by the gateway |
+//! | `chat_cached` | as `chat` (nothing to cache) | same, through the forwarder | `chat` with `X-Gateway-Cache: use`: after the first, every request a response-cache hit (no upstream call, no hold) |
 //!
 //! `chat_stream` sets the simulator's delay between events to
 //! [`STREAM_DELAY_MS`] first, so that a run streams for real but quickly.
@@ -53,6 +54,9 @@ pub enum Scenario {
     /// A streamed chat completion (time to first and to last byte).
     #[value(name = "chat_stream")]
     ChatStream,
+    /// A chat completion answered from the gateway's response cache.
+    #[value(name = "chat_cached")]
+    ChatCached,
 }
 
 impl Scenario {
@@ -60,13 +64,14 @@ impl Scenario {
     /// fresh gateway, so that its peak RSS is what the upload itself costs
     /// rather than the heap and idle connections the c=64 runs leave behind
     /// (those show in their own rows' peak RSS).
-    pub const ALL: [Scenario; 6] = [
+    pub const ALL: [Scenario; 7] = [
         Scenario::Upload,
         Scenario::Free,
         Scenario::Billed,
         Scenario::Mirror,
         Scenario::Chat,
         Scenario::ChatStream,
+        Scenario::ChatCached,
     ];
 
     /// Its name in tables and JSON.
@@ -78,6 +83,7 @@ impl Scenario {
             Scenario::Mirror => "mirror",
             Scenario::Chat => "chat",
             Scenario::ChatStream => "chat_stream",
+            Scenario::ChatCached => "chat_cached",
         }
     }
 }
@@ -146,7 +152,11 @@ pub async fn run_all(env: &Env, plan: &Plan) -> Vec<Row> {
     let mut rows = Vec::new();
     for &scenario in &plan.scenarios {
         match scenario {
-            Scenario::Free | Scenario::Billed | Scenario::Chat | Scenario::ChatStream => {
+            Scenario::Free
+            | Scenario::Billed
+            | Scenario::Chat
+            | Scenario::ChatStream
+            | Scenario::ChatCached => {
                 if scenario == Scenario::ChatStream {
                     set_stream_delay(env, STREAM_DELAY_MS).await;
                 }
@@ -211,9 +221,9 @@ fn request_spec(env: &Env, scenario: Scenario, target: Target, job_id: Option<&s
             format!("/api/v2/audio_enhancements/{job_id}"),
             env.sim_auth(),
         ),
-        (Scenario::Chat | Scenario::ChatStream, target) => {
+        (Scenario::Chat | Scenario::ChatStream | Scenario::ChatCached, target) => {
             let stream = scenario == Scenario::ChatStream;
-            let (path, model, auth) = match target {
+            let (path, model, mut auth) = match target {
                 Target::Gateway => (
                     "/api/v1/chat/completions",
                     "sim/sim-gpt",
@@ -221,6 +231,12 @@ fn request_spec(env: &Env, scenario: Scenario, target: Target, job_id: Option<&s
                 ),
                 _ => ("/v1/chat/completions", "sim-gpt", env.sim_auth()),
             };
+            if scenario == Scenario::ChatCached && target == Target::Gateway {
+                auth.push((
+                    HeaderName::from_static("x-gateway-cache"),
+                    HeaderValue::from_static("use"),
+                ));
+            }
             Spec::post_json(
                 path,
                 auth,
