@@ -12,6 +12,23 @@ use serde_json::{json, Map, Value};
 /// Finish reasons of an answer that may be cached.
 const CACHEABLE_FINISH: [&str; 2] = ["stop", "length"];
 
+/// Most choices an entry holds.
+const MAX_CHOICES: usize = 64;
+
+/// The choices of an answer or chunk with their index (`None` when an
+/// index is over [`MAX_CHOICES`]).
+fn indexed_choices(v: &Value) -> Option<Vec<(usize, &Value)>> {
+    v.get("choices")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|c| {
+            let i = c.get("index").and_then(Value::as_u64).unwrap_or(0) as usize;
+            (i < MAX_CHOICES).then_some((i, c))
+        })
+        .collect()
+}
+
 /// One cached answer.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Entry {
@@ -111,16 +128,7 @@ fn assemble(events: &[String], input: u64, output: u64) -> Option<Value> {
         if let Some(u) = v.get("usage").filter(|u| u.is_object()) {
             usage = Some(u.clone());
         }
-        for c in v
-            .get("choices")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            let i = c.get("index").and_then(Value::as_u64).unwrap_or(0) as usize;
-            if i > 64 {
-                return None;
-            }
+        for (i, c) in indexed_choices(&v)? {
             while choices.len() <= i {
                 choices.push(("assistant".to_owned(), String::new(), None));
             }
@@ -301,16 +309,10 @@ impl Capture {
         if v.get("error").is_some() {
             return self.spoil();
         }
-        for c in v
-            .get("choices")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            let i = c.get("index").and_then(Value::as_u64).unwrap_or(0) as usize;
-            if i > 64 {
-                return self.spoil();
-            }
+        let Some(choices) = indexed_choices(&v) else {
+            return self.spoil();
+        };
+        for (i, c) in choices {
             while self.finished.len() <= i {
                 self.finished.push(None);
             }

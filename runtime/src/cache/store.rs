@@ -1,7 +1,7 @@
 //! Where entries live: Redis when the instances share one
 //! (`GATEWAY_REDIS_URL`: `{prefix}cache:<key>`, the TTL Redis's own), else
 //! this process's memory, bounded by bytes, with `quick_cache`'s eviction
-//! (CLOCK-Pro: entries read again are kept over those read once) and each
+//! (S3-FIFO: entries read again are kept over those read once, scan resistant) and each
 //! entry's expiry checked when it is read. An entry is the JSON text of an
 //! [`super::Entry`], in both.
 
