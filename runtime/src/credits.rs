@@ -199,6 +199,8 @@ pub struct Settle {
     pub started: Option<std::time::Instant>,
     /// Answered as a stream (set by the streaming mode).
     pub streamed: bool,
+    /// The API key the request came with ([`UsageRecord::api_key_id`]).
+    pub api_key_id: Option<i64>,
 }
 
 impl Settle {
@@ -216,6 +218,7 @@ impl Settle {
             bound: None,
             started: Some(ctx.started),
             streamed: false,
+            api_key_id: ctx.user.as_ref().and_then(|u| u.key_id),
         }
     }
 
@@ -283,6 +286,7 @@ impl Settle {
             bound: _,
             started,
             streamed,
+            api_key_id,
         } = self;
         let mut charged = usage
             .raw_cost
@@ -321,6 +325,7 @@ impl Settle {
                 created_at: now.clone(),
                 // The key of the hold, if any, at its release.
                 key_id: None,
+                api_key_id,
             }),
             Record::ModelUsage(ModelUsageRecord {
                 request_id,

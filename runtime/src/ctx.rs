@@ -67,6 +67,7 @@ impl Metered {
             once_key: self.once_key,
             created_at: crate::store::now_rfc3339(),
             key_id: None,
+            api_key_id: None,
         }
     }
 }

@@ -231,6 +231,8 @@ async fn finish(
         bound: None,
         started: None,
         streamed: false,
+        // A job's charge is made by its observer, after the request.
+        api_key_id: None,
     };
     let mut records = vec![Record::Asset(AssetRecord {
         owner_id: Some(job.user_id),

@@ -58,6 +58,7 @@ try {
     rs.map((r) => ({ day: r.dataset.day, cost: r.dataset.cost })));
   seen.unavailable = await page.locator(".unavailable").allTextContents();
   seen.by_model = await page.locator("#by-model tbody tr").allInnerTexts();
+  seen.by_key = await page.locator("#by-key tbody tr").allInnerTexts();
   seen.focused_after_sign_in = await page.evaluate(() => document.activeElement?.id);
 
   // A key: created (its secret shown once), then revoked.

@@ -475,3 +475,96 @@ async fn credits_and_the_ledger_newest_first_by_cursor() {
         .await
         .expect(404);
 }
+
+#[tokio::test]
+async fn usage_by_key_names_each_api_key_and_every_request_records_its_key() {
+    let env = llm_env(|_| {}).await;
+    env.grant("1");
+    let (second_id, second) =
+        runtime::auth::create_named_key(env.store(), env.user_id, Some("second"), None).unwrap();
+    let first_id: i64 = env.store().keys_of(env.user_id).unwrap()[0].id;
+    // Two plain chats with the env's key; a streamed one (settled by the
+    // relay, not the pipeline) and an embedding with the second key.
+    for _ in 0..2 {
+        env.api("/chat/completions", chat_body("Hello there"))
+            .await
+            .expect(200);
+    }
+    let mut body = chat_body("Hello there");
+    body["stream"] = json!(true);
+    let text = read_all(env.stream_chat(&second, body).await).await;
+    assert!(text.contains("[DONE]"), "{text}");
+    env.call_as(
+        &second,
+        "POST",
+        &env.url("/api/v1/embeddings"),
+        Some(json!({"model": "sim/sim-embed", "input": "fox"})),
+    )
+    .await
+    .expect(200);
+    env.wait_model_usage(4).await;
+    // Every usage record names the key its request came with.
+    let stored = own_query(
+        &env,
+        "SELECT CAST(api_key_id AS TEXT), CAST(COUNT(*) AS TEXT) FROM usage
+         GROUP BY api_key_id ORDER BY api_key_id",
+    )
+    .await;
+    assert_eq!(
+        stored,
+        vec![
+            vec![first_id.to_string(), "2".to_owned()],
+            vec![second_id.to_string(), "2".to_owned()]
+        ]
+    );
+    let key_of: Vec<(String, String)> = own_query(
+        &env,
+        "SELECT request_id, CAST(api_key_id AS TEXT) FROM usage",
+    )
+    .await
+    .into_iter()
+    .map(|r| (r[0].clone(), r[1].clone()))
+    .collect();
+    let cost_by_key = |key: i64| -> Decimal {
+        env.usage()
+            .iter()
+            .filter(|u| key_of.contains(&(u.request_id.clone(), key.to_string())))
+            .map(|u| u.charged)
+            .sum()
+    };
+    let a = get_as(&env, &env.key, "/usage?group_by=key").await;
+    a.expect(200);
+    assert_eq!(a.json["group_by"], "key");
+    let data = a.json["data"].as_array().unwrap();
+    assert_eq!(data.len(), 2, "{}", a.text);
+    let second_row = data.iter().find(|g| g["key"] == json!(second_id)).unwrap();
+    assert_eq!(second_row["key_name"], "second");
+    assert_eq!(second_row["requests"], 2);
+    assert_eq!(
+        second_row["cost"],
+        json!(format!("{:.8}", cost_by_key(second_id)))
+    );
+    let first_row = data.iter().find(|g| g["key"] == json!(first_id)).unwrap();
+    assert_eq!(first_row["requests"], 2);
+    assert_eq!(
+        first_row["cost"],
+        json!(format!("{:.8}", cost_by_key(first_id)))
+    );
+    assert!(first_row["key_prefix"].is_string(), "{}", a.text);
+    // CSV: the key's id.
+    let a = get_as(&env, &env.key, "/usage?group_by=key&format=csv").await;
+    a.expect(200);
+    let lines: Vec<&str> = a.text.lines().collect();
+    assert_eq!(lines[0], "key,requests,tokens,seconds,images,cost");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with(&format!("{second_id},2,"))),
+        "{}",
+        a.text
+    );
+    // Another user's keys are not the caller's groups.
+    let (_, bob_key) = env.new_user("bob@example.com");
+    let a = get_as(&env, &bob_key, "/usage?group_by=key").await;
+    assert_eq!(a.json["data"], json!([]));
+}

@@ -176,7 +176,10 @@
   }
 
   function label(g, by) {
-    const v = g[by] ?? g.group ?? g.key_name ?? g.key_id ?? g.date ?? g.name;
+    // By key: its name, else its prefix; `null`: access tokens and later charges.
+    const v = by === "key"
+      ? (g.key_name || g.key_prefix || g.key)
+      : (g[by] ?? g.group ?? g.date ?? g.name);
     return v === null || v === undefined || v === "" ? "(none)" : String(v);
   }
 

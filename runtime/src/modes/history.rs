@@ -1,6 +1,6 @@
 //! `generation`, `usage_totals`, `credit_balance`, `credit_ledger`: what a
 //! user spent, read back over HTTP — one request's generation, usage
-//! totals per day, model or route, the balance with its holds, and the
+//! totals per day, model, route or API key, the balance with its holds, and the
 //! ledger newest first by cursor. On a row with `auth = "admin"` they read
 //! the user of the path's `{user_id}` (404 when there is none), else the
 //! caller's own (another user's request id answers 404). Every read is an
@@ -125,13 +125,17 @@ fn range(ctx: &Ctx) -> Result<(NaiveDate, NaiveDate), ApiError> {
     Ok((from, to))
 }
 
-/// `GET /usage?from=&to=&group_by=day|model|route&format=json|csv`.
+/// `GET /usage?from=&to=&group_by=day|model|route|key&format=json|csv`.
+/// By key, a group is the API key's id (`null`: requests made with an
+/// access token, and charges a job's observer made after the request),
+/// with the key's `key_name` and `key_prefix` in JSON.
 pub async fn usage(ctx: &mut Ctx, params: &PathParams) -> Result<Outcome, ApiError> {
     let user = whose(ctx, params).await?;
     let (from, to) = range(ctx)?;
     let (by, by_name) = match query_str(ctx, "group_by").unwrap_or("day") {
         "model" => (GroupBy::Model, "model"),
         "route" => (GroupBy::Route, "route"),
+        "key" => (GroupBy::Key, "key"),
         _ => (GroupBy::Day, "day"),
     };
     let (start, end) = (
@@ -146,17 +150,28 @@ pub async fn usage(ctx: &mut Ctx, params: &PathParams) -> Result<Outcome, ApiErr
     if query_str(ctx, "format") == Some("csv") {
         return csv(by_name, &groups);
     }
+    let keys = match by {
+        GroupBy::Key => ctx.gw.store.blocking(move |s| s.keys_of(user)).await?,
+        _ => Vec::new(),
+    };
     let data: Vec<Value> = groups
         .iter()
         .map(|(k, t)| {
-            json!({
+            let mut row = json!({
                 by_name: k,
                 "requests": t.requests,
                 "tokens": t.tokens.normalize().to_string(),
                 "seconds": t.seconds.normalize().to_string(),
                 "images": t.images.normalize().to_string(),
                 "cost": text(t.cost),
-            })
+            });
+            if by == GroupBy::Key {
+                let key = keys.iter().find(|r| r.id.to_string() == *k);
+                row[by_name] = key.map_or(Value::Null, |r| json!(r.id));
+                row["key_name"] = json!(key.and_then(|r| r.name.clone()));
+                row["key_prefix"] = json!(key.and_then(|r| r.prefix.clone()));
+            }
+            row
         })
         .collect();
     let total = groups.values().fold(UsageTotals::default(), |mut a, t| {

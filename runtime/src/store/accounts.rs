@@ -185,6 +185,13 @@ impl Store {
             }
             let (by_username, by_email) = by_name_and_email(tx.dialect());
             if tx.exists(by_email, p![email])? {
+                // On PostgreSQL (READ COMMITTED) each statement sees what was
+                // committed before it: a first sign-in of the same subject
+                // committed between the two reads made this address and its
+                // link together, so the link is seen now.
+                if let Some(id) = tx.row(linked, p![u.provider, u.subject], |r| r.get(0))? {
+                    return Ok(OauthSignIn::Linked(id));
+                }
                 return Ok(OauthSignIn::EmailExists);
             }
             for n in 0..8 {

@@ -48,6 +48,9 @@ pub enum GroupBy {
     Model,
     /// The route's id.
     Route,
+    /// The API key the request came with (its id; `""` for requests made
+    /// with an access token and for charges a job's observer made later).
+    Key,
 }
 
 /// The totals of one group.
@@ -140,7 +143,7 @@ impl Store {
     ) -> Result<BTreeMap<String, UsageTotals>> {
         let rows = self.with(|db| {
             db.rows(
-                "SELECT created_at, product, route_id, unit, quantity, charged FROM usage
+                "SELECT created_at, product, route_id, unit, quantity, charged, api_key_id FROM usage
                  WHERE user_id = ?1 AND created_at >= ?2 AND created_at < ?3 AND unit != 'free'",
                 p![user_id, from, to],
                 |r| {
@@ -151,16 +154,18 @@ impl Store {
                         r.get::<String>(3)?,
                         r.dec(4)?,
                         r.dec(5)?,
+                        r.get::<Option<i64>>(6)?,
                     ))
                 },
             )
         })?;
         let mut groups: BTreeMap<String, UsageTotals> = BTreeMap::new();
-        for (at, product, route, unit, quantity, charged) in rows {
+        for (at, product, route, unit, quantity, charged, key) in rows {
             let key = match by {
                 GroupBy::Day => at.get(..10).unwrap_or(&at).to_owned(),
                 GroupBy::Model => product,
                 GroupBy::Route => route,
+                GroupBy::Key => key.map(|k| k.to_string()).unwrap_or_default(),
             };
             let t = groups.entry(key).or_default();
             t.requests += 1;

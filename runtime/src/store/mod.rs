@@ -238,8 +238,9 @@ pub struct User {
     /// key, or one without a budget; its requests then skip every budget
     /// read). Only set by a key lookup.
     pub budget_key: Option<i64>,
-    /// The presented API key's id (`None`: a session token). Only set by
-    /// a key lookup.
+    /// The presented API key's id (`None`: an access token or the admin
+    /// key); usage records name it (`group_by=key`). Only set by a key
+    /// lookup.
     pub key_id: Option<i64>,
 }
 

@@ -302,6 +302,10 @@ pub(super) const MIGRATIONS: &[&str] = &[
     CREATE INDEX usage_by_request ON usage (request_id) WHERE unit != 'free';
     CREATE INDEX model_usage_by_request ON model_usage (request_id);
 "#,
+    // 10 (usage by key): as SQLite's 17.
+    r#"
+    ALTER TABLE usage ADD COLUMN api_key_id BIGINT;
+"#,
 ];
 
 /// Key of the advisory lock that serialises migrations of one database.

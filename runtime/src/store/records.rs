@@ -44,6 +44,10 @@ pub struct UsageRecord {
     /// the key's budget without a hold (the voice API); `None`: the key of
     /// the request's hold, if any (`store::budgets`).
     pub key_id: Option<i64>,
+    /// The API key the request came with, budget or not (`None`: an access
+    /// token, the admin key, or a charge made later by a job's observer):
+    /// what `group_by=key` groups by. Counts against nothing.
+    pub api_key_id: Option<i64>,
 }
 
 /// A stored object's record.

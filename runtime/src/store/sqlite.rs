@@ -337,6 +337,13 @@ pub(super) const MIGRATIONS: &[&str] = &[
     CREATE INDEX usage_by_request ON usage (request_id) WHERE unit != 'free';
     CREATE INDEX model_usage_by_request ON model_usage (request_id);
     "#,
+    // 17 (usage by key, modes::history `group_by=key`): the API key a usage
+    //     record's request came with (`NULL`: an access token, or a charge
+    //     made later by a job's observer). No index: read only within a
+    //     user's range of `usage_by_user`.
+    r#"
+    ALTER TABLE usage ADD COLUMN api_key_id INTEGER;
+    "#,
 ];
 
 /// How long a connection waits for another's lock before "database is locked".

@@ -564,8 +564,8 @@ fn insert_audit(tx: &mut Db<'_>, a: &AuditRecord) -> Result<()> {
 fn insert_usage(tx: &mut Db<'_>, balances: &mut Balances, u: &UsageRecord) -> Result<bool> {
     let usage_id: Option<i64> = tx.row(
         "INSERT INTO usage (request_id, user_id, route_id, capability, product, unit, quantity, unit_price,
-                            markup_pct, charged, unpriced, once_key, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
+                            markup_pct, charged, unpriced, once_key, created_at, api_key_id)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)
          ON CONFLICT (once_key) DO NOTHING RETURNING id",
         p![
             u.request_id,
@@ -580,7 +580,8 @@ fn insert_usage(tx: &mut Db<'_>, balances: &mut Balances, u: &UsageRecord) -> Re
             crate::billing::format_money(u.charged),
             u.unit_price.is_none(),
             u.once_key,
-            u.created_at
+            u.created_at,
+            u.api_key_id
         ],
         |r| r.get(0),
     )?;
