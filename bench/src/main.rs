@@ -30,7 +30,7 @@
 //! * [`procs`]: finding binaries, CPU pinning, starting and stopping the
 //!   simulator, the gateway and the forwarder;
 //! * [`measure`]: CPU time and peak RSS from `/proc`, machine description;
-//! * [`scenarios`]: the scenarios (free, billed, upload, mirror, chat, chat_stream) and their three targets;
+//! * [`scenarios`]: the scenarios (free, billed, upload, mirror, chat, chat_stream, chat_cached) and their three targets;
 //! * [`report`]: rows, overheads, the targets, markdown and JSON.
 
 mod forwarder;

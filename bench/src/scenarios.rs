@@ -10,6 +10,7 @@
 //! | `chat_stream` | the same with `stream: true`: time to first byte and to last byte | same, through the forwarder | same, relayed by the gateway |
 //! | `chat_anthropic` | `POST /v1/messages` (Anthropic's shape, `x-api-key`) | same, through the forwarder | `POST /api/v1/chat/completions` (model `claude/claude-sim`: the same chat translated by the `anthropic` adapter both ways) |
 //! | `chat_failover` | as `chat` | as `chat` | `chat` on the route `failover` (two deployments 1:1, `b` failing every other request with 503 before its first byte: those fail over to the other) |
+//! | `chat_cached` | as `chat` (nothing to cache) | same, through the forwarder | `chat` with `X-Gateway-Cache: use`: after the first, every request a response-cache hit (no upstream call, no hold) |
 //!
 //! `chat_stream` sets the simulator's delay between events to
 //! [`STREAM_DELAY_MS`] first, so that a run streams for real but quickly.
@@ -62,6 +63,9 @@ pub enum Scenario {
     /// requests before the first byte.
     #[value(name = "chat_failover")]
     ChatFailover,
+    /// A chat completion answered from the gateway's response cache.
+    #[value(name = "chat_cached")]
+    ChatCached,
 }
 
 impl Scenario {
@@ -69,7 +73,7 @@ impl Scenario {
     /// fresh gateway, so that its peak RSS is what the upload itself costs
     /// rather than the heap and idle connections the c=64 runs leave behind
     /// (those show in their own rows' peak RSS).
-    pub const ALL: [Scenario; 8] = [
+    pub const ALL: [Scenario; 9] = [
         Scenario::Upload,
         Scenario::Free,
         Scenario::Billed,
@@ -78,6 +82,7 @@ impl Scenario {
         Scenario::ChatStream,
         Scenario::ChatAnthropic,
         Scenario::ChatFailover,
+        Scenario::ChatCached,
     ];
 
     /// Its name in tables and JSON.
@@ -91,6 +96,7 @@ impl Scenario {
             Scenario::ChatStream => "chat_stream",
             Scenario::ChatAnthropic => "chat_anthropic",
             Scenario::ChatFailover => "chat_failover",
+            Scenario::ChatCached => "chat_cached",
         }
     }
 }
@@ -178,7 +184,8 @@ pub async fn run_all(env: &Env, plan: &Plan) -> Vec<Row> {
             | Scenario::Chat
             | Scenario::ChatStream
             | Scenario::ChatAnthropic
-            | Scenario::ChatFailover => {
+            | Scenario::ChatFailover
+            | Scenario::ChatCached => {
                 if scenario == Scenario::ChatStream {
                     set_stream_delay(env, STREAM_DELAY_MS).await;
                 }
@@ -249,9 +256,12 @@ fn request_spec(env: &Env, scenario: Scenario, target: Target, job_id: Option<&s
             format!("/api/v2/audio_enhancements/{job_id}"),
             env.sim_auth(),
         ),
-        (Scenario::Chat | Scenario::ChatStream | Scenario::ChatFailover, target) => {
+        (
+            Scenario::Chat | Scenario::ChatStream | Scenario::ChatFailover | Scenario::ChatCached,
+            target,
+        ) => {
             let stream = scenario == Scenario::ChatStream;
-            let (path, model, auth) = match target {
+            let (path, model, mut auth) = match target {
                 Target::Gateway if scenario == Scenario::ChatFailover => (
                     "/api/v1/chat/completions",
                     crate::procs::FAILOVER_ROUTE,
@@ -264,6 +274,12 @@ fn request_spec(env: &Env, scenario: Scenario, target: Target, job_id: Option<&s
                 ),
                 _ => ("/v1/chat/completions", "sim-gpt", env.sim_auth()),
             };
+            if scenario == Scenario::ChatCached && target == Target::Gateway {
+                auth.push((
+                    HeaderName::from_static("x-gateway-cache"),
+                    HeaderValue::from_static("use"),
+                ));
+            }
             Spec::post_json(
                 path,
                 auth,

@@ -159,6 +159,12 @@ pub struct Config {
     /// Whether `/models/trending` shows request counts of all traffic
     /// (`GATEWAY_TRENDING_GLOBAL_COUNTS`); by default it shows ranks only.
     pub trending_global_counts: bool,
+    /// Who shares response cache entries (`GATEWAY_CACHE_SCOPE`: `user`,
+    /// `key`, `global`; [`crate::cache`]).
+    pub cache_scope: crate::cache::Scope,
+    /// The in-process response cache's bound, MiB (`GATEWAY_CACHE_MAX_MB`,
+    /// 64; unused with Redis).
+    pub cache_max_mb: u64,
     /// Prices and markup.
     pub prices: crate::billing::Prices,
     /// Base URL of the gateway itself; `None` until known (`http://<bound address>`).
@@ -259,6 +265,8 @@ impl std::fmt::Debug for Config {
             )
             .field("access_log", &self.access_log)
             .field("trending_global_counts", &self.trending_global_counts)
+            .field("cache_scope", &self.cache_scope)
+            .field("cache_max_mb", &self.cache_max_mb)
             .field("prices", &self.prices)
             .field("public_url", &self.public_url)
             .field("mirror_hosts", &self.mirror_hosts)
@@ -409,6 +417,8 @@ impl Config {
             max_streams_per_connection: 32,
             access_log: true,
             trending_global_counts: false,
+            cache_scope: crate::cache::Scope::User,
+            cache_max_mb: crate::cache::DEFAULT_MAX_MB,
             prices: crate::billing::Prices::parse(None, "20.0").expect("default prices"),
             public_url: None,
             mirror_hosts: Vec::new(),
@@ -552,6 +562,16 @@ impl Config {
             &mut self.trending_global_counts,
             GATEWAY_TRENDING_GLOBAL_COUNTS,
             parse_bool,
+        );
+        v.set(
+            &mut self.cache_scope,
+            crate::cache::GATEWAY_CACHE_SCOPE,
+            |s| s.parse(),
+        );
+        v.set(
+            &mut self.cache_max_mb,
+            crate::cache::GATEWAY_CACHE_MAX_MB,
+            parse_positive,
         );
     }
 

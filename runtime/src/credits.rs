@@ -455,6 +455,8 @@ mod tests {
             per_image: None,
             per_second: None,
             max_output_tokens: None,
+            cache_ttl_secs: None,
+            cache_hit_price_pct: Default::default(),
         };
         let p = Provider {
             id: "claude".into(),

@@ -101,6 +101,7 @@ pub mod billing;
 pub mod body;
 pub mod bounds;
 pub mod budgets;
+pub mod cache;
 pub mod callbacks;
 pub mod cluster;
 pub mod config;

@@ -117,6 +117,9 @@ pub struct Relay {
     pub tail: Option<UsageTail>,
     /// A native provider's stream translated into OpenAI's ([`Relay::translate`]).
     translator: Option<Box<dyn StreamTranslator>>,
+    /// The response cache's capture of a miss: stored only when the stream
+    /// completes ([`crate::cache`]).
+    pub capture: Option<crate::cache::StreamCapture>,
     finished: bool,
 }
 
@@ -145,6 +148,7 @@ impl Relay {
             counter,
             tail: None,
             translator: None,
+            capture: None,
             finished: false,
         }
     }
@@ -231,6 +235,9 @@ impl Relay {
             return None;
         }
         if let Some(b) = self.first.take() {
+            if let Some(c) = &mut self.capture {
+                c.feed(&b);
+            }
             return Some(b);
         }
         let mut stop = self.registration.stop.clone();
@@ -251,6 +258,9 @@ impl Relay {
             Ok(Some(Ok(b))) => {
                 let b = self.translated(&b);
                 self.counter.feed(&b);
+                if let Some(c) = &mut self.capture {
+                    c.feed(&b);
+                }
                 match &mut self.tail {
                     Some(t) => Some(t.filter(&b)),
                     None => Some(b),
@@ -264,10 +274,17 @@ impl Relay {
                     t.finish(&mut last);
                 }
                 self.counter.feed(&last);
+                if let Some(c) = &mut self.capture {
+                    c.feed(&last);
+                }
                 let last = match &mut self.tail {
                     Some(t) => t.filter(&last),
                     None => Bytes::from(last),
                 };
+                if let Some(c) = self.capture.take() {
+                    let (tokens, counted) = self.tokens();
+                    c.complete(tokens.prompt(), tokens.output, counted);
+                }
                 let cost = self.finish("complete").await;
                 match self.close_tail(cost) {
                     Some(end) if last.is_empty() => Some(end),

@@ -54,6 +54,8 @@ pub struct Inner {
     pub stripe: stripe::Stripe,
     /// Routing of model calls: cool-downs and latencies of deployments.
     pub routing: routing::Routing,
+    /// The exact response cache of model answers ([`crate::cache`]).
+    pub response_cache: crate::cache::Cache,
 }
 
 impl std::ops::Deref for Gateway {

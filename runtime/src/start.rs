@@ -114,6 +114,11 @@ impl Gateway {
         }
         let stripe = crate::stripe::Stripe::new(config.stripe.clone(), config.upstream_timeout);
         let config_routing = config.routing.clone();
+        let response_cache = crate::cache::Cache::new(
+            config.cache_scope,
+            config.cache_max_mb.saturating_mul(1 << 20),
+            cluster.clone(),
+        );
         Ok(Gateway(Arc::new(Inner {
             stripe,
             config,
@@ -129,6 +134,7 @@ impl Gateway {
             providers,
             streams: Arc::new(streams::Streams::new(cluster.clone())),
             routing: crate::routing::Routing::new(config_routing, cluster.clone()),
+            response_cache,
             cluster,
             oidc,
         })))

@@ -23,6 +23,11 @@
 //! | `gateway_route_attempts_total` | counter | `deployment` (`provider/model` of the providers file), `outcome` (`ok` or the failure's kind as above) |
 //! | `gateway_route_skipped_total` | counter | `deployment` (skipped while cooling down) |
 //! | `gateway_route_cooldowns_total` | counter | `deployment` (cool-downs started) |
+//! | `gateway_cache_hits_total`, `_misses_total`, `_bypasses_total` | counter | — (response cache look-ups, [`crate::cache`]) |
+//! | `gateway_cache_stores_total` | counter | — (entries stored) |
+//! | `gateway_cache_stored_bytes_total` | counter | — (bytes of the entries stored) |
+//! | `gateway_cache_evictions_total` | counter | — (in-process entries evicted for room) |
+//! | `gateway_cache_bytes` | gauge | — (bytes held by the in-process cache) |
 
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -181,6 +186,32 @@ pub fn mirror_copy() {
 /// A model stream opened (`+1.0`) or ended (`-1.0`).
 pub fn open_streams(delta: f64) {
     metrics::gauge!("gateway_open_streams").increment(delta);
+}
+
+/// A response cache look-up: `what` is `hits`, `misses` or `bypasses`.
+pub fn cache_event(what: &'static str) {
+    match what {
+        "hits" => metrics::counter!("gateway_cache_hits_total").increment(1),
+        "misses" => metrics::counter!("gateway_cache_misses_total").increment(1),
+        _ => metrics::counter!("gateway_cache_bypasses_total").increment(1),
+    }
+}
+
+/// A response cache entry of `bytes` stored.
+pub fn cache_stored(bytes: u64) {
+    metrics::counter!("gateway_cache_stores_total").increment(1);
+    metrics::counter!("gateway_cache_stored_bytes_total").increment(bytes);
+}
+
+/// An in-process cache entry evicted; `bytes` held now.
+pub fn cache_evicted(bytes: f64) {
+    metrics::counter!("gateway_cache_evictions_total").increment(1);
+    cache_bytes(bytes);
+}
+
+/// Bytes held by the in-process response cache.
+pub fn cache_bytes(bytes: f64) {
+    metrics::gauge!("gateway_cache_bytes").set(bytes);
 }
 
 #[cfg(test)]

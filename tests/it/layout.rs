@@ -546,6 +546,7 @@ const FLOORS: &[(&str, &[&str])] = &[
             "routing",
             "cost",
             "usage_tail",
+            "cache",
         ],
     ),
     ("modes", &["modes"]),

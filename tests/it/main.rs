@@ -14,6 +14,7 @@ mod adapter_openai;
 mod audit;
 mod auth;
 mod budgets;
+mod cache;
 mod cli;
 mod crash_holds;
 mod dashboard;

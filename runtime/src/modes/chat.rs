@@ -13,8 +13,9 @@ use futures_util::StreamExt;
 use http::{header, HeaderValue, StatusCode};
 use serde_json::{json, Map, Value};
 
-use super::{prepare_model_call, read_body};
+use super::{prepare_cached, read_body, Hit};
 use crate::body::{self, Request};
+use crate::cache::Ask;
 use crate::cost::Cost;
 use crate::ctx::{Ctx, Later, Outcome, Settlement};
 use crate::errors::ApiError;
@@ -81,15 +82,18 @@ fn counted_output(v: &Value) -> u64 {
 
 /// `chat` (`chat = true`) and `completion`.
 pub async fn complete(ctx: &mut Ctx, req: Request, chat: bool) -> Result<Outcome, ApiError> {
+    let ask = Ask::from_headers(req.headers())?;
     let body = read_body(ctx, req).await?;
-    complete_body(ctx, body, chat).await
+    complete_body(ctx, body, chat, &ask).await
 }
 
-/// [`complete`] of a body already read (and validated).
+/// [`complete`] of a body already read (and validated), with the
+/// request's response-cache headers `ask` ([`crate::cache`]).
 pub async fn complete_body(
     ctx: &mut Ctx,
     body: Map<String, Value>,
     chat: bool,
+    ask: &Ask,
 ) -> Result<Outcome, ApiError> {
     let (bytes, _messages) = prompt_size(&body, chat)?;
     let (want, op) = if chat {
@@ -101,7 +105,7 @@ pub async fn complete_body(
     let tail = crate::usage_tail::UsageTail::wanted(&body);
     // The hold: everything the upstream body asks for ([`crate::bounds`]),
     // on the most expensive candidate deployment.
-    let prepared = prepare_model_call(ctx, body, want, op, |m, up| {
+    let ready = prepare_cached(ctx, body, want, op, Some((ask, stream)), |m, up| {
         if chat {
             crate::bounds::chat(up, m.context_window)
         } else {
@@ -109,6 +113,11 @@ pub async fn complete_body(
         }
     })
     .await?;
+    let mut prepared = match ready {
+        Ok(p) => p,
+        Err(hit) => return Ok(answer_hit(hit, stream, tail.is_some())),
+    };
+    let cache = std::mem::take(&mut prepared.cache);
     if !stream {
         let (answer, settle) = prepared.send(ctx).await?;
         let status = answer.status();
@@ -122,12 +131,14 @@ pub async fn complete_body(
             ),
         };
         let served = served_headers(&settle);
+        cache.store_json(&v, tokens.prompt(), tokens.output, counted);
         let records = settle.token_records(tokens, counted, "complete");
         if let Some(c) = Cost::of(&records) {
             c.annotate(&mut v);
         }
         let mut resp = body::json(StatusCode::OK, &v);
         resp.headers_mut().extend(served);
+        cache.mark(&mut resp);
         let mut out = Outcome::new(resp, Some(status)).settled(Settlement::ByModeRecords);
         out.records = records;
         return Ok(out);
@@ -187,6 +198,7 @@ pub async fn complete_body(
     );
     relay.translate(translator);
     relay.tail = tail;
+    relay.capture = cache.capture();
     let body = http_body_util::BodyExt::boxed(http_body_util::StreamBody::new(
         relay.into_stream().map(|r| r.map(hyper::body::Frame::data)),
     ));
@@ -201,6 +213,7 @@ pub async fn complete_body(
         h.insert("x-stream-id", v);
     }
     h.extend(served);
+    cache.mark(&mut resp);
     Ok(Outcome::new(resp, Some(status)).settled(Settlement::Later(Later::Stream)))
 }
 
@@ -217,6 +230,42 @@ fn served_headers(settle: &crate::credits::Settle) -> http::HeaderMap {
         HeaderValue::from(settle.served.attempts),
     );
     h
+}
+
+/// The answer of a cache hit: JSON, or the stream replayed (its events as
+/// they came, then the usage event when `usage_wanted`, then `[DONE]`),
+/// with its records (committed before the answer, as a JSON answer's).
+fn answer_hit(hit: Hit, stream: bool, usage_wanted: bool) -> Outcome {
+    let (entry, records) = hit.records();
+    let cost = Cost::of(&records);
+    let mut resp = if stream {
+        let events = entry.to_events().unwrap_or_default();
+        let usage = usage_wanted.then(|| {
+            let mut u = entry.usage_event(events.first());
+            if let Some(c) = &cost {
+                c.annotate(&mut u);
+            }
+            u
+        });
+        let mut r = http::Response::new(crate::cache::replay(events, usage));
+        let h = r.headers_mut();
+        h.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/event-stream"),
+        );
+        h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+        r
+    } else {
+        let mut v = entry.to_json().unwrap_or_default();
+        if let Some(c) = &cost {
+            c.annotate(&mut v);
+        }
+        body::json(StatusCode::OK, &v)
+    };
+    crate::cache::Miss::hit().mark(&mut resp);
+    let mut out = Outcome::new(resp, None).settled(Settlement::ByModeRecords);
+    out.records = records;
+    out
 }
 
 /// `stop_stream`: ends the caller's open stream.

@@ -7,7 +7,7 @@ use http::StatusCode;
 use rust_decimal::prelude::ToPrimitive;
 use serde_json::{json, Value};
 
-use super::prepare_model_call;
+use super::prepare_cached;
 use crate::body::{self, Request};
 use crate::ctx::{Ctx, Outcome, Settlement};
 use crate::errors::ApiError;
@@ -42,6 +42,7 @@ fn texts_size(v: &Value, field: &str) -> Result<(usize, usize), ApiError> {
 
 /// `embedding`.
 pub async fn embed(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
+    let ask = crate::cache::Ask::from_headers(req.headers())?;
     let body = super::read_body(ctx, req).await?;
     let spec_shape = body.contains_key("text");
     let (field, value) = match (body.get("text"), body.get("input")) {
@@ -50,30 +51,56 @@ pub async fn embed(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
         (None, None) => return Err(ApiError::BadRequest("text: required".into())),
     };
     let (bytes, _items) = texts_size(value, field)?;
-    let prepared = prepare_model_call(ctx, body, ModelType::Embedding, Op::Embedding, |_, up| {
-        crate::bounds::embedding(up)
-    })
+    let ready = prepare_cached(
+        ctx,
+        body,
+        ModelType::Embedding,
+        Op::Embedding,
+        Some((&ask, false)),
+        |_, up| crate::bounds::embedding(up),
+    )
     .await?;
-    let (answer, settle) = prepared.send(ctx).await?;
-    let status = answer.status();
-    let v = answer.json("embeddings").await?;
-    let v = settle
-        .provider
-        .adapter
-        .answer(Op::Embedding, &settle.model.id, v)?;
+    let (v, status, records, cache, name) = match ready {
+        Ok(mut prepared) => {
+            let cache = std::mem::take(&mut prepared.cache);
+            let (answer, settle) = prepared.send(ctx).await?;
+            let status = answer.status();
+            let v = answer.json("embeddings").await?;
+            let v = settle
+                .provider
+                .adapter
+                .answer(Op::Embedding, &settle.model.id, v)?;
+            if v.get("data").and_then(Value::as_array).is_none() {
+                return Err(ApiError::BadGateway(
+                    "the model provider answered embeddings without data".into(),
+                ));
+            }
+            let (input, counted) = match v
+                .get("usage")
+                .and_then(|u| {
+                    crate::billing::quantity_from_upstream("prompt_tokens", u.get("prompt_tokens"))
+                        .valid()
+                })
+                .and_then(|d| d.ceil().to_u64())
+            {
+                Some(t) => (t, false),
+                None => (bytes.div_ceil(4) as u64, true),
+            };
+            cache.store_json(&v, input, 0, counted);
+            let name = format!("{}/{}", settle.provider.id, settle.model.id);
+            let records = settle.records(input, 0, counted, "complete");
+            (v, Some(status), records, cache, name)
+        }
+        Err(hit) => {
+            let name = format!("{}/{}", hit.settle.provider.id, hit.settle.model.id);
+            let (entry, records) = hit.records();
+            let v = entry.to_json().unwrap_or_default();
+            (v, None, records, crate::cache::Miss::hit(), name)
+        }
+    };
     let data = v.get("data").and_then(Value::as_array).ok_or_else(|| {
         ApiError::BadGateway("the model provider answered embeddings without data".into())
     })?;
-    let (input, counted) = match v
-        .get("usage")
-        .and_then(|u| {
-            crate::billing::quantity_from_upstream("prompt_tokens", u.get("prompt_tokens")).valid()
-        })
-        .and_then(|d| d.ceil().to_u64())
-    {
-        Some(t) => (t, false),
-        None => (bytes.div_ceil(4) as u64, true),
-    };
     let mut answer = if spec_shape {
         let vectors: Vec<Value> = data
             .iter()
@@ -83,16 +110,16 @@ pub async fn embed(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
             .first()
             .and_then(Value::as_array)
             .map_or(0, Vec::len);
-        json!({"data": vectors, "dimensions": dimensions, "model": format!("{}/{}", settle.provider.id, settle.model.id)})
+        json!({"data": vectors, "dimensions": dimensions, "model": name})
     } else {
         v
     };
-    let records = settle.records(input, 0, counted, "complete");
     if let Some(c) = crate::cost::Cost::of(&records) {
         c.annotate(&mut answer);
     }
-    let mut out = Outcome::new(body::json(StatusCode::OK, &answer), Some(status))
-        .settled(Settlement::ByModeRecords);
+    let mut resp = body::json(StatusCode::OK, &answer);
+    cache.mark(&mut resp);
+    let mut out = Outcome::new(resp, status).settled(Settlement::ByModeRecords);
     out.records = records;
     Ok(out)
 }

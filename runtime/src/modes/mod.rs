@@ -211,11 +211,13 @@ pub(crate) fn call(
 
 /// A model request ready to send: its candidate deployments (with our
 /// key or the caller's BYOK key; one unless a route or `models: [...]`
-/// named several) and what settles it (with what the request can make the
-/// provider do, [`crate::bounds`]). [`Prepared::run`] sends it.
+/// named several), what settles it (with what the request can make the
+/// provider do, [`crate::bounds`]) and the response cache's part in it.
+/// [`Prepared::run`] sends it.
 pub(crate) struct Prepared {
     pub plan: Plan,
     pub settle: Settle,
+    pub cache: crate::cache::Miss,
 }
 
 impl Prepared {
@@ -230,7 +232,9 @@ impl Prepared {
     {
         let deadline = ctx.started + ctx.gw.config.upstream_timeout;
         let gw = &ctx.gw;
-        let Prepared { plan, mut settle } = self;
+        let Prepared {
+            plan, mut settle, ..
+        } = self;
         let route = plan.route.clone();
         let (v, served, attempts) = gw
             .routing
@@ -308,14 +312,27 @@ fn deployments<'a>(
 /// Most models a request's `models: [...]` may name.
 const MAX_MODELS: usize = 8;
 
-/// Resolves the body's `model` (of type `want`; a route or `models: [...]`
-/// give several candidates), builds each candidate's upstream body of `op`
-/// (`additional_params` merged in, never over a field the gateway prices:
-/// 400; in the provider's shape, [`crate::providers::Adapter::native`]), computes its bound from that body (`bound`; 400 naming a field
-/// that would raise the work past it), chooses the key (the caller's
-/// `byok_api_key` for this call only, else the provider's) and holds the
-/// most expensive candidate's cost (nothing with BYOK: 402 when it does
-/// not fit).
+/// A model request answered from the response cache: the entry, and what
+/// settles it (no hold; priced by the model's `cache_hit_price_pct`).
+pub(crate) struct Hit {
+    pub entry: crate::cache::Entry,
+    pub settle: Settle,
+}
+
+impl Hit {
+    /// The entry and the hit's records: usage and token detail ended
+    /// `cache_hit`.
+    pub fn records(self) -> (crate::cache::Entry, Vec<crate::store::Record>) {
+        let pct = self.settle.model.cache_hit_price_pct;
+        let e = self.entry;
+        let records = self
+            .settle
+            .records(e.input_tokens, e.output_tokens, e.counted, "cache_hit");
+        (e, crate::cache::hit_records(records, pct))
+    }
+}
+
+/// [`prepare_cached`] without the cache (images).
 pub(crate) async fn prepare_model_call(
     ctx: &Ctx,
     body: Map<String, Value>,
@@ -323,6 +340,31 @@ pub(crate) async fn prepare_model_call(
     op: Op,
     bound: impl Fn(&Model, &Map<String, Value>) -> Result<Bound, ApiError>,
 ) -> Result<Prepared, ApiError> {
+    match prepare_cached(ctx, body, want, op, None, bound).await? {
+        Ok(p) => Ok(p),
+        Err(_) => Err(ApiError::bug("a cache hit without a cache")),
+    }
+}
+
+/// Resolves the body's `model` (of type `want`; a route or `models: [...]`
+/// give several candidates), builds each candidate's upstream body of `op`
+/// (`additional_params` merged in, never over a field the gateway prices:
+/// 400; in the provider's shape, [`crate::providers::Adapter::native`]),
+/// computes its bound from that body (`bound`; 400 naming a field that
+/// would raise the work past it), looks the request up in the response
+/// cache when `cache` says so (keyed by the route's name or the one
+/// deployment and the OpenAI-shaped body; `Err(hit)`: answered from it,
+/// nothing held), chooses the key (the caller's `byok_api_key` for this
+/// call only, else the provider's) and holds the most expensive
+/// candidate's cost (nothing with BYOK: 402 when it does not fit).
+pub(crate) async fn prepare_cached(
+    ctx: &Ctx,
+    body: Map<String, Value>,
+    want: ModelType,
+    op: Op,
+    cache: Option<(&crate::cache::Ask, bool)>,
+    bound: impl Fn(&Model, &Map<String, Value>) -> Result<Bound, ApiError>,
+) -> Result<Result<Prepared, Hit>, ApiError> {
     crate::bounds::check_additional_params(&body)?;
     let (route, list) = deployments(ctx, &body, want)?;
     let byok = body
@@ -333,20 +375,56 @@ pub(crate) async fn prepare_model_call(
     let mut max_cost = rust_decimal::Decimal::ZERO;
     let last = list.len() - 1;
     let mut body = Some(body);
+    // The first candidate's OpenAI-shaped body, when the cache is asked.
+    let mut keyed = None;
     for (i, (p, m)) in list.iter().enumerate() {
         let b = if i == last {
             body.take().unwrap_or_default()
         } else {
             body.clone().unwrap_or_default()
         };
+        let request = p.adapter.request(op, &m.id, b);
+        if i == 0 && cache.is_some() {
+            keyed = Some(request.clone());
+        }
         // The provider's own call (a native adapter's path and body).
-        let native = p.adapter.native(op, m, p.adapter.request(op, &m.id, b))?;
+        let native = p.adapter.native(op, m, request)?;
         let bound = bound(m, &native.body)?;
         max_cost = max_cost.max(credits::bound_cost(p, m, &bound)?);
         candidates.push((*p, *m, bound, native));
     }
     let (p0, m0) = list[0];
     let allowed_as = route.map(|r| r.name.as_str());
+    let miss = match (cache, keyed) {
+        (Some((ask, stream)), Some(keyed)) => {
+            allowed(ctx, p0, m0, allowed_as)?;
+            let deployment = match route {
+                Some(r) => r.name.clone(),
+                None => format!("{}/{}", p0.id, m0.id),
+            };
+            let r = crate::cache::Request {
+                deployment: &deployment,
+                op: p0.adapter.path(op),
+                model_ttl: match route {
+                    Some(r) => r.cache_ttl_secs,
+                    None => m0.cache_ttl_secs,
+                },
+                body: &keyed,
+                user: ctx.user_id(),
+                key: ctx.user.as_ref().and_then(|u| u.key_id),
+                byok: byok.as_deref().map(str::trim).filter(|k| !k.is_empty()),
+                stream,
+            };
+            match ctx.gw.response_cache.begin(ask, &r).await {
+                crate::cache::Begun::Hit(entry) => {
+                    let settle = Settle::new(ctx, p0, m0, r.byok.is_some(), None);
+                    return Ok(Err(Hit { entry, settle }));
+                }
+                crate::cache::Begun::Go(miss) => miss,
+            }
+        }
+        _ => crate::cache::Miss::default(),
+    };
     let (settle, key) = hold_for(ctx, p0, m0, allowed_as, byok.as_deref(), max_cost).await?;
     let mut plan = Plan {
         route: route.map(|r| r.name.clone()),
@@ -378,7 +456,11 @@ pub(crate) async fn prepare_model_call(
             path: native.path,
         });
     }
-    Ok(Prepared { plan, settle })
+    Ok(Ok(Prepared {
+        plan,
+        settle,
+        cache: miss,
+    }))
 }
 
 /// Resolves the model `name` (of type `want`), checks the API key's model

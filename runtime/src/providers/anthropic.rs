@@ -456,6 +456,8 @@ mod tests {
             per_image: None,
             per_second: None,
             max_output_tokens: Some(321),
+            cache_ttl_secs: None,
+            cache_hit_price_pct: Default::default(),
         }
     }
 

@@ -53,6 +53,8 @@ struct ModelDoc {
     per_image: Option<String>,
     per_second: Option<String>,
     max_output_tokens: Option<u64>,
+    cache_ttl_secs: Option<u64>,
+    cache_hit_price_pct: Option<String>,
 }
 
 fn price(
@@ -149,7 +151,23 @@ pub fn parse(text: &str, file: &str, default_markup: Decimal) -> Result<Provider
                     "{file}: {at}: max_output_tokens must be at least 1"
                 )));
             }
+            if m.cache_ttl_secs
+                .is_some_and(|t| t == 0 || t > crate::cache::MAX_TTL.as_secs())
+            {
+                return Err(ProvidersError(format!(
+                    "{file}: {at}: cache_ttl_secs must be from 1 to {}",
+                    crate::cache::MAX_TTL.as_secs()
+                )));
+            }
+            let hit_pct = price(file, &at, "cache_hit_price_pct", m.cache_hit_price_pct)?;
+            if hit_pct.is_some_and(|p| p > Decimal::ONE_HUNDRED) {
+                return Err(ProvidersError(format!(
+                    "{file}: {at}: cache_hit_price_pct must be from 0 to 100"
+                )));
+            }
             models.push(Model {
+                cache_ttl_secs: m.cache_ttl_secs,
+                cache_hit_price_pct: hit_pct.unwrap_or_default(),
                 input_per_mtok: price(file, &at, "input_per_mtok", m.input_per_mtok)?,
                 output_per_mtok: price(file, &at, "output_per_mtok", m.output_per_mtok)?,
                 cache_read_per_mtok: price(

@@ -192,6 +192,12 @@ pub struct Model {
     /// one (Anthropic's required `max_tokens`); default
     /// [`crate::bounds::DEFAULT_MAX_OUTPUT`].
     pub max_output_tokens: Option<u64>,
+    /// Answers are cached this long unless a request says otherwise
+    /// (`cache_ttl_secs`; `None`: only when a request asks, [`crate::cache`]).
+    pub cache_ttl_secs: Option<u64>,
+    /// A cache hit costs this percentage of the original's charge
+    /// (`cache_hit_price_pct`, default 0).
+    pub cache_hit_price_pct: Decimal,
 }
 
 impl Model {

@@ -67,6 +67,9 @@ pub struct Route {
     pub fallbacks: Vec<Deployment>,
     /// The type of every target and fallback.
     pub kind: ModelType,
+    /// Answers are cached this long unless a request says otherwise
+    /// (`cache_ttl_secs`, as a model's; keyed by the route's name).
+    pub cache_ttl_secs: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -77,6 +80,7 @@ pub(super) struct RouteDoc {
     targets: Vec<TargetDoc>,
     #[serde(default)]
     fallbacks: Vec<String>,
+    cache_ttl_secs: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -181,12 +185,22 @@ pub(super) fn build(
             .iter()
             .map(|f| resolve("fallbacks", f))
             .collect::<Result<Vec<_>, _>>()?;
+        if doc
+            .cache_ttl_secs
+            .is_some_and(|t| t == 0 || t > crate::cache::MAX_TTL.as_secs())
+        {
+            return Err(err(
+                "cache_ttl_secs",
+                format!("must be from 1 to {}", crate::cache::MAX_TTL.as_secs()),
+            ));
+        }
         routes.push(Route {
             name,
             strategy,
             targets,
             fallbacks,
             kind: kind.unwrap_or(ModelType::Chat),
+            cache_ttl_secs: doc.cache_ttl_secs,
         });
     }
     Ok(routes)

@@ -123,6 +123,7 @@ mod tests {
                 .collect(),
             fallbacks: Vec::new(),
             kind: ModelType::Chat,
+            cache_ttl_secs: None,
         }
     }
 

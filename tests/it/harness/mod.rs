@@ -9,11 +9,13 @@ mod general;
 mod node;
 mod oidc;
 mod receiver;
+mod redis_server;
 
 pub use general::*;
 pub use node::*;
 pub use oidc::*;
 pub use receiver::*;
+pub use redis_server::*;
 
 use std::path::PathBuf;
 use std::time::Duration;

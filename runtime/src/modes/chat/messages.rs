@@ -27,11 +27,12 @@ fn model_of(body: &Map<String, Value>) -> String {
 
 /// `messages`: `POST /messages`.
 pub async fn messages(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
+    let ask = crate::cache::Ask::from_headers(req.headers())?;
     let body = read_body(ctx, req).await?;
     let model = model_of(&body);
     let chat = request::to_chat(&body)?;
     let stream = chat.get("stream") == Some(&Value::Bool(true));
-    let mut out = super::complete_body(ctx, chat, true).await?;
+    let mut out = super::complete_body(ctx, chat, true, &ask).await?;
     let (parts, inner) =
         std::mem::replace(&mut out.response, body::json(StatusCode::OK, &json!({}))).into_parts();
     out.response = if stream {
@@ -50,7 +51,11 @@ pub async fn messages(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> 
             .to_bytes();
         let v: Value = serde_json::from_slice(&bytes)
             .map_err(|e| ApiError::internal("reading the chat answer", e))?;
-        body::json(StatusCode::OK, &answer::from_chat(&v, &model))
+        let mut resp = body::json(StatusCode::OK, &answer::from_chat(&v, &model));
+        if let Some(h) = parts.headers.get(crate::cache::HEADER) {
+            resp.headers_mut().insert(crate::cache::HEADER, h.clone());
+        }
+        resp
     };
     Ok(out)
 }
