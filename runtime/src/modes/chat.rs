@@ -146,38 +146,8 @@ pub async fn complete_body(
     let idle = ctx.gw.config.stream_timeout;
     // One attempt: the answer's headers and its first chunk, each within
     // the idle time-out; a failure before the first byte may go elsewhere.
-    let ((status, upstream, first), settle) = prepared
-        .run(ctx, |call| async move {
-            let timed_out = || {
-                Failed::network(
-                    "timeout",
-                    ApiError::GatewayTimeout(format!(
-                        "the model provider sent nothing for {} s",
-                        idle.as_secs()
-                    )),
-                )
-            };
-            let answer = tokio::time::timeout(idle, call.timeout(STREAM_LIFETIME).try_send())
-                .await
-                .map_err(|_| timed_out())??;
-            let status = answer.status();
-            let mut upstream = answer.byte_stream();
-            let first = match tokio::time::timeout(idle, upstream.next())
-                .await
-                .map_err(|_| timed_out())?
-            {
-                Some(Ok(b)) => Some(b),
-                Some(Err(e)) => {
-                    tracing::warn!(error = %e, "model stream failed before its first byte");
-                    return Err(Failed::network("network", ApiError::Network(
-                        "network error contacting the model provider: connection closed while reading the answer".into(),
-                    )));
-                }
-                None => None,
-            };
-            Ok((status, upstream, first))
-        })
-        .await?;
+    let ((status, upstream, first), settle) =
+        prepared.run(ctx, |call| first_byte(call, idle)).await?;
     let served = served_headers(&settle);
     let registration = ctx.gw.streams.register(ctx.user_id()).await;
     let stream_id = registration.id.clone();
@@ -215,6 +185,43 @@ pub async fn complete_body(
     h.extend(served);
     cache.mark(&mut resp);
     Ok(Outcome::new(resp, Some(status)).settled(Settlement::Later(Later::Stream)))
+}
+
+/// One streamed attempt: the answer's headers and its first chunk, each
+/// within the idle time-out `idle`; a failure before the first byte may be
+/// retried elsewhere ([`crate::routing`]).
+async fn first_byte(
+    call: crate::upstream::Call,
+    idle: Duration,
+) -> Result<(u16, crate::upstream::ByteStream, Option<bytes::Bytes>), Failed> {
+    let timed_out = || {
+        Failed::network(
+            "timeout",
+            ApiError::GatewayTimeout(format!(
+                "the model provider sent nothing for {} s",
+                idle.as_secs()
+            )),
+        )
+    };
+    let answer = tokio::time::timeout(idle, call.timeout(STREAM_LIFETIME).try_send())
+        .await
+        .map_err(|_| timed_out())??;
+    let status = answer.status();
+    let mut upstream = answer.byte_stream();
+    let first = match tokio::time::timeout(idle, upstream.next())
+        .await
+        .map_err(|_| timed_out())?
+    {
+        Some(Ok(b)) => Some(b),
+        Some(Err(e)) => {
+            tracing::warn!(error = %e, "model stream failed before its first byte");
+            return Err(Failed::network("network", ApiError::Network(
+                    "network error contacting the model provider: connection closed while reading the answer".into(),
+                )));
+        }
+        None => None,
+    };
+    Ok((status, upstream, first))
 }
 
 /// `X-Gateway-Model` (the deployment that served, `provider/model`) and

@@ -75,6 +75,43 @@ fn price(
 }
 
 /// Parses the text of a providers file named `file`.
+/// The adapter of a provider's `kind`.
+fn adapter_of(kind: &str, file: &str, at: &str) -> Result<Arc<dyn Adapter>, ProvidersError> {
+    Ok(match kind {
+        "openai" => Arc::new(openai::OpenAi),
+        "anthropic" => Arc::new(anthropic::Anthropic),
+        "gemini" => Arc::new(gemini::Gemini),
+        other => {
+            return Err(ProvidersError(format!(
+            "{file}: {at}: kind {other:?} is not supported (supported: openai, anthropic, gemini)"
+        )))
+        }
+    })
+}
+
+/// A model's response-cache keys ([`crate::cache`]): `cache_ttl_secs`
+/// (1 to the cache's longest), `cache_hit_price_pct` (0 to 100, default 0).
+fn cache_keys(
+    file: &str,
+    at: &str,
+    ttl: Option<u64>,
+    hit_pct: Option<String>,
+) -> Result<(Option<u64>, Decimal), ProvidersError> {
+    if ttl.is_some_and(|t| t == 0 || t > crate::cache::MAX_TTL.as_secs()) {
+        return Err(ProvidersError(format!(
+            "{file}: {at}: cache_ttl_secs must be from 1 to {}",
+            crate::cache::MAX_TTL.as_secs()
+        )));
+    }
+    let hit_pct = price(file, at, "cache_hit_price_pct", hit_pct)?;
+    if hit_pct.is_some_and(|p| p > Decimal::ONE_HUNDRED) {
+        return Err(ProvidersError(format!(
+            "{file}: {at}: cache_hit_price_pct must be from 0 to 100"
+        )));
+    }
+    Ok((ttl, hit_pct.unwrap_or_default()))
+}
+
 pub fn parse(text: &str, file: &str, default_markup: Decimal) -> Result<Providers, ProvidersError> {
     let doc: FileDoc = toml::from_str(text).map_err(|e| ProvidersError(format!("{file}: {e}")))?;
     let mut providers: Vec<Provider> = Vec::new();
@@ -90,16 +127,7 @@ pub fn parse(text: &str, file: &str, default_markup: Decimal) -> Result<Provider
                 "{file}: {at}: duplicate provider id"
             )));
         }
-        let adapter: Arc<dyn Adapter> = match p.kind.as_str() {
-            "openai" => Arc::new(openai::OpenAi),
-            "anthropic" => Arc::new(anthropic::Anthropic),
-            "gemini" => Arc::new(gemini::Gemini),
-            other => {
-                return Err(ProvidersError(format!(
-                    "{file}: {at}: kind {other:?} is not supported (supported: openai, anthropic, gemini)"
-                )))
-            }
-        };
+        let adapter = adapter_of(&p.kind, file, &at)?;
         let base_url = p.base_url.trim().trim_end_matches('/').to_owned();
         if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
             return Err(ProvidersError(format!(
@@ -123,7 +151,7 @@ pub fn parse(text: &str, file: &str, default_markup: Decimal) -> Result<Provider
             tracing::warn!(provider = %p.id, variable = %p.api_key_env, "the provider's key variable is unset: only BYOK calls can reach it");
         }
         let mut models: Vec<Model> = Vec::new();
-        for m in p.model {
+        for mut m in p.model {
             let at = format!("provider {:?} model {:?}", p.id, m.id);
             if m.id.is_empty() {
                 return Err(ProvidersError(format!(
@@ -151,23 +179,11 @@ pub fn parse(text: &str, file: &str, default_markup: Decimal) -> Result<Provider
                     "{file}: {at}: max_output_tokens must be at least 1"
                 )));
             }
-            if m.cache_ttl_secs
-                .is_some_and(|t| t == 0 || t > crate::cache::MAX_TTL.as_secs())
-            {
-                return Err(ProvidersError(format!(
-                    "{file}: {at}: cache_ttl_secs must be from 1 to {}",
-                    crate::cache::MAX_TTL.as_secs()
-                )));
-            }
-            let hit_pct = price(file, &at, "cache_hit_price_pct", m.cache_hit_price_pct)?;
-            if hit_pct.is_some_and(|p| p > Decimal::ONE_HUNDRED) {
-                return Err(ProvidersError(format!(
-                    "{file}: {at}: cache_hit_price_pct must be from 0 to 100"
-                )));
-            }
+            let (cache_ttl_secs, cache_hit_price_pct) =
+                cache_keys(file, &at, m.cache_ttl_secs, m.cache_hit_price_pct.take())?;
             models.push(Model {
-                cache_ttl_secs: m.cache_ttl_secs,
-                cache_hit_price_pct: hit_pct.unwrap_or_default(),
+                cache_ttl_secs,
+                cache_hit_price_pct,
                 input_per_mtok: price(file, &at, "input_per_mtok", m.input_per_mtok)?,
                 output_per_mtok: price(file, &at, "output_per_mtok", m.output_per_mtok)?,
                 cache_read_per_mtok: price(

@@ -86,6 +86,11 @@ impl Credential {
     }
 }
 
+/// An answer's body as a stream of chunks ([`Answer::byte_stream`]).
+pub type ByteStream = std::pin::Pin<
+    Box<dyn futures_util::Stream<Item = Result<Bytes, crate::body::BoxError>> + Send>,
+>;
+
 /// What the upstream client is built from: the provider's part of the
 /// configuration (`crate::config::Config::upstream_settings`).
 #[derive(Clone, Copy)]
@@ -477,11 +482,7 @@ impl Answer {
 
     /// The body as a stream of chunks, scrubbed of the key (a relay that
     /// reads what it passes on: [`crate::relay`]).
-    pub fn byte_stream(
-        self,
-    ) -> std::pin::Pin<
-        Box<dyn futures_util::Stream<Item = Result<Bytes, crate::body::BoxError>> + Send>,
-    > {
+    pub fn byte_stream(self) -> ByteStream {
         let Answer { resp, mapping } = self;
         Box::pin(futures_util::TryStreamExt::map_err(
             Scrubbed::new(resp.into_body(), mapping.key),
