@@ -407,3 +407,34 @@ async fn two_instances_share_entries_through_redis() {
     cache_state(&b, "HIT");
     assert_eq!(upstream_calls(&p.a).await, 1);
 }
+
+/// A route cached for a minute (`cache_ttl_secs` on the `[[route]]`) over
+/// the simulator's model, which is itself not cached.
+fn route_cached_toml(url: &str) -> String {
+    format!(
+        "{}\n[[route]]\nmodel = \"cached\"\ntargets = [ {{ model = \"sim/sim-gpt\" }} ]\ncache_ttl_secs = 60\n",
+        providers_toml(url)
+    )
+}
+
+#[tokio::test]
+async fn a_routes_cache_ttl_caches_the_route_and_not_its_model() {
+    let env = env_with_providers(route_cached_toml, |_| {}).await;
+    env.grant("10");
+    let mut body = chat_body("a routed question");
+    body["model"] = json!("cached");
+    cache_state(&chat(&env, &env.key, &body, &[]).await, "MISS");
+    assert_eq!(upstream_calls(&env).await, 1);
+    let hit = chat(&env, &env.key, &body, &[]).await;
+    cache_state(&hit, "HIT");
+    assert_eq!(upstream_calls(&env).await, 0, "a hit calls no provider");
+    // The route's target by its own name: not cached (the model has no
+    // cache_ttl_secs), and never the route's entry.
+    let direct = chat(&env, &env.key, &chat_body("a routed question"), &[]).await;
+    direct.expect(200);
+    assert_eq!(direct.header("x-gateway-cache"), None, "{}", direct.text);
+    assert_eq!(upstream_calls(&env).await, 1);
+    let rows = env.wait_model_usage(3).await;
+    let ended: Vec<&str> = rows.iter().map(|r| r.ended.as_str()).collect();
+    assert_eq!(ended, ["complete", "cache_hit", "complete"]);
+}

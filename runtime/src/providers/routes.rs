@@ -246,6 +246,35 @@ fallbacks = ["b/gpt"]
     }
 
     #[test]
+    fn a_routes_cache_ttl_is_read_and_checked() {
+        let p = parse(
+            &FILE.replace(
+                "fallbacks = [\"b/gpt\"]",
+                "fallbacks = [\"b/gpt\"]\ncache_ttl_secs = 60",
+            ),
+            "p.toml",
+            Decimal::ZERO,
+        )
+        .unwrap();
+        assert_eq!(p.route("smart").unwrap().cache_ttl_secs, Some(60));
+        assert_eq!(
+            parse(FILE, "p.toml", Decimal::ZERO)
+                .unwrap()
+                .route("smart")
+                .unwrap()
+                .cache_ttl_secs,
+            None
+        );
+        for bad in ["0", "86401"] {
+            let e = err(&FILE.replace(
+                "fallbacks = [\"b/gpt\"]",
+                &format!("fallbacks = [\"b/gpt\"]\ncache_ttl_secs = {bad}"),
+            ));
+            assert!(e.contains("p.toml") && e.contains("cache_ttl_secs"), "{e}");
+        }
+    }
+
+    #[test]
     fn a_route_resolves_its_targets() {
         let p = parse(FILE, "p.toml", Decimal::ZERO).unwrap();
         let r = p.route("smart").unwrap();
