@@ -346,7 +346,7 @@ fn gateway_env(cmd: &mut Command, data_dir: &Path, sim: SocketAddr) {
         // quotas no run reaches.
         .env("GATEWAY_RATE_LIMITS", RATE_LIMITS)
         // Warnings only, plus the one `listening on` line of `serve`.
-        .env("RUST_LOG", "warn,server::cli=info")
+        .env("RUST_LOG", "warn,app::cli=info")
         .env("NO_COLOR", "1")
         .env_remove("GATEWAY_DB")
         .env_remove("GATEWAY_PUBLIC_URL");
@@ -477,7 +477,7 @@ mod tests {
             listening_addr("listening on 127.0.0.1:9100"),
             Some("127.0.0.1:9100".parse().unwrap())
         );
-        let traced = "\u{1b}[2m2024-01-01T00:00:00Z\u{1b}[0m \u{1b}[32m INFO\u{1b}[0m \u{1b}[2mserver::cli\u{1b}[0m\u{1b}[2m:\u{1b}[0m listening on 127.0.0.1:41234";
+        let traced = "\u{1b}[2m2024-01-01T00:00:00Z\u{1b}[0m \u{1b}[32m INFO\u{1b}[0m \u{1b}[2mapp::cli\u{1b}[0m\u{1b}[2m:\u{1b}[0m listening on 127.0.0.1:41234";
         assert_eq!(
             listening_addr(&strip_ansi(traced)),
             Some("127.0.0.1:41234".parse().unwrap())
