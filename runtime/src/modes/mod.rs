@@ -375,7 +375,18 @@ pub(crate) async fn prepare_cached(
     let mut max_cost = rust_decimal::Decimal::ZERO;
     let last = list.len() - 1;
     let mut body = Some(body);
-    // The first candidate's OpenAI-shaped body, when the cache is asked.
+    // The first candidate's OpenAI-shaped body, kept (a copy) only when the
+    // cache may apply: asked by a header, or a `cache_ttl_secs` of the
+    // route or model; a request without either copies nothing.
+    let model_ttl = match route {
+        Some(r) => r.cache_ttl_secs,
+        None => list[0].1.cache_ttl_secs,
+    };
+    let cache = cache.filter(|(ask, _)| {
+        ask.directive != crate::cache::Directive::Default
+            || ask.ttl.is_some()
+            || model_ttl.is_some()
+    });
     let mut keyed = None;
     for (i, (p, m)) in list.iter().enumerate() {
         let b = if i == last {
@@ -405,10 +416,7 @@ pub(crate) async fn prepare_cached(
             let r = crate::cache::Request {
                 deployment: &deployment,
                 op: p0.adapter.path(op),
-                model_ttl: match route {
-                    Some(r) => r.cache_ttl_secs,
-                    None => m0.cache_ttl_secs,
-                },
+                model_ttl,
                 body: &keyed,
                 user: ctx.user_id(),
                 key: ctx.user.as_ref().and_then(|u| u.key_id),
