@@ -886,12 +886,26 @@ async fn no_password_token_or_key_appears_in_the_log() {
         .status(),
         200
     );
-    let mut mails: Vec<_> = std::fs::read_dir(&outbox)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    mails.sort();
-    let text = std::fs::read_to_string(mails.last().unwrap()).unwrap();
+    // The reset mail is written after the answer (it never waits for its
+    // mail): wait for it (up to 10 s) beside the registration's.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let mails = loop {
+        let mut mails: Vec<_> = std::fs::read_dir(&outbox)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        mails.sort();
+        let texts: Vec<String> = mails
+            .iter()
+            .filter_map(|m| std::fs::read_to_string(m).ok())
+            .collect();
+        if texts.len() >= 2 || std::time::Instant::now() > deadline {
+            break texts;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    // The mail that is not the registration's (its token was `confirm`).
+    let text = mails.iter().find(|t| !t.contains(&confirm)).unwrap();
     let reset = text
         .lines()
         .find_map(|l| l.strip_prefix("Token: "))
