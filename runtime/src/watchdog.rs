@@ -16,6 +16,10 @@
 //!   timer fires: `None` while a request is in flight, else the instant the
 //!   connection must be closed by.
 //!
+//! The guards also keep one process-wide count, [`requests_in_flight`]:
+//! the record writer reads it to tell a lone request (which may write its
+//! own commit) from concurrent ones (whose commits it groups).
+//!
 //! A connection past its deadline has no request in flight, so the
 //! connection task simply drops it (closing the socket).
 //!
@@ -32,7 +36,7 @@
 
 use std::io;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -64,6 +68,16 @@ pub fn default_max_connections() -> usize {
         }
     }
     DEFAULT
+}
+
+/// Requests in flight in this process, over every connection (see
+/// [`requests_in_flight`]).
+static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
+
+/// How many requests this process has in flight (handed to the service,
+/// answer not finished), over every connection: one atomic load.
+pub fn requests_in_flight() -> usize {
+    IN_FLIGHT.load(Ordering::Relaxed)
 }
 
 /// Shared state of one connection. Times are milliseconds since `epoch`
@@ -108,6 +122,7 @@ impl ConnState {
     /// Marks a request as in flight until the guard is dropped.
     pub fn begin(self: &Arc<Self>) -> InFlight {
         self.in_flight.fetch_add(1, Ordering::AcqRel);
+        IN_FLIGHT.fetch_add(1, Ordering::Relaxed);
         InFlight(self.clone())
     }
 
@@ -199,6 +214,7 @@ pub struct InFlight(Arc<ConnState>);
 impl Drop for InFlight {
     fn drop(&mut self) {
         let s = &self.0;
+        IN_FLIGHT.fetch_sub(1, Ordering::Relaxed);
         if s.in_flight.fetch_sub(1, Ordering::AcqRel) == 1 {
             s.first_byte.store(0, Ordering::Release);
             s.idle_since.store(s.now(), Ordering::Release);

@@ -8,8 +8,12 @@
 //! every waiting request. If the group fails, each batch is retried alone,
 //! so one bad batch cannot fail its neighbours.
 //!
-//! Batching adapts to load: a commit alone in flight that needs no fsync
-//! is written by its caller directly ([`RecordWriter::commit`]); a group of
+//! Batching adapts to load: a commit alone in flight that needs no fsync,
+//! while no other request is in flight, is written by its caller directly
+//! ([`RecordWriter::commit`]); with other requests in flight it goes to the
+//! writer, whose groups share one transaction (writing each inline costs
+//! a transaction per request and halved c=64 under `GATEWAY_DB_SYNC=normal`,
+//! issue 29); a group of
 //! credit holds alone is committed without the fsync ([`needs_flush`]);
 //! packed objects of the group are fdatasynced once, before the commit.
 //!
@@ -160,6 +164,7 @@ impl RecordWriter {
     }
 
     /// Batching adapts to load: a commit that is the only one in flight,
+    /// of the only request in flight ([`crate::watchdog::requests_in_flight`]),
     /// on SQLite, and that will not be flushed to disk
     /// (`GATEWAY_DB_SYNC=normal`, or a batch that needs no flush) is
     /// written by the caller itself, on its own thread, instead of handing
@@ -179,8 +184,13 @@ impl RecordWriter {
             done,
         };
         let shared = &*self.shared;
-        let alone = shared.in_flight.fetch_add(1, Ordering::AcqRel) == 0;
+        let first = shared.in_flight.fetch_add(1, Ordering::AcqRel) == 0;
         let _in_flight = InFlight(shared);
+        // Alone: no other commit in flight, and no other request in flight
+        // that will commit soon. With one runtime thread every commit finds
+        // no other in flight (each runs to its end before the next task),
+        // so the requests in flight are what tells c=1 from c=64.
+        let alone = first && crate::watchdog::requests_in_flight() <= 1;
         if alone && !(shared.sync_full && needs_flush(&batch)) {
             if let Ok(mut conn) = shared.conn.try_lock() {
                 if matches!(*conn, Conn::Sqlite(_)) {
@@ -490,14 +500,14 @@ fn write_record(
             parent,
             at,
         } => {
-            tx.exec(
+            tx.defer(
                 "INSERT INTO resources (kind, upstream_id, owner_id, parent, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?5)
                  ON CONFLICT (kind, upstream_id) DO NOTHING",
                 p![kind, upstream_id, owner_id, parent, at],
             )?;
         }
         Record::OwnerRemove { kind, upstream_id } => {
-            tx.exec(
+            tx.defer(
                 "DELETE FROM resources WHERE kind = ?1 AND upstream_id = ?2",
                 p![kind, upstream_id],
             )?;
@@ -508,13 +518,13 @@ fn write_record(
             status,
             at,
         } => {
-            tx.exec(
+            tx.defer(
                 "UPDATE resources SET status = ?3, updated_at = ?4 WHERE kind = ?1 AND upstream_id = ?2",
                 p![kind, upstream_id, status, at],
             )?;
         }
         Record::ModelUsage(m) => {
-            tx.exec(
+            tx.defer(
                 "INSERT INTO model_usage (request_id, user_id, route_id, model, input_tokens, output_tokens, counted, byok, ended, created_at, streamed, latency_ms, cache_read_tokens, cache_write_tokens, attempts, route)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
                 p![m.request_id, m.user_id, m.route_id, m.model, m.input_tokens, m.output_tokens, m.counted, m.byok, m.ended, m.created_at, m.streamed, m.latency_ms, m.cache_read_tokens, m.cache_write_tokens, m.attempts, m.route],
@@ -531,7 +541,7 @@ fn write_record(
         Record::HoldRelease { request_id } => balances.release(tx, request_id)?,
         Record::SyncFile(_) => {}
         Record::WebhookEvent(e) => {
-            tx.exec(
+            tx.defer(
                 "INSERT INTO webhook_events (body_sha256, body, event, kind, upstream_id, signed, outcome, received_at)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT (body_sha256) DO NOTHING",
                 p![e.body_sha256, e.body, e.event, e.kind, e.upstream_id, e.signed, e.outcome, e.received_at],
@@ -542,7 +552,7 @@ fn write_record(
 }
 
 fn insert_audit(tx: &mut Db<'_>, a: &AuditRecord) -> Result<()> {
-    tx.exec(
+    tx.defer(
         "INSERT INTO audit (request_id, user_id, route_id, method, path, status, upstream_status, latency_ms, created_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
         p![
@@ -638,7 +648,7 @@ fn insert_asset(tx: &mut Db<'_>, a: &AssetRecord) -> Result<i64> {
 }
 
 fn insert_job(tx: &mut Db<'_>, j: &JobRecord) -> Result<()> {
-    tx.exec(
+    tx.defer(
         "INSERT INTO jobs (job_id, kind, upstream_id, user_id, submit_route, status, media_type, callback_uri, created_at, updated_at, follow_next_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9, ?10)",
         p![j.job_id, j.kind, j.upstream_id, j.user_id, j.submit_route, j.status, j.media_type, j.callback_uri, j.created_at, j.follow_at],
@@ -647,7 +657,7 @@ fn insert_job(tx: &mut Db<'_>, j: &JobRecord) -> Result<()> {
 }
 
 fn update_job(tx: &mut Db<'_>, j: &JobUpdate) -> Result<()> {
-    tx.exec(
+    tx.defer(
         "UPDATE jobs SET status = ?3, media_type = COALESCE(?4, media_type), result = COALESCE(?5, result),
                 billed = CASE WHEN ?6 > billed THEN ?6 ELSE billed END, updated_at = ?7,
                 follow_next_at = CASE WHEN ?3 IN ('completed', 'failed') THEN NULL ELSE follow_next_at END
