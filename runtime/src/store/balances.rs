@@ -128,7 +128,7 @@ impl Balances {
         if self.at.as_str() < at {
             self.at = at.to_owned();
         }
-        tx.exec(
+        tx.defer(
             "INSERT INTO credit_ledger (user_id, amount, balance_after, kind, usage_id, note, created_at)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             p![
@@ -165,7 +165,7 @@ impl Balances {
             Some(h) => h,
             None => {
                 let stale = super::rfc3339(now - chrono::Duration::hours(HOLD_TTL_HOURS));
-                tx.exec(
+                tx.defer(
                     "DELETE FROM credit_holds WHERE user_id = ?1 AND (created_at < ?2
                        OR instance IN (SELECT id FROM instances WHERE lease_until < ?3))",
                     p![user_id, stale, at],
@@ -194,7 +194,7 @@ impl Balances {
             }
         }
         let key_id = key_id.filter(|_| budgeted);
-        tx.exec(
+        tx.defer(
             "INSERT INTO credit_holds (request_id, user_id, amount, created_at, instance, key_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             p![request_id, user_id, amount.to_string(), at, self.instance, key_id],
         )?;
@@ -230,7 +230,7 @@ impl Balances {
     /// Writes every changed balance; call before the commit.
     pub(super) fn flush(&mut self, tx: &mut Db<'_>) -> Result<()> {
         for (user_id, a) in self.accounts.iter_mut().filter(|(_, a)| a.dirty) {
-            tx.exec(
+            tx.defer(
                 "INSERT INTO credit_balances (user_id, balance, updated_at) VALUES (?1, ?2, ?3)
                  ON CONFLICT (user_id) DO UPDATE SET balance = excluded.balance, updated_at = excluded.updated_at",
                 p![user_id, crate::billing::format_money(a.balance), self.at],

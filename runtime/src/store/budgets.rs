@@ -254,7 +254,7 @@ impl KeyBudgets {
             return Ok(());
         };
         a.spent = a.spent.checked_add(amount).ok_or_else(overflow)?;
-        tx.exec(
+        tx.defer(
             "INSERT INTO key_spend (key_id, period, spent) VALUES (?1, ?2, ?3)
              ON CONFLICT (key_id, period) DO UPDATE SET spent = excluded.spent",
             p![key_id, a.period, crate::billing::format_money(a.spent)],

@@ -17,6 +17,38 @@ pub enum P<'a> {
     Blob(&'a [u8]),
 }
 
+/// A statement parameter that owns its value: one kept for a statement
+/// sent later ([`super::pg::PgConn::defer`]).
+#[derive(Debug, Clone)]
+pub enum OwnedP {
+    Null,
+    Int(i64),
+    Text(String),
+    Blob(Vec<u8>),
+}
+
+impl From<&P<'_>> for OwnedP {
+    fn from(p: &P<'_>) -> OwnedP {
+        match *p {
+            P::Null => OwnedP::Null,
+            P::Int(i) => OwnedP::Int(i),
+            P::Text(s) => OwnedP::Text(s.to_owned()),
+            P::Blob(b) => OwnedP::Blob(b.to_vec()),
+        }
+    }
+}
+
+impl OwnedP {
+    fn as_p(&self) -> P<'_> {
+        match self {
+            OwnedP::Null => P::Null,
+            OwnedP::Int(i) => P::Int(*i),
+            OwnedP::Text(s) => P::Text(s),
+            OwnedP::Blob(b) => P::Blob(b),
+        }
+    }
+}
+
 /// What can be bound as a parameter ([`p!`](crate::p)).
 pub trait ToP {
     fn to_p(&self) -> P<'_>;
@@ -110,6 +142,22 @@ impl tokio_postgres::types::ToSql for P<'_> {
             P::Text(s) => s.to_sql(ty, out),
             P::Blob(b) => b.to_sql(ty, out),
         }
+    }
+
+    fn accepts(_: &Type) -> bool {
+        true
+    }
+
+    tokio_postgres::types::to_sql_checked!();
+}
+
+impl tokio_postgres::types::ToSql for OwnedP {
+    fn to_sql(
+        &self,
+        ty: &Type,
+        out: &mut bytes::BytesMut,
+    ) -> std::result::Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        self.as_p().to_sql(ty, out)
     }
 
     fn accepts(_: &Type) -> bool {

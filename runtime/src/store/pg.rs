@@ -10,16 +10,27 @@
 //! a runtime's `block_on`, may run inside another runtime. Connections are
 //! pooled by `r2d2` like SQLite's; each keeps its statements prepared.
 //!
+//! Pipelining: a statement whose answer nobody reads (an insert of the
+//! record writer, a transaction's `BEGIN`) may be deferred
+//! ([`PgConn::defer`]): it is sent with the connection's next statement,
+//! all in one round trip, in order ([`in_order`]). A deferred statement's
+//! error is the error of that next call (the transaction is aborted from
+//! it on, as if it had failed at once).
+//!
 //! Every connection (the pool's, the record writer's, their reconnections,
 //! the schema helpers') is made by [`Target::connect`], TLS included: see
 //! [`pg_tls`](super::pg_tls) for `sslmode` and `sslrootcert`.
 
 use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::OnceLock;
+use std::task::Poll;
 
+use tokio_postgres::types::ToSql;
 use tokio_postgres::Statement;
 
-use super::params::{to_postgres, P};
+use super::params::{to_postgres, OwnedP, P};
 use super::pg_tls::Target;
 use super::{Failure, Result, StoreError};
 /// The runtime doing every PostgreSQL connection's I/O (one thread).
@@ -85,7 +96,18 @@ pub struct PgConn {
     statements: HashMap<String, Statement>,
     config: std::sync::Arc<Target>,
     sync_full: bool,
+    /// Statements not sent yet: they go with the next one ([`PgConn::defer`]).
+    deferred: Vec<Deferred>,
 }
+
+/// A statement whose sending waits for the connection's next one.
+enum Deferred {
+    Exec(Statement, Vec<OwnedP>),
+    Batch(&'static str),
+}
+
+/// A statement's answer, boxed so that different statements queue together.
+type Sent<'a> = Pin<Box<dyn Future<Output = std::result::Result<u64, tokio_postgres::Error>> + 'a>>;
 
 impl PgConn {
     /// Connects; `sync_full: false` turns off waiting for the commit's
@@ -97,6 +119,7 @@ impl PgConn {
             statements: HashMap::new(),
             config: std::sync::Arc::new(config.clone()),
             sync_full,
+            deferred: Vec::new(),
         };
         if !sync_full {
             conn.batch("SET synchronous_commit = off")?;
@@ -129,9 +152,29 @@ impl PgConn {
         Ok(s)
     }
 
+    /// Queues `sql` to be sent with the next statement of this connection
+    /// (one round trip for both; see the module docs). Only inside a
+    /// transaction, for a statement whose answer is not needed.
+    pub(super) fn defer(&mut self, sql: &str, params: &[P<'_>]) -> Result<()> {
+        let st = self.statement(sql)?;
+        let owned = params.iter().map(OwnedP::from).collect();
+        self.deferred.push(Deferred::Exec(st, owned));
+        Ok(())
+    }
+
+    /// Queues a statement without parameters (`BEGIN`) the same way.
+    pub(super) fn defer_batch(&mut self, sql: &'static str) {
+        self.deferred.push(Deferred::Batch(sql));
+    }
+
     pub(super) fn execute(&mut self, sql: &str, params: &[P<'_>]) -> Result<u64> {
         let st = self.statement(sql)?;
-        futures_executor::block_on(self.client.execute(&st, &refs(params))).map_err(err)
+        let deferred = std::mem::take(&mut self.deferred);
+        in_order(
+            &self.client,
+            &deferred,
+            self.client.execute(&st, &refs(params)),
+        )
     }
 
     pub(super) fn query(
@@ -140,12 +183,80 @@ impl PgConn {
         params: &[P<'_>],
     ) -> Result<Vec<tokio_postgres::Row>> {
         let st = self.statement(sql)?;
-        futures_executor::block_on(self.client.query(&st, &refs(params))).map_err(err)
+        let deferred = std::mem::take(&mut self.deferred);
+        in_order(
+            &self.client,
+            &deferred,
+            self.client.query(&st, &refs(params)),
+        )
     }
 
     pub(super) fn batch(&mut self, sql: &str) -> Result<()> {
-        futures_executor::block_on(self.client.batch_execute(sql)).map_err(err)
+        let deferred = std::mem::take(&mut self.deferred);
+        in_order(&self.client, &deferred, self.client.batch_execute(sql))
     }
+}
+
+/// Sends the `deferred` statements, then `last`'s, in that order without
+/// waiting between them (tokio-postgres sends a request when its future is
+/// first polled, and they are first polled in order here), and waits for
+/// every answer: one round trip. The first error wins: a deferred
+/// statement's, else `last`'s.
+fn in_order<T>(
+    client: &tokio_postgres::Client,
+    deferred: &[Deferred],
+    last: impl Future<Output = std::result::Result<T, tokio_postgres::Error>>,
+) -> Result<T> {
+    if deferred.is_empty() {
+        return futures_executor::block_on(last).map_err(err);
+    }
+    let params: Vec<Vec<&(dyn ToSql + Sync)>> = deferred
+        .iter()
+        .map(|d| match d {
+            Deferred::Exec(_, ps) => ps.iter().map(|p| p as &(dyn ToSql + Sync)).collect(),
+            Deferred::Batch(_) => Vec::new(),
+        })
+        .collect();
+    let mut sent: Vec<Sent<'_>> = deferred
+        .iter()
+        .zip(&params)
+        .map(|(d, ps)| match d {
+            Deferred::Exec(st, _) => Box::pin(client.execute(st, ps)) as Sent<'_>,
+            Deferred::Batch(sql) => {
+                Box::pin(async move { client.batch_execute(sql).await.map(|()| 0) })
+            }
+        })
+        .collect();
+    let mut answers: Vec<Option<std::result::Result<u64, tokio_postgres::Error>>> =
+        std::iter::repeat_with(|| None).take(sent.len()).collect();
+    let mut last = std::pin::pin!(last);
+    let mut last_answer = None;
+    futures_executor::block_on(std::future::poll_fn(|cx| {
+        let mut waiting = false;
+        for (f, a) in sent.iter_mut().zip(answers.iter_mut()) {
+            if a.is_none() {
+                match f.as_mut().poll(cx) {
+                    Poll::Ready(r) => *a = Some(r),
+                    Poll::Pending => waiting = true,
+                }
+            }
+        }
+        if last_answer.is_none() {
+            match last.as_mut().poll(cx) {
+                Poll::Ready(r) => last_answer = Some(r),
+                Poll::Pending => waiting = true,
+            }
+        }
+        if waiting {
+            Poll::Pending
+        } else {
+            Poll::Ready(())
+        }
+    }));
+    for a in answers.into_iter().flatten() {
+        a.map_err(err)?;
+    }
+    last_answer.expect("polled to its end").map_err(err)
 }
 
 /// A new client, its connection driven on [`io_runtime`]. A failure names

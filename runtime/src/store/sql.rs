@@ -206,6 +206,17 @@ impl<'c> Db<'c> {
         }
     }
 
+    /// Runs a statement whose answer is not needed: on PostgreSQL it is
+    /// sent with the next statement, in one round trip (pipelined: see
+    /// `pg`'s docs; its error is the next statement's); on SQLite now.
+    /// Inside [`Db::transaction`] only (its `COMMIT` sends what is left).
+    pub fn defer(&mut self, sql: &str, params: &[P<'_>]) -> Result<()> {
+        match &mut self.inner {
+            Inner::Lite(_) => self.exec(sql, params).map(drop),
+            Inner::Pg(c) => c.defer(sql, params),
+        }
+    }
+
     /// The first row of a query, mapped by `f`.
     pub fn row<T>(
         &mut self,
@@ -273,10 +284,11 @@ impl<'c> Db<'c> {
     /// not race locks its rows (see `balances::Balances::balance`) or is one
     /// conditional statement.
     pub fn transaction<T>(&mut self, f: impl FnOnce(&mut Db<'_>) -> Result<T>) -> Result<T> {
-        self.batch(match self.dialect() {
-            Dialect::Sqlite => "BEGIN IMMEDIATE",
-            Dialect::Postgres => "BEGIN",
-        })?;
+        // PostgreSQL's `BEGIN` goes with the transaction's first statement.
+        match &mut self.inner {
+            Inner::Lite(c) => c.execute_batch("BEGIN IMMEDIATE")?,
+            Inner::Pg(c) => c.defer_batch("BEGIN"),
+        }
         // A panic inside the transaction must not leave it open on this
         // (pooled or writer) connection, locking the database for everyone:
         // it is rolled back and becomes this transaction's error.
