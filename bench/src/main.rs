@@ -7,7 +7,12 @@
 //! through the forwarder, through the gateway — and prints markdown tables
 //! (throughput, p50 / p99 / p99.9 latency from an HDR histogram, overhead
 //! over direct, CPU time per request and peak RSS of the process under test,
-//! errors) and writes the same as JSON.
+//! errors) and writes the same as JSON. Then a second gateway (fresh data)
+//! runs `free`, `billed` and `chat` at the highest concurrency under the
+//! other `GATEWAY_DB_SYNC` mode (`normal`, or `full` when `normal` is
+//! inherited), reported in a table of its own (`--one-sync`: not). With
+//! `GATEWAY_DATABASE_URL` set, each gateway gets a fresh schema of that
+//! PostgreSQL database ([`pg`]) and the report names the store.
 //!
 //! ```text
 //! cargo build --release --bins && target/release/gateway-bench          # full run, ~3.5 min
@@ -31,11 +36,13 @@
 //!   simulator, the gateway and the forwarder;
 //! * [`measure`]: CPU time and peak RSS from `/proc`, machine description;
 //! * [`scenarios`]: the scenarios (free, billed, upload, mirror, chat, chat_stream, chat_cached) and their three targets;
-//! * [`report`]: rows, overheads, the issue's targets, markdown and JSON.
+//! * [`report`]: rows, overheads, the issue's targets, markdown and JSON;
+//! * [`pg`]: a fresh PostgreSQL schema per gateway.
 
 mod forwarder;
 mod load;
 mod measure;
+mod pg;
 mod procs;
 mod report;
 mod scenarios;
@@ -99,6 +106,11 @@ struct Cli {
     /// Keep the gateway's data directory after the run.
     #[arg(long)]
     keep_data: bool,
+    /// Run only the inherited GATEWAY_DB_SYNC. By default a second gateway
+    /// follows under the other mode (`normal`, or `full` when `normal` is
+    /// inherited) for free, billed and chat at the highest concurrency.
+    #[arg(long)]
+    one_sync: bool,
     /// Longest time one request may take before it counts as an error (seconds).
     #[arg(long, value_name = "SECS", default_value_t = 60.0)]
     timeout: f64,
@@ -209,60 +221,188 @@ fn plan(cli: &Cli) -> Result<Plan, String> {
         rate: cli.rate.filter(|r| *r > 0.0),
         upload_bytes: upload_mib << 20,
         timeout: secs(cli.timeout, "timeout")?,
+        targets: report::Target::ALL.to_vec(),
     })
 }
 
-/// Starts everything, runs the plan, reports. `Ok(true)` when no request failed.
+/// One gateway of the run: its data directory, its schema (PostgreSQL),
+/// the process and its key.
+struct GatewayRun {
+    gateway: procs::Gateway,
+    schema: Option<pg::Schema>,
+    data: procs::DataDir,
+}
+
+impl GatewayRun {
+    /// A fresh data directory (and schema, with `GATEWAY_DATABASE_URL`),
+    /// then `gateway serve` with `sync` as its `GATEWAY_DB_SYNC` when given.
+    async fn start(
+        cli: &Cli,
+        bin_dir: &std::path::Path,
+        sim: SocketAddr,
+        cpu: Option<usize>,
+        n: usize,
+        sync: Option<&str>,
+    ) -> Result<GatewayRun, String> {
+        let data = procs::DataDir::create(cli.data_root.as_deref(), cli.keep_data)?;
+        let mut vars: Vec<(&'static str, String)> = Vec::new();
+        let schema = match database_url() {
+            Some(base) => Some(pg::Schema::create(&base, n).await?),
+            None => None,
+        };
+        if let Some(s) = &schema {
+            vars.push((pg::URL_VAR, s.url.clone()));
+        }
+        if let Some(sync) = sync {
+            vars.push(("GATEWAY_DB_SYNC", sync.to_owned()));
+        }
+        let gateway = procs::start_gateway(bin_dir, &data.path, sim, cpu, &vars)?;
+        eprintln!(
+            "gateway-bench: gateway {} (pid {}), data {}{}",
+            gateway.proc.addr,
+            gateway.proc.pid(),
+            data.path.display(),
+            schema
+                .as_ref()
+                .map(|s| format!(", PostgreSQL schema {}", s.name))
+                .unwrap_or_default()
+        );
+        Ok(GatewayRun {
+            gateway,
+            schema,
+            data,
+        })
+    }
+
+    /// Stops the gateway and drops its schema (the data directory goes
+    /// with `self`).
+    async fn stop(mut self) -> procs::Proc {
+        self.gateway.proc.stop();
+        if let Some(s) = self.schema.take() {
+            s.drop_now().await;
+        }
+        self.gateway.proc
+    }
+}
+
+/// `GATEWAY_DATABASE_URL` when set: every gateway gets a schema of it.
+fn database_url() -> Option<String> {
+    std::env::var(pg::URL_VAR)
+        .ok()
+        .filter(|u| !u.trim().is_empty())
+}
+
+/// The store the gateways use, for the report.
+fn store_label() -> String {
+    match database_url() {
+        Some(_) => "PostgreSQL (GATEWAY_DATABASE_URL, a fresh schema per gateway)".into(),
+        None => "SQLite (the gateway's fresh data directory)".into(),
+    }
+}
+
+/// The inherited `GATEWAY_DB_SYNC` (the gateway's default: `full`), and
+/// the other mode, whose runs follow.
+fn sync_modes() -> (String, &'static str) {
+    let sync = std::env::var("GATEWAY_DB_SYNC")
+        .ok()
+        .filter(|s| !s.trim().is_empty())
+        .unwrap_or_else(|| "full".into());
+    let other = if sync.trim().eq_ignore_ascii_case("normal") {
+        "full"
+    } else {
+        "normal"
+    };
+    (sync, other)
+}
+
+/// The second sync mode's plan: `free`, `billed` and `chat` (those of the
+/// plan) at its highest concurrency, at the gateway only; `None` when
+/// there is nothing to run or `--one-sync` was given.
+fn other_sync_plan(cli: &Cli, plan: &Plan) -> Option<Plan> {
+    let hi = plan.concurrency.iter().copied().max()?;
+    let scenarios: Vec<Scenario> = plan
+        .scenarios
+        .iter()
+        .copied()
+        .filter(|s| matches!(s, Scenario::Free | Scenario::Billed | Scenario::Chat))
+        .collect();
+    (!cli.one_sync && !scenarios.is_empty()).then(|| Plan {
+        scenarios,
+        concurrency: vec![hi],
+        targets: vec![report::Target::Gateway],
+        ..plan.clone()
+    })
+}
+
+/// Starts everything, runs the plan, then the other sync mode's plan on a
+/// second gateway, reports. `Ok(true)` when no request failed.
 async fn run(cli: &Cli, plan: Plan, pinning: Option<procs::Pinning>) -> Result<bool, String> {
     let bin_dir = procs::bin_dir(cli.bin_dir.as_deref())?;
-    let data = procs::DataDir::create(cli.data_root.as_deref(), cli.keep_data)?;
     let proxy_cpu = pinning.map(|p| p.proxy_cpu);
+    let (sync, other_sync) = sync_modes();
     let mut sim = procs::start_sim(&bin_dir)?;
-    let mut gateway = procs::start_gateway(&bin_dir, &data.path, sim.addr, proxy_cpu)?;
+    let main = GatewayRun::start(cli, &bin_dir, sim.addr, proxy_cpu, 0, None).await?;
     let mut fwd = procs::start_forwarder(sim.addr, proxy_cpu)?;
     eprintln!(
-        "gateway-bench: simulator {} (pid {}), forwarder {} (pid {}), gateway {} (pid {}), data {}",
+        "gateway-bench: simulator {} (pid {}), forwarder {} (pid {})",
         sim.addr,
         sim.pid(),
         fwd.addr,
         fwd.pid(),
-        gateway.proc.addr,
-        gateway.proc.pid(),
-        data.path.display()
     );
+    let data_fs = measure::filesystem_of(&main.data.path);
     let env = scenarios::Env {
         sim: (sim.addr, sim.pid()),
         forwarder: (fwd.addr, fwd.pid()),
-        gateway: (gateway.proc.addr, gateway.proc.pid()),
-        key: gateway.key.clone(),
+        gateway: (main.gateway.proc.addr, main.gateway.proc.pid()),
+        key: main.gateway.key.clone(),
     };
     let noise = measure::Noise::start(vec![
         std::process::id(),
         sim.pid(),
         fwd.pid(),
-        gateway.proc.pid(),
+        main.gateway.proc.pid(),
     ]);
     let rows = scenarios::run_all(&env, &plan).await;
     let others_cpus = noise.others_cpus();
+    let mut stopped = vec![main.stop().await];
+    let mut second = None;
+    if let Some(plan2) = other_sync_plan(cli, &plan) {
+        eprintln!("gateway-bench: a second gateway under GATEWAY_DB_SYNC={other_sync}");
+        let g = GatewayRun::start(cli, &bin_dir, sim.addr, proxy_cpu, 1, Some(other_sync)).await?;
+        let env2 = scenarios::Env {
+            gateway: (g.gateway.proc.addr, g.gateway.proc.pid()),
+            key: g.gateway.key.clone(),
+            ..env
+        };
+        let rows = scenarios::run_all(&env2, &plan2).await;
+        stopped.push(g.stop().await);
+        second = Some(report::SyncRun {
+            sync: other_sync.to_owned(),
+            rows,
+        });
+    }
 
     let report = report::Report {
         command: std::env::args().collect::<Vec<_>>().join(" "),
         machine: measure::machine(),
         pinning,
         bin_dir: bin_dir.display().to_string(),
-        data_fs: measure::filesystem_of(&data.path),
+        data_fs,
+        store: store_label(),
+        sync,
         others_cpus,
         plan,
         rows,
+        second,
     };
     let errors = report.errors();
+    fwd.stop();
+    sim.stop();
     if errors > 0 {
-        for p in [&gateway.proc, &fwd, &sim] {
+        for p in stopped.iter().chain([&fwd, &sim]) {
             eprintln!("last output of {}:\n{}", p.name, p.tail.render());
         }
-    }
-    for p in [&mut gateway.proc, &mut fwd, &mut sim] {
-        p.stop();
     }
     println!("{}", report.markdown());
     let json = serde_json::to_string_pretty(&report.json()).map_err(|e| e.to_string())?;

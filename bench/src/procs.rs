@@ -328,8 +328,12 @@ pub fn start_sim(bin_dir: &Path) -> Result<Proc, String> {
     spawn_listening("provider-sim", cmd, None)
 }
 
-/// The gateway's environment, pointing at the simulator.
-fn gateway_env(cmd: &mut Command, data_dir: &Path, sim: SocketAddr) {
+/// Variables set for one gateway over the inherited environment (its
+/// `GATEWAY_DB_SYNC`, its PostgreSQL schema's `GATEWAY_DATABASE_URL`).
+pub type Vars = [(&'static str, String)];
+
+/// The gateway's environment, pointing at the simulator, then `vars`.
+fn gateway_env(cmd: &mut Command, data_dir: &Path, sim: SocketAddr, vars: &Vars) {
     cmd.env("GATEWAY_PROVIDERS", providers_file(data_dir, sim))
         // `chat_failover` fails `b` on purpose: no cool-down ends it.
         .env("GATEWAY_COOLDOWN_FAILS", "1000000000")
@@ -350,6 +354,7 @@ fn gateway_env(cmd: &mut Command, data_dir: &Path, sim: SocketAddr) {
         .env("NO_COLOR", "1")
         .env_remove("GATEWAY_DB")
         .env_remove("GATEWAY_PUBLIC_URL");
+    cmd.envs(vars.iter().map(|(k, v)| (k, v)));
 }
 
 /// Runs a one-shot `gateway` subcommand and returns its trimmed stdout.
@@ -357,11 +362,12 @@ fn gateway_cli(
     bin_dir: &Path,
     data_dir: &Path,
     sim: SocketAddr,
+    vars: &Vars,
     args: &[&str],
 ) -> Result<String, String> {
     let mut cmd = Command::new(bin_dir.join("gateway"));
     cmd.args(args);
-    gateway_env(&mut cmd, data_dir, sim);
+    gateway_env(&mut cmd, data_dir, sim, vars);
     let out = cmd
         .output()
         .map_err(|e| format!("cannot run gateway {}: {e}", args.join(" ")))?;
@@ -391,15 +397,23 @@ pub fn start_gateway(
     data_dir: &Path,
     sim: SocketAddr,
     cpu: Option<usize>,
+    vars: &Vars,
 ) -> Result<Gateway, String> {
     let user = gateway_cli(
         bin_dir,
         data_dir,
         sim,
+        vars,
         &["users", "create", "--email", "bench@example.com"],
     )?;
     let user = user.lines().last().unwrap_or("").trim().to_owned();
-    let key = gateway_cli(bin_dir, data_dir, sim, &["keys", "create", "--user", &user])?;
+    let key = gateway_cli(
+        bin_dir,
+        data_dir,
+        sim,
+        vars,
+        &["keys", "create", "--user", &user],
+    )?;
     let key = key.lines().last().unwrap_or("").trim().to_owned();
     // Billed routes may require credit: grant plenty (a gateway without the
     // `credits` command is fine too).
@@ -407,13 +421,14 @@ pub fn start_gateway(
         bin_dir,
         data_dir,
         sim,
+        vars,
         &["credits", "grant", "--user", &user, "--amount", "1000000"],
     ) {
         eprintln!("note: {e}");
     }
     let mut cmd = Command::new(bin_dir.join("gateway"));
     cmd.arg("serve");
-    gateway_env(&mut cmd, data_dir, sim);
+    gateway_env(&mut cmd, data_dir, sim, vars);
     let proc = spawn_listening("gateway", cmd, cpu)?;
     Ok(Gateway { proc, key })
 }

@@ -279,11 +279,27 @@ pub struct Report {
     pub bin_dir: String,
     /// File system of the gateway's data directory.
     pub data_fs: String,
+    /// The gateway's database (SQLite, or PostgreSQL with a fresh schema).
+    pub store: String,
+    /// The main runs' `GATEWAY_DB_SYNC` (inherited; `full` when unset).
+    pub sync: String,
     /// CPUs kept busy by other processes during the run, on average.
     pub others_cpus: Option<f64>,
     /// What was run.
     pub plan: Plan,
     /// The runs.
+    pub rows: Vec<Row>,
+    /// The runs of a second gateway under the other sync mode.
+    pub second: Option<SyncRun>,
+}
+
+/// The gateway's runs under the other `GATEWAY_DB_SYNC` mode (free, billed
+/// and chat at the highest concurrency): a regression of one mode against
+/// the other shows in every full run.
+pub struct SyncRun {
+    /// Its `GATEWAY_DB_SYNC`.
+    pub sync: String,
+    /// The gateway's rows.
     pub rows: Vec<Row>,
 }
 
@@ -308,7 +324,84 @@ impl Report {
 
     /// All errors of all runs.
     pub fn errors(&self) -> u64 {
-        self.rows.iter().map(|r| r.errors).sum()
+        let second = self.second.iter().flat_map(|s| &s.rows);
+        self.rows.iter().chain(second).map(|r| r.errors).sum()
+    }
+
+    /// The other sync mode's checks: each row's throughput against the
+    /// forwarder's of the main runs, and against the main gateway's.
+    fn second_checks(&self, out: &mut Vec<Check>) {
+        let Some(second) = &self.second else {
+            return;
+        };
+        let (a, b) = (&self.sync, &second.sync);
+        for r in &second.rows {
+            let (s, c) = (r.scenario, r.concurrency);
+            let share = if s == "billed" { 25 } else { 60 };
+            if let Some(f) = self.find(s, Target::Forwarder, c) {
+                out.push(Check {
+                    name: format!(
+                        "{s} c={c} (GATEWAY_DB_SYNC={b}): gateway throughput ≥ {share} % of forwarder's"
+                    ),
+                    measured: format!("{:.0} vs {:.0} req/s ({:.0} %)", r.rps, f.rps, pct(r.rps, f.rps)),
+                    limit: format!("≥ {share} %"),
+                    met: Some(r.rps * 100.0 >= share as f64 * f.rps),
+                });
+            }
+            if let Some(g) = self.find(s, Target::Gateway, c) {
+                let (normal, full) = if b == "normal" { (r, g) } else { (g, r) };
+                out.push(Check {
+                    name: format!(
+                        "{s} c={c}: gateway under normal ≥ under full ({a} first, {b} second)"
+                    ),
+                    measured: format!(
+                        "{:.0} vs {:.0} req/s; CPU {} vs {} µs/req",
+                        normal.rps,
+                        full.rps,
+                        f_opt(normal.cpu_us_per_req, 0),
+                        f_opt(full.cpu_us_per_req, 0)
+                    ),
+                    limit: "normal ≥ full".into(),
+                    met: Some(normal.rps >= full.rps),
+                });
+            }
+        }
+    }
+
+    /// The other sync mode's table.
+    fn second_markdown(&self, s: &mut String) {
+        let Some(second) = &self.second else {
+            return;
+        };
+        s.push_str(&format!(
+            "\nThe gateway under GATEWAY_DB_SYNC={} (a second gateway, fresh data; the table above ran under {}):\n\n",
+            second.sync, self.sync
+        ));
+        s.push_str("| scenario | c | GATEWAY_DB_SYNC | req/s | p50 ms | p99 ms | CPU µs/req | % of forwarder | req/s under the first mode | peak RSS MiB | errors |\n");
+        s.push_str("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+        for r in &second.rows {
+            let (p50, p99) = match r.latency_ms {
+                Some(l) => (f_ms(l[0]), f_ms(l[1])),
+                None => ("—".into(), "—".into()),
+            };
+            let fwd = self.find(r.scenario, Target::Forwarder, r.concurrency);
+            let first = self.find(r.scenario, Target::Gateway, r.concurrency);
+            s.push_str(&format!(
+                "| {} | {} | {} | {:.0} | {p50} | {p99} | {} | {} | {} | {} | {} |\n",
+                r.scenario,
+                r.concurrency,
+                second.sync,
+                r.rps,
+                f_opt(r.cpu_us_per_req, 0),
+                fwd.map(|f| format!("{:.0} %", pct(r.rps, f.rps)))
+                    .unwrap_or_else(|| "—".into()),
+                first
+                    .map(|g| format!("{:.0}", g.rps))
+                    .unwrap_or_else(|| "—".into()),
+                mib(r.peak_rss_kib),
+                r.errors
+            ));
+        }
     }
 
     /// Gateway throughput of `billed` over `free`, per concurrency.
@@ -338,8 +431,7 @@ impl Report {
             )
         };
 
-        // The gateway inherits the bench's environment (procs::start_gateway).
-        let sync = std::env::var("GATEWAY_DB_SYNC").unwrap_or_else(|_| "full".into());
+        let sync = &self.sync;
         if let (Some(f), Some(g)) = pair("free", lo) {
             for (i, p) in [(0usize, "p50"), (1, "p99")] {
                 if let (Some(fo), Some(go)) = (self.overhead(f), self.overhead(g)) {
@@ -468,6 +560,7 @@ impl Report {
                 met: g.peak_rss_kib.map(|k| k <= 32 * 1024),
             });
         }
+        self.second_checks(&mut out);
         let errors = self.errors();
         out.push(Check {
             name: "zero errors in every scenario".into(),
@@ -489,8 +582,8 @@ impl Report {
             None => "no CPU pinning".into(),
         };
         format!(
-            "{} × {}, {} MiB RAM, Linux {}; {pin}; gateway data on {}; binaries from `{}`",
-            m.cpus, m.cpu_model, m.mem_mib, m.kernel, self.data_fs, self.bin_dir
+            "{} × {}, {} MiB RAM, Linux {}; {pin}; gateway data on {}; database: {}; GATEWAY_DB_SYNC={}; binaries from `{}`",
+            m.cpus, m.cpu_model, m.mem_mib, m.kernel, self.data_fs, self.store, self.sync, self.bin_dir
         )
     }
 
@@ -592,6 +685,7 @@ impl Report {
                 ));
             }
         }
+        self.second_markdown(&mut s);
         let ratios = self.billed_to_free();
         if !ratios.is_empty() {
             let text: Vec<String> = ratios
@@ -615,7 +709,13 @@ impl Report {
                 c.name, c.measured, c.limit
             ));
         }
-        let failing: Vec<&Row> = self.rows.iter().filter(|r| r.errors > 0).collect();
+        let second = self.second.iter().flat_map(|s| &s.rows);
+        let failing: Vec<&Row> = self
+            .rows
+            .iter()
+            .chain(second)
+            .filter(|r| r.errors > 0)
+            .collect();
         if !failing.is_empty() {
             s.push_str("\nErrors:\n");
             for r in failing {
@@ -634,9 +734,46 @@ impl Report {
 
     /// The JSON document.
     pub fn json(&self) -> Value {
-        let rows: Vec<Value> = self
-            .rows
-            .iter()
+        let rows = self.json_rows(&self.rows);
+        let checks: Vec<Value> = self
+            .checks()
+            .into_iter()
+            .map(|c| json!({"target": c.name, "measured": c.measured, "limit": c.limit, "met": c.met}))
+            .collect();
+        let ratios: Vec<Value> = self
+            .billed_to_free()
+            .into_iter()
+            .map(|(c, t, r)| json!({"concurrency": c, "target": t.name(), "billed_over_free_throughput": r}))
+            .collect();
+        let m = &self.machine;
+        json!({
+            "command": self.command,
+            "machine": {"cpus": m.cpus, "cpu_model": m.cpu_model, "kernel": m.kernel, "mem_mib": m.mem_mib},
+            "pinning": self.pinning.map(|p| json!({"proxy_cpu": p.proxy_cpu, "load_cpu": p.load_cpu})),
+            "bin_dir": self.bin_dir,
+            "data_fs": self.data_fs,
+            "store": self.store,
+            "db_sync": self.sync,
+            "other_processes_cpus": self.others_cpus,
+            "plan": {
+                "scenarios": self.plan.scenarios.iter().map(|s| s.name()).collect::<Vec<_>>(),
+                "concurrency": self.plan.concurrency,
+                "duration_s": self.plan.duration.as_secs_f64(),
+                "warmup_s": self.plan.warmup.as_secs_f64(),
+                "open_loop_rate": self.plan.rate,
+                "upload_bytes": self.plan.upload_bytes,
+            },
+            "rows": rows,
+            "other_sync": self.second.as_ref().map(|s| json!({"db_sync": s.sync, "rows": self.json_rows(&s.rows)})),
+            "billed_over_free": ratios,
+            "targets": checks,
+            "errors": self.errors(),
+        })
+    }
+
+    /// Rows as JSON (overheads against the main runs' direct rows).
+    fn json_rows(&self, rows: &[Row]) -> Vec<Value> {
+        rows.iter()
             .map(|r| {
                 let l = r.latency_ms;
                 let o = self.overhead(r);
@@ -660,38 +797,7 @@ impl Report {
                     "upload_file_bytes": r.upload.map(|u| u.1),
                 })
             })
-            .collect();
-        let checks: Vec<Value> = self
-            .checks()
-            .into_iter()
-            .map(|c| json!({"target": c.name, "measured": c.measured, "limit": c.limit, "met": c.met}))
-            .collect();
-        let ratios: Vec<Value> = self
-            .billed_to_free()
-            .into_iter()
-            .map(|(c, t, r)| json!({"concurrency": c, "target": t.name(), "billed_over_free_throughput": r}))
-            .collect();
-        let m = &self.machine;
-        json!({
-            "command": self.command,
-            "machine": {"cpus": m.cpus, "cpu_model": m.cpu_model, "kernel": m.kernel, "mem_mib": m.mem_mib},
-            "pinning": self.pinning.map(|p| json!({"proxy_cpu": p.proxy_cpu, "load_cpu": p.load_cpu})),
-            "bin_dir": self.bin_dir,
-            "data_fs": self.data_fs,
-            "other_processes_cpus": self.others_cpus,
-            "plan": {
-                "scenarios": self.plan.scenarios.iter().map(|s| s.name()).collect::<Vec<_>>(),
-                "concurrency": self.plan.concurrency,
-                "duration_s": self.plan.duration.as_secs_f64(),
-                "warmup_s": self.plan.warmup.as_secs_f64(),
-                "open_loop_rate": self.plan.rate,
-                "upload_bytes": self.plan.upload_bytes,
-            },
-            "rows": rows,
-            "billed_over_free": ratios,
-            "targets": checks,
-            "errors": self.errors(),
-        })
+            .collect()
     }
 }
 

@@ -118,6 +118,9 @@ pub struct Plan {
     pub upload_bytes: u64,
     /// Longest time one request may take.
     pub timeout: Duration,
+    /// The targets each scenario runs at, in order (all three; the gateway
+    /// alone for the second sync mode's runs).
+    pub targets: Vec<Target>,
 }
 
 /// The running pieces.
@@ -193,7 +196,7 @@ pub async fn run_all(env: &Env, plan: &Plan) -> Vec<Row> {
                     sim_faults(env, Some(json!({"path": "/p/b/*", "fault": {"status": 503}, "count": 0, "every": 2}))).await;
                 }
                 for &c in &plan.concurrency {
-                    for target in Target::ALL {
+                    for &target in &plan.targets {
                         let spec = request_spec(env, scenario, target, None);
                         rows.push(measure(env, plan, scenario, target, c, &spec).await);
                     }
@@ -206,7 +209,7 @@ pub async fn run_all(env: &Env, plan: &Plan) -> Vec<Row> {
                 let c = plan.concurrency.iter().copied().min().unwrap_or(1);
                 match mirror_setup(env, plan.timeout).await {
                     Ok(job_id) => {
-                        for target in Target::ALL {
+                        for &target in &plan.targets {
                             let spec = request_spec(env, scenario, target, Some(&job_id));
                             rows.push(measure(env, plan, scenario, target, c, &spec).await);
                         }
@@ -220,7 +223,7 @@ pub async fn run_all(env: &Env, plan: &Plan) -> Vec<Row> {
                 }
             }
             Scenario::Upload => {
-                for target in [Target::Forwarder, Target::Gateway] {
+                for &target in plan.targets.iter().filter(|t| **t != Target::Direct) {
                     rows.push(upload_row(env, plan, target).await);
                 }
             }
