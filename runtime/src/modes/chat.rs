@@ -131,7 +131,7 @@ pub async fn complete_body(
             ),
         };
         let served = served_headers(&settle);
-        cache.store_json(&v, tokens.prompt(), tokens.output, counted);
+        cache.store_json(&v, tokens, counted);
         let records = settle.token_records(tokens, counted, "complete");
         if let Some(c) = Cost::of(&records) {
             c.annotate(&mut v);

@@ -335,7 +335,7 @@ impl Hit {
         let e = self.entry;
         let records = self
             .settle
-            .records(e.input_tokens, e.output_tokens, e.counted, "cache_hit");
+            .token_records(e.tokens(), e.counted, "cache_hit");
         let mut records = crate::cache::hit_records(records, pct);
         let charge =
             crate::cost::Cost::of(&records).map_or(rust_decimal::Decimal::ZERO, |c| c.charged);
