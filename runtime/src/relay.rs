@@ -283,7 +283,7 @@ impl Relay {
                 };
                 if let Some(c) = self.capture.take() {
                     let (tokens, counted) = self.tokens();
-                    c.complete(tokens.prompt(), tokens.output, counted);
+                    c.complete(tokens, counted);
                 }
                 let cost = self.finish("complete").await;
                 match self.close_tail(cost) {

@@ -9,6 +9,8 @@ use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
+use crate::providers::usage::Tokens;
+
 /// Finish reasons of an answer that may be cached.
 const CACHEABLE_FINISH: [&str; 2] = ["stop", "length"];
 
@@ -39,11 +41,21 @@ pub struct Entry {
     /// `[DONE]` (a streamed miss).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub events: Option<Vec<String>>,
-    /// Tokens billed for the original answer.
+    /// Tokens billed for the original answer: input (neither read from nor
+    /// written to the provider's cache), output, and the cache's reads and
+    /// writes ([`Tokens`]; an entry stored without the last two reads 0).
     pub input_tokens: u64,
     pub output_tokens: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_read_tokens: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_write_tokens: u64,
     /// Whether they were counted by the gateway (no upstream `usage`).
     pub counted: bool,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Whether every choice of a JSON answer finished normally (an answer
@@ -61,13 +73,40 @@ pub fn finished_normally(v: &Value) -> bool {
 }
 
 impl Entry {
+    /// An entry of `tokens` (JSON or events set by the caller).
+    pub fn of(tokens: Tokens, counted: bool) -> Entry {
+        Entry {
+            json: None,
+            events: None,
+            input_tokens: tokens.input,
+            output_tokens: tokens.output,
+            cache_read_tokens: tokens.cache_read,
+            cache_write_tokens: tokens.cache_write,
+            counted,
+        }
+    }
+
+    /// The four counts the original answer was billed.
+    pub fn tokens(&self) -> Tokens {
+        Tokens {
+            input: self.input_tokens,
+            output: self.output_tokens,
+            cache_read: self.cache_read_tokens,
+            cache_write: self.cache_write_tokens,
+        }
+    }
+
     /// The answer as JSON: as stored, or assembled from the events (`None`
     /// when they carry more than text, tool calls for instance).
     pub fn to_json(&self) -> Option<Value> {
         if let Some(v) = &self.json {
             return Some(v.clone());
         }
-        assemble(self.events.as_ref()?, self.input_tokens, self.output_tokens)
+        assemble(
+            self.events.as_ref()?,
+            self.tokens().prompt(),
+            self.output_tokens,
+        )
     }
 
     /// The answer's events (data payloads), the usage events left out: as
@@ -96,9 +135,9 @@ impl Entry {
             "object": "chat.completion.chunk",
             "choices": [],
             "usage": {
-                "prompt_tokens": self.input_tokens,
+                "prompt_tokens": self.tokens().prompt(),
                 "completion_tokens": self.output_tokens,
-                "total_tokens": self.input_tokens + self.output_tokens,
+                "total_tokens": self.tokens().prompt() + self.output_tokens,
             },
         });
         for k in ["id", "object", "created", "model"] {
@@ -326,18 +365,15 @@ impl Capture {
     /// The entry of a stream that ended normally, when it may be cached:
     /// `[DONE]` seen, within the bound, every choice finished with `stop`
     /// or `length`.
-    pub fn finish(self, input_tokens: u64, output_tokens: u64, counted: bool) -> Option<Entry> {
+    pub fn finish(self, tokens: Tokens, counted: bool) -> Option<Entry> {
         let normal = !self.finished.is_empty()
             && self
                 .finished
                 .iter()
                 .all(|f| f.as_deref().is_some_and(|f| CACHEABLE_FINISH.contains(&f)));
-        (self.done && !self.spoiled && normal).then_some(Entry {
-            json: None,
+        (self.done && !self.spoiled && normal).then(|| Entry {
             events: Some(self.events),
-            input_tokens,
-            output_tokens,
-            counted,
+            ..Entry::of(tokens, counted)
         })
     }
 }
@@ -354,7 +390,7 @@ mod tests {
         let mut c = Capture::new(1 << 20);
         c.feed(STREAM);
         c.feed(REST);
-        let e = c.finish(3, 2, false).unwrap();
+        let e = c.finish(Tokens::new(3, 2), false).unwrap();
         assert_eq!(e.events.as_ref().unwrap().len(), 4);
         let v = e.to_json().unwrap();
         assert_eq!(v["choices"][0]["message"]["content"], "Hi there");
@@ -380,18 +416,24 @@ mod tests {
     fn unfinished_spoiled_or_abnormal_streams_are_not_stored() {
         let mut c = Capture::new(1 << 20);
         c.feed(STREAM);
-        assert!(c.finish(1, 1, false).is_none(), "no [DONE]");
+        assert!(c.finish(Tokens::new(1, 1), false).is_none(), "no [DONE]");
         let mut c = Capture::new(100);
         c.feed(STREAM);
         c.feed(REST);
-        assert!(c.finish(1, 1, false).is_none(), "over the bound");
+        assert!(
+            c.finish(Tokens::new(1, 1), false).is_none(),
+            "over the bound"
+        );
         let mut c = Capture::new(1 << 20);
         c.feed(STREAM);
         let filtered = String::from_utf8(REST.to_vec())
             .unwrap()
             .replace("\"stop\"", "\"content_filter\"");
         c.feed(filtered.as_bytes());
-        assert!(c.finish(1, 1, false).is_none(), "content_filter");
+        assert!(
+            c.finish(Tokens::new(1, 1), false).is_none(),
+            "content_filter"
+        );
     }
 
     #[test]

@@ -48,6 +48,7 @@ pub use entry::{Capture, Entry};
 pub use key::Key;
 
 use crate::errors::ApiError;
+use crate::providers::usage::Tokens;
 use crate::store::Record;
 
 /// The scope of entries: `user`, `key` or `global`.
@@ -322,17 +323,14 @@ impl Miss {
     }
 
     /// Stores a JSON answer that finished normally.
-    pub fn store_json(&self, v: &Value, input: u64, output: u64, counted: bool) {
+    pub fn store_json(&self, v: &Value, tokens: Tokens, counted: bool) {
         let Some((cache, key, ttl)) = &self.store else {
             return;
         };
         if entry::finished_normally(v) {
             let e = Entry {
                 json: Some(v.clone()),
-                events: None,
-                input_tokens: input,
-                output_tokens: output,
-                counted,
+                ..Entry::of(tokens, counted)
             };
             cache.put(key.clone(), e, *ttl);
         }
@@ -366,15 +364,16 @@ impl StreamCapture {
 
     /// The stream completed: stored when it may be. (Dropped unfinished,
     /// nothing is stored.)
-    pub fn complete(self, input: u64, output: u64, counted: bool) {
-        if let Some(e) = self.capture.finish(input, output, counted) {
+    pub fn complete(self, tokens: Tokens, counted: bool) {
+        if let Some(e) = self.capture.finish(tokens, counted) {
             self.cache.put(self.key, e, self.ttl);
         }
     }
 }
 
 /// The records of a hit: `records` (from the model's `Settle`, ended
-/// `cache_hit`, no hold) with the charge cut to `pct` % of the original's.
+/// `cache_hit`, without the model's bound held) with the charge cut to `pct` %
+/// of the original's; the caller holds that charge ([`crate::modes`]' `Hit`).
 pub fn hit_records(mut records: Vec<Record>, pct: Decimal) -> Vec<Record> {
     for r in &mut records {
         if let Record::Usage(u) = r {

@@ -86,14 +86,14 @@ pub async fn embed(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
                 Some(t) => (t, false),
                 None => (bytes.div_ceil(4) as u64, true),
             };
-            cache.store_json(&v, input, 0, counted);
+            cache.store_json(&v, crate::providers::Tokens::new(input, 0), counted);
             let name = format!("{}/{}", settle.provider.id, settle.model.id);
             let records = settle.records(input, 0, counted, "complete");
             (v, Some(status), records, cache, name)
         }
         Err(hit) => {
             let name = format!("{}/{}", hit.settle.provider.id, hit.settle.model.id);
-            let (entry, records) = hit.records();
+            let (entry, records) = hit.settle(ctx).await?;
             let v = entry.to_json().unwrap_or_default();
             (v, None, records, crate::cache::Miss::hit(), name)
         }
