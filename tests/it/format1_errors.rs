@@ -4,7 +4,9 @@
 //! installed by the test through its own connection, on SQLite or
 //! PostgreSQL); 500 "pricing calculation failed" with no upstream call and
 //! nothing charged; format 2's two deviations (a provider failure is 500,
-//! a provider without its key 404 "provider config missing").
+//! a provider without its key 404 "provider config missing"). Also: a
+//! write the record writer defers (pipelined on PostgreSQL) failing fails
+//! its whole commit.
 
 use std::collections::BTreeSet;
 
@@ -268,4 +270,38 @@ async fn format2_provider_failures_are_500_and_a_missing_key_404() {
     env.assert_no_upstream_call().await;
     assert!(env.usage().is_empty());
     assert_eq!(env.balance(), d("1"));
+}
+
+/// A write the record writer defers (the ledger line of a charge: on
+/// PostgreSQL sent with the next statement, in one round trip) that fails
+/// fails its whole commit: the request is answered with an error and
+/// nothing of it stays (no usage, no debit, no hold); once the table
+/// takes writes again the same request is billed once.
+#[tokio::test]
+async fn a_deferred_write_that_fails_fails_its_whole_commit() {
+    let env = llm_env(|_| {}).await;
+    env.grant("5");
+    let body = json!({"model": "sim/sim-gpt", "max_tokens": 8,
+        "messages": [{"role": "user", "content": "hello there"}]});
+    break_table(&env, "credit_ledger", "INSERT").await;
+    let a = env.api("/chat/completions", body.clone()).await;
+    assert!(a.status >= 500, "a failed commit is a server error: {a:?}");
+    assert!(env.usage().is_empty(), "no usage record");
+    assert_eq!(env.balance(), d("5"), "no debit");
+    // The hold of a failed commit is owed and released once the database
+    // answers (the writer's next group, or its idle retry each second).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while env.store().held(env.user_id).unwrap() != d("0") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the failed request's hold is released"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    mend_table(&env, "credit_ledger").await;
+    env.api("/chat/completions", body).await.expect(200);
+    let usage = env.usage();
+    assert_eq!(usage.len(), 1, "one usage record: {usage:?}");
+    assert_eq!(env.balance(), d("5") - usage[0].charged);
+    assert_eq!(env.store().held(env.user_id).unwrap(), d("0"));
 }
