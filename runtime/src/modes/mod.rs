@@ -408,11 +408,13 @@ pub(crate) async fn prepare_cached(
 ) -> Result<Result<Prepared, Hit>, ApiError> {
     crate::bounds::check_additional_params(&body)?;
     let (route, list) = deployments(ctx, &body, want)?;
-    ctx.trace.model(
-        operation_name(op),
-        body.get("model").and_then(Value::as_str),
-        route.map(|r| r.name.as_str()),
-    );
+    if ctx.trace.is_on() {
+        ctx.trace.model(
+            operation_name(op),
+            body.get("model").and_then(Value::as_str),
+            route.map(|r| r.name.as_str()),
+        );
+    }
     let byok = body
         .get("byok_api_key")
         .and_then(Value::as_str)
