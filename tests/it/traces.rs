@@ -254,10 +254,28 @@ async fn spans_still_in_the_batch_are_exported_on_graceful_shutdown() {
     a.expect(200);
     let rid = a.header("x-request-id").unwrap().to_owned();
     let (charged, row) = usage_of(&env, &rid).await;
+    // Anthropic's Messages API, the other chat front door.
+    let m = env
+        .api(
+            "/messages",
+            json!({"model": "b/gpt", "max_tokens": 16, "messages": [{"role": "user", "content": PROMPT}]}),
+        )
+        .await;
+    m.expect(200);
+    let mid = m.header("x-request-id").unwrap().to_owned();
+    let (m_charged, m_row) = usage_of(&env, &mid).await;
     stop(env).await;
     let (req, attempts) = request_spans(&recv, &rid, 1).await;
     assert_eq!(req.name, "chat b/gpt");
     assert_usage(&attempts[0], charged, &row);
+    let (req, attempts) = request_spans(&recv, &mid, 1).await;
+    assert_eq!(req.name, "chat b/gpt");
+    assert_eq!(
+        attr(&req, "http.route").as_deref(),
+        Some("/api/v1/messages")
+    );
+    assert_usage(&req, m_charged, &m_row);
+    assert_usage(&attempts[0], m_charged, &m_row);
 }
 
 #[tokio::test]
