@@ -58,7 +58,13 @@ pub async fn handle(
     let path = req.uri().path().to_owned();
     let query = validate::parse_query(req.uri().query());
     let trace = match &gw.traces {
-        Some(t) => t.request(spec.method.as_str(), spec.path, spec.id, &request_id),
+        Some(t) => t.request(
+            spec.method.as_str(),
+            spec.path,
+            spec.id,
+            &request_id,
+            req.headers(),
+        ),
         None => crate::traces::Span::default(),
     };
     let mut ctx = Ctx {

@@ -8,7 +8,8 @@
 //! Spans (the GenAI semantic conventions, with `gen_ai.provider.name`, the
 //! name that replaced `gen_ai.system`):
 //!
-//! * one per request ([`Traces::request`], kind server): named after the row
+//! * one per request ([`Traces::request`], kind server; a child of the
+//!   caller's span when the request carries a W3C `traceparent`): named after the row
 //!   (`POST /api/v1/...`), renamed `{gen_ai.operation.name}
 //!   {gen_ai.request.model}` (`chat smart`) on a model route ([`Span::model`]);
 //!   `http.request.method`, `http.route`, `http.response.status_code`,
@@ -144,14 +145,19 @@ impl Traces {
         }
     }
 
-    /// A request's span (see the module's docs).
+    /// A request's span (see the module's docs): a child of the caller's
+    /// span when its `headers` carry a W3C `traceparent`.
     pub fn request(
         &self,
         method: &'static str,
         path: &'static str,
         endpoint: &'static str,
         request_id: &str,
+        headers: &http::HeaderMap,
     ) -> Span {
+        use opentelemetry::propagation::TextMapPropagator as _;
+        let parent = opentelemetry_sdk::propagation::TraceContextPropagator::new()
+            .extract(&opentelemetry_http::HeaderExtractor(headers));
         let span = self
             .tracer
             .span_builder(format!("{method} {path}"))
@@ -162,10 +168,10 @@ impl Traces {
                 KeyValue::new("gateway.endpoint", endpoint),
                 KeyValue::new("gateway.request_id", request_id.to_owned()),
             ])
-            .start(&self.tracer);
+            .start_with_context(&self.tracer, &parent);
         Span(Some(Box::new(Open {
             tracer: self.tracer.clone(),
-            request: Context::new().with_span(span),
+            request: parent.with_span(span),
             served: Mutex::new(None),
         })))
     }

@@ -17,6 +17,10 @@ use serde_json::{json, Value};
 use crate::harness::{Env, Receiver, PROVIDER_KEY};
 use crate::routing::routes_env;
 
+/// A caller's W3C trace and span ids (`traceparent`).
+const CALLER_TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+const CALLER_SPAN: &str = "00f067aa0ba902b7";
+
 /// A prompt no attribute may carry.
 const PROMPT: &str = "Tell me about the quartz zebra 7781";
 
@@ -250,9 +254,18 @@ async fn spans_still_in_the_batch_are_exported_on_graceful_shutdown() {
     let recv = crate::harness::receiver(0).await;
     // A batch delay no test waits for: only the shutdown's flush sends it.
     let env = traced_env(&recv, Duration::from_secs(3600)).await;
-    let a = env.api("/chat/completions", chat("b/gpt")).await;
-    a.expect(200);
-    let rid = a.header("x-request-id").unwrap().to_owned();
+    // The caller's W3C trace context: the request span is its child.
+    let r = env
+        .client
+        .post(env.url("/api/v1/chat/completions"))
+        .bearer_auth(&env.key)
+        .header("traceparent", format!("00-{CALLER_TRACE}-{CALLER_SPAN}-01"))
+        .json(&chat("b/gpt"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    let rid = r.headers()["x-request-id"].to_str().unwrap().to_owned();
     let (charged, row) = usage_of(&env, &rid).await;
     // Anthropic's Messages API, the other chat front door.
     let m = env
@@ -267,8 +280,16 @@ async fn spans_still_in_the_batch_are_exported_on_graceful_shutdown() {
     stop(env).await;
     let (req, attempts) = request_spans(&recv, &rid, 1).await;
     assert_eq!(req.name, "chat b/gpt");
+    assert_eq!(hex::encode(&req.trace_id), CALLER_TRACE);
+    assert_eq!(hex::encode(&req.parent_span_id), CALLER_SPAN);
     assert_usage(&attempts[0], charged, &row);
     let (req, attempts) = request_spans(&recv, &mid, 1).await;
+    assert_ne!(
+        hex::encode(&req.trace_id),
+        CALLER_TRACE,
+        "a trace of its own"
+    );
+    assert!(req.parent_span_id.is_empty());
     assert_eq!(req.name, "chat b/gpt");
     assert_eq!(
         attr(&req, "http.route").as_deref(),
