@@ -85,6 +85,8 @@ pub struct Ctx {
     /// What this request bills (set by the mode through [`Ctx::meter`]);
     /// `None` writes a usage record with quantity 0.
     pub metered: Option<(Metered, Charge)>,
+    /// The request's span ([`crate::traces`]): nothing when traces are off.
+    pub trace: crate::traces::Span,
 }
 
 impl Ctx {

@@ -57,6 +57,16 @@ pub async fn handle(
     let span = tracing::info_span!("request", request_id = %request_id, route = spec.id);
     let path = req.uri().path().to_owned();
     let query = validate::parse_query(req.uri().query());
+    let trace = match &gw.traces {
+        Some(t) => t.request(
+            spec.method.as_str(),
+            spec.path,
+            spec.id,
+            &request_id,
+            req.headers(),
+        ),
+        None => crate::traces::Span::default(),
+    };
     let mut ctx = Ctx {
         spec,
         gw,
@@ -65,6 +75,7 @@ pub async fn handle(
         started: Instant::now(),
         query,
         metered: None,
+        trace,
     };
     let result = run(&mut ctx, &path, req, params)
         .instrument(span.clone())
@@ -99,6 +110,8 @@ pub async fn handle(
         user_id: ctx.user_id(),
     });
     telemetry::request(spec.id, response.status().as_u16(), ctx.started.elapsed());
+    // A stream's span was handed to its relay, which ends it.
+    ctx.trace.end(response.status().as_u16());
     response
 }
 
@@ -216,6 +229,9 @@ async fn record(
         return Err(ApiError::internal("committing the request's records", e));
     }
     ctx.gw.owners_changed(cache_changes).await;
+    if let Some(c) = &cost {
+        ctx.trace.cost(|| c.text());
+    }
     if let Some(c) = cost.filter(|_| ctx.spec.billing != crate::spec::Billing::Free) {
         if let Ok(v) = HeaderValue::from_str(&c.text()) {
             outcome

@@ -56,6 +56,8 @@ pub struct Inner {
     pub routing: routing::Routing,
     /// The exact response cache of model answers ([`crate::cache`]).
     pub response_cache: crate::cache::Cache,
+    /// OpenTelemetry traces ([`crate::traces`]); `None`: off, nothing traced.
+    pub traces: Option<crate::traces::Traces>,
 }
 
 impl std::ops::Deref for Gateway {

@@ -53,6 +53,7 @@ mod speech_transcription;
 mod stripe;
 mod synthesis;
 mod tls;
+mod traces;
 mod urlpolicy;
 mod usage_history;
 mod validation;
