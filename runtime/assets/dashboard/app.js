@@ -322,7 +322,7 @@
         const who = k.name || k.prefix;
         const action = k.active === false || k.revoked_at
           ? "revoked"
-          : el("span", {},
+          : el("span", { class: "actions" },
             el("button", { type: "button", "data-revoke": String(k.id),
               "aria-label": `Revoke key ${who}` }, "Revoke"),
             has("PATCH /api/v1/keys/{key_id}")
