@@ -6,6 +6,7 @@
 
 use serde_json::{json, Value};
 
+use crate::budgets::{bad_budgets, gateway_cli, listed, succeeded};
 use crate::harness::*;
 
 fn image() -> Value {
@@ -85,13 +86,7 @@ async fn a_keys_budget_is_set_changed_and_removed_and_the_next_request_sees_it()
     let list = env
         .call_as(&token, "GET", &env.url("/api/v1/keys"), None)
         .await;
-    let k = list.json["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|k| k["id"] == json!(id))
-        .unwrap()
-        .clone();
+    let k = listed(&list, id);
     assert_eq!(
         (&k["budget_usd"], &k["spent_usd"]),
         (&json!("1"), &json!("0.04800000")),
@@ -132,30 +127,13 @@ async fn another_users_revoked_or_unknown_key_is_404_and_bad_input_400_with_noth
     assert_eq!(stored(&env, bobs).await, ["NULL", "NULL"]);
     assert_eq!(stored(&env, revoked).await, ["NULL", "NULL"]);
     let url = env.url(&format!("/api/v1/keys/{own}"));
-    for (body, field) in [
-        (json!({}), "budget_usd"),
-        (
-            json!({"budget_usd": "-1", "budget_period": "day"}),
-            "budget_usd",
-        ),
-        (
-            json!({"budget_usd": "0.123456789", "budget_period": "day"}),
-            "budget_usd",
-        ),
-        (
-            json!({"budget_usd": true, "budget_period": "day"}),
-            "budget_usd",
-        ),
-        (json!({"budget_usd": "5"}), "budget_period"),
-        (
-            json!({"budget_usd": "5", "budget_period": "week"}),
-            "budget_period",
-        ),
-        (
-            json!({"budget_usd": null, "budget_period": "day"}),
-            "budget_period",
-        ),
-    ] {
+    let mut bad = bad_budgets();
+    bad.push((json!({}), "budget_usd"));
+    bad.push((
+        json!({"budget_usd": null, "budget_period": "day"}),
+        "budget_period",
+    ));
+    for (body, field) in bad {
         let a = env.call_as(&token, "PATCH", &url, Some(body.clone())).await;
         a.expect(400);
         assert!(
@@ -177,22 +155,8 @@ async fn another_users_revoked_or_unknown_key_is_404_and_bad_input_400_with_noth
 #[tokio::test]
 async fn the_cli_updates_a_keys_budget() {
     let dir = TempDir::new("budgets-cli-update");
-    let gateway = |args: &[&str]| {
-        let mut c = std::process::Command::new(BIN);
-        c.env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .envs(dir.gateway_env())
-            .args(args);
-        c.output().unwrap()
-    };
-    let ok = |out: std::process::Output| {
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
-    };
+    let gateway = |args: &[&str]| gateway_cli(&dir, args);
+    let ok = succeeded;
     let user = ok(gateway(&["users", "create", "--email", "ops@example.com"]));
     let user = user.trim();
     ok(gateway(&["keys", "create", "--user", user]));
