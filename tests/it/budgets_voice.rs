@@ -181,3 +181,54 @@ async fn a_jobs_charge_counts_in_the_spend_of_the_key_it_was_submitted_with() {
     let sql = format!("SELECT spent FROM key_spend WHERE key_id = {plain}");
     assert!(own_query(&env, &sql).await.is_empty());
 }
+
+#[tokio::test]
+async fn concurrent_per_request_searches_against_a_budget_of_two_serve_exactly_two() {
+    let env = Env::with(|c| {
+        c.prices = runtime::billing::Prices::parse(Some("identity.searches=0.01"), "0").unwrap();
+    })
+    .await;
+    let (key_id, key) = budget_key(&env, "0.02", "total");
+    let up = env.upload("in.wav", wav(1.0), None).await;
+    up.expect(200);
+    env.clear_sim_log().await;
+    let url = env.voice("/identity/search");
+    let body = json!({"audio_url": up.json["url"], "top_k": 3});
+    let calls = (0..6).map(|_| env.call_as(&key, "POST", &url, Some(body.clone())));
+    let answers = join_all(calls).await;
+    let statuses: Vec<u16> = answers.iter().map(|a| a.status).collect();
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 200).count(),
+        2,
+        "{statuses:?}"
+    );
+    for a in answers.iter().filter(|a| a.status != 200) {
+        a.expect(402);
+        assert!(a.detail().contains("0.02 USD in total"), "{}", a.text);
+    }
+    let searches = env
+        .sim_requests()
+        .await
+        .iter()
+        .filter(|r| {
+            r["path"]
+                .as_str()
+                .unwrap_or("")
+                .ends_with("/identity/search")
+        })
+        .count();
+    assert_eq!(searches, 2);
+    let charged: Vec<Decimal> = env
+        .usage()
+        .iter()
+        .filter(|u| u.route_id == "identity.search")
+        .map(|u| u.charged)
+        .collect();
+    assert_eq!(charged, vec![d("0.01"), d("0.01")]);
+    let sql = format!("SELECT spent FROM key_spend WHERE key_id = {key_id}");
+    assert_eq!(
+        own_query(&env, &sql).await,
+        vec![vec!["0.02000000".to_owned()]]
+    );
+    env.wait_no_holds().await;
+}
