@@ -41,6 +41,9 @@ DATA_DIR = os.environ.get("ST_DATA_DIR", "")
 # server/src/demo.rs shared with its simulator, not a secret of any
 # deployment (ST_STRIPE_WEBHOOK_SECRET overrides it).
 STRIPE_WEBHOOK_SECRET = os.environ.get("ST_STRIPE_WEBHOOK_SECRET", "whsec_demo_gateway")
+# The demo's inbound webhook secret (app/src/demo.rs); ST_PROVIDER_WEBHOOK_SECRET
+# overrides it.
+PROVIDER_WEBHOOK_SECRET = os.environ.get("ST_PROVIDER_WEBHOOK_SECRET", "demo-provider-webhook-secret")
 # One call in this many of each operation below is made valid, at most
 # FIXTURE_MAX of them (each costs a few calls of its own: a registration
 # hashes a password).
@@ -332,6 +335,20 @@ def _stripe_event(case, kwargs):
     kwargs["data"] = raw
 
 
+def _provider_event(case, kwargs):
+    """A provider notification signed as the provider signs
+    (`X-Provider-Signature: sha256=<HMAC-SHA256 of the body>`): a job the
+    gateway does not know, stored and answered 200."""
+    event = {"event": "job.completed", "kind": "stt", "id": f"job_{_unique()}", "status": "completed"}
+    raw = json.dumps(event).encode()
+    mac = hmac.new(PROVIDER_WEBHOOK_SECRET.encode(), raw, hashlib.sha256).hexdigest()
+    headers = case.headers if case.headers is not None else {}
+    headers["X-Provider-Signature"] = f"sha256={mac}"
+    headers["Content-Type"] = "application/json"
+    case.headers = headers
+    kwargs["data"] = raw
+
+
 REWRITES = {
     "admin.users.credits": _user,
     "admin.users.usage": _user,
@@ -363,6 +380,7 @@ REWRITES = {
     "completions.stop_stream": _open_stream,
     "stripe.checkout": _checkout,
     "stripe.webhook": _stripe_event,
+    "webhooks.provider": _provider_event,
     "keys.update": _key_update,
 }
 

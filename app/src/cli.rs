@@ -425,7 +425,7 @@ pub async fn serve(routes: crate::Routes, config: Config) -> CliResult {
         tracing::warn!("PROVIDER_API_KEY is not set: voice routes will answer 503 (upstream integration not configured)");
     }
     if config.webhook_secret.is_none() {
-        tracing::warn!("PROVIDER_WEBHOOK_SECRET is not set: inbound webhooks are accepted unsigned (development only)");
+        tracing::warn!("PROVIDER_WEBHOOK_SECRET is not set: inbound webhooks are refused (503) until it is set; jobs are still followed by polling");
     }
     // Migrate before listening: no request meets a half-migrated database.
     runtime::store::Store::migrate(&config.database())?;

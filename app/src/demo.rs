@@ -20,6 +20,10 @@ const DEMO_PROVIDER_KEY: &str = "demo-provider-key";
 const DEMO_STRIPE_KEY: &str = "sk_test_demo_gateway";
 const DEMO_STRIPE_WEBHOOK_SECRET: &str = "whsec_demo_gateway";
 
+/// The demo's inbound webhook secret (`PROVIDER_WEBHOOK_SECRET` when set):
+/// without one the gateway refuses every inbound webhook.
+const DEMO_PROVIDER_WEBHOOK_SECRET: &str = "demo-provider-webhook-secret";
+
 /// Variable holding the provider key named by the demo's providers file.
 const DEMO_LLM_KEY_VAR: &str = "DEMO_LLM_KEY";
 
@@ -134,6 +138,9 @@ pub async fn run(routes: crate::Routes) -> Result<(), Box<dyn std::error::Error>
     config.provider_base_url = sim.base_url();
     config.provider_synth_url = sim.synth_url();
     config.allow_private_fetch = true;
+    if config.webhook_secret.is_none() {
+        config.webhook_secret = Some(DEMO_PROVIDER_WEBHOOK_SECRET.to_owned());
+    }
     // The general gateway: one provider, the simulator's OpenAI-compatible /v1.
     std::env::set_var(DEMO_LLM_KEY_VAR, DEMO_PROVIDER_KEY);
     let providers = data_dir.join("providers.toml");

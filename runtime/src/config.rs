@@ -21,7 +21,7 @@ pub const PROVIDER_BASE_URL: &str = "PROVIDER_BASE_URL";
 pub const PROVIDER_SYNTH_URL: &str = "PROVIDER_SYNTH_URL";
 /// Percent added to upstream cost. Default 20.0.
 pub const PROVIDER_MARKUP_PCT: &str = "PROVIDER_MARKUP_PCT";
-/// HMAC secret of the inbound webhook. Default: unset (unsigned accepted).
+/// HMAC secret of the inbound webhook. Default: unset (every inbound webhook refused, 503).
 pub const PROVIDER_WEBHOOK_SECRET: &str = "PROVIDER_WEBHOOK_SECRET";
 /// Gate of cloning and voice design. Default false.
 pub const PROVIDER_BUSINESS_PLAN_ACTIVE: &str = "PROVIDER_BUSINESS_PLAN_ACTIVE";

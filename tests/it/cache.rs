@@ -144,6 +144,48 @@ async fn a_hit_skips_the_provider_ignores_key_order_and_is_billed_as_configured(
     }
 }
 
+/// A hit is held like any model request: a balance that does not cover
+/// its price answers 402, calls nothing and writes no charge; with credit,
+/// the same request is a hit billed at its price.
+#[tokio::test]
+async fn a_hit_the_balance_cannot_cover_is_402_and_charges_nothing() {
+    let env = env_with_providers(cached_toml, |_| {}).await;
+    env.grant("10");
+    let body = chat_body("a story worth keeping");
+    cache_state(&chat(&env, &env.key, &body, &[]).await, "MISS");
+    env.wait_no_holds().await;
+    let first = env.usage();
+    assert_eq!(first.len(), 1);
+    let hit_price = first[0].charged / Decimal::TWO;
+    assert!(hit_price > Decimal::ZERO);
+    // Less than the hit's price left.
+    let left = (hit_price / Decimal::TWO).round_dp(8);
+    let set = format!(
+        "UPDATE credit_balances SET balance = '{left}' WHERE user_id = {}",
+        env.user_id
+    );
+    own_sql(&env, &set, &set).await;
+    assert_eq!(env.balance(), left);
+    env.clear_sim_log().await;
+
+    let refused = chat(&env, &env.key, &body, &[]).await;
+    refused.expect(402);
+    assert_eq!(upstream_calls(&env).await, 0, "a refused hit calls nothing");
+    env.wait_no_holds().await;
+    assert_eq!(env.usage().len(), 1, "a refused hit is charged nothing");
+    assert_eq!(env.balance(), left, "a hit never overdraws a balance");
+
+    env.grant("1");
+    let hit = chat(&env, &env.key, &body, &[]).await;
+    cache_state(&hit, "HIT");
+    assert_eq!(upstream_calls(&env).await, 0);
+    env.wait_no_holds().await;
+    let usage = env.usage();
+    assert_eq!(usage.len(), 2);
+    assert_eq!(usage[1].charged, hit_price);
+    assert_eq!(env.balance(), left + Decimal::ONE - hit_price);
+}
+
 #[tokio::test]
 async fn another_users_identical_request_is_a_miss_unless_the_scope_is_global() {
     let env = env_with_providers(cached_toml, |_| {}).await;

@@ -149,16 +149,26 @@ async fn unknown_jobs_and_malformed_json_are_stored_and_acknowledged() {
 }
 
 #[tokio::test]
-async fn without_a_secret_events_are_accepted_unsigned() {
+async fn without_a_secret_every_event_is_refused_and_nothing_changes() {
     let env = Env::start().await;
     let job = stt_job(&env).await;
     let body = completion(&job, 1.0);
-    post_webhook(&env, &body, None).await.expect(200);
-    assert_eq!(
+    let unsigned = post_webhook(&env, &body, None).await;
+    unsigned.expect(503);
+    assert!(
+        unsigned.text.contains("PROVIDER_WEBHOOK_SECRET"),
+        "{}",
+        unsigned.text
+    );
+    // Signed with some secret: still nothing to verify it against.
+    post_webhook(&env, &body, Some(sign(SECRET, &body)))
+        .await
+        .expect(503);
+    assert_ne!(
         env.store().job("stt", &job).unwrap().unwrap().status,
         "completed"
     );
-    assert!(!env.store().webhook_events().unwrap()[0].signed);
+    assert!(env.store().webhook_events().unwrap().is_empty());
 }
 
 #[tokio::test]

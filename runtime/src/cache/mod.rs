@@ -374,7 +374,8 @@ impl StreamCapture {
 }
 
 /// The records of a hit: `records` (from the model's `Settle`, ended
-/// `cache_hit`, no hold) with the charge cut to `pct` % of the original's.
+/// `cache_hit`, without the model's bound held) with the charge cut to `pct` %
+/// of the original's; the caller holds that charge ([`crate::modes`]' `Hit`).
 pub fn hit_records(mut records: Vec<Record>, pct: Decimal) -> Vec<Record> {
     for r in &mut records {
         if let Record::Usage(u) = r {

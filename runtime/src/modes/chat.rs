@@ -115,7 +115,7 @@ pub async fn complete_body(
     .await?;
     let mut prepared = match ready {
         Ok(p) => p,
-        Err(hit) => return Ok(answer_hit(hit, stream, tail.is_some())),
+        Err(hit) => return answer_hit(ctx, hit, stream, tail.is_some()).await,
     };
     let cache = std::mem::take(&mut prepared.cache);
     if !stream {
@@ -242,8 +242,13 @@ fn served_headers(settle: &crate::credits::Settle) -> http::HeaderMap {
 /// The answer of a cache hit: JSON, or the stream replayed (its events as
 /// they came, then the usage event when `usage_wanted`, then `[DONE]`),
 /// with its records (committed before the answer, as a JSON answer's).
-fn answer_hit(hit: Hit, stream: bool, usage_wanted: bool) -> Outcome {
-    let (entry, records) = hit.records();
+async fn answer_hit(
+    ctx: &Ctx,
+    hit: Hit,
+    stream: bool,
+    usage_wanted: bool,
+) -> Result<Outcome, ApiError> {
+    let (entry, records) = hit.settle(ctx).await?;
     let cost = Cost::of(&records);
     let mut resp = if stream {
         let events = entry.to_events().unwrap_or_default();
@@ -272,7 +277,7 @@ fn answer_hit(hit: Hit, stream: bool, usage_wanted: bool) -> Outcome {
     crate::cache::Miss::hit().mark(&mut resp);
     let mut out = Outcome::new(resp, None).settled(Settlement::ByModeRecords);
     out.records = records;
-    out
+    Ok(out)
 }
 
 /// `stop_stream`: ends the caller's open stream.

@@ -93,7 +93,7 @@ pub async fn embed(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
         }
         Err(hit) => {
             let name = format!("{}/{}", hit.settle.provider.id, hit.settle.model.id);
-            let (entry, records) = hit.records();
+            let (entry, records) = hit.settle(ctx).await?;
             let v = entry.to_json().unwrap_or_default();
             (v, None, records, crate::cache::Miss::hit(), name)
         }

@@ -314,7 +314,8 @@ fn deployments<'a>(
 const MAX_MODELS: usize = 8;
 
 /// A model request answered from the response cache: the entry, and what
-/// settles it (no hold; priced by the model's `cache_hit_price_pct`).
+/// settles it (priced by the model's `cache_hit_price_pct`, held by
+/// [`Hit::settle`]; the bound is never held).
 pub(crate) struct Hit {
     pub entry: crate::cache::Entry,
     pub settle: Settle,
@@ -322,14 +323,29 @@ pub(crate) struct Hit {
 
 impl Hit {
     /// The entry and the hit's records: usage and token detail ended
-    /// `cache_hit`.
-    pub fn records(self) -> (crate::cache::Entry, Vec<crate::store::Record>) {
+    /// `cache_hit`. The hit's charge is held first, as any model request's
+    /// bound is, and the hold ends with the records: a balance (or a key's
+    /// budget) that does not cover the hit answers 402, so a hit never
+    /// overdraws a balance and never overshoots a budget.
+    pub async fn settle(
+        self,
+        ctx: &Ctx,
+    ) -> Result<(crate::cache::Entry, Vec<crate::store::Record>), ApiError> {
         let pct = self.settle.model.cache_hit_price_pct;
+        let byok = self.settle.byok;
         let e = self.entry;
         let records = self
             .settle
             .records(e.input_tokens, e.output_tokens, e.counted, "cache_hit");
-        (e, crate::cache::hit_records(records, pct))
+        let mut records = crate::cache::hit_records(records, pct);
+        let charge =
+            crate::cost::Cost::of(&records).map_or(rust_decimal::Decimal::ZERO, |c| c.charged);
+        if charge > rust_decimal::Decimal::ZERO {
+            if let Some(hold) = credits::reserve(ctx, charge, byok).await? {
+                records.push(hold.into_release());
+            }
+        }
+        Ok((e, records))
     }
 }
 
@@ -355,7 +371,8 @@ pub(crate) async fn prepare_model_call(
 /// would raise the work past it), looks the request up in the response
 /// cache when `cache` says so (keyed by the route's name or the one
 /// deployment and the OpenAI-shaped body; `Err(hit)`: answered from it,
-/// nothing held), chooses the key (the caller's `byok_api_key` for this
+/// its price held by [`Hit::settle`], not the bound), chooses the key
+/// (the caller's `byok_api_key` for this
 /// call only, else the provider's) and holds the most expensive
 /// candidate's cost (nothing with BYOK: 402 when it does not fit).
 pub(crate) async fn prepare_cached(

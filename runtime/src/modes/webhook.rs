@@ -4,7 +4,8 @@
 //!   HMAC-SHA256 of the raw body keyed by `PROVIDER_WEBHOOK_SECRET`, compared
 //!   in constant time.
 //!   Missing, malformed or wrong → 401 and nothing stored. With no secret
-//!   configured, events are accepted unsigned (a warning is logged at start).
+//!   configured, every event is refused with 503 and nothing is stored (an
+//!   unverifiable event is never trusted; a warning is logged at start).
 //! * **Size**: bodies over [`MAX_BODY`] → 413.
 //! * **Stored whole**: every accepted event (raw body, event, kind, upstream
 //!   id, received time, outcome) in `webhook_events`, keyed by the body's
@@ -39,6 +40,13 @@ fn received() -> Outcome {
 
 /// `webhook`.
 pub async fn receive(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
+    // Without a secret nothing can be verified: refused (503, so that the
+    // provider retries once the operator has set it), never trusted.
+    let secret = ctx.gw.config.webhook_secret.clone().ok_or_else(|| {
+        ApiError::Unavailable(
+            "inbound webhooks are not configured: PROVIDER_WEBHOOK_SECRET is not set".into(),
+        )
+    })?;
     let signature = req
         .headers()
         .get(SIGNATURE_HEADER)
@@ -52,14 +60,8 @@ pub async fn receive(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
             }
             other => other,
         })?;
-    let signed = match &ctx.gw.config.webhook_secret {
-        Some(secret) => {
-            verify(secret.as_bytes(), &body, signature.as_deref())
-                .map_err(|m| ApiError::Unauthorized(m.into()))?;
-            true
-        }
-        None => false,
-    };
+    verify(secret.as_bytes(), &body, signature.as_deref())
+        .map_err(|m| ApiError::Unauthorized(m.into()))?;
     let body_sha256 = hex::encode(Sha256::digest(&body));
     let sha = body_sha256.clone();
     let seen = ctx
@@ -76,7 +78,7 @@ pub async fn receive(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
         event: None,
         kind: None,
         upstream_id: None,
-        signed,
+        signed: true,
         outcome: "malformed".into(),
         received_at: crate::store::now_rfc3339(),
     };
