@@ -309,8 +309,10 @@ fn usage_record(ctx: &mut Ctx) -> UsageRecord {
     );
     // The caller's own charge counts against its key's budget (a job's
     // charge, naming its user, against the key it was submitted with).
-    if own && u.user_id == ctx.user_id() {
-        u.key_id = ctx.user.as_ref().and_then(|u| u.budget_key);
+    if u.user_id == ctx.user_id() {
+        if own {
+            u.key_id = ctx.user.as_ref().and_then(|u| u.budget_key);
+        }
         u.api_key_id = ctx.user.as_ref().and_then(|u| u.key_id);
     }
     u
