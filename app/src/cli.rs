@@ -219,57 +219,8 @@ pub fn run(routes: crate::Routes, command: Command) -> CliResult {
             runtime_block_on(serve(routes, config))
         }
         Command::Demo => runtime_block_on(crate::demo::run(routes)),
-        Command::Users { command } => {
-            let config = Config::from_env()?;
-            let store = open_store(&config)?;
-            match command {
-                UsersCommand::Create { email, admin } => {
-                    let email = email.trim();
-                    if email.is_empty() || !email.contains('@') {
-                        return Err(format!("not an email address: {email:?}").into());
-                    }
-                    let id = store.create_user(email, admin)?;
-                    println!("{id}");
-                }
-                UsersCommand::Disable { user } => {
-                    set_disabled(&store, user, true)?;
-                    tell_running_instances(&config)?;
-                }
-                UsersCommand::Enable { user } => {
-                    set_disabled(&store, user, false)?;
-                    tell_running_instances(&config)?;
-                }
-                UsersCommand::CallbackSecret { user } => match store.callback_secret(user)? {
-                    Some(secret) => println!("{secret}"),
-                    None => return Err(format!("no user with id {user}").into()),
-                },
-            }
-            Ok(())
-        }
-        Command::Credits { command } => {
-            let config = Config::from_env()?;
-            let store = open_store(&config)?;
-            match command {
-                CreditsCommand::Grant { user, amount } => {
-                    let amount = rust_decimal::Decimal::from_str_exact(amount.trim())
-                        .map_err(|e| format!("amount {amount:?} is not a decimal: {e}"))?;
-                    if amount <= rust_decimal::Decimal::ZERO {
-                        return Err("amount must be positive".into());
-                    }
-                    runtime::billing::check_grant(store.balance(user)?, amount)?;
-                    let balance =
-                        store.grant_credit(user, amount, Some("gateway credits grant"))?;
-                    println!("{}", runtime::billing::format_money(balance));
-                }
-                CreditsCommand::Balance { user } => {
-                    if store.user(user)?.is_none() {
-                        return Err(format!("no user with id {user}").into());
-                    }
-                    println!("{}", runtime::billing::format_money(store.balance(user)?));
-                }
-            }
-            Ok(())
-        }
+        Command::Users { command } => users(command),
+        Command::Credits { command } => credits(command),
         Command::Sweep => runtime_block_on(async {
             let gw = crate::gateway(routes, Config::from_env()?)?;
             let report = runtime::retention::sweep_once(&gw).await;
@@ -279,89 +230,145 @@ pub fn run(routes: crate::Routes, command: Command) -> CliResult {
             }
             Ok(())
         }),
-        Command::Reconcile { date } => runtime_block_on(async move {
-            let gw = crate::gateway(routes, Config::from_env()?)?;
-            let rows = runtime::reconcile::reconcile(&gw, &date)
-                .await
-                .map_err(|e| e.message())?;
-            for r in rows {
-                println!(
-                    "{} {:<20} gateway {:>14} upstream {:>14} drift {:>8}% {}",
-                    r.day,
-                    r.product,
-                    r.gateway_total,
-                    r.upstream_total
-                        .map(|d| d.to_string())
-                        .unwrap_or_else(|| "-".into()),
-                    r.drift_pct
-                        .map(|d| d.to_string())
-                        .unwrap_or_else(|| "-".into()),
-                    r.status
-                );
+        Command::Reconcile { date } => runtime_block_on(reconcile(routes, date)),
+        Command::Keys { command } => keys(command),
+    }
+}
+
+/// `gateway users ...`.
+fn users(command: UsersCommand) -> CliResult {
+    let config = Config::from_env()?;
+    let store = open_store(&config)?;
+    match command {
+        UsersCommand::Create { email, admin } => {
+            let email = email.trim();
+            if email.is_empty() || !email.contains('@') {
+                return Err(format!("not an email address: {email:?}").into());
             }
-            Ok(())
-        }),
-        Command::Keys { command } => {
-            let config = Config::from_env()?;
-            let store = open_store(&config)?;
-            match command {
-                KeysCommand::Create {
-                    user,
-                    models,
-                    budget_usd,
-                    budget_period,
-                } => {
-                    let budget = match (budget_usd, budget_period) {
-                        (Some(usd), Some(period)) => {
-                            Some(runtime::store::Budget::parse(&usd, &period)?)
-                        }
-                        _ => None,
-                    };
-                    let key = runtime::auth::create_named_key(&store, user, None, budget)
-                        .map_err(|e| e.message())?
-                        .1;
-                    if let Some(m) = models.as_deref() {
-                        store.set_key_models(&runtime::auth::hash_key(&key), Some(m))?;
-                    }
-                    println!("{key}");
-                }
-                KeysCommand::List { user } => {
-                    if store.user(user)?.is_none() {
-                        return Err(format!("no user with id {user}").into());
-                    }
-                    for k in store.keys_of(user)? {
-                        println!("{}", key_line(&k));
-                    }
-                }
-                KeysCommand::Update {
-                    id,
-                    budget_usd,
-                    budget_period,
-                    no_budget: _,
-                } => {
-                    let budget = match (budget_usd, budget_period) {
-                        (Some(usd), Some(period)) => {
-                            Some(runtime::store::Budget::parse(&usd, &period)?)
-                        }
-                        _ => None,
-                    };
-                    if !store.set_key_budget(None, id, budget)? {
-                        return Err(format!("no live key with id {id}").into());
-                    }
-                    eprintln!("updated");
-                    tell_running_instances(&config)?;
-                }
-                KeysCommand::Revoke { key } => {
-                    if !store.revoke_key_hash(&runtime::auth::hash_key(key.trim()))? {
-                        return Err("no such live key".into());
-                    }
-                    eprintln!("revoked");
-                    tell_running_instances(&config)?;
-                }
+            let id = store.create_user(email, admin)?;
+            println!("{id}");
+        }
+        UsersCommand::Disable { user } => {
+            set_disabled(&store, user, true)?;
+            tell_running_instances(&config)?;
+        }
+        UsersCommand::Enable { user } => {
+            set_disabled(&store, user, false)?;
+            tell_running_instances(&config)?;
+        }
+        UsersCommand::CallbackSecret { user } => match store.callback_secret(user)? {
+            Some(secret) => println!("{secret}"),
+            None => return Err(format!("no user with id {user}").into()),
+        },
+    }
+    Ok(())
+}
+
+/// `gateway credits ...`.
+fn credits(command: CreditsCommand) -> CliResult {
+    let config = Config::from_env()?;
+    let store = open_store(&config)?;
+    match command {
+        CreditsCommand::Grant { user, amount } => {
+            let amount = rust_decimal::Decimal::from_str_exact(amount.trim())
+                .map_err(|e| format!("amount {amount:?} is not a decimal: {e}"))?;
+            if amount <= rust_decimal::Decimal::ZERO {
+                return Err("amount must be positive".into());
             }
-            Ok(())
+            runtime::billing::check_grant(store.balance(user)?, amount)?;
+            let balance = store.grant_credit(user, amount, Some("gateway credits grant"))?;
+            println!("{}", runtime::billing::format_money(balance));
+        }
+        CreditsCommand::Balance { user } => {
+            if store.user(user)?.is_none() {
+                return Err(format!("no user with id {user}").into());
+            }
+            println!("{}", runtime::billing::format_money(store.balance(user)?));
         }
     }
+    Ok(())
+}
+
+/// `gateway reconcile DATE`.
+async fn reconcile(routes: crate::Routes, date: String) -> CliResult {
+    let gw = crate::gateway(routes, Config::from_env()?)?;
+    let rows = runtime::reconcile::reconcile(&gw, &date)
+        .await
+        .map_err(|e| e.message())?;
+    for r in rows {
+        println!(
+            "{} {:<20} gateway {:>14} upstream {:>14} drift {:>8}% {}",
+            r.day,
+            r.product,
+            r.gateway_total,
+            r.upstream_total
+                .map(|d| d.to_string())
+                .unwrap_or_else(|| "-".into()),
+            r.drift_pct
+                .map(|d| d.to_string())
+                .unwrap_or_else(|| "-".into()),
+            r.status
+        );
+    }
+    Ok(())
+}
+
+/// `gateway keys ...`.
+fn keys(command: KeysCommand) -> CliResult {
+    let config = Config::from_env()?;
+    let store = open_store(&config)?;
+    match command {
+        KeysCommand::Create {
+            user,
+            models,
+            budget_usd,
+            budget_period,
+        } => {
+            let budget = match (budget_usd, budget_period) {
+                (Some(usd), Some(period)) => Some(runtime::store::Budget::parse(&usd, &period)?),
+                _ => None,
+            };
+            let key = runtime::auth::create_named_key(&store, user, None, budget)
+                .map_err(|e| e.message())?
+                .1;
+            if let Some(m) = models.as_deref() {
+                store.set_key_models(&runtime::auth::hash_key(&key), Some(m))?;
+            }
+            println!("{key}");
+        }
+        KeysCommand::List { user } => {
+            if store.user(user)?.is_none() {
+                return Err(format!("no user with id {user}").into());
+            }
+            for k in store.keys_of(user)? {
+                println!("{}", key_line(&k));
+            }
+        }
+        KeysCommand::Update {
+            id,
+            budget_usd,
+            budget_period,
+            no_budget: _,
+        } => {
+            let budget = match (budget_usd, budget_period) {
+                (Some(usd), Some(period)) => Some(runtime::store::Budget::parse(&usd, &period)?),
+                _ => None,
+            };
+            if !store.set_key_budget(None, id, budget)? {
+                return Err(format!("no live key with id {id}").into());
+            }
+            eprintln!("updated");
+            tell_running_instances(&config)?;
+        }
+        KeysCommand::Revoke { key } => {
+            if !store.revoke_key_hash(&runtime::auth::hash_key(key.trim()))? {
+                return Err("no such live key".into());
+            }
+            eprintln!("revoked");
+            tell_running_instances(&config)?;
+        }
+    }
+    Ok(())
 }
 
 fn set_disabled(store: &Store, user: i64, disabled: bool) -> CliResult {

@@ -175,6 +175,35 @@ pub async fn run(routes: crate::Routes) -> Result<(), Box<dyn std::error::Error>
     let tokens = running.gateway.auth.issue(user);
     tracing::info!("listening on {}", running.addr);
 
+    print_welcome(&Welcome {
+        base: &base,
+        sim_url: &sim.url(),
+        data_dir: &data_dir,
+        user,
+        key_id,
+        key: &key,
+        tokens: &tokens,
+    });
+
+    crate::cli::shutdown_signal().await;
+    running.stop().await;
+    drop(sim);
+    Ok(())
+}
+
+/// What the demo's welcome names.
+struct Welcome<'a> {
+    base: &'a str,
+    sim_url: &'a str,
+    data_dir: &'a std::path::Path,
+    user: i64,
+    key_id: i64,
+    key: &'a str,
+    tokens: &'a runtime::auth::TokenPair,
+}
+
+/// Prints the demo's welcome: the key, the tokens and every call to try.
+fn print_welcome(w: &Welcome<'_>) {
     println!(
         r#"
 Gateway demo running on {base} (simulated voice provider at {sim_url})
@@ -195,45 +224,45 @@ Try:
   curl -s {base}/api/v1/voice/tts/voices/stock-voice-1 -H "Authorization: Bearer $KEY"
 
   curl -s {base}/api/v1/voice/tts/synthesize -H "Authorization: Bearer $KEY" \
-    -H 'Content-Type: application/json' \
-    -d '{{"voice_uuid": "stock-voice-1", "text": "Hello from the gateway", "output_format": "wav"}}'
+-H 'Content-Type: application/json' \
+-d '{{"voice_uuid": "stock-voice-1", "text": "Hello from the gateway", "output_format": "wav"}}'
 
   curl -s {base}/api/v1/models
 
   curl -s {base}/api/v1/chat/completions -H "Authorization: Bearer $KEY" \
-    -H 'Content-Type: application/json' \
-    -d '{{"model": "sim/sim-gpt", "messages": [{{"role": "user", "content": "Hello"}}]}}'
+-H 'Content-Type: application/json' \
+-d '{{"model": "sim/sim-gpt", "messages": [{{"role": "user", "content": "Hello"}}]}}'
 
   curl -sN {base}/api/v1/chat/completions -H "Authorization: Bearer $KEY" \
-    -H 'Content-Type: application/json' \
-    -d '{{"model": "sim/sim-gpt", "stream": true, "messages": [{{"role": "user", "content": "Hello"}}]}}'
+-H 'Content-Type: application/json' \
+-d '{{"model": "sim/sim-gpt", "stream": true, "messages": [{{"role": "user", "content": "Hello"}}]}}'
 
 The same chat through native providers (Anthropic's and Gemini's APIs, translated):
   curl -s {base}/api/v1/chat/completions -H "Authorization: Bearer $KEY" \
-    -H 'Content-Type: application/json' \
-    -d '{{"model": "claude/claude-sim", "messages": [{{"role": "user", "content": "Hello"}}]}}'
+-H 'Content-Type: application/json' \
+-d '{{"model": "claude/claude-sim", "messages": [{{"role": "user", "content": "Hello"}}]}}'
 
   curl -sN {base}/api/v1/chat/completions -H "Authorization: Bearer $KEY" \
-    -H 'Content-Type: application/json' \
-    -d '{{"model": "gem/gemini-sim", "stream": true, "messages": [{{"role": "user", "content": "Hello"}}]}}'
+-H 'Content-Type: application/json' \
+-d '{{"model": "gem/gemini-sim", "stream": true, "messages": [{{"role": "user", "content": "Hello"}}]}}'
 
 Anthropic's Messages API (any chat model; the key in x-api-key, as Anthropic's SDKs
 send it with base URL {base}/api):
   curl -s {base}/api/v1/messages -H "x-api-key: $KEY" \
-    -H 'Content-Type: application/json' \
-    -d '{{"model": "sim/sim-gpt", "max_tokens": 64, "messages": [{{"role": "user", "content": "Hello"}}]}}'
+-H 'Content-Type: application/json' \
+-d '{{"model": "sim/sim-gpt", "max_tokens": 64, "messages": [{{"role": "user", "content": "Hello"}}]}}'
 
   curl -s {base}/api/v1/messages -H "x-api-key: $KEY" \
-    -H 'Content-Type: application/json' \
-    -d '{{"model": "claude/claude-sim", "max_tokens": 64, "messages": [{{"role": "user", "content": "Hello"}}]}}'
+-H 'Content-Type: application/json' \
+-d '{{"model": "claude/claude-sim", "max_tokens": 64, "messages": [{{"role": "user", "content": "Hello"}}]}}'
 
 Buy credit (Stripe Checkout; the simulator plays Stripe): a session for 25.00 USD,
 then pay it (`latest`: the newest session, or its session_id; the simulator
 sends Stripe's signed checkout.session.completed event
 to the gateway, which credits 25.00 once), then the purchases and the balance:
   curl -s {base}/api/v1/stripe/checkout -H "Authorization: Bearer $KEY" \
-    -H 'Content-Type: application/json' \
-    -d '{{"amount_usd": "25.00", "success_url": "https://example.com/paid", "cancel_url": "https://example.com/cancelled"}}'
+-H 'Content-Type: application/json' \
+-d '{{"amount_usd": "25.00", "success_url": "https://example.com/paid", "cancel_url": "https://example.com/cancelled"}}'
 
   curl -s -X POST {sim_url}/__sim/stripe/sessions/latest/pay
 
@@ -244,18 +273,17 @@ to the gateway, which credits 25.00 once), then the purchases and the balance:
   {exe} routes   # every route of the table
 Press Ctrl-C to stop.
 "#,
-        sim_url = sim.url(),
+        sim_url = w.sim_url,
         exe = std::env::current_exe()
             .map(|p| p.display().to_string())
             .unwrap_or_else(|_| "gateway".into()),
-        data = data_dir.display(),
-        access = tokens.access_token,
-        refresh = tokens.refresh_token,
-        ttl = tokens.expires_in,
+        data = w.data_dir.display(),
+        base = w.base,
+        user = w.user,
+        key_id = w.key_id,
+        key = w.key,
+        access = w.tokens.access_token,
+        refresh = w.tokens.refresh_token,
+        ttl = w.tokens.expires_in,
     );
-
-    crate::cli::shutdown_signal().await;
-    running.stop().await;
-    drop(sim);
-    Ok(())
 }

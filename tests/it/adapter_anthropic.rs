@@ -381,10 +381,18 @@ async fn an_error_event_mid_stream_ends_the_stream_and_bills_what_was_streamed()
 
 #[tokio::test]
 async fn a_stopped_stream_and_a_hang_up_bill_what_was_streamed_at_the_four_prices() {
-    let env = native_env().await;
+    a_stop_and_a_hang_up_bill_what_was_streamed(&native_env().await, chat("Hello there")).await;
+}
+
+/// A stream of `chat` (a native model's, 12 words streamed 100 ms apart)
+/// stopped after its second content chunk, then one hung up after its
+/// third: each billed what was streamed at the four prices (ended
+/// `stopped` / `disconnected`), the holds released. Shared by the native
+/// adapters' tests.
+pub async fn a_stop_and_a_hang_up_bill_what_was_streamed(env: &Env, chat: Value) {
     env.grant("1");
     env.sim_config(json!({"stream_delay_ms": 100})).await;
-    let mut b = chat("Hello there");
+    let mut b = chat;
     b["stream"] = json!(true);
     let r = env.stream_chat(&env.key, b.clone()).await;
     let id = r.headers()["x-stream-id"].to_str().unwrap().to_owned();
@@ -405,14 +413,14 @@ async fn a_stopped_stream_and_a_hang_up_bill_what_was_streamed_at_the_four_price
         .iter()
         .filter(|c| c["choices"][0]["delta"]["content"].is_string())
         .count() as i64;
-    let m = assert_charge_is_four_counts(&env, 0).await;
+    let m = assert_charge_is_four_counts(env, 0).await;
     assert_eq!(m.ended, "stopped");
     assert_eq!(m.output_tokens, streamed);
     assert!(m.input_tokens > 0 && streamed < 12, "{m:?}");
     // A hang-up.
     let r = env.stream_chat(&env.key, b).await;
     hang_up_after(r, "\"content\"", 3).await;
-    let m = assert_charge_is_four_counts(&env, 1).await;
+    let m = assert_charge_is_four_counts(env, 1).await;
     assert_eq!(m.ended, "disconnected");
     assert!(m.output_tokens >= 3 && m.output_tokens < 12, "{m:?}");
     assert!(m.input_tokens > 0);

@@ -4,14 +4,12 @@
 //! images, finish reasons, provider errors, embeddings, and billing of the
 //! four token counts (a cached content's tokens at the cache-read price).
 
-use futures_util::StreamExt;
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
 
 use crate::adapter_anthropic::{chunks, content, read_stream};
 use crate::harness::{
-    assert_charge_is_four_counts, d, envelope, hang_up_after, native_env, nothing_charged,
-    PROVIDER_KEY,
+    assert_charge_is_four_counts, d, envelope, native_env, nothing_charged, PROVIDER_KEY,
 };
 
 const MODEL: &str = "gem/gemini-sim";
@@ -301,41 +299,11 @@ async fn provider_errors_map_to_the_gateways_statuses_and_charge_nothing() {
 
 #[tokio::test]
 async fn a_stopped_stream_and_a_hang_up_bill_what_was_streamed_at_the_four_prices() {
-    let env = native_env().await;
-    env.grant("1");
-    env.sim_config(json!({"stream_delay_ms": 100})).await;
-    let mut b = chat("Hello there");
-    b["stream"] = json!(true);
-    let r = env.stream_chat(&env.key, b.clone()).await;
-    let id = r.headers()["x-stream-id"].to_str().unwrap().to_owned();
-    let mut s = r.bytes_stream();
-    let mut text = String::new();
-    while text.matches("\"content\"").count() < 2 {
-        text.push_str(&String::from_utf8_lossy(&s.next().await.unwrap().unwrap()));
-    }
-    env.api(&format!("/completions/stop-stream/{id}"), json!({}))
-        .await
-        .expect(200);
-    while let Some(c) = s.next().await {
-        text.push_str(&String::from_utf8_lossy(&c.unwrap()));
-    }
-    let (cs, done) = chunks(&text);
-    assert!(done, "{text}");
-    let streamed = cs
-        .iter()
-        .filter(|c| c["choices"][0]["delta"]["content"].is_string())
-        .count() as i64;
-    let m = assert_charge_is_four_counts(&env, 0).await;
-    assert_eq!((m.ended.as_str(), m.output_tokens), ("stopped", streamed));
-    assert!(m.input_tokens > 0 && streamed < 12, "{m:?}");
-    let r = env.stream_chat(&env.key, b).await;
-    hang_up_after(r, "\"content\"", 3).await;
-    let m = assert_charge_is_four_counts(&env, 1).await;
-    assert_eq!(m.ended, "disconnected");
-    assert!(m.output_tokens >= 3 && m.output_tokens < 12, "{m:?}");
-    env.wait_no_holds().await;
-    let charged: Decimal = env.usage().iter().map(|u| u.charged).sum();
-    assert_eq!(env.balance(), d("1") - charged);
+    crate::adapter_anthropic::a_stop_and_a_hang_up_bill_what_was_streamed(
+        &native_env().await,
+        chat("Hello there"),
+    )
+    .await;
 }
 
 #[tokio::test]

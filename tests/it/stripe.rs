@@ -567,6 +567,42 @@ async fn the_purchase_list_is_the_callers_own_newest_first() {
     assert_eq!(anon.json["error"], "unauthorized");
 }
 
+/// A checkout made with an access token (the dashboard's way) is the
+/// token's user's. A pending purchase past its session's expiry is listed
+/// `expired` before Stripe's event arrives (the stored row stays pending
+/// until the event marks it).
+#[tokio::test]
+async fn an_access_token_checks_out_and_a_lapsed_session_is_listed_expired() {
+    let env = env(false).await;
+    let token = env.gw.gateway.auth.issue(env.user_id).access_token;
+    let a = checkout_as(&env, &token, buy("12.00")).await;
+    a.expect(200);
+    let session = a.json["session_id"].as_str().unwrap().to_owned();
+    let row = env.store().purchase(&session).unwrap().unwrap();
+    assert_eq!((row.user_id, row.status.as_str()), (env.user_id, "pending"));
+    let list = |who: String| {
+        let env = &env;
+        async move {
+            let l = env
+                .call_as(&who, "GET", &env.url("/api/v1/stripe/purchases"), None)
+                .await;
+            l.expect(200);
+            l.json["data"][0]["status"].as_str().unwrap().to_owned()
+        }
+    };
+    assert_eq!(list(token.clone()).await, "pending");
+    // The session lapses (Stripe's 24 hours, passed).
+    let lapsed = format!(
+        "UPDATE purchases SET expires_at = '2020-01-01T00:00:00Z' WHERE session_id = '{session}'"
+    );
+    own_sql(&env, &lapsed, &lapsed).await;
+    assert_eq!(list(token.clone()).await, "expired");
+    assert_eq!(list(env.key.clone()).await, "expired");
+    let row = env.store().purchase(&session).unwrap().unwrap();
+    assert_eq!(row.status, "pending", "derived when listed, not written");
+    assert_eq!(env.balance(), Decimal::ZERO);
+}
+
 #[tokio::test]
 async fn a_paid_event_is_credited_only_when_stripe_confirms_the_session_and_its_amount() {
     let env = env(false).await;

@@ -25,7 +25,9 @@
 //!   expired. Every other event, a repeat, or an unknown session: 200, and
 //!   nothing more happens. Answer `{"received": true, "outcome": ...}`.
 //! * `stripe_purchases` — `GET /stripe/purchases?limit=`: the caller's
-//!   purchases, newest first.
+//!   purchases, newest first. A pending purchase whose session is past its
+//!   `expires_at` is listed `expired` (Stripe can no longer pay it) before
+//!   Stripe's `checkout.session.expired` event has arrived.
 //!
 //! Without `STRIPE_SECRET_KEY` every payment route answers 503 saying so
 //! (the webhook also without `STRIPE_WEBHOOK_SECRET`).
@@ -139,6 +141,21 @@ fn url_field<'a>(obj: &'a Map<String, Value>, name: &str) -> Result<&'a str, Api
 
 fn rfc3339_of_unix(secs: i64) -> Option<String> {
     chrono::DateTime::from_timestamp(secs, 0).map(crate::store::rfc3339)
+}
+
+/// A purchase's status as listed: `pending` past the session's expiry is
+/// `expired`, whether or not Stripe's event has arrived.
+fn shown_status(p: &crate::store::PurchaseRow, now: chrono::DateTime<chrono::Utc>) -> &str {
+    let lapsed = p
+        .expires_at
+        .as_deref()
+        .and_then(|e| chrono::DateTime::parse_from_rfc3339(e).ok())
+        .is_some_and(|e| e <= now);
+    if p.status == "pending" && lapsed {
+        "expired"
+    } else {
+        &p.status
+    }
 }
 
 /// `POST /stripe/checkout`.
@@ -301,13 +318,14 @@ pub async fn purchases(ctx: &mut Ctx) -> Result<Outcome, ApiError> {
         .store
         .blocking(move |s| s.purchases_of(user_id, limit))
         .await?;
+    let now = chrono::Utc::now();
     let data: Vec<Value> = rows
         .iter()
         .map(|p| {
             json!({
                 "session_id": p.session_id,
                 "amount_usd": format!("{:.2}", p.amount_usd),
-                "status": p.status,
+                "status": shown_status(p, now),
                 "created_at": p.created_at,
                 "expires_at": p.expires_at,
                 "paid_at": p.paid_at,
