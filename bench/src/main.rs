@@ -31,7 +31,9 @@
 //!   simulator, the gateway and the forwarder;
 //! * [`measure`]: CPU time and peak RSS from `/proc`, machine description;
 //! * [`scenarios`]: the scenarios (free, billed, upload, mirror, chat, chat_stream, chat_cached) and their three targets;
-//! * [`report`]: rows, overheads, the targets, markdown and JSON.
+//! * [`report`]: rows, overheads, the targets, markdown and JSON;
+//! * [`seed`]: `--seed-usage-rows`, history written into the gateway's
+//!   database before it starts.
 
 mod forwarder;
 mod load;
@@ -39,6 +41,7 @@ mod measure;
 mod procs;
 mod report;
 mod scenarios;
+mod seed;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -99,6 +102,11 @@ struct Cli {
     /// Keep the gateway's data directory after the run.
     #[arg(long)]
     keep_data: bool,
+    /// Before the runs, write this many billed requests of history (usage,
+    /// token detail and ledger rows, over the last 365 days) for the bench
+    /// user straight into the gateway's database.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    seed_usage_rows: u64,
     /// Longest time one request may take before it counts as an error (seconds).
     #[arg(long, value_name = "SECS", default_value_t = 60.0)]
     timeout: f64,
@@ -218,7 +226,13 @@ async fn run(cli: &Cli, plan: Plan, pinning: Option<procs::Pinning>) -> Result<b
     let data = procs::DataDir::create(cli.data_root.as_deref(), cli.keep_data)?;
     let proxy_cpu = pinning.map(|p| p.proxy_cpu);
     let mut sim = procs::start_sim(&bin_dir)?;
-    let mut gateway = procs::start_gateway(&bin_dir, &data.path, sim.addr, proxy_cpu)?;
+    let mut gateway = procs::start_gateway(
+        &bin_dir,
+        &data.path,
+        sim.addr,
+        proxy_cpu,
+        cli.seed_usage_rows,
+    )?;
     let mut fwd = procs::start_forwarder(sim.addr, proxy_cpu)?;
     eprintln!(
         "gateway-bench: simulator {} (pid {}), forwarder {} (pid {}), gateway {} (pid {}), data {}",

@@ -68,7 +68,7 @@ impl std::ops::Deref for Gateway {
 }
 
 impl Inner {
-    /// A key revoked, or a user disabled, enabled or deleted: this
+    /// A key revoked or its budget changed, or a user disabled, enabled or deleted: this
     /// instance's key cache is dropped at once, the other instances' through
     /// the bus.
     pub async fn credentials_changed(&self) {

@@ -14,6 +14,8 @@ mod adapter_openai;
 mod audit;
 mod auth;
 mod budgets;
+mod budgets_edit;
+mod budgets_voice;
 mod cache;
 mod cli;
 mod crash_holds;

@@ -19,7 +19,7 @@
 //! * [`account`] — `register`, `login`, `token_refresh`, `logout`,
 //!   `confirm_email`, `reset_password`, `me`, `oauth_authorize`,
 //!   `oauth_callback` (sign-in with OpenID Connect, through [`crate::oidc`]).
-//! * [`keys`] — `key_list`, `key_create`, `key_revoke`.
+//! * [`keys`] — `key_list`, `key_create`, `key_revoke`, `key_update`.
 //! * [`admin`] — `admin_users`, `admin_disable`, `admin_enable`,
 //!   `admin_delete`, `admin_credits`.
 //! * [`history`] — `generation`, `usage_totals`, `credit_balance`,
@@ -112,6 +112,7 @@ pub async fn run(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<Out
         Mode::KeyList => keys::list(ctx).await,
         Mode::KeyCreate => keys::create(ctx, req).await,
         Mode::KeyRevoke => keys::revoke(ctx, params).await,
+        Mode::KeyUpdate => keys::update(ctx, req, params).await,
         Mode::AdminUsers => admin::users(ctx).await,
         Mode::AdminDisable => admin::set_disabled(ctx, params, true).await,
         Mode::AdminEnable => admin::set_disabled(ctx, params, false).await,
