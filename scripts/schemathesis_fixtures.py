@@ -309,6 +309,15 @@ def _checkout(case, kwargs):
     }
 
 
+def _key_update(case, kwargs):
+    """A key of the demo user's own (made with the call's access token),
+    given a budget."""
+    auth = {"Authorization": (case.headers or {}).get("Authorization", "")}
+    key = _api("POST", "/keys", headers=auth, json={"name": f"budget-{_unique()}"})
+    _path(case, key_id=str(key["id"]))
+    case.body = {"budget_usd": "5", "budget_period": "month"}
+
+
 def _stripe_event(case, kwargs):
     """An event signed as Stripe signs (`t=<unix>,v1=<HMAC-SHA256 of "t.body">`)."""
     event = {
@@ -372,6 +381,7 @@ REWRITES = {
     "stripe.checkout": _checkout,
     "stripe.webhook": _stripe_event,
     "webhooks.provider": _provider_event,
+    "keys.update": _key_update,
 }
 
 _calls = {}

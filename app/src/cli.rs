@@ -130,6 +130,17 @@ pub enum KeysCommand {
         #[arg(long)]
         key: String,
     },
+    /// Set a live key's budget (by its id, as `keys list` prints it), or
+    /// remove it (--no-budget). What it spent in the period stays.
+    Update {
+        id: i64,
+        #[arg(long, requires = "budget_period", conflicts_with = "no_budget")]
+        budget_usd: Option<String>,
+        #[arg(long, requires = "budget_usd", value_parser = ["day", "month", "total"])]
+        budget_period: Option<String>,
+        #[arg(long, required_unless_present = "budget_usd")]
+        no_budget: bool,
+    },
 }
 
 /// `GATEWAY_LOG_FORMAT`: `text` (the default) or `json`.
@@ -332,6 +343,22 @@ fn keys(command: KeysCommand) -> CliResult {
             for k in store.keys_of(user)? {
                 println!("{}", key_line(&k));
             }
+        }
+        KeysCommand::Update {
+            id,
+            budget_usd,
+            budget_period,
+            no_budget: _,
+        } => {
+            let budget = match (budget_usd, budget_period) {
+                (Some(usd), Some(period)) => Some(runtime::store::Budget::parse(&usd, &period)?),
+                _ => None,
+            };
+            if !store.set_key_budget(None, id, budget)? {
+                return Err(format!("no live key with id {id}").into());
+            }
+            eprintln!("updated");
+            tell_running_instances(&config)?;
         }
         KeysCommand::Revoke { key } => {
             if !store.revoke_key_hash(&runtime::auth::hash_key(key.trim()))? {

@@ -48,6 +48,7 @@ impl Running {
             let _ = tx.send(());
         }
         let _ = (&mut self.task).await;
+        self.gateway.stop_traces().await;
     }
 
     /// The base URL, e.g. `http://127.0.0.1:8080`.

@@ -37,7 +37,9 @@
 //! * [`measure`]: CPU time and peak RSS from `/proc`, machine description;
 //! * [`scenarios`]: the scenarios (free, billed, upload, mirror, chat, chat_stream, chat_cached) and their three targets;
 //! * [`report`]: rows, overheads, the targets, markdown and JSON;
-//! * [`pg`]: a fresh PostgreSQL schema per gateway.
+//! * [`pg`]: a fresh PostgreSQL schema per gateway;
+//! * [`seed`]: `--seed-usage-rows`, history written into the gateway's
+//!   database before it starts.
 
 mod forwarder;
 mod load;
@@ -46,6 +48,7 @@ mod pg;
 mod procs;
 mod report;
 mod scenarios;
+mod seed;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -111,6 +114,11 @@ struct Cli {
     /// inherited) for free, billed and chat at the highest concurrency.
     #[arg(long)]
     one_sync: bool,
+    /// Before the runs, write this many billed requests of history (usage,
+    /// token detail and ledger rows, over the last 365 days) for the bench
+    /// user straight into the gateway's database.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    seed_usage_rows: u64,
     /// Longest time one request may take before it counts as an error (seconds).
     #[arg(long, value_name = "SECS", default_value_t = 60.0)]
     timeout: f64,
@@ -256,7 +264,8 @@ impl GatewayRun {
         if let Some(sync) = sync {
             vars.push(("GATEWAY_DB_SYNC", sync.to_owned()));
         }
-        let gateway = procs::start_gateway(bin_dir, &data.path, sim, cpu, &vars)?;
+        let gateway =
+            procs::start_gateway(bin_dir, &data.path, sim, cpu, &vars, cli.seed_usage_rows)?;
         eprintln!(
             "gateway-bench: gateway {} (pid {}), data {}{}",
             gateway.proc.addr,

@@ -398,6 +398,7 @@ pub fn start_gateway(
     sim: SocketAddr,
     cpu: Option<usize>,
     vars: &Vars,
+    seed_usage_rows: u64,
 ) -> Result<Gateway, String> {
     let user = gateway_cli(
         bin_dir,
@@ -425,6 +426,17 @@ pub fn start_gateway(
         &["credits", "grant", "--user", &user, "--amount", "1000000"],
     ) {
         eprintln!("note: {e}");
+    }
+    if seed_usage_rows > 0 {
+        let id: i64 = user
+            .parse()
+            .map_err(|_| format!("the bench user's id: {user:?}"))?;
+        let s = crate::seed::seed(&data_dir.join("gateway.db"), id, seed_usage_rows)?;
+        eprintln!(
+            "gateway-bench: seeded {} requests of history (usage, model_usage, ledger) in {:.1} s",
+            s.rows,
+            s.took.as_secs_f64()
+        );
     }
     let mut cmd = Command::new(bin_dir.join("gateway"));
     cmd.arg("serve");

@@ -1,7 +1,9 @@
 //! Budgets per key, the request's side: the 402 that names the key's
-//! budget, and the check of the routes that meter after the call (the voice
-//! API). Held routes check in the credit hold's own transaction
-//! ([`crate::credits::reserve`], `store::budgets`).
+//! budget, and the check of the voice jobs' submits, whose charge has no
+//! bound before the job completes. Held routes (model calls, and the voice
+//! rows whose charge has a bound: `credits::hold_voice`) check in the
+//! credit hold's own transaction ([`crate::credits::reserve`],
+//! `store::budgets`).
 
 use rust_decimal::Decimal;
 
@@ -29,10 +31,12 @@ pub fn over_budget(budget: Budget, used: Decimal, amount: Option<Decimal>) -> Ap
     ))
 }
 
-/// A billed voice row's request, made with a key that has a budget, is
-/// refused (402) once the key's spend and holds reached the budget. Its
-/// cost is known only after the call, so the check is on what is left
-/// (above 0), before the upstream call; its charge then counts.
+/// A voice job's submit, made with a key that has a budget, is refused
+/// (402) once the key's spend and holds reached the budget. Its cost is
+/// known only when the job completes, so the check is on what is left
+/// (above 0), before the upstream call, and nothing is held; the job keeps
+/// the key and its charge then counts. (Voice rows whose charge has a bound
+/// hold it: `credits::hold_voice`.)
 pub async fn check_metered(ctx: &Ctx) -> Result<(), ApiError> {
     let billed = ctx.spec.area == Area::Voice && ctx.spec.billing != Billing::Free;
     let Some(key_id) = ctx

@@ -214,6 +214,9 @@ pub struct Config {
     /// Retries and cool-downs of model calls (`GATEWAY_RETRY_MAX`,
     /// `GATEWAY_RETRY_BASE_MS`, `GATEWAY_COOLDOWN_FAILS`, `GATEWAY_COOLDOWN_SECS`).
     pub routing: crate::routing::Settings,
+    /// OpenTelemetry traces (`OTEL_EXPORTER_OTLP_ENDPOINT` or
+    /// `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`); `None`: off.
+    pub traces: Option<crate::traces::Settings>,
     /// The sign-in (OpenID Connect) providers of the file
     /// `GATEWAY_OAUTH_PROVIDERS` (see [`crate::oidc::config`]); empty: none.
     pub oauth_providers: Vec<crate::oidc::ProviderConfig>,
@@ -285,6 +288,7 @@ impl std::fmt::Debug for Config {
             .field("providers_file", &self.providers_file)
             .field("stream_timeout", &self.stream_timeout)
             .field("routing", &self.routing)
+            .field("traces", &self.traces)
             .field("oauth_providers", &self.oauth_providers)
             .field("rate_limits", &self.rate_limits.to_string())
             .field("accounts", &self.accounts)
@@ -441,6 +445,7 @@ impl Config {
             providers_file: None,
             stream_timeout: Duration::from_secs(30),
             routing: Default::default(),
+            traces: None,
             oauth_providers: Vec::new(),
         }
     }
@@ -551,6 +556,7 @@ impl Config {
         });
         v.set(&mut self.stream_timeout, GATEWAY_STREAM_TIMEOUT_SECS, secs);
         self.read_routing(v);
+        self.traces = crate::traces::Settings::from_env(|k| v.raw(k));
         v.set(&mut self.body_timeout, GATEWAY_BODY_TIMEOUT_SECS, secs);
         v.set(
             &mut self.max_streams_per_connection,

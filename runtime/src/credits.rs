@@ -161,6 +161,24 @@ pub async fn reserve(ctx: &Ctx, amount: Decimal, byok: bool) -> Result<Option<Ho
     if byok {
         return Ok(None);
     }
+    take(ctx, amount, true).await.map(Some)
+}
+
+/// A billed voice request made with a key that has a budget holds
+/// `amount`, the most it can be charged, against the key's budget only (the
+/// voice API never refuses for the balance): over budget → 402 naming it.
+/// `None`: the caller's key has no budget, nothing is held. The hold ends
+/// as a model call's does (see the module's contract): released with the
+/// request's usage record ([`Hold::into_release`]), or when dropped.
+pub async fn hold_voice(ctx: &Ctx, amount: Decimal) -> Result<Option<Hold>, ApiError> {
+    if ctx.user.as_ref().and_then(|u| u.budget_key).is_none() {
+        return Ok(None);
+    }
+    take(ctx, amount, false).await.map(Some)
+}
+
+/// Takes the hold (`check_balance`: see [`Record::Hold`]).
+async fn take(ctx: &Ctx, amount: Decimal, check_balance: bool) -> Result<Hold, ApiError> {
     let user = ctx.require_user("a credit hold")?;
     let committed = ctx
         .gw
@@ -172,6 +190,7 @@ pub async fn reserve(ctx: &Ctx, amount: Decimal, byok: bool) -> Result<Option<Ho
                 user_id: user,
                 amount,
                 key_id: ctx.user.as_ref().and_then(|u| u.budget_key),
+                check_balance,
             }],
         )
         .await?;
@@ -181,12 +200,12 @@ pub async fn reserve(ctx: &Ctx, amount: Decimal, byok: bool) -> Result<Option<Ho
         .next()
         .ok_or_else(|| ApiError::bug("a hold without its outcome"))?;
     match r {
-        Reserved::Held => Ok(Some(Hold {
+        Reserved::Held => Ok(Hold {
             gw: ctx.gw.clone(),
             request_id: ctx.request_id.clone(),
             amount,
             armed: true,
-        })),
+        }),
         Reserved::Insufficient { available, .. } => Err(ApiError::InsufficientCredits {
             available,
             required: amount,

@@ -38,6 +38,9 @@ pub struct Metered {
     /// The route the charge belongs to, when not this one (a job's submit route).
     pub route_id: Option<&'static str>,
     pub capability: Option<&'static str>,
+    /// With `user_id`: the budgeted key whose spend the charge counts in
+    /// (a job's, the key it was submitted with). Without: the caller's.
+    pub key_id: Option<i64>,
 }
 
 impl Metered {
@@ -66,7 +69,7 @@ impl Metered {
             charged: charge.charged,
             once_key: self.once_key,
             created_at: crate::store::now_rfc3339(),
-            key_id: None,
+            key_id: self.key_id,
             api_key_id: None,
         }
     }
@@ -85,6 +88,8 @@ pub struct Ctx {
     /// What this request bills (set by the mode through [`Ctx::meter`]);
     /// `None` writes a usage record with quantity 0.
     pub metered: Option<(Metered, Charge)>,
+    /// The request's span ([`crate::traces`]): nothing when traces are off.
+    pub trace: crate::traces::Span,
 }
 
 impl Ctx {
@@ -131,7 +136,18 @@ impl Ctx {
         quantity: rust_decimal::Decimal,
         once_key: Option<String>,
     ) -> Charge {
-        self.meter(Metered {
+        let m = self.row_metered(quantity, once_key);
+        self.meter(m)
+    }
+
+    /// What `quantity` of the row's own product and unit would be charged,
+    /// metering nothing (a voice request's hold).
+    pub fn row_charge(&self, quantity: rust_decimal::Decimal) -> Charge {
+        charge_of(&self.gw, &self.row_metered(quantity, None))
+    }
+
+    fn row_metered(&self, quantity: rust_decimal::Decimal, once_key: Option<String>) -> Metered {
+        Metered {
             product: self.product().to_owned(),
             unit: self.spec.billing.as_str(),
             quantity,
@@ -139,7 +155,8 @@ impl Ctx {
             user_id: None,
             route_id: None,
             capability: None,
-        })
+            key_id: None,
+        }
     }
 
     /// The price-key product of this row: the table's `[products]` entry

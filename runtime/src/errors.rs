@@ -161,6 +161,7 @@ pub fn reason_of(mode: Mode) -> &'static str {
         | Mode::Logout
         | Mode::KeyCreate
         | Mode::KeyRevoke
+        | Mode::KeyUpdate
         | Mode::AdminDisable
         | Mode::AdminEnable
         | Mode::AdminDelete

@@ -146,6 +146,7 @@ pub mod streams;
 pub mod stripe;
 pub mod telemetry;
 pub mod tls;
+pub mod traces;
 pub mod upstream;
 pub mod usage_tail;
 pub mod validate;

@@ -57,6 +57,16 @@ pub async fn handle(
     let span = tracing::info_span!("request", request_id = %request_id, route = spec.id);
     let path = req.uri().path().to_owned();
     let query = validate::parse_query(req.uri().query());
+    let trace = match &gw.traces {
+        Some(t) => t.request(
+            spec.method.as_str(),
+            spec.path,
+            spec.id,
+            &request_id,
+            req.headers(),
+        ),
+        None => crate::traces::Span::default(),
+    };
     let mut ctx = Ctx {
         spec,
         gw,
@@ -65,6 +75,7 @@ pub async fn handle(
         started: Instant::now(),
         query,
         metered: None,
+        trace,
     };
     let result = run(&mut ctx, &path, req, params)
         .instrument(span.clone())
@@ -99,6 +110,8 @@ pub async fn handle(
         user_id: ctx.user_id(),
     });
     telemetry::request(spec.id, response.status().as_u16(), ctx.started.elapsed());
+    // A stream's span was handed to its relay, which ends it.
+    ctx.trace.end(response.status().as_u16());
     response
 }
 
@@ -149,12 +162,16 @@ async fn run(
     owners::check(ctx, &params).await?;
     let mut params = params;
     owners::fill_parents(ctx, &mut params).await?;
-    // A billed voice row's key budget (held rows check with their hold).
-    crate::budgets::check_metered(ctx).await?;
+    // A billed voice row's key budget (model rows hold in their modes).
+    let hold = voice_budget(ctx).await?;
     // 6. forward
     let mut outcome = modes::run(ctx, req, &params)
         .await
         .map_err(|e| owners::upstream_not_found(ctx, &params, e))?;
+    if let Some(h) = hold {
+        // Ends with the usage record; dropped (released) on any other end.
+        outcome.records.push(h.into_release());
+    }
     // 7. record
     if outcome.response.status().is_success() {
         record(ctx, path, &mut outcome).await?;
@@ -164,6 +181,29 @@ async fn run(
     }
     // 8. answer
     Ok(outcome.response)
+}
+
+/// A billed voice row's request made with a key that has a budget: a
+/// per-request or first-build row holds one unit's charge, its most
+/// (`credits::hold_voice`, atomic with the budget's check); synthesis holds
+/// in its mode, once it read the text that bounds it
+/// (`modes::synthesis`); a job's charge is known only when it completes,
+/// so its submit is checked, not held ([`crate::budgets::check_metered`]).
+async fn voice_budget(ctx: &Ctx) -> Result<Option<crate::credits::Hold>, ApiError> {
+    use crate::spec::{Billing, Metering, Mode};
+    let spec = ctx.spec;
+    if spec.area != Area::Voice || spec.billing == Billing::Free {
+        return Ok(None);
+    }
+    match spec.metering {
+        Metering::PerRequest | Metering::FirstBuild => {
+            let one = ctx.row_charge(Decimal::ONE).charged;
+            crate::credits::hold_voice(ctx, one).await
+        }
+        Metering::None => Ok(None),
+        Metering::Measured if spec.mode == Mode::Synthesize => Ok(None),
+        Metering::Measured => crate::budgets::check_metered(ctx).await.map(|()| None),
+    }
 }
 
 /// Phase 7: commits the audit record, the usage record (when the outcome's
@@ -216,6 +256,9 @@ async fn record(
         return Err(ApiError::internal("committing the request's records", e));
     }
     ctx.gw.owners_changed(cache_changes).await;
+    if let Some(c) = &cost {
+        ctx.trace.cost(|| c.text());
+    }
     if let Some(c) = cost.filter(|_| ctx.spec.billing != crate::spec::Billing::Free) {
         if let Ok(v) = HeaderValue::from_str(&c.text()) {
             outcome
@@ -265,11 +308,13 @@ fn usage_record(ctx: &mut Ctx) -> UsageRecord {
                 user_id: None,
                 route_id: None,
                 capability: None,
+                key_id: None,
             };
             let charge = charge_of(&ctx.gw, &m);
             (m, charge)
         }
     };
+    let own = m.user_id.is_none();
     let mut u = m.usage_record(
         charge,
         ctx.request_id.clone(),
@@ -278,9 +323,12 @@ fn usage_record(ctx: &mut Ctx) -> UsageRecord {
         spec.id,
         spec.capability,
     );
-    // The caller's own charge counts against its key's budget.
+    // The caller's own charge counts against its key's budget (a job's
+    // charge, naming its user, against the key it was submitted with).
     if u.user_id == ctx.user_id() {
-        u.key_id = ctx.user.as_ref().and_then(|u| u.budget_key);
+        if own {
+            u.key_id = ctx.user.as_ref().and_then(|u| u.budget_key);
+        }
         u.api_key_id = ctx.user.as_ref().and_then(|u| u.key_id);
     }
     u

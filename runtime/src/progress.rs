@@ -156,6 +156,7 @@ fn complete(
             user_id: Some(job.user_id),
             route_id: Some(submit.id),
             capability: Some(submit.capability),
+            key_id: job.key_id,
         });
     }
     (update, metered)

@@ -48,6 +48,9 @@ pub struct Counter {
     /// Events that carried content.
     pub content_events: u64,
     pub done: bool,
+    /// The choices' `finish_reason`s, collected only when the stream is
+    /// traced (`Some`).
+    pub finish_reasons: Option<Vec<String>>,
 }
 
 impl Counter {
@@ -97,6 +100,12 @@ impl Counter {
             if call || text.is_some_and(|t| !t.is_empty()) {
                 self.content_events += 1;
             }
+            if let (Some(reasons), Some(r)) = (
+                &mut self.finish_reasons,
+                c.get("finish_reason").and_then(Value::as_str),
+            ) {
+                reasons.push(r.to_owned());
+            }
         }
     }
 }
@@ -120,6 +129,8 @@ pub struct Relay {
     /// The response cache's capture of a miss: stored only when the stream
     /// completes ([`crate::cache`]).
     pub capture: Option<crate::cache::StreamCapture>,
+    /// The request's span, ended when the stream settles ([`Relay::trace`]).
+    span: crate::traces::Span,
     finished: bool,
 }
 
@@ -149,6 +160,7 @@ impl Relay {
             tail: None,
             translator: None,
             capture: None,
+            span: crate::traces::Span::default(),
             finished: false,
         }
     }
@@ -164,6 +176,25 @@ impl Relay {
             self.counter.feed(&out);
             self.first = Some(out);
         }
+    }
+
+    /// Ends the request's span `span` when the stream settles, with its
+    /// tokens, finish reasons and cost (nothing when traces are off).
+    pub fn trace(&mut self, span: crate::traces::Span) {
+        if span.is_on() {
+            let mut reasons = Vec::new();
+            // The first chunk was counted already.
+            if let Some(b) = &self.first {
+                let mut c = Counter {
+                    finish_reasons: Some(Vec::new()),
+                    ..Counter::default()
+                };
+                c.feed(b);
+                reasons = c.finish_reasons.unwrap_or_default();
+            }
+            self.counter.finish_reasons = Some(reasons);
+        }
+        self.span = span;
     }
 
     /// `b` through the translator, if any.
@@ -212,7 +243,22 @@ impl Relay {
     fn settle_records(&mut self, ended: &str) -> Option<Vec<crate::store::Record>> {
         let settle = self.settle.take()?;
         let (t, counted) = self.tokens();
-        Some(settle.token_records(t, counted, ended))
+        let model = self.span.is_on().then(|| settle.model.id.clone());
+        let records = settle.token_records(t, counted, ended);
+        if let Some(model) = model {
+            let reasons = self.counter.finish_reasons.take().unwrap_or_default();
+            self.span.usage(|| crate::traces::Usage {
+                response_model: Some(&model),
+                input_tokens: t.prompt(),
+                output_tokens: t.output,
+                finish_reasons: reasons,
+            });
+            if let Some(c) = Cost::of(&records) {
+                self.span.cost(|| c.text());
+            }
+            self.span.end(200);
+        }
+        Some(records)
     }
 
     /// Commits what was streamed (once). The commit runs in a task of its

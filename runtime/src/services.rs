@@ -56,6 +56,8 @@ pub struct Inner {
     pub routing: routing::Routing,
     /// The exact response cache of model answers ([`crate::cache`]).
     pub response_cache: crate::cache::Cache,
+    /// OpenTelemetry traces ([`crate::traces`]); `None`: off, nothing traced.
+    pub traces: Option<crate::traces::Traces>,
 }
 
 impl std::ops::Deref for Gateway {
@@ -66,7 +68,7 @@ impl std::ops::Deref for Gateway {
 }
 
 impl Inner {
-    /// A key revoked, or a user disabled, enabled or deleted: this
+    /// A key revoked or its budget changed, or a user disabled, enabled or deleted: this
     /// instance's key cache is dropped at once, the other instances' through
     /// the bus.
     pub async fn credentials_changed(&self) {

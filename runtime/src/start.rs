@@ -24,6 +24,8 @@ pub enum StartError {
     Providers(#[from] providers::ProvidersError),
     #[error("the spool directory under GATEWAY_DATA_DIR: {0}")]
     Spool(std::io::Error),
+    #[error("OpenTelemetry traces (OTEL_EXPORTER_OTLP_ENDPOINT): {0}")]
+    Traces(String),
 }
 
 impl Gateway {
@@ -114,6 +116,10 @@ impl Gateway {
         }
         let stripe = crate::stripe::Stripe::new(config.stripe.clone(), config.upstream_timeout);
         let config_routing = config.routing.clone();
+        let traces = match &config.traces {
+            Some(t) => Some(crate::traces::Traces::start(t).map_err(StartError::Traces)?),
+            None => None,
+        };
         let response_cache = crate::cache::Cache::new(
             config.cache_scope,
             config.cache_max_mb.saturating_mul(1 << 20),
@@ -137,7 +143,23 @@ impl Gateway {
             response_cache,
             cluster,
             oidc,
+            traces,
         })))
+    }
+
+    /// Exports the spans not yet exported and stops the exporter (graceful
+    /// shutdown; nothing without traces).
+    pub async fn stop_traces(&self) {
+        if self.traces.is_none() {
+            return;
+        }
+        let gw = self.clone();
+        let stopped = tokio::task::spawn_blocking(move || {
+            if let Some(t) = &gw.traces {
+                t.shutdown();
+            }
+        });
+        let _ = stopped.await;
     }
 }
 

@@ -23,6 +23,10 @@
 //!   provider's shape); on OpenAI's streamed chat and completions the
 //!   same rule breaks the connection after `after` events instead (no
 //!   error event, no `[DONE]`: a provider dropping midway);
+//! * `{"body_break": 10}` answers normally, but a whole (not streamed)
+//!   answer breaks off after that many bytes of its body: the headers go out
+//!   with the full `Content-Length`, then the connection drops (a provider
+//!   failing after its first byte; streamed answers are unaffected);
 //! * a named provider's paths (`/p/{name}/v1/...`, served as `/v1/...`)
 //!   are matched whole, so `/p/a/*` fails provider `a` and not `b`;
 //! * `count`: how many matching requests the rule applies to (default 1;
@@ -69,6 +73,8 @@ pub enum Effect {
         /// Content deltas sent before the error.
         after: usize,
     },
+    /// Answer normally, but a whole body breaks off after this many bytes.
+    BodyBreak(usize),
 }
 
 /// The body of an injected error answer without a `body`, in the shape of
@@ -258,6 +264,15 @@ fn parse_fault(v: &Value) -> Result<Fault, String> {
                         .ok_or("`delay_ms` must be a non-negative integer")?,
                 )),
             };
+            if let Some(n) = o.get("body_break") {
+                let n = n
+                    .as_u64()
+                    .ok_or("`body_break` must be a non-negative integer")?;
+                return Ok(Fault {
+                    delay,
+                    effect: Effect::BodyBreak(n as usize),
+                });
+            }
             if let Some(s) = o.get("stream_error") {
                 let status = parse_status(s)?;
                 let after = match o.get("after") {

@@ -97,6 +97,7 @@ pub async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, Res
     }
     sh.log.push(&req);
     let mut stream_error = None;
+    let mut body_break = None;
     if let Some(fault) = sh.faults.take(&req.method, &req.path) {
         if let Some(d) = fault.delay {
             tokio::time::sleep(d).await;
@@ -125,6 +126,7 @@ pub async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, Res
                 return Ok(resp);
             }
             Effect::StreamError { status, after } => stream_error = Some((status, after)),
+            Effect::BodyBreak(after) => body_break = Some(after),
             Effect::Reset => return Err(Reset),
             Effect::Timeout => {
                 tokio::time::sleep(Duration::from_secs(3600)).await;
@@ -144,10 +146,12 @@ pub async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, Res
     }
     // Anthropic's and Google's APIs check their own key headers.
     if crate::anthropic::owns(&req.path) {
-        return Ok(crate::anthropic::route(&sh, &req, stream_error));
+        let resp = crate::anthropic::route(&sh, &req, stream_error);
+        return Ok(break_body(resp, body_break).await);
     }
     if crate::gemini::owns(&req.path) {
-        return Ok(crate::gemini::route(&sh, &req, stream_error));
+        let resp = crate::gemini::route(&sh, &req, stream_error);
+        return Ok(break_body(resp, body_break).await);
     }
     if !sh.authorized(&req.headers) {
         return Ok(error(
@@ -158,7 +162,37 @@ pub async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, Res
     }
     if req.path.starts_with("/v1/") {
         req.break_after = stream_error.map(|(_, after)| after);
-        return Ok(crate::openai::route(&sh, &req));
+        return Ok(break_body(crate::openai::route(&sh, &req), body_break).await);
     }
     Ok(crate::resources::route(&sh, &req))
+}
+
+/// `resp` with its whole body broken off after `after` bytes (a
+/// `body_break` fault): the full `Content-Length` announced, part of the
+/// body sent, then the connection dropped. A streamed body is unaffected.
+async fn break_body(resp: Resp, after: Option<usize>) -> Resp {
+    let Some(after) = after else { return resp };
+    let (mut parts, body) = resp.into_parts();
+    let http_body_util::Either::Left(whole) = body else {
+        return http::Response::from_parts(parts, body);
+    };
+    let bytes = whole
+        .collect()
+        .await
+        .map(|c| c.to_bytes())
+        .unwrap_or_default();
+    parts
+        .headers
+        .insert(http::header::CONTENT_LENGTH, HeaderValue::from(bytes.len()));
+    let frames: Vec<Result<hyper::body::Frame<bytes::Bytes>, std::io::Error>> = vec![
+        Ok(hyper::body::Frame::data(
+            bytes.slice(..after.min(bytes.len())),
+        )),
+        Err(std::io::Error::other("body broken off (injected fault)")),
+    ];
+    let stream: FrameStream = Box::pin(futures_util::stream::iter(frames));
+    http::Response::from_parts(
+        parts,
+        http_body_util::Either::Right(http_body_util::StreamBody::new(stream)),
+    )
 }

@@ -229,6 +229,8 @@ keyword_enum! {
         KeyCreate = "key_create",
         /// Revokes one of the caller's API keys.
         KeyRevoke = "key_revoke",
+        /// Sets or removes the budget of one of the caller's API keys.
+        KeyUpdate = "key_update",
         /// Admin: every user.
         AdminUsers = "admin_users",
         /// Admin: disables a user.
@@ -336,6 +338,7 @@ impl Mode {
                 | Mode::KeyList
                 | Mode::KeyCreate
                 | Mode::KeyRevoke
+                | Mode::KeyUpdate
                 | Mode::AdminUsers
                 | Mode::AdminDisable
                 | Mode::AdminEnable

@@ -2,7 +2,9 @@
 // dashboard for tests/it/dashboard.rs, and prints what it saw as one JSON
 // line. Input (environment): DASHBOARD_URL, DASHBOARD_USER,
 // DASHBOARD_PASSWORD, DASHBOARD_OUT (where the screenshots go),
-// CHROMIUM (the browser). Every console error, page error, failed request
+// CHROMIUM (the browser), DASHBOARD_BUY (optional: an amount bought with
+// "Buy credit" last; the checkout page the browser is sent to is answered
+// here, so that nothing leaves the machine). Every console error, page error, failed request
 // and answer >= 400 is collected in `problems`: the Rust test fails on any.
 import { chromium } from "playwright-core";
 
@@ -73,6 +75,15 @@ try {
   await page.waitForSelector('button[aria-label="Revoke key dashboard key"]');
   seen.keys_before = await page.locator("#keys tbody tr").allInnerTexts();
   await page.screenshot({ path: `${out}/dashboard-desktop.png`, fullPage: true });
+  // Its budget changed: the budget fields above the list, "Set budget".
+  const setBudget = page.getByRole("button", { name: /^Set key dashboard key's budget/ });
+  if (await setBudget.count()) {
+    await page.getByLabel("Budget (USD, optional)").fill("7");
+    await page.getByLabel("Budget period").selectOption("month");
+    await setBudget.click();
+    await page.waitForFunction(() => document.querySelector("#keys tbody")?.innerText.includes("$7 per month"));
+    seen.keys_budget_set = await page.locator("#keys tbody tr").allInnerTexts();
+  }
   // Revoked with the keyboard: focus the button, press Enter.
   await page.getByRole("button", { name: "Revoke key dashboard key" }).focus();
   await page.keyboard.press("Enter");
@@ -92,6 +103,18 @@ try {
   await page.setViewportSize({ width: 390, height: 844 });
   seen.phone_overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
   await page.screenshot({ path: `${out}/dashboard-phone.png`, fullPage: true });
+
+  // Buying credit: the checkout's URL comes from the payment API through
+  // the gateway; the browser goes there.
+  const buy = process.env.DASHBOARD_BUY;
+  if (buy && await page.locator("#buy").isVisible()) {
+    await page.route("**/c/pay/**", (r) =>
+      r.fulfill({ status: 200, contentType: "text/html", body: "<p>checkout</p>" }));
+    await page.getByLabel("Amount (USD, at least 10.00)").fill(buy);
+    await page.getByRole("button", { name: "Buy credit" }).click();
+    await page.waitForURL("**/c/pay/**");
+    seen.checkout_url = page.url();
+  }
 } catch (e) {
   problems.push(`driver: ${e.message}`);
 } finally {

@@ -30,6 +30,60 @@ fn budget_key(env: &Env, user: i64, usd: &str, period: &str) -> (i64, String) {
     runtime::auth::create_named_key(env.store(), user, None, Some(b)).unwrap()
 }
 
+/// Runs `gateway ARGS` on `dir`'s data, as an operator would.
+pub(crate) fn gateway_cli(dir: &TempDir, args: &[&str]) -> std::process::Output {
+    let mut c = std::process::Command::new(BIN);
+    c.env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .envs(dir.gateway_env())
+        .args(args);
+    c.output().unwrap()
+}
+
+/// The standard output of a command that must have succeeded.
+pub(crate) fn succeeded(out: std::process::Output) -> String {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Budgets refused on create and on update (400), and the field each names.
+pub(crate) fn bad_budgets() -> Vec<(Value, &'static str)> {
+    vec![
+        (
+            json!({"budget_usd": "0.123456789", "budget_period": "day"}),
+            "budget_usd",
+        ),
+        (
+            json!({"budget_usd": "-1", "budget_period": "day"}),
+            "budget_usd",
+        ),
+        (
+            json!({"budget_usd": true, "budget_period": "day"}),
+            "budget_usd",
+        ),
+        (json!({"budget_usd": "5"}), "budget_period"),
+        (
+            json!({"budget_usd": "5", "budget_period": "week"}),
+            "budget_period",
+        ),
+    ]
+}
+
+/// The key `id` in a `GET /api/v1/keys` answer.
+pub(crate) fn listed(list: &Answer, id: i64) -> Value {
+    list.json["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["id"] == json!(id))
+        .unwrap()
+        .clone()
+}
+
 fn key_row(env: &Env, user: i64, id: i64) -> runtime::store::KeyRow {
     let keys = env.store().keys_of(user).unwrap();
     keys.into_iter().find(|k| k.id == id).unwrap()
@@ -311,13 +365,7 @@ async fn budgets_are_set_and_listed_over_http() {
     .expect(200);
     let list = env.call_as(&token, "GET", &keys, None).await;
     list.expect(200);
-    let k = list.json["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|k| k["id"] == json!(id))
-        .unwrap()
-        .clone();
+    let k = listed(&list, id);
     assert_eq!(k["spent_usd"], json!("0.04800000"), "{k}");
     assert_eq!(k["held_usd"], json!("0.00000000"));
     let end = chrono::DateTime::parse_from_rfc3339(k["period_end"].as_str().unwrap()).unwrap();
@@ -330,26 +378,9 @@ async fn budgets_are_set_and_listed_over_http() {
     assert_eq!(plain["budget_usd"], Value::Null, "{plain}");
     // Bad budgets: 400 naming the field, no key made.
     let before = env.store().keys_of(env.user_id).unwrap().len();
-    for (body, field) in [
-        (
-            json!({"budget_usd": "0.123456789", "budget_period": "day"}),
-            "budget_usd",
-        ),
-        (
-            json!({"budget_usd": "-1", "budget_period": "day"}),
-            "budget_usd",
-        ),
-        (
-            json!({"budget_usd": true, "budget_period": "day"}),
-            "budget_usd",
-        ),
-        (json!({"budget_usd": "5"}), "budget_period"),
-        (json!({"budget_period": "day"}), "budget_usd"),
-        (
-            json!({"budget_usd": "5", "budget_period": "week"}),
-            "budget_period",
-        ),
-    ] {
+    let mut bad = bad_budgets();
+    bad.push((json!({"budget_period": "day"}), "budget_usd"));
+    for (body, field) in bad {
         let a = env.call_as(&token, "POST", &keys, Some(body.clone())).await;
         a.expect(400);
         assert!(
@@ -364,22 +395,8 @@ async fn budgets_are_set_and_listed_over_http() {
 #[tokio::test]
 async fn the_cli_creates_and_lists_budgeted_keys() {
     let dir = TempDir::new("budgets-cli");
-    let gateway = |args: &[&str]| {
-        let mut c = std::process::Command::new(BIN);
-        c.env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .envs(dir.gateway_env())
-            .args(args);
-        c.output().unwrap()
-    };
-    let ok = |out: std::process::Output| {
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
-    };
+    let gateway = |args: &[&str]| gateway_cli(&dir, args);
+    let ok = succeeded;
     let user = ok(gateway(&["users", "create", "--email", "ops@example.com"]));
     let user = user.trim();
     let key = ok(gateway(&[

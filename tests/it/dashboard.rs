@@ -11,6 +11,9 @@ use crate::harness::*;
 
 const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 const PASSWORD: &str = "correct horse battery staple";
+/// What the page buys with "Buy credit" (Stripe is the simulator's).
+const BUY: &str = "12.50";
+const STRIPE_KEY: &str = "sk_test_dashboard_0f3a9c";
 
 async fn get(env: &Env, path: &str) -> Answer {
     Answer::from(env.client.get(env.url(path)).send().await.unwrap()).await
@@ -123,7 +126,8 @@ async fn drive(chromium: PathBuf, url: String, user: &str, out: &std::path::Path
         .env("DASHBOARD_URL", url)
         .env("DASHBOARD_USER", user)
         .env("DASHBOARD_PASSWORD", PASSWORD)
-        .env("DASHBOARD_OUT", out);
+        .env("DASHBOARD_OUT", out)
+        .env("DASHBOARD_BUY", BUY);
     let o = tokio::task::spawn_blocking(move || cmd.output())
         .await
         .unwrap()
@@ -152,16 +156,29 @@ fn spend_per_day(usage: &[runtime::store::UsageRow]) -> BTreeMap<String, String>
 /// The page in headless Chromium: sign in with username and password; see
 /// the balance and holds, a chart with one bar per day that has usage (two
 /// requests, one moved three days back), the latest requests and one's
-/// cost in its details; create a key with a budget (its secret shown once)
-/// and revoke it. Screenshots at desktop (1280) and phone (390) width go to
-/// the test's output directory; any console error, failed request or error
-/// answer fails the test.
+/// cost in its details; create a key with a budget (its secret shown once),
+/// change its budget and revoke it; buy credit (Stripe is the simulator's:
+/// the browser is sent to the checkout URL the payment API gave, and a
+/// pending purchase is recorded). Screenshots at desktop (1280) and phone
+/// (390) width go to the test's output directory; any console error, failed
+/// request or error answer fails the test.
 #[tokio::test]
 async fn dashboard_in_headless_chromium() {
     let Some(chromium) = chromium("the dashboard") else {
         return;
     };
-    let env = llm_env(|_| {}).await;
+    let env = llm_env(|c| {
+        c.stripe = runtime::stripe::StripeConfig {
+            secret_key: Some(STRIPE_KEY.into()),
+            webhook_secret: None,
+            api_base: Some(c.provider_synth_url.clone()),
+        };
+    })
+    .await;
+    env.sim
+        .shared()
+        .stripe
+        .configure(Some(STRIPE_KEY.into()), None, None);
     let a = env
         .client
         .post(env.url("/api/v1/auth/register"))
@@ -219,8 +236,8 @@ async fn dashboard_in_headless_chromium() {
     assert_eq!(seen["balance"], json!(format!("{balance:.8}")), "{r:#}");
     assert_eq!(seen["held"], json!("0.00000000"), "{r:#}");
     assert_eq!(seen["available"], json!(format!("{balance:.8}")), "{r:#}");
-    // Stripe is not configured: no buy button.
-    assert_eq!(seen["buy_visible"], json!(false), "{r:#}");
+    // Stripe is configured: the buy button.
+    assert_eq!(seen["buy_visible"], json!(true), "{r:#}");
 
     // One bar per day with usage, each with that day's spend.
     let bars: BTreeMap<String, String> = seen["bars"]
@@ -260,9 +277,12 @@ async fn dashboard_in_headless_chromium() {
     assert_eq!(keys.len(), keys_at_start + 1, "{keys:?}");
     let k = keys.last().unwrap();
     assert_eq!(k.name.as_deref(), Some("dashboard key"));
+    // Created with 5 per day (listed so), then changed to 7 per month.
     let budget = k.budget.as_ref().expect("the budget set on the page");
-    assert_eq!(budget.budget.usd, d("5"));
-    assert_eq!(budget.budget.period.as_str(), "day");
+    assert_eq!(
+        (budget.budget.usd, budget.budget.period.as_str()),
+        (d("7"), "month")
+    );
     let prefix = k.prefix.as_deref().unwrap();
     assert!(secret.starts_with(prefix) && secret.len() > prefix.len() + 16);
     assert!(k.revoked_at.is_some(), "{keys:?}");
@@ -275,6 +295,9 @@ async fn dashboard_in_headless_chromium() {
         "the key is listed by its prefix only"
     );
     assert!(seen["keys_after"].to_string().contains("revoked"), "{r:#}");
+    // Its budget was changed on the page before: 7 per month, stored.
+    let changed = seen["keys_budget_set"].to_string();
+    assert!(changed.contains("$7 per month"), "{r:#}");
 
     // Spend by key: the one key the two requests came with, by its prefix
     // (it has no name); by model.
@@ -288,6 +311,29 @@ async fn dashboard_in_headless_chromium() {
     assert!(by_key[0].ends_with(&format!("\t2\t{spent:.8}")), "{r:#}");
     assert!(
         seen["by_model"].to_string().contains("sim/sim-gpt"),
+        "{r:#}"
+    );
+
+    // "Buy credit": the payment API was asked once, the browser went to the
+    // checkout URL it gave, and the purchase is pending.
+    let checkouts: Vec<Value> = env
+        .sim_requests()
+        .await
+        .into_iter()
+        .filter(|r| r["path"].as_str().unwrap_or("").starts_with("/v1/checkout"))
+        .collect();
+    assert_eq!(checkouts.len(), 1, "{checkouts:#?}");
+    let purchases = env.store().purchases_of(uid, 10).unwrap();
+    assert_eq!(purchases.len(), 1, "{purchases:?}");
+    let p = &purchases[0];
+    assert_eq!(
+        (p.status.as_str(), p.amount_usd),
+        ("pending", d(BUY)),
+        "{p:?}"
+    );
+    let url = seen["checkout_url"].as_str().unwrap_or_default();
+    assert!(
+        url.contains("/c/pay/") && url.contains(&p.session_id),
         "{r:#}"
     );
 

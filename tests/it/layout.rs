@@ -495,6 +495,7 @@ const FLOORS: &[(&str, &[&str])] = &[
             "signing",
             "secret_file",
             "telemetry",
+            "traces",
             "audio",
             "net",
             "media",

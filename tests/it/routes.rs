@@ -145,9 +145,9 @@ fn every_spec_route_is_in_the_table() {
         })
         .count();
     assert_eq!(
-        accounts, 21,
+        accounts, 22,
         "issue #10: 7 auth + 3 keys + 6 admin routes; issue #24: 2 sign-in routes; \
-         issue #27: 3 more admin history routes (usage was one already)"
+         issue #27: 3 more admin history routes (usage was one already), a key's budget edit"
     );
     let media = have
         .iter()

@@ -14,7 +14,7 @@ use crate::harness::{start_sim, Answer, Env, Pair, PROVIDER_KEY};
 
 /// Two providers, each with a chat model `gpt` (a dearer than b, no
 /// markup), and routes over them.
-fn routes_toml(llm_url: &str) -> String {
+pub(crate) fn routes_toml(llm_url: &str) -> String {
     let root = llm_url.trim_end_matches("/v1");
     format!(
         r#"
@@ -64,7 +64,7 @@ fallbacks = ["b/gpt"]
 }
 
 /// The routes' gateway, with the default retries (the harness turns them off).
-async fn routes_env(f: impl FnOnce(&mut runtime::config::Config)) -> Env {
+pub(crate) async fn routes_env(f: impl FnOnce(&mut runtime::config::Config)) -> Env {
     let env = env_with_providers(routes_toml, |c| {
         c.routing.retry_max = 2;
         f(c)
@@ -89,7 +89,7 @@ async fn calls_to(env: &Env, p: &str) -> usize {
 }
 
 /// The charge of `input` + `output` tokens at b's prices (no markup).
-fn b_price(input: i64, output: i64) -> Decimal {
+pub(crate) fn b_price(input: i64, output: i64) -> Decimal {
     (Decimal::from(input) + Decimal::from(output) * Decimal::from(4)) / Decimal::from(1_000_000)
 }
 
@@ -280,6 +280,35 @@ async fn a_stream_broken_after_its_first_byte_is_not_retried_and_bills_what_was_
     assert_eq!(u.product, "a/gpt");
     assert!(u.charged > Decimal::ZERO);
     env.wait_no_holds().await;
+}
+
+#[tokio::test]
+async fn a_json_answer_broken_after_its_headers_is_retried_on_the_next_deployment() {
+    let env = routes_env(|_| {}).await;
+    // a answers 200 and its headers, then drops the connection 10 bytes
+    // into the body: nothing has reached the caller, so b is tried.
+    env.fault(json!({"path": "/p/a/v1/chat/completions", "fault": {"body_break": 10}}))
+        .await;
+    let a = env.api("/chat/completions", chat("pri")).await;
+    a.expect(200);
+    assert_eq!(a.header("x-gateway-model"), Some("b/gpt"));
+    assert_eq!(a.header("x-gateway-attempts"), Some("2"));
+    assert_eq!(
+        (calls_to(&env, "a").await, calls_to(&env, "b").await),
+        (1, 1)
+    );
+    let rows = env.wait_model_usage(1).await;
+    assert_eq!(rows.len(), 1);
+    assert_eq!((rows[0].model.as_str(), rows[0].attempts), ("b/gpt", 2));
+    let usage = env.usage();
+    let usage: Vec<_> = usage.iter().filter(|u| u.unit == "tokens").collect();
+    assert_eq!(usage.len(), 1, "billed once: {usage:#?}");
+    assert_eq!(usage[0].product, "b/gpt");
+    let charged = b_price(rows[0].input_tokens, rows[0].output_tokens);
+    assert_eq!(usage[0].charged, charged);
+    env.wait_no_holds().await;
+    assert_eq!(env.balance(), Decimal::from(10) - charged);
+    assert_eq!(env.store().ledger(env.user_id).unwrap().len(), 1 + 1);
 }
 
 #[tokio::test]

@@ -93,7 +93,7 @@ fn takers<'t>(table: &'t Table, source: &Row, made: &Made<'_>) -> Vec<(&'t Row, 
             Made::VideoJob => matches!(t.mode, Mode::VideoGet | Mode::VideoCancel)
                 .then(|| path_slot(t, "job_id"))
                 .flatten(),
-            Made::Key => (t.mode == Mode::KeyRevoke)
+            Made::Key => matches!(t.mode, Mode::KeyRevoke | Mode::KeyUpdate)
                 .then(|| path_slot(t, "key_id"))
                 .flatten(),
             Made::Upload => t.file_field.as_ref().and_then(|_| slot_of(t, "audio_url")),

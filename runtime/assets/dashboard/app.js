@@ -319,10 +319,17 @@
           : `$${k.budget_usd} per ${k.budget_period ?? "?"}: spent $${k.spent_usd ?? "?"}` +
             (k.held_usd && Number(k.held_usd) > 0 ? `, held $${k.held_usd}` : "") +
             (k.period_end ? `, until ${k.period_end}` : "");
+        const who = k.name || k.prefix;
         const action = k.active === false || k.revoked_at
           ? "revoked"
-          : el("button", { type: "button", "data-revoke": String(k.id),
-            "aria-label": `Revoke key ${k.name || k.prefix}` }, "Revoke");
+          : el("span", { class: "actions" },
+            el("button", { type: "button", "data-revoke": String(k.id),
+              "aria-label": `Revoke key ${who}` }, "Revoke"),
+            has("PATCH /api/v1/keys/{key_id}")
+              ? el("button", { type: "button", "data-budget": String(k.id),
+                "aria-label": `Set key ${who}'s budget to the budget above (empty removes it)` },
+              "Set budget")
+              : "");
         return [k.name || "(unnamed)", String(k.prefix ?? ""), budget, action];
       });
       if (rows.length === 0) return target.replaceChildren(el("p", {}, "No keys yet."));
@@ -354,6 +361,19 @@
     } catch (e) {
       out.textContent = `Creating the key failed: ${e.message}`;
     }
+  }
+
+  async function setBudget(id) {
+    const usd = $("key-budget").value.trim();
+    const data = usd ? { budget_usd: usd, budget_period: $("key-period").value } : { budget_usd: null };
+    $("key-error").textContent = "";
+    try {
+      await api("PATCH", `/keys/${encodeURIComponent(id)}`, data);
+    } catch (e) {
+      $("key-error").textContent = `Setting the budget failed: ${e.message}`;
+    }
+    await loadKeys();
+    $("keys-title").focus();
   }
 
   async function revokeKey(id) {
@@ -391,6 +411,7 @@
       const t = ev.target.closest("button");
       if (!t) return;
       if (t.dataset.revoke) revokeKey(t.dataset.revoke);
+      if (t.dataset.budget) setBudget(t.dataset.budget);
       if (t.dataset.request) showGeneration(t.dataset.request);
     });
     try {

@@ -119,9 +119,7 @@ pub async fn complete_body(
     };
     let cache = std::mem::take(&mut prepared.cache);
     if !stream {
-        let (answer, settle) = prepared.send(ctx).await?;
-        let status = answer.status();
-        let v = answer.json("a completion").await?;
+        let ((status, v), settle) = prepared.send(ctx, "a completion").await?;
         let mut v = settle.provider.adapter.answer(op, &settle.model.id, v)?;
         let (tokens, counted) = match v.get("usage").and_then(Tokens::from_openai) {
             Some(t) => (t, false),
@@ -130,6 +128,12 @@ pub async fn complete_body(
                 true,
             ),
         };
+        ctx.trace.usage(|| crate::traces::Usage {
+            response_model: v.get("model").and_then(Value::as_str),
+            input_tokens: tokens.prompt(),
+            output_tokens: tokens.output,
+            finish_reasons: finish_reasons(&v),
+        });
         let served = served_headers(&settle);
         cache.store_json(&v, tokens, counted);
         let records = settle.token_records(tokens, counted, "complete");
@@ -148,6 +152,7 @@ pub async fn complete_body(
     // the idle time-out; a failure before the first byte may go elsewhere.
     let ((status, upstream, first), settle) =
         prepared.run(ctx, |call| first_byte(call, idle)).await?;
+    ctx.trace.upstream_status(status);
     let served = served_headers(&settle);
     let registration = ctx.gw.streams.register(ctx.user_id()).await;
     let stream_id = registration.id.clone();
@@ -169,6 +174,7 @@ pub async fn complete_body(
     relay.translate(translator);
     relay.tail = tail;
     relay.capture = cache.capture();
+    relay.trace(ctx.trace.take());
     let body = http_body_util::BodyExt::boxed(http_body_util::StreamBody::new(
         relay.into_stream().map(|r| r.map(hyper::body::Frame::data)),
     ));
@@ -185,6 +191,17 @@ pub async fn complete_body(
     h.extend(served);
     cache.mark(&mut resp);
     Ok(Outcome::new(resp, Some(status)).settled(Settlement::Later(Later::Stream)))
+}
+
+/// The `finish_reason` of each choice of a completion (for its span).
+fn finish_reasons(v: &Value) -> Vec<String> {
+    v.get("choices")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c.get("finish_reason").and_then(Value::as_str))
+        .map(str::to_owned)
+        .collect()
 }
 
 /// One streamed attempt: the answer's headers and its first chunk, each

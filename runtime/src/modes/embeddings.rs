@@ -63,9 +63,7 @@ pub async fn embed(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
     let (v, status, records, cache, name) = match ready {
         Ok(mut prepared) => {
             let cache = std::mem::take(&mut prepared.cache);
-            let (answer, settle) = prepared.send(ctx).await?;
-            let status = answer.status();
-            let v = answer.json("embeddings").await?;
+            let ((status, v), settle) = prepared.send(ctx, "embeddings").await?;
             let v = settle
                 .provider
                 .adapter
@@ -86,6 +84,12 @@ pub async fn embed(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
                 Some(t) => (t, false),
                 None => (bytes.div_ceil(4) as u64, true),
             };
+            ctx.trace.usage(|| crate::traces::Usage {
+                response_model: v.get("model").and_then(Value::as_str),
+                input_tokens: input,
+                output_tokens: 0,
+                finish_reasons: Vec::new(),
+            });
             cache.store_json(&v, crate::providers::Tokens::new(input, 0), counted);
             let name = format!("{}/{}", settle.provider.id, settle.model.id);
             let records = settle.records(input, 0, counted, "complete");

@@ -59,10 +59,8 @@ pub async fn generate(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> 
         crate::bounds::image(up)
     })
     .await?;
-    let (answer, settle) = prepared.send(ctx).await?;
+    let ((status, mut v), settle) = prepared.send(ctx, "images").await?;
     let base_url = settle.provider.base_url.clone();
-    let status = answer.status();
-    let mut v = answer.json("images").await?;
     let user_id = ctx.require_user("image generation")?;
     let now = chrono::Utc::now();
     let mut records = Vec::new();

@@ -113,6 +113,7 @@ pub async fn submit(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<
         // Every job is scheduled, so that a follower enabled later (or on
         // another instance) finds it.
         follow_at: Some(crate::store::rfc3339(first_poll)),
+        key_id: ctx.user.as_ref().and_then(|u| u.budget_key),
     };
     if let Value::Object(m) = &mut answer {
         m.insert("job_id".into(), Value::String(upstream_id));

@@ -3,7 +3,9 @@
 //! the period ends), `key_create` (the key answered once, with its budget
 //! if asked: `store::budgets`), `key_revoke` (refused at once on
 //! this instance: the key cache is dropped; on the others as soon as the
-//! cluster bus tells them, with Redis).
+//! cluster bus tells them, with Redis), `key_update` (a live key's budget
+//! set or removed, the key caches dropped the same way so that the next
+//! request sees it).
 
 use http::StatusCode;
 use serde_json::{json, Value};
@@ -121,6 +123,51 @@ pub async fn revoke(ctx: &mut Ctx, params: &PathParams) -> Result<Outcome, ApiEr
     ctx.gw.credentials_changed().await;
     Ok(Outcome::new(
         body::json(StatusCode::OK, &json!({ "id": key_id, "revoked": true })),
+        None,
+    ))
+}
+
+/// `PATCH /keys/{key_id}` `{budget_usd, budget_period?}`: `budget_usd`
+/// null removes the key's budget; a value sets it with `budget_period`
+/// (as on create). 400 naming the field and nothing changed; another
+/// user's, a revoked or an unknown key: 404.
+pub async fn update(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<Outcome, ApiError> {
+    let uid = ctx.require_user("key update")?;
+    let key_id: Option<i64> = params.get("key_id").and_then(|v| v.parse().ok());
+    let obj = read_body(ctx, req).await?;
+    let budget = match obj.get("budget_usd") {
+        None => {
+            return Err(ApiError::BadRequest(
+                "budget_usd: required (null removes the key's budget)".into(),
+            ))
+        }
+        Some(Value::Null) if obj.get("budget_period").is_some_and(|p| !p.is_null()) => {
+            return Err(ApiError::BadRequest(
+                "budget_period: not with budget_usd null (the budget is removed)".into(),
+            ))
+        }
+        Some(_) => budget_of(&obj)?,
+    };
+    let key_id = key_id.ok_or_else(|| ApiError::NotFound("no such key".into()))?;
+    let done = ctx
+        .gw
+        .store
+        .blocking(move |s| s.set_key_budget(Some(uid), key_id, budget))
+        .await?;
+    if !done {
+        return Err(ApiError::NotFound("no such key".into()));
+    }
+    // The key's cached caller carries its budget: dropped here and on the
+    // other instances.
+    ctx.gw.credentials_changed().await;
+    let row = ctx
+        .gw
+        .store
+        .blocking(move |s| Ok(s.keys_of(uid)?.into_iter().find(|k| k.id == key_id)))
+        .await?
+        .ok_or_else(|| ApiError::NotFound("no such key".into()))?;
+    Ok(Outcome::new(
+        body::json(StatusCode::OK, &key_json(&row)),
         None,
     ))
 }

@@ -19,7 +19,7 @@
 //! * [`account`] — `register`, `login`, `token_refresh`, `logout`,
 //!   `confirm_email`, `reset_password`, `me`, `oauth_authorize`,
 //!   `oauth_callback` (sign-in with OpenID Connect, through [`crate::oidc`]).
-//! * [`keys`] — `key_list`, `key_create`, `key_revoke`.
+//! * [`keys`] — `key_list`, `key_create`, `key_revoke`, `key_update`.
 //! * [`admin`] — `admin_users`, `admin_disable`, `admin_enable`,
 //!   `admin_delete`, `admin_credits`.
 //! * [`history`] — `generation`, `usage_totals`, `credit_balance`,
@@ -112,6 +112,7 @@ pub async fn run(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<Out
         Mode::KeyList => keys::list(ctx).await,
         Mode::KeyCreate => keys::create(ctx, req).await,
         Mode::KeyRevoke => keys::revoke(ctx, params).await,
+        Mode::KeyUpdate => keys::update(ctx, req, params).await,
         Mode::AdminUsers => admin::users(ctx).await,
         Mode::AdminDisable => admin::set_disabled(ctx, params, true).await,
         Mode::AdminEnable => admin::set_disabled(ctx, params, false).await,
@@ -238,7 +239,7 @@ impl Prepared {
         let route = plan.route.clone();
         let (v, served, attempts) = gw
             .routing
-            .run(&gw.upstream, plan, deadline, attempt)
+            .run(&gw.upstream, plan, deadline, &ctx.trace, attempt)
             .await?;
         settle.provider = served.provider;
         settle.model = served.model;
@@ -247,9 +248,36 @@ impl Prepared {
         Ok((v, settle))
     }
 
-    /// [`Prepared::run`] of a call whose answer is read after it (JSON).
-    pub async fn send(self, ctx: &Ctx) -> Result<(crate::upstream::Answer, Settle), ApiError> {
-        self.run(ctx, |call| call.try_send()).await
+    /// [`Prepared::run`] of a JSON answer (`what` names it in errors),
+    /// read whole inside the attempt: nothing has gone to the caller yet,
+    /// so an answer broken off after its headers is retried elsewhere like
+    /// a connect error. The upstream's status and the answer; the span's
+    /// serving attempt learns the status.
+    pub async fn send(self, ctx: &Ctx, what: &str) -> Result<((u16, Value), Settle), ApiError> {
+        let (answer, settle) = self.run(ctx, |call| read_json(call, what)).await?;
+        ctx.trace.upstream_status(answer.0);
+        Ok((answer, settle))
+    }
+}
+
+/// One attempt of a JSON answer: sent, then read whole; a read that broke
+/// off (the connection, the deadline) is retryable.
+async fn read_json(call: Call, what: &str) -> Result<(u16, Value), crate::upstream::Failed> {
+    let answer = call.try_send().await?;
+    let status = answer.status();
+    match answer.json(what).await {
+        Ok(v) => Ok((status, v)),
+        Err(e @ ApiError::Network(_)) => {
+            crate::telemetry::upstream_error("network");
+            Err(crate::upstream::Failed::network("network", e))
+        }
+        Err(e) => Err(crate::upstream::Failed {
+            error: e,
+            kind: "invalid_answer",
+            retryable: false,
+            retry_after: None,
+            status: Some(status),
+        }),
     }
 }
 
@@ -307,6 +335,20 @@ fn deployments<'a>(
         }
     }
     Ok((None, list))
+}
+
+/// The GenAI conventions' `gen_ai.operation.name` of an operation.
+fn operation_name(op: Op) -> &'static str {
+    match op {
+        Op::Chat => "chat",
+        Op::Completion => "text_completion",
+        Op::Embedding => "embeddings",
+        Op::Image => "image_generation",
+        Op::Speech => "speech",
+        Op::Transcription => "transcription",
+        Op::Translation => "translation",
+        Op::Video => "video_generation",
+    }
 }
 
 /// Most models a request's `models: [...]` may name.
@@ -384,6 +426,13 @@ pub(crate) async fn prepare_cached(
 ) -> Result<Result<Prepared, Hit>, ApiError> {
     crate::bounds::check_additional_params(&body)?;
     let (route, list) = deployments(ctx, &body, want)?;
+    if ctx.trace.is_on() {
+        ctx.trace.model(
+            operation_name(op),
+            body.get("model").and_then(Value::as_str),
+            route.map(|r| r.name.as_str()),
+        );
+    }
     let byok = body
         .get("byok_api_key")
         .and_then(Value::as_str)

@@ -23,8 +23,15 @@
 //! longer one is billed at the measured length and logged at error level,
 //! [`crate::bounds::measured_at_most`]); when the audio cannot be measured,
 //! the answer is 502 and nothing is billed.
+//!
+//! A request made with a key that has a budget holds, before the upstream
+//! call, the charge of the most audio its text can make ([`bound_seconds`]:
+//! [`BOUND_SECONDS_PER_CHAR`] a character, at least [`BOUND_MIN_SECONDS`]),
+//! and is billed at most that many seconds; the hold ends with the usage
+//! record ([`crate::credits::hold_voice`]).
 
 use base64::Engine;
+use rust_decimal::Decimal;
 use serde_json::{json, Value};
 
 use crate::billing::quantity_from_upstream;
@@ -33,6 +40,18 @@ use crate::ctx::{Ctx, Outcome};
 use crate::errors::ApiError;
 use crate::shape;
 use crate::spec::PathParams;
+
+/// The most audio a character of text is held and billed for, with a
+/// budgeted key: 5 characters a second, half the pace of slow speech.
+pub const BOUND_SECONDS_PER_CHAR: Decimal = Decimal::from_parts(2, 0, 0, false, 1);
+/// The least a budgeted synthesis is held for, however short its text.
+pub const BOUND_MIN_SECONDS: Decimal = Decimal::from_parts(2, 0, 0, false, 0);
+
+/// The most seconds of audio `text` is held and billed for, with a
+/// budgeted key.
+pub fn bound_seconds(text: &str) -> Decimal {
+    (Decimal::from(text.chars().count()) * BOUND_SECONDS_PER_CHAR).max(BOUND_MIN_SECONDS)
+}
 
 /// Default output format of the gateway (spec A1).
 pub const DEFAULT_OUTPUT_FORMAT: &str = "mp3";
@@ -53,6 +72,8 @@ pub async fn synthesize(
         .to_owned();
     body.entry("output_format")
         .or_insert_with(|| Value::from(DEFAULT_OUTPUT_FORMAT));
+    let bound = bound_seconds(body.get("text").and_then(Value::as_str).unwrap_or_default());
+    let hold = crate::credits::hold_voice(ctx, ctx.row_charge(bound).charged).await?;
     let call = super::call(ctx, params, Some(&mut body))?;
     shape::shape_body(spec, &mut body)?;
     let answer = call.json(&body).send().await?;
@@ -68,7 +89,11 @@ pub async fn synthesize(
         Some("mp3") => "mp3",
         _ => crate::audio::sniff_container(&audio).unwrap_or("mp3"),
     };
-    let duration = billed_seconds(&raw, &audio, ext).await?;
+    let mut duration = billed_seconds(&raw, &audio, ext).await?;
+    if hold.is_some() && duration > bound {
+        tracing::warn!(%duration, %bound, "synthesis longer than its text's bound; billing the bound");
+        duration = bound;
+    }
     let charge = ctx.meter_row(duration, None);
 
     // Store the audio; its record is committed with the audit and usage records.
@@ -111,6 +136,9 @@ pub async fn synthesize(
     let response = splice_audio(&answer, &audio_content);
     let mut outcome = Outcome::new(response, Some(upstream_status));
     outcome.records.extend(stored.records);
+    outcome
+        .records
+        .extend(hold.map(crate::credits::Hold::into_release));
     Ok(outcome)
 }
 

@@ -11,7 +11,9 @@
 //!   last is tried again while retries remain (`GATEWAY_RETRY_MAX`, 2).
 //!   Only failures before any byte went to the caller are retried, and only
 //!   those that another attempt may cure ([`crate::upstream::Failed`]: a
-//!   connect error, a time-out, 429, 500, 502, 503, 504, 529). Moving to
+//!   connect error, a time-out, 429, 500, 502, 503, 504, 529; a JSON
+//!   answer is read whole inside its attempt, so one whose body breaks
+//!   off after its headers is a network failure too). Moving to
 //!   another deployment is immediate; trying the same one again waits an
 //!   exponential back-off with full jitter (`GATEWAY_RETRY_BASE_MS`, 100:
 //!   a uniform draw in `[0, base·2^n)`), or the upstream's `Retry-After`
@@ -40,6 +42,7 @@ use crate::bounds::Bound;
 use crate::errors::ApiError;
 use crate::providers::{Model, Provider, Providers, Route};
 use crate::spec::Method;
+use crate::traces::Span;
 use crate::upstream::llm::ProviderKey;
 use crate::upstream::{Call, Failed, Upstream};
 
@@ -126,12 +129,13 @@ impl Routing {
     /// Tries `plan`'s candidates (see the module's docs) with `attempt`,
     /// which sends the call and reads the answer up to its first byte.
     /// The attempt's value, the deployment that answered and the attempts
-    /// made.
+    /// made. Each attempt is a child span of `trace` ([`crate::traces`]).
     pub async fn run<T, F, Fut>(
         &self,
         upstream: &Upstream,
         plan: Plan,
         deadline: Instant,
+        trace: &Span,
         mut attempt: F,
     ) -> Result<(T, Candidate, u32), ApiError>
     where
@@ -182,6 +186,7 @@ impl Routing {
             }
             let c = &candidates[idx];
             attempts += 1;
+            let span = trace.attempt(attempts, &c.name, &c.provider.kind, &c.model.id);
             let started = Instant::now();
             let call = upstream
                 .llm_call_as(
@@ -194,6 +199,7 @@ impl Routing {
                 .json(&c.body);
             match attempt(call).await {
                 Ok(v) => {
+                    trace.served(span, &c.name, &c.provider.kind);
                     crate::telemetry::route_attempt(&c.name, "ok");
                     self.latency.observe(&c.name, started.elapsed());
                     self.cooldown.success(&c.name, admit).await;
@@ -201,6 +207,7 @@ impl Routing {
                     return Ok((v, c, attempts));
                 }
                 Err(f) => {
+                    trace.failed(span, f.kind, f.status);
                     crate::telemetry::route_attempt(&c.name, f.kind);
                     if !f.retryable {
                         return Err(f.error);

@@ -508,6 +508,32 @@ impl Store {
         .map(|n| n == 1)
     }
 
+    /// Sets (or, with `None`, removes) the budget of a live key, of
+    /// `user_id` when given (the CLI gives none); `false`: no such live key.
+    /// What the key spent stays: the new budget applies to it at once.
+    pub fn set_key_budget(
+        &self,
+        user_id: Option<i64>,
+        key_id: i64,
+        budget: Option<super::Budget>,
+    ) -> Result<bool> {
+        let usd = budget.map(|b| b.usd.to_string());
+        let period = budget.map(|b| b.period.as_str());
+        self.with(|db| match user_id {
+            Some(u) => db.exec(
+                "UPDATE api_keys SET budget_usd = ?3, budget_period = ?4
+                 WHERE id = ?1 AND user_id = ?2 AND revoked_at IS NULL",
+                p![key_id, u, usd, period],
+            ),
+            None => db.exec(
+                "UPDATE api_keys SET budget_usd = ?2, budget_period = ?3
+                 WHERE id = ?1 AND revoked_at IS NULL",
+                p![key_id, usd, period],
+            ),
+        })
+        .map(|n| n == 1)
+    }
+
     /// The hash of one of a user's keys (to tell other instances it is revoked).
     pub fn key_hash_of(&self, user_id: i64, key_id: i64) -> Result<Option<String>> {
         self.with(|db| {

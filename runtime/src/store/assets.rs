@@ -44,6 +44,9 @@ pub struct JobRow {
     pub follow_next_at: Option<String>,
     /// Polls the follower has claimed so far.
     pub follow_attempts: u32,
+    /// The budgeted key it was submitted with: its charge counts in that
+    /// key's spend (`store::budgets`).
+    pub key_id: Option<i64>,
 }
 
 const ASSET_COLS: &str =
@@ -69,7 +72,7 @@ fn row_to_asset(r: &Row<'_>) -> Result<AssetRow> {
 
 const JOB_COLS: &str =
     "job_id, kind, upstream_id, user_id, submit_route, status, media_type, result, billed,
-     mirror_asset_id, mirror_state, callback_uri, created_at, updated_at, follow_next_at, follow_attempts";
+     mirror_asset_id, mirror_state, callback_uri, created_at, updated_at, follow_next_at, follow_attempts, key_id";
 
 fn row_to_job(r: &Row<'_>) -> Result<JobRow> {
     Ok(JobRow {
@@ -89,6 +92,7 @@ fn row_to_job(r: &Row<'_>) -> Result<JobRow> {
         updated_at: r.get(13)?,
         follow_next_at: r.get(14)?,
         follow_attempts: r.get(15)?,
+        key_id: r.get(16)?,
     })
 }
 

@@ -149,7 +149,8 @@ impl Balances {
     /// [`HOLD_TTL_HOURS`], or of an instance whose lease lapsed, are
     /// dropped first, once per transaction), and, when the request came
     /// with a key that has a budget, if the key's spend and holds leave
-    /// room for it ([`KeyBudgets::check`]).
+    /// room for it ([`KeyBudgets::check`]). `check_balance` false: only
+    /// the key's budget is checked (a voice request's hold).
     pub(super) fn hold(
         &mut self,
         tx: &mut Db<'_>,
@@ -157,6 +158,7 @@ impl Balances {
         request_id: &str,
         amount: Decimal,
         key_id: Option<i64>,
+        check_balance: bool,
     ) -> Result<Reserved> {
         let now = chrono::Utc::now();
         let at = super::rfc3339(now);
@@ -183,7 +185,7 @@ impl Balances {
             }
         };
         let available = balance.checked_sub(held).ok_or_else(|| overflow(user_id))?;
-        if available < amount {
+        if check_balance && available < amount {
             return Ok(Reserved::Insufficient { balance, available });
         }
         // The hold names its key only when the key has a budget.

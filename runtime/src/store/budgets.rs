@@ -14,9 +14,11 @@
 //! `YYYY-MM-DD`, `YYYY-MM` or `total`, UTC): spend of an earlier period
 //! simply is not read. A charge counts in the period of its settlement; a
 //! held request's charge is added when its hold is released with it
-//! ([`KeyBudgets::settle`]: the spend moves from held to charged), an
-//! unheld one's (the voice API's) when it is written
-//! ([`KeyBudgets::charge`]).
+//! ([`KeyBudgets::settle`]: the spend moves from held to charged), one
+//! whose usage record names the key (the voice API's, held or not, and a
+//! voice job's, by the key it was submitted with) when it is written
+//! ([`KeyBudgets::charge`]; its hold, if any, released in the same
+//! transaction, then counts no more).
 
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;

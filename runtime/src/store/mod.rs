@@ -691,6 +691,7 @@ mod tests {
             callback_uri: None,
             created_at: "2026-01-01T00:00:00.000Z".into(),
             follow_at: Some("2026-01-01T00:00:02.000Z".into()),
+            key_id: None,
         };
         store.commit(vec![Record::JobCreate(job)]).await.unwrap();
         let (t1, t2, t3) = (

@@ -249,7 +249,7 @@ impl Store {
     ///
     /// [`Record::Hold`]: super::Record::Hold
     pub fn reserve(&self, user_id: i64, request_id: &str, amount: Decimal) -> Result<Reserved> {
-        self.transaction(|tx| Balances::default().hold(tx, user_id, request_id, amount, None))
+        self.transaction(|tx| Balances::default().hold(tx, user_id, request_id, amount, None, true))
     }
 
     /// Ends a hold without a charge (the request failed). If the database

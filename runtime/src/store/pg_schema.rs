@@ -316,6 +316,10 @@ pub(super) const MIGRATIONS: &[&str] = &[
     ALTER TABLE model_usage ADD COLUMN attempts BIGINT NOT NULL DEFAULT 1;
     ALTER TABLE model_usage ADD COLUMN route TEXT;
 "#,
+    // 13 (budgets per key, voice jobs): as SQLite's 20.
+    r#"
+    ALTER TABLE jobs ADD COLUMN key_id BIGINT;
+"#,
 ];
 
 /// Key of the advisory lock that serialises migrations of one database.

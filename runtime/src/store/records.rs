@@ -86,6 +86,9 @@ pub struct JobRecord {
     pub created_at: String,
     /// When the background follower first polls the job (`None`: never).
     pub follow_at: Option<String>,
+    /// The caller's key, when it has a budget: the job's charge counts in
+    /// its spend.
+    pub key_id: Option<i64>,
 }
 
 /// A change to a job's status or result.
@@ -165,6 +168,10 @@ pub enum Record {
         /// The API key the request came with: its budget, if it has one,
         /// must cover the amount too (`store::budgets`).
         key_id: Option<i64>,
+        /// The balance must cover the amount (a model call's hold); `false`:
+        /// only the key's budget (a voice request's, which never answers
+        /// 402 for the balance).
+        check_balance: bool,
     },
     /// A file (a packed object's segment) to fdatasync before the group
     /// holding this record commits; written nothing. See [`sync_files`].

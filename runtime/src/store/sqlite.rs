@@ -358,6 +358,12 @@ pub(super) const MIGRATIONS: &[&str] = &[
     ALTER TABLE model_usage ADD COLUMN attempts INTEGER NOT NULL DEFAULT 1;
     ALTER TABLE model_usage ADD COLUMN route TEXT;
     "#,
+    // 20 (budgets per key, voice jobs): the budgeted key a job was
+    //     submitted with, whose spend its charge counts in when the job
+    //     completes (`NULL`: no key, or a key without a budget).
+    r#"
+    ALTER TABLE jobs ADD COLUMN key_id INTEGER;
+    "#,
 ];
 
 /// How long a connection waits for another's lock before "database is locked".

@@ -535,9 +535,15 @@ fn write_record(
             user_id,
             amount,
             key_id,
-        } => committed
-            .holds
-            .push(balances.hold(tx, *user_id, request_id, *amount, *key_id)?),
+            check_balance,
+        } => committed.holds.push(balances.hold(
+            tx,
+            *user_id,
+            request_id,
+            *amount,
+            *key_id,
+            *check_balance,
+        )?),
         Record::HoldRelease { request_id } => balances.release(tx, request_id)?,
         Record::SyncFile(_) => {}
         Record::WebhookEvent(e) => {
@@ -649,9 +655,9 @@ fn insert_asset(tx: &mut Db<'_>, a: &AssetRecord) -> Result<i64> {
 
 fn insert_job(tx: &mut Db<'_>, j: &JobRecord) -> Result<()> {
     tx.defer(
-        "INSERT INTO jobs (job_id, kind, upstream_id, user_id, submit_route, status, media_type, callback_uri, created_at, updated_at, follow_next_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9, ?10)",
-        p![j.job_id, j.kind, j.upstream_id, j.user_id, j.submit_route, j.status, j.media_type, j.callback_uri, j.created_at, j.follow_at],
+        "INSERT INTO jobs (job_id, kind, upstream_id, user_id, submit_route, status, media_type, callback_uri, created_at, updated_at, follow_next_at, key_id)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9, ?10, ?11)",
+        p![j.job_id, j.kind, j.upstream_id, j.user_id, j.submit_route, j.status, j.media_type, j.callback_uri, j.created_at, j.follow_at, j.key_id],
     )?;
     Ok(())
 }

@@ -328,6 +328,7 @@ impl Call {
             kind,
             retryable: matches!(status, 429 | 500 | 502 | 503 | 504 | 529),
             retry_after,
+            status: Some(status),
         })
     }
 }
@@ -339,11 +340,14 @@ impl Call {
 #[derive(Debug)]
 pub struct Failed {
     pub error: ApiError,
-    /// `network`, `timeout`, `rate_limited`, `status_4xx`, `status_5xx`.
+    /// `network`, `timeout`, `rate_limited`, `status_4xx`, `status_5xx`
+    /// (and a mode's own: `invalid_answer`, an answer it cannot read).
     pub kind: &'static str,
     pub retryable: bool,
     /// The upstream's `Retry-After`, when it sent one.
     pub retry_after: Option<Duration>,
+    /// The upstream's status, when it answered one.
+    pub status: Option<u16>,
 }
 
 impl Failed {
@@ -354,6 +358,7 @@ impl Failed {
             kind,
             retryable: true,
             retry_after: None,
+            status: None,
         }
     }
 }
