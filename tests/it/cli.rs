@@ -209,7 +209,19 @@ fn demo_curl_commands_work_as_printed() {
         if cmd.contains("/api/v1/messages") {
             assert_eq!(v["type"], "message", "{cmd}: {body}");
         }
+        if cmd.contains("/api/v1/stripe/purchases") {
+            // The printed pay command before it credited the 25.00 once.
+            assert_eq!(v["data"][0]["amount_usd"], "25.00", "{cmd}: {body}");
+            assert_eq!(v["data"][0]["status"], "paid", "{cmd}: {body}");
+            assert!(v["data"][0]["paid_at"].is_string(), "{cmd}: {body}");
+        }
     }
+    assert!(
+        commands
+            .iter()
+            .any(|c| c.contains("/api/v1/stripe/purchases")),
+        "the demo prints the purchases call: {lines:#?}"
+    );
     assert!(
         commands.iter().any(|c| c.contains("/api/v1/messages")),
         "the demo prints a /api/v1/messages call: {lines:#?}"
