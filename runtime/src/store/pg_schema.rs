@@ -320,11 +320,6 @@ pub(super) const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE jobs ADD COLUMN key_id BIGINT;
 "#,
-    // 14 (#29): as SQLite's 21 (PostgreSQL's tables have no rowid: only
-    //     the index goes).
-    r#"
-    DROP INDEX IF EXISTS holds_by_instance;
-"#,
 ];
 
 /// Key of the advisory lock that serialises migrations of one database.

@@ -364,28 +364,6 @@ pub(super) const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE jobs ADD COLUMN key_id INTEGER;
     "#,
-    // 21 (#29, fewer B-trees per model request): every model request
-    //     inserts and deletes its hold, so the hold table is keyed by its
-    //     request id alone (`WITHOUT ROWID`: one B-tree, not a table and
-    //     its primary-key index), and `holds_by_instance` is gone (read
-    //     only when an instance's lease lapses, from a table that holds
-    //     only requests in flight).
-    r#"
-    CREATE TABLE credit_holds_keyed (
-        request_id  TEXT PRIMARY KEY,
-        user_id     INTEGER NOT NULL REFERENCES users(id),
-        amount      TEXT NOT NULL,
-        created_at  TEXT NOT NULL,
-        instance    TEXT,
-        key_id      INTEGER
-    ) WITHOUT ROWID;
-    INSERT INTO credit_holds_keyed (request_id, user_id, amount, created_at, instance, key_id)
-        SELECT request_id, user_id, amount, created_at, instance, key_id FROM credit_holds;
-    DROP TABLE credit_holds;
-    ALTER TABLE credit_holds_keyed RENAME TO credit_holds;
-    CREATE INDEX holds_by_user ON credit_holds(user_id);
-    CREATE INDEX holds_by_key ON credit_holds (key_id) WHERE key_id IS NOT NULL;
-    "#,
 ];
 
 /// How long a connection waits for another's lock before "database is locked".
