@@ -460,7 +460,7 @@ pub(crate) async fn prepare_cached(
         } else {
             body.clone().unwrap_or_default()
         };
-        let request = p.adapter.request(op, &m.id, b);
+        let request = crate::providers::openai::request(op, &m.id, b);
         if i == 0 && cache.is_some() {
             keyed = Some(request.clone());
         }

@@ -74,7 +74,7 @@ pub async fn speak(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
     )
     .await?;
     let p = &settle.provider;
-    let upstream_body = p.adapter.request(Op::Speech, &settle.model.id, body);
+    let upstream_body = crate::providers::openai::request(Op::Speech, &settle.model.id, body);
     let answer = ctx
         .gw
         .upstream

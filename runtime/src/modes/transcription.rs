@@ -272,7 +272,7 @@ async fn send(
     (spool, file_name, size): (Spool, String, u64),
 ) -> Result<(u16, bytes::Bytes), ApiError> {
     let p = &settle.provider;
-    let upstream_fields = p.adapter.request(op, &settle.model.id, fields);
+    let upstream_fields = crate::providers::openai::request(op, &settle.model.id, fields);
     let mut form = reqwest::multipart::Form::new();
     for (k, v) in upstream_fields {
         let text = match v {

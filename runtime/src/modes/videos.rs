@@ -82,7 +82,7 @@ pub async fn submit(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
     .await?;
     let p = &settle.provider;
     let size = body.get("size").and_then(Value::as_str).map(str::to_owned);
-    let upstream_body = p.adapter.request(Op::Video, &settle.model.id, body);
+    let upstream_body = crate::providers::openai::request(Op::Video, &settle.model.id, body);
     let answer = ctx
         .gw
         .upstream

@@ -38,7 +38,7 @@ use serde_json::{json, Map, Value};
 use super::convert::{self, Completion, Image, ToolChoice};
 use super::stream::{Dialect, Emit, Translator};
 use super::usage::Tokens;
-use super::{openai, Adapter, Model, ModelType, Native, Op, StreamTranslator};
+use super::{Adapter, Model, ModelType, Native, Op, StreamTranslator};
 use crate::errors::ApiError;
 use crate::upstream::llm::KeyForm;
 
@@ -387,10 +387,6 @@ impl Adapter for Anthropic {
             Op::Chat | Op::Completion => "/v1/messages",
             _ => "/v1/unsupported",
         }
-    }
-
-    fn request(&self, op: Op, model: &str, body: Map<String, Value>) -> Map<String, Value> {
-        openai::OpenAi.request(op, model, body)
     }
 
     fn supports(&self, t: ModelType) -> bool {

@@ -118,10 +118,6 @@ pub trait Adapter: Send + Sync + std::fmt::Debug {
     /// The path of `op` relative to the provider's `base_url` (OpenAI's;
     /// a native adapter's own path comes with [`Adapter::native`]).
     fn path(&self, op: Op) -> &'static str;
-    /// The OpenAI-shaped body of `op` for `model` (the provider's own model
-    /// id) from the caller's (validated) body: gateway-only fields removed,
-    /// `additional_params` merged in.
-    fn request(&self, op: Op, model: &str, body: Map<String, Value>) -> Map<String, Value>;
     /// Whether models of type `t` can be called through this adapter (the
     /// providers file is refused otherwise).
     fn supports(&self, t: ModelType) -> bool {
@@ -134,7 +130,7 @@ pub trait Adapter: Send + Sync + std::fmt::Debug {
     }
     /// The call actually sent for `op` on `m`: the path (relative to
     /// `base_url`, per operation and per stream) and the provider's body,
-    /// from [`Adapter::request`]'s body. 400 for what the provider cannot
+    /// from [`openai::request`]'s body. 400 for what the provider cannot
     /// take. OpenAI's: the path of `op` and the body unchanged.
     fn native(&self, op: Op, m: &Model, body: Map<String, Value>) -> Result<Native, ApiError> {
         let _ = m;

@@ -26,28 +26,33 @@ impl Adapter for OpenAi {
             Op::Video => "/videos",
         }
     }
+}
 
-    fn request(&self, op: Op, model: &str, mut body: Map<String, Value>) -> Map<String, Value> {
-        if op == Op::Embedding {
-            // The spec's `text` is OpenAI's `input`.
-            if let Some(text) = body.remove("text") {
-                body.entry("input").or_insert(text);
-            }
+/// The OpenAI-shaped body of `op` for `model` (the provider's own model
+/// id) from the caller's (validated) body: gateway-only fields removed,
+/// `additional_params` merged in (never over a field the body has). Every
+/// adapter starts from it; a native one translates it in
+/// [`Adapter::native`].
+pub fn request(op: Op, model: &str, mut body: Map<String, Value>) -> Map<String, Value> {
+    if op == Op::Embedding {
+        // The spec's `text` is OpenAI's `input`.
+        if let Some(text) = body.remove("text") {
+            body.entry("input").or_insert(text);
         }
-        let extra = body.remove("additional_params");
-        for f in GATEWAY_FIELDS {
-            body.remove(f);
-        }
-        if let Some(Value::Object(extra)) = extra {
-            for (k, v) in extra {
-                if !body.contains_key(&k) {
-                    body.insert(k, v);
-                }
-            }
-        }
-        body.insert("model".into(), Value::String(model.to_owned()));
-        body
     }
+    let extra = body.remove("additional_params");
+    for f in GATEWAY_FIELDS {
+        body.remove(f);
+    }
+    if let Some(Value::Object(extra)) = extra {
+        for (k, v) in extra {
+            if !body.contains_key(&k) {
+                body.insert(k, v);
+            }
+        }
+    }
+    body.insert("model".into(), Value::String(model.to_owned()));
+    body
 }
 
 #[cfg(test)]
@@ -59,7 +64,7 @@ mod tests {
     fn gateway_fields_go_and_additional_params_merge() {
         let body = json!({"messages": [], "model": "sim/sim-gpt", "byok_api_key": "k",
             "temperature": 0.5, "additional_params": {"seed": 7, "temperature": 2}});
-        let out = OpenAi.request(Op::Chat, "sim-gpt", body.as_object().unwrap().clone());
+        let out = request(Op::Chat, "sim-gpt", body.as_object().unwrap().clone());
         assert_eq!(
             Value::Object(out),
             json!({"messages": [], "model": "sim-gpt", "temperature": 0.5, "seed": 7})

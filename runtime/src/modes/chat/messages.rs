@@ -71,9 +71,11 @@ pub async fn count_tokens(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiErr
         .gw
         .providers
         .resolve(chat.get("model").and_then(Value::as_str), ModelType::Chat)?;
-    let upstream = p
-        .adapter
-        .native(Op::Chat, m, p.adapter.request(Op::Chat, &m.id, chat))?;
+    let upstream = p.adapter.native(
+        Op::Chat,
+        m,
+        crate::providers::openai::request(Op::Chat, &m.id, chat),
+    )?;
     let bound = crate::bounds::chat(&upstream.body, m.context_window)?;
     Ok(Outcome::new(
         body::json(
