@@ -25,8 +25,10 @@ use crate::store::{Record, UsageRecord, User};
 /// `model_usage_by_request`, `credit_holds`' key), so a group commit
 /// dirties a page or two of each, not a page per request: random ids made
 /// those indexes most of the pages each commit wrote to the WAL and each
-/// checkpoint copied back (#29). An id is a name, not a secret: nothing
-/// is reached by knowing one without the owner's credentials.
+/// checkpoint copied back (#29). Only that cost relies on the order (a
+/// clock stepped back makes ids unordered, not wrong). An id is a name,
+/// not a secret: nothing is reached by knowing one without the owner's
+/// credentials.
 pub fn new_request_id() -> String {
     let ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
