@@ -165,16 +165,20 @@ pub async fn reserve(ctx: &Ctx, amount: Decimal, byok: bool) -> Result<Option<Ho
 }
 
 /// A billed voice request made with a key that has a budget holds
-/// `amount`, the most it can be charged, against the key's budget only (the
-/// voice API never refuses for the balance): over budget → 402 naming it.
-/// `None`: the caller's key has no budget, nothing is held. The hold ends
-/// as a model call's does (see the module's contract): released with the
-/// request's usage record ([`Hold::into_release`]), or when dropped.
-pub async fn hold_voice(ctx: &Ctx, amount: Decimal) -> Result<Option<Hold>, ApiError> {
+/// `amount()`, the most it can be charged, against the key's budget only
+/// (the voice API never refuses for the balance): over budget → 402 naming
+/// it. `None`: the caller's key has no budget, nothing is held and the
+/// amount is never priced. The hold ends as a model call's does (see the
+/// module's contract): released with the request's usage record
+/// ([`Hold::into_release`]), or when dropped.
+pub async fn hold_voice(
+    ctx: &Ctx,
+    amount: impl FnOnce() -> Decimal,
+) -> Result<Option<Hold>, ApiError> {
     if ctx.user.as_ref().and_then(|u| u.budget_key).is_none() {
         return Ok(None);
     }
-    take(ctx, amount, false).await.map(Some)
+    take(ctx, amount(), false).await.map(Some)
 }
 
 /// Takes the hold (`check_balance`: see [`Record::Hold`]).

@@ -197,8 +197,7 @@ async fn voice_budget(ctx: &Ctx) -> Result<Option<crate::credits::Hold>, ApiErro
     }
     match spec.metering {
         Metering::PerRequest | Metering::FirstBuild => {
-            let one = ctx.row_charge(Decimal::ONE).charged;
-            crate::credits::hold_voice(ctx, one).await
+            crate::credits::hold_voice(ctx, || ctx.row_charge(Decimal::ONE).charged).await
         }
         Metering::None => Ok(None),
         Metering::Measured if spec.mode == Mode::Synthesize => Ok(None),
