@@ -149,23 +149,22 @@ pub async fn update(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<
         Some(_) => budget_of(&obj)?,
     };
     let key_id = key_id.ok_or_else(|| ApiError::NotFound("no such key".into()))?;
-    let done = ctx
-        .gw
-        .store
-        .blocking(move |s| s.set_key_budget(Some(uid), key_id, budget))
-        .await?;
-    if !done {
-        return Err(ApiError::NotFound("no such key".into()));
-    }
-    // The key's cached caller carries its budget: dropped here and on the
-    // other instances.
-    ctx.gw.credentials_changed().await;
+    // Set, then read back as listed: `None` when no live key of the
+    // caller's has this id (nothing changed).
     let row = ctx
         .gw
         .store
-        .blocking(move |s| Ok(s.keys_of(uid)?.into_iter().find(|k| k.id == key_id)))
+        .blocking(move |s| {
+            if !s.set_key_budget(Some(uid), key_id, budget)? {
+                return Ok(None);
+            }
+            Ok(s.keys_of(uid)?.into_iter().find(|k| k.id == key_id))
+        })
         .await?
         .ok_or_else(|| ApiError::NotFound("no such key".into()))?;
+    // The key's cached caller carries its budget: dropped here and on the
+    // other instances.
+    ctx.gw.credentials_changed().await;
     Ok(Outcome::new(
         body::json(StatusCode::OK, &key_json(&row)),
         None,
