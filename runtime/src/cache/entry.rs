@@ -52,6 +52,12 @@ pub struct Entry {
     pub cache_write_tokens: u64,
     /// Whether they were counted by the gateway (no upstream `usage`).
     pub counted: bool,
+    /// The deployment that answered (`provider/model`): a hit answers
+    /// only a request it could have served, under its name
+    /// (`X-Gateway-Model`) and at its prices. An entry without it (stored
+    /// before it was kept) is a miss.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub served: Option<String>,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -83,6 +89,7 @@ impl Entry {
             cache_read_tokens: tokens.cache_read,
             cache_write_tokens: tokens.cache_write,
             counted,
+            served: None,
         }
     }
 

@@ -1,4 +1,5 @@
-//! The key of a cached answer: SHA-256 of the resolved deployment, the
+//! The key of a cached answer: SHA-256 of the deployment that serves it
+//! (`provider/model`, or the route's name), the
 //! operation, the scope and the request's semantic fields in a canonical
 //! JSON form (object keys sorted, no whitespace), so that two requests that
 //! differ only in key order, whitespace or the fields of [`IGNORED`] share
@@ -40,7 +41,7 @@ pub fn scope_text(
 }
 
 /// The key of `body` (the upstream body) sent to `deployment`
-/// (`provider/model`) for `op`, within `scope`.
+/// (`provider/model`, or a route's name) for `op`, within `scope`.
 pub fn key(deployment: &str, op: &str, scope: &str, body: &Map<String, Value>) -> Key {
     let mut h = Sha256::new();
     for part in [deployment, op, scope] {

@@ -5,12 +5,20 @@
 //!   request's `X-Gateway-Cache: use | refresh | off` with
 //!   `X-Gateway-Cache-TTL: <secs>` (1 to [`MAX_TTL`]). Default off. Chat,
 //!   completions, embeddings and `/api/v1/messages` only.
-//! * **Key** ([`key`]): SHA-256 of the resolved deployment, the operation,
-//!   the scope and the upstream body in canonical JSON, less `stream`,
-//!   `stream_options`, `user` and `byok_api_key`. The scope
-//!   (`GATEWAY_CACHE_SCOPE`): `user` (default), `key` (the presented API
-//!   key; a session token falls back to its user) or `global`; a BYOK
-//!   request is cached only within its own key (its SHA-256 in the scope).
+//! * **Key** ([`key`]): SHA-256 of the deployment (`provider/model`, or
+//!   the route's name), the operation, the scope and the upstream body for
+//!   it in canonical JSON, less `stream`, `stream_options`, `user` and
+//!   `byok_api_key`. The scope (`GATEWAY_CACHE_SCOPE`): `user` (default),
+//!   `key` (the presented API key; a session token falls back to its user)
+//!   or `global`; a BYOK request is cached only within its own key (its
+//!   SHA-256 in the scope).
+//! * **Whose answer** (#37): an answer is stored under the key of the
+//!   deployment that served it (a route's under the route's), and names it
+//!   ([`Entry::served`]); a request looks up the key of each deployment
+//!   that may serve it, in order ([`Lookup`]), and an entry is a hit only
+//!   when one of the deployments stored under its key served it. So a
+//!   fallback's answer is never a hit for a plain request of the first
+//!   model; a hit carries its original's `X-Gateway-Model` and prices.
 //! * **Store** ([`store`]): Redis when `GATEWAY_REDIS_URL` is set, else in
 //!   process bounded by `GATEWAY_CACHE_MAX_MB` (64). An entry over
 //!   [`MAX_ENTRY_BYTES`] is not stored. A read that fails or takes over
@@ -27,8 +35,8 @@
 //!   `gateway_cache_stores_total`, `gateway_cache_evictions_total`,
 //!   `gateway_cache_bytes` (in process).
 //!
-//! The modes decide nothing here but call [`Cache::begin`] before the
-//! credit hold, and answer a hit themselves (with `Settle`'s records marked
+//! The modes decide nothing here but call [`Cache::lookup`] and
+//! [`Lookup::begin`] before the credit hold, and answer a hit themselves (with `Settle`'s records marked
 //! `cache_hit` and priced by [`hit_records`]).
 
 pub mod entry;
@@ -151,15 +159,13 @@ impl Ask {
     }
 }
 
-/// The request being looked up: where it goes and who asks.
+/// The request being looked up: who asks, and how.
 pub struct Request<'a> {
-    /// `provider/model`.
-    pub deployment: &'a str,
-    /// `chat`, `completion`, `embedding`.
+    /// `chat`, `text_completion`, `embeddings`.
     pub op: &'a str,
-    /// The model's `cache_ttl_secs`.
+    /// The model's (or the route's) `cache_ttl_secs`.
     pub model_ttl: Option<u64>,
-    /// The upstream body.
+    /// The caller's body (its `n`).
     pub body: &'a Map<String, Value>,
     pub user: Option<i64>,
     pub key: Option<i64>,
@@ -168,8 +174,9 @@ pub struct Request<'a> {
     pub stream: bool,
 }
 
-/// What [`Cache::begin`] found.
+/// What [`Lookup::begin`] found.
 pub enum Begun {
+    /// An entry, with the deployment that served it ([`Entry::served`]).
     Hit(Entry),
     /// Go upstream; the cache's part in it.
     Go(Miss),
@@ -194,68 +201,33 @@ impl Cache {
         Cache(Arc::new(Inner { store, scope }))
     }
 
-    /// Looks `r` up as `ask` says: a hit, or what to do with the answer.
-    pub async fn begin(&self, ask: &Ask, r: &Request<'_>) -> Begun {
+    /// What `ask` makes of `r`: the [`Lookup`] to fill with the request's
+    /// deployments, or (`Err`) the cache's part when it is not used
+    /// (not asked for, `off`, `n` > 1).
+    pub fn lookup(&self, ask: &Ask, r: &Request<'_>) -> Result<Lookup, Miss> {
         let ttl = ask
             .ttl
             .or(r.model_ttl.map(|s| Duration::from_secs(s).min(MAX_TTL)))
             .filter(|t| !t.is_zero());
         let ttl = match (ask.directive, ttl) {
-            (Directive::Off, _) => return Begun::Go(Miss::state("BYPASS")),
-            (Directive::Default, None) => return Begun::Go(Miss::default()),
+            (Directive::Off, _) => return Err(Miss::state("BYPASS")),
+            (Directive::Default, None) => return Err(Miss::default()),
             (_, Some(t)) => t,
             (_, None) => DEFAULT_TTL,
         };
         let n = r.body.get("n").and_then(Value::as_u64).unwrap_or(1);
         if n > 1 && ask.directive != Directive::Use {
-            return Begun::Go(Miss::state("BYPASS"));
+            return Err(Miss::state("BYPASS"));
         }
-        let scope = key::scope_text(self.0.scope, r.user, r.key, r.byok);
-        let key = key::key(r.deployment, r.op, &scope, r.body);
-        let store = |state| Miss {
-            state: Some(state),
-            store: Some((self.clone(), key.clone(), ttl)),
-        };
-        if ask.directive == Directive::Refresh {
-            crate::telemetry::cache_event("misses");
-            return Begun::Go(store("MISS"));
-        }
-        let found = match tokio::time::timeout(SLOW, self.0.store.get(&key.0)).await {
-            Ok(Ok(found)) => found,
-            Ok(Err(e)) => {
-                tracing::warn!(error = %e, "the response cache failed; bypassed");
-                return Begun::Go(self.bypassed());
-            }
-            Err(_) => {
-                tracing::warn!("the response cache took over 50 ms; bypassed");
-                return Begun::Go(self.bypassed());
-            }
-        };
-        let entry = found.and_then(|text| match serde_json::from_slice::<Entry>(&text) {
-            Ok(e) => Some(e),
-            Err(e) => {
-                tracing::warn!(error = %e, "an unreadable cache entry; treated as a miss");
-                None
-            }
-        });
-        // An entry that cannot take the asked form is a miss (replaced).
-        let usable = entry.filter(|e| {
-            if r.stream {
-                e.to_events().is_some()
-            } else {
-                e.to_json().is_some()
-            }
-        });
-        match usable {
-            Some(e) => {
-                crate::telemetry::cache_event("hits");
-                Begun::Hit(e)
-            }
-            None => {
-                crate::telemetry::cache_event("misses");
-                Begun::Go(store("MISS"))
-            }
-        }
+        Ok(Lookup {
+            cache: self.clone(),
+            ttl,
+            refresh: ask.directive == Directive::Refresh,
+            stream: r.stream,
+            op: r.op.to_owned(),
+            scope: key::scope_text(self.0.scope, r.user, r.key, r.byok),
+            sources: Vec::new(),
+        })
     }
 
     fn bypassed(&self) -> Miss {
@@ -293,12 +265,138 @@ impl Cache {
     }
 }
 
+/// A request the cache applies to, and the deployments that may serve it:
+/// each with the key its answer is stored under (its own, or its route's).
+pub struct Lookup {
+    cache: Cache,
+    ttl: Duration,
+    refresh: bool,
+    stream: bool,
+    op: String,
+    scope: String,
+    /// `(provider/model, key)`, in the order the deployments are tried.
+    sources: Vec<(String, Key)>,
+}
+
+impl Lookup {
+    /// The key of `body` (the upstream body, OpenAI-shaped) under `name`:
+    /// a deployment's `provider/model`, or a route's name.
+    pub fn key(&self, name: &str, body: &Map<String, Value>) -> Key {
+        key::key(name, &self.op, &self.scope, body)
+    }
+
+    /// The deployment `served` (`provider/model`) may answer the request;
+    /// its answer is stored under `key`.
+    pub fn source(&mut self, served: String, key: Key) {
+        self.sources.push((served, key));
+    }
+
+    /// Looks the request up (each key once, in the order of its
+    /// deployments, read together within [`SLOW`]): the first entry that
+    /// can take the asked form and was served by a deployment stored under
+    /// its key; else what to do with the answer.
+    pub async fn begin(self) -> Begun {
+        let store = |state| Miss {
+            state: Some(state),
+            store: Some(Stored {
+                cache: self.cache.clone(),
+                ttl: self.ttl,
+                sources: self.sources.clone(),
+            }),
+        };
+        if self.refresh || self.sources.is_empty() {
+            crate::telemetry::cache_event("misses");
+            return Begun::Go(store("MISS"));
+        }
+        let mut keys: Vec<&Key> = Vec::with_capacity(self.sources.len());
+        for (_, k) in &self.sources {
+            if !keys.contains(&k) {
+                keys.push(k);
+            }
+        }
+        let gets = keys.iter().map(|k| self.cache.0.store.get(&k.0));
+        let found = match tokio::time::timeout(SLOW, futures_util::future::join_all(gets)).await {
+            Ok(found) => found,
+            Err(_) => {
+                tracing::warn!("the response cache took over 50 ms; bypassed");
+                return Begun::Go(self.cache.bypassed());
+            }
+        };
+        let mut hit = None;
+        for (k, got) in keys.iter().zip(found) {
+            let text = match got {
+                Ok(text) => text,
+                Err(e) => {
+                    tracing::warn!(error = %e, "the response cache failed; bypassed");
+                    return Begun::Go(self.cache.bypassed());
+                }
+            };
+            if hit.is_none() {
+                hit = text.and_then(|t| self.usable(k, &t));
+            }
+        }
+        match hit {
+            Some(e) => {
+                crate::telemetry::cache_event("hits");
+                Begun::Hit(e)
+            }
+            None => {
+                crate::telemetry::cache_event("misses");
+                Begun::Go(store("MISS"))
+            }
+        }
+    }
+
+    /// The entry of `text` found under `key`, if it answers this request:
+    /// readable, in a form the request can take (else it is replaced), and
+    /// served by one of the deployments whose answers `key` holds.
+    fn usable(&self, key: &Key, text: &[u8]) -> Option<Entry> {
+        let e = match serde_json::from_slice::<Entry>(text) {
+            Ok(e) => e,
+            Err(e) => {
+                tracing::warn!(error = %e, "an unreadable cache entry; treated as a miss");
+                return None;
+            }
+        };
+        let form = if self.stream {
+            e.to_events().is_some()
+        } else {
+            e.to_json().is_some()
+        };
+        let served = e.served.as_deref()?;
+        let could = self
+            .sources
+            .iter()
+            .any(|(s, k)| k == key && s.as_str() == served);
+        (form && could).then_some(e)
+    }
+}
+
+/// Where a request's answer is stored: under the key of the deployment
+/// that served it.
+#[derive(Clone)]
+struct Stored {
+    cache: Cache,
+    ttl: Duration,
+    sources: Vec<(String, Key)>,
+}
+
+impl Stored {
+    /// The key of the answer `served` (`provider/model`) gave.
+    fn key(&self, served: &str) -> Option<Key> {
+        self.sources
+            .iter()
+            .find(|(s, _)| s == served)
+            .map(|(_, k)| k.clone())
+    }
+}
+
 /// The cache's part in a request that went upstream: the answer's header,
 /// and where its answer is stored (a miss or a refresh).
 #[derive(Default)]
 pub struct Miss {
     state: Option<&'static str>,
-    store: Option<(Cache, Key, Duration)>,
+    store: Option<Stored>,
 }
 
 impl Miss {
@@ -322,28 +420,35 @@ impl Miss {
         }
     }
 
-    /// Stores a JSON answer that finished normally.
-    pub fn store_json(&self, v: &Value, tokens: Tokens, counted: bool) {
-        let Some((cache, key, ttl)) = &self.store else {
+    /// Stores a JSON answer that finished normally, as the answer of
+    /// `served` (`provider/model`, the deployment that gave it).
+    pub fn store_json(&self, served: &str, v: &Value, tokens: Tokens, counted: bool) {
+        let Some(stored) = &self.store else {
+            return;
+        };
+        let Some(key) = stored.key(served) else {
             return;
         };
         if entry::finished_normally(v) {
             let e = Entry {
                 json: Some(v.clone()),
+                served: Some(served.to_owned()),
                 ..Entry::of(tokens, counted)
             };
-            cache.put(key.clone(), e, *ttl);
+            stored.cache.put(key, e, stored.ttl);
         }
     }
 
-    /// The capture of a streamed answer, stored when it completes.
-    pub fn capture(&self) -> Option<StreamCapture> {
-        let (cache, key, ttl) = self.store.clone()?;
+    /// The capture of a streamed answer of `served` (`provider/model`),
+    /// stored when it completes.
+    pub fn capture(&self, served: &str) -> Option<StreamCapture> {
+        let stored = self.store.as_ref()?;
         Some(StreamCapture {
             capture: Capture::new(MAX_ENTRY_BYTES),
-            cache,
-            key,
-            ttl,
+            cache: stored.cache.clone(),
+            key: stored.key(served)?,
+            served: served.to_owned(),
+            ttl: stored.ttl,
         })
     }
 }
@@ -353,6 +458,7 @@ pub struct StreamCapture {
     capture: Capture,
     cache: Cache,
     key: Key,
+    served: String,
     ttl: Duration,
 }
 
@@ -365,7 +471,8 @@ impl StreamCapture {
     /// The stream completed: stored when it may be. (Dropped unfinished,
     /// nothing is stored.)
     pub fn complete(self, tokens: Tokens, counted: bool) {
-        if let Some(e) = self.capture.finish(tokens, counted) {
+        if let Some(mut e) = self.capture.finish(tokens, counted) {
+            e.served = Some(self.served);
             self.cache.put(self.key, e, self.ttl);
         }
     }
@@ -430,6 +537,59 @@ mod tests {
         }
         assert_eq!("global".parse::<Scope>(), Ok(Scope::Global));
         assert!("all".parse::<Scope>().is_err());
+    }
+
+    /// An entry answers only a request one of whose deployments stored
+    /// under its key served it; one naming no deployment is a miss.
+    #[tokio::test]
+    async fn an_entry_answers_only_requests_its_deployment_could_have_served() {
+        let cache = Cache::new(Scope::Global, 1 << 20, None);
+        let ask = Ask {
+            directive: Directive::Use,
+            ttl: None,
+        };
+        let body = Map::new();
+        let r = Request {
+            op: "chat",
+            model_ttl: None,
+            body: &body,
+            user: Some(1),
+            key: None,
+            byok: None,
+            stream: false,
+        };
+        let lookup = |sources: &[(&str, &str)]| {
+            let mut l = cache.lookup(&ask, &r).ok().unwrap();
+            for (served, under) in sources {
+                let k = l.key(under, &body);
+                l.source(served.to_string(), k);
+            }
+            l
+        };
+        let answer = serde_json::json!({"choices": [{"index": 0, "finish_reason": "stop",
+            "message": {"role": "assistant", "content": "hi"}}]});
+        let l = lookup(&[("a/m", "a/m")]);
+        let key = l.key("a/m", &body);
+        let entry = |served: Option<&str>| Entry {
+            json: Some(answer.clone()),
+            served: served.map(str::to_owned),
+            ..Entry::of(Tokens::new(1, 1), false)
+        };
+        let hit = |l: Lookup| async move { matches!(l.begin().await, Begun::Hit(_)) };
+        cache.put(key.clone(), entry(None), MAX_TTL);
+        assert!(!hit(lookup(&[("a/m", "a/m")])).await, "no deployment named");
+        cache.put(key.clone(), entry(Some("b/m")), MAX_TTL);
+        assert!(!hit(lookup(&[("a/m", "a/m")])).await, "another's answer");
+        cache.put(key.clone(), entry(Some("a/m")), MAX_TTL);
+        assert!(hit(lookup(&[("b/m", "b/m"), ("a/m", "a/m")])).await);
+        // A route's key holds any of its deployments' answers.
+        let l = lookup(&[]);
+        cache.put(l.key("route", &body), entry(Some("b/m")), MAX_TTL);
+        assert!(hit(lookup(&[("a/m", "route"), ("b/m", "route")])).await);
+        assert!(
+            !hit(lookup(&[("a/m", "route")])).await,
+            "not the route's now"
+        );
     }
 
     #[tokio::test]

@@ -135,7 +135,7 @@ pub async fn complete_body(
             finish_reasons: finish_reasons(&v),
         });
         let served = served_headers(&settle);
-        cache.store_json(&v, tokens, counted);
+        cache.store_json(&deployment(&settle), &v, tokens, counted);
         let records = settle.token_records(tokens, counted, "complete");
         if let Some(c) = Cost::of(&records) {
             c.annotate(&mut v);
@@ -156,6 +156,7 @@ pub async fn complete_body(
     let served = served_headers(&settle);
     let registration = ctx.gw.streams.register(ctx.user_id()).await;
     let stream_id = registration.id.clone();
+    let capture = cache.capture(&deployment(&settle));
     let mut settle = settle;
     settle.streamed = true;
     let translator = settle
@@ -173,7 +174,7 @@ pub async fn complete_body(
     );
     relay.translate(translator);
     relay.tail = tail;
-    relay.capture = cache.capture();
+    relay.capture = capture;
     relay.trace(ctx.trace.take());
     let body = http_body_util::BodyExt::boxed(http_body_util::StreamBody::new(
         relay.into_stream().map(|r| r.map(hyper::body::Frame::data)),
@@ -241,14 +242,24 @@ async fn first_byte(
     Ok((status, upstream, first))
 }
 
-/// `X-Gateway-Model` (the deployment that served, `provider/model`) and
-/// `X-Gateway-Attempts` (upstream attempts, the served one included).
-fn served_headers(settle: &crate::credits::Settle) -> http::HeaderMap {
-    let mut h = http::HeaderMap::with_capacity(2);
-    let name = format!("{}/{}", settle.provider.id, settle.model.id);
-    if let Ok(v) = HeaderValue::from_str(&name) {
+/// The deployment a settle is at: `provider/model`.
+fn deployment(settle: &crate::credits::Settle) -> String {
+    format!("{}/{}", settle.provider.id, settle.model.id)
+}
+
+/// `X-Gateway-Model`: the deployment that served (an answer from the
+/// cache: its original's).
+fn model_header(h: &mut http::HeaderMap, settle: &crate::credits::Settle) {
+    if let Ok(v) = HeaderValue::from_str(&deployment(settle)) {
         h.insert("x-gateway-model", v);
     }
+}
+
+/// [`model_header`] and `X-Gateway-Attempts` (upstream attempts, the
+/// served one included).
+fn served_headers(settle: &crate::credits::Settle) -> http::HeaderMap {
+    let mut h = http::HeaderMap::with_capacity(2);
+    model_header(&mut h, settle);
     h.insert(
         "x-gateway-attempts",
         HeaderValue::from(settle.served.attempts),
@@ -265,6 +276,8 @@ async fn answer_hit(
     stream: bool,
     usage_wanted: bool,
 ) -> Result<Outcome, ApiError> {
+    let mut served = http::HeaderMap::with_capacity(1);
+    model_header(&mut served, &hit.settle);
     let (entry, records) = hit.settle(ctx).await?;
     let cost = Cost::of(&records);
     let mut resp = if stream {
@@ -291,6 +304,7 @@ async fn answer_hit(
         }
         body::json(StatusCode::OK, &v)
     };
+    resp.headers_mut().extend(served);
     crate::cache::Miss::hit().mark(&mut resp);
     let mut out = Outcome::new(resp, None).settled(Settlement::ByModeRecords);
     out.records = records;

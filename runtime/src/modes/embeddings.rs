@@ -90,8 +90,8 @@ pub async fn embed(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
                 output_tokens: 0,
                 finish_reasons: Vec::new(),
             });
-            cache.store_json(&v, crate::providers::Tokens::new(input, 0), counted);
             let name = format!("{}/{}", settle.provider.id, settle.model.id);
+            cache.store_json(&name, &v, crate::providers::Tokens::new(input, 0), counted);
             let records = settle.records(input, 0, counted, "complete");
             (v, Some(status), records, cache, name)
         }

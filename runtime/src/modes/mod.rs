@@ -363,6 +363,21 @@ pub(crate) struct Hit {
 }
 
 impl Hit {
+    /// A hit of `entry`, served by model `m` of provider `p` (through
+    /// `route`, if any): settled at that deployment's prices.
+    fn new(
+        ctx: &Ctx,
+        entry: crate::cache::Entry,
+        p: &Provider,
+        m: &Model,
+        byok: bool,
+        route: Option<&Route>,
+    ) -> Hit {
+        let mut settle = Settle::new(ctx, p, m, byok, None);
+        settle.served.route = route.map(|r| r.name.clone());
+        Hit { entry, settle }
+    }
+
     /// The entry and the hit's records: usage and token detail ended
     /// `cache_hit`. The hit's charge is held first, as any model request's
     /// bound is, and the hold ends with the records: a balance (or a key's
@@ -404,18 +419,62 @@ pub(crate) async fn prepare_model_call(
     }
 }
 
+/// The response cache's part in a model request of `op`, as `cache` (the
+/// request's headers, streamed or not) and the route's or first model's
+/// `cache_ttl_secs` ask: the lookup to add the candidates to and, for a
+/// route, the one key its answers are stored under (the route's name);
+/// else the miss to answer with.
+fn open_cache(
+    ctx: &Ctx,
+    cache: Option<(&crate::cache::Ask, bool)>,
+    route: Option<&Route>,
+    first: &Model,
+    body: &Map<String, Value>,
+    op: Op,
+    byok: Option<&str>,
+) -> (
+    Option<crate::cache::Lookup>,
+    crate::cache::Miss,
+    Option<crate::cache::Key>,
+) {
+    let Some((ask, stream)) = cache else {
+        return (None, crate::cache::Miss::default(), None);
+    };
+    let r = crate::cache::Request {
+        op: operation_name(op),
+        model_ttl: route.map_or(first.cache_ttl_secs, |r| r.cache_ttl_secs),
+        body,
+        user: ctx.user_id(),
+        key: ctx.user.as_ref().and_then(|u| u.key_id),
+        byok,
+        stream,
+    };
+    match ctx.gw.response_cache.lookup(ask, &r) {
+        Ok(l) => {
+            let route_key = route.map(|r| {
+                let keyed = crate::providers::openai::request(op, &r.name, body.clone());
+                l.key(&r.name, &keyed)
+            });
+            (Some(l), crate::cache::Miss::default(), route_key)
+        }
+        Err(miss) => (None, miss, None),
+    }
+}
+
 /// Resolves the body's `model` (of type `want`; a route or `models: [...]`
-/// give several candidates), builds each candidate's upstream body of `op`
-/// (`additional_params` merged in, never over a field the gateway prices:
-/// 400; in the provider's shape, [`crate::providers::Adapter::native`]),
-/// computes its bound from that body (`bound`; 400 naming a field that
-/// would raise the work past it), looks the request up in the response
-/// cache when `cache` says so (keyed by the route's name or the one
-/// deployment and the OpenAI-shaped body; `Err(hit)`: answered from it,
-/// its price held by [`Hit::settle`], not the bound), chooses the key
-/// (the caller's `byok_api_key` for this
-/// call only, else the provider's) and holds the most expensive
-/// candidate's cost (nothing with BYOK: 402 when it does not fit).
+/// give several candidates), checks the API key's model list (403), builds each candidate's upstream
+/// body of `op` (`additional_params` merged in, never over a field the
+/// gateway prices: 400; in the provider's shape,
+/// [`crate::providers::Adapter::native`]), computes its bound from that
+/// body (`bound`; 400 naming a field that would raise the work past it),
+/// looks the request up in the response cache when `cache` says so (each
+/// candidate under its own `provider/model`, or all under the route's
+/// name, with the OpenAI-shaped body; `Err(hit)`: answered from the entry
+/// of a deployment that could have served it, at that deployment's
+/// prices, held by [`Hit::settle`], not the bound), chooses the key (the
+/// caller's `byok_api_key` for this call only, else the provider's) and
+/// holds the most expensive candidate's cost (nothing with BYOK: 402 when
+/// it does not fit).
 pub(crate) async fn prepare_cached(
     ctx: &Ctx,
     body: Map<String, Value>,
@@ -436,24 +495,20 @@ pub(crate) async fn prepare_cached(
     let byok = body
         .get("byok_api_key")
         .and_then(Value::as_str)
+        .map(str::trim)
+        .filter(|k| !k.is_empty())
         .map(str::to_owned);
+    // The API key's model list: the route's name, or every model the
+    // request may go to.
+    for (p, m) in &list {
+        allowed(ctx, p, m, route.map(|r| r.name.as_str()))?;
+    }
+    let (mut lookup, mut miss, route_key) =
+        open_cache(ctx, cache, route, list[0].1, &body, op, byok.as_deref());
     let mut candidates = Vec::with_capacity(list.len());
     let mut max_cost = rust_decimal::Decimal::ZERO;
     let last = list.len() - 1;
     let mut body = Some(body);
-    // The first candidate's OpenAI-shaped body, kept (a copy) only when the
-    // cache may apply: asked by a header, or a `cache_ttl_secs` of the
-    // route or model; a request without either copies nothing.
-    let model_ttl = match route {
-        Some(r) => r.cache_ttl_secs,
-        None => list[0].1.cache_ttl_secs,
-    };
-    let cache = cache.filter(|(ask, _)| {
-        ask.directive != crate::cache::Directive::Default
-            || ask.ttl.is_some()
-            || model_ttl.is_some()
-    });
-    let mut keyed = None;
     for (i, (p, m)) in list.iter().enumerate() {
         let b = if i == last {
             body.take().unwrap_or_default()
@@ -461,53 +516,43 @@ pub(crate) async fn prepare_cached(
             body.clone().unwrap_or_default()
         };
         let request = crate::providers::openai::request(op, &m.id, b);
-        if i == 0 && cache.is_some() {
-            keyed = Some(request.clone());
+        let name = format!("{}/{}", p.id, m.id);
+        if let Some(l) = &mut lookup {
+            let key = match &route_key {
+                Some(k) => k.clone(),
+                None => l.key(&name, &request),
+            };
+            l.source(name.clone(), key);
         }
         // The provider's own call (a native adapter's path and body).
         let native = p.adapter.native(op, m, request)?;
         let bound = bound(m, &native.body)?;
         max_cost = max_cost.max(credits::bound_cost(p, m, &bound)?);
-        candidates.push((*p, *m, bound, native));
+        candidates.push((name, *p, *m, bound, native));
+    }
+    if let Some(l) = lookup {
+        match l.begin().await {
+            crate::cache::Begun::Hit(entry) => {
+                let served = entry.served.as_deref();
+                let (_, p, m, ..) = candidates
+                    .iter()
+                    .find(|c| Some(c.0.as_str()) == served)
+                    .ok_or_else(|| ApiError::bug("a cache hit served by no candidate"))?;
+                return Ok(Err(Hit::new(ctx, entry, p, m, byok.is_some(), route)));
+            }
+            crate::cache::Begun::Go(m) => miss = m,
+        }
     }
     let (p0, m0) = list[0];
     let allowed_as = route.map(|r| r.name.as_str());
-    let miss = match (cache, keyed) {
-        (Some((ask, stream)), Some(keyed)) => {
-            allowed(ctx, p0, m0, allowed_as)?;
-            let deployment = match route {
-                Some(r) => r.name.clone(),
-                None => format!("{}/{}", p0.id, m0.id),
-            };
-            let r = crate::cache::Request {
-                deployment: &deployment,
-                op: p0.adapter.path(op),
-                model_ttl,
-                body: &keyed,
-                user: ctx.user_id(),
-                key: ctx.user.as_ref().and_then(|u| u.key_id),
-                byok: byok.as_deref().map(str::trim).filter(|k| !k.is_empty()),
-                stream,
-            };
-            match ctx.gw.response_cache.begin(ask, &r).await {
-                crate::cache::Begun::Hit(entry) => {
-                    let settle = Settle::new(ctx, p0, m0, r.byok.is_some(), None);
-                    return Ok(Err(Hit { entry, settle }));
-                }
-                crate::cache::Begun::Go(miss) => miss,
-            }
-        }
-        _ => crate::cache::Miss::default(),
-    };
     let (settle, key) = hold_for(ctx, p0, m0, allowed_as, byok.as_deref(), max_cost).await?;
     let mut plan = Plan {
         route: route.map(|r| r.name.clone()),
         candidates: Vec::with_capacity(candidates.len()),
     };
-    for (i, (p, m, bound, native)) in candidates.into_iter().enumerate() {
+    for (i, (name, p, m, bound, native)) in candidates.into_iter().enumerate() {
         let key = match (i, settle.byok) {
-            (0, _) => key.clone(),
-            (_, true) => key.clone(),
+            (0, _) | (_, true) => key.clone(),
             _ => match &p.key {
                 Some(k) => k.clone(),
                 // A route's deployment without its key is skipped.
@@ -517,11 +562,8 @@ pub(crate) async fn prepare_cached(
                 }
             },
         };
-        if route.is_none() && i > 0 {
-            allowed(ctx, p, m, None)?;
-        }
         plan.candidates.push(Candidate {
-            name: format!("{}/{}", p.id, m.id),
+            name,
             provider: p.clone(),
             model: m.clone(),
             key,
