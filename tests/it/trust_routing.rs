@@ -1,4 +1,4 @@
-//! Issue #37, finding 2: what a request that can be served by
+//! Issue #37, findings 2 and 3: what a request that can be served by
 //! several deployments (a route's targets and fallbacks, the caller's
 //! `models: [...]`) may share with the others.
 //!
@@ -8,6 +8,10 @@
 //!   original's `X-Gateway-Model` and is billed at its prices. A fallback's
 //!   answer is never a hit for a plain request of the first model, in the
 //!   global scope (another tenant) or the user's; JSON or streamed.
+//! * BYOK: the caller's key goes only to the provider of the model it was
+//!   given with; candidates of other providers are skipped, and a request
+//!   with no candidate on that provider is a 400 that calls and charges
+//!   nothing.
 //!
 //! Two named providers of one simulator (`/p/a/v1`, `/p/b/v1`: the routing
 //! tests' file) fail apart; the simulator's request log shows what each
@@ -16,7 +20,7 @@
 use rust_decimal::{Decimal, RoundingStrategy};
 use serde_json::{json, Value};
 
-use crate::harness::{env_with_providers, Answer, Env};
+use crate::harness::{env_with_providers, envelope, Answer, Env, PROVIDER_KEY};
 use crate::routing::{b_price, routes_toml};
 
 /// The routing tests' providers: a's model cached for a minute with hits
@@ -319,4 +323,122 @@ async fn a_routes_hit_names_and_bills_the_deployment_that_served_its_original() 
     env.wait_no_holds().await;
     let total: Decimal = usage.iter().map(|u| u.charged).sum();
     assert_eq!(env.balance(), Decimal::TEN - total);
+}
+
+const BYOK: &str = "sk-caller-openai-key-0123456789abcdef";
+
+/// [`cached_env`] whose simulator takes any key (ours or the caller's),
+/// so that only its request log tells where a key went.
+async fn byok_env() -> Env {
+    let env = cached_env(runtime::cache::Scope::User).await;
+    env.sim_config(json!({"api_key": null})).await;
+    env
+}
+
+fn byok(mut body: Value) -> Value {
+    body["byok_api_key"] = json!(BYOK);
+    body
+}
+
+/// Asserts that every upstream request since the log was cleared went to
+/// provider a with the caller's key, and that nothing reached b.
+async fn only_a_got_the_key(env: &Env) {
+    let log = env.sim_requests().await;
+    assert!(!log.is_empty());
+    for r in &log {
+        let path = r["path"].as_str().unwrap_or("");
+        assert!(path.starts_with("/p/a/"), "{path} was called: {r:#}");
+        assert_eq!(r["headers"]["authorization"], format!("Bearer {BYOK}"));
+        assert!(r["json"].get("byok_api_key").is_none());
+    }
+    env.clear_sim_log().await;
+}
+
+#[tokio::test]
+async fn a_byok_key_goes_only_to_the_provider_of_the_model_it_was_given_with() {
+    let env = byok_env().await;
+    // a fails every time: b would answer, but b is another provider.
+    env.fault(json!({"path": "/p/a/*", "fault": {"status": 503}, "count": 0}))
+        .await;
+    let mut streamed = byok(chat("fb"));
+    streamed["stream"] = json!(true);
+    for body in [
+        byok(chat("fb")),
+        byok(with_fallback("a/gpt", "b/gpt")),
+        streamed,
+    ] {
+        let a = ask(&env, &env.key, &body, &[]).await;
+        // a's failure, in the route's format (spec §7: 500).
+        let message = envelope(&a, 500);
+        assert!(message.contains("503"), "{message}");
+        assert!(!a.text.contains(BYOK), "{}", a.text);
+        only_a_got_the_key(&env).await;
+    }
+    // Given with b: only b gets it (a, the caller's fallback, is skipped).
+    let a = ask(&env, &env.key, &byok(with_fallback("b/gpt", "a/gpt")), &[]).await;
+    served(&a, "MISS", "b/gpt");
+    let log = env.sim_requests().await;
+    assert_eq!(log.len(), 1, "{log:#?}");
+    assert!(log[0]["path"].as_str().unwrap().starts_with("/p/b/"));
+    assert_eq!(log[0]["headers"]["authorization"], format!("Bearer {BYOK}"));
+    env.clear_sim_log().await;
+    // Without BYOK the route's fallback still serves, with the gateway's key.
+    let a = ask(&env, &env.key, &chat("fb"), &[]).await;
+    a.expect(200);
+    assert_eq!(a.header("x-gateway-model"), Some("b/gpt"));
+    let log = env.sim_requests().await;
+    let to_b: Vec<&Value> = log
+        .iter()
+        .filter(|r| r["path"].as_str().unwrap().starts_with("/p/b/"))
+        .collect();
+    assert_eq!(to_b.len(), 1);
+    assert_eq!(
+        to_b[0]["headers"]["authorization"],
+        format!("Bearer {PROVIDER_KEY}")
+    );
+    assert!(!log.iter().any(|r| r.to_string().contains(BYOK)));
+
+    // The BYOK requests: recorded, charged nothing; the last one charged.
+    let rows = env.wait_model_usage(2).await;
+    assert_eq!(
+        rows.iter().map(|r| r.byok).collect::<Vec<_>>(),
+        [true, false]
+    );
+    let usage = env.usage();
+    assert_eq!(usage.len(), 2);
+    assert_eq!(usage[0].charged, Decimal::ZERO);
+    let b1 = b_price(rows[1].input_tokens, rows[1].output_tokens);
+    assert_eq!(usage[1].charged, b1);
+    env.wait_no_holds().await;
+    assert_eq!(env.balance(), Decimal::TEN - b1);
+}
+
+#[tokio::test]
+async fn a_byok_request_with_no_candidate_on_one_provider_is_a_400_that_calls_and_charges_nothing()
+{
+    let env = byok_env().await;
+    // `pri` and `smart` have targets on a and on b: no one provider.
+    for route in ["pri", "smart"] {
+        for stream in [false, true] {
+            let mut body = byok(chat(route));
+            body["stream"] = json!(stream);
+            let a = ask(&env, &env.key, &body, &[]).await;
+            let message = envelope(&a, 400);
+            assert!(
+                message.contains("byok_api_key") && message.contains(route),
+                "{message}"
+            );
+            assert!(!a.text.contains(BYOK));
+        }
+    }
+    env.assert_no_upstream_call().await;
+    env.wait_no_holds().await;
+    assert!(env.usage().is_empty());
+    assert!(env.wait_model_usage(0).await.is_empty());
+    assert_eq!(env.balance(), Decimal::TEN);
+    assert_eq!(
+        env.store().ledger(env.user_id).unwrap().len(),
+        1,
+        "the grant"
+    );
 }

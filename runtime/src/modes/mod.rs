@@ -462,7 +462,9 @@ fn open_cache(
 }
 
 /// Resolves the body's `model` (of type `want`; a route or `models: [...]`
-/// give several candidates), checks the API key's model list (403), builds each candidate's upstream
+/// give several candidates; with the caller's `byok_api_key`, only those
+/// of the provider it was given with, [`crate::routing::byok_candidates`]),
+/// checks the API key's model list (403), builds each candidate's upstream
 /// body of `op` (`additional_params` merged in, never over a field the
 /// gateway prices: 400; in the provider's shape,
 /// [`crate::providers::Adapter::native`]), computes its bound from that
@@ -498,6 +500,10 @@ pub(crate) async fn prepare_cached(
         .map(str::trim)
         .filter(|k| !k.is_empty())
         .map(str::to_owned);
+    let list = match byok {
+        Some(_) => crate::routing::byok_candidates(&ctx.gw.providers, route, list)?,
+        None => list,
+    };
     // The API key's model list: the route's name, or every model the
     // request may go to.
     for (p, m) in &list {
@@ -552,6 +558,7 @@ pub(crate) async fn prepare_cached(
     };
     for (i, (name, p, m, bound, native)) in candidates.into_iter().enumerate() {
         let key = match (i, settle.byok) {
+            // The caller's key: every candidate left is of its provider.
             (0, _) | (_, true) => key.clone(),
             _ => match &p.key {
                 Some(k) => k.clone(),

@@ -29,6 +29,9 @@
 //! * [`strategy`]: the order of a route's targets: weighted, least-latency
 //!   (a moving average of time to first byte, with a little exploration),
 //!   priority.
+//! * [`byok_candidates`]: a caller's own key (BYOK) goes only to the
+//!   provider of the model it was given with; the other candidates are
+//!   skipped.
 
 pub mod cooldown;
 pub mod strategy;
@@ -58,6 +61,47 @@ pub const GATEWAY_RETRY_BASE_MS: &str = "GATEWAY_RETRY_BASE_MS";
 pub const GATEWAY_COOLDOWN_FAILS: &str = "GATEWAY_COOLDOWN_FAILS";
 /// `GATEWAY_COOLDOWN_SECS`: how long a cool-down lasts.
 pub const GATEWAY_COOLDOWN_SECS: &str = "GATEWAY_COOLDOWN_SECS";
+
+/// The candidates of `list` (the deployments a request names, in order,
+/// through `route` if any) that a caller's own key (`byok_api_key`) may be
+/// sent to: those of the provider of the model it was given with. That
+/// provider is the first model's (the named `model`, else the first of
+/// `models: [...]`), or a route's targets' one provider: a key is a
+/// credential for one provider, so a route whose targets are on several is
+/// a 400 rather than a guess; its fallbacks elsewhere are skipped.
+pub fn byok_candidates<'a>(
+    providers: &Providers,
+    route: Option<&Route>,
+    list: Vec<(&'a Provider, &'a Model)>,
+) -> Result<Vec<(&'a Provider, &'a Model)>, ApiError> {
+    let provider = match route {
+        Some(r) => {
+            let mut ids: Vec<&str> = Vec::new();
+            for t in &r.targets {
+                let id = providers.deployment(t.deployment).0.id.as_str();
+                if !ids.contains(&id) {
+                    ids.push(id);
+                }
+            }
+            if ids.len() > 1 {
+                return Err(ApiError::BadRequest(format!(
+                    "byok_api_key: your key goes only to the provider of the model it is given with, \
+                     and route {} is served by several providers ({}); name one of its models \
+                     (provider/model) instead",
+                    r.name,
+                    ids.join(", ")
+                )));
+            }
+            ids.first().map(|id| id.to_string())
+        }
+        None => list.first().map(|(p, _)| p.id.clone()),
+    };
+    // Never empty: the first model, or a route's targets, are on it.
+    Ok(list
+        .into_iter()
+        .filter(|(p, _)| Some(&p.id) == provider.as_ref())
+        .collect())
+}
 
 /// The knobs of routing (environment variables above).
 #[derive(Debug, Clone)]
