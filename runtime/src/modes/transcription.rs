@@ -127,13 +127,13 @@ async fn spool_file(
     mut field: multer::Field<'static>,
 ) -> Result<(Spool, u64, Vec<u8>), ApiError> {
     let max = max_bytes(ctx);
-    let dir = ctx.gw.spool.path();
-    let spool = Spool {
-        path: dir.join(format!("stt-{}", ctx.request_id)),
-    };
-    let mut file = tokio::fs::File::create(&spool.path)
+    let (path, mut file) = ctx
+        .gw
+        .spool
+        .create_file(&format!("stt-{}", ctx.request_id))
         .await
         .map_err(|e| ApiError::internal("creating the spool file", e))?;
+    let spool = Spool { path };
     let (mut size, mut head) = (0u64, Vec::new());
     while let Some(chunk) = field.chunk().await.map_err(multipart_error(max))? {
         size += chunk.len() as u64;
