@@ -14,7 +14,7 @@ use symphonia::core::probe::Hint;
 
 pub mod wav;
 
-pub use wav::{Refused, WavSeconds};
+use wav::{Refused, WavSeconds};
 
 /// Decimal places of measured seconds: those of a charge.
 pub const SECONDS_DP: u32 = 8;
@@ -36,11 +36,15 @@ pub fn duration_seconds(bytes: Vec<u8>, ext: &str) -> Option<Decimal> {
     duration_of(Box::new(Cursor::new(bytes)), ext)
 }
 
-/// A WAV's seconds when they were measured.
+/// A WAV's seconds when they were measured (a refused header logged).
 fn measured(w: Result<WavSeconds, Refused>) -> Option<Decimal> {
     match w {
         Ok(WavSeconds::Measured(s)) => Some(s),
-        Ok(WavSeconds::Compressed) | Err(_) => None,
+        Ok(WavSeconds::Compressed) => None,
+        Err(e) => {
+            tracing::warn!(error = %e, "a WAV's seconds cannot be believed");
+            None
+        }
     }
 }
 

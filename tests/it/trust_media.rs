@@ -203,10 +203,10 @@ fn wav_of(rate: u32, channels: u16, bits: u16, float: bool, frames: u32) -> Vec<
 }
 
 /// `w` (a 44-byte-header WAV: `fmt ` at 12, `data` at 36) with the 2 or 4
-/// bytes at `at` set to `v`: 22 channels, 24 rate, 28 byte rate, 32
-/// block_align, 34 bits, 40 the data size.
+/// bytes at `at` set to `v`: 20 the format, 22 channels, 24 rate, 28 byte
+/// rate, 32 block_align, 34 bits, 40 the data size.
 fn set(mut w: Vec<u8>, at: usize, v: u32) -> Vec<u8> {
-    if matches!(at, 22 | 32 | 34) {
+    if matches!(at, 20 | 22 | 32 | 34) {
         w[at..at + 2].copy_from_slice(&(v as u16).to_le_bytes());
     } else {
         w[at..at + 4].copy_from_slice(&v.to_le_bytes());
@@ -287,7 +287,8 @@ async fn f10_transcribing_a_wav_with_an_inconsistent_header_is_400_and_charges_n
 /// layout (16/24-bit, 8-bit, float, stereo), their data size unknown
 /// (`0xFFFFFFFF`, a WAV written as a stream) or followed by a `LIST`
 /// chunk; the charge is those seconds × 0.006 USD + 20 %, to the 8th
-/// decimal, in the answer and in the usage record.
+/// decimal, in the answer and in the usage record. A compressed WAV is
+/// billed as containers the gateway cannot measure are.
 #[tokio::test]
 async fn f10_consistent_wavs_are_billed_the_seconds_of_their_samples_to_the_8th_decimal() {
     let env = media_env().await;
@@ -348,6 +349,21 @@ async fn f10_consistent_wavs_are_billed_the_seconds_of_their_samples_to_the_8th_
             .unwrap();
         assert_eq!(part["size"], json!(size), "{i}");
     }
+    // A compressed WAV (IMA ADPCM) is not counted from its bytes: it is
+    // billed as an unmeasured container, the provider's seconds (1) at most
+    // the bound of its size (9 s for 8 236 bytes).
+    let adpcm = [(20, 0x0011), (28, 4_055), (32, 256), (34, 4)]
+        .into_iter()
+        .fold(wav(0.256), |w, (at, v)| set(w, at, v));
+    let a = stt(&env, "transcriptions", adpcm).await;
+    a.expect(200);
+    assert_eq!(a.json["billing"]["quantity"], "1");
+    let u = env.usage();
+    assert_eq!(
+        (u.len(), u[6].quantity, u[6].charged),
+        (7, d("1"), d("0.0072"))
+    );
+    spent += d("0.0072");
     assert_eq!(env.balance(), d("1") - spent);
     env.wait_no_holds().await;
     assert!(spool_is_empty(&env));
@@ -507,14 +523,16 @@ async fn f11_under_umask_000_the_spool_and_every_file_of_the_data_directory_are_
     let spooled = spooled_file(&data).await;
     let instance = spooled.parent().unwrap().to_owned();
     let spool = data.join("spool");
+    let modes = [
+        &spool,
+        &instance,
+        &instance.with_extension("lock"),
+        &spooled,
+    ]
+    .map(|p| format!("{:o}", mode(p)));
     assert_eq!(
-        (
-            mode(&spool),
-            mode(&instance),
-            mode(&instance.with_extension("lock")),
-            mode(&spooled),
-        ),
-        (0o700, 0o700, 0o600, 0o600),
+        modes,
+        ["700", "700", "600", "600"],
         "spool/, {}/, its lock, the upload in flight",
         instance.display()
     );

@@ -177,13 +177,13 @@ fn read_fmt<R: Read>(r: &mut R, size: u32) -> Result<Option<Fmt>, Refused> {
     let frame = u32::from(channels) * u32::from(bits / 8);
     if u32::from(block_align) != frame {
         return refused(format!(
-            "block_align {block_align} is not channels ({channels}) × bytes per sample ({})",
+            "block_align {block_align} is not channels ({channels}) times bytes per sample ({})",
             bits / 8
         ));
     }
     if u64::from(byte_rate) != u64::from(rate) * u64::from(block_align) {
         return refused(format!(
-            "a byte rate of {byte_rate} is not sample rate ({rate}) × block_align ({block_align})"
+            "a byte rate of {byte_rate} is not sample rate ({rate}) times block_align ({block_align})"
         ));
     }
     Ok(Some(Fmt { rate, block_align }))
