@@ -1,32 +1,61 @@
 //! Audio probing: the duration of audio the gateway holds, measured from
-//! its bytes (WAV by its sample bytes, [`wav_seconds`]; MP3 and others by
-//! decoding every packet with `symphonia`), never from a header's claim of
-//! its length; the result is an exact decimal (frames ÷ rate).
+//! its bytes (a WAV from its samples, its header checked against itself
+//! and the bytes: [`wav`]; MP3 by decoding every packet with `symphonia`),
+//! never from a header's claim of its length; the result is an exact
+//! decimal (frames ÷ rate, [`seconds_of`]).
 
 use std::io::{Cursor, Read, Seek, SeekFrom};
 
-use rust_decimal::Decimal;
+use rust_decimal::{Decimal, RoundingStrategy};
 use symphonia::core::formats::FormatOptions;
 use symphonia::core::io::MediaSourceStream;
 use symphonia::core::meta::MetadataOptions;
 use symphonia::core::probe::Hint;
 
-/// Seconds of audio in `bytes` (`ext` hints the container), to 6 places.
+pub mod wav;
+
+use wav::{Refused, WavSeconds};
+
+/// Decimal places of measured seconds: those of a charge.
+pub const SECONDS_DP: u32 = 8;
+
+/// `frames` at `rate` Hz in seconds, rounded half away from zero to
+/// [`SECONDS_DP`] places (as charges are).
+pub fn seconds_of(frames: u64, rate: u32) -> Decimal {
+    (Decimal::from(frames) / Decimal::from(rate))
+        .round_dp_with_strategy(SECONDS_DP, RoundingStrategy::MidpointAwayFromZero)
+}
+
+/// Seconds of audio in `bytes` (`ext` hints the container): `None` when
+/// they cannot be measured (a refused or compressed WAV included).
 pub fn duration_seconds(bytes: Vec<u8>, ext: &str) -> Option<Decimal> {
     if sniff_container(&bytes) == Some("wav") {
         let len = bytes.len() as u64;
-        return wav_seconds(&mut Cursor::new(bytes), len);
+        return measured(wav::seconds(&mut Cursor::new(bytes), len));
     }
     duration_of(Box::new(Cursor::new(bytes)), ext)
 }
 
-/// Seconds of `audio` from async code, to 6 places: a WAV by walking its
-/// chunks, here (a few reads of the buffer: no copy, no hop to the blocking
-/// pool, a measured cost of every synthesis at c=64); any other container
-/// probed by symphonia on the blocking pool.
+/// A WAV's seconds when they were measured (a refused header logged).
+fn measured(w: Result<WavSeconds, Refused>) -> Option<Decimal> {
+    match w {
+        Ok(WavSeconds::Measured(s)) => Some(s),
+        Ok(WavSeconds::Compressed) => None,
+        Err(e) => {
+            tracing::warn!(error = %e, "a WAV's seconds cannot be believed");
+            None
+        }
+    }
+}
+
+/// Seconds of `audio` from async code (`None`: not measurable, a refused or
+/// compressed WAV included): a WAV by walking its chunks, here (a few reads
+/// of the buffer: no copy, no hop to the blocking pool, a measured cost of
+/// every synthesis at c=64); any other container probed by symphonia on the
+/// blocking pool.
 pub async fn measure(audio: &[u8], ext: &str) -> Option<Decimal> {
     if sniff_container(audio) == Some("wav") {
-        return wav_seconds(&mut Cursor::new(audio), audio.len() as u64);
+        return measured(wav::seconds(&mut Cursor::new(audio), audio.len() as u64));
     }
     let (bytes, ext) = (audio.to_vec(), ext.to_owned());
     tokio::task::spawn_blocking(move || duration_of(Box::new(Cursor::new(bytes)), &ext))
@@ -35,98 +64,27 @@ pub async fn measure(audio: &[u8], ext: &str) -> Option<Decimal> {
         .flatten()
 }
 
-/// Seconds of audio in the file at `path`, read from disk as probed (never
-/// whole in memory), to 6 places.
-pub fn file_duration_seconds(path: &std::path::Path, ext: &str) -> Option<Decimal> {
-    let mut file = std::fs::File::open(path).ok()?;
-    let len = file.metadata().ok()?.len();
+/// Seconds of the audio file at `path` (a WAV or an MP3, `ext` hinting
+/// which), read from disk as probed (never whole in memory): `Ok(None)` for
+/// a WAV of a compressed format (not countable from its bytes); `Err` with
+/// what is wrong for a WAV whose header is refused ([`wav`]) or audio that
+/// does not decode.
+pub fn file_seconds(path: &std::path::Path, ext: &str) -> Result<Option<Decimal>, String> {
+    let undecodable = || format!("not decodable {ext} audio");
+    let mut file = std::fs::File::open(path).map_err(|_| undecodable())?;
+    let len = file.metadata().map_err(|_| undecodable())?.len();
     let mut head = [0u8; 12];
     if file.read_exact(&mut head).is_ok() && sniff_container(&head) == Some("wav") {
-        return wav_seconds(&mut file, len);
-    }
-    file.seek(SeekFrom::Start(0)).ok()?;
-    duration_of(Box::new(file), ext)
-}
-
-/// Seconds of a RIFF/WAVE file of `len` bytes, counted from the sample
-/// bytes it holds. The `data` chunk's declared size is believed only when
-/// it fits in the file and what follows it is a well-formed chain of chunks
-/// ending at the end of the file; otherwise (a size of 0, of 16,000 for a
-/// minute of audio, of `0x7fffffff` for half a second) every byte from the
-/// data's start to the end of the file is audio, as a provider decoding
-/// the file would find. `None`: not a WAV with a usable `fmt ` chunk.
-pub fn wav_seconds<R: Read + Seek>(r: &mut R, len: u64) -> Option<Decimal> {
-    let mut pos = 12u64;
-    let mut fmt: Option<(u16, u32, u32, u16)> = None;
-    loop {
-        let (id, size) = chunk_header(r, pos)?;
-        if &id == b"fmt " {
-            let mut f = [0u8; 16];
-            r.read_exact(&mut f).ok()?;
-            let tag = u16::from_le_bytes([f[0], f[1]]);
-            let rate = u32::from_le_bytes([f[4], f[5], f[6], f[7]]);
-            let byte_rate = u32::from_le_bytes([f[8], f[9], f[10], f[11]]);
-            let align = u16::from_le_bytes([f[12], f[13]]);
-            fmt = Some((tag, rate, byte_rate, align));
-        } else if &id == b"data" {
-            let (tag, rate, byte_rate, align) = fmt?;
-            let start = pos + 8;
-            let claimed = u64::from(size);
-            let data = if start + claimed <= len && chain_ends_at(r, start + claimed, len) {
-                claimed
-            } else {
-                len.saturating_sub(start)
-            };
-            // PCM and float (and their extensible form): whole frames.
-            return if matches!(tag, 1 | 3 | 0xFFFE) && align > 0 && rate > 0 {
-                let frames = data / u64::from(align);
-                Some((Decimal::from(frames) / Decimal::from(rate)).round_dp(6))
-            } else if byte_rate > 0 {
-                Some((Decimal::from(data) / Decimal::from(byte_rate)).round_dp(6))
-            } else {
-                None
-            };
-        }
-        pos = pos.checked_add(8 + u64::from(size) + u64::from(size & 1))?;
-        if pos >= len {
-            return None;
-        }
-    }
-}
-
-/// The id and declared size of the chunk at `pos` (the reader left at its body).
-fn chunk_header<R: Read + Seek>(r: &mut R, pos: u64) -> Option<([u8; 4], u32)> {
-    r.seek(SeekFrom::Start(pos)).ok()?;
-    let mut h = [0u8; 8];
-    r.read_exact(&mut h).ok()?;
-    Some((
-        [h[0], h[1], h[2], h[3]],
-        u32::from_le_bytes([h[4], h[5], h[6], h[7]]),
-    ))
-}
-
-/// Whether the bytes from `pos` to `len` are whole chunks (printable ids,
-/// sizes that fit), a pad byte allowed: what follows a truthful `data` size.
-fn chain_ends_at<R: Read + Seek>(r: &mut R, mut pos: u64, len: u64) -> bool {
-    for _ in 0..64 {
-        if pos >= len || (pos + 1 == len && pos % 2 == 1) {
-            return true;
-        }
-        if len - pos < 8 {
-            return false;
-        }
-        let Some((id, size)) = chunk_header(r, pos) else {
-            return false;
+        return match wav::seconds(&mut file, len) {
+            Ok(WavSeconds::Measured(s)) => Ok(Some(s)),
+            Ok(WavSeconds::Compressed) => Ok(None),
+            Err(e) => Err(e.to_string()),
         };
-        if !id.iter().all(|b| b.is_ascii_alphanumeric() || *b == b' ') {
-            return false;
-        }
-        pos += 8 + u64::from(size) + u64::from(size & 1);
-        if pos > len + 1 {
-            return false;
-        }
     }
-    false
+    file.seek(SeekFrom::Start(0)).map_err(|_| undecodable())?;
+    duration_of(Box::new(file), ext)
+        .map(Some)
+        .ok_or_else(undecodable)
 }
 
 /// The container of audio or video `head` (the first bytes of a file)
@@ -173,7 +131,7 @@ fn duration_of(source: Box<dyn symphonia::core::io::MediaSource>, ext: &str) -> 
             frames += packet.dur;
         }
     }
-    (frames > 0).then(|| (Decimal::from(frames) / Decimal::from(rate)).round_dp(6))
+    (frames > 0).then(|| seconds_of(frames, rate))
 }
 
 #[cfg(test)]
@@ -222,11 +180,16 @@ mod tests {
         let good = buf.into_inner();
         let d = |s: &str| Decimal::from_str(s).unwrap();
         assert_eq!(duration_seconds(good.clone(), "wav"), Some(d("2")));
-        for claim in [0u32, 16_000, 0x7fff_ffff, u32::MAX] {
+        // Unknown (0), or to or past the end: every byte to the end.
+        for claim in [0u32, 0x7fff_ffff, u32::MAX] {
             let mut lying = good.clone();
             lying[40..44].copy_from_slice(&claim.to_le_bytes());
             assert_eq!(duration_seconds(lying, "wav"), Some(d("2")), "{claim}");
         }
+        // Less than the file holds, samples (not chunks) after: refused.
+        let mut lying = good.clone();
+        lying[40..44].copy_from_slice(&16_000u32.to_le_bytes());
+        assert_eq!(duration_seconds(lying, "wav"), None);
         // Half a second claiming 2 GB: half a second.
         let mut short = good[..44 + 16000].to_vec();
         short[40..44].copy_from_slice(&0x7fff_ffffu32.to_le_bytes());

@@ -9,11 +9,22 @@
 //! request will ever remove. Files directly under `spool/` (the layout of
 //! earlier versions) are swept too. Several instances sharing a data
 //! directory never sweep each other's live files.
+//!
+//! Everything here is the owner's only, whatever the umask: `spool/` and
+//! each instance's directory 0700 (`spool/` is set so at every start, in
+//! case an earlier version made it otherwise), lock files and spooled
+//! files 0600 ([`SpoolDir::create_file`]). A spooled file is a caller's
+//! upload.
 
-use std::fs::{File, OpenOptions};
+use std::fs::{DirBuilder, File, OpenOptions, Permissions};
 use std::io;
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+
+/// Mode of the spool's directories.
+const DIR_MODE: u32 = 0o700;
+/// Mode of the spool's files (lock files, spooled uploads).
+const FILE_MODE: u32 = 0o600;
 
 /// This instance's spool directory, held while the value lives.
 #[derive(Debug)]
@@ -45,7 +56,11 @@ impl SpoolDir {
     /// were swept.
     pub fn open(data_dir: &Path) -> io::Result<(SpoolDir, usize)> {
         let root = data_dir.join("spool");
-        std::fs::create_dir_all(&root)?;
+        DirBuilder::new()
+            .recursive(true)
+            .mode(DIR_MODE)
+            .create(&root)?;
+        std::fs::set_permissions(&root, Permissions::from_mode(DIR_MODE))?;
         // A failed sweep is no reason not to start: what is left stays.
         let swept = sweep(&root).unwrap_or_else(|e| {
             tracing::warn!(error = %e, dir = %root.display(), "sweeping the spool failed");
@@ -57,6 +72,7 @@ impl SpoolDir {
             let lock = OpenOptions::new()
                 .write(true)
                 .create_new(true)
+                .mode(FILE_MODE)
                 .open(&lock_path)?;
             if !try_lock(&lock)? {
                 continue;
@@ -68,7 +84,7 @@ impl SpoolDir {
                 _ => continue,
             }
             let path = root.join(&name);
-            std::fs::create_dir(&path)?;
+            DirBuilder::new().mode(DIR_MODE).create(&path)?;
             return Ok((SpoolDir { path, _lock: lock }, swept));
         }
     }
@@ -76,6 +92,19 @@ impl SpoolDir {
     /// Where this instance's spool files go (removed when it stops).
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Creates the spool file `name` (a new file, 0600) for writing; its
+    /// path and the open file. The caller removes it when done.
+    pub async fn create_file(&self, name: &str) -> io::Result<(PathBuf, tokio::fs::File)> {
+        let path = self.path.join(name);
+        let file = tokio::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(FILE_MODE)
+            .open(&path)
+            .await?;
+        Ok((path, file))
     }
 }
 
@@ -139,6 +168,11 @@ mod tests {
         assert_eq!(swept, 0);
         std::fs::write(a.path().join("stt-1"), b"x").unwrap();
         let root = dir.join("spool");
+        // The owner's only: directories 0700, the lock file 0600.
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&root), DIR_MODE);
+        assert_eq!(mode(a.path()), DIR_MODE);
+        assert_eq!(mode(&a.path().with_extension("lock")), FILE_MODE);
         std::fs::write(root.join("stt-old"), b"x").unwrap();
         // A dead instance: its lock file held by nobody.
         std::fs::create_dir(root.join("1-dead")).unwrap();
@@ -149,6 +183,13 @@ mod tests {
         assert_eq!(swept, 2);
         assert!(a.path().join("stt-1").exists());
         assert!(!root.join("1-dead").exists() && !root.join("1-dead.lock").exists());
+        // A spooled file is 0600 and new (an existing name is refused).
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let (path, _file) = rt.block_on(b.create_file("stt-3")).unwrap();
+        assert_eq!(mode(&path), FILE_MODE);
+        assert!(rt.block_on(b.create_file("stt-3")).is_err());
         // A clean stop removes its own directory.
         let a_path = a.path().to_owned();
         drop(a);

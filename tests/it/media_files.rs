@@ -1,7 +1,7 @@
 //! Media files (`/api/v1/media`, spec §7 format 1): an image or audio file
 //! stored as the caller's, judged by its first bytes, under a size limit
 //! enforced while streaming; read back with a fresh presigned URL, listed
-//! by page, soft-deleted (404 at once, the object removed by the sweeper);
+//! by page, deleted (404 at once, the object removed at once);
 //! another user's is 404; a lost object is 500 "media retrieval failed".
 //! Every answer is checked with what was (not) written: asset records and
 //! objects.
@@ -15,14 +15,14 @@ use serde_json::{json, Value};
 use crate::harness::*;
 
 /// A tiny real PNG's first bytes (signature and IHDR) and some body.
-fn png() -> Vec<u8> {
+pub(crate) fn png() -> Vec<u8> {
     let mut b = b"\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR\0\0\0\x01\0\0\0\x01\x08\x06\0\0\0".to_vec();
     b.extend_from_slice(&[7u8; 300]);
     b
 }
 
 /// `POST /api/v1/media` with `key` and the form's parts in order.
-async fn post_media(env: &Env, key: &str, parts: Vec<(&'static str, Part)>) -> Answer {
+pub(crate) async fn post_media(env: &Env, key: &str, parts: Vec<(&'static str, Part)>) -> Answer {
     let mut form = Form::new();
     for (name, part) in parts {
         form = form.part(name, part);
@@ -38,22 +38,22 @@ async fn post_media(env: &Env, key: &str, parts: Vec<(&'static str, Part)>) -> A
     Answer::from(r).await
 }
 
-fn file(bytes: Vec<u8>, name: &str) -> Part {
+pub(crate) fn file(bytes: Vec<u8>, name: &str) -> Part {
     Part::bytes(bytes).file_name(name.to_owned())
 }
 
-fn text(s: &str) -> Part {
+pub(crate) fn text(s: &str) -> Part {
     Part::text(s.to_owned())
 }
 
-async fn media(env: &Env, key: &str, method: &str, path: &str) -> Answer {
+pub(crate) async fn media(env: &Env, key: &str, method: &str, path: &str) -> Answer {
     env.call_as(key, method, &env.url(&format!("/api/v1/media{path}")), None)
         .await
 }
 
 /// Format 1 with `status`; its message.
 #[track_caller]
-fn format1(a: &Answer, status: u16) -> String {
+pub(crate) fn format1(a: &Answer, status: u16) -> String {
     a.expect(status);
     let keys: BTreeSet<&str> = a
         .json
@@ -223,7 +223,7 @@ async fn a_media_file_is_stored_read_listed_and_soft_deleted() {
         (json!([]), json!(0))
     );
 
-    // Soft delete: 404 at once; the object stays until the sweeper runs.
+    // Delete: 404 at once, and the object is gone from the store at once.
     let d = media(&env, &env.key, "DELETE", &format!("/{image_id}")).await;
     d.expect(200);
     for (m, path) in [
@@ -236,15 +236,15 @@ async fn a_media_file_is_stored_read_listed_and_soft_deleted() {
     let l = media(&env, &env.key, "GET", "").await;
     assert_eq!(l.json["total"], json!(1));
     let key = row.object_key.clone();
-    assert!(env.object_keys().contains(&key));
-    let report = runtime::retention::sweep_once(&env.gw.gateway).await;
-    assert_eq!(report.deleted, 1, "{report:?}");
     assert!(
         !env.object_keys().contains(&key),
-        "the sweeper removed the object"
+        "the delete removed the object"
     );
     let gone = env.store().asset(image_id).unwrap().unwrap();
     assert!(gone.deleted_at.is_some());
+    // Nothing is left for the sweeper.
+    let report = runtime::retention::sweep_once(&env.gw.gateway).await;
+    assert_eq!(report.deleted, 0, "{report:?}");
     // The audio file is untouched.
     media(&env, &env.key, "GET", &format!("/{audio_id}"))
         .await

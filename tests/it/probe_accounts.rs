@@ -140,7 +140,7 @@ async fn request_reset(env: &Env, email: &str) {
 }
 
 /// A `gateway serve` child, killed when dropped (its log drained by a thread).
-struct Served {
+pub(crate) struct Served {
     child: Child,
     addr: String,
 }
@@ -153,7 +153,7 @@ impl Drop for Served {
 }
 
 impl Served {
-    fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.addr)
     }
 
@@ -170,7 +170,12 @@ impl Served {
 
 /// `gateway <args>` on `dir`, with `vars`, run through `sh` (so that a test
 /// can set the umask first).
-fn gateway(dir: &TempDir, shell_prefix: &str, args: &str, vars: &[(&str, &str)]) -> Command {
+pub(crate) fn gateway(
+    dir: &TempDir,
+    shell_prefix: &str,
+    args: &str,
+    vars: &[(&str, &str)],
+) -> Command {
     let mut c = Command::new("sh");
     c.arg("-c")
         .arg(format!("{shell_prefix} exec \"$GATEWAY_BIN\" {args}"))
@@ -186,7 +191,7 @@ fn gateway(dir: &TempDir, shell_prefix: &str, args: &str, vars: &[(&str, &str)])
 }
 
 /// Starts `gateway serve` and waits for its address.
-fn serve(dir: &TempDir, shell_prefix: &str, vars: &[(&str, &str)]) -> Served {
+pub(crate) fn serve(dir: &TempDir, shell_prefix: &str, vars: &[(&str, &str)]) -> Served {
     let mut c = gateway(dir, shell_prefix, "serve", vars);
     c.env("GATEWAY_ADDR", "127.0.0.1:0")
         .stdout(Stdio::null())
@@ -609,7 +614,7 @@ fn n12_a_short_jwt_secret_is_refused_at_start() {
 
 /// Every file and directory under `root` with a mode other than 0600 (files)
 /// or 0700 (directories).
-fn not_private(root: &std::path::Path) -> Vec<String> {
+pub(crate) fn not_private(root: &std::path::Path) -> Vec<String> {
     use std::os::unix::fs::PermissionsExt;
     let mut out = Vec::new();
     let mut stack = vec![root.to_path_buf()];
@@ -625,6 +630,28 @@ fn not_private(root: &std::path::Path) -> Vec<String> {
         }
     }
     out
+}
+
+/// Registers `uma@example.com` on `gw` and asks for a reset of its
+/// password: one mail (a live token) lands in `data_dir`'s outbox.
+pub(crate) async fn mail_a_reset(gw: &Served, data_dir: &std::path::Path) {
+    let client = reqwest::Client::new();
+    let r = client
+        .post(gw.url("/api/v1/auth/register"))
+        .json(&json!({"username": "uma", "email": "uma@example.com", "password": PASSWORD, "accept_privacy_policy": true}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 201);
+    let r = client
+        .post(gw.url("/api/v1/auth/reset-password"))
+        .json(&json!({"email": "uma@example.com"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    let mails = wait_for_mails(data_dir, "uma@example.com", 1).await;
+    assert_eq!(mails.len(), 1);
 }
 
 /// N13: under umask 000, the stored objects and the outbox's mails (live
@@ -668,22 +695,7 @@ async fn n13_objects_and_mails_are_private_whatever_the_umask() {
         .unwrap();
     let up = Answer::from(r).await;
     assert!(up.status < 300, "{} {}", up.status, up.text);
-    let r = client
-        .post(gw.url("/api/v1/auth/register"))
-        .json(&json!({"username": "uma", "email": "uma@example.com", "password": PASSWORD, "accept_privacy_policy": true}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status().as_u16(), 201);
-    let r = client
-        .post(gw.url("/api/v1/auth/reset-password"))
-        .json(&json!({"email": "uma@example.com"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status().as_u16(), 200);
-    let mails = wait_for_mails(&dir.0, "uma@example.com", 1).await;
-    assert_eq!(mails.len(), 1);
+    mail_a_reset(&gw, &dir.0).await;
 
     let objects = dir.0.join("objects");
     let files = not_private(&objects);

@@ -9,7 +9,12 @@ use serde_json::json;
 use crate::harness::*;
 
 /// Posts a multipart form to `/api/v1/audio/stt/<which>`.
-async fn stt(env: &Env, which: &str, file: (&str, Vec<u8>), fields: &[(&str, &str)]) -> Answer {
+pub(crate) async fn stt(
+    env: &Env,
+    which: &str,
+    file: (&str, Vec<u8>),
+    fields: &[(&str, &str)],
+) -> Answer {
     let mut form = reqwest::multipart::Form::new();
     for (k, v) in fields {
         form = form.text(k.to_string(), v.to_string());
@@ -29,7 +34,7 @@ async fn stt(env: &Env, which: &str, file: (&str, Vec<u8>), fields: &[(&str, &st
     Answer::from(r).await
 }
 
-fn spool_is_empty(env: &Env) -> bool {
+pub(crate) fn spool_is_empty(env: &Env) -> bool {
     // This instance's own spool directory (`runtime::spool`).
     let dir = env.gw.gateway.spool.path();
     std::fs::read_dir(dir).map_or(true, |mut d| d.next().is_none())

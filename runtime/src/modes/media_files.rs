@@ -14,12 +14,16 @@
 //! object removed by the store).
 //!
 //! Retention: a media file is kept until its owner deletes it. `DELETE`
-//! is a soft delete: the record expires at once (answered 404 from then
-//! on) and the retention sweeper ([`crate::retention`]) deletes the object
-//! and marks the record deleted on its next pass. Unknown, another user's
-//! or deleted: 404 "media file not found or soft-deleted". The object
-//! store failing to find or read a live file's object: 500 "media
-//! retrieval failed".
+//! deletes the object from the store at once, so that no URL answered
+//! before serves it any more (the local store's `/objects/...` and S3's
+//! own presigned URLs alike answer 404), then marks the record deleted
+//! (kept, answered 404 from then on). A store that fails the delete
+//! answers 503 (unavailable) or 500 and the file stays as it was, so the
+//! delete can be retried; a record that could not be marked after its
+//! object went is marked by the retry. Unknown, another user's or
+//! deleted: 404 "media file not found or soft-deleted". The object store
+//! failing to find or read a live file's object: 500 "media retrieval
+//! failed".
 
 use bytes::Bytes;
 use futures_util::{StreamExt, TryStreamExt};
@@ -392,15 +396,22 @@ pub async fn list(ctx: &mut Ctx) -> Result<Outcome, ApiError> {
     Ok(Outcome::new(json(StatusCode::OK, &v), None))
 }
 
-/// `media_delete`: a soft delete (see the module docs).
+/// `media_delete`: the object deleted, then the record marked deleted (see
+/// the module docs).
 pub async fn delete(ctx: &mut Ctx, params: &PathParams) -> Result<Outcome, ApiError> {
     let (user, row) = own_file(ctx, params).await?;
+    if let Err(e) = ctx.gw.objects.delete(&row.object_key).await {
+        return Err(crate::generated::stored_failed(
+            "deleting a media file's object".into(),
+            e,
+        ));
+    }
     let now = crate::store::now_rfc3339();
     let id = row.id;
     let deleted = ctx
         .gw
         .store
-        .blocking(move |s| s.expire_owned_asset(user, MEDIA_CLASS, id, &now))
+        .blocking(move |s| s.delete_owned_asset(user, MEDIA_CLASS, id, &now))
         .await?;
     if !deleted {
         // Deleted by a concurrent request meanwhile.

@@ -40,7 +40,7 @@ pub fn hold_seconds(chars: usize, speed: f64) -> Decimal {
 /// Seconds of `audio` in `format` (one of [`FORMATS`]).
 async fn measure(audio: &[u8], format: &'static str) -> Option<Decimal> {
     if format == "pcm" {
-        return Some((Decimal::from(audio.len() as u64 / 2) / Decimal::from(24_000)).round_dp(6));
+        return Some(crate::audio::seconds_of(audio.len() as u64 / 2, 24_000));
     }
     crate::audio::measure(audio, format).await
 }

@@ -8,8 +8,9 @@
 //! transcription` enforced
 //! while streaming: 413 beyond), recognised by its first bytes (a file that
 //! is neither audio nor video is 400, before any hold or upstream call),
-//! measured with `symphonia` where it can be (WAV, MP3), then streamed from
-//! disk to the provider; the spool file is removed however the request ends.
+//! measured where it can be (WAV from its samples, its header checked:
+//! `audio::wav`; MP3 with `symphonia`), then streamed from disk to the
+//! provider; the spool file is removed however the request ends.
 //!
 //! Billed by the audio's seconds at the model's `per_second` price: the
 //! measured length, else the provider's reported `usage.seconds` or
@@ -127,13 +128,13 @@ async fn spool_file(
     mut field: multer::Field<'static>,
 ) -> Result<(Spool, u64, Vec<u8>), ApiError> {
     let max = max_bytes(ctx);
-    let dir = ctx.gw.spool.path();
-    let spool = Spool {
-        path: dir.join(format!("stt-{}", ctx.request_id)),
-    };
-    let mut file = tokio::fs::File::create(&spool.path)
+    let (path, mut file) = ctx
+        .gw
+        .spool
+        .create_file(&format!("stt-{}", ctx.request_id))
         .await
         .map_err(|e| ApiError::internal("creating the spool file", e))?;
+    let spool = Spool { path };
     let (mut size, mut head) = (0u64, Vec::new());
     while let Some(chunk) = field.chunk().await.map_err(multipart_error(max))? {
         size += chunk.len() as u64;
@@ -243,7 +244,9 @@ fn check_fields(fields: &mut Map<String, Value>) -> Result<String, ApiError> {
 }
 
 /// The file's container (400 when it is neither audio nor video) and, for
-/// WAV and MP3, its measured seconds (400 when it does not decode).
+/// WAV and MP3, its measured seconds: 400 when it does not decode or its
+/// WAV header is refused (`audio::wav`); none for a WAV of a compressed
+/// format, which is billed as an unmeasured container.
 async fn measure(spool: &Spool, head: &[u8]) -> Result<(&'static str, Option<Decimal>), ApiError> {
     let container = crate::audio::sniff_container(head)
         .ok_or_else(|| ApiError::BadRequest("file: not an audio or video file".into()))?;
@@ -251,13 +254,11 @@ async fn measure(spool: &Spool, head: &[u8]) -> Result<(&'static str, Option<Dec
         return Ok((container, None));
     }
     let (path, ext) = (spool.path.clone(), container);
-    let secs = tokio::task::spawn_blocking(move || crate::audio::file_duration_seconds(&path, ext))
+    let secs = tokio::task::spawn_blocking(move || crate::audio::file_seconds(&path, ext))
         .await
-        .ok()
-        .flatten();
-    let secs =
-        secs.ok_or_else(|| ApiError::BadRequest(format!("file: not decodable {container} audio")))?;
-    Ok((container, Some(secs)))
+        .map_err(|e| ApiError::internal("measuring the audio", e))?
+        .map_err(|why| ApiError::BadRequest(format!("file: {why}")))?;
+    Ok((container, secs))
 }
 
 /// Sends the fields and the spooled file (streamed from disk) to the

@@ -180,8 +180,7 @@ impl Store {
     }
 
     /// The live asset `id` of class `class` owned by `owner`: not deleted and
-    /// not expired at `now` (a soft-deleted media file is one expired at its
-    /// deletion, until the sweeper removes its object).
+    /// not expired at `now`.
     pub fn live_owned_asset(
         &self,
         owner: i64,
@@ -232,13 +231,13 @@ impl Store {
         })
     }
 
-    /// Soft-deletes `owner`'s live asset `id` of class `class`: it expires
-    /// at `now` (so it is answered no more, and the retention sweeper
-    /// deletes its object and marks it deleted). Whether there was one.
-    pub fn expire_owned_asset(&self, owner: i64, class: &str, id: i64, now: &str) -> Result<bool> {
+    /// Marks `owner`'s live asset `id` of class `class` deleted at `now`
+    /// (its object already deleted by the caller): it is answered no more,
+    /// and the sweeper leaves it. Whether there was one.
+    pub fn delete_owned_asset(&self, owner: i64, class: &str, id: i64, now: &str) -> Result<bool> {
         let n = self.with(|db| {
             db.exec(
-                "UPDATE assets SET expires_at = ?4 WHERE id = ?1 AND owner_id = ?2 AND class = ?3
+                "UPDATE assets SET deleted_at = ?4 WHERE id = ?1 AND owner_id = ?2 AND class = ?3
                  AND deleted_at IS NULL AND (expires_at IS NULL OR expires_at > ?4)",
                 p![id, owner, class, now],
             )
