@@ -446,6 +446,10 @@ impl Adapter for Gemini {
         KeyForm::GoogApiKey
     }
 
+    fn shape(&self) -> crate::bounds::Shape {
+        crate::bounds::Shape::Gemini
+    }
+
     fn native(&self, op: Op, m: &Model, body: Map<String, Value>) -> Result<Native, ApiError> {
         let model = encode_segment(&m.id);
         match op {
