@@ -30,7 +30,10 @@
 //! reply's length), `n` (choices; images: how many), `best_of`
 //! (completions generated upstream), `echo` (the prompt again in the reply).
 //! `additional_params` may not set a field the gateway prices or depends on
-//! ([`GATEWAY_PRICED`]): 400 naming it, before anything is held or called.
+//! ([`GATEWAY_PRICED`]), and no request may name a cache held by the
+//! provider ([`PROVIDER_CACHES`]: Gemini's `cachedContent`), at its top
+//! level or in `additional_params`: 400 naming it, before anything is held
+//! or called.
 //!
 //! A quantity the provider reports is then bounded by the hold's bound
 //! ([`Bound::tokens`], [`Bound::images`]): an implausible one is billed at
@@ -156,20 +159,70 @@ pub fn reported_at_most(
     }
 }
 
-/// 400 when `additional_params` sets a field of [`GATEWAY_PRICED`].
+/// 400 when `additional_params` sets a field of [`GATEWAY_PRICED`], or
+/// when the body names a cache held by the provider ([`PROVIDER_CACHES`]),
+/// at its top level or in `additional_params`.
 pub fn check_additional_params(body: &Map<String, Value>) -> Result<(), ApiError> {
-    match body.get("additional_params") {
-        None | Some(Value::Null) => Ok(()),
-        Some(Value::Object(extra)) => match GATEWAY_PRICED.iter().find(|f| extra.contains_key(**f)) {
-            Some(f) => Err(ApiError::BadRequest(format!(
-                "additional_params.{f}: may not be set in additional_params (the gateway prices the request by it); give it as a field of the request"
-            ))),
-            None => Ok(()),
-        },
-        Some(_) => Err(ApiError::BadRequest(
-            "additional_params: must be an object".into(),
-        )),
+    let extra = match body.get("additional_params") {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(extra)) => Some(extra),
+        Some(_) => {
+            return Err(ApiError::BadRequest(
+                "additional_params: must be an object".into(),
+            ))
+        }
+    };
+    if let Some(f) = extra.and_then(|e| GATEWAY_PRICED.iter().find(|f| e.contains_key(**f))) {
+        return Err(ApiError::BadRequest(format!(
+            "additional_params.{f}: may not be set in additional_params (the gateway prices the request by it); give it as a field of the request"
+        )));
     }
+    let top = Some(("", body));
+    for (prefix, fields) in top
+        .into_iter()
+        .chain(extra.map(|e| ("additional_params.", e)))
+    {
+        if let Some(field) = provider_cache(fields) {
+            return Err(ApiError::BadRequest(format!(
+                "{prefix}{field}: a cache held by the provider may not be used through the gateway (it is not the caller's, and what it holds is billed unbounded)"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Where a request can name a cache held by the provider: Gemini's
+/// `cachedContent` (`cached_content` in Google's snake case), also under
+/// `google` and `extra_body.google`, as Gemini's OpenAI-compatible API
+/// reads it. Such a cache was made on the provider's account, not through
+/// the gateway: any caller could use any of them by its name, and its
+/// tokens, which no hold bounds, would be billed at the hold's bound.
+pub const PROVIDER_CACHES: &[&str] = &["cachedContent", "cached_content"];
+
+/// The dotted path of the first cache name [`PROVIDER_CACHES`] in `fields`.
+fn provider_cache(fields: &Map<String, Value>) -> Option<String> {
+    let at = |path: &[&str]| {
+        let mut v = fields.get(*path.first()?)?;
+        for k in &path[1..] {
+            v = v.get(k)?;
+        }
+        (!v.is_null()).then(|| path.join("."))
+    };
+    [
+        &[][..],
+        &["google"],
+        &["extra_body", "google"],
+        &["extra_body"],
+    ]
+    .into_iter()
+    .flat_map(|prefix| {
+        PROVIDER_CACHES.iter().map(move |name| {
+            let mut path = prefix.to_vec();
+            path.push(*name);
+            path
+        })
+    })
+    .find_map(|path| at(&path))
 }
 
 /// Tokens of everything in `v` that reaches the provider: one per byte of
@@ -662,6 +715,33 @@ mod tests {
         }
         assert!(check_additional_params(&obj(
             json!({"additional_params": {"seed": 1, "tools": []}})
+        ))
+        .is_ok());
+    }
+
+    #[test]
+    fn a_providers_cache_may_not_be_named() {
+        for (body, field) in [
+            (json!({"cachedContent": "c"}), "cachedContent:"),
+            (json!({"cached_content": "c"}), "cached_content:"),
+            (
+                json!({"additional_params": {"cachedContent": "c"}}),
+                "additional_params.cachedContent:",
+            ),
+            (
+                json!({"additional_params": {"extra_body": {"google": {"cached_content": "c"}}}}),
+                "additional_params.extra_body.google.cached_content:",
+            ),
+            (
+                json!({"google": {"cachedContent": "c"}}),
+                "google.cachedContent:",
+            ),
+        ] {
+            let e = check_additional_params(&obj(body.clone())).unwrap_err();
+            assert!(e.to_string().contains(field), "{body}: {e}");
+        }
+        assert!(check_additional_params(&obj(
+            json!({"cachedContent": null, "google": {"safety": 1}, "additional_params": {"labels": {}}})
         ))
         .is_ok());
     }
