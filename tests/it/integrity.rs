@@ -27,7 +27,7 @@ fn list_price(model: &str, input: u64, output: u64) -> Decimal {
 
 /// The request was refused before anything happened: 400 naming `field`,
 /// nothing called upstream, nothing written, nothing held.
-async fn refused(env: &Env, a: &Answer, field: &str, balance: Decimal) {
+pub async fn refused(env: &Env, a: &Answer, field: &str, balance: Decimal) {
     a.expect(400);
     assert!(a.text.contains(field), "{field}: {}", a.text);
     env.assert_no_upstream_call().await;
