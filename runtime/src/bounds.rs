@@ -7,24 +7,41 @@
 //! `tool_calls`, `tools`, `functions`, `system`, `response_format` schemas,
 //! whatever field the caller adds. A byte-level tokenizer never makes more
 //! tokens than bytes, so one token per byte of JSON text (keys, strings,
-//! numbers) is an upper bound of any provider's count; an image part counts
-//! [`IMAGE_TOKENS`] (its provider's rule) instead of its URL or base64 bytes.
+//! numbers) is an upper bound of any provider's count.
+//!
+//! **Images.** No shape brings an object's count below the bytes it
+//! carries, but an image's own bytes (its URL, its base64 data) are not
+//! text: an image part counts [`IMAGE_TOKENS`] (the largest provider rule)
+//! plus the bytes of everything else it holds (text put beside the image
+//! still counts), and only where its provider's API reads an image
+//! ([`Shape`], [`crate::providers::Adapter::shape`]): an OpenAI `image_url`
+//! part of a message's `content`; an Anthropic `image` block of a message's
+//! `content`, of a `tool_result` block's `content` or of `system`; a Gemini
+//! `inlineData` / `fileData` part of `contents[].parts` or
+//! `systemInstruction.parts` (its data left out only for an `image/` type:
+//! a document or a video is not priced as an image). Anywhere else — tools
+//! and their schemas' `examples`, `default`, `enum`, metadata, a message
+//! object itself, unknown fields, another dialect's image shape — an object
+//! counts its JSON bytes whatever its `type` says. Completions, embeddings
+//! and image prompts have no image part: every byte counts.
 //!
 //! Fields that raise the work past that bound are folded into it or refused
 //! with 400 naming the field: `max_tokens` / `max_completion_tokens` (the
 //! reply's length), `n` (choices; images: how many), `best_of`
 //! (completions generated upstream), `echo` (the prompt again in the reply).
 //! `additional_params` may not set a field the gateway prices or depends on
-//! ([`GATEWAY_PRICED`]): 400 naming it, before anything is held or called.
+//! ([`GATEWAY_PRICED`]), and no request may name a cache held by the
+//! provider ([`PROVIDER_CACHES`]: Gemini's `cachedContent`), at its top
+//! level or in `additional_params`: 400 naming it, before anything is held
+//! or called.
 //!
 //! A quantity the provider reports is then bounded by the hold's bound
 //! ([`Bound::tokens`], [`Bound::images`]): an implausible one is billed at
 //! the bound and logged at error level.
 //!
 //! The functions take the upstream body of any JSON model API: [`chat`]
-//! counts every byte of it, so a future `/api/v1/messages` (Anthropic's
-//! shape: `system`, `messages` of content blocks, `tools`, a required
-//! `max_tokens`) is bounded by it too.
+//! counts every byte of it in the provider's [`Shape`] (OpenAI's,
+//! Anthropic's Messages or Gemini's `generateContent` body).
 
 use serde_json::{Map, Value};
 
@@ -142,41 +159,108 @@ pub fn reported_at_most(
     }
 }
 
-/// 400 when `additional_params` sets a field of [`GATEWAY_PRICED`].
+/// 400 when `additional_params` sets a field of [`GATEWAY_PRICED`], or
+/// when the body names a cache held by the provider ([`PROVIDER_CACHES`]),
+/// at its top level or in `additional_params`.
 pub fn check_additional_params(body: &Map<String, Value>) -> Result<(), ApiError> {
-    match body.get("additional_params") {
-        None | Some(Value::Null) => Ok(()),
-        Some(Value::Object(extra)) => match GATEWAY_PRICED.iter().find(|f| extra.contains_key(**f)) {
-            Some(f) => Err(ApiError::BadRequest(format!(
-                "additional_params.{f}: may not be set in additional_params (the gateway prices the request by it); give it as a field of the request"
-            ))),
-            None => Ok(()),
-        },
-        Some(_) => Err(ApiError::BadRequest(
-            "additional_params: must be an object".into(),
-        )),
+    let extra = match body.get("additional_params") {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(extra)) => Some(extra),
+        Some(_) => {
+            return Err(ApiError::BadRequest(
+                "additional_params: must be an object".into(),
+            ))
+        }
+    };
+    if let Some(f) = extra.and_then(|e| GATEWAY_PRICED.iter().find(|f| e.contains_key(**f))) {
+        return Err(ApiError::BadRequest(format!(
+            "additional_params.{f}: may not be set in additional_params (the gateway prices the request by it); give it as a field of the request"
+        )));
     }
+    let top = Some(("", body));
+    for (prefix, fields) in top
+        .into_iter()
+        .chain(extra.map(|e| ("additional_params.", e)))
+    {
+        if let Some(field) = provider_cache(fields) {
+            return Err(ApiError::BadRequest(format!(
+                "{prefix}{field}: a cache held by the provider may not be used through the gateway (it is not the caller's, and what it holds is billed unbounded)"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Where a request can name a cache held by the provider: Gemini's
+/// `cachedContent` (`cached_content` in Google's snake case), also under
+/// `google` and `extra_body.google`, as Gemini's OpenAI-compatible API
+/// reads it. Such a cache was made on the provider's account, not through
+/// the gateway: any caller could use any of them by its name, and its
+/// tokens, which no hold bounds, would be billed at the hold's bound.
+pub const PROVIDER_CACHES: &[&str] = &["cachedContent", "cached_content"];
+
+/// The dotted path of the first cache name [`PROVIDER_CACHES`] in `fields`.
+fn provider_cache(fields: &Map<String, Value>) -> Option<String> {
+    let at = |path: &[&str]| {
+        let mut v = fields.get(*path.first()?)?;
+        for k in &path[1..] {
+            v = v.get(k)?;
+        }
+        (!v.is_null()).then(|| path.join("."))
+    };
+    [
+        &[][..],
+        &["google"],
+        &["extra_body", "google"],
+        &["extra_body"],
+    ]
+    .into_iter()
+    .flat_map(|prefix| {
+        PROVIDER_CACHES.iter().map(move |name| {
+            let mut path = prefix.to_vec();
+            path.push(*name);
+            path
+        })
+    })
+    .find_map(|path| at(&path))
 }
 
 /// Tokens of everything in `v` that reaches the provider: one per byte of
 /// its JSON text (keys, strings as escaped, numbers, punctuation: at least
-/// what any provider renders a schema or an argument to),
-/// [`IMAGE_TOKENS`] per image part instead of its URL or base64 bytes.
+/// what any provider renders a schema or an argument to), whatever its
+/// objects say they are: no shape counts less than its bytes here (images
+/// are recognised only where their dialect puts them, [`Shape`]).
 pub fn counted_tokens(v: &Value) -> u64 {
     match v {
         Value::Null => 4,
         Value::Bool(b) => 4 + u64::from(!*b),
         Value::Number(n) => number_len(n),
         Value::String(s) => string_len(s),
+        Value::Array(_) => each(v, counted_tokens),
+        Value::Object(_) => fields(v, |_, v| counted_tokens(v)),
+    }
+}
+
+/// A list's bytes, each item counted by `item` (a non-list: its bytes).
+fn each(v: &Value, item: impl Fn(&Value) -> u64) -> u64 {
+    match v {
         Value::Array(items) => items
             .iter()
-            .map(|v| counted_tokens(v) + 1)
+            .map(|v| item(v).saturating_add(1))
             .fold(2u64, u64::saturating_add),
-        Value::Object(o) if is_image(o) => IMAGE_TOKENS,
+        other => counted_tokens(other),
+    }
+}
+
+/// An object's bytes, each value counted by `value` (given its key; a
+/// non-object: its bytes).
+fn fields(v: &Value, value: impl Fn(&str, &Value) -> u64) -> u64 {
+    match v {
         Value::Object(o) => o
             .iter()
-            .map(|(k, v)| string_len(k) + 2 + counted_tokens(v))
+            .map(|(k, v)| (string_len(k) + 2).saturating_add(value(k, v)))
             .fold(2u64, u64::saturating_add),
+        other => counted_tokens(other),
     }
 }
 
@@ -208,18 +292,113 @@ fn string_len(s: &str) -> u64 {
     s.len() as u64 + 2 + escapes
 }
 
-/// An image part: OpenAI's `{"type": "image_url", "image_url": ...}` or
-/// `{"type": "input_image", ...}`, Anthropic's `{"type": "image", "source": ...}`.
-fn is_image(o: &Map<String, Value>) -> bool {
-    matches!(
-        o.get("type").and_then(Value::as_str),
-        Some("image_url" | "image" | "input_image")
-    ) || (o.len() == 1 && (o.contains_key("inlineData") || o.contains_key("fileData")))
+/// The API an upstream chat body speaks ([`crate::providers::Adapter::shape`]),
+/// which says where an image can be: only there is an object read as an
+/// image; anywhere else (tools and their schemas, examples, defaults,
+/// enums, metadata, a message object itself, unknown fields) it counts its
+/// bytes whatever its `type` says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// OpenAI's chat: an `image_url` part of a message's `content` list.
+    OpenAi,
+    /// Anthropic's Messages: an `image` block of a message's `content`,
+    /// of a `tool_result` block's `content`, or of `system` (which
+    /// Anthropic refuses: never more than an image).
+    Anthropic,
+    /// Gemini's: an `inlineData` / `fileData` part of an `image/` type in
+    /// `contents[].parts` or `systemInstruction.parts`.
+    Gemini,
+}
+
+/// An image part's tokens: [`IMAGE_TOKENS`] plus the bytes of everything
+/// it holds but the image itself (the URL or base64 data, the file's id),
+/// so text put beside an image still counts; `None`: not an image of
+/// `shape`. The image's own field is left out only when it is a string a
+/// provider reads as an image, never as text (Gemini: of an `image/` type).
+fn image_tokens(shape: Shape, part: &Value) -> Option<u64> {
+    let str_at = |ptr: &str| part.pointer(ptr).and_then(Value::as_str);
+    let kind = part.get("type").and_then(Value::as_str);
+    let payload: Vec<&str> = match shape {
+        Shape::OpenAi if kind == Some("image_url") => ["/image_url", "/image_url/url"]
+            .into_iter()
+            .filter_map(str_at)
+            .collect(),
+        Shape::Anthropic if kind == Some("image") => {
+            ["/source/data", "/source/url", "/source/file_id"]
+                .into_iter()
+                .filter_map(str_at)
+                .collect()
+        }
+        Shape::Gemini => {
+            let data = ["inlineData", "inline_data", "fileData", "file_data"]
+                .into_iter()
+                .find_map(|k| part.get(k))?;
+            let mime = ["mimeType", "mime_type"]
+                .into_iter()
+                .find_map(|k| data.get(k))
+                .and_then(Value::as_str);
+            match mime {
+                Some(m) if m.starts_with("image/") => ["data", "fileUri", "file_uri"]
+                    .into_iter()
+                    .filter_map(|k| data.get(k).and_then(Value::as_str))
+                    .collect(),
+                _ => Vec::new(),
+            }
+        }
+        _ => return None,
+    };
+    let image = payload.into_iter().map(string_len).sum::<u64>();
+    Some(IMAGE_TOKENS.saturating_add(counted_tokens(part).saturating_sub(image)))
+}
+
+/// A content list's tokens in `shape`: each image part by
+/// [`image_tokens`], an Anthropic `tool_result` block's own `content`
+/// likewise, anything else its bytes.
+fn parts_tokens(shape: Shape, v: &Value) -> u64 {
+    each(v, |part| {
+        image_tokens(shape, part).unwrap_or_else(|| {
+            let result = part.get("type").and_then(Value::as_str) == Some("tool_result");
+            match shape {
+                Shape::Anthropic if result => fields(part, |k, v| match k {
+                    "content" => each(v, |b| {
+                        image_tokens(shape, b).unwrap_or_else(|| counted_tokens(b))
+                    }),
+                    _ => counted_tokens(v),
+                }),
+                _ => counted_tokens(part),
+            }
+        })
+    })
+}
+
+/// Tokens of an upstream body's field `k` (value `v`): its bytes, with the
+/// image parts of its content lists where `shape` has them.
+fn field_tokens(shape: Option<Shape>, k: &str, v: &Value) -> u64 {
+    // The objects of `v`'s list whose field `list` is a content list.
+    let lists = |shape, list: &'static str| {
+        each(v, |item| {
+            fields(item, |k, v| match k == list {
+                true => parts_tokens(shape, v),
+                false => counted_tokens(v),
+            })
+        })
+    };
+    match (shape, k) {
+        (Some(s @ (Shape::OpenAi | Shape::Anthropic)), "messages") => lists(s, "content"),
+        (Some(s @ Shape::Anthropic), "system") => parts_tokens(s, v),
+        (Some(s @ Shape::Gemini), "contents") => lists(s, "parts"),
+        (Some(s @ Shape::Gemini), "systemInstruction") => fields(v, |k, v| match k {
+            "parts" => parts_tokens(s, v),
+            _ => counted_tokens(v),
+        }),
+        _ => counted_tokens(v),
+    }
 }
 
 /// The whole upstream body's tokens except the model's name (which the
-/// gateway chose), plus the chat format's overhead per message.
-fn input_tokens(body: &Map<String, Value>) -> u64 {
+/// gateway chose), plus the chat format's overhead per message; images
+/// only where `shape` has them (`None`: nowhere, every byte counts).
+fn input_tokens(body: &Map<String, Value>, shape: Option<Shape>) -> u64 {
     // Gemini's `contents` are its messages.
     let messages = body
         .get("messages")
@@ -228,7 +407,7 @@ fn input_tokens(body: &Map<String, Value>) -> u64 {
         .map_or(0, |m| m.len() as u64);
     body.iter()
         .filter(|(k, _)| k.as_str() != "model")
-        .map(|(k, v)| string_len(k) + 2 + counted_tokens(v))
+        .map(|(k, v)| (string_len(k) + 2).saturating_add(field_tokens(shape, k, v)))
         .fold(0u64, u64::saturating_add)
         .saturating_add(PER_MESSAGE_TOKENS * messages + PER_REQUEST_TOKENS)
 }
@@ -282,8 +461,12 @@ fn max_output(body: &Map<String, Value>, context_window: Option<u64>) -> Result<
     Ok(given.or(context_window).unwrap_or(DEFAULT_MAX_OUTPUT))
 }
 
-/// Chat completions (OpenAI's shape), from the upstream body.
-pub fn chat(body: &Map<String, Value>, context_window: Option<u64>) -> Result<Bound, ApiError> {
+/// Chat, from the upstream body in its provider's `shape`.
+pub fn chat(
+    body: &Map<String, Value>,
+    shape: Shape,
+    context_window: Option<u64>,
+) -> Result<Bound, ApiError> {
     check_stream(body)?;
     let mut choices = whole(body, "n", 1..=MAX_CHOICES)?.unwrap_or(1);
     if let Some(Value::Object(gc)) = body.get("generationConfig") {
@@ -291,7 +474,7 @@ pub fn chat(body: &Map<String, Value>, context_window: Option<u64>) -> Result<Bo
     }
     let per_choice = max_output(body, context_window)?;
     Ok(Bound {
-        input: input_tokens(body),
+        input: input_tokens(body, Some(shape)),
         output: per_choice.saturating_mul(choices),
         images: 0,
     })
@@ -307,7 +490,7 @@ pub fn completion(
     let n = whole(body, "n", 1..=MAX_CHOICES)?.unwrap_or(1);
     let best_of = whole(body, "best_of", 1..=MAX_CHOICES)?.unwrap_or(1);
     let choices = n.max(best_of);
-    let input = input_tokens(body);
+    let input = input_tokens(body, None);
     let mut per_choice = max_output(body, context_window)?;
     match body.get("echo") {
         None | Some(Value::Null | Value::Bool(false)) => {}
@@ -327,7 +510,7 @@ pub fn completion(
 /// counts one per number, already below its text's bytes).
 pub fn embedding(body: &Map<String, Value>) -> Result<Bound, ApiError> {
     Ok(Bound {
-        input: input_tokens(body),
+        input: input_tokens(body, None),
         output: 0,
         images: 0,
     })
@@ -337,7 +520,7 @@ pub fn embedding(body: &Map<String, Value>) -> Result<Bound, ApiError> {
 pub fn image(body: &Map<String, Value>) -> Result<Bound, ApiError> {
     let n = whole(body, "n", 1..=MAX_IMAGES)?.unwrap_or(1);
     Ok(Bound {
-        input: input_tokens(body),
+        input: input_tokens(body, None),
         output: 0,
         images: n,
     })
@@ -352,27 +535,130 @@ mod tests {
         v.as_object().unwrap().clone()
     }
 
+    fn input(body: Value, shape: Shape) -> u64 {
+        chat(&obj(body), shape, None).unwrap().input
+    }
+
     #[test]
     fn every_field_counts_and_images_by_rule() {
-        let small = chat(
-            &obj(json!({"messages": [{"role": "user", "content": "hi"}]})),
-            None,
-        )
-        .unwrap();
-        let big = chat(
-            &obj(json!({"messages": [{"role": "user", "content": "hi", "name": "x".repeat(1000)}],
-                "tools": [{"type": "function", "function": {"name": "f", "description": "d".repeat(5000)}}]})),
-            None,
-        )
-        .unwrap();
-        assert!(big.input >= small.input + 6000, "{big:?} vs {small:?}");
-        let image = chat(
-            &obj(json!({"messages": [{"role": "user", "content": [
-                {"type": "image_url", "image_url": {"url": format!("data:image/png;base64,{}", "A".repeat(100_000))}}]}]})),
-            None,
-        )
-        .unwrap();
-        assert!(image.input >= IMAGE_TOKENS && image.input < 2 * IMAGE_TOKENS);
+        let small = input(
+            json!({"messages": [{"role": "user", "content": "hi"}]}),
+            Shape::OpenAi,
+        );
+        let big = input(
+            json!({"messages": [{"role": "user", "content": "hi", "name": "x".repeat(1000)}],
+                "tools": [{"type": "function", "function": {"name": "f", "description": "d".repeat(5000)}}]}),
+            Shape::OpenAi,
+        );
+        assert!(big >= small + 6000, "{big} vs {small}");
+        let data = format!("data:image/png;base64,{}", "A".repeat(100_000));
+        for (body, shape) in [
+            (
+                json!({"messages": [{"role": "user", "content": [
+                    {"type": "image_url", "image_url": {"url": data, "detail": "high"}}]}]}),
+                Shape::OpenAi,
+            ),
+            (
+                json!({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": data}]}]}),
+                Shape::OpenAi,
+            ),
+            (
+                json!({"messages": [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t",
+                    "content": [{"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}}]}]}]}),
+                Shape::Anthropic,
+            ),
+            (
+                json!({"system": [{"type": "image", "source": {"type": "url", "url": data}}], "messages": []}),
+                Shape::Anthropic,
+            ),
+            (
+                json!({"contents": [{"role": "user", "parts": [{"inlineData": {"mimeType": "image/png", "data": data}}]}]}),
+                Shape::Gemini,
+            ),
+            (
+                json!({"systemInstruction": {"parts": [{"fileData": {"mimeType": "image/png", "fileUri": data}}]}, "contents": []}),
+                Shape::Gemini,
+            ),
+        ] {
+            let n = input(body.clone(), shape);
+            assert!(n >= IMAGE_TOKENS && n < IMAGE_TOKENS + 200, "{shape:?} {n}");
+        }
+    }
+
+    /// No shape counts less than its bytes: an image-typed object out of
+    /// an image's place, another dialect's image, text beside an image,
+    /// inline data that is not an image.
+    #[test]
+    fn an_image_shape_never_hides_its_bytes() {
+        let text = "x".repeat(50_000);
+        let hiders = [
+            json!({"type": "image", "text": text}),
+            json!({"type": "image_url", "text": text}),
+            json!({"type": "input_image", "text": text}),
+            json!({"inlineData": {"data": text}}),
+            json!({"fileData": {"fileUri": text}}),
+        ];
+        for shape in [Shape::OpenAi, Shape::Anthropic, Shape::Gemini] {
+            for h in &hiders {
+                for body in [
+                    json!({"messages": [{"role": "user", "content": "hi"}], "tools": [{"type": "function",
+                        "function": {"name": "f", "parameters": {"type": "object", "properties": {"a": {"type": "string",
+                            "examples": [h], "default": h, "enum": [h]}}}}}]}),
+                    json!({"messages": [{"role": "user", "content": "hi", "metadata": h}], "x": h}),
+                    json!({"messages": [{"role": "user", "type": "image_url", "content": text}]}),
+                    json!({"messages": [h], "contents": [h], "system": "s", "systemInstruction": h}),
+                    json!({"contents": [{"role": "user", "parts": [{"text": "hi"}], "x": h}]}),
+                ] {
+                    let n = input(body.clone(), shape);
+                    assert!(n >= 50_000, "{shape:?}: {n} for {body}");
+                }
+            }
+        }
+        let beside = [
+            (
+                json!({"messages": [{"role": "user", "content": [
+                    {"type": "image_url", "image_url": {"url": "https://x/i.png", "note": text}}]}]}),
+                Shape::OpenAi,
+            ),
+            (
+                json!({"messages": [{"role": "user", "content": [
+                    {"type": "image_url", "image_url": "https://x/i.png", "text": text}]}]}),
+                Shape::OpenAi,
+            ),
+            (
+                json!({"messages": [{"role": "user", "content": [{"type": "image",
+                    "source": {"type": "base64", "media_type": "image/png", "data": "AAAA"}, "cache_control": {"x": text}}]}]}),
+                Shape::Anthropic,
+            ),
+            (
+                json!({"contents": [{"role": "user", "parts": [{"inlineData": {"mimeType": "image/png", "data": "AAAA"}, "text": text}]}]}),
+                Shape::Gemini,
+            ),
+            (
+                json!({"contents": [{"role": "user", "parts": [{"inlineData": {"mimeType": "application/pdf", "data": text}}]}]}),
+                Shape::Gemini,
+            ),
+        ];
+        for (body, shape) in beside {
+            let n = input(body.clone(), shape);
+            assert!(n >= 50_000 + IMAGE_TOKENS, "{shape:?}: {n} for {body}");
+        }
+        // Another dialect's image is not an image: its bytes.
+        let foreign = [
+            (
+                json!({"messages": [{"role": "user", "content": [{"type": "image",
+                    "source": {"type": "base64", "media_type": "image/png", "data": text}}]}]}),
+                Shape::OpenAi,
+            ),
+            (
+                json!({"messages": [{"role": "user", "content": [{"inlineData": {"mimeType": "image/png", "data": text}}]}]}),
+                Shape::Anthropic,
+            ),
+        ];
+        for (body, shape) in foreign {
+            let n = input(body.clone(), shape);
+            assert!(n >= 50_000, "{shape:?}: {n} for {body}");
+        }
     }
 
     #[test]
@@ -393,6 +679,7 @@ mod tests {
     fn work_raising_fields_fold_or_refuse() {
         let b = chat(
             &obj(json!({"messages": [], "max_tokens": 10, "max_completion_tokens": 40, "n": 3})),
+            Shape::OpenAi,
             None,
         )
         .unwrap();
@@ -403,7 +690,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(b.output, 50);
-        let b = chat(&obj(json!({"messages": []})), Some(8192)).unwrap();
+        let b = chat(&obj(json!({"messages": []})), Shape::Gemini, Some(8192)).unwrap();
         assert_eq!(b.output, 8192);
         for (bad, field) in [
             (json!({"n": 0}), "n:"),
@@ -412,7 +699,7 @@ mod tests {
             (json!({"max_tokens": -1}), "max_tokens:"),
             (json!({"stream": "true"}), "stream:"),
         ] {
-            let e = chat(&obj(bad.clone()), None).unwrap_err();
+            let e = chat(&obj(bad.clone()), Shape::Anthropic, None).unwrap_err();
             assert!(e.to_string().contains(field), "{bad}: {e}");
         }
         assert!(image(&obj(json!({"n": 11}))).is_err());
@@ -428,6 +715,33 @@ mod tests {
         }
         assert!(check_additional_params(&obj(
             json!({"additional_params": {"seed": 1, "tools": []}})
+        ))
+        .is_ok());
+    }
+
+    #[test]
+    fn a_providers_cache_may_not_be_named() {
+        for (body, field) in [
+            (json!({"cachedContent": "c"}), "cachedContent:"),
+            (json!({"cached_content": "c"}), "cached_content:"),
+            (
+                json!({"additional_params": {"cachedContent": "c"}}),
+                "additional_params.cachedContent:",
+            ),
+            (
+                json!({"additional_params": {"extra_body": {"google": {"cached_content": "c"}}}}),
+                "additional_params.extra_body.google.cached_content:",
+            ),
+            (
+                json!({"google": {"cachedContent": "c"}}),
+                "google.cachedContent:",
+            ),
+        ] {
+            let e = check_additional_params(&obj(body.clone())).unwrap_err();
+            assert!(e.to_string().contains(field), "{body}: {e}");
+        }
+        assert!(check_additional_params(&obj(
+            json!({"cachedContent": null, "google": {"safety": 1}, "additional_params": {"labels": {}}})
         ))
         .is_ok());
     }

@@ -27,7 +27,7 @@ fn list_price(model: &str, input: u64, output: u64) -> Decimal {
 
 /// The request was refused before anything happened: 400 naming `field`,
 /// nothing called upstream, nothing written, nothing held.
-async fn refused(env: &Env, a: &Answer, field: &str, balance: Decimal) {
+pub async fn refused(env: &Env, a: &Answer, field: &str, balance: Decimal) {
     a.expect(400);
     assert!(a.text.contains(field), "{field}: {}", a.text);
     env.assert_no_upstream_call().await;
@@ -355,7 +355,12 @@ async fn n14_implausible_reported_quantities_are_billed_at_the_bound() {
         .await;
     a.expect(200);
     let sent = env.sim_requests().await.last().unwrap()["json"].clone();
-    let bound = runtime::bounds::chat(sent.as_object().unwrap(), Some(8192)).unwrap();
+    let bound = runtime::bounds::chat(
+        sent.as_object().unwrap(),
+        runtime::bounds::Shape::OpenAi,
+        Some(8192),
+    )
+    .unwrap();
     assert_eq!(bound.output, 100);
     let m = env.store().model_usage_rows().unwrap();
     assert_eq!(
@@ -539,7 +544,12 @@ async fn property_the_hold_covers_the_providers_count_of_the_forwarded_body() {
         let (input, _) = charged_as_reported(&env, &a, "sim/sim-gpt");
         // The simulator's count is of what it received: the forwarded body.
         let sent = env.sim_requests().await.last().unwrap()["json"].clone();
-        let bound = runtime::bounds::chat(sent.as_object().unwrap(), Some(8192)).unwrap();
+        let bound = runtime::bounds::chat(
+            sent.as_object().unwrap(),
+            runtime::bounds::Shape::OpenAi,
+            Some(8192),
+        )
+        .unwrap();
         assert!(
             bound.input >= input,
             "case {case}: held {} < counted {input}\n{sent}",

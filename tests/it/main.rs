@@ -56,6 +56,7 @@ mod stripe;
 mod synthesis;
 mod tls;
 mod traces;
+mod trust_bounds;
 mod trust_media;
 mod trust_routing;
 mod urlpolicy;

@@ -20,7 +20,7 @@ fn message_body(text: &str, max_tokens: u64) -> Value {
 }
 
 /// `POST /api/v1{path}` with the key in `x-api-key`, as Anthropic's clients send it.
-async fn post(env: &Env, path: &str, key: &str, body: &Value) -> Answer {
+pub async fn post(env: &Env, path: &str, key: &str, body: &Value) -> Answer {
     let r = env
         .client
         .post(env.url(&format!("/api/v1{path}")))

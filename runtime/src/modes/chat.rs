@@ -105,9 +105,9 @@ pub async fn complete_body(
     let tail = crate::usage_tail::UsageTail::wanted(&body);
     // The hold: everything the upstream body asks for ([`crate::bounds`]),
     // on the most expensive candidate deployment.
-    let ready = prepare_cached(ctx, body, want, op, Some((ask, stream)), |m, up| {
+    let ready = prepare_cached(ctx, body, want, op, Some((ask, stream)), |m, up, shape| {
         if chat {
-            crate::bounds::chat(up, m.context_window)
+            crate::bounds::chat(up, shape, m.context_window)
         } else {
             crate::bounds::completion(up, m.context_window)
         }

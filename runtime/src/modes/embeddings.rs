@@ -57,7 +57,7 @@ pub async fn embed(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
         ModelType::Embedding,
         Op::Embedding,
         Some((&ask, false)),
-        |_, up| crate::bounds::embedding(up),
+        |_, up, _| crate::bounds::embedding(up),
     )
     .await?;
     let (v, status, records, cache, name) = match ready {

@@ -55,7 +55,7 @@ pub async fn generate(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> 
     if let Some(size) = body.get("size").and_then(Value::as_str) {
         check_size(size)?;
     }
-    let prepared = prepare_model_call(ctx, body, ModelType::Image, Op::Image, |_, up| {
+    let prepared = prepare_model_call(ctx, body, ModelType::Image, Op::Image, |_, up, _| {
         crate::bounds::image(up)
     })
     .await?;

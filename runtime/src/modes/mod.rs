@@ -75,7 +75,7 @@ pub mod webhook;
 use serde_json::{Map, Value};
 
 use crate::body::Request;
-use crate::bounds::Bound;
+use crate::bounds::{Bound, Shape};
 use crate::credits::{self, Settle};
 use crate::ctx::{Ctx, Outcome};
 use crate::errors::ApiError;
@@ -411,7 +411,7 @@ pub(crate) async fn prepare_model_call(
     body: Map<String, Value>,
     want: ModelType,
     op: Op,
-    bound: impl Fn(&Model, &Map<String, Value>) -> Result<Bound, ApiError>,
+    bound: impl Fn(&Model, &Map<String, Value>, Shape) -> Result<Bound, ApiError>,
 ) -> Result<Prepared, ApiError> {
     match prepare_cached(ctx, body, want, op, None, bound).await? {
         Ok(p) => Ok(p),
@@ -483,7 +483,7 @@ pub(crate) async fn prepare_cached(
     want: ModelType,
     op: Op,
     cache: Option<(&crate::cache::Ask, bool)>,
-    bound: impl Fn(&Model, &Map<String, Value>) -> Result<Bound, ApiError>,
+    bound: impl Fn(&Model, &Map<String, Value>, Shape) -> Result<Bound, ApiError>,
 ) -> Result<Result<Prepared, Hit>, ApiError> {
     crate::bounds::check_additional_params(&body)?;
     let (route, list) = deployments(ctx, &body, want)?;
@@ -532,7 +532,7 @@ pub(crate) async fn prepare_cached(
         }
         // The provider's own call (a native adapter's path and body).
         let native = p.adapter.native(op, m, request)?;
-        let bound = bound(m, &native.body)?;
+        let bound = bound(m, &native.body, p.adapter.shape())?;
         max_cost = max_cost.max(credits::bound_cost(p, m, &bound)?);
         candidates.push((name, *p, *m, bound, native));
     }

@@ -397,6 +397,10 @@ impl Adapter for Anthropic {
         KeyForm::XApiKey { version: VERSION }
     }
 
+    fn shape(&self) -> crate::bounds::Shape {
+        crate::bounds::Shape::Anthropic
+    }
+
     fn native(&self, op: Op, m: &Model, body: Map<String, Value>) -> Result<Native, ApiError> {
         let body = match op {
             Op::Chat => body,

@@ -16,7 +16,8 @@ pub enum Image<'a> {
 }
 
 /// The image of an OpenAI `image_url` part; 400 for a `data:` URL that is
-/// not base64.
+/// not base64 or not of an image type (`image/…`: a document or a video
+/// would be read, and billed, by its pages or seconds, not as an image).
 pub fn image(part: &Value) -> Result<Image<'_>, ApiError> {
     let url = part
         .get("image_url")
@@ -28,6 +29,11 @@ pub fn image(part: &Value) -> Result<Image<'_>, ApiError> {
             let (media_type, data) = rest.split_once(";base64,").ok_or_else(|| {
                 ApiError::BadRequest("image_url: a data URL must be base64".into())
             })?;
+            if !media_type.starts_with("image/") {
+                return Err(ApiError::BadRequest(
+                    "image_url: a data URL must hold an image (image/*)".into(),
+                ));
+            }
             Ok(Image::Inline { media_type, data })
         }
         None => Ok(Image::Url(url)),

@@ -10,8 +10,9 @@
 //!   `temperature`, `topP`, `stopSequences`, `candidateCount` from `n`,
 //!   `seed`, `responseMimeType` for a JSON `response_format`); `tools` →
 //!   `functionDeclarations`; `tool_choice` → `toolConfig`; Gemini's own
-//!   `cachedContent`, `safetySettings`, `labels` (through
-//!   `additional_params`) pass.
+//!   `safetySettings`, `labels` (through `additional_params`) pass. A
+//!   `cachedContent` is refused before this (400, a cache of the provider's
+//!   account: [`crate::bounds::PROVIDER_CACHES`]) and never sent.
 //! * Answer: the first candidate's parts (text → `content`, `functionCall`
 //!   → `tool_calls`, with ids made here); `finishReason` `STOP` → `stop`
 //!   (`tool_calls` when it called a function), `MAX_TOKENS` → `length`,
@@ -231,9 +232,8 @@ pub fn chat_body(m: &Model, body: &Map<String, Value>) -> Result<Map<String, Val
 }
 
 /// Fields of Gemini's own a caller may add through `additional_params`
-/// (`cachedContent`: a context cached with the provider, billed at the
-/// cache-read price).
-const OWN_FIELDS: [&str; 3] = ["cachedContent", "safetySettings", "labels"];
+/// (never `cachedContent`: [`crate::bounds::PROVIDER_CACHES`]).
+const OWN_FIELDS: [&str; 2] = ["safetySettings", "labels"];
 
 fn embed_body(
     model: &str,
@@ -444,6 +444,10 @@ impl Adapter for Gemini {
 
     fn key_form(&self) -> KeyForm {
         KeyForm::GoogApiKey
+    }
+
+    fn shape(&self) -> crate::bounds::Shape {
+        crate::bounds::Shape::Gemini
     }
 
     fn native(&self, op: Op, m: &Model, body: Map<String, Value>) -> Result<Native, ApiError> {

@@ -128,6 +128,11 @@ pub trait Adapter: Send + Sync + std::fmt::Debug {
     fn key_form(&self) -> KeyForm {
         KeyForm::Bearer
     }
+    /// The API its chat bodies speak, which says where an image can be
+    /// in them (their bound, [`crate::bounds::chat`]).
+    fn shape(&self) -> crate::bounds::Shape {
+        crate::bounds::Shape::OpenAi
+    }
     /// The call actually sent for `op` on `m`: the path (relative to
     /// `base_url`, per operation and per stream) and the provider's body,
     /// from [`openai::request`]'s body. 400 for what the provider cannot

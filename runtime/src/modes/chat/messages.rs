@@ -76,7 +76,7 @@ pub async fn count_tokens(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiErr
         m,
         crate::providers::openai::request(Op::Chat, &m.id, chat),
     )?;
-    let bound = crate::bounds::chat(&upstream.body, m.context_window)?;
+    let bound = crate::bounds::chat(&upstream.body, p.adapter.shape(), m.context_window)?;
     Ok(Outcome::new(
         body::json(
             StatusCode::OK,
