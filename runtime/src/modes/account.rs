@@ -8,8 +8,9 @@
 //!
 //! Abuse limits: register, login, confirm and reset-password count against
 //! the row's capability (`accounts`) per client address (the TCP peer; see
-//! [`address_key`]); a login of an account that failed too often in a row
-//! is refused for a while ([`crate::auth::backoff`]); an account gets at
+//! [`address_key`]); a login of an account from an address that failed it
+//! too often in a row is refused for a while, never one from an address
+//! that has not failed ([`crate::auth::backoff`]); an account gets at
 //! most [`RESET_MAILS`] reset mails. Usernames cannot contain `@`, and an
 //! identifier with `@` logs in by e-mail address only. A password reset
 //! revokes the user's tokens and spends every other reset token. A reset
@@ -75,10 +76,15 @@ pub fn address_key(ip: std::net::IpAddr) -> i64 {
     }
 }
 
+/// The client's address (the server sets it on every request).
+fn client_addr(req: &Request) -> Option<std::net::IpAddr> {
+    req.extensions().get::<ClientAddr>().map(|c| c.0)
+}
+
 /// Counts the request against the row's capability for the client's
 /// address: 429 with `Retry-After` over the quota.
 async fn limit_address(ctx: &Ctx, req: &Request) -> Result<(), ApiError> {
-    let Some(ClientAddr(ip)) = req.extensions().get::<ClientAddr>().copied() else {
+    let Some(ip) = client_addr(req) else {
         return Ok(());
     };
     let capability = ctx.spec.capability;
@@ -218,6 +224,8 @@ pub async fn register(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> 
 /// identifier with `@` is looked up among e-mail addresses only.
 pub async fn login(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
     limit_address(ctx, &req).await?;
+    // The back-off counts by account and address (0: no address known).
+    let from = client_addr(&req).map_or(0, address_key);
     let obj = read_body(ctx, req).await?;
     let ident = text(&obj, "email").or_else(|| text(&obj, "username"));
     let (Some(ident), Some(password)) = (ident, obj.get("password").and_then(Value::as_str)) else {
@@ -236,10 +244,12 @@ pub async fn login(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
         None => LoginKey::Unknown(ident.to_lowercase()),
     };
     let backoff = &ctx.gw.auth.login_backoff;
-    if let Err(retry_after) = backoff.check(&key) {
+    if let Err(retry_after) = backoff.check(&key, from) {
         telemetry::rate_limited(ctx.spec.capability);
         return Err(ApiError::RateLimited {
-            message: format!("too many failed logins for this account; retry in {retry_after} s"),
+            message: format!(
+                "too many failed logins for this account from this address; retry in {retry_after} s"
+            ),
             retry_after,
         });
     }
@@ -251,11 +261,11 @@ pub async fn login(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
         .await?;
     let user = match user {
         Some(u) if ok && !u.deleted => {
-            backoff.succeeded(&key);
+            backoff.succeeded(&key, from);
             u
         }
         _ => {
-            backoff.failed(key);
+            backoff.failed(key, from);
             return Err(ApiError::Unauthorized(
                 "incorrect email, username or password".into(),
             ));
