@@ -13,7 +13,7 @@ use reqwest::Method;
 use serde_json::{json, Value};
 
 use crate::harness::*;
-use crate::oauth::format1;
+use crate::oauth::{self, format1};
 
 const PASSWORD: &str = "correct horse battery";
 const WRONG: &str = "not the password at all";
@@ -75,6 +75,73 @@ async fn login(env: &Env, client: &reqwest::Client, email: &str, password: &str)
 fn access(a: &Answer) -> String {
     a.expect(200);
     a.json["access_token"].as_str().unwrap().to_owned()
+}
+
+async fn create_key(env: &Env, access: &str, name: &str) -> Answer {
+    let body = json!({ "name": name });
+    call(
+        env,
+        &env.client,
+        Method::POST,
+        "/keys",
+        Some(access),
+        Some(body),
+    )
+    .await
+}
+
+// ---------------------------------------------------------------------------
+// Finding 9
+// ---------------------------------------------------------------------------
+
+/// `Cache-Control: no-store` and `Pragma: no-cache` (RFC 6749 §5.1).
+#[track_caller]
+fn no_store(what: &str, a: &Answer) {
+    assert_eq!(a.header("cache-control"), Some("no-store"), "{what}");
+    assert_eq!(a.header("pragma"), Some("no-cache"), "{what}");
+}
+
+/// Finding 9: every route whose answer carries an access or refresh token
+/// (`login`, `token_refresh`, `oauth_callback`) or an API key
+/// (`key_create`) answers `no-store`.
+#[tokio::test]
+async fn every_answer_carrying_a_token_or_a_key_is_no_store() {
+    let t = oauth::start().await;
+    let env = &t.env;
+    let uid = registered(env, "nia", "nia@example.com").await;
+    let a = login(env, &env.client, "nia@example.com", PASSWORD).await;
+    no_store("login", &a);
+    let access = access(&a);
+    let body = json!({"refresh_token": a.json["refresh_token"]});
+    let a = call(
+        env,
+        &env.client,
+        Method::POST,
+        "/auth/refresh",
+        None,
+        Some(body),
+    )
+    .await;
+    a.expect(200);
+    assert!(a.json["refresh_token"].is_string());
+    no_store("refresh", &a);
+    let a = create_key(env, &access, "nia's key").await;
+    a.expect(201);
+    let key = a.json["key"].as_str().unwrap();
+    assert!(key.starts_with("gk_"));
+    no_store("key creation", &a);
+    let a = t
+        .sign_in(json!({"sub": "subject-nia", "email": "nia.signed@example.com", "email_verified": true}))
+        .await;
+    a.expect(200);
+    assert!(a.json["access_token"].is_string());
+    no_store("sign-in callback", &a);
+    // What they answered is what was stored: the key is the user's, live.
+    let keys = env.store().keys_of(uid).unwrap();
+    assert_eq!(keys.len(), 1);
+    assert_eq!(keys[0].name.as_deref(), Some("nia's key"));
+    assert!(keys[0].revoked_at.is_none());
+    assert!(key.starts_with(keys[0].prefix.as_deref().unwrap()));
 }
 
 // ---------------------------------------------------------------------------

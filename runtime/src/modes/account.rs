@@ -15,7 +15,8 @@
 //! identifier with `@` logs in by e-mail address only. A password reset
 //! revokes the user's tokens and spends every other reset token. A reset
 //! request is answered before its mail is made (the same answer and the
-//! same work on the request path for any address).
+//! same work on the request path for any address). Answers carrying
+//! tokens are `no-store` ([`super::common::secret_answer`]).
 //!
 //! Sign-in with OpenID Connect (`oauth_authorize`, `oauth_callback`): the
 //! provider is [`crate::oidc`]'s; a sign-in under way is a row of the
@@ -33,7 +34,7 @@
 use http::StatusCode;
 use serde_json::{json, Map, Value};
 
-use super::common::user_json;
+use super::common::{secret_answer, user_json};
 use super::read_body;
 use crate::auth::backoff::LoginKey;
 use crate::auth::{self, passwords, tokens::Typ, TokenPair};
@@ -281,7 +282,7 @@ pub async fn login(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
     }
     let pair = ctx.gw.auth.issue(user.id);
     ctx.user = Some(user);
-    Ok(answer(StatusCode::OK, pair_json(&pair)))
+    Ok(secret_answer(StatusCode::OK, &pair_json(&pair)))
 }
 
 /// `POST /auth/refresh` `{refresh_token}`: a new pair, the old refresh token revoked.
@@ -290,7 +291,7 @@ pub async fn refresh(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
     let token = text(&obj, "refresh_token")
         .ok_or_else(|| ApiError::BadRequest("refresh_token is required".into()))?;
     let pair = ctx.gw.auth.refresh(token).await?;
-    Ok(answer(StatusCode::OK, pair_json(&pair)))
+    Ok(secret_answer(StatusCode::OK, &pair_json(&pair)))
 }
 
 /// `POST /auth/logout` (access token) `{refresh_token?}`.
@@ -593,7 +594,7 @@ pub async fn oauth_callback(
     }
     let pair = ctx.gw.auth.issue(user.id);
     ctx.user = Some(user);
-    Ok(answer(StatusCode::OK, pair_json(&pair)))
+    Ok(secret_answer(StatusCode::OK, &pair_json(&pair)))
 }
 
 #[cfg(test)]
