@@ -229,15 +229,16 @@ async fn a_first_sign_in_makes_a_linked_account_and_later_ones_log_into_it() {
     assert_eq!(me["id"], json!(ann_id));
     assert_eq!(t.users(), before + 1);
 
-    // Another subject wanting the same username gets another one; an
-    // address the provider did not verify stays unconfirmed.
+    // Another subject wanting the same username gets another one. (A
+    // first sign-in with an address the provider did not verify makes no
+    // account: `trust_accounts`.)
     let a = t
-        .sign_in(json!({"sub": "subject-bob", "email": "bob@example.com", "email_verified": false, "preferred_username": "ANN"}))
+        .sign_in(json!({"sub": "subject-bob", "email": "bob@example.com", "email_verified": true, "preferred_username": "ANN"}))
         .await;
     a.expect(200);
     let me = t.me(a.json["access_token"].as_str().unwrap()).await;
     assert_eq!(me["username"], "ANN-2");
-    assert_eq!(me["confirmed"], false);
+    assert_eq!(me["confirmed"], true);
     assert_ne!(me["id"], json!(ann_id));
     assert_eq!(t.users(), before + 2);
     // The audit names the signed-in user.

@@ -90,6 +90,167 @@ async fn create_key(env: &Env, access: &str, name: &str) -> Answer {
     .await
 }
 
+/// The (provider, subject) links of `subject`, whatever account they name.
+async fn links_of_subject(env: &Env, subject: &str) -> Vec<Vec<String>> {
+    let sql = format!("SELECT provider, subject FROM oauth_links WHERE subject = '{subject}'");
+    own_query(env, &sql).await
+}
+
+// ---------------------------------------------------------------------------
+// Finding 4
+// ---------------------------------------------------------------------------
+
+/// Finding 4: a first sign-in whose provider does not say the address is
+/// verified is refused (400 `email_not_verified`) and claims nothing, so
+/// the address's owner registers it; the squatter's later sign-ins never
+/// reach the owner's account or keys.
+#[tokio::test]
+async fn an_unverified_sign_in_claims_no_address_and_never_reaches_the_owners_keys() {
+    let t = oauth::start().await;
+    let users = t.users();
+    let squatter =
+        json!({"sub": "subject-squatter", "email": "Owner@Example.com", "email_verified": false});
+    let a = t.sign_in(squatter.clone()).await;
+    format1(&a, 400, "bad_request", Some("email_not_verified"));
+    // A token without the claim at all is the same.
+    let a = t
+        .sign_in(json!({"sub": "subject-squatter", "email": "owner@example.com"}))
+        .await;
+    format1(&a, 400, "bad_request", Some("email_not_verified"));
+    assert_eq!(t.users(), users, "no account made");
+    assert!(links_of_subject(&t.env, "subject-squatter")
+        .await
+        .is_empty());
+
+    // The owner registers the address, logs in and makes a key.
+    let owner = registered(&t.env, "owner", "owner@example.com").await;
+    let owner_access = access(&login(&t.env, &t.env.client, "owner@example.com", PASSWORD).await);
+    let k = create_key(&t.env, &owner_access, "owner's key").await;
+    k.expect(201);
+    let owner_key = k.json["key"].as_str().unwrap().to_owned();
+
+    // The squatter again: refused, nothing linked, nothing made.
+    let a = t.sign_in(squatter.clone()).await;
+    format1(&a, 400, "bad_request", Some("email_not_verified"));
+    assert!(t.links(owner).is_empty());
+    assert!(links_of_subject(&t.env, "subject-squatter")
+        .await
+        .is_empty());
+    assert_eq!(t.users(), users + 1);
+
+    // With an address its provider verified, the squatter gets an account
+    // of its own; later sign-ins of that subject, verified or not, land in
+    // it and never in the owner's.
+    let a = t
+        .sign_in(json!({"sub": "subject-squatter", "email": "squatter@example.com", "email_verified": true}))
+        .await;
+    let me = t.me(&access(&a)).await;
+    let squatter_id = me["id"].as_i64().unwrap();
+    assert_ne!(squatter_id, owner);
+    let a = t.sign_in(squatter).await;
+    let squatter_access = access(&a);
+    let me = t.me(&squatter_access).await;
+    assert_eq!(me["id"], json!(squatter_id));
+    assert_eq!(me["email"], "squatter@example.com");
+    let list = call(
+        &t.env,
+        &t.env.client,
+        Method::GET,
+        "/keys",
+        Some(&squatter_access),
+        None,
+    )
+    .await;
+    list.expect(200);
+    assert_eq!(list.json["data"], json!([]), "{}", list.text);
+
+    // The owner's account: its address, its one live key, no link.
+    let store = t.env.store();
+    let row = store.user_row(owner).unwrap().unwrap();
+    assert_eq!(row.email, "owner@example.com");
+    let keys = store.keys_of(owner).unwrap();
+    assert_eq!(keys.len(), 1);
+    assert!(keys[0].revoked_at.is_none());
+    assert!(store.keys_of(squatter_id).unwrap().is_empty());
+    assert!(t.links(owner).is_empty());
+    let me = t
+        .env
+        .call_as(&owner_key, "GET", &t.url("/auth/me"), None)
+        .await;
+    me.expect(200);
+    assert_eq!(me.json["id"], json!(owner));
+}
+
+/// Finding 4, for an account an unverified sign-in made before the fix
+/// (linked and unconfirmed): the owner's password reset proves the address
+/// and takes the account back: its links are removed, the keys made through
+/// them revoked, the account confirmed; the squatter's next sign-in gets
+/// nothing.
+#[tokio::test]
+async fn a_reset_takes_back_an_account_an_unverified_sign_in_made_before() {
+    let t = oauth::start().await;
+    // What the old code left: an account of the address, linked to the
+    // squatter's subject, unconfirmed (made here by a sign-in, then marked
+    // unconfirmed as an unverified one left it).
+    let a = t
+        .sign_in(json!({"sub": "subject-old", "email": "kay@example.com", "email_verified": true}))
+        .await;
+    let squatter_access = access(&a);
+    let id = t.me(&squatter_access).await["id"].as_i64().unwrap();
+    let sql = format!("UPDATE users SET confirmed = 0 WHERE id = {id}");
+    own_sql(&t.env, &sql, &sql).await;
+    let k = create_key(&t.env, &squatter_access, "squatter's key").await;
+    k.expect(201);
+    let squatter_key = k.json["key"].as_str().unwrap().to_owned();
+    let users = t.users();
+
+    // The owner cannot register the address; the reset mail reaches the owner.
+    let r = register(&t.env, "kay", "kay@example.com").await;
+    format1(&r, 409, "conflict", Some("email_already_linked"));
+    let ask = json!({"email": "kay@example.com"});
+    let reset = "/auth/reset-password";
+    call(&t.env, &t.env.client, Method::POST, reset, None, Some(ask))
+        .await
+        .expect(200);
+    let tokens = crate::probe_accounts::wait_for_mails(&t.env.dir.0, "kay@example.com", 1).await;
+    let body = json!({"token": tokens[0], "new_password": PASSWORD});
+    call(&t.env, &t.env.client, Method::POST, reset, None, Some(body))
+        .await
+        .expect(200);
+
+    // Taken back: no link, every key revoked, confirmed.
+    assert!(t.links(id).is_empty());
+    let store = t.env.store();
+    let keys = store.keys_of(id).unwrap();
+    assert_eq!(keys.len(), 1);
+    assert!(keys[0].revoked_at.is_some());
+    assert!(store.user_row(id).unwrap().unwrap().confirmed);
+    let a = t
+        .env
+        .call_as(&squatter_key, "GET", &t.url("/auth/me"), None)
+        .await;
+    format1(&a, 401, "unauthorized", None);
+    let a = t
+        .env
+        .call_as(&squatter_access, "GET", &t.url("/auth/me"), None)
+        .await;
+    format1(&a, 401, "unauthorized", None);
+
+    // The owner logs in; the squatter's sign-in lands nowhere.
+    let owner_access = access(&login(&t.env, &t.env.client, "kay@example.com", PASSWORD).await);
+    assert_eq!(t.me(&owner_access).await["id"], json!(id));
+    let a = t
+        .sign_in(json!({"sub": "subject-old", "email": "kay@example.com", "email_verified": false}))
+        .await;
+    format1(&a, 400, "bad_request", Some("email_not_verified"));
+    let a = t
+        .sign_in(json!({"sub": "subject-old", "email": "kay@example.com", "email_verified": true}))
+        .await;
+    format1(&a, 409, "conflict", Some("email_exists"));
+    assert!(links_of_subject(&t.env, "subject-old").await.is_empty());
+    assert_eq!(t.users(), users, "no account made");
+}
+
 // ---------------------------------------------------------------------------
 // Finding 9
 // ---------------------------------------------------------------------------

@@ -15,21 +15,25 @@
 //! identifier with `@` logs in by e-mail address only. A password reset
 //! revokes the user's tokens and spends every other reset token. A reset
 //! request is answered before its mail is made (the same answer and the
-//! same work on the request path for any address). Answers carrying
-//! tokens are `no-store` ([`super::common::secret_answer`]).
+//! same work on the request path for any address). A reset of an account
+//! made by a sign-in with an unverified address drops its links and keys
+//! (see [`crate::store::Store::reset_password_with_token`]). Answers
+//! carrying tokens are `no-store` ([`super::common::secret_answer`]).
 //!
 //! Sign-in with OpenID Connect (`oauth_authorize`, `oauth_callback`): the
 //! provider is [`crate::oidc`]'s; a sign-in under way is a row of the
 //! database (the hash of its one-time `state`, its nonce and PKCE
 //! verifier, [`OAUTH_STATE_TTL_MINUTES`]), so any instance takes the
 //! callback. The callback answers what `/auth/login` answers. An account
-//! is made on the first sign-in of a (provider, subject), with the ID
-//! token's e-mail address (confirmed only when the provider says
-//! `email_verified`) and a username from its `preferred_username` or the
-//! address; an address that is already another account's is refused (409
-//! `email_exists`: no account is linked by its address alone). Registering
-//! an address that signs in with a provider answers 409
-//! `email_already_linked`.
+//! is made on the first sign-in of a (provider, subject) whose ID token
+//! says `email_verified`, with its e-mail address (confirmed) and a
+//! username from its `preferred_username` or the address; a first sign-in
+//! without `email_verified` is refused (400 `email_not_verified`, nothing
+//! made or looked up: an address is claimed only when verified), later
+//! ones of a linked subject log into its own account. An address that is
+//! already another account's is refused (409 `email_exists`: no account is
+//! linked by its address alone). Registering an address that signs in with
+//! a provider answers 409 `email_already_linked`.
 
 use http::StatusCode;
 use serde_json::{json, Map, Value};
@@ -352,11 +356,16 @@ pub async fn reset_password(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiE
             + chrono::Duration::from_std(accounts.refresh_ttl.max(accounts.access_ttl))
                 .unwrap_or(chrono::Duration::days(366));
         // The token is spent with the new password, in one transaction.
-        ctx.gw
+        let done = ctx
+            .gw
             .store
             .blocking(move |s| s.reset_password_with_token(&hash, &pw, now, keep_until))
             .await?
             .ok_or_else(|| reason("invalid_token", "the token is unknown, used or expired"))?;
+        if done.reclaimed {
+            // Its keys were revoked: no instance may keep them cached.
+            ctx.gw.credentials_changed().await;
+        }
         return Ok(answer(
             StatusCode::OK,
             json!({ "message": "password changed" }),
@@ -582,6 +591,12 @@ pub async fn oauth_callback(
                 reason: "email_exists",
                 message: "this e-mail address belongs to another account: log in with it".into(),
             })
+        }
+        OauthSignIn::Unverified => {
+            return Err(reason(
+                "email_not_verified",
+                "the sign-in provider does not say that this e-mail address is verified (email_verified): no account is made with it; verify it at the provider, then sign in again",
+            ))
         }
     };
     let user = ctx.gw.store.blocking(move |s| s.user(uid)).await?;
