@@ -56,6 +56,7 @@ mod stripe;
 mod synthesis;
 mod tls;
 mod traces;
+mod trust_accounts;
 mod trust_bounds;
 mod trust_media;
 mod trust_routing;

@@ -116,7 +116,7 @@ fn outbox_tokens(dir: &std::path::Path, to: &str) -> Vec<String> {
 }
 
 /// Waits (up to 10 s) until `to` has at least `n` reset mails; returns them.
-async fn wait_for_mails(dir: &std::path::Path, to: &str, n: usize) -> Vec<String> {
+pub(crate) async fn wait_for_mails(dir: &std::path::Path, to: &str, n: usize) -> Vec<String> {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let tokens = outbox_tokens(dir, to);

@@ -8,31 +8,37 @@
 //!
 //! Abuse limits: register, login, confirm and reset-password count against
 //! the row's capability (`accounts`) per client address (the TCP peer; see
-//! [`address_key`]); a login of an account that failed too often in a row
-//! is refused for a while ([`crate::auth::backoff`]); an account gets at
+//! [`address_key`]); a login of an account from an address that failed it
+//! too often in a row is refused for a while, never one from an address
+//! that has not failed ([`crate::auth::backoff`]); an account gets at
 //! most [`RESET_MAILS`] reset mails. Usernames cannot contain `@`, and an
 //! identifier with `@` logs in by e-mail address only. A password reset
 //! revokes the user's tokens and spends every other reset token. A reset
 //! request is answered before its mail is made (the same answer and the
-//! same work on the request path for any address).
+//! same work on the request path for any address). A reset of an account
+//! made by a sign-in with an unverified address drops its links and keys
+//! (see [`crate::store::Store::reset_password_with_token`]). Answers
+//! carrying tokens are `no-store` ([`super::common::secret_answer`]).
 //!
 //! Sign-in with OpenID Connect (`oauth_authorize`, `oauth_callback`): the
 //! provider is [`crate::oidc`]'s; a sign-in under way is a row of the
 //! database (the hash of its one-time `state`, its nonce and PKCE
 //! verifier, [`OAUTH_STATE_TTL_MINUTES`]), so any instance takes the
 //! callback. The callback answers what `/auth/login` answers. An account
-//! is made on the first sign-in of a (provider, subject), with the ID
-//! token's e-mail address (confirmed only when the provider says
-//! `email_verified`) and a username from its `preferred_username` or the
-//! address; an address that is already another account's is refused (409
-//! `email_exists`: no account is linked by its address alone). Registering
-//! an address that signs in with a provider answers 409
-//! `email_already_linked`.
+//! is made on the first sign-in of a (provider, subject) whose ID token
+//! says `email_verified`, with its e-mail address (confirmed) and a
+//! username from its `preferred_username` or the address; a first sign-in
+//! without `email_verified` is refused (400 `email_not_verified`, nothing
+//! made or looked up: an address is claimed only when verified), later
+//! ones of a linked subject log into its own account. An address that is
+//! already another account's is refused (409 `email_exists`: no account is
+//! linked by its address alone). Registering an address that signs in with
+//! a provider answers 409 `email_already_linked`.
 
 use http::StatusCode;
 use serde_json::{json, Map, Value};
 
-use super::common::user_json;
+use super::common::{secret_answer, user_json};
 use super::read_body;
 use crate::auth::backoff::LoginKey;
 use crate::auth::{self, passwords, tokens::Typ, TokenPair};
@@ -75,10 +81,15 @@ pub fn address_key(ip: std::net::IpAddr) -> i64 {
     }
 }
 
+/// The client's address (the server sets it on every request).
+fn client_addr(req: &Request) -> Option<std::net::IpAddr> {
+    req.extensions().get::<ClientAddr>().map(|c| c.0)
+}
+
 /// Counts the request against the row's capability for the client's
 /// address: 429 with `Retry-After` over the quota.
 async fn limit_address(ctx: &Ctx, req: &Request) -> Result<(), ApiError> {
-    let Some(ClientAddr(ip)) = req.extensions().get::<ClientAddr>().copied() else {
+    let Some(ip) = client_addr(req) else {
         return Ok(());
     };
     let capability = ctx.spec.capability;
@@ -218,6 +229,8 @@ pub async fn register(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> 
 /// identifier with `@` is looked up among e-mail addresses only.
 pub async fn login(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
     limit_address(ctx, &req).await?;
+    // The back-off counts by account and address (0: no address known).
+    let from = client_addr(&req).map_or(0, address_key);
     let obj = read_body(ctx, req).await?;
     let ident = text(&obj, "email").or_else(|| text(&obj, "username"));
     let (Some(ident), Some(password)) = (ident, obj.get("password").and_then(Value::as_str)) else {
@@ -236,10 +249,12 @@ pub async fn login(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
         None => LoginKey::Unknown(ident.to_lowercase()),
     };
     let backoff = &ctx.gw.auth.login_backoff;
-    if let Err(retry_after) = backoff.check(&key) {
+    if let Err(retry_after) = backoff.check(&key, from) {
         telemetry::rate_limited(ctx.spec.capability);
         return Err(ApiError::RateLimited {
-            message: format!("too many failed logins for this account; retry in {retry_after} s"),
+            message: format!(
+                "too many failed logins for this account from this address; retry in {retry_after} s"
+            ),
             retry_after,
         });
     }
@@ -251,11 +266,11 @@ pub async fn login(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
         .await?;
     let user = match user {
         Some(u) if ok && !u.deleted => {
-            backoff.succeeded(&key);
+            backoff.succeeded(&key, from);
             u
         }
         _ => {
-            backoff.failed(key);
+            backoff.failed(key, from);
             return Err(ApiError::Unauthorized(
                 "incorrect email, username or password".into(),
             ));
@@ -271,7 +286,7 @@ pub async fn login(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
     }
     let pair = ctx.gw.auth.issue(user.id);
     ctx.user = Some(user);
-    Ok(answer(StatusCode::OK, pair_json(&pair)))
+    Ok(secret_answer(StatusCode::OK, &pair_json(&pair)))
 }
 
 /// `POST /auth/refresh` `{refresh_token}`: a new pair, the old refresh token revoked.
@@ -280,7 +295,7 @@ pub async fn refresh(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
     let token = text(&obj, "refresh_token")
         .ok_or_else(|| ApiError::BadRequest("refresh_token is required".into()))?;
     let pair = ctx.gw.auth.refresh(token).await?;
-    Ok(answer(StatusCode::OK, pair_json(&pair)))
+    Ok(secret_answer(StatusCode::OK, &pair_json(&pair)))
 }
 
 /// `POST /auth/logout` (access token) `{refresh_token?}`.
@@ -341,11 +356,16 @@ pub async fn reset_password(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiE
             + chrono::Duration::from_std(accounts.refresh_ttl.max(accounts.access_ttl))
                 .unwrap_or(chrono::Duration::days(366));
         // The token is spent with the new password, in one transaction.
-        ctx.gw
+        let done = ctx
+            .gw
             .store
             .blocking(move |s| s.reset_password_with_token(&hash, &pw, now, keep_until))
             .await?
             .ok_or_else(|| reason("invalid_token", "the token is unknown, used or expired"))?;
+        if done.reclaimed {
+            // Its keys were revoked: no instance may keep them cached.
+            ctx.gw.credentials_changed().await;
+        }
         return Ok(answer(
             StatusCode::OK,
             json!({ "message": "password changed" }),
@@ -572,6 +592,12 @@ pub async fn oauth_callback(
                 message: "this e-mail address belongs to another account: log in with it".into(),
             })
         }
+        OauthSignIn::Unverified => {
+            return Err(reason(
+                "email_not_verified",
+                "the sign-in provider does not say that this e-mail address is verified (email_verified): no account is made with it; verify it at the provider, then sign in again",
+            ))
+        }
     };
     let user = ctx.gw.store.blocking(move |s| s.user(uid)).await?;
     let user = user.ok_or_else(|| ApiError::bug("signed-in user not found"))?;
@@ -583,7 +609,7 @@ pub async fn oauth_callback(
     }
     let pair = ctx.gw.auth.issue(user.id);
     ctx.user = Some(user);
-    Ok(answer(StatusCode::OK, pair_json(&pair)))
+    Ok(secret_answer(StatusCode::OK, &pair_json(&pair)))
 }
 
 #[cfg(test)]

@@ -1,12 +1,13 @@
 //! What several modes share and no other part of the gateway needs: the
-//! user's JSON, the multipart opener and its errors, query numbers for
-//! paging. A mode may import this
+//! user's JSON, the answer carrying a secret (no-store), the multipart
+//! opener and its errors, query numbers for paging. A mode may import this
 //! file (the one exception to "a mode never imports a sibling").
 
+use http::{header, HeaderValue, StatusCode};
 use serde_json::{json, Value};
 
-use crate::body::Request;
-use crate::ctx::Ctx;
+use crate::body::{self, Request};
+use crate::ctx::{Ctx, Outcome};
 use crate::errors::ApiError;
 use crate::objects::ObjectError;
 use crate::spec::PathParams;
@@ -24,6 +25,17 @@ pub(crate) fn user_json(u: &UserRow) -> Value {
         "deleted": u.deleted_at.is_some(),
         "created_at": u.created_at,
     })
+}
+
+/// A JSON answer carrying a secret (an access or refresh token, an API
+/// key): `Cache-Control: no-store` and `Pragma: no-cache` (RFC 6749 §5.1),
+/// so that no cache on the way keeps it.
+pub(crate) fn secret_answer(status: StatusCode, v: &Value) -> Outcome {
+    let mut resp = body::json(status, v);
+    let h = resp.headers_mut();
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    h.insert(header::PRAGMA, HeaderValue::from_static("no-cache"));
+    Outcome::new(resp, None)
 }
 
 /// 24 random hex characters: the id of an upload or a media file.

@@ -10,6 +10,7 @@
 use http::StatusCode;
 use serde_json::{json, Value};
 
+use super::common::secret_answer;
 use super::read_body;
 use crate::billing::format_money;
 use crate::body::Request;
@@ -102,7 +103,7 @@ pub async fn create(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
         .ok_or_else(|| ApiError::bug("created key not found"))?;
     let mut v = key_json(&row);
     v["key"] = json!(key);
-    Ok(Outcome::new(body::json(StatusCode::CREATED, &v), None))
+    Ok(secret_answer(StatusCode::CREATED, &v))
 }
 
 /// `DELETE /keys/{key_id}`.

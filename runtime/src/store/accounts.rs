@@ -60,6 +60,19 @@ pub enum OauthSignIn {
     /// The address belongs to another account (one with a password, or
     /// linked to another subject): nothing was made.
     EmailExists,
+    /// A first sign-in whose provider did not verify the address: nothing
+    /// was made (an address is claimed only when it is verified).
+    Unverified,
+}
+
+/// A completed password reset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PasswordReset {
+    pub user_id: i64,
+    /// The account was one an unverified sign-in made (unconfirmed and
+    /// linked: see [`Store::reset_password_with_token`]); its links are
+    /// gone and its keys revoked.
+    pub reclaimed: bool,
 }
 
 /// A provider's user, as a checked ID token names them.
@@ -68,7 +81,8 @@ pub struct OauthUser<'a> {
     pub provider: &'a str,
     pub subject: &'a str,
     pub email: &'a str,
-    /// The provider says the address is the user's: the account starts confirmed.
+    /// The provider says the address is the user's; without it no account
+    /// is made (the account made starts confirmed).
     pub email_verified: bool,
     /// The username wanted; made unique with a suffix when taken.
     pub username: &'a str,
@@ -171,9 +185,11 @@ impl Store {
     }
 
     /// Signs in a provider's user: the account linked to (provider,
-    /// subject), or a new one linked to it (e-mail address lower-case,
-    /// confirmed when the provider verified it, no password, the first
-    /// free username of [`username_candidate`]), in one transaction. Two
+    /// subject), or, when the provider verified the address, a new one
+    /// linked to it (e-mail address lower-case, confirmed, no password, the
+    /// first free username of [`username_candidate`]), in one transaction.
+    /// An address the provider did not verify is neither claimed nor looked
+    /// up ([`OauthSignIn::Unverified`]). Two
     /// first sign-ins at once (on any instances) make one account: the
     /// second's insert waits for the first's and then finds its link.
     pub fn oauth_sign_in(&self, u: &OauthUser<'_>) -> Result<OauthSignIn> {
@@ -182,6 +198,9 @@ impl Store {
         self.transaction(|tx| {
             if let Some(id) = tx.row(linked, p![u.provider, u.subject], |r| r.get(0))? {
                 return Ok(OauthSignIn::Linked(id));
+            }
+            if !u.email_verified {
+                return Ok(OauthSignIn::Unverified);
             }
             let (by_username, by_email) = by_name_and_email(tx.dialect());
             if tx.exists(by_email, p![email])? {
@@ -202,7 +221,7 @@ impl Store {
                 let id: Option<i64> = tx.row(
                     "INSERT INTO users (email, username, confirmed, created_at) VALUES (?1, ?2, ?3, ?4)
                      ON CONFLICT DO NOTHING RETURNING id",
-                    p![email, name, u.email_verified, now_rfc3339()],
+                    p![email, name, true, now_rfc3339()],
                     |r| r.get(0),
                 )?;
                 let Some(id) = id else {
@@ -380,21 +399,45 @@ impl Store {
 
     /// Completes a password reset with a mailed `reset` token: the token
     /// spent and the password set (as [`Store::set_password_revoking`]) in
-    /// one transaction, so that a failure leaves the token usable. The
-    /// user, or `None` when the token is unknown, used or expired.
+    /// one transaction, so that a failure leaves the token usable. `None`
+    /// when the token is unknown, used or expired.
+    ///
+    /// The reset proves the address (its token was mailed there). An
+    /// account that is unconfirmed and linked to a provider was made by a
+    /// sign-in whose provider did not verify the address (before such
+    /// sign-ins were refused; a verified one makes a confirmed account):
+    /// whoever signed in so may not be the address's owner, so its links
+    /// are removed, its keys (all made through them) revoked and the
+    /// account confirmed, all in the same transaction.
     pub fn reset_password_with_token(
         &self,
         token_hash: &str,
         password_hash: &str,
         at: chrono::DateTime<chrono::Utc>,
         keep_until: chrono::DateTime<chrono::Utc>,
-    ) -> Result<Option<i64>> {
+    ) -> Result<Option<PasswordReset>> {
         self.transaction(|tx| {
-            let user = take_token_in(tx, token_hash, "reset")?;
-            if let Some(id) = user {
-                set_password_in(tx, id, password_hash, at, keep_until)?;
+            let Some(id) = take_token_in(tx, token_hash, "reset")? else {
+                return Ok(None);
+            };
+            set_password_in(tx, id, password_hash, at, keep_until)?;
+            let reclaimed = tx.exists(
+                "SELECT 1 FROM users u WHERE u.id = ?1 AND u.confirmed = 0
+                 AND EXISTS (SELECT 1 FROM oauth_links l WHERE l.user_id = u.id)",
+                p![id],
+            )?;
+            if reclaimed {
+                tx.exec("DELETE FROM oauth_links WHERE user_id = ?1", p![id])?;
+                tx.exec(
+                    "UPDATE api_keys SET revoked_at = ?2 WHERE user_id = ?1 AND revoked_at IS NULL",
+                    p![id, super::rfc3339(at)],
+                )?;
+                tx.exec("UPDATE users SET confirmed = 1 WHERE id = ?1", p![id])?;
             }
-            Ok(user)
+            Ok(Some(PasswordReset {
+                user_id: id,
+                reclaimed,
+            }))
         })
     }
 

@@ -46,7 +46,9 @@ mod writer;
 pub use sql::Dialect;
 use sql::{p, Db, Row};
 
-pub use accounts::{KeyOwner, KeyRow, OauthSignIn, OauthUser, Registration, UserRow};
+pub use accounts::{
+    KeyOwner, KeyRow, OauthSignIn, OauthUser, PasswordReset, Registration, UserRow,
+};
 pub use assets::{AssetRow, JobRow};
 pub use budgets::{Budget, KeyBudget, Period};
 pub use history::{Generation, GroupBy, LedgerLine, ModelDetail, UsageTotals};
