@@ -165,12 +165,15 @@ pub async fn reserve(ctx: &Ctx, amount: Decimal, byok: bool) -> Result<Option<Ho
 }
 
 /// A billed voice request made with a key that has a budget holds
-/// `amount()`, the most it can be charged, against the key's budget only
-/// (the voice API never refuses for the balance): over budget → 402 naming
-/// it. `None`: the caller's key has no budget, nothing is held and the
-/// amount is never priced. The hold ends as a model call's does (see the
-/// module's contract): released with the request's usage record
-/// ([`Hold::into_release`]), or when dropped.
+/// `amount()`, what it is expected to be charged at most, against the
+/// key's budget only (the voice API never refuses for the balance): over
+/// budget → 402 naming it. `None`: the caller's key has no budget, nothing
+/// is held and the amount is never priced. The charge is what is measured,
+/// even beyond the hold: a hold that proves too small lets the key's spend
+/// go past its budget by that one request, and the next is refused. The
+/// hold ends as a model call's does (see the module's contract): released
+/// with the request's usage record ([`Hold::into_release`]), or when
+/// dropped.
 pub async fn hold_voice(
     ctx: &Ctx,
     amount: impl FnOnce() -> Decimal,

@@ -56,6 +56,7 @@ mod stripe;
 mod synthesis;
 mod tls;
 mod traces;
+mod trust_voice_budgets;
 mod urlpolicy;
 mod usage_history;
 mod validation;
