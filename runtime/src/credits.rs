@@ -22,9 +22,11 @@
 //!   `Relay`'s `Drop` when the caller hangs up (the body is dropped), both
 //!   through the one door for such commits
 //!   ([`crate::store::Store::commit_outside_record_phase`]);
-//! * **kept**: [`Hold::keep`] hands it to a job (a video's,
-//!   `Settlement::Later(Later::Job)`), which settles or releases it under
-//!   the submit's request id when it ends ([`crate::videos`]);
+//! * **kept**: [`Hold::keep`] hands it to a job: a video's
+//!   (`Settlement::Later(Later::Job)`), which settles or releases it under
+//!   the submit's request id when it ends ([`crate::videos`]), or a voice
+//!   job's, written with the job's record and released when the job ends
+//!   ([`crate::progress`]);
 //! * **dropped**: any other end (an error answered with `?`, an upstream
 //!   failure, a cancelled handler) releases it in `Hold`'s `Drop`, a plain
 //!   delete of the hold row that moves no money. This is the safety net of
@@ -117,8 +119,10 @@ pub struct Hold {
 }
 
 impl Hold {
-    /// Keeps the hold past this request (a video job's, settled or released
-    /// when the job finishes, by its request id, which is returned).
+    /// Keeps the hold past this request (a job's, settled or released when
+    /// the job finishes), returning its request id: a video job's hold goes
+    /// on by that id; a voice job's is renamed when the job is recorded
+    /// (`store::JobRecord::hold`).
     pub fn keep(mut self) -> String {
         self.armed = false;
         std::mem::take(&mut self.request_id)
@@ -165,20 +169,24 @@ pub async fn reserve(ctx: &Ctx, amount: Decimal, byok: bool) -> Result<Option<Ho
 }
 
 /// A billed voice request made with a key that has a budget holds
-/// `amount()`, the most it can be charged, against the key's budget only
-/// (the voice API never refuses for the balance): over budget → 402 naming
-/// it. `None`: the caller's key has no budget, nothing is held and the
-/// amount is never priced. The hold ends as a model call's does (see the
-/// module's contract): released with the request's usage record
-/// ([`Hold::into_release`]), or when dropped.
+/// `amount`, what it is expected to be charged at most, against the key's
+/// budget only (the voice API never refuses for the balance): over budget
+/// → 402 naming it. `None`: the caller's key has no budget, nothing is held
+/// and `amount` is never run (a future does nothing until awaited: no unit
+/// is priced, no input measured). The charge is what is measured, even
+/// beyond the hold: a hold that proves too small lets the key's spend go
+/// past its budget by that one request, and the next is refused. The hold
+/// ends as a model call's does (see the module's contract): released with
+/// the request's usage record ([`Hold::into_release`]), kept by a job
+/// ([`Hold::keep`]), or released when dropped.
 pub async fn hold_voice(
     ctx: &Ctx,
-    amount: impl FnOnce() -> Decimal,
+    amount: impl std::future::Future<Output = Result<Decimal, ApiError>>,
 ) -> Result<Option<Hold>, ApiError> {
     if ctx.user.as_ref().and_then(|u| u.budget_key).is_none() {
         return Ok(None);
     }
-    take(ctx, amount(), false).await.map(Some)
+    take(ctx, amount.await?, false).await.map(Some)
 }
 
 /// Takes the hold (`check_balance`: see [`Record::Hold`]).
@@ -215,7 +223,7 @@ async fn take(ctx: &Ctx, amount: Decimal, check_balance: bool) -> Result<Hold, A
             required: amount,
         }),
         Reserved::OverBudget { budget, used } => {
-            Err(crate::budgets::over_budget(budget, used, Some(amount)))
+            Err(crate::budgets::over_budget(budget, used, amount))
         }
     }
 }

@@ -211,7 +211,7 @@ async fn poll(gw: &Gateway, job: &JobRow) -> After {
             kind.submit.capability,
         )));
     }
-    records.extend(progress.record);
+    records.extend(progress.records);
     if !records.is_empty() {
         let why = OutsideRecordPhase::FollowedJob;
         if let Err(e) = gw.store.commit_outside_record_phase(why, records).await {

@@ -114,6 +114,7 @@ pub mod fetch;
 pub mod follower;
 pub mod generated;
 pub mod instance;
+pub mod job_bound;
 pub mod mail;
 pub mod media;
 pub mod messages_api;

@@ -16,7 +16,9 @@
 //!    parameters must name the caller's resources (else 404, no upstream call);
 //!    a row's `from_parent` variables are filled from the addressed
 //!    resource's recorded parent. A billed voice row's request made with a
-//!    key whose budget is spent is refused (402, [`crate::budgets`]).
+//!    key that has a budget holds its charge against it, or is refused
+//!    when that does not fit (402, [`crate::budgets`]; a measured row's
+//!    mode holds, once it read what bounds it).
 //! 6. **forward** — the row's mode ([`crate::modes`]).
 //! 7. **record** — on success, the audit record, the usage record (what the
 //!    mode metered, or quantity 0) and the mode's own records are committed
@@ -185,23 +187,23 @@ async fn run(
 
 /// A billed voice row's request made with a key that has a budget: a
 /// per-request or first-build row holds one unit's charge, its most
-/// (`credits::hold_voice`, atomic with the budget's check); synthesis holds
-/// in its mode, once it read the text that bounds it
-/// (`modes::synthesis`); a job's charge is known only when it completes,
-/// so its submit is checked, not held ([`crate::budgets::check_metered`]).
+/// (`credits::hold_voice`, atomic with the budget's check); a measured row
+/// holds in its mode, once it read what bounds it: synthesis its text
+/// (`modes::synthesis`), a job's submit its input, measured when it is the
+/// caller's own upload, else its kind's ceiling (`modes::jobs`,
+/// `job_bound`), kept by the job until it ends.
 async fn voice_budget(ctx: &Ctx) -> Result<Option<crate::credits::Hold>, ApiError> {
-    use crate::spec::{Billing, Metering, Mode};
+    use crate::spec::{Billing, Metering};
     let spec = ctx.spec;
     if spec.area != Area::Voice || spec.billing == Billing::Free {
         return Ok(None);
     }
     match spec.metering {
         Metering::PerRequest | Metering::FirstBuild => {
-            crate::credits::hold_voice(ctx, || ctx.row_charge(Decimal::ONE).charged).await
+            crate::credits::hold_voice(ctx, async { Ok(ctx.row_charge(Decimal::ONE).charged) })
+                .await
         }
-        Metering::None => Ok(None),
-        Metering::Measured if spec.mode == Mode::Synthesize => Ok(None),
-        Metering::Measured => crate::budgets::check_metered(ctx).await.map(|()| None),
+        Metering::None | Metering::Measured => Ok(None),
     }
 }
 

@@ -13,7 +13,13 @@
 //!    capability, charged to the job's owner;
 //! 3. **callback** — a finished job with a `callback_uri` gets one deferred
 //!    delivery ([`crate::callbacks`] claims it once in the database);
-//! 4. **record** — the job's new state, when it changed.
+//! 4. **record** — the job's new state, when it changed; with it, when the
+//!    job was submitted with a budgeted key and has now finished, the
+//!    release of the credit hold its submit took
+//!    ([`crate::store::job_hold_id`]): committed with the job's charge, so
+//!    the key's spend moves from held to charged in one step (a failed job
+//!    is charged nothing). A release is idempotent: a second observer's
+//!    finds nothing.
 
 use rust_decimal::Decimal;
 use serde_json::Value;
@@ -168,8 +174,9 @@ pub struct Progress {
     pub status: &'static str,
     /// The job's charge, when it completed now and was not billed before.
     pub metered: Option<Metered>,
-    /// The job's new state, when it changed.
-    pub record: Option<Record>,
+    /// The job's new state, when it changed, and the release of its hold
+    /// when it finished now.
+    pub records: Vec<Record>,
     /// The callback to deliver, when the job is finished and has a `callback_uri`.
     pub callback: Option<Deferred>,
 }
@@ -189,7 +196,7 @@ impl Progress {
         if let Some(m) = self.metered {
             ctx.meter(m);
         }
-        outcome.records.extend(self.record);
+        outcome.records.extend(self.records);
         outcome.deferred.extend(self.callback);
     }
 }
@@ -212,10 +219,20 @@ pub fn observe(kind: &JobKind, job: &JobRow, item: &Value) -> Progress {
     // A finished job seen again changes nothing: its record is written only on a change.
     let changed =
         update.status != job.status || update.billed || (finished && job.result.is_none());
+    let mut records = Vec::new();
+    if changed {
+        records.push(Record::JobUpdate(update));
+        // Only a budgeted key's submit held (`modes::jobs`).
+        if finished && job.key_id.is_some() {
+            records.push(Record::HoldRelease {
+                request_id: crate::store::job_hold_id(&job.kind, &job.job_id),
+            });
+        }
+    }
     Progress {
         status: st,
         metered,
-        record: changed.then_some(Record::JobUpdate(update)),
+        records,
         callback,
     }
 }

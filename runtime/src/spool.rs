@@ -108,6 +108,18 @@ impl SpoolDir {
     }
 }
 
+/// A request's file in the spool (under [`SpoolDir::path`]), removed
+/// when dropped, however the request ends.
+pub struct SpoolFile {
+    pub path: PathBuf,
+}
+
+impl Drop for SpoolFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
 /// `Ok` for an entry already gone (another instance sweeping at the same
 /// time).
 fn gone_ok(r: io::Result<()>) -> io::Result<()> {

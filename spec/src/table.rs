@@ -203,6 +203,10 @@ pub struct JobKind {
     pub get: Option<&'static EndpointSpec>,
     /// Dotted path of the result URL to mirror (the `get` row's `mirror`).
     pub mirror: Option<&'static str>,
+    /// `[job_ceilings]`: what a submit made with a budgeted key holds when
+    /// the gateway cannot measure the job's input, in units of the submit
+    /// row's billing unit (`None`: the kind is not billed).
+    pub ceiling: Option<u32>,
 }
 
 /// One `[bases.*]` entry.

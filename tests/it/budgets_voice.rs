@@ -18,7 +18,7 @@ use crate::harness::*;
 const TEXT: &str = "Fifty characters of text, bound to ten seconds ok.";
 const ONE: &str = "0.005";
 
-fn budget_key(env: &Env, usd: &str, period: &str) -> (i64, String) {
+pub(crate) fn budget_key(env: &Env, usd: &str, period: &str) -> (i64, String) {
     let b = runtime::store::Budget::parse(usd, period).unwrap();
     runtime::auth::create_named_key(env.store(), env.user_id, None, Some(b)).unwrap()
 }

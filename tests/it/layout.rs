@@ -538,6 +538,7 @@ const FLOORS: &[(&str, &[&str])] = &[
             "callbacks",
             "credits",
             "budgets",
+            "job_bound",
             "bounds",
             "relay",
             "messages_api",

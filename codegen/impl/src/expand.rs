@@ -227,7 +227,8 @@ fn table_facts(table: &Table) -> TokenStream {
         let submit = spec(k.submit);
         let get = some_or_none(k.get.map(spec));
         let mirror = some_or_none(k.mirror());
-        quote!(#rt::JobKind { kind: #kind, submit: #submit, get: #get, mirror: #mirror })
+        let ceiling = some_or_none(table.job_ceiling(k.kind).map(u32_lit));
+        quote!(#rt::JobKind { kind: #kind, submit: #submit, get: #get, mirror: #mirror, ceiling: #ceiling })
     });
     let bases = table.bases.iter().map(|b| {
         let BaseDef { name, auth } = b;

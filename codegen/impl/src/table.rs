@@ -210,6 +210,9 @@ pub struct Table {
     pub upstream_products: Vec<(String, Billing, String)>,
     /// `[products]`: billing unit → the price-key product of its rows.
     pub unit_products: Vec<(Billing, String)>,
+    /// `[job_ceilings]`: job kind → the units of its submit row's billing
+    /// unit a submit holds when its input cannot be measured.
+    pub job_ceilings: Vec<(String, u32)>,
 }
 
 /// A resolved `[kinds.<kind>]`.
@@ -240,6 +243,14 @@ impl Table {
     /// The row with this id.
     pub fn row(&self, id: &str) -> Option<&Row> {
         self.rows.iter().find(|r| r.id == id)
+    }
+
+    /// The `[job_ceilings]` entry of job kind `kind`.
+    pub fn job_ceiling(&self, kind: &str) -> Option<u32> {
+        self.job_ceilings
+            .iter()
+            .find(|(k, _)| k == kind)
+            .map(|(_, units)| *units)
     }
 
     /// One entry per distinct `job` kind, in the order the kinds first

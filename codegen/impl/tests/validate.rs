@@ -1317,6 +1317,49 @@ fn job_kinds() {
 }
 
 #[test]
+fn job_ceilings() {
+    let billed = STT_SUBMIT.replace("billing = \"free\"", "billing = \"audio_seconds\"");
+    // A billed job kind needs its ceiling, at its submit row.
+    let text = table(&[&billed]);
+    let errs = errors(&text);
+    assert_eq!(errs.len(), 1, "{errs:#?}");
+    assert_eq!(
+        errs[0].to_string(),
+        "line 18: row `stt.submit`: job kind `stt` is billed: its submit needs a ceiling in `[job_ceilings]` (`stt = 3600`: the units it holds when the gateway cannot measure the job's input)"
+    );
+    let with = |entries: &str| format!("{text}\n[job_ceilings]\n{entries}\n");
+    let t = parse_table(&with("stt = 3600")).unwrap();
+    assert_eq!(t.job_ceilings, [("stt".to_string(), 3600)]);
+    assert_eq!(t.job_ceiling("stt"), Some(3600));
+    // Each entry is a whole number of units in range, of a billed job kind.
+    check_all(
+        &with("stt = 0\nstt2 = 60\n\"bad kind\" = 60"),
+        &[
+            "[job_ceilings] `stt`: the ceiling must be a whole number of units from 1 to 1000000",
+            "[job_ceilings] `stt2`: `stt2` is no row's job kind (did you mean `stt`?)",
+            "[job_ceilings] `bad kind`: a job kind is an identifier",
+        ],
+    );
+    check(
+        &with("stt = \"3600\""),
+        "[job_ceilings] `stt`: the ceiling must be a whole number",
+    );
+    check(
+        &format!("{}\n[job_ceilings]\nstt = 60\n", table(&[STT_SUBMIT])),
+        "[job_ceilings] `stt`: the job kind is not billed (its `job_submit` row is `free`), so its submit holds nothing",
+    );
+    // A misspelt section is an unknown top-level key, and the kind still
+    // has no ceiling.
+    check_all(
+        &format!("{text}\n[job_ceiling]\nstt = 60\n"),
+        &[
+            "job kind `stt` is billed",
+            "unknown top-level key `job_ceiling` (did you mean `job_ceilings`?)",
+        ],
+    );
+}
+
+#[test]
 fn generated_names_are_reserved() {
     for id in [
         "table",

@@ -6,7 +6,13 @@
 //!   upstream's id) in the same group commit as the audit record. The caller's
 //!   `job_id` is the upstream's id. The record schedules the job's first
 //!   poll by the background follower ([`crate::follower`]), which follows it
-//!   to the end when nobody GETs it.
+//!   to the end when nobody GETs it. Made with a key that has a budget, a
+//!   billed submit first holds the job's bound against it
+//!   ([`crate::job_bound`]: the input's measured seconds when it is the
+//!   caller's own upload, else the kind's ceiling): 402 and no upstream
+//!   call when that does not fit. The job keeps the hold (it goes with the
+//!   job record, `JobRecord::hold`) until its end releases it
+//!   ([`crate::progress`]); a submit that fails releases it at once.
 //! * **Get** reads the job record first: a job that does not exist, belongs
 //!   to another user or to another kind answers 404 without any upstream
 //!   call. It then asks the upstream and hands what it saw to
@@ -48,6 +54,14 @@ pub async fn submit(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<
             .await
             .map_err(|r| ApiError::BadRequest(format!("callback_uri {}", r.describe())))?;
     }
+    let hold = match spec.billing {
+        crate::spec::Billing::Free => None,
+        _ => {
+            let url = body.get("audio_url").and_then(Value::as_str);
+            let job_kind = ctx.job_kind()?;
+            crate::credits::hold_voice(ctx, crate::job_bound::amount(ctx, job_kind, url)).await?
+        }
+    };
     let call = super::call(ctx, params, Some(&mut body))?;
     let mut guard = fetch::SizeGuard::default();
     let call = match spec.file_field {
@@ -114,6 +128,9 @@ pub async fn submit(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<
         // another instance) finds it.
         follow_at: Some(crate::store::rfc3339(first_poll)),
         key_id: ctx.user.as_ref().and_then(|u| u.budget_key),
+        // Kept by the job from here: its release, should the record not
+        // be written, is owed by the record writer.
+        hold: hold.map(crate::credits::Hold::keep),
     };
     if let Value::Object(m) = &mut answer {
         m.insert("job_id".into(), Value::String(upstream_id));

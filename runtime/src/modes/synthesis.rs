@@ -25,10 +25,13 @@
 //! the answer is 502 and nothing is billed.
 //!
 //! A request made with a key that has a budget holds, before the upstream
-//! call, the charge of the most audio its text can make ([`bound_seconds`]:
-//! [`BOUND_SECONDS_PER_CHAR`] a character, at least [`BOUND_MIN_SECONDS`]),
-//! and is billed at most that many seconds; the hold ends with the usage
-//! record ([`crate::credits::hold_voice`]).
+//! call, the charge of the audio its text is expected to make at most
+//! ([`bound_seconds`]: [`BOUND_SECONDS_PER_CHAR`] a character, at least
+//! [`BOUND_MIN_SECONDS`]); the hold ends with the usage record
+//! ([`crate::credits::hold_voice`]). It is billed the measured seconds like
+//! any request, even beyond the bound (SSML pauses, a slow voice): what is
+//! measured is what is billed, and the key's spend then goes past its
+//! budget by this one request (logged), which refuses the next.
 
 use base64::Engine;
 use rust_decimal::Decimal;
@@ -41,14 +44,13 @@ use crate::errors::ApiError;
 use crate::shape;
 use crate::spec::PathParams;
 
-/// The most audio a character of text is held and billed for, with a
-/// budgeted key: 5 characters a second, half the pace of slow speech.
+/// The audio a character of text is held for, with a budgeted key: 5
+/// characters a second, half the pace of slow speech.
 pub const BOUND_SECONDS_PER_CHAR: Decimal = Decimal::from_parts(2, 0, 0, false, 1);
 /// The least a budgeted synthesis is held for, however short its text.
 pub const BOUND_MIN_SECONDS: Decimal = Decimal::from_parts(2, 0, 0, false, 0);
 
-/// The most seconds of audio `text` is held and billed for, with a
-/// budgeted key.
+/// The seconds of audio `text` is held for, with a budgeted key.
 pub fn bound_seconds(text: &str) -> Decimal {
     (Decimal::from(text.chars().count()) * BOUND_SECONDS_PER_CHAR).max(BOUND_MIN_SECONDS)
 }
@@ -73,7 +75,7 @@ pub async fn synthesize(
     body.entry("output_format")
         .or_insert_with(|| Value::from(DEFAULT_OUTPUT_FORMAT));
     let bound = bound_seconds(body.get("text").and_then(Value::as_str).unwrap_or_default());
-    let hold = crate::credits::hold_voice(ctx, || ctx.row_charge(bound).charged).await?;
+    let hold = crate::credits::hold_voice(ctx, async { Ok(ctx.row_charge(bound).charged) }).await?;
     let call = super::call(ctx, params, Some(&mut body))?;
     shape::shape_body(spec, &mut body)?;
     let answer = call.json(&body).send().await?;
@@ -89,10 +91,9 @@ pub async fn synthesize(
         Some("mp3") => "mp3",
         _ => crate::audio::sniff_container(&audio).unwrap_or("mp3"),
     };
-    let mut duration = billed_seconds(&raw, &audio, ext).await?;
+    let duration = billed_seconds(&raw, &audio, ext).await?;
     if hold.is_some() && duration > bound {
-        tracing::warn!(%duration, %bound, "synthesis longer than its text's bound; billing the bound");
-        duration = bound;
+        tracing::warn!(%duration, %bound, "synthesis longer than its text's bound; billed as measured, past the hold");
     }
     let charge = ctx.meter_row(duration, None);
 

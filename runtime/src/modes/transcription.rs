@@ -17,8 +17,6 @@
 //! `duration`. The hold is the measured length, else a bound from the
 //! file's size ([`UNMEASURED_BYTES_PER_SECOND`]).
 
-use std::path::PathBuf;
-
 use http::StatusCode;
 use rust_decimal::Decimal;
 use serde_json::{json, Map, Value};
@@ -34,6 +32,7 @@ use crate::errors::ApiError;
 use crate::media;
 use crate::providers::{ModelType, Op};
 use crate::spec::Mode;
+use crate::spool::SpoolFile as Spool;
 use crate::store::Record;
 
 /// Largest text field.
@@ -67,17 +66,6 @@ fn too_large(max: u64) -> ApiError {
 /// A multipart error: too large beyond `max`, else malformed.
 fn multipart_error(max: u64) -> impl Fn(multer::Error) -> ApiError {
     move |e| common::multipart_error(e, max)
-}
-
-/// The spooled file, removed when dropped.
-struct Spool {
-    path: PathBuf,
-}
-
-impl Drop for Spool {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
-    }
 }
 
 /// What the form held.

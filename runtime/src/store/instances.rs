@@ -8,8 +8,9 @@
 //! start an instance deletes its own previous holds (their requests died
 //! with the process); a hold of an instance whose lease lapsed counts no
 //! more ([`super::balances::sum_holds`]) and is swept by the next hold of
-//! its user. A hold kept by a video job belongs to the job, not to the
-//! instance (its instance is cleared when the job is recorded).
+//! its user. A hold kept by a job (a video's, a voice job's) belongs to the
+//! job, not to the instance (its instance is cleared when the job is
+//! recorded).
 
 use std::time::Duration;
 

@@ -58,7 +58,7 @@ pub use purchases::{Credited, PurchaseRow};
 pub use videos::VideoJobRow;
 
 pub use records::{
-    AssetRecord, AuditRecord, Committed, JobRecord, JobUpdate, ModelUsageRecord,
+    job_hold_id, AssetRecord, AuditRecord, Committed, JobRecord, JobUpdate, ModelUsageRecord,
     OutsideRecordPhase, Record, UsageRecord, WebhookEventRecord,
 };
 use writer::RecordWriter as Writer;
@@ -678,11 +678,10 @@ mod tests {
         assert_eq!(store.audit_rows().unwrap().len(), 1);
     }
 
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_job_poll_is_claimed_by_one_and_taken_over_after_its_lease() {
-        let (_d, store) = temp_db();
-        let user = store.create_user("a@example.com", false).unwrap();
-        let job = JobRecord {
+    /// The stt job `j1` of `user`, first polled at 00:00:02, keeping the
+    /// hold `hold` took.
+    fn stt_job(user: i64, hold: Option<&str>) -> JobRecord {
+        JobRecord {
             job_id: "j1".into(),
             kind: "stt".into(),
             upstream_id: "j1".into(),
@@ -694,7 +693,52 @@ mod tests {
             created_at: "2026-01-01T00:00:00.000Z".into(),
             follow_at: Some("2026-01-01T00:00:02.000Z".into()),
             key_id: None,
+            hold: hold.map(str::to_owned),
+        }
+    }
+
+    /// A job record takes its submit's hold (renamed, no instance), and a
+    /// job record that fails to be written leaves its submit's hold owed:
+    /// released, the job's own kept.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_job_keeps_its_submits_hold_and_a_failed_job_record_releases_it() {
+        use rust_decimal::Decimal;
+        let (_d, store) = temp_db();
+        let user = store.create_user("a@example.com", false).unwrap();
+        store
+            .start_instance("i1", std::time::Duration::from_secs(60))
+            .unwrap();
+        let hold = |id: &str| Record::Hold {
+            request_id: id.into(),
+            user_id: user,
+            amount: Decimal::ONE,
+            key_id: None,
+            check_balance: false,
         };
+        store.commit(vec![hold("res_1")]).await.unwrap();
+        assert_eq!(store.holds_of(user).unwrap()[0].1.as_deref(), Some("i1"));
+        let job = |submit: &str| Record::JobCreate(stt_job(user, Some(submit)));
+        store.commit(vec![job("res_1")]).await.unwrap();
+        let kept = vec![(job_hold_id("stt", "j1"), None)];
+        assert_eq!(store.holds_of(user).unwrap(), kept);
+        // The same job again: refused by the database, its hold owed.
+        store.commit(vec![hold("res_2")]).await.unwrap();
+        assert!(store.commit(vec![job("res_2")]).await.is_err());
+        for _ in 0..100 {
+            if store.holds_of(user).unwrap().len() == 1 {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        assert_eq!(store.holds_of(user).unwrap(), kept);
+        assert_eq!(store.held(user).unwrap(), Decimal::ONE);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_job_poll_is_claimed_by_one_and_taken_over_after_its_lease() {
+        let (_d, store) = temp_db();
+        let user = store.create_user("a@example.com", false).unwrap();
+        let job = stt_job(user, None);
         store.commit(vec![Record::JobCreate(job)]).await.unwrap();
         let (t1, t2, t3) = (
             "2026-01-01T00:00:01.000Z",

@@ -89,6 +89,18 @@ pub struct JobRecord {
     /// The caller's key, when it has a budget: the job's charge counts in
     /// its spend.
     pub key_id: Option<i64>,
+    /// The credit hold its submit took (under the submit's request id),
+    /// which the job keeps: written with the job, it is renamed
+    /// [`job_hold_id`] and names no instance, so that it outlives the
+    /// instance's restarts and lease; the job's end releases it. A batch
+    /// that fails owes its release, as it does a hold's.
+    pub hold: Option<String>,
+}
+
+/// The name of the credit hold a job keeps (`credit_holds.request_id`,
+/// `job:<kind>:<job_id>`): what its end releases.
+pub fn job_hold_id(kind: &str, job_id: &str) -> String {
+    format!("job:{kind}:{job_id}")
 }
 
 /// A change to a job's status or result.

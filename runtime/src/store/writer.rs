@@ -328,13 +328,15 @@ fn needs_flush(batch: &Batch) -> bool {
             .any(|r| !matches!(r, Record::Hold { .. }))
 }
 
-/// The holds a failed batch took or ended: owed releases (a failed request
-/// keeps no hold; a hold whose commit is in doubt is deleted too).
+/// The holds a failed batch took, ended or handed to a job: owed releases
+/// (a failed request keeps no hold; a hold whose commit is in doubt is
+/// deleted too).
 fn owe_holds(shared: &Shared, batch: &Batch) {
     let ids = batch.records.iter().filter_map(|r| match r {
         Record::Hold { request_id, .. } | Record::HoldRelease { request_id } => {
             Some(request_id.clone())
         }
+        Record::JobCreate(j) => j.hold.clone(),
         _ => None,
     });
     lock(&shared.owed).extend(ids);
@@ -654,6 +656,12 @@ fn insert_asset(tx: &mut Db<'_>, a: &AssetRecord) -> Result<i64> {
 }
 
 fn insert_job(tx: &mut Db<'_>, j: &JobRecord) -> Result<()> {
+    if let Some(submit) = &j.hold {
+        tx.defer(
+            "UPDATE credit_holds SET request_id = ?1, instance = NULL WHERE request_id = ?2",
+            p![job_hold_id(&j.kind, &j.job_id), submit],
+        )?;
+    }
     tx.defer(
         "INSERT INTO jobs (job_id, kind, upstream_id, user_id, submit_route, status, media_type, callback_uri, created_at, updated_at, follow_next_at, key_id)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9, ?10, ?11)",

@@ -521,20 +521,30 @@ impl Env {
 
     /// Forces a simulator job to complete now.
     pub async fn complete_job(&self, upstream_id: &str) {
-        let r = self
-            .client
-            .post(format!(
-                "{}/__sim/jobs/{upstream_id}/complete",
-                self.sim.url()
-            ))
-            .send()
-            .await
-            .unwrap();
+        self.end_job(upstream_id, "complete").await;
+    }
+
+    /// Forces a simulator job to fail now.
+    pub async fn fail_job(&self, upstream_id: &str) {
+        self.end_job(upstream_id, "fail").await;
+    }
+
+    async fn end_job(&self, upstream_id: &str, how: &str) {
+        let url = format!("{}/__sim/jobs/{upstream_id}/{how}", self.sim.url());
+        let r = self.client.post(url).send().await.unwrap();
         assert!(
             r.status().is_success(),
-            "completing {upstream_id}: {}",
+            "{how} {upstream_id}: {}",
             r.text().await.unwrap()
         );
+    }
+
+    /// Stops the gateway and starts it again on the same simulator, data
+    /// directory and database, with `config` (from [`config_for`]).
+    pub async fn restart(self, config: Config) -> Env {
+        self.gw.stop().await;
+        let gw = server::start(config, TcpListener::bind("127.0.0.1:0").await.unwrap()).unwrap();
+        Env { gw, ..self }
     }
 
     /// Uploads `bytes` as `file_name` with an optional purpose.

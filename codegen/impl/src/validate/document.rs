@@ -21,6 +21,7 @@ const TOP_LEVEL_KEYS: &[&str] = &[
     "prices",
     "products",
     "reconcile",
+    "job_ceilings",
     "endpoint",
 ];
 
@@ -101,7 +102,7 @@ fn check_top_level_keys(value: &toml::Table, spans: &Spans<'_>, errors: &mut Vec
                 errors,
                 spans,
                 &[key],
-                format!("unknown top-level key `{key}`{hint}; the table has `[areas.*]`, `[bases.*]`, `[capabilities]`, `[resources]`, `[unmatched]`, `[kinds.*]`, `[limits]`, `[purposes.*]`, `[prices]`, `[products]`, `[reconcile.*]` and `[[endpoint]]` rows"),
+                format!("unknown top-level key `{key}`{hint}; the table has `[areas.*]`, `[bases.*]`, `[capabilities]`, `[resources]`, `[unmatched]`, `[kinds.*]`, `[limits]`, `[purposes.*]`, `[prices]`, `[products]`, `[reconcile.*]`, `[job_ceilings]` and `[[endpoint]]` rows"),
             );
         }
     }

@@ -3,10 +3,12 @@
 //! resource kind does beyond ownership), `[limits]` (largest media body per
 //! mode), `[purposes.*]` (upload purposes and their retention), `[prices]`
 //! (known upstream prices), `[products]` (a billing unit's own price-key
-//! product) and `[reconcile.*]` (gateway product and unit →
-//! upstream billing product). Each problem names its key and line; the
-//! checks that need the rows (a kind no row names, a mode without its limit,
-//! an unknown product) run once the rows are read.
+//! product), `[reconcile.*]` (gateway product and unit →
+//! upstream billing product) and `[job_ceilings]` (what a billed job's
+//! submit holds when its input cannot be measured). Each problem names its
+//! key and line; the checks that need the rows (a kind no row names, a mode
+//! without its limit, an unknown product, a billed job kind without its
+//! ceiling) run once the rows are read.
 
 use serde::Deserialize;
 
@@ -28,7 +30,14 @@ pub(super) struct Facts {
     pub purposes_declared: bool,
     /// `[limits]` keys that did not read (already reported).
     pub broken_limits: Vec<String>,
+    pub job_ceilings: Vec<(String, u32)>,
+    /// `[job_ceilings]` keys that did not read (already reported).
+    pub broken_ceilings: Vec<String>,
 }
+
+/// The largest `[job_ceilings]` entry (units of a billing unit: 1,000,000
+/// seconds is over eleven days of media).
+pub const MAX_JOB_CEILING: u32 = 1_000_000;
 
 /// The modes whose runtime function needs a `[limits]` entry.
 pub const LIMITED_MODES: &[Mode] = &[
@@ -134,17 +143,9 @@ pub(super) fn read_facts(
                 .as_str()
                 .ok_or_else(|| "the size must be a string, e.g. `\"25 MiB\"`".to_string())
                 .and_then(parse_size);
-            match (parsed, size) {
-                (Ok(m), Ok(bytes)) => facts.limits.push((m, bytes)),
-                (Err(msg), _) | (_, Err(msg)) => {
-                    facts.broken_limits.push(mode.clone());
-                    doc_err(
-                        errors,
-                        spans,
-                        &["limits", mode],
-                        format!("[limits] `{mode}`: {msg}"),
-                    )
-                }
+            let broken = &mut facts.broken_limits;
+            if let Some(e) = entry(("limits", mode), (parsed, size), broken, spans, errors) {
+                facts.limits.push(e);
             }
         }
     }
@@ -294,6 +295,36 @@ pub(super) fn read_facts(
             }
         }
     }
+    if let Some(t) = section(
+        value,
+        "job_ceilings",
+        "`<job kind> = <units>` entries",
+        spans,
+        errors,
+    ) {
+        for (kind, v) in t {
+            let units = v
+                .as_integer()
+                .filter(|n| (1..=i64::from(MAX_JOB_CEILING)).contains(n))
+                .map(|n| n as u32)
+                .ok_or_else(|| {
+                    format!("the ceiling must be a whole number of units from 1 to {MAX_JOB_CEILING}, e.g. `3600`")
+                });
+            let named = Some(kind.clone())
+                .filter(|k| is_ident(k))
+                .ok_or_else(|| "a job kind is an identifier (letters, digits and `_`)".to_string());
+            let broken = &mut facts.broken_ceilings;
+            if let Some(e) = entry(
+                ("job_ceilings", kind),
+                (named, units),
+                broken,
+                spans,
+                errors,
+            ) {
+                facts.job_ceilings.push(e);
+            }
+        }
+    }
     facts
 }
 
@@ -381,6 +412,7 @@ pub(super) fn check_against_rows(
             );
         }
     }
+    check_job_ceilings(facts, rows, spans, errors);
     let mut seen: Vec<&str> = Vec::new();
     for (product, _, _) in &facts.upstream_products {
         if unknown(product) && !seen.contains(&product.as_str()) {
@@ -396,6 +428,74 @@ pub(super) fn check_against_rows(
                     "[reconcile.{product}]: `{product}` is no row's capability or job kind{hint}"
                 ),
             );
+        }
+    }
+}
+
+/// Every job kind whose `job_submit` row is billed has its
+/// `[job_ceilings]` entry, and every entry is such a kind.
+fn check_job_ceilings(
+    facts: &Facts,
+    rows: &[Row],
+    spans: &Spans<'_>,
+    errors: &mut Vec<TableError>,
+) {
+    let billed: Vec<(&str, &Row)> = rows
+        .iter()
+        .filter(|r| r.mode == Mode::JobSubmit && r.billing != Billing::Free)
+        .filter_map(|r| r.job.as_deref().map(|k| (k, r)))
+        .collect();
+    let kinds: Vec<&str> = rows.iter().filter_map(|r| r.job.as_deref()).collect();
+    for (kind, _) in &facts.job_ceilings {
+        if billed.iter().any(|(k, _)| k == kind) {
+            continue;
+        }
+        let why = if kinds.contains(&kind.as_str()) {
+            "the job kind is not billed (its `job_submit` row is `free`), so its submit holds nothing"
+                .to_string()
+        } else {
+            let hint = did_you_mean(kind, &kinds)
+                .map(|s| format!(" (did you mean `{s}`?)"))
+                .unwrap_or_default();
+            format!("`{kind}` is no row's job kind{hint}")
+        };
+        doc_err(
+            errors,
+            spans,
+            &["job_ceilings", kind],
+            format!("[job_ceilings] `{kind}`: {why}"),
+        );
+    }
+    for (kind, row) in billed {
+        let declared = facts.job_ceilings.iter().any(|(k, _)| k == kind)
+            || facts.broken_ceilings.iter().any(|k| k == kind);
+        if !declared {
+            errors.push(TableError {
+                row: Some(row.id.clone()),
+                line: Some(row.line),
+                message: format!("job kind `{kind}` is billed: its submit needs a ceiling in `[job_ceilings]` (`{kind} = 3600`: the units it holds when the gateway cannot measure the job's input)"),
+            });
+        }
+    }
+}
+
+/// The key and value of the entry `key` of `[section]`, or the first of
+/// their problems reported at it (the key then kept in `broken`, so that
+/// the checks against the rows do not report it again).
+fn entry<K, V>(
+    (section, key): (&str, &str),
+    parsed: (Result<K, String>, Result<V, String>),
+    broken: &mut Vec<String>,
+    spans: &Spans<'_>,
+    errors: &mut Vec<TableError>,
+) -> Option<(K, V)> {
+    match parsed {
+        (Ok(k), Ok(v)) => Some((k, v)),
+        (Err(msg), _) | (_, Err(msg)) => {
+            broken.push(key.to_owned());
+            let at = format!("[{section}] `{key}`: {msg}");
+            doc_err(errors, spans, &[section, key], at);
+            None
         }
     }
 }

@@ -23,7 +23,7 @@
 //! * `paths`: route paths, prefixes and upstream path templates;
 //! * `facts`: the whole-table facts the runtime reads (`[unmatched]`,
 //!   `[kinds.*]`, `[limits]`, `[purposes.*]`, `[prices]`, `[products]`,
-//!   `[reconcile.*]`);
+//!   `[reconcile.*]`, `[job_ceilings]`);
 //! * `cross_row`: checks between rows (duplicate ids, names and routes, job
 //!   kinds, unused capabilities).
 //!
@@ -348,5 +348,6 @@ fn check(value: &toml::Table, spans: &Spans<'_>, errors: &mut Vec<TableError>) -
         prices: facts.prices,
         upstream_products: facts.upstream_products,
         unit_products: facts.unit_products,
+        job_ceilings: facts.job_ceilings,
     }
 }

@@ -344,6 +344,7 @@ pub static JOB_KINDS: &[::runtime::__private::JobKind] = &[
         submit: &STT_SUBMIT,
         get: ::core::option::Option::Some(&STT_GET),
         mirror: ::core::option::Option::Some("item.result_url"),
+        ceiling: ::core::option::Option::Some(3600),
     },
 ];
 /// `[bases.*]`: how the provider key is presented to each base, in table order.
