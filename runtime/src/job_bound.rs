@@ -91,14 +91,15 @@ async fn own_audio_seconds(ctx: &Ctx, url: Option<&str>) -> Result<Option<Decima
         .get(&key, None)
         .await
         .map_err(|e| crate::generated::stored_failed(format!("reading {key}"), e))?;
-    let spool = SpoolFile {
-        path: ctx.gw.spool.path().join(format!("job-{}", ctx.request_id)),
-    };
     let reading = |e: std::io::Error| ApiError::internal(format!("reading {key}"), e);
     let writing = |e: std::io::Error| ApiError::internal("writing the spool file", e);
-    let mut file = tokio::fs::File::create(&spool.path)
+    let (path, mut file) = ctx
+        .gw
+        .spool
+        .create_file(&format!("job-{}", ctx.request_id))
         .await
         .map_err(writing)?;
+    let spool = SpoolFile { path };
     let (mut head, mut stream) = (Vec::with_capacity(HEAD), body.stream);
     while let Some(chunk) = stream.next().await {
         let chunk = chunk.map_err(reading)?;
@@ -115,8 +116,10 @@ async fn own_audio_seconds(ctx: &Ctx, url: Option<&str>) -> Result<Option<Decima
         return Ok(None);
     };
     let path = spool.path.clone();
+    // A WAV whose header is refused, or audio that does not decode, is not
+    // measured: the kind's ceiling is held instead.
     let seconds =
-        tokio::task::spawn_blocking(move || crate::audio::file_duration_seconds(&path, ext))
+        tokio::task::spawn_blocking(move || crate::audio::file_seconds(&path, ext).ok().flatten())
             .await
             .ok()
             .flatten();
