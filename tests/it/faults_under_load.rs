@@ -24,6 +24,13 @@
 //!    skipped): synthesis answers 503, nothing is recorded, `/healthz` and a
 //!    free request still answer; once space is freed, synthesis works.
 //!
+//! A fault's window is bounded by facts, not durations: the clock read
+//! before each change that begins or ends a fault, and after it
+//! ([`Window`]); before #37 the S3 window began at a clock read after the
+//! link was set to refuse, so a request cut by the change and answered
+//! while the test's thread was descheduled counted as a 503 outside any
+//! fault (the one failure of a loaded machine's first attempt).
+//!
 //! Counts (requests, 2xx, errors by status, records checked) are printed
 //! (`--nocapture`) and repeated in every assertion's message. Ignored in
 //! the suite's parallel run and run alone by `scripts/test.sh`. About 25 s;
@@ -307,24 +314,34 @@ where
 }
 
 /// A fault's window: from when the dependency was gone to when it was back.
+/// Each bound is read on the safe side of the change it marks (the clock
+/// read before a change for a bound that allows, after it for one that
+/// demands), so that a test thread descheduled between the change and its
+/// clock reading (a loaded machine) never counts an answer outside the
+/// fault that caused it.
 struct Window {
     name: &'static str,
     /// The kinds of request that must fail (503) while it lasts.
     fails: &'static [Kind],
     /// What a 503's message says.
     says: &'static str,
-    /// When the fault was begun (a stop asked for): 503s are allowed from here.
+    /// Read before the fault was begun (a stop asked for, the link
+    /// changed): 503s are allowed from here.
     begun: Instant,
-    /// When it was complete (the dependency gone): 503s are due from here.
+    /// Read once it was complete (the dependency gone): 503s are due from here.
     from: Instant,
+    /// Read before the dependency was given back: 503s are due until here.
     to: Instant,
-    /// After `to`, a 503 is still allowed for this long (recovery).
+    /// Read once it was back (started again, the link passing): 503s are
+    /// allowed until here.
+    over: Instant,
+    /// After `over`, a request sent may still fail for this long (recovery).
     grace: Duration,
 }
 
 impl Window {
     fn overlaps(&self, s: &Sample) -> bool {
-        s.started <= self.to + self.grace && s.ended >= self.begun
+        s.started <= self.over + self.grace && s.ended >= self.begun
     }
 
     fn contains(&self, s: &Sample) -> bool {
@@ -437,6 +454,7 @@ async fn restart_postgresql(
         begun,
         from,
         to,
+        over: back,
         grace: RECOVERY,
     };
     (window, took)
@@ -569,6 +587,7 @@ async fn restart_redis(
         begun,
         from,
         to,
+        over: back,
         grace: Duration::ZERO,
     };
     (window, bus)
@@ -615,27 +634,31 @@ async fn s3_faults(
     key: &str,
     log: &Log,
 ) -> (Vec<Window>, Duration) {
+    let begun = Instant::now();
     proxy.set(Link::Refuse);
     let refused = Instant::now();
     tokio::time::sleep(Duration::from_secs(2)).await;
+    let refused_to = Instant::now();
     proxy.set(Link::Stall);
     let stalled = Instant::now();
     tokio::time::sleep(S3_TIMEOUT * 2 + Duration::from_secs(1)).await;
+    let stalled_to = Instant::now();
     proxy.set(Link::Pass);
     let back = Instant::now();
     let took = recovered(client, bases, key, &[Kind::Voice], log, back).await;
-    let window = |name, from, to| Window {
+    let window = |name, (begun, from), (to, over)| Window {
         name,
         fails: &[Kind::Voice],
         says: "object store",
-        begun: from,
+        begun,
         from,
         to,
+        over,
         grace: Duration::from_secs(1),
     };
     let windows = vec![
-        window("s3 refusing", refused, stalled),
-        window("s3 stalling", stalled, back),
+        window("s3 refusing", (begun, refused), (refused_to, stalled)),
+        window("s3 stalling", (refused_to, stalled), (stalled_to, back)),
     ];
     (windows, took)
 }
