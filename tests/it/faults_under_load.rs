@@ -7,8 +7,10 @@
 //! while, one after the other, it:
 //!
 //! 1. restarts PostgreSQL: requests answered while it is down are 503 in
-//!    their route's format with `Retry-After`; within 5 s of its return
-//!    both instances serve again, without a restart;
+//!    their route's format with `Retry-After`; streams begun before the
+//!    stop whose settlement fails while it is down send their last event
+//!    (`[DONE]`) only once it is back and the settlement committed; within
+//!    5 s of its return both instances serve again, without a restart;
 //! 2. stops and restarts Redis: rate limits fail open (every request
 //!    passes), then count again, shared by the instances; both buses
 //!    reconnect, and a key revoked on one instance is refused by the other;
@@ -402,12 +404,15 @@ async fn recovered(
 // ---- the faults ----
 
 /// Stops PostgreSQL under the traffic for 2 s (and until two streams
-/// begun before the stop have ended while it is down: their settlement
-/// must wait for its return), starts it again and waits until both
-/// instances serve every kind. The window and the recovery time.
+/// begun before the stop have ended upstream while it is down, their
+/// settlement failed), starts it again and waits until both instances
+/// serve every kind. While it is down each instance is sent one request of
+/// each kind (answered wholly inside the window, so 503). The streams'
+/// last event waits for their settlement (`relay`): they end with
+/// `[DONE]` only once PostgreSQL is back. The window and the recovery time.
 async fn restart_postgresql(
     pg: &PgServer,
-    a: &Env,
+    (a, b): (&Env, &server::Running),
     client: &reqwest::Client,
     bases: &Bases,
     log: &Log,
@@ -420,30 +425,65 @@ async fn restart_postgresql(
     let begun = Instant::now();
     tokio::task::block_in_place(|| pg.stop());
     let from = Instant::now();
-    for (mut sample, mut rest) in open {
-        use futures_util::StreamExt;
-        let mut after = 0;
-        while let Some(chunk) = rest.next().await {
-            sample
-                .text
-                .push_str(&String::from_utf8_lossy(&chunk.unwrap()));
-            after += 1;
-        }
-        assert!(
-            after > 1,
-            "a stream begun before the stop ended while PostgreSQL was down"
-        );
-        sample.ended = Instant::now();
-        sample.formatted = sample.text.ends_with("data: [DONE]\n\n");
-        log.samples.lock().unwrap().push(sample);
+    let stores = [a.gw.gateway.store.clone(), b.gateway.store.clone()];
+    let mut readers = Vec::new();
+    for ((mut sample, mut rest), store) in open.into_iter().zip(stores) {
+        let id = sample.id.clone();
+        let reader = tokio::spawn(async move {
+            use futures_util::StreamExt;
+            let mut after = 0;
+            while let Some(chunk) = rest.next().await {
+                sample
+                    .text
+                    .push_str(&String::from_utf8_lossy(&chunk.unwrap()));
+                after += 1;
+            }
+            sample.ended = Instant::now();
+            sample.formatted = sample.text.ends_with("data: [DONE]\n\n");
+            (sample, after)
+        });
+        readers.push((id, store, reader));
     }
-    // Down past the end of the traffic's own stream begun before the stop,
-    // so that each kind of request is answered wholly while it is down.
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    for (on, base) in bases.both() {
+        for (i, kind) in [Kind::Voice, Kind::Chat, Kind::Stream]
+            .into_iter()
+            .enumerate()
+        {
+            let s = one(client, (on, base), &a.key, kind, 300_000 + i).await;
+            log.samples.lock().unwrap().push(s);
+        }
+    }
+    // Each stream's upstream ended while PostgreSQL is down: its
+    // settlement failed (the writer owes its hold's end), and the stream
+    // waits for it.
+    for (id, store, reader) in &readers {
+        within(
+            Duration::from_secs(10),
+            "a stream's settlement failed on the stopped database",
+            || std::future::ready(store.owes_release(id)),
+        )
+        .await;
+        assert!(
+            !reader.is_finished(),
+            "a stream ended with its settlement uncommitted"
+        );
+    }
     tokio::time::sleep(Duration::from_secs(2).saturating_sub(from.elapsed())).await;
     let to = Instant::now();
     tokio::task::block_in_place(|| pg.start_again());
     let back = Instant::now();
+    for (_, _, reader) in readers {
+        let (sample, after) = reader.await.unwrap();
+        assert!(
+            after > 1,
+            "a stream begun before the stop went on while PostgreSQL was down"
+        );
+        assert!(
+            sample.ended >= to,
+            "a stream begun before the stop ended with its settlement uncommitted"
+        );
+        log.samples.lock().unwrap().push(sample);
+    }
     a.sim_config(json!({"stream_delay_ms": 15})).await;
     let all = [Kind::Voice, Kind::Chat, Kind::Stream];
     let took = recovered(client, bases, &a.key, &all, log, back).await;
@@ -1097,7 +1137,7 @@ async fn postgresql_redis_s3_and_disk_faults_under_steady_traffic() {
     );
 
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let (pg_window, pg_back) = restart_postgresql(&pg, &a, &client, &bases, &log).await;
+    let (pg_window, pg_back) = restart_postgresql(&pg, (&a, &b), &client, &bases, &log).await;
     tokio::time::sleep(Duration::from_secs(1)).await;
     let (redis_window, bus_back) = restart_redis(&mut redis, &a, &b, &client, &bases).await;
     tokio::time::sleep(Duration::from_secs(1)).await;

@@ -56,6 +56,7 @@ mod stripe;
 mod synthesis;
 mod tls;
 mod traces;
+mod trust_streams;
 mod urlpolicy;
 mod usage_history;
 mod validation;
