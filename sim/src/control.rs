@@ -179,19 +179,16 @@ fn set_config(sh: &Shared, v: &Value) -> Result<(), Resp> {
         opt_string("webhook_secret")?,
         opt_string("api_key")?,
     );
-    if let Some(d) = v.get("stream_delay_ms") {
-        let d = d
-            .as_u64()
-            .ok_or_else(|| bad_field("stream_delay_ms", "must be a non-negative integer"))?;
-        sh.stream_delay_ms
-            .store(d, std::sync::atomic::Ordering::Relaxed);
-    }
-    if let Some(d) = v.get("stream_linger_ms") {
-        let d = d
-            .as_u64()
-            .ok_or_else(|| bad_field("stream_linger_ms", "must be a non-negative integer"))?;
-        sh.stream_linger_ms
-            .store(d, std::sync::atomic::Ordering::Relaxed);
+    for (key, ms) in [
+        ("stream_delay_ms", &sh.stream_delay_ms),
+        ("stream_linger_ms", &sh.stream_linger_ms),
+    ] {
+        if let Some(d) = v.get(key) {
+            let d = d
+                .as_u64()
+                .ok_or_else(|| bad_field(key, "must be a non-negative integer"))?;
+            ms.store(d, std::sync::atomic::Ordering::Relaxed);
+        }
     }
     if let Some(s) = v.get("strict_tokens") {
         let s = s
