@@ -18,7 +18,9 @@
 //!   more than was held). They are committed by the pipeline's record phase
 //!   with the answer (`Settlement::ByModeRecords`), or, for a stream
 //!   (`Settlement::Later(Later::Stream)`), by [`crate::relay`] when the
-//!   stream ends: `Relay::finish` on a normal end, stop or time-out, and
+//!   stream ends, before its last event leaves: `Relay::finish` on a
+//!   normal end, stop or time-out (retried while the database is
+//!   unreachable; the last event waits for it, see `relay`), and
 //!   `Relay`'s `Drop` when the caller hangs up (the body is dropped), both
 //!   through the one door for such commits
 //!   ([`crate::store::Store::commit_outside_record_phase`]);

@@ -47,7 +47,8 @@
 //! * [`credits`] — credit holds and settlements of model calls.
 //! * [`relay`] — model streams relayed and billed for what was streamed.
 //! * [`cost`] — what an answer says it cost (`usage.cost`, `X-Gateway-Cost`).
-//! * [`usage_tail`] — a stream's last usage event, with its cost.
+//! * [`usage_tail`] — a stream's last event, held back until it is
+//!   settled (the usage event with its cost, `[DONE]`).
 //! * [`messages_api`] — Anthropic's Messages API as an input dialect:
 //!   its requests, answers and events translated to and from the chat shapes.
 //! * [`streams`] — the open streams (stop-stream).

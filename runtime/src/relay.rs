@@ -11,12 +11,42 @@
 //!   the counted output);
 //! * a stop request ([`crate::streams`]): `data: [DONE]` and a clean end;
 //! * idleness past the stream time-out: an error event, then `[DONE]`;
-//! * the end, however it comes (finished, stopped, timed out, upstream
-//!   error, or the client hanging up, which drops the body): what was
-//!   streamed is settled once ([`crate::credits::Settle`]) — awaited
-//!   before the stream's last bytes on a normal end, spawned on a drop;
-//! * when the caller asked for usage, its last event before `[DONE]`
-//!   ([`crate::usage_tail`]), with the cost settled, however it ends.
+//! * the end, however it comes (the upstream's `[DONE]` or its end,
+//!   stopped, timed out, upstream error, or the client hanging up, which
+//!   drops the body): what was streamed is settled once
+//!   ([`crate::credits::Settle`]) — before the stream's last event on
+//!   every end the caller sees, spawned on a drop;
+//! * the last event ([`crate::usage_tail`]): the upstream's `[DONE]` (and,
+//!   when the caller asked for usage, its usage event) is held back as it
+//!   passes and sent only once the settlement is committed, the usage
+//!   event with the cost.
+//!
+//! # The last event waits for the settlement
+//!
+//! A caller that has read `[DONE]` (or `/messages`' `message_stop`) holds a
+//! complete, successful answer: by then its usage record, the debit and
+//! the end of its hold are committed (`GET /generations/{id}` answers), so
+//! a gateway that dies at any moment never leaves a stream its caller saw
+//! succeed unbilled (one that dies before the commit never sent the last
+//! event: the caller saw a cut stream, and the hold expires with its
+//! instance's lease). The stream ends as soon as the upstream's `[DONE]`
+//! passes, whether or not the upstream closes its connection then (what
+//! it still sends is read and dropped in the background, so that its
+//! connection can be reused). Only that last event waits; every other
+//! chunk passes as it comes.
+//!
+//! When the settlement cannot be committed (the database unreachable), its
+//! commit is retried (backing off from 200 ms to 5 s) and the last event
+//! waits for it up to the stream's idle time-out
+//! (`GATEWAY_STREAM_TIMEOUT_SECS`, the longest the gateway lets a stream
+//! be silent): a database restart or failover only delays `[DONE]`. Past
+//! that, or when the commit fails otherwise, the stream ends with an error
+//! event (503 naming the database; 500 for any other failure) instead of
+//! the usage event and `[DONE]`, so the caller never reads a success that
+//! is not recorded; the commit goes on being retried in the background
+//! for [`SETTLEMENT_RETRY_FOR`], so what was streamed is still billed when
+//! the database answers. A caller that hangs up meanwhile changes nothing:
+//! the settlement runs in a task of its own.
 
 use std::pin::Pin;
 use std::time::Duration;
@@ -30,7 +60,7 @@ use crate::cost::Cost;
 use crate::credits::Settle;
 use crate::providers::{StreamTranslator, Tokens};
 use crate::services::Gateway;
-use crate::store::OutsideRecordPhase;
+use crate::store::{Failure, OutsideRecordPhase};
 use crate::streams::Registration;
 use crate::usage_tail::UsageTail;
 
@@ -122,8 +152,9 @@ pub struct Relay {
     /// Prompt tokens billed when the upstream sends no `usage`.
     pub prompt_tokens: u64,
     pub counter: Counter,
-    /// Set when the caller asked for usage: its last event, with the cost.
-    pub tail: Option<UsageTail>,
+    /// The last event held back: `[DONE]`, and the usage event with the
+    /// cost when the caller asked for usage.
+    pub tail: UsageTail,
     /// A native provider's stream translated into OpenAI's ([`Relay::translate`]).
     translator: Option<Box<dyn StreamTranslator>>,
     /// The response cache's capture of a miss: stored only when the stream
@@ -157,7 +188,7 @@ impl Relay {
             settle: Some(settle),
             prompt_tokens,
             counter,
-            tail: None,
+            tail: UsageTail::default(),
             translator: None,
             capture: None,
             span: crate::traces::Span::default(),
@@ -233,13 +264,6 @@ impl Relay {
         }
     }
 
-    /// The usage event and `[DONE]` of a caller that asked for usage,
-    /// else `None`.
-    fn close_tail(&mut self, cost: Option<Cost>) -> Option<Bytes> {
-        let (t, _) = self.tokens();
-        Some(self.tail.as_mut()?.close(cost, t))
-    }
-
     fn settle_records(&mut self, ended: &str) -> Option<Vec<crate::store::Record>> {
         let settle = self.settle.take()?;
         let (t, counted) = self.tokens();
@@ -261,18 +285,103 @@ impl Relay {
         Some(records)
     }
 
-    /// Commits what was streamed (once). The commit runs in a task of its
-    /// own, so that cancelling this (the caller hung up) cannot lose it.
-    /// Returns the charge committed.
-    async fn finish(&mut self, ended: &str) -> Option<Cost> {
-        let records = self.settle_records(ended)?;
+    /// Commits what was streamed (once), waiting for the commit (retried
+    /// while the database is unreachable) at most the idle time-out. The
+    /// commit runs in a task of its own, so that cancelling this (the
+    /// caller hung up) cannot lose it. The charge committed, or why it is
+    /// not committed (yet).
+    async fn finish(&mut self, ended: &str) -> Result<Option<Cost>, Failure> {
+        let Some(records) = self.settle_records(ended) else {
+            return Ok(None);
+        };
         let cost = Cost::of(&records);
-        let store = self.gw.store.clone();
-        let commit = tokio::spawn(tracing::Instrument::in_current_span(settle(store, records)));
-        if let Err(e) = commit.await {
-            tracing::error!(error = %e, "recording a stream's usage failed");
+        let committed = settle(self.gw.store.clone(), records);
+        match tokio::time::timeout(self.idle, committed).await {
+            Ok(Ok(Ok(()))) => Ok(cost),
+            Ok(Ok(Err(failure))) => Err(failure),
+            // The settling task panicked (it logged why).
+            Ok(Err(_)) => Err(Failure::Other),
+            Err(_) => {
+                tracing::warn!(
+                    "a stream's usage is not recorded within the idle time-out; it ends with an error event, the commit goes on in the background"
+                );
+                Err(Failure::Unavailable)
+            }
         }
-        cost
+    }
+
+    /// The stream's last bytes, once it ended as `ended` (after the error
+    /// event `error`, if any): settled, the usage event (when asked for)
+    /// and `[DONE]`; not settled, an error event instead.
+    async fn end(&mut self, ended: &str, error: Option<(u16, &str)>) -> Bytes {
+        let settled = self.finish(ended).await;
+        let mut out = self.tail.rest().to_vec();
+        if let Some((status, message)) = error {
+            out.extend_from_slice(&error_event(status, message));
+        }
+        match settled {
+            Ok(cost) => {
+                let (t, _) = self.tokens();
+                out.extend_from_slice(&self.tail.close(cost, t));
+            }
+            Err(Failure::Other) => {
+                out.extend_from_slice(&error_event(500, "recording this stream's usage failed"));
+            }
+            Err(_) => out.extend_from_slice(&error_event(
+                503,
+                "the database is unavailable: this stream's usage is not recorded yet (it is once the database answers)",
+            )),
+        }
+        Bytes::from(out)
+    }
+
+    /// A chunk of the stream (translated, counted and captured already):
+    /// what of it goes to the caller now. Once the upstream's `[DONE]` has
+    /// passed, the stream is complete, whatever the upstream still sends
+    /// or however long it keeps its connection open: it ends here.
+    async fn pass(&mut self, b: Bytes) -> Bytes {
+        if self.counter.done {
+            self.drain_upstream();
+            return self.complete(b).await;
+        }
+        self.tail.filter(&b)
+    }
+
+    /// Reads what the upstream still sends after its `[DONE]` (its body's
+    /// end, normally at once) in a task of its own, for at most the idle
+    /// time-out, so that its connection can serve another request.
+    fn drain_upstream(&mut self) {
+        let mut upstream: Upstream =
+            std::mem::replace(&mut self.upstream, Box::pin(futures_util::stream::empty()));
+        let idle = self.idle;
+        tokio::spawn(async move {
+            let drained = async { while let Some(Ok(_)) = upstream.next().await {} };
+            let _ = tokio::time::timeout(idle, drained).await;
+        });
+    }
+
+    /// The stream's end once the upstream finished, `last` its last chunk
+    /// (translated, counted and captured): the translator's last chunks,
+    /// the response cache's entry stored, then [`Relay::end`].
+    async fn complete(&mut self, last: Bytes) -> Bytes {
+        self.finished = true;
+        // A translated stream's last chunks ([DONE] among them), unless sent.
+        let mut more = Vec::new();
+        if let Some(t) = &mut self.translator {
+            t.finish(&mut more);
+        }
+        self.counter.feed(&more);
+        if let Some(c) = &mut self.capture {
+            c.feed(&more);
+        }
+        let mut out = self.tail.filter(&last).to_vec();
+        out.extend_from_slice(&self.tail.filter(&more));
+        if let Some(c) = self.capture.take() {
+            let (tokens, counted) = self.tokens();
+            c.complete(tokens, counted);
+        }
+        out.extend_from_slice(&self.end("complete", None).await);
+        Bytes::from(out)
     }
 
     /// The next chunk for the caller.
@@ -281,10 +390,11 @@ impl Relay {
             return None;
         }
         if let Some(b) = self.first.take() {
+            // Counted (and translated) already.
             if let Some(c) = &mut self.capture {
                 c.feed(&b);
             }
-            return Some(b);
+            return Some(self.pass(b).await);
         }
         let mut stop = self.registration.stop.clone();
         let next = tokio::select! {
@@ -294,11 +404,7 @@ impl Relay {
         };
         let Some(next) = next else {
             self.finished = true;
-            let cost = self.finish("stopped").await;
-            return Some(
-                self.close_tail(cost)
-                    .unwrap_or(Bytes::from_static(b"data: [DONE]\n\n")),
-            );
+            return Some(self.end("stopped", None).await);
         };
         match next {
             Ok(Some(Ok(b))) => {
@@ -307,54 +413,19 @@ impl Relay {
                 if let Some(c) = &mut self.capture {
                     c.feed(&b);
                 }
-                match &mut self.tail {
-                    Some(t) => Some(t.filter(&b)),
-                    None => Some(b),
-                }
+                Some(self.pass(b).await)
             }
-            Ok(None) => {
-                self.finished = true;
-                // A translated stream's last chunks ([DONE] among them).
-                let mut last = Vec::new();
-                if let Some(t) = &mut self.translator {
-                    t.finish(&mut last);
-                }
-                self.counter.feed(&last);
-                if let Some(c) = &mut self.capture {
-                    c.feed(&last);
-                }
-                let last = match &mut self.tail {
-                    Some(t) => t.filter(&last),
-                    None => Bytes::from(last),
-                };
-                if let Some(c) = self.capture.take() {
-                    let (tokens, counted) = self.tokens();
-                    c.complete(tokens, counted);
-                }
-                let cost = self.finish("complete").await;
-                match self.close_tail(cost) {
-                    Some(end) if last.is_empty() => Some(end),
-                    Some(end) => Some(Bytes::from([&last[..], &end[..]].concat())),
-                    None => (!last.is_empty()).then_some(last),
-                }
-            }
+            Ok(None) => Some(self.complete(Bytes::new()).await),
             Ok(Some(Err(e))) => {
                 self.finished = true;
                 tracing::warn!(error = %e, "model stream broke off");
-                let cost = self.finish("error").await;
-                let end = self.close_tail(cost);
-                Some(error_event(
-                    502,
-                    "the model provider's stream broke off",
-                    end,
-                ))
+                let message = "the model provider's stream broke off";
+                Some(self.end("error", Some((502, message))).await)
             }
             Err(_) => {
                 self.finished = true;
-                let cost = self.finish("timeout").await;
-                let end = self.close_tail(cost);
                 let message = format!("stream idle for more than {} s", self.idle.as_secs());
-                Some(error_event(504, &message, end))
+                Some(self.end("timeout", Some((504, &message))).await)
             }
         }
     }
@@ -422,61 +493,58 @@ impl Stream for ChannelStream {
 pub const SETTLEMENT_RETRY_FOR: Duration = Duration::from_secs(600);
 
 /// Commits a stream's settlement (its usage record, debit and the end of
-/// its hold). The stream was answered 200, so its usage must not be lost
-/// to a database that is briefly down (a restart, a failover): when the
-/// commit fails as unavailable (nothing of it was committed), it is retried
-/// in the background, backing off up to 5 s, for [`SETTLEMENT_RETRY_FOR`].
+/// its hold) in a task of its own; the receiver learns that it committed,
+/// or why it did not. The stream's content was sent, so its usage must
+/// not be lost to a database that is briefly down (a restart, a failover):
+/// when the commit fails as unavailable (nothing of it was committed), it
+/// is retried, backing off from 200 ms up to 5 s, for
+/// [`SETTLEMENT_RETRY_FOR`], whether or not anyone still waits for it.
 /// Meanwhile the record writer may release the hold it owes (see
 /// `store::writer`); the retried commit then ends no hold but still
 /// writes the usage and its debit. A commit in doubt is never retried.
-async fn settle(store: crate::store::Store, records: Vec<crate::store::Record>) {
+fn settle(
+    store: crate::store::Store,
+    records: Vec<crate::store::Record>,
+) -> tokio::sync::oneshot::Receiver<Result<(), Failure>> {
+    let (done, committed) = tokio::sync::oneshot::channel();
     let why = OutsideRecordPhase::StreamSettlement;
-    let first = match store
-        .commit_outside_record_phase(why, records.clone())
-        .await
-    {
-        Ok(_) => return,
-        Err(e) => e,
-    };
-    if first.failure != crate::store::Failure::Unavailable {
-        tracing::error!(error = %first, "recording a stream's usage failed");
-        return;
-    }
-    tracing::warn!(error = %first, "recording a stream's usage failed; retrying until the database answers");
-    tokio::spawn(async move {
+    // In the request's span: its log lines carry the request id.
+    tokio::spawn(tracing::Instrument::in_current_span(async move {
         let started = std::time::Instant::now();
         let mut wait = Duration::from_millis(200);
-        loop {
-            tokio::time::sleep(wait).await;
-            wait = (wait * 2).min(Duration::from_secs(5));
-            match store
+        let mut tries = 0u32;
+        let outcome = loop {
+            tries += 1;
+            let e = match store
                 .commit_outside_record_phase(why, records.clone())
                 .await
             {
+                Ok(_) if tries == 1 => break Ok(()),
                 Ok(_) => {
                     tracing::info!(after = ?started.elapsed(), "a stream's usage recorded on retry");
-                    return;
+                    break Ok(());
                 }
-                Err(e)
-                    if e.failure == crate::store::Failure::Unavailable
-                        && started.elapsed() < SETTLEMENT_RETRY_FOR => {}
-                Err(e) => {
-                    tracing::error!(error = %e, "recording a stream's usage failed");
-                    return;
-                }
+                Err(e) => e,
+            };
+            if e.failure != Failure::Unavailable || started.elapsed() >= SETTLEMENT_RETRY_FOR {
+                tracing::error!(error = %e, "recording a stream's usage failed");
+                break Err(e.failure);
             }
-        }
-    });
+            if tries == 1 {
+                tracing::warn!(error = %e, "recording a stream's usage failed; retrying until the database answers");
+            }
+            tokio::time::sleep(wait).await;
+            wait = (wait * 2).min(Duration::from_secs(5));
+        };
+        let _ = done.send(outcome);
+    }));
+    committed
 }
 
-/// An error event in the stream (format 2's fields), then `end` (the
-/// usage event and `[DONE]`), or `[DONE]`.
-fn error_event(status: u16, message: &str, end: Option<Bytes>) -> Bytes {
+/// An error event in the stream (format 2's fields).
+fn error_event(status: u16, message: &str) -> Vec<u8> {
     let v = serde_json::json!({"error": {"message": message, "code": status}, "success": false, "message": message});
-    let end = end.unwrap_or(Bytes::from_static(b"data: [DONE]\n\n"));
-    let mut out = format!("data: {v}\n\n").into_bytes();
-    out.extend_from_slice(&end);
-    Bytes::from(out)
+    format!("data: {v}\n\n").into_bytes()
 }
 
 impl Drop for Relay {
@@ -485,9 +553,8 @@ impl Drop for Relay {
     /// there is nothing left to bill (see `credits`' settlement contract).
     fn drop(&mut self) {
         if let Some(records) = self.settle_records("disconnected") {
-            let store = self.gw.store.clone();
-            if let Ok(h) = tokio::runtime::Handle::try_current() {
-                h.spawn(settle(store, records));
+            if tokio::runtime::Handle::try_current().is_ok() {
+                let _ = settle(self.gw.store.clone(), records);
             }
         }
     }

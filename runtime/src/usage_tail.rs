@@ -1,10 +1,12 @@
-//! The last event of a model stream whose caller asked for usage
-//! (`stream_options.include_usage`): the upstream's `data: [DONE]` and its
-//! usage event are held back as they pass, and when the stream ends
-//! (finished, stopped, timed out or broken off) the usage event, with the
-//! request's `cost` and `byok` ([`crate::cost`]), is sent last before
-//! `[DONE]`. Lines pass as soon as they are whole; only the unfinished last
-//! line and the one usage event are kept, so the stream is never buffered.
+//! The last event of a model stream, sent only once the stream's
+//! settlement is committed ([`crate::relay`]): the upstream's `data: [DONE]`
+//! is held back as it passes, and, when the caller asked for usage
+//! (`stream_options.include_usage`), its usage event too. When the stream
+//! ends (finished, stopped, timed out or broken off) the usage event, with
+//! the request's `cost` and `byok` ([`crate::cost`]), is sent last before
+//! `[DONE]` (asked for), or `[DONE]` alone. Lines pass as soon as they are
+//! whole; only the unfinished last line and the one usage event are kept,
+//! so the stream is never buffered.
 
 use bytes::{BufMut, Bytes, BytesMut};
 use serde_json::{json, Map, Value};
@@ -18,6 +20,8 @@ const MAX_LINE: usize = 1 << 20;
 /// What a stream holds back for its last event.
 #[derive(Debug, Default)]
 pub struct UsageTail {
+    /// The caller asked for the usage event (else only `[DONE]` is held).
+    wanted: bool,
     /// The unfinished last line.
     partial: Vec<u8>,
     /// The upstream's usage event (its JSON), kept for the end.
@@ -27,17 +31,27 @@ pub struct UsageTail {
 }
 
 impl UsageTail {
-    /// A tail when the request body asks for usage in its stream.
-    pub fn wanted(body: &Map<String, Value>) -> Option<UsageTail> {
+    /// The tail of a stream whose request body is `body`: with the usage
+    /// event when it asks for usage in its stream.
+    pub fn of(body: &Map<String, Value>) -> UsageTail {
         let asked = body
             .get("stream_options")
             .and_then(|o| o.get("include_usage"))
             == Some(&Value::Bool(true));
-        asked.then(UsageTail::default)
+        UsageTail {
+            wanted: asked,
+            ..UsageTail::default()
+        }
+    }
+
+    /// Whether the caller asked for the usage event.
+    pub fn usage_wanted(&self) -> bool {
+        self.wanted
     }
 
     /// What of `chunk` goes to the caller now: its whole lines, but for
-    /// `data: [DONE]` and an event carrying a `usage` object (kept).
+    /// `data: [DONE]` and, when usage is wanted, an event carrying a
+    /// `usage` object (kept).
     pub fn filter(&mut self, chunk: &[u8]) -> Bytes {
         let mut out = BytesMut::with_capacity(chunk.len() + self.partial.len());
         let mut rest = chunk;
@@ -71,7 +85,7 @@ impl UsageTail {
                 self.skip_blank = true;
                 return;
             }
-            if memchr::memmem::find(data, b"\"usage\"").is_some() {
+            if self.wanted && memchr::memmem::find(data, b"\"usage\"").is_some() {
                 if let Ok(v) = serde_json::from_slice::<Value>(data) {
                     if v.get("usage").is_some_and(Value::is_object) {
                         if let Some(earlier) = self.usage.replace(v) {
@@ -86,14 +100,24 @@ impl UsageTail {
         out.put_slice(line);
     }
 
-    /// The stream's last bytes: what is left of an unfinished line, the
-    /// usage event (the upstream's, else one of `tokens`) with the cost,
-    /// then `[DONE]`.
-    pub fn close(&mut self, cost: Option<Cost>, tokens: Tokens) -> Bytes {
+    /// What is left of an unfinished line (as a whole event), if any.
+    pub fn rest(&mut self) -> Bytes {
         let mut out = BytesMut::new();
         if !self.partial.is_empty() {
             out.put_slice(&std::mem::take(&mut self.partial));
             out.put_slice(b"\n\n");
+        }
+        out.freeze()
+    }
+
+    /// The stream's last bytes once it is settled: what is left of an
+    /// unfinished line, the usage event when wanted (the upstream's, else
+    /// one of `tokens`) with the cost, then `[DONE]`.
+    pub fn close(&mut self, cost: Option<Cost>, tokens: Tokens) -> Bytes {
+        let mut out = BytesMut::from(&self.rest()[..]);
+        if !self.wanted {
+            out.put_slice(b"data: [DONE]\n\n");
+            return out.freeze();
         }
         let mut v = self.usage.take().unwrap_or_else(|| {
             json!({
@@ -116,7 +140,10 @@ mod tests {
 
     #[test]
     fn holds_back_done_and_the_usage_event_across_chunks() {
-        let mut t = UsageTail::default();
+        let mut t = UsageTail {
+            wanted: true,
+            ..UsageTail::default()
+        };
         let a = t
             .filter(b"data: {\"choices\":[{\"delta\":{\"content\":\"Hi\"}}],\"usage\":null}\n\nda");
         assert_eq!(
@@ -138,7 +165,10 @@ mod tests {
 
     #[test]
     fn makes_a_usage_event_when_the_upstream_sent_none() {
-        let mut t = UsageTail::default();
+        let mut t = UsageTail {
+            wanted: true,
+            ..UsageTail::default()
+        };
         assert_eq!(
             &t.filter(b"data: {\"choices\":[]}\n\n")[..],
             b"data: {\"choices\":[]}\n\n"
@@ -146,5 +176,21 @@ mod tests {
         let end = String::from_utf8(t.close(None, Tokens::new(4, 1)).to_vec()).unwrap();
         assert!(end.contains("\"total_tokens\":5"), "{end}");
         assert!(end.ends_with("\n\ndata: [DONE]\n\n"), "{end}");
+    }
+
+    #[test]
+    fn without_usage_wanted_holds_back_only_done() {
+        let mut t = UsageTail::of(&serde_json::Map::new());
+        let usage = b"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":3}}\n\n";
+        assert_eq!(&t.filter(usage)[..], usage);
+        assert!(t.filter(b"data: [DONE]\n\n").is_empty());
+        let c = Cost {
+            charged: rust_decimal::Decimal::new(5, 1),
+            byok: false,
+        };
+        assert_eq!(
+            &t.close(Some(c), Tokens::new(3, 1))[..],
+            b"data: [DONE]\n\n"
+        );
     }
 }

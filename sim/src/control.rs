@@ -9,7 +9,7 @@
 //! | GET / DELETE | `/__sim/faults` | `{"faults": [{id, rule, remaining}]}` / clears |
 //! | GET | `/__sim/jobs` | `{"jobs": [{kind, uuid, status, notified}]}` |
 //! | POST | `/__sim/jobs/{uuid}/complete`, `/__sim/jobs/{uuid}/fail` | → `{"success": true, "items": [...]}`, 404 unknown (also OpenAI video ids) |
-//! | GET / POST | `/__sim/config` | `{"job_duration_ms"?, "webhook_url"?, "webhook_secret"?, "api_key"?, "seconds_per_char"?, "stream_delay_ms"?, "strict_tokens"?}` (null clears) → the current config |
+//! | GET / POST | `/__sim/config` | `{"job_duration_ms"?, "webhook_url"?, "webhook_secret"?, "api_key"?, "seconds_per_char"?, "stream_delay_ms"?, "stream_linger_ms"?, "strict_tokens"?}` (null clears) → the current config |
 //! | GET / DELETE | `/__sim/webhooks` | `{"webhooks": [{url, event, kind, id, signature, attempts, status, error, body}]}` / clears |
 //! | POST | `/__sim/billing_usage` | `{"date": "YYYY-MM-DD", "items": {"synth": "8450", ...}}` replaces that day |
 //! | POST | `/__sim/reset` | forgets all resources, jobs, usage, log, faults and webhook records (and Anthropic prompt-cache prefixes, Gemini cached contents) |
@@ -146,6 +146,7 @@ fn config_json(sh: &Shared) -> Value {
         "api_key": c.api_key,
         "seconds_per_char": c.seconds_per_char,
         "stream_delay_ms": sh.stream_delay_ms.load(std::sync::atomic::Ordering::Relaxed),
+        "stream_linger_ms": sh.stream_linger_ms.load(std::sync::atomic::Ordering::Relaxed),
         "strict_tokens": sh.strict_tokens.load(std::sync::atomic::Ordering::Relaxed),
     })
 }
@@ -178,12 +179,16 @@ fn set_config(sh: &Shared, v: &Value) -> Result<(), Resp> {
         opt_string("webhook_secret")?,
         opt_string("api_key")?,
     );
-    if let Some(d) = v.get("stream_delay_ms") {
-        let d = d
-            .as_u64()
-            .ok_or_else(|| bad_field("stream_delay_ms", "must be a non-negative integer"))?;
-        sh.stream_delay_ms
-            .store(d, std::sync::atomic::Ordering::Relaxed);
+    for (key, ms) in [
+        ("stream_delay_ms", &sh.stream_delay_ms),
+        ("stream_linger_ms", &sh.stream_linger_ms),
+    ] {
+        if let Some(d) = v.get(key) {
+            let d = d
+                .as_u64()
+                .ok_or_else(|| bad_field(key, "must be a non-negative integer"))?;
+            ms.store(d, std::sync::atomic::Ordering::Relaxed);
+        }
     }
     if let Some(s) = v.get("strict_tokens") {
         let s = s

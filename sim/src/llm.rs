@@ -206,7 +206,8 @@ pub fn new_id(prefix: &str) -> String {
 }
 
 /// A server-sent-events answer sending `frames` (each a whole event,
-/// separators included) [`Shared::stream_delay_ms`] apart.
+/// separators included) [`Shared::stream_delay_ms`] apart, its body ending
+/// [`Shared::stream_linger_ms`] after the last.
 pub fn sse(sh: &Arc<Shared>, frames: Vec<String>) -> Resp {
     sse_cut(sh, frames, None)
 }
@@ -215,6 +216,7 @@ pub fn sse(sh: &Arc<Shared>, frames: Vec<String>) -> Resp {
 /// no last chunk) after that many frames, as a provider that fails midway.
 pub fn sse_cut(sh: &Arc<Shared>, frames: Vec<String>, break_after: Option<usize>) -> Resp {
     let delay = Duration::from_millis(sh.stream_delay_ms.load(Ordering::Relaxed));
+    let linger = Duration::from_millis(sh.stream_linger_ms.load(Ordering::Relaxed));
     let (tx, rx) = tokio::sync::mpsc::channel::<Option<Bytes>>(8);
     sh.spawn(async move {
         for (i, f) in frames.into_iter().enumerate() {
@@ -228,6 +230,9 @@ pub fn sse_cut(sh: &Arc<Shared>, frames: Vec<String>, break_after: Option<usize>
             if tx.send(Some(Bytes::from(f))).await.is_err() {
                 return;
             }
+        }
+        if !linger.is_zero() {
+            tokio::time::sleep(linger).await;
         }
     });
     let stream = futures_util::stream::unfold(rx, |mut rx| async move {

@@ -51,6 +51,10 @@ pub struct Shared {
     pub client: reqwest::Client,
     /// Delay between server-sent events of streamed completions (ms).
     pub stream_delay_ms: std::sync::atomic::AtomicU64,
+    /// How long a streamed answer's connection stays open after its last
+    /// event before its body ends (ms; 0: at once), as a provider that
+    /// closes late.
+    pub stream_linger_ms: std::sync::atomic::AtomicU64,
     /// Count prompt tokens as the worst byte-level tokenizer would
     /// ([`crate::openai::tokens`]); words otherwise.
     pub strict_tokens: std::sync::atomic::AtomicBool,
@@ -80,6 +84,7 @@ impl Shared {
             faults: Default::default(),
             client,
             stream_delay_ms: std::sync::atomic::AtomicU64::new(15),
+            stream_linger_ms: std::sync::atomic::AtomicU64::new(0),
             strict_tokens: std::sync::atomic::AtomicBool::new(false),
             audio_cache: Mutex::new(HashMap::new()),
             stripe: Default::default(),

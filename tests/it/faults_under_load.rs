@@ -7,8 +7,10 @@
 //! while, one after the other, it:
 //!
 //! 1. restarts PostgreSQL: requests answered while it is down are 503 in
-//!    their route's format with `Retry-After`; within 5 s of its return
-//!    both instances serve again, without a restart;
+//!    their route's format with `Retry-After`; streams begun before the
+//!    stop whose settlement fails while it is down send their last event
+//!    (`[DONE]`) only once it is back and the settlement committed; within
+//!    5 s of its return both instances serve again, without a restart;
 //! 2. stops and restarts Redis: rate limits fail open (every request
 //!    passes), then count again, shared by the instances; both buses
 //!    reconnect, and a key revoked on one instance is refused by the other;
@@ -23,6 +25,13 @@
 //!    loop-mounted image cannot be made either, and that phase says it is
 //!    skipped): synthesis answers 503, nothing is recorded, `/healthz` and a
 //!    free request still answer; once space is freed, synthesis works.
+//!
+//! A fault's window is bounded by facts, not durations: the clock read
+//! before each change that begins or ends a fault, and after it
+//! ([`Window`]); before #37 the S3 window began at a clock read after the
+//! link was set to refuse, so a request cut by the change and answered
+//! while the test's thread was descheduled counted as a 503 outside any
+//! fault (the one failure of a loaded machine's first attempt).
 //!
 //! Counts (requests, 2xx, errors by status, records checked) are printed
 //! (`--nocapture`) and repeated in every assertion's message. Ignored in
@@ -307,24 +316,34 @@ where
 }
 
 /// A fault's window: from when the dependency was gone to when it was back.
+/// Each bound is read on the safe side of the change it marks (the clock
+/// read before a change for a bound that allows, after it for one that
+/// demands), so that a test thread descheduled between the change and its
+/// clock reading (a loaded machine) never counts an answer outside the
+/// fault that caused it.
 struct Window {
     name: &'static str,
     /// The kinds of request that must fail (503) while it lasts.
     fails: &'static [Kind],
     /// What a 503's message says.
     says: &'static str,
-    /// When the fault was begun (a stop asked for): 503s are allowed from here.
+    /// Read before the fault was begun (a stop asked for, the link
+    /// changed): 503s are allowed from here.
     begun: Instant,
-    /// When it was complete (the dependency gone): 503s are due from here.
+    /// Read once it was complete (the dependency gone): 503s are due from here.
     from: Instant,
+    /// Read before the dependency was given back: 503s are due until here.
     to: Instant,
-    /// After `to`, a 503 is still allowed for this long (recovery).
+    /// Read once it was back (started again, the link passing): 503s are
+    /// allowed until here.
+    over: Instant,
+    /// After `over`, a request sent may still fail for this long (recovery).
     grace: Duration,
 }
 
 impl Window {
     fn overlaps(&self, s: &Sample) -> bool {
-        s.started <= self.to + self.grace && s.ended >= self.begun
+        s.started <= self.over + self.grace && s.ended >= self.begun
     }
 
     fn contains(&self, s: &Sample) -> bool {
@@ -385,12 +404,15 @@ async fn recovered(
 // ---- the faults ----
 
 /// Stops PostgreSQL under the traffic for 2 s (and until two streams
-/// begun before the stop have ended while it is down: their settlement
-/// must wait for its return), starts it again and waits until both
-/// instances serve every kind. The window and the recovery time.
+/// begun before the stop have ended upstream while it is down, their
+/// settlement failed), starts it again and waits until both instances
+/// serve every kind. While it is down each instance is sent one request of
+/// each kind (answered wholly inside the window, so 503). The streams'
+/// last event waits for their settlement (`relay`): they end with
+/// `[DONE]` only once PostgreSQL is back. The window and the recovery time.
 async fn restart_postgresql(
     pg: &PgServer,
-    a: &Env,
+    (a, b): (&Env, &server::Running),
     client: &reqwest::Client,
     bases: &Bases,
     log: &Log,
@@ -403,30 +425,65 @@ async fn restart_postgresql(
     let begun = Instant::now();
     tokio::task::block_in_place(|| pg.stop());
     let from = Instant::now();
-    for (mut sample, mut rest) in open {
-        use futures_util::StreamExt;
-        let mut after = 0;
-        while let Some(chunk) = rest.next().await {
-            sample
-                .text
-                .push_str(&String::from_utf8_lossy(&chunk.unwrap()));
-            after += 1;
-        }
-        assert!(
-            after > 1,
-            "a stream begun before the stop ended while PostgreSQL was down"
-        );
-        sample.ended = Instant::now();
-        sample.formatted = sample.text.ends_with("data: [DONE]\n\n");
-        log.samples.lock().unwrap().push(sample);
+    let stores = [a.gw.gateway.store.clone(), b.gateway.store.clone()];
+    let mut readers = Vec::new();
+    for ((mut sample, mut rest), store) in open.into_iter().zip(stores) {
+        let id = sample.id.clone();
+        let reader = tokio::spawn(async move {
+            use futures_util::StreamExt;
+            let mut after = 0;
+            while let Some(chunk) = rest.next().await {
+                sample
+                    .text
+                    .push_str(&String::from_utf8_lossy(&chunk.unwrap()));
+                after += 1;
+            }
+            sample.ended = Instant::now();
+            sample.formatted = sample.text.ends_with("data: [DONE]\n\n");
+            (sample, after)
+        });
+        readers.push((id, store, reader));
     }
-    // Down past the end of the traffic's own stream begun before the stop,
-    // so that each kind of request is answered wholly while it is down.
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    for (on, base) in bases.both() {
+        for (i, kind) in [Kind::Voice, Kind::Chat, Kind::Stream]
+            .into_iter()
+            .enumerate()
+        {
+            let s = one(client, (on, base), &a.key, kind, 300_000 + i).await;
+            log.samples.lock().unwrap().push(s);
+        }
+    }
+    // Each stream's upstream ended while PostgreSQL is down: its
+    // settlement failed (the writer owes its hold's end), and the stream
+    // waits for it.
+    for (id, store, reader) in &readers {
+        within(
+            Duration::from_secs(10),
+            "a stream's settlement failed on the stopped database",
+            || std::future::ready(store.owes_release(id)),
+        )
+        .await;
+        assert!(
+            !reader.is_finished(),
+            "a stream ended with its settlement uncommitted"
+        );
+    }
     tokio::time::sleep(Duration::from_secs(2).saturating_sub(from.elapsed())).await;
     let to = Instant::now();
     tokio::task::block_in_place(|| pg.start_again());
     let back = Instant::now();
+    for (_, _, reader) in readers {
+        let (sample, after) = reader.await.unwrap();
+        assert!(
+            after > 1,
+            "a stream begun before the stop went on while PostgreSQL was down"
+        );
+        assert!(
+            sample.ended >= to,
+            "a stream begun before the stop ended with its settlement uncommitted"
+        );
+        log.samples.lock().unwrap().push(sample);
+    }
     a.sim_config(json!({"stream_delay_ms": 15})).await;
     let all = [Kind::Voice, Kind::Chat, Kind::Stream];
     let took = recovered(client, bases, &a.key, &all, log, back).await;
@@ -437,6 +494,7 @@ async fn restart_postgresql(
         begun,
         from,
         to,
+        over: back,
         grace: RECOVERY,
     };
     (window, took)
@@ -569,6 +627,7 @@ async fn restart_redis(
         begun,
         from,
         to,
+        over: back,
         grace: Duration::ZERO,
     };
     (window, bus)
@@ -615,27 +674,31 @@ async fn s3_faults(
     key: &str,
     log: &Log,
 ) -> (Vec<Window>, Duration) {
+    let begun = Instant::now();
     proxy.set(Link::Refuse);
     let refused = Instant::now();
     tokio::time::sleep(Duration::from_secs(2)).await;
+    let refused_to = Instant::now();
     proxy.set(Link::Stall);
     let stalled = Instant::now();
     tokio::time::sleep(S3_TIMEOUT * 2 + Duration::from_secs(1)).await;
+    let stalled_to = Instant::now();
     proxy.set(Link::Pass);
     let back = Instant::now();
     let took = recovered(client, bases, key, &[Kind::Voice], log, back).await;
-    let window = |name, from, to| Window {
+    let window = |name, (begun, from), (to, over)| Window {
         name,
         fails: &[Kind::Voice],
         says: "object store",
-        begun: from,
+        begun,
         from,
         to,
+        over,
         grace: Duration::from_secs(1),
     };
     let windows = vec![
-        window("s3 refusing", refused, stalled),
-        window("s3 stalling", stalled, back),
+        window("s3 refusing", (begun, refused), (refused_to, stalled)),
+        window("s3 stalling", (refused_to, stalled), (stalled_to, back)),
     ];
     (windows, took)
 }
@@ -1074,7 +1137,7 @@ async fn postgresql_redis_s3_and_disk_faults_under_steady_traffic() {
     );
 
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let (pg_window, pg_back) = restart_postgresql(&pg, &a, &client, &bases, &log).await;
+    let (pg_window, pg_back) = restart_postgresql(&pg, (&a, &b), &client, &bases, &log).await;
     tokio::time::sleep(Duration::from_secs(1)).await;
     let (redis_window, bus_back) = restart_redis(&mut redis, &a, &b, &client, &bases).await;
     tokio::time::sleep(Duration::from_secs(1)).await;

@@ -744,7 +744,7 @@ fn records_commit_through_one_door() {
     // file → (calls of the door, the reasons it names)
     let expected: BTreeMap<&str, (usize, Vec<&str>)> = [
         ("runtime/src/credits.rs", (1, vec!["Hold"])),
-        ("runtime/src/relay.rs", (2, vec!["StreamSettlement"])),
+        ("runtime/src/relay.rs", (1, vec!["StreamSettlement"])),
         ("runtime/src/videos.rs", (2, vec!["VideoJobEnd"])),
         (
             "runtime/src/modes/media_files.rs",

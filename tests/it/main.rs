@@ -60,6 +60,7 @@ mod trust_accounts;
 mod trust_bounds;
 mod trust_media;
 mod trust_routing;
+mod trust_streams;
 mod trust_voice_budgets;
 mod urlpolicy;
 mod usage_history;

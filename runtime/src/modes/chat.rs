@@ -102,7 +102,7 @@ pub async fn complete_body(
         (ModelType::Completion, Op::Completion)
     };
     let stream = body.get("stream") == Some(&Value::Bool(true));
-    let tail = crate::usage_tail::UsageTail::wanted(&body);
+    let tail = crate::usage_tail::UsageTail::of(&body);
     // The hold: everything the upstream body asks for ([`crate::bounds`]),
     // on the most expensive candidate deployment.
     let ready = prepare_cached(ctx, body, want, op, Some((ask, stream)), |m, up, shape| {
@@ -115,7 +115,7 @@ pub async fn complete_body(
     .await?;
     let mut prepared = match ready {
         Ok(p) => p,
-        Err(hit) => return answer_hit(ctx, hit, stream, tail.is_some()).await,
+        Err(hit) => return answer_hit(ctx, hit, stream, tail.usage_wanted()).await,
     };
     let cache = std::mem::take(&mut prepared.cache);
     if !stream {
@@ -162,7 +162,7 @@ pub async fn complete_body(
     let translator = settle
         .provider
         .adapter
-        .stream(op, &settle.model.id, tail.is_some());
+        .stream(op, &settle.model.id, tail.usage_wanted());
     let mut relay = Relay::new(
         ctx.gw.clone(),
         upstream,

@@ -268,6 +268,13 @@ impl Store {
         released.map(drop)
     }
 
+    /// Whether the end of `request_id`'s hold is owed to the record writer:
+    /// a commit ending it (a stream's settlement) or its release failed,
+    /// the database unreachable, and it has not answered since.
+    pub fn owes_release(&self, request_id: &str) -> bool {
+        self.writer.owes_release(request_id)
+    }
+
     /// The sum of a user's live holds.
     pub fn held(&self, user_id: i64) -> Result<Decimal> {
         self.with(|db| sum_holds(db, user_id))

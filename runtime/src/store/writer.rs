@@ -149,6 +149,13 @@ impl RecordWriter {
         lock(&self.shared.owed).push(request_id);
     }
 
+    /// Whether the release of the hold of `request_id` is owed (see
+    /// [`Shared::owed`]): a commit or delete of it failed and the database
+    /// has not answered since.
+    pub fn owes_release(&self, request_id: &str) -> bool {
+        lock(&self.shared.owed).iter().any(|id| id == request_id)
+    }
+
     /// Queues `records` for the next group commit and waits until durable.
     pub async fn commit(&self, records: Vec<Record>) -> Result<Committed> {
         self.queue(records, true).await
