@@ -33,7 +33,9 @@
 //! ([`GATEWAY_PRICED`]), and no request may name a cache held by the
 //! provider ([`PROVIDER_CACHES`]: Gemini's `cachedContent`), at its top
 //! level or in `additional_params`: 400 naming it, before anything is held
-//! or called.
+//! or called. Nor may a chat body make the provider read content it does
+//! not carry (a file held by the provider, a document or a video by URL:
+//! `check_references`), for no byte of the body would bound it.
 //!
 //! A quantity the provider reports is then bounded by the hold's bound
 //! ([`Bound::tokens`], [`Bound::images`]): an implausible one is billed at
@@ -412,6 +414,114 @@ fn input_tokens(body: &Map<String, Value>, shape: Option<Shape>) -> u64 {
         .saturating_add(PER_MESSAGE_TOKENS * messages + PER_REQUEST_TOKENS)
 }
 
+/// 400 naming the first part of a chat body in `shape` that makes the
+/// provider read content the body does not carry, so that no byte of it
+/// bounds what the provider will count: a file held by the provider
+/// (OpenAI's `file_id`, Anthropic's `source.file_id`, Gemini's Files API
+/// or Cloud Storage `fileUri`; made on the provider's account, not through
+/// the gateway, so not the caller's either), an Anthropic document by URL,
+/// a Gemini `fileData` by URL that is not an image (a video or a document:
+/// its frames and pages are counted upstream, unbounded here). Images by
+/// URL stay (an image's count has a ceiling: [`IMAGE_TOKENS`]); content
+/// carried in the body (`file_data`, base64 sources, `inlineData`) counts
+/// its bytes.
+fn check_references(body: &Map<String, Value>, shape: Shape) -> Result<(), ApiError> {
+    let (list, field) = match shape {
+        Shape::OpenAi | Shape::Anthropic => ("messages", "content"),
+        Shape::Gemini => ("contents", "parts"),
+    };
+    let items = body
+        .get(list)
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten();
+    let mut parts: Vec<(String, &Value)> = Vec::new();
+    for (i, item) in items.enumerate() {
+        let Some(ps) = item.get(field).and_then(Value::as_array) else {
+            continue;
+        };
+        for (j, part) in ps.iter().enumerate() {
+            let at = format!("{list}[{i}].{field}[{j}]");
+            // An Anthropic `tool_result` block's own content blocks.
+            if let Some(inner) = part.get("content").and_then(Value::as_array) {
+                for (k, b) in inner.iter().enumerate() {
+                    parts.push((format!("{at}.content[{k}]"), b));
+                }
+            }
+            parts.push((at, part));
+        }
+    }
+    let system = body.get("systemInstruction").and_then(|s| s.get("parts"));
+    if let Some(ps) = system.and_then(Value::as_array) {
+        for (j, part) in ps.iter().enumerate() {
+            parts.push((format!("systemInstruction.parts[{j}]"), part));
+        }
+    }
+    for (at, part) in parts {
+        if let Some((field, what)) = reference(shape, part) {
+            return Err(ApiError::BadRequest(format!(
+                "{at}.{field}: {what} cannot be used through the gateway (what the provider would read is not in the request, so it cannot be held for)"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The field of `part` that refers to content held or fetched by the
+/// provider, and what it is ([`check_references`]).
+fn reference(shape: Shape, part: &Value) -> Option<(&'static str, &'static str)> {
+    let str_at = |ptr: &str| part.pointer(ptr).and_then(Value::as_str);
+    let held = "a file held by the provider";
+    match shape {
+        Shape::OpenAi => {
+            let file = matches!(str_at("/type"), Some("file" | "input_file"));
+            if file && part.pointer("/file/file_id").is_some() {
+                Some(("file.file_id", held))
+            } else if file && part.get("file_id").is_some() {
+                Some(("file_id", held))
+            } else {
+                None
+            }
+        }
+        Shape::Anthropic => match (str_at("/type"), str_at("/source/type")) {
+            (_, Some("file")) => Some(("source.file_id", held)),
+            _ if part.pointer("/source/file_id").is_some() => Some(("source.file_id", held)),
+            (Some("document"), Some("url")) => Some(("source.url", "a document by URL")),
+            _ => None,
+        },
+        Shape::Gemini => {
+            let (key, data) = ["fileData", "file_data"]
+                .into_iter()
+                .find_map(|k| part.get(k).map(|d| (k, d)))?;
+            let get = |names: [&str; 2]| {
+                names
+                    .into_iter()
+                    .find_map(|k| data.get(k))
+                    .and_then(Value::as_str)
+            };
+            let uri = get(["fileUri", "file_uri"]).unwrap_or_default();
+            let host = uri
+                .strip_prefix("https://")
+                .or_else(|| uri.strip_prefix("http://"))
+                .map(|rest| rest.split(['/', '?', '#']).next().unwrap_or_default());
+            let image = get(["mimeType", "mime_type"]).is_some_and(|m| m.starts_with("image/"));
+            let field = if key == "fileData" {
+                "fileData"
+            } else {
+                "file_data"
+            };
+            match host {
+                None => Some((field, held)),
+                Some(h) if h.eq_ignore_ascii_case("generativelanguage.googleapis.com") => {
+                    Some((field, held))
+                }
+                Some(_) if !image => Some((field, "a file by URL that is not an image")),
+                Some(_) => None,
+            }
+        }
+    }
+}
+
 /// An optional field that must be a whole number in `range`; 400 naming it.
 fn whole(
     body: &Map<String, Value>,
@@ -468,6 +578,7 @@ pub fn chat(
     context_window: Option<u64>,
 ) -> Result<Bound, ApiError> {
     check_stream(body)?;
+    check_references(body, shape)?;
     let mut choices = whole(body, "n", 1..=MAX_CHOICES)?.unwrap_or(1);
     if let Some(Value::Object(gc)) = body.get("generationConfig") {
         choices = choices.max(whole(gc, "candidateCount", 1..=MAX_CHOICES)?.unwrap_or(1));
@@ -576,7 +687,7 @@ mod tests {
                 Shape::Gemini,
             ),
             (
-                json!({"systemInstruction": {"parts": [{"fileData": {"mimeType": "image/png", "fileUri": data}}]}, "contents": []}),
+                json!({"systemInstruction": {"parts": [{"fileData": {"mimeType": "image/png", "fileUri": format!("https://x.test/{data}.png")}}]}, "contents": []}),
                 Shape::Gemini,
             ),
         ] {
@@ -744,6 +855,87 @@ mod tests {
             json!({"cachedContent": null, "google": {"safety": 1}, "additional_params": {"labels": {}}})
         ))
         .is_ok());
+    }
+
+    #[test]
+    fn content_the_body_does_not_carry_is_refused_where_it_is_read() {
+        let refused = [
+            (
+                Shape::OpenAi,
+                json!({"messages": [{"role": "user", "content": [{"type": "text", "text": "x"},
+                    {"type": "file", "file": {"file_id": "file-abc"}}]}]}),
+                "messages[0].content[1].file.file_id:",
+            ),
+            (
+                Shape::OpenAi,
+                json!({"messages": [{"role": "user", "content": [{"type": "input_file", "file_id": "f"}]}]}),
+                "messages[0].content[0].file_id:",
+            ),
+            (
+                Shape::Anthropic,
+                json!({"messages": [{"role": "user", "content": [
+                    {"type": "document", "source": {"type": "file", "file_id": "file_1"}}]}]}),
+                "messages[0].content[0].source.file_id:",
+            ),
+            (
+                Shape::Anthropic,
+                json!({"messages": [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t",
+                    "content": [{"type": "image", "source": {"type": "file", "file_id": "file_1"}}]}]}]}),
+                "messages[0].content[0].content[0].source.file_id:",
+            ),
+            (
+                Shape::Anthropic,
+                json!({"messages": [{"role": "user", "content": [
+                    {"type": "document", "source": {"type": "url", "url": "https://x.test/a.pdf"}}]}]}),
+                "messages[0].content[0].source.url:",
+            ),
+            (
+                Shape::Gemini,
+                json!({"contents": [{"role": "user", "parts": [{"fileData": {"mimeType": "image/png",
+                    "fileUri": "https://generativelanguage.googleapis.com/v1beta/files/abc"}}]}]}),
+                "contents[0].parts[0].fileData:",
+            ),
+            (
+                Shape::Gemini,
+                json!({"contents": [{"role": "user", "parts": [{"file_data": {"mime_type": "video/mp4",
+                    "file_uri": "https://www.youtube.com/watch?v=x"}}]}]}),
+                "contents[0].parts[0].file_data:",
+            ),
+            (
+                Shape::Gemini,
+                json!({"systemInstruction": {"parts": [{"fileData": {"mimeType": "image/png", "fileUri": "gs://b/a.png"}}]},
+                    "contents": []}),
+                "systemInstruction.parts[0].fileData:",
+            ),
+        ];
+        for (shape, body, field) in refused {
+            let e = chat(&obj(body.clone()), shape, None).unwrap_err();
+            assert!(e.to_string().contains(field), "{body}: {e}");
+        }
+        // Images by URL, and content the body carries, are counted instead.
+        for (shape, body) in [
+            (
+                Shape::OpenAi,
+                json!({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "https://x.test/a.png"}},
+                    {"type": "file", "file": {"file_data": "data:application/pdf;base64,AAAA", "filename": "a.pdf"}}]}]}),
+            ),
+            (
+                Shape::Anthropic,
+                json!({"messages": [{"role": "user", "content": [{"type": "image", "source": {"type": "url", "url": "https://x.test/a.png"}}]}]}),
+            ),
+            (
+                Shape::Gemini,
+                json!({"contents": [{"role": "user", "parts": [{"fileData": {"mimeType": "image/png", "fileUri": "https://x.test/a.png"}},
+                    {"inlineData": {"mimeType": "application/pdf", "data": "AAAA"}}]}]}),
+            ),
+            // Outside the content lists, an object's bytes count whatever it names.
+            (
+                Shape::OpenAi,
+                json!({"messages": [], "metadata": {"type": "file", "file": {"file_id": "f"}}}),
+            ),
+        ] {
+            assert!(chat(&obj(body.clone()), shape, None).is_ok(), "{body}");
+        }
     }
 
     #[test]

@@ -273,6 +273,60 @@ async fn f6_a_providers_cached_content_is_refused_before_anything_is_held() {
     assert!(sent.get("cachedContent").is_none(), "{sent}");
 }
 
+/// Beside finding 6: a chat body that makes the provider read content it
+/// does not carry (a file held on the provider's account, a video by URL)
+/// is refused (400 naming where) before anything is held or called, on
+/// each door that reaches it; an image by URL is still served.
+#[tokio::test]
+async fn provider_files_and_unbounded_references_are_refused_before_anything_is_held() {
+    let env = native_env().await;
+    env.sim_config(json!({"strict_tokens": true})).await;
+    env.grant("1");
+    env.clear_sim_log().await;
+    let with_parts = |model: &str, part: Value| {
+        json!({"model": model, "max_tokens": 5, "messages": [{"role": "user",
+            "content": [{"type": "text", "text": "Read this"}, part]}]})
+    };
+    let cases = [
+        (
+            with_parts(
+                OPENAI,
+                json!({"type": "file", "file": {"file_id": "file-owned-by-someone"}}),
+            ),
+            "messages[0].content[1].file.file_id",
+        ),
+        (
+            with_parts(
+                GEMINI,
+                json!({"type": "image_url", "image_url": {"url": "https://generativelanguage.googleapis.com/v1beta/files/abc123"}}),
+            ),
+            "contents[0].parts[1].fileData",
+        ),
+        (
+            with_parts(
+                GEMINI,
+                json!({"type": "image_url", "image_url": {"url": "gs://bucket/frames.png"}}),
+            ),
+            "contents[0].parts[1].fileData",
+        ),
+    ];
+    for (body, field) in cases {
+        let a = env.api("/chat/completions", body.clone()).await;
+        refused(&env, &a, field, d("1")).await;
+        let mut streamed = body;
+        streamed["stream"] = json!(true);
+        let a = env.api("/chat/completions", streamed).await;
+        refused(&env, &a, field, d("1")).await;
+    }
+    // An image by URL is an image: served, and charged the provider's count.
+    let body = with_parts(
+        GEMINI,
+        json!({"type": "image_url", "image_url": {"url": "https://x.test/a.png"}}),
+    );
+    let a = env.api("/chat/completions", body).await;
+    charged_as_counted(&env, &a, GEMINI, d("1")).await;
+}
+
 // ---- the property test ----
 
 /// A random text: up to 64 characters (escapes, control characters,
