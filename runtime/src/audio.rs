@@ -6,7 +6,7 @@
 
 use std::io::{Cursor, Read, Seek, SeekFrom};
 
-use rust_decimal::{Decimal, RoundingStrategy};
+use rust_decimal::Decimal;
 use symphonia::core::formats::FormatOptions;
 use symphonia::core::io::MediaSourceStream;
 use symphonia::core::meta::MetadataOptions;
@@ -14,17 +14,10 @@ use symphonia::core::probe::Hint;
 
 pub mod wav;
 
+// Seconds from frames are defined beside the samples they count (a child
+// never imports its parent here).
+pub use wav::{seconds_of, SECONDS_DP};
 use wav::{Refused, WavSeconds};
-
-/// Decimal places of measured seconds: those of a charge.
-pub const SECONDS_DP: u32 = 8;
-
-/// `frames` at `rate` Hz in seconds, rounded half away from zero to
-/// [`SECONDS_DP`] places (as charges are).
-pub fn seconds_of(frames: u64, rate: u32) -> Decimal {
-    (Decimal::from(frames) / Decimal::from(rate))
-        .round_dp_with_strategy(SECONDS_DP, RoundingStrategy::MidpointAwayFromZero)
-}
 
 /// Seconds of audio in `bytes` (`ext` hints the container): `None` when
 /// they cannot be measured (a refused or compressed WAV included).

@@ -32,7 +32,7 @@
 //! * the data is whole frames (a multiple of `block_align`).
 //!
 //! The seconds are frames ÷ sample rate, exact to 8 places
-//! ([`super::seconds_of`]). The RIFF size field is not used (decoders do
+//! ([`seconds_of`]). The RIFF size field is not used (decoders do
 //! not use it either).
 //!
 //! `hound` (used by the tests to write WAVs) reads headers too, but does not
@@ -43,7 +43,17 @@
 
 use std::io::{Read, Seek, SeekFrom};
 
-use rust_decimal::Decimal;
+use rust_decimal::{Decimal, RoundingStrategy};
+
+/// Decimal places of measured seconds: those of a charge.
+pub const SECONDS_DP: u32 = 8;
+
+/// `frames` at `rate` Hz in seconds, rounded half away from zero to
+/// [`SECONDS_DP`] places (as charges are).
+pub fn seconds_of(frames: u64, rate: u32) -> Decimal {
+    (Decimal::from(frames) / Decimal::from(rate))
+        .round_dp_with_strategy(SECONDS_DP, RoundingStrategy::MidpointAwayFromZero)
+}
 
 /// Most channels accepted.
 pub const MAX_CHANNELS: u16 = 64;
@@ -216,10 +226,7 @@ fn data_seconds<R: Read + Seek>(
             "{data} bytes of samples are not whole frames of {align} bytes"
         ));
     }
-    Ok(WavSeconds::Measured(super::seconds_of(
-        data / align,
-        fmt.rate,
-    )))
+    Ok(WavSeconds::Measured(seconds_of(data / align, fmt.rate)))
 }
 
 /// The id and declared size of the chunk at `pos` (the reader left at its body).
