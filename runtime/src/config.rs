@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 mod parse;
+pub mod variables;
 use parse::*;
 
 /// Required upstream key; without it voice routes answer 503.
