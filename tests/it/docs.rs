@@ -309,3 +309,142 @@ fn the_scan_finds_every_form_of_a_read() {
         "CARGO_X GATEWAY_ONE HOME PATH RUST_LOG SIMPLE"
     );
 }
+
+/// The Markdown files whose relative links must resolve.
+fn markdown_files() -> Vec<String> {
+    let mut files: Vec<String> = [
+        "README.md",
+        "CONTRIBUTING.md",
+        "ARCHITECTURE.md",
+        "bench/RESULTS.md",
+    ]
+    .map(str::to_owned)
+    .into();
+    for entry in std::fs::read_dir(workspace_root().join("docs")).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+        if name.ends_with(".md") {
+            files.push(format!("docs/{name}"));
+        }
+    }
+    files.sort();
+    files
+}
+
+/// The text outside fenced code blocks, with inline code spans blanked.
+fn prose(text: &str) -> String {
+    let mut out = String::new();
+    let mut fenced = false;
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+            out.push('\n');
+            continue;
+        }
+        if !fenced {
+            out.push_str(line);
+        }
+        out.push('\n');
+    }
+    out.split('`')
+        .enumerate()
+        .map(|(i, part)| if i % 2 == 0 { part } else { "" })
+        .collect()
+}
+
+/// GitHub's anchor of a heading: lower case, every character but letters,
+/// digits, spaces, `-` and `_` dropped, spaces made `-`.
+fn slug(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || matches!(c, ' ' | '-' | '_'))
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+/// The anchors of a Markdown file's headings; a repeated one gets `-1`,
+/// `-2`, ... as on GitHub.
+fn anchors(text: &str) -> BTreeSet<String> {
+    let mut fenced = false;
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    let mut out = BTreeSet::new();
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+        }
+        let hashes = line.len() - line.trim_start_matches('#').len();
+        if fenced || !(1..=6).contains(&hashes) || !line[hashes..].starts_with(' ') {
+            continue;
+        }
+        let base = slug(line[hashes..].trim_end_matches('#'));
+        let n = seen.entry(base.clone()).or_insert(0);
+        out.insert(if *n == 0 {
+            base.clone()
+        } else {
+            format!("{base}-{n}")
+        });
+        *n += 1;
+    }
+    out
+}
+
+/// Every link target of a Markdown text: `[x](target)` and `![x](target)`.
+fn link_targets(text: &str) -> Vec<String> {
+    let text = prose(text);
+    let mut out = Vec::new();
+    let mut rest = text.as_str();
+    while let Some(at) = rest.find("](") {
+        rest = &rest[at + 2..];
+        let end = rest.find([')', ' ', '\n']).unwrap_or(rest.len());
+        out.push(rest[..end].to_owned());
+        rest = &rest[end..];
+    }
+    out
+}
+
+#[test]
+fn every_relative_link_of_the_docs_resolves() {
+    let root = workspace_root();
+    let mut checked = 0;
+    let mut broken = Vec::new();
+    for file in markdown_files() {
+        let text = std::fs::read_to_string(root.join(&file)).unwrap();
+        for target in link_targets(&text) {
+            if target.contains("://") || target.starts_with("mailto:") {
+                continue;
+            }
+            checked += 1;
+            let (path, anchor) = target.split_once('#').unwrap_or((&target, ""));
+            let resolved = if path.is_empty() {
+                root.join(&file)
+            } else {
+                root.join(&file).parent().unwrap().join(path)
+            };
+            if !resolved.exists() {
+                broken.push(format!("{file}: {target}: no such file"));
+            } else if !anchor.is_empty() {
+                let linked = std::fs::read_to_string(&resolved).unwrap_or_default();
+                if !anchors(&linked).contains(anchor) {
+                    broken.push(format!("{file}: {target}: no such heading"));
+                }
+            }
+        }
+    }
+    assert!(checked > 50, "only {checked} relative links found");
+    assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
+}
+
+#[test]
+fn links_and_anchors_are_read_as_github_reads_them() {
+    let page = "# Buying credits (Stripe Checkout)\n## A\n## A\n```\n# not a heading\n```\n\
+                see [x](a.md#b), `[not](c.md)`, ![img](d.png) and [y](#a-1).\n";
+    let anchors = anchors(page);
+    let want = ["a", "a-1", "buying-credits-stripe-checkout"].map(str::to_owned);
+    assert_eq!(anchors, want.into_iter().collect::<BTreeSet<_>>());
+    assert_eq!(link_targets(page), ["a.md#b", "d.png", "#a-1"]);
+    assert_eq!(
+        slug("2026-11-25, round 2 (#29), `a462d20`: A/B experiments"),
+        "2026-11-25-round-2-29-a462d20-ab-experiments"
+    );
+}
