@@ -5,7 +5,7 @@
 # the run, with the phases examples, coverage, fuzzing and stateful (the
 # document's `links`: from each creating operation to those taking its id).
 #
-# Made to reach the logic (README, "Observability"):
+# Made to reach the logic (CONTRIBUTING.md, "Schemathesis"):
 #   * every rate-limit capability of endpoints.toml is raised far above the
 #     run's rate (GATEWAY_RATE_LIMITS, each capability 100000/s);
 #   * the business-plan gate is open (PROVIDER_BUSINESS_PLAN_ACTIVE=true);
@@ -24,7 +24,7 @@
 # operation whether it got a 2xx; fails when fewer operations than
 # SCHEMATHESIS_MIN_2XX_SHARE got one (default 0.9, of the operations the
 # report does not exclude: the two OpenID Connect routes, which need a
-# provider the run has none of, see README "Observability"), on any 5xx that is the gateway's own (502/504 are the provider's, by spec
+# provider the run has none of, see CONTRIBUTING.md, "Schemathesis"), on any 5xx that is the gateway's own (502/504 are the provider's, by spec
 # §7), or on fewer calls than the profile's minimum.
 #
 # SCHEMATHESIS_PROFILE: `quick` (default, the test command: at least 10,000

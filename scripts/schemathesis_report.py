@@ -24,8 +24,8 @@ import sys
 
 UPSTREAM_5XX = {502, 504}
 
-# Operations that cannot answer a 2xx in this run, and why (README,
-# "Observability"). Their calls are still made and judged for 5xx.
+# Operations that cannot answer a 2xx in this run, and why (CONTRIBUTING.md,
+# "Schemathesis"). Their calls are still made and judged for 5xx.
 EXCLUDED = {
     "auth.oauth_authorize": "no OpenID Connect provider in the run (GATEWAY_OAUTH_PROVIDERS unset: 404); "
     "with one, its success is a 302 redirect, not a 2xx; covered by tests/it/oauth.rs",

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The whole test suite, as the README gives it and CI runs it (.ci/run):
+# The whole test suite, as README.md gives it and CI runs it (.ci/run):
 # check formatting, build everything, run every test, then the benchmark harness's smoke run
 # (it fails on errors, never on timing). Ends with one "N passed, N failed" line.
 # Then the integration suite again on PostgreSQL when it is reachable

@@ -25,7 +25,7 @@ pub struct Cli {
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
-    /// Serve the API (configuration from the environment; see README).
+    /// Serve the API (configuration from the environment; see docs/configuration.md).
     Serve,
     /// Manage users.
     Users {

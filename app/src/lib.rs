@@ -2,7 +2,7 @@
 //! commands and the demo, for the route table the `server` crate generates
 //! from `endpoints.toml` and hands in as [`Routes`]. Kept out of `server`
 //! so that an edit of the table recompiles the generated routes only, not
-//! this crate (README "How to add an upstream endpoint": the rebuild's
+//! this crate (CONTRIBUTING.md, "How to add an upstream endpoint": the rebuild's
 //! figures).
 //!
 //! # Layout

@@ -10,7 +10,7 @@ pub use http::Method as HttpMethod;
 /// every handler answers it. Boxed here, not in the generated code: the
 /// crate holding the routes then compiles no async code and proves nothing
 /// about the pipeline's future (that it is `Send`), which keeps a table
-/// edit's rebuild short (README "How to add an upstream endpoint").
+/// edit's rebuild short (CONTRIBUTING.md, "How to add an upstream endpoint").
 pub fn handle(
     spec: &'static EndpointSpec,
     gw: Gateway,

@@ -1,5 +1,5 @@
 //! What a request can make a model provider do: the upper bound a credit
-//! hold is computed from (see README "Credits").
+//! hold is computed from (see docs/models.md, "Credits.").
 //!
 //! The rule: the bound is computed from the body **actually sent upstream**
 //! (after `additional_params` are merged in by the adapter) and counts every

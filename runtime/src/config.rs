@@ -5,12 +5,17 @@
 //! their spec names (`PROVIDER_*`); the gateway's own start with `GATEWAY_`.
 //! A value that does not parse is a [`ConfigError`] naming the variable, not
 //! a silent default.
+//!
+//! Every variable the workspace reads, with its default and meaning, is a
+//! row of [`variables::VARIABLES`], from which `docs/configuration.md` is
+//! generated.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
 mod parse;
+pub mod variables;
 use parse::*;
 
 /// Required upstream key; without it voice routes answer 503.

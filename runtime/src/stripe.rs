@@ -13,7 +13,7 @@
 //!   [`StripeError::Refused`].
 //! * **Why not a Stripe crate**: `async-stripe` (1.0, with only the
 //!   `checkout_session` feature of `async-stripe-checkout`) was measured
-//!   against this client (README, "Buying credits"): it adds dozens of
+//!   against this client (docs/credits.md, "Buying credits"): it adds dozens of
 //!   crates and minutes of cold build for two calls whose shapes fit in
 //!   this file.
 //! * **Signatures** ([`verify_signature`]): `Stripe-Signature:

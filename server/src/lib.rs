@@ -5,7 +5,7 @@
 //! This crate holds only what the table generates ([`routes`]) and the
 //! thin functions below: an edit of the table recompiles this crate, the
 //! `gateway` binary's `main` and the integration tests, never `app` or
-//! `runtime` (README "How to add an upstream endpoint").
+//! `runtime` (CONTRIBUTING.md, "How to add an upstream endpoint").
 //!
 //! * [`routes`] — generated from `endpoints.toml` by `codegen::routes!`:
 //!   one `static EndpointSpec` per row, one handler per row, `ROUTES`, `route()`.

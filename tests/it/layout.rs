@@ -312,6 +312,10 @@ fn imports(me: &str, code: &str, modules: &BTreeSet<String>) -> BTreeSet<String>
     let mut paths = Vec::new();
     let mut i = 0;
     while i < b.len() {
+        if !code.is_char_boundary(i) {
+            i += 1; // inside a character of a literal that is not ASCII
+            continue;
+        }
         let boundary =
             i == 0 || !(b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_' || b[i - 1] == b':');
         let rest = &code[i..];

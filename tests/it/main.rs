@@ -22,6 +22,7 @@ mod crash_holds;
 mod dashboard;
 mod database;
 mod database_restart;
+mod docs;
 mod edges;
 mod errors;
 mod faults_under_load;

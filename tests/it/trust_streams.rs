@@ -35,7 +35,7 @@ fn cases() -> Vec<Case> {
     let kinds = [
         ("sim/sim-gpt", Some("sim/sim-instruct")),
         ("claude/claude-sim", Some("claude/claude-instruct")),
-        // Gemini serves no text completions (README, "Providers").
+        // Gemini serves no text completions (docs/models.md, "Kinds").
         ("gem/gemini-sim", None),
     ];
     for (chat, completion) in kinds {
