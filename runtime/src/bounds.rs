@@ -49,6 +49,13 @@ use serde_json::{Map, Value};
 
 use crate::errors::ApiError;
 
+pub mod documents;
+
+use documents::{Pdf, PAGE_TOKENS};
+
+// A PDF's page is read as an image: never counted less than one.
+const _: () = assert!(PAGE_TOKENS >= IMAGE_TOKENS);
+
 /// Tokens counted for one image part: the largest of the providers' rules we
 /// know (OpenAI high detail: 85 + 170 × 8 tiles = 1445; Anthropic: about
 /// 1.15 megapixels ÷ 750 ≈ 1600).
@@ -426,6 +433,20 @@ fn input_tokens(body: &Map<String, Value>, shape: Option<Shape>) -> u64 {
 /// carried in the body (`file_data`, base64 sources, `inlineData`) counts
 /// its bytes.
 fn check_references(body: &Map<String, Value>, shape: Shape) -> Result<(), ApiError> {
+    for (at, part) in content_parts(body, shape) {
+        if let Some((field, what)) = reference(shape, part) {
+            return Err(ApiError::BadRequest(format!(
+                "{at}.{field}: {what} cannot be used through the gateway (what the provider would read is not in the request, so it cannot be held for)"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The parts of a chat body's content lists in `shape`, each with its
+/// path: messages' (Gemini: contents') parts, an Anthropic `tool_result`
+/// block's own blocks, Gemini's `systemInstruction` parts.
+fn content_parts(body: &Map<String, Value>, shape: Shape) -> Vec<(String, &Value)> {
     let (list, field) = match shape {
         Shape::OpenAi | Shape::Anthropic => ("messages", "content"),
         Shape::Gemini => ("contents", "parts"),
@@ -457,14 +478,89 @@ fn check_references(body: &Map<String, Value>, shape: Shape) -> Result<(), ApiEr
             parts.push((format!("systemInstruction.parts[{j}]"), part));
         }
     }
-    for (at, part) in parts {
-        if let Some((field, what)) = reference(shape, part) {
+    parts
+}
+
+/// What a chat body's inline documents add to its bytes' count: each
+/// inline PDF ([`inline_document`]) counts [`Pdf::tokens`] instead of the
+/// bytes of its base64 data (already counted as text by [`input_tokens`]):
+/// (tokens to add, bytes to take back). 400 naming the part when a PDF is
+/// not readable or too long, or an inline document is a video.
+fn documents(body: &Map<String, Value>, shape: Shape) -> Result<(u64, u64), ApiError> {
+    let (mut add, mut back) = (0u64, 0u64);
+    for (at, part) in content_parts(body, shape) {
+        let Some((field, media, data)) = inline_document(shape, part) else {
+            continue;
+        };
+        let pdf = media == Some("application/pdf") || data.starts_with("JVBERi");
+        if media.is_some_and(|m| m.starts_with("video/")) {
             return Err(ApiError::BadRequest(format!(
-                "{at}.{field}: {what} cannot be used through the gateway (what the provider would read is not in the request, so it cannot be held for)"
+                "{at}.{field}: an inline video cannot be used through the gateway (it is billed by its frames, which its bytes do not bound)"
             )));
         }
+        if !pdf {
+            continue; // text or audio: its bytes bound its tokens
+        }
+        let read = Pdf::from_base64(data)
+            .map_err(|e| ApiError::BadRequest(format!("{at}.{field}: {e}")))?;
+        add = add.saturating_add(read.tokens());
+        back = back.saturating_add(string_len(data));
     }
-    Ok(())
+    Ok((add, back))
+}
+
+/// The inline document of `part` in `shape`, if it is one: the field named
+/// in an error, its media type (`None`: unsaid) and its base64 data. An
+/// OpenAI `file` / `input_file` part's `file_data` (a `data:` URL, or bare
+/// base64); an Anthropic `document` block of a `base64` source; a Gemini
+/// `inlineData` part of a type other than `image/`.
+fn inline_document(shape: Shape, part: &Value) -> Option<(&'static str, Option<&str>, &str)> {
+    let str_at = |ptr: &str| part.pointer(ptr).and_then(Value::as_str);
+    match shape {
+        Shape::OpenAi => {
+            let (field, url) = match str_at("/type")? {
+                "file" => ("file.file_data", str_at("/file/file_data")?),
+                "input_file" => ("file_data", str_at("/file_data")?),
+                _ => return None,
+            };
+            Some(
+                match url
+                    .strip_prefix("data:")
+                    .and_then(|r| r.split_once(";base64,"))
+                {
+                    Some((media, data)) => (field, Some(media), data),
+                    None => (field, None, url),
+                },
+            )
+        }
+        Shape::Anthropic => {
+            let base64 =
+                str_at("/type") == Some("document") && str_at("/source/type") == Some("base64");
+            base64.then_some((
+                "source.data",
+                str_at("/source/media_type"),
+                str_at("/source/data")?,
+            ))
+        }
+        Shape::Gemini => {
+            let (key, data) = ["inlineData", "inline_data"]
+                .into_iter()
+                .find_map(|k| part.get(k).map(|d| (k, d)))?;
+            let media = ["mimeType", "mime_type"]
+                .into_iter()
+                .find_map(|k| data.get(k))
+                .and_then(Value::as_str);
+            let field = if key == "inlineData" {
+                "inlineData"
+            } else {
+                "inline_data"
+            };
+            match media {
+                Some(m) if m.starts_with("image/") => None,
+                _ => Some((field, media, data.get("data")?.as_str()?)),
+            }
+        }
+    }
 }
 
 /// The field of `part` that refers to content held or fetched by the
@@ -579,13 +675,16 @@ pub fn chat(
 ) -> Result<Bound, ApiError> {
     check_stream(body)?;
     check_references(body, shape)?;
+    let (pages, data) = documents(body, shape)?;
     let mut choices = whole(body, "n", 1..=MAX_CHOICES)?.unwrap_or(1);
     if let Some(Value::Object(gc)) = body.get("generationConfig") {
         choices = choices.max(whole(gc, "candidateCount", 1..=MAX_CHOICES)?.unwrap_or(1));
     }
     let per_choice = max_output(body, context_window)?;
     Ok(Bound {
-        input: input_tokens(body, Some(shape)),
+        input: input_tokens(body, Some(shape))
+            .saturating_sub(data)
+            .saturating_add(pages),
         output: per_choice.saturating_mul(choices),
         images: 0,
     })
@@ -746,7 +845,7 @@ mod tests {
                 Shape::Gemini,
             ),
             (
-                json!({"contents": [{"role": "user", "parts": [{"inlineData": {"mimeType": "application/pdf", "data": text}}]}]}),
+                json!({"contents": [{"role": "user", "parts": [{"inlineData": {"mimeType": "text/plain", "data": text}}]}]}),
                 Shape::Gemini,
             ),
         ];
@@ -908,6 +1007,26 @@ mod tests {
                 "systemInstruction.parts[0].fileData:",
             ),
         ];
+        // Inline documents: a PDF must be readable, a video is refused.
+        let pdf = "data:application/pdf;base64,AAAA";
+        let refused = refused.into_iter().chain([
+            (
+                Shape::OpenAi,
+                json!({"messages": [{"role": "user", "content": [{"type": "file", "file": {"file_data": pdf}}]}]}),
+                "messages[0].content[0].file.file_data: not a readable PDF",
+            ),
+            (
+                Shape::Anthropic,
+                json!({"messages": [{"role": "user", "content": [{"type": "document",
+                    "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBERi0x"}}]}]}),
+                "messages[0].content[0].source.data: not a readable PDF",
+            ),
+            (
+                Shape::Gemini,
+                json!({"contents": [{"role": "user", "parts": [{"inline_data": {"mime_type": "video/mp4", "data": "AAAA"}}]}]}),
+                "contents[0].parts[0].inline_data: an inline video",
+            ),
+        ]);
         for (shape, body, field) in refused {
             let e = chat(&obj(body.clone()), shape, None).unwrap_err();
             assert!(e.to_string().contains(field), "{body}: {e}");
@@ -917,7 +1036,7 @@ mod tests {
             (
                 Shape::OpenAi,
                 json!({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "https://x.test/a.png"}},
-                    {"type": "file", "file": {"file_data": "data:application/pdf;base64,AAAA", "filename": "a.pdf"}}]}]}),
+                    {"type": "file", "file": {"file_data": "data:text/plain;base64,AAAA", "filename": "a.txt"}}]}]}),
             ),
             (
                 Shape::Anthropic,
@@ -926,7 +1045,7 @@ mod tests {
             (
                 Shape::Gemini,
                 json!({"contents": [{"role": "user", "parts": [{"fileData": {"mimeType": "image/png", "fileUri": "https://x.test/a.png"}},
-                    {"inlineData": {"mimeType": "application/pdf", "data": "AAAA"}}]}]}),
+                    {"inlineData": {"mimeType": "audio/mp3", "data": "AAAA"}}]}]}),
             ),
             // Outside the content lists, an object's bytes count whatever it names.
             (
