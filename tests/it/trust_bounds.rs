@@ -612,3 +612,113 @@ async fn property_the_hold_covers_an_anthropic_providers_count_and_the_charge_is
 async fn property_the_hold_covers_a_gemini_providers_count_and_the_charge_is_it() {
     property(GEMINI, runtime::bounds::Shape::Gemini).await;
 }
+
+// ---- inline documents ----
+
+/// `pdf` as an OpenAI chat `file` part, after a text part.
+fn pdf_body(model: &str, pdf: &[u8]) -> Value {
+    use base64::Engine;
+    let data = base64::engine::general_purpose::STANDARD.encode(pdf);
+    json!({"model": model, "max_tokens": 5, "messages": [{"role": "user", "content": [
+        {"type": "text", "text": "Summarise this"},
+        {"type": "file", "file": {"file_data": format!("data:application/pdf;base64,{data}"),
+            "filename": "a.pdf"}}]}]})
+}
+
+/// An inline PDF is billed by its pages and its text, not its bytes: 400
+/// near-empty pages (a few KB), and 2 pages whose Flate-compressed text
+/// expands to 800 KB, sent from the chat door to each provider kind (a
+/// `file` part passes to an openai provider, becomes an Anthropic
+/// `document` and a Gemini `inlineData`): the hold (the bound of the body
+/// sent upstream) is at least the simulator's strict count (a page's image
+/// and every byte of text), and the charge is that count at list price.
+#[tokio::test]
+async fn inline_pdfs_are_held_by_their_pages_and_text_and_charged_as_counted() {
+    use runtime::bounds::{documents, Shape};
+    let env = strict_env().await;
+    let line = b"BT /F1 1 Tf 0 0 Td (The same line of text, again and again.) Tj ET\n";
+    let pdfs = [
+        ("400 near-empty pages", documents::sample(400, b""), 400, 0),
+        (
+            "2 pages of expanding text",
+            documents::sample(2, &line.repeat(6_000)),
+            2,
+            2 * 6_000 * line.len() as u64,
+        ),
+    ];
+    for (model, shape, per_page) in [
+        (OPENAI, Shape::OpenAi, 1445),
+        (CLAUDE, Shape::Anthropic, 1600),
+        (GEMINI, Shape::Gemini, 258),
+    ] {
+        for (what, pdf, pages, text) in &pdfs {
+            assert!(pdf.len() < 100_000, "{what}: {} bytes", pdf.len());
+            env.clear_sim_log().await;
+            let before = env.balance();
+            let a = env.api("/chat/completions", pdf_body(model, pdf)).await;
+            assert_eq!(a.status, 200, "{model} {what}: {}", a.text);
+            let (input, _) = charged_as_counted(&env, &a, model, before).await;
+            assert!(
+                input >= pages * per_page + text,
+                "{model} {what}: the provider counted {input}"
+            );
+            let sent = env.sim_requests().await.last().unwrap()["json"].clone();
+            let bound = runtime::bounds::chat(sent.as_object().unwrap(), shape, None).unwrap();
+            assert!(
+                bound.input >= input,
+                "{model} {what}: held {} < counted {input}",
+                bound.input
+            );
+        }
+    }
+    assert_eq!(env.store().held(env.user_id).unwrap(), Decimal::ZERO);
+}
+
+/// A PDF that does not parse, or of more pages than the gateway reads, and
+/// a file part other than an inline PDF to a native provider: 400 naming
+/// the part, nothing called upstream, held or charged.
+#[tokio::test]
+async fn unreadable_or_overlong_pdfs_are_refused_before_anything_is_held() {
+    let env = native_env().await;
+    env.sim_config(json!({"strict_tokens": true})).await;
+    env.grant("1");
+    env.clear_sim_log().await;
+    let broken = b"%PDF-1.7\n1 0 obj << /Type /Catalog >> endobj\n".repeat(50);
+    let long = runtime::bounds::documents::sample(1001, b"");
+    let cases = [
+        (
+            OPENAI,
+            &broken,
+            "messages[0].content[1].file.file_data: not a readable PDF",
+        ),
+        (
+            CLAUDE,
+            &broken,
+            "messages[0].content[1].source.data: not a readable PDF",
+        ),
+        (
+            GEMINI,
+            &broken,
+            "contents[0].parts[1].inlineData: not a readable PDF",
+        ),
+        (
+            OPENAI,
+            &long,
+            "messages[0].content[1].file.file_data: too many pages",
+        ),
+        (
+            GEMINI,
+            &long,
+            "contents[0].parts[1].inlineData: too many pages",
+        ),
+    ];
+    for (model, pdf, field) in cases {
+        let a = env.api("/chat/completions", pdf_body(model, pdf)).await;
+        refused(&env, &a, field, d("1")).await;
+    }
+    let mut text_file = pdf_body(CLAUDE, b"plain text");
+    text_file["messages"][0]["content"][1]["file"]["file_data"] =
+        json!("data:text/plain;base64,cGxhaW4gdGV4dA==");
+    let a = env.api("/chat/completions", text_file).await;
+    refused(&env, &a, "only a PDF given inline", d("1")).await;
+}

@@ -156,37 +156,40 @@ fn page_text_bytes(doc: &Document, page: ObjectId, left: usize) -> Result<usize,
     (used <= left).then_some(used).ok_or(Unreadable::NotPdf)
 }
 
+/// A PDF of `pages` pages, each drawing `text` (Flate-compressed): for
+/// tests (this crate's and the integration tests').
+#[cfg(any(test, feature = "testing"))]
+pub fn sample(pages: usize, text: &[u8]) -> Vec<u8> {
+    use lopdf::{dictionary, Stream};
+    let mut doc = Document::with_version("1.5");
+    let tree = doc.new_object_id();
+    let kids: Vec<Object> = (0..pages)
+        .map(|_| {
+            let mut s = Stream::new(dictionary! {}, text.to_vec());
+            s.compress().unwrap();
+            let content = doc.add_object(s);
+            doc.add_object(dictionary! {"Type" => "Page", "Parent" => tree,
+            "MediaBox" => vec![0.into(), 0.into(), 612.into(), 792.into()], "Contents" => content})
+                .into()
+        })
+        .collect();
+    doc.objects.insert(
+        tree,
+        Object::Dictionary(
+            dictionary! {"Type" => "Pages", "Kids" => kids, "Count" => pages as i64},
+        ),
+    );
+    let catalog = doc.add_object(dictionary! {"Type" => "Catalog", "Pages" => tree});
+    doc.trailer.set("Root", catalog);
+    let mut out = Vec::new();
+    doc.save_to(&mut out).unwrap();
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use lopdf::{dictionary, Stream};
-
-    /// A PDF of `pages` pages, each drawing `text` (Flate-compressed).
-    pub fn pdf(pages: usize, text: &[u8]) -> Vec<u8> {
-        let mut doc = Document::with_version("1.5");
-        let tree = doc.new_object_id();
-        let kids: Vec<Object> = (0..pages)
-            .map(|_| {
-                let mut s = Stream::new(dictionary! {}, text.to_vec());
-                s.compress().unwrap();
-                let content = doc.add_object(s);
-                doc.add_object(dictionary! {"Type" => "Page", "Parent" => tree,
-                    "MediaBox" => vec![0.into(), 0.into(), 612.into(), 792.into()], "Contents" => content})
-                .into()
-            })
-            .collect();
-        doc.objects.insert(
-            tree,
-            Object::Dictionary(
-                dictionary! {"Type" => "Pages", "Kids" => kids, "Count" => pages as i64},
-            ),
-        );
-        let catalog = doc.add_object(dictionary! {"Type" => "Catalog", "Pages" => tree});
-        doc.trailer.set("Root", catalog);
-        let mut out = Vec::new();
-        doc.save_to(&mut out).unwrap();
-        out
-    }
+    use sample as pdf;
 
     #[test]
     fn pages_and_decompressed_text_count() {
