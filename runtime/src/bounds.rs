@@ -25,6 +25,21 @@
 //! counts its JSON bytes whatever its `type` says. Completions, embeddings
 //! and image prompts have no image part: every byte counts.
 //!
+//! **Inline documents.** A PDF carried in the body (an OpenAI `file` /
+//! `input_file` part's `file_data`, an Anthropic `document` block of a
+//! `base64` source, a Gemini `inlineData` part of `application/pdf`; a
+//! base64 beginning `%PDF` is one too) is billed by its pages: it counts
+//! [`documents::Pdf::tokens`] (an image a page plus every byte of its
+//! content decompressed) plus the bytes of the part beside its data, and
+//! is refused when it cannot be read within the limits
+//! ([`documents`]). Other inline documents: an inline video is refused
+//! (billed by its frames, which a still video's bytes do not bound); text
+//! counts its bytes (its base64 is longer); audio too (billed by seconds,
+//! Gemini 32 tokens a second, OpenAI's input audio about 10, below the
+//! base64 bytes a second of WAV, MP3 or Opus even at their lowest rates,
+//! hundreds a second; a FLAC of silence in its largest blocks could carry
+//! fewer: not bounded here, a known gap).
+//!
 //! Fields that raise the work past that bound are folded into it or refused
 //! with 400 naming the field: `max_tokens` / `max_completion_tokens` (the
 //! reply's length), `n` (choices; images: how many), `best_of`

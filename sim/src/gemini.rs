@@ -23,7 +23,7 @@
 //! `{name, args}` (`STOP`) when a function is picked.
 //!
 //! **Tokens** ([`Tokenizer`]): each `systemInstruction` and content part —
-//! text its text, `inlineData` / `fileData` [`Tokenizer::image`],
+//! text its text, an `inlineData` PDF [`Tokenizer::pdf`], `inlineData` / `fileData` [`Tokenizer::image`],
 //! `functionCall` name + args JSON, `functionResponse` name + response
 //! JSON — and each function declaration's JSON; strict: 4 + role per
 //! content and 3 per request. A `cachedContent` adds its tokens (counted the

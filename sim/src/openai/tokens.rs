@@ -10,8 +10,11 @@
 //! byte-level tokenizer: one token per byte of text (schemas and arguments
 //! as the JSON text the provider renders them to), 4 per message, 3 for the
 //! reply's priming, 1445 per image part (85 with `detail: low`: OpenAI's
-//! rule for the largest high-detail image). Tests compare a gateway's credit
-//! hold against the strict count.
+//! rule for the largest high-detail image), an inline PDF (`file` part)
+//! by its pages and text ([`Tokenizer::pdf`]: 1445 a page for OpenAI, 1600
+//! for Anthropic's `document`, 258 for Gemini's `inlineData`, plus a token
+//! a byte of content). Tests compare a gateway's credit hold against the
+//! strict count.
 //!
 //! The Anthropic ([`crate::anthropic`]) and Gemini ([`crate::gemini`])
 //! simulations count with the same tokenizer ([`Tokenizer::text`],
