@@ -66,7 +66,8 @@ use crate::errors::ApiError;
 
 pub mod documents;
 
-use documents::{Pdf, PAGE_TOKENS};
+pub use documents::Shape;
+use documents::{content_parts, inline_documents, PAGE_TOKENS};
 
 // A PDF's page is read as an image: never counted less than one.
 const _: () = assert!(PAGE_TOKENS >= IMAGE_TOKENS);
@@ -316,24 +317,6 @@ fn string_len(s: &str) -> u64 {
     s.len() as u64 + 2 + escapes
 }
 
-/// The API an upstream chat body speaks ([`crate::providers::Adapter::shape`]),
-/// which says where an image can be: only there is an object read as an
-/// image; anywhere else (tools and their schemas, examples, defaults,
-/// enums, metadata, a message object itself, unknown fields) it counts its
-/// bytes whatever its `type` says.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Shape {
-    /// OpenAI's chat: an `image_url` part of a message's `content` list.
-    OpenAi,
-    /// Anthropic's Messages: an `image` block of a message's `content`,
-    /// of a `tool_result` block's `content`, or of `system` (which
-    /// Anthropic refuses: never more than an image).
-    Anthropic,
-    /// Gemini's: an `inlineData` / `fileData` part of an `image/` type in
-    /// `contents[].parts` or `systemInstruction.parts`.
-    Gemini,
-}
-
 /// An image part's tokens: [`IMAGE_TOKENS`] plus the bytes of everything
 /// it holds but the image itself (the URL or base64 data, the file's id),
 /// so text put beside an image still counts; `None`: not an image of
@@ -458,126 +441,6 @@ fn check_references(body: &Map<String, Value>, shape: Shape) -> Result<(), ApiEr
     Ok(())
 }
 
-/// The parts of a chat body's content lists in `shape`, each with its
-/// path: messages' (Gemini: contents') parts, an Anthropic `tool_result`
-/// block's own blocks, Gemini's `systemInstruction` parts.
-fn content_parts(body: &Map<String, Value>, shape: Shape) -> Vec<(String, &Value)> {
-    let (list, field) = match shape {
-        Shape::OpenAi | Shape::Anthropic => ("messages", "content"),
-        Shape::Gemini => ("contents", "parts"),
-    };
-    let items = body
-        .get(list)
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten();
-    let mut parts: Vec<(String, &Value)> = Vec::new();
-    for (i, item) in items.enumerate() {
-        let Some(ps) = item.get(field).and_then(Value::as_array) else {
-            continue;
-        };
-        for (j, part) in ps.iter().enumerate() {
-            let at = format!("{list}[{i}].{field}[{j}]");
-            // An Anthropic `tool_result` block's own content blocks.
-            if let Some(inner) = part.get("content").and_then(Value::as_array) {
-                for (k, b) in inner.iter().enumerate() {
-                    parts.push((format!("{at}.content[{k}]"), b));
-                }
-            }
-            parts.push((at, part));
-        }
-    }
-    let system = body.get("systemInstruction").and_then(|s| s.get("parts"));
-    if let Some(ps) = system.and_then(Value::as_array) {
-        for (j, part) in ps.iter().enumerate() {
-            parts.push((format!("systemInstruction.parts[{j}]"), part));
-        }
-    }
-    parts
-}
-
-/// What a chat body's inline documents add to its bytes' count: each
-/// inline PDF ([`inline_document`]) counts [`Pdf::tokens`] instead of the
-/// bytes of its base64 data (already counted as text by [`input_tokens`]):
-/// (tokens to add, bytes to take back). 400 naming the part when a PDF is
-/// not readable or too long, or an inline document is a video.
-fn documents(body: &Map<String, Value>, shape: Shape) -> Result<(u64, u64), ApiError> {
-    let (mut add, mut back) = (0u64, 0u64);
-    for (at, part) in content_parts(body, shape) {
-        let Some((field, media, data)) = inline_document(shape, part) else {
-            continue;
-        };
-        let pdf = media == Some("application/pdf") || data.starts_with("JVBERi");
-        if media.is_some_and(|m| m.starts_with("video/")) {
-            return Err(ApiError::BadRequest(format!(
-                "{at}.{field}: an inline video cannot be used through the gateway (it is billed by its frames, which its bytes do not bound)"
-            )));
-        }
-        if !pdf {
-            continue; // text or audio: its bytes bound its tokens
-        }
-        let read = Pdf::from_base64(data)
-            .map_err(|e| ApiError::BadRequest(format!("{at}.{field}: {e}")))?;
-        add = add.saturating_add(read.tokens());
-        back = back.saturating_add(string_len(data));
-    }
-    Ok((add, back))
-}
-
-/// The inline document of `part` in `shape`, if it is one: the field named
-/// in an error, its media type (`None`: unsaid) and its base64 data. An
-/// OpenAI `file` / `input_file` part's `file_data` (a `data:` URL, or bare
-/// base64); an Anthropic `document` block of a `base64` source; a Gemini
-/// `inlineData` part of a type other than `image/`.
-fn inline_document(shape: Shape, part: &Value) -> Option<(&'static str, Option<&str>, &str)> {
-    let str_at = |ptr: &str| part.pointer(ptr).and_then(Value::as_str);
-    match shape {
-        Shape::OpenAi => {
-            let (field, url) = match str_at("/type")? {
-                "file" => ("file.file_data", str_at("/file/file_data")?),
-                "input_file" => ("file_data", str_at("/file_data")?),
-                _ => return None,
-            };
-            Some(
-                match url
-                    .strip_prefix("data:")
-                    .and_then(|r| r.split_once(";base64,"))
-                {
-                    Some((media, data)) => (field, Some(media), data),
-                    None => (field, None, url),
-                },
-            )
-        }
-        Shape::Anthropic => {
-            let base64 =
-                str_at("/type") == Some("document") && str_at("/source/type") == Some("base64");
-            base64.then_some((
-                "source.data",
-                str_at("/source/media_type"),
-                str_at("/source/data")?,
-            ))
-        }
-        Shape::Gemini => {
-            let (key, data) = ["inlineData", "inline_data"]
-                .into_iter()
-                .find_map(|k| part.get(k).map(|d| (k, d)))?;
-            let media = ["mimeType", "mime_type"]
-                .into_iter()
-                .find_map(|k| data.get(k))
-                .and_then(Value::as_str);
-            let field = if key == "inlineData" {
-                "inlineData"
-            } else {
-                "inline_data"
-            };
-            match media {
-                Some(m) if m.starts_with("image/") => None,
-                _ => Some((field, media, data.get("data")?.as_str()?)),
-            }
-        }
-    }
-}
-
 /// The field of `part` that refers to content held or fetched by the
 /// provider, and what it is ([`check_references`]).
 fn reference(shape: Shape, part: &Value) -> Option<(&'static str, &'static str)> {
@@ -690,7 +553,7 @@ pub fn chat(
 ) -> Result<Bound, ApiError> {
     check_stream(body)?;
     check_references(body, shape)?;
-    let (pages, data) = documents(body, shape)?;
+    let (pages, data) = inline_documents(body, shape)?;
     let mut choices = whole(body, "n", 1..=MAX_CHOICES)?.unwrap_or(1);
     if let Some(Value::Object(gc)) = body.get("generationConfig") {
         choices = choices.max(whole(gc, "candidateCount", 1..=MAX_CHOICES)?.unwrap_or(1));

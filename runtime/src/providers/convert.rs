@@ -50,7 +50,7 @@ pub fn pdf(part: &Value) -> Result<&str, ApiError> {
         .and_then(|u| u.strip_prefix("data:application/pdf;base64,"))
         .ok_or_else(|| {
             ApiError::BadRequest(
-                "file: only a PDF given inline (file_data: data:application/pdf;base64,…) can be sent to this provider".into(),
+                "file: only a PDF given inline (file_data: data:application/pdf;base64,...) can be sent to this provider".into(),
             )
         })
 }
