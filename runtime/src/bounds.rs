@@ -424,12 +424,13 @@ fn input_tokens(body: &Map<String, Value>, shape: Option<Shape>) -> u64 {
 /// bounds what the provider will count: a file held by the provider
 /// (OpenAI's `file_id`, Anthropic's `source.file_id`, Gemini's Files API
 /// or Cloud Storage `fileUri`; made on the provider's account, not through
-/// the gateway, so not the caller's either), an Anthropic document by URL,
-/// a Gemini `fileData` by URL that is not an image (a video or a document:
-/// its frames and pages are counted upstream, unbounded here). Images by
-/// URL stay (an image's count has a ceiling: [`IMAGE_TOKENS`]); content
-/// carried in the body (`file_data`, base64 sources, `inlineData`) counts
-/// its bytes.
+/// the gateway, so not the caller's either), an Anthropic document or an
+/// OpenAI `input_file` by URL (`file_url`), a Gemini `fileData` by URL
+/// that is not an image (a video or a document: its frames and pages are
+/// counted upstream, unbounded here). Images by URL stay (an image's count
+/// has a ceiling: [`IMAGE_TOKENS`]); content carried in the body
+/// (`file_data`, base64 sources, `inlineData`) is counted
+/// ([`documents::inline_documents`]).
 fn check_references(body: &Map<String, Value>, shape: Shape) -> Result<(), ApiError> {
     for (at, part) in content_parts(body, shape) {
         if let Some((field, what)) = reference(shape, part) {
@@ -453,6 +454,8 @@ fn reference(shape: Shape, part: &Value) -> Option<(&'static str, &'static str)>
                 Some(("file.file_id", held))
             } else if file && part.get("file_id").is_some() {
                 Some(("file_id", held))
+            } else if file && part.get("file_url").is_some() {
+                Some(("file_url", "a document by URL"))
             } else {
                 None
             }

@@ -10,6 +10,10 @@
 //! * Finding 6: a cache of the provider's account (Gemini's
 //!   `cachedContent`) is refused (400 naming the field) before anything is
 //!   held or called.
+//! * Inline documents: a PDF counts an image a page and its text
+//!   decompressed (many near-empty pages; Flate text that expands), on the
+//!   three provider kinds; an unreadable or over-long PDF, an inline
+//!   video, a document by URL is refused before anything is held.
 //! * A property test: generated bodies of both front doors, a random text
 //!   in a random place, on each provider kind: the hold is at least the
 //!   provider's count and the charge is that count at list price.
@@ -674,9 +678,10 @@ async fn inline_pdfs_are_held_by_their_pages_and_text_and_charged_as_counted() {
     assert_eq!(env.store().held(env.user_id).unwrap(), Decimal::ZERO);
 }
 
-/// A PDF that does not parse, or of more pages than the gateway reads, and
-/// a file part other than an inline PDF to a native provider: 400 naming
-/// the part, nothing called upstream, held or charged.
+/// A PDF that does not parse, or of more pages than the gateway reads, a
+/// file part other than an inline PDF to a native provider, an inline
+/// video, a document by URL: 400 naming the part, nothing called upstream,
+/// held or charged. An inline text file is served and charged as counted.
 #[tokio::test]
 async fn unreadable_or_overlong_pdfs_are_refused_before_anything_is_held() {
     let env = native_env().await;
@@ -716,9 +721,39 @@ async fn unreadable_or_overlong_pdfs_are_refused_before_anything_is_held() {
         let a = env.api("/chat/completions", pdf_body(model, pdf)).await;
         refused(&env, &a, field, d("1")).await;
     }
-    let mut text_file = pdf_body(CLAUDE, b"plain text");
-    text_file["messages"][0]["content"][1]["file"]["file_data"] =
-        json!("data:text/plain;base64,cGxhaW4gdGV4dA==");
-    let a = env.api("/chat/completions", text_file).await;
-    refused(&env, &a, "only a PDF given inline", d("1")).await;
+    let file = |model: &str, part: Value| {
+        let mut body = pdf_body(model, b"");
+        body["messages"][0]["content"][1] = part;
+        body
+    };
+    let text =
+        json!({"type": "file", "file": {"file_data": "data:text/plain;base64,cGxhaW4gdGV4dA=="}});
+    let others = [
+        // Another file to a native provider: only a PDF is translated.
+        (file(CLAUDE, text.clone()), "file: only a PDF given inline"),
+        (file(GEMINI, text.clone()), "file: only a PDF given inline"),
+        // An inline video: billed by its frames, which its bytes do not bound.
+        (
+            file(
+                OPENAI,
+                json!({"type": "file", "file": {"file_data": "data:video/mp4;base64,AAAAIGZ0eXBpc29t"}}),
+            ),
+            "messages[0].content[1].file.file_data: an inline video",
+        ),
+        // A document by URL: not in the body.
+        (
+            file(
+                OPENAI,
+                json!({"type": "input_file", "file_url": "https://x.test/a.pdf"}),
+            ),
+            "messages[0].content[1].file_url: a document by URL",
+        ),
+    ];
+    for (body, field) in others {
+        let a = env.api("/chat/completions", body).await;
+        refused(&env, &a, field, d("1")).await;
+    }
+    // A text file counts its bytes: served, charged the provider's count.
+    let a = env.api("/chat/completions", file(OPENAI, text)).await;
+    charged_as_counted(&env, &a, OPENAI, d("1")).await;
 }
