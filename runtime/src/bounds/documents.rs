@@ -11,18 +11,24 @@
 //! decompress to far more bytes than the file carries. So a PDF counts
 //! [`PAGE_TOKENS`] per page (the largest image rule, `IMAGE_TOKENS`,
 //! for the page's rendering) plus the bytes of its text content after
-//! decompression (every page's content streams, and the content of the
-//! forms its resources name: an upper bound of the text drawn, and one
-//! token per byte bounds any tokenizer), read with `lopdf`.
+//! decompression (every page's content streams, and a form's content each
+//! time a page draws it, forms in forms likewise: an upper bound of the
+//! text drawn, and one token per byte bounds any tokenizer), read with
+//! `lopdf`. Not bounded: a font whose `ToUnicode` map turns one code into
+//! several characters (a ligature: a few; a crafted map: more) can make
+//! the extracted text longer than the codes that draw it — a known gap.
 //!
 //! The work is bounded: a PDF of more than [`MAX_PAGES`] pages, whose
-//! content decompresses to more than [`MAX_TEXT_BYTES`], or that does not
+//! pages draw more than [`MAX_TEXT_BYTES`] of text, whose forms draw forms
+//! more than 8 deep (a form drawing itself), or that does not
 //! parse (an encrypted one among them: its text cannot be read) is
 //! refused. Beyond the decoded PDF, at most one page's content is held at
 //! a time, and never more than [`MAX_TEXT_BYTES`].
 
 use base64::Engine;
-use lopdf::{Document, Object, ObjectId};
+use std::collections::HashMap;
+
+use lopdf::{Dictionary, Document, Object, ObjectId, Stream};
 use serde_json::{Map, Value};
 
 use crate::errors::ApiError;
@@ -194,7 +200,7 @@ impl std::fmt::Display for Unreadable {
         match self {
             Unreadable::NotPdf => write!(
                 f,
-                "not a readable PDF (it must parse, be unencrypted, and its content must decompress to at most {} MB)",
+                "not a readable PDF (it must parse, be unencrypted, and the text its pages draw must come to at most {} MB decompressed, forms at most {MAX_FORM_DEPTH} deep)",
                 MAX_TEXT_BYTES >> 20
             ),
             Unreadable::TooManyPages => write!(f, "too many pages (at most {MAX_PAGES})"),
@@ -260,53 +266,180 @@ impl Pdf {
     }
 }
 
-/// Bytes of one page's content decompressed: its content streams, and
-/// each form (`/Subtype /Form` XObject) its resources name, within `left`.
+/// Most levels of forms drawn in forms (deeper is refused).
+const MAX_FORM_DEPTH: usize = 8;
+
+/// Bytes of text one page can draw, within `left`: its content streams
+/// decompressed, plus what each form it draws (`/Name Do`) draws, once per
+/// drawing (a form drawn a thousand times has its text extracted a
+/// thousand times), forms in forms likewise.
 fn page_text_bytes(doc: &Document, page: ObjectId, left: usize) -> Result<usize, Unreadable> {
     let content = doc
         .get_page_content_with_limit(page, left)
-        .map_err(|_| Unreadable::NotPdf)?
-        .len();
-    let mut used = content;
+        .map_err(|_| Unreadable::NotPdf)?;
     let (own, inherited) = doc
         .get_page_resources(page)
         .map_err(|_| Unreadable::NotPdf)?;
-    let resources = own.into_iter().chain(
-        inherited
-            .iter()
-            .filter_map(|id| doc.get_dictionary(*id).ok()),
-    );
-    for res in resources {
-        let Ok(xobjects) = res.get_deref(b"XObject", doc).and_then(Object::as_dict) else {
-            continue;
-        };
-        for (_, x) in xobjects.iter() {
-            let Ok(stream) = doc.dereference(x).and_then(|(_, o)| o.as_stream()) else {
-                continue;
-            };
-            let form = stream.dict.get(b"Subtype").and_then(Object::as_name);
-            if form.ok() != Some(b"Form".as_slice()) {
-                continue;
+    let resources: Vec<&Dictionary> = own
+        .into_iter()
+        .chain(
+            inherited
+                .iter()
+                .filter_map(|id| doc.get_dictionary(*id).ok()),
+        )
+        .collect();
+    let mut forms = Forms {
+        doc,
+        drawn: HashMap::new(),
+    };
+    forms.drawn(&content, &resources, left, 0)
+}
+
+/// Forms already measured, by object (those with resources of their own,
+/// whose bound does not depend on where they are drawn).
+struct Forms<'a> {
+    doc: &'a Document,
+    drawn: HashMap<ObjectId, usize>,
+}
+
+impl<'a> Forms<'a> {
+    /// Bytes `content` can draw with `resources`: its own, plus for each
+    /// form it draws what that form can draw (a name its resources do not
+    /// hold draws nothing). More than `left`: refused.
+    fn drawn(
+        &mut self,
+        content: &[u8],
+        resources: &[&'a Dictionary],
+        left: usize,
+        depth: usize,
+    ) -> Result<usize, Unreadable> {
+        let mut used = content.len();
+        for name in drawn_names(content) {
+            if used > left {
+                break;
             }
-            let room = left.checked_sub(used).ok_or(Unreadable::NotPdf)?;
-            let bytes = match stream.dict.get(b"Filter") {
-                Ok(_) => stream
-                    .decompressed_content_with_limit(room)
-                    .map_err(|_| Unreadable::NotPdf)?
-                    .len(),
-                Err(_) => stream.content.len(),
-            };
-            used = used.saturating_add(bytes);
+            let room = left - used;
+            let forms: Vec<(Option<ObjectId>, &'a Stream)> = resources
+                .iter()
+                .filter_map(|r| {
+                    r.get_deref(b"XObject", self.doc)
+                        .and_then(Object::as_dict)
+                        .ok()
+                })
+                .flat_map(|x| x.iter())
+                .filter(|(k, _)| k.as_slice() == name.as_slice())
+                .filter_map(|(_, v)| form(self.doc, v))
+                .collect();
+            let mut most = 0;
+            for (id, stream) in forms {
+                most = most.max(self.form(id, stream, resources, room, depth)?);
+            }
+            used = used.saturating_add(most);
+        }
+        (used <= left).then_some(used).ok_or(Unreadable::NotPdf)
+    }
+
+    /// What one form draws (its resources, else those it is drawn with).
+    fn form(
+        &mut self,
+        id: Option<ObjectId>,
+        stream: &'a Stream,
+        outer: &[&'a Dictionary],
+        left: usize,
+        depth: usize,
+    ) -> Result<usize, Unreadable> {
+        if depth >= MAX_FORM_DEPTH {
+            return Err(Unreadable::NotPdf);
+        }
+        let own = stream.dict.get_deref(b"Resources", self.doc);
+        let own = own.and_then(Object::as_dict).ok();
+        if let Some(n) = id
+            .filter(|_| own.is_some())
+            .and_then(|id| self.drawn.get(&id))
+        {
+            return Ok(*n);
+        }
+        let content = match stream.dict.get(b"Filter") {
+            Ok(_) => stream.decompressed_content_with_limit(left),
+            Err(_) => Ok(stream.content.clone()),
+        };
+        let content = content.map_err(|_| Unreadable::NotPdf)?;
+        let resources: Vec<&'a Dictionary> = match own {
+            Some(r) => vec![r],
+            None => outer.to_vec(),
+        };
+        let n = self.drawn(&content, &resources, left, depth + 1)?;
+        if let (Some(id), Some(_)) = (id, own) {
+            self.drawn.insert(id, n);
+        }
+        Ok(n)
+    }
+}
+
+/// The form (`/Subtype /Form` XObject) `v` refers to, with its object.
+fn form<'a>(doc: &'a Document, v: &'a Object) -> Option<(Option<ObjectId>, &'a Stream)> {
+    let (id, o) = doc.dereference(v).ok()?;
+    let stream = o.as_stream().ok()?;
+    let subtype = stream.dict.get(b"Subtype").and_then(Object::as_name).ok()?;
+    (subtype == b"Form").then_some((id, stream))
+}
+
+/// The names a content stream draws (`/Name Do`), read token by token
+/// without skipping strings: text that looks like a drawing only adds to
+/// the count, and no binary data can hide a real one.
+fn drawn_names(content: &[u8]) -> Vec<Vec<u8>> {
+    let delimiter = |b: u8| b.is_ascii_whitespace() || b"()<>[]{}/%\0".contains(&b);
+    let mut out = Vec::new();
+    let (mut i, mut last_name) = (0, None);
+    while i < content.len() {
+        if delimiter(content[i]) && content[i] != b'/' {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        i += 1;
+        while i < content.len() && !delimiter(content[i]) {
+            i += 1;
+        }
+        let token = &content[start..i];
+        if token.first() == Some(&b'/') {
+            last_name = Some(unescape(&token[1..]));
+        } else if token == b"Do" {
+            out.extend(last_name.take());
+        } else {
+            last_name = None;
         }
     }
-    (used <= left).then_some(used).ok_or(Unreadable::NotPdf)
+    out
+}
+
+/// A name's `#xx` escapes decoded.
+fn unescape(name: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(name.len());
+    let mut i = 0;
+    while i < name.len() {
+        let hex = name
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok());
+        match (name[i], hex.and_then(|h| u8::from_str_radix(h, 16).ok())) {
+            (b'#', Some(b)) => {
+                out.push(b);
+                i += 3;
+            }
+            (b, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    out
 }
 
 /// A PDF of `pages` pages, each drawing `text` (Flate-compressed): for
 /// tests (this crate's and the integration tests').
 #[cfg(any(test, feature = "testing"))]
 pub fn sample(pages: usize, text: &[u8]) -> Vec<u8> {
-    use lopdf::{dictionary, Stream};
+    use lopdf::dictionary;
     let mut doc = Document::with_version("1.5");
     let tree = doc.new_object_id();
     let kids: Vec<Object> = (0..pages)
@@ -355,6 +488,53 @@ mod tests {
         assert_eq!(big.pages, 2);
         assert!(big.text_bytes >= 2 * text.len() as u64, "{big:?}");
         assert!(big.text_bytes > 50 * bytes.len() as u64, "{big:?}");
+    }
+
+    /// One page drawing a form (`text`) `times` times; `nested`: the form
+    /// draws itself too.
+    fn forms(text: &[u8], times: usize, nested: bool) -> Vec<u8> {
+        use lopdf::dictionary;
+        let mut doc = Document::with_version("1.5");
+        let form_id = doc.new_object_id();
+        let mut body = text.to_vec();
+        if nested {
+            body.extend_from_slice(b" /F#6d1 Do");
+        }
+        let resources = dictionary! {"XObject" => dictionary! {"Fm1" => form_id}};
+        let form = Stream::new(
+            dictionary! {"Type" => "XObject", "Subtype" => "Form", "Resources" => resources.clone()},
+            body,
+        );
+        doc.objects.insert(form_id, Object::Stream(form));
+        let draw = b"q /Fm1 Do Q\n".repeat(times);
+        let content = doc.add_object(Stream::new(dictionary! {}, draw));
+        let tree = doc.new_object_id();
+        let page = doc.add_object(dictionary! {"Type" => "Page", "Parent" => tree,
+        "Resources" => resources, "Contents" => content});
+        doc.objects.insert(
+            tree,
+            Object::Dictionary(
+                dictionary! {"Type" => "Pages", "Kids" => vec![page.into()], "Count" => 1},
+            ),
+        );
+        let catalog = doc.add_object(dictionary! {"Type" => "Catalog", "Pages" => tree});
+        doc.trailer.set("Root", catalog);
+        let mut out = Vec::new();
+        doc.save_to(&mut out).unwrap();
+        out
+    }
+
+    #[test]
+    fn a_form_counts_each_time_it_is_drawn() {
+        let text = b"BT (a line of text drawn by a form) Tj ET\n".repeat(250);
+        let bytes = forms(&text, 500, false);
+        let read = Pdf::read(&bytes).unwrap();
+        assert!(read.text_bytes >= 500 * text.len() as u64, "{read:?}");
+        // A form drawing itself: refused past its depth.
+        assert_eq!(Pdf::read(&forms(&text, 1, true)), Err(Unreadable::NotPdf));
+        // Not drawn: its text is not counted.
+        let plain = Pdf::read(&forms(&text, 0, false)).unwrap();
+        assert!(plain.text_bytes < 10, "{plain:?}");
     }
 
     #[test]
