@@ -33,8 +33,10 @@
 //! content decompressed) plus the bytes of the part beside its data, and
 //! is refused when it cannot be read within the limits
 //! ([`documents`]). Other inline documents: an inline video is refused
-//! (billed by its frames, which a still video's bytes do not bound); text
-//! counts its bytes (its base64 is longer); audio too (billed by seconds,
+//! (billed by its frames, which a still video's bytes do not bound), and
+//! so is any other type but text and audio (a Word or OpenDocument file is
+//! zipped text, a presentation is rendered by slides); text counts its
+//! bytes (its base64 is longer); audio too (billed by seconds,
 //! Gemini 32 tokens a second, OpenAI's input audio about 10, below the
 //! base64 bytes a second of WAV, MP3 or Opus even at their lowest rates,
 //! hundreds a second; a FLAC of silence in its largest blocks could carry

@@ -680,7 +680,7 @@ async fn inline_pdfs_are_held_by_their_pages_and_text_and_charged_as_counted() {
 
 /// A PDF that does not parse, or of more pages than the gateway reads, a
 /// file part other than an inline PDF to a native provider, an inline
-/// video, a document by URL: 400 naming the part, nothing called upstream,
+/// video or Word file, a document by URL: 400 naming the part, nothing called upstream,
 /// held or charged. An inline text file is served and charged as counted.
 #[tokio::test]
 async fn unreadable_or_overlong_pdfs_are_refused_before_anything_is_held() {
@@ -739,6 +739,12 @@ async fn unreadable_or_overlong_pdfs_are_refused_before_anything_is_held() {
                 json!({"type": "file", "file": {"file_data": "data:video/mp4;base64,AAAAIGZ0eXBpc29t"}}),
             ),
             "messages[0].content[1].file.file_data: an inline video",
+        ),
+        // Another document type: zipped text, pages rendered.
+        (
+            file(OPENAI, json!({"type": "file", "file": {"file_data":
+                "data:application/vnd.openxmlformats-officedocument.wordprocessingml.document;base64,UEsDBBQ="}})),
+            "messages[0].content[1].file.file_data: an inline document of type application/vnd.openxmlformats",
         ),
         // A document by URL: not in the body.
         (

@@ -109,8 +109,14 @@ pub(super) fn inline_documents(
                 "{at}.{field}: an inline video cannot be used through the gateway (it is billed by its frames, which its bytes do not bound)"
             )));
         }
-        if !pdf {
+        if !pdf && media.is_some_and(read_as_text) {
             continue; // text or audio: its bytes bound its tokens
+        }
+        if !pdf {
+            return Err(ApiError::BadRequest(format!(
+                "{at}.{field}: an inline document of type {} cannot be used through the gateway (only PDF, text and audio are bounded: another document's text may be compressed, or its pages rendered)",
+                media.unwrap_or("unsaid")
+            )));
         }
         let read = Pdf::from_base64(data)
             .map_err(|e| ApiError::BadRequest(format!("{at}.{field}: {e}")))?;
@@ -118,6 +124,21 @@ pub(super) fn inline_documents(
         back = back.saturating_add(data.len() as u64 + 2); // base64: no escapes
     }
     Ok((add, back))
+}
+
+/// Whether an inline document of `media` type counts its bytes: text (the
+/// types the providers read as plain text: its base64 is longer than the
+/// text) and audio (billed by seconds, below its bytes: parent module).
+fn read_as_text(media: &str) -> bool {
+    const TEXT: [&str; 6] = [
+        "application/json",
+        "application/xml",
+        "application/rtf",
+        "application/x-javascript",
+        "application/x-typescript",
+        "application/x-python-code",
+    ];
+    media.starts_with("text/") || media.starts_with("audio/") || TEXT.contains(&media)
 }
 
 /// The inline document of `part` in `shape`, if it is one: the field named
