@@ -25,6 +25,23 @@
 //! counts its JSON bytes whatever its `type` says. Completions, embeddings
 //! and image prompts have no image part: every byte counts.
 //!
+//! **Inline documents.** A PDF carried in the body (an OpenAI `file` /
+//! `input_file` part's `file_data`, an Anthropic `document` block of a
+//! `base64` source, a Gemini `inlineData` part of `application/pdf`; a
+//! base64 beginning `%PDF` is one too) is billed by its pages: it counts
+//! [`documents::Pdf::tokens`] (an image a page plus every byte of its
+//! content decompressed) plus the bytes of the part beside its data, and
+//! is refused when it cannot be read within the limits
+//! ([`documents`]). Other inline documents: an inline video is refused
+//! (billed by its frames, which a still video's bytes do not bound), and
+//! so is any other type but text and audio (a Word or OpenDocument file is
+//! zipped text, a presentation is rendered by slides); text counts its
+//! bytes (its base64 is longer); audio too (billed by seconds,
+//! Gemini 32 tokens a second, OpenAI's input audio about 10, below the
+//! base64 bytes a second of WAV, MP3 or Opus even at their lowest rates,
+//! hundreds a second; a FLAC of silence in its largest blocks could carry
+//! fewer: not bounded here, a known gap).
+//!
 //! Fields that raise the work past that bound are folded into it or refused
 //! with 400 naming the field: `max_tokens` / `max_completion_tokens` (the
 //! reply's length), `n` (choices; images: how many), `best_of`
@@ -48,6 +65,14 @@
 use serde_json::{Map, Value};
 
 use crate::errors::ApiError;
+
+pub mod documents;
+
+pub use documents::Shape;
+use documents::{content_parts, inline_documents, PAGE_TOKENS};
+
+// A PDF's page is read as an image: never counted less than one.
+const _: () = assert!(PAGE_TOKENS >= IMAGE_TOKENS);
 
 /// Tokens counted for one image part: the largest of the providers' rules we
 /// know (OpenAI high detail: 85 + 170 × 8 tiles = 1445; Anthropic: about
@@ -294,24 +319,6 @@ fn string_len(s: &str) -> u64 {
     s.len() as u64 + 2 + escapes
 }
 
-/// The API an upstream chat body speaks ([`crate::providers::Adapter::shape`]),
-/// which says where an image can be: only there is an object read as an
-/// image; anywhere else (tools and their schemas, examples, defaults,
-/// enums, metadata, a message object itself, unknown fields) it counts its
-/// bytes whatever its `type` says.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Shape {
-    /// OpenAI's chat: an `image_url` part of a message's `content` list.
-    OpenAi,
-    /// Anthropic's Messages: an `image` block of a message's `content`,
-    /// of a `tool_result` block's `content`, or of `system` (which
-    /// Anthropic refuses: never more than an image).
-    Anthropic,
-    /// Gemini's: an `inlineData` / `fileData` part of an `image/` type in
-    /// `contents[].parts` or `systemInstruction.parts`.
-    Gemini,
-}
-
 /// An image part's tokens: [`IMAGE_TOKENS`] plus the bytes of everything
 /// it holds but the image itself (the URL or base64 data, the file's id),
 /// so text put beside an image still counts; `None`: not an image of
@@ -419,45 +426,15 @@ fn input_tokens(body: &Map<String, Value>, shape: Option<Shape>) -> u64 {
 /// bounds what the provider will count: a file held by the provider
 /// (OpenAI's `file_id`, Anthropic's `source.file_id`, Gemini's Files API
 /// or Cloud Storage `fileUri`; made on the provider's account, not through
-/// the gateway, so not the caller's either), an Anthropic document by URL,
-/// a Gemini `fileData` by URL that is not an image (a video or a document:
-/// its frames and pages are counted upstream, unbounded here). Images by
-/// URL stay (an image's count has a ceiling: [`IMAGE_TOKENS`]); content
-/// carried in the body (`file_data`, base64 sources, `inlineData`) counts
-/// its bytes.
+/// the gateway, so not the caller's either), an Anthropic document or an
+/// OpenAI `input_file` by URL (`file_url`), a Gemini `fileData` by URL
+/// that is not an image (a video or a document: its frames and pages are
+/// counted upstream, unbounded here). Images by URL stay (an image's count
+/// has a ceiling: [`IMAGE_TOKENS`]); content carried in the body
+/// (`file_data`, base64 sources, `inlineData`) is counted
+/// ([`documents::inline_documents`]).
 fn check_references(body: &Map<String, Value>, shape: Shape) -> Result<(), ApiError> {
-    let (list, field) = match shape {
-        Shape::OpenAi | Shape::Anthropic => ("messages", "content"),
-        Shape::Gemini => ("contents", "parts"),
-    };
-    let items = body
-        .get(list)
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten();
-    let mut parts: Vec<(String, &Value)> = Vec::new();
-    for (i, item) in items.enumerate() {
-        let Some(ps) = item.get(field).and_then(Value::as_array) else {
-            continue;
-        };
-        for (j, part) in ps.iter().enumerate() {
-            let at = format!("{list}[{i}].{field}[{j}]");
-            // An Anthropic `tool_result` block's own content blocks.
-            if let Some(inner) = part.get("content").and_then(Value::as_array) {
-                for (k, b) in inner.iter().enumerate() {
-                    parts.push((format!("{at}.content[{k}]"), b));
-                }
-            }
-            parts.push((at, part));
-        }
-    }
-    let system = body.get("systemInstruction").and_then(|s| s.get("parts"));
-    if let Some(ps) = system.and_then(Value::as_array) {
-        for (j, part) in ps.iter().enumerate() {
-            parts.push((format!("systemInstruction.parts[{j}]"), part));
-        }
-    }
-    for (at, part) in parts {
+    for (at, part) in content_parts(body, shape) {
         if let Some((field, what)) = reference(shape, part) {
             return Err(ApiError::BadRequest(format!(
                 "{at}.{field}: {what} cannot be used through the gateway (what the provider would read is not in the request, so it cannot be held for)"
@@ -479,6 +456,8 @@ fn reference(shape: Shape, part: &Value) -> Option<(&'static str, &'static str)>
                 Some(("file.file_id", held))
             } else if file && part.get("file_id").is_some() {
                 Some(("file_id", held))
+            } else if file && part.get("file_url").is_some() {
+                Some(("file_url", "a document by URL"))
             } else {
                 None
             }
@@ -579,13 +558,16 @@ pub fn chat(
 ) -> Result<Bound, ApiError> {
     check_stream(body)?;
     check_references(body, shape)?;
+    let (pages, data) = inline_documents(body, shape)?;
     let mut choices = whole(body, "n", 1..=MAX_CHOICES)?.unwrap_or(1);
     if let Some(Value::Object(gc)) = body.get("generationConfig") {
         choices = choices.max(whole(gc, "candidateCount", 1..=MAX_CHOICES)?.unwrap_or(1));
     }
     let per_choice = max_output(body, context_window)?;
     Ok(Bound {
-        input: input_tokens(body, Some(shape)),
+        input: input_tokens(body, Some(shape))
+            .saturating_sub(data)
+            .saturating_add(pages),
         output: per_choice.saturating_mul(choices),
         images: 0,
     })
@@ -746,7 +728,7 @@ mod tests {
                 Shape::Gemini,
             ),
             (
-                json!({"contents": [{"role": "user", "parts": [{"inlineData": {"mimeType": "application/pdf", "data": text}}]}]}),
+                json!({"contents": [{"role": "user", "parts": [{"inlineData": {"mimeType": "text/plain", "data": text}}]}]}),
                 Shape::Gemini,
             ),
         ];
@@ -908,6 +890,26 @@ mod tests {
                 "systemInstruction.parts[0].fileData:",
             ),
         ];
+        // Inline documents: a PDF must be readable, a video is refused.
+        let pdf = "data:application/pdf;base64,AAAA";
+        let refused = refused.into_iter().chain([
+            (
+                Shape::OpenAi,
+                json!({"messages": [{"role": "user", "content": [{"type": "file", "file": {"file_data": pdf}}]}]}),
+                "messages[0].content[0].file.file_data: not a readable PDF",
+            ),
+            (
+                Shape::Anthropic,
+                json!({"messages": [{"role": "user", "content": [{"type": "document",
+                    "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBERi0x"}}]}]}),
+                "messages[0].content[0].source.data: not a readable PDF",
+            ),
+            (
+                Shape::Gemini,
+                json!({"contents": [{"role": "user", "parts": [{"inline_data": {"mime_type": "video/mp4", "data": "AAAA"}}]}]}),
+                "contents[0].parts[0].inline_data: an inline video",
+            ),
+        ]);
         for (shape, body, field) in refused {
             let e = chat(&obj(body.clone()), shape, None).unwrap_err();
             assert!(e.to_string().contains(field), "{body}: {e}");
@@ -917,7 +919,7 @@ mod tests {
             (
                 Shape::OpenAi,
                 json!({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "https://x.test/a.png"}},
-                    {"type": "file", "file": {"file_data": "data:application/pdf;base64,AAAA", "filename": "a.pdf"}}]}]}),
+                    {"type": "file", "file": {"file_data": "data:text/plain;base64,AAAA", "filename": "a.txt"}}]}]}),
             ),
             (
                 Shape::Anthropic,
@@ -926,7 +928,7 @@ mod tests {
             (
                 Shape::Gemini,
                 json!({"contents": [{"role": "user", "parts": [{"fileData": {"mimeType": "image/png", "fileUri": "https://x.test/a.png"}},
-                    {"inlineData": {"mimeType": "application/pdf", "data": "AAAA"}}]}]}),
+                    {"inlineData": {"mimeType": "audio/mp3", "data": "AAAA"}}]}]}),
             ),
             // Outside the content lists, an object's bytes count whatever it names.
             (

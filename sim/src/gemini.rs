@@ -23,7 +23,7 @@
 //! `{name, args}` (`STOP`) when a function is picked.
 //!
 //! **Tokens** ([`Tokenizer`]): each `systemInstruction` and content part —
-//! text its text, `inlineData` / `fileData` [`Tokenizer::image`],
+//! text its text, an `inlineData` PDF [`Tokenizer::pdf`], `inlineData` / `fileData` [`Tokenizer::image`],
 //! `functionCall` name + args JSON, `functionResponse` name + response
 //! JSON — and each function declaration's JSON; strict: 4 + role per
 //! content and 3 per request. A `cachedContent` adds its tokens (counted the
@@ -43,7 +43,7 @@ use http::StatusCode;
 use serde_json::{json, Value};
 
 use crate::llm::{self, Finish};
-use crate::openai::tokens::Tokenizer;
+use crate::openai::tokens::{Tokenizer, GEMINI_PDF_PAGE};
 use crate::request::Req;
 use crate::response::{json_response, Resp};
 use crate::shared::Shared;
@@ -216,9 +216,16 @@ fn embed(r: &Value) -> Result<Vec<f64>, Resp> {
 }
 
 fn part_tokens(tok: Tokenizer, p: &Value) -> u64 {
+    let inline = get(p, "inlineData");
+    let pdf = inline.filter(|d| get(d, "mimeType") == Some(&json!("application/pdf")));
     if let Some(t) = p.get("text").and_then(Value::as_str) {
         tok.text(t)
-    } else if get(p, "inlineData").is_some() || get(p, "fileData").is_some() {
+    } else if let Some(d) = pdf {
+        get(d, "data")
+            .and_then(Value::as_str)
+            .and_then(|data| tok.pdf(data, GEMINI_PDF_PAGE))
+            .unwrap_or_else(|| tok.json(p))
+    } else if inline.is_some() || get(p, "fileData").is_some() {
         tok.image()
     } else if let Some(c) = get(p, "functionCall").or_else(|| get(p, "functionResponse")) {
         let name = c

@@ -10,6 +10,10 @@
 //! * Finding 6: a cache of the provider's account (Gemini's
 //!   `cachedContent`) is refused (400 naming the field) before anything is
 //!   held or called.
+//! * Inline documents: a PDF counts an image a page and its text
+//!   decompressed (many near-empty pages; Flate text that expands), on the
+//!   three provider kinds; an unreadable or over-long PDF, an inline
+//!   video, a document by URL is refused before anything is held.
 //! * A property test: generated bodies of both front doors, a random text
 //!   in a random place, on each provider kind: the hold is at least the
 //!   provider's count and the charge is that count at list price.
@@ -611,4 +615,151 @@ async fn property_the_hold_covers_an_anthropic_providers_count_and_the_charge_is
 #[tokio::test]
 async fn property_the_hold_covers_a_gemini_providers_count_and_the_charge_is_it() {
     property(GEMINI, runtime::bounds::Shape::Gemini).await;
+}
+
+// ---- inline documents ----
+
+/// `pdf` as an OpenAI chat `file` part, after a text part.
+fn pdf_body(model: &str, pdf: &[u8]) -> Value {
+    use base64::Engine;
+    let data = base64::engine::general_purpose::STANDARD.encode(pdf);
+    json!({"model": model, "max_tokens": 5, "messages": [{"role": "user", "content": [
+        {"type": "text", "text": "Summarise this"},
+        {"type": "file", "file": {"file_data": format!("data:application/pdf;base64,{data}"),
+            "filename": "a.pdf"}}]}]})
+}
+
+/// An inline PDF is billed by its pages and its text, not its bytes: 400
+/// near-empty pages (a few KB), and 2 pages whose Flate-compressed text
+/// expands to 800 KB, sent from the chat door to each provider kind (a
+/// `file` part passes to an openai provider, becomes an Anthropic
+/// `document` and a Gemini `inlineData`): the hold (the bound of the body
+/// sent upstream) is at least the simulator's strict count (a page's image
+/// and every byte of text), and the charge is that count at list price.
+#[tokio::test]
+async fn inline_pdfs_are_held_by_their_pages_and_text_and_charged_as_counted() {
+    use runtime::bounds::{documents, Shape};
+    let env = strict_env().await;
+    let line = b"BT /F1 1 Tf 0 0 Td (The same line of text, again and again.) Tj ET\n";
+    let pdfs = [
+        ("400 near-empty pages", documents::sample(400, b""), 400, 0),
+        (
+            "2 pages of expanding text",
+            documents::sample(2, &line.repeat(6_000)),
+            2,
+            2 * 6_000 * line.len() as u64,
+        ),
+    ];
+    for (model, shape, per_page) in [
+        (OPENAI, Shape::OpenAi, 1445),
+        (CLAUDE, Shape::Anthropic, 1600),
+        (GEMINI, Shape::Gemini, 258),
+    ] {
+        for (what, pdf, pages, text) in &pdfs {
+            assert!(pdf.len() < 100_000, "{what}: {} bytes", pdf.len());
+            env.clear_sim_log().await;
+            let before = env.balance();
+            let a = env.api("/chat/completions", pdf_body(model, pdf)).await;
+            assert_eq!(a.status, 200, "{model} {what}: {}", a.text);
+            let (input, _) = charged_as_counted(&env, &a, model, before).await;
+            assert!(
+                input >= pages * per_page + text,
+                "{model} {what}: the provider counted {input}"
+            );
+            let sent = env.sim_requests().await.last().unwrap()["json"].clone();
+            let bound = runtime::bounds::chat(sent.as_object().unwrap(), shape, None).unwrap();
+            assert!(
+                bound.input >= input,
+                "{model} {what}: held {} < counted {input}",
+                bound.input
+            );
+        }
+    }
+    assert_eq!(env.store().held(env.user_id).unwrap(), Decimal::ZERO);
+}
+
+/// A PDF that does not parse, or of more pages than the gateway reads, a
+/// file part other than an inline PDF to a native provider, an inline
+/// video or Word file, a document by URL: 400 naming the part, nothing called upstream,
+/// held or charged. An inline text file is served and charged as counted.
+#[tokio::test]
+async fn unreadable_or_overlong_pdfs_are_refused_before_anything_is_held() {
+    let env = native_env().await;
+    env.sim_config(json!({"strict_tokens": true})).await;
+    env.grant("1");
+    env.clear_sim_log().await;
+    let broken = b"%PDF-1.7\n1 0 obj << /Type /Catalog >> endobj\n".repeat(50);
+    let long = runtime::bounds::documents::sample(1001, b"");
+    let cases = [
+        (
+            OPENAI,
+            &broken,
+            "messages[0].content[1].file.file_data: not a readable PDF",
+        ),
+        (
+            CLAUDE,
+            &broken,
+            "messages[0].content[1].source.data: not a readable PDF",
+        ),
+        (
+            GEMINI,
+            &broken,
+            "contents[0].parts[1].inlineData: not a readable PDF",
+        ),
+        (
+            OPENAI,
+            &long,
+            "messages[0].content[1].file.file_data: too many pages",
+        ),
+        (
+            GEMINI,
+            &long,
+            "contents[0].parts[1].inlineData: too many pages",
+        ),
+    ];
+    for (model, pdf, field) in cases {
+        let a = env.api("/chat/completions", pdf_body(model, pdf)).await;
+        refused(&env, &a, field, d("1")).await;
+    }
+    let file = |model: &str, part: Value| {
+        let mut body = pdf_body(model, b"");
+        body["messages"][0]["content"][1] = part;
+        body
+    };
+    let text =
+        json!({"type": "file", "file": {"file_data": "data:text/plain;base64,cGxhaW4gdGV4dA=="}});
+    let others = [
+        // Another file to a native provider: only a PDF is translated.
+        (file(CLAUDE, text.clone()), "file: only a PDF given inline"),
+        (file(GEMINI, text.clone()), "file: only a PDF given inline"),
+        // An inline video: billed by its frames, which its bytes do not bound.
+        (
+            file(
+                OPENAI,
+                json!({"type": "file", "file": {"file_data": "data:video/mp4;base64,AAAAIGZ0eXBpc29t"}}),
+            ),
+            "messages[0].content[1].file.file_data: an inline video",
+        ),
+        // Another document type: zipped text, pages rendered.
+        (
+            file(OPENAI, json!({"type": "file", "file": {"file_data":
+                "data:application/vnd.openxmlformats-officedocument.wordprocessingml.document;base64,UEsDBBQ="}})),
+            "messages[0].content[1].file.file_data: an inline document of type application/vnd.openxmlformats",
+        ),
+        // A document by URL: not in the body.
+        (
+            file(
+                OPENAI,
+                json!({"type": "input_file", "file_url": "https://x.test/a.pdf"}),
+            ),
+            "messages[0].content[1].file_url: a document by URL",
+        ),
+    ];
+    for (body, field) in others {
+        let a = env.api("/chat/completions", body).await;
+        refused(&env, &a, field, d("1")).await;
+    }
+    // A text file counts its bytes: served, charged the provider's count.
+    let a = env.api("/chat/completions", file(OPENAI, text)).await;
+    charged_as_counted(&env, &a, OPENAI, d("1")).await;
 }

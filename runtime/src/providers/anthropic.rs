@@ -5,7 +5,8 @@
 //!
 //! Request: `system` (and `developer`) messages → `system`; user and
 //! assistant content (text parts, images as a `data:` URL → a `base64`
-//! source, else a `url` source; `cache_control` marks kept), assistant
+//! source, else a `url` source; a `file` part holding a PDF inline → a
+//! `document` block of a `base64` source; `cache_control` marks kept), assistant
 //! `tool_calls` → `tool_use` blocks, `tool` messages → `tool_result` blocks
 //! (consecutive messages of one role merged, as Anthropic pairs a tool use
 //! with the results in the next message); `max_tokens` (required: the
@@ -69,6 +70,8 @@ fn blocks(content: Option<&Value>) -> Result<Vec<Value>, ApiError> {
             for p in parts {
                 let mut b = match p.get("type").and_then(Value::as_str) {
                     Some("image_url") => image_block(p)?,
+                    Some("file") => json!({"type": "document", "source": {"type": "base64",
+                        "media_type": "application/pdf", "data": convert::pdf(p)?}}),
                     Some("text") => json!({"type": "text", "text": p.get("text").cloned().unwrap_or_default()}),
                     _ => {
                         return Err(ApiError::BadRequest(format!(

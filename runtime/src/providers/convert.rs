@@ -40,6 +40,21 @@ pub fn image(part: &Value) -> Result<Image<'_>, ApiError> {
     }
 }
 
+/// The base64 data of an OpenAI `file` part holding a PDF inline
+/// (`file.file_data`, `data:application/pdf;base64,…`), the only document
+/// the native APIs read inline by pages; 400 for any other file part (a
+/// file held by OpenAI means nothing to another provider).
+pub fn pdf(part: &Value) -> Result<&str, ApiError> {
+    part.pointer("/file/file_data")
+        .and_then(Value::as_str)
+        .and_then(|u| u.strip_prefix("data:application/pdf;base64,"))
+        .ok_or_else(|| {
+            ApiError::BadRequest(
+                "file: only a PDF given inline (file_data: data:application/pdf;base64,...) can be sent to this provider".into(),
+            )
+        })
+}
+
 /// The text of a `content` (a string, or the text of its text parts).
 pub fn text_of(content: Option<&Value>) -> String {
     match content {

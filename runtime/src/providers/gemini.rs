@@ -4,7 +4,7 @@
 //!   `:streamGenerateContent?alt=sse`. `system` / `developer` messages →
 //!   `systemInstruction`; messages → `contents` of `parts` (roles `user` and
 //!   `model`; text, images as `inlineData` from a `data:` URL or `fileData`
-//!   from a URL; assistant `tool_calls` → `functionCall`, `tool` messages →
+//!   from a URL, a `file` part holding a PDF inline as `inlineData`; assistant `tool_calls` → `functionCall`, `tool` messages →
 //!   `functionResponse` named by the call they answer; consecutive contents
 //!   of one role merged); `generationConfig` (`maxOutputTokens`,
 //!   `temperature`, `topP`, `stopSequences`, `candidateCount` from `n`,
@@ -67,6 +67,8 @@ fn parts(content: Option<&Value>) -> Result<Vec<Value>, ApiError> {
             for p in ps {
                 out.push(match p.get("type").and_then(Value::as_str) {
                     Some("image_url") => image_part(p)?,
+                    Some("file") => json!({"inlineData": {"mimeType": "application/pdf",
+                        "data": convert::pdf(p)?}}),
                     Some("text") => json!({"text": p.get("text").cloned().unwrap_or_default()}),
                     _ => {
                         return Err(ApiError::BadRequest(format!(

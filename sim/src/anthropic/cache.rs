@@ -18,9 +18,9 @@
 //! the breakpoints are then written. `input_tokens` is what is left: the
 //! cached and written tokens are not counted again, as Anthropic reports.
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
-use crate::openai::tokens::Tokenizer;
+use crate::openai::tokens::{Tokenizer, ANTHROPIC_PDF_PAGE};
 use crate::shared::Shared;
 
 /// Input token figures of one request.
@@ -68,6 +68,11 @@ pub fn block_tokens(tok: Tokenizer, b: &Value) -> u64 {
         _ if b.is_string() => tok.json(b),
         Some("text") => s("text"),
         Some("image") => tok.image(),
+        Some("document") if b.pointer("/source/media_type") == Some(&json!("application/pdf")) => b
+            .pointer("/source/data")
+            .and_then(Value::as_str)
+            .and_then(|data| tok.pdf(data, ANTHROPIC_PDF_PAGE))
+            .unwrap_or_else(|| tok.json(b)),
         Some("tool_use") => s("id") + s("name") + b.get("input").map_or(0, |i| tok.json(i)),
         Some("tool_result") => {
             s("tool_use_id")

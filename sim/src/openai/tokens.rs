@@ -10,8 +10,11 @@
 //! byte-level tokenizer: one token per byte of text (schemas and arguments
 //! as the JSON text the provider renders them to), 4 per message, 3 for the
 //! reply's priming, 1445 per image part (85 with `detail: low`: OpenAI's
-//! rule for the largest high-detail image). Tests compare a gateway's credit
-//! hold against the strict count.
+//! rule for the largest high-detail image), an inline PDF (`file` part)
+//! by its pages and text ([`Tokenizer::pdf`]: 1445 a page for OpenAI, 1600
+//! for Anthropic's `document`, 258 for Gemini's `inlineData`, plus a token
+//! a byte of content). Tests compare a gateway's credit hold against the
+//! strict count.
 //!
 //! The Anthropic ([`crate::anthropic`]) and Gemini ([`crate::gemini`])
 //! simulations count with the same tokenizer ([`Tokenizer::text`],
@@ -38,6 +41,13 @@ const HIGH_DETAIL_IMAGE: u64 = 1445;
 /// Tokens of an image of the Anthropic or Gemini API with `strict_tokens`.
 pub const NATIVE_STRICT_IMAGE: u64 = 1600;
 
+/// Tokens of a PDF's page with `strict_tokens`, by provider: OpenAI and
+/// Anthropic read each page as an image (their largest image's count),
+/// Gemini counts 258 a page.
+pub const OPENAI_PDF_PAGE: u64 = HIGH_DETAIL_IMAGE;
+pub const ANTHROPIC_PDF_PAGE: u64 = NATIVE_STRICT_IMAGE;
+pub const GEMINI_PDF_PAGE: u64 = 258;
+
 impl Tokenizer {
     /// Tokens of an image part of the Anthropic or Gemini API.
     pub fn image(self) -> u64 {
@@ -46,6 +56,24 @@ impl Tokenizer {
         } else {
             LOW_DETAIL_IMAGE
         }
+    }
+
+    /// Tokens of an inline PDF (standard base64) as a provider counts it:
+    /// with `strict`, `per_page` a page (its image) and a token a byte of
+    /// its text (each page's content streams, decompressed); by words, a
+    /// low-detail image a page. `None`: not a readable PDF.
+    pub fn pdf(self, data: &str, per_page: u64) -> Option<u64> {
+        use base64::Engine;
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(data)
+            .ok()?;
+        let doc = lopdf::Document::load_mem(&bytes).ok()?;
+        let pages: Vec<_> = doc.page_iter().collect();
+        if !self.strict {
+            return Some(pages.len() as u64 * LOW_DETAIL_IMAGE);
+        }
+        let text: usize = pages.iter().map(|p| doc.get_page_content(*p).len()).sum();
+        Some(pages.len() as u64 * per_page + text as u64)
     }
 
     /// Tokens of a text: words, or with `strict` bytes.
@@ -85,6 +113,12 @@ impl Tokenizer {
                     (false, false) => LOW_DETAIL_IMAGE,
                 }
             }
+            Some("file") => p
+                .pointer("/file/file_data")
+                .and_then(Value::as_str)
+                .and_then(|u| u.strip_prefix("data:application/pdf;base64,"))
+                .and_then(|data| self.pdf(data, OPENAI_PDF_PAGE))
+                .unwrap_or_else(|| self.json(p)),
             Some("text") => p
                 .get("text")
                 .and_then(Value::as_str)
