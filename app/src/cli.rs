@@ -12,6 +12,8 @@ use clap::{Parser, Subcommand};
 use runtime::config::Config;
 use runtime::store::Store;
 
+pub use crate::signal::shutdown_signal;
+
 #[derive(Parser, Debug)]
 #[command(
     name = "gateway",
@@ -406,24 +408,6 @@ fn runtime_block_on(f: impl std::future::Future<Output = CliResult>) -> CliResul
         .enable_all()
         .build()?
         .block_on(f)
-}
-
-/// Resolves on SIGINT or SIGTERM.
-pub async fn shutdown_signal() {
-    let ctrl_c = tokio::signal::ctrl_c();
-    #[cfg(unix)]
-    {
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-            .expect("SIGTERM handler");
-        tokio::select! {
-            _ = ctrl_c => {}
-            _ = term.recv() => {}
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = ctrl_c.await;
-    }
 }
 
 /// `gateway serve`.

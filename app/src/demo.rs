@@ -185,7 +185,7 @@ pub async fn run(routes: crate::Routes) -> Result<(), Box<dyn std::error::Error>
         tokens: &tokens,
     });
 
-    crate::cli::shutdown_signal().await;
+    crate::signal::shutdown_signal().await;
     running.stop().await;
     drop(sim);
     Ok(())

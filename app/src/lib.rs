@@ -9,11 +9,13 @@
 //!
 //! * [`cli`] — the subcommands (`serve`, `users`, `keys`, `routes`, `demo`).
 //! * [`demo`] — the embedded demo: simulator + gateway on a fresh data dir.
+//! * [`signal`] — SIGINT / SIGTERM, the end of `serve` and `demo`.
 //! * [`start`] — binds nothing itself: takes a listener and a configuration,
 //!   returns a handle to the running gateway.
 
 pub mod cli;
 pub mod demo;
+pub mod signal;
 
 use std::net::SocketAddr;
 

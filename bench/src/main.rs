@@ -36,7 +36,8 @@
 //!   simulator, the gateway and the forwarder;
 //! * [`measure`]: CPU time and peak RSS from `/proc`, machine description;
 //! * [`scenarios`]: the scenarios (free, billed, upload, mirror, chat, chat_stream, chat_cached) and their three targets;
-//! * [`report`]: rows, overheads, the targets, markdown and JSON;
+//! * [`row`]: one run's result and where its requests went;
+//! * [`report`]: overheads, the targets, markdown and JSON of the rows;
 //! * [`pg`]: a fresh PostgreSQL schema per gateway;
 //! * [`seed`]: `--seed-usage-rows`, history written into the gateway's
 //!   database before it starts.
@@ -47,6 +48,7 @@ mod measure;
 mod pg;
 mod procs;
 mod report;
+mod row;
 mod scenarios;
 mod seed;
 

@@ -29,7 +29,7 @@ use serde_json::json;
 
 use crate::load::{self, Event, FileContent, Load, Spec};
 use crate::measure::{Probe, ProbeResult};
-use crate::report::{Row, Target};
+use crate::row::{Row, Target};
 
 /// The stock voice of the simulator.
 const VOICE: &str = "stock-voice-1";

@@ -6,6 +6,7 @@
 //! * [`tokens`] — access and refresh tokens: issue, verify.
 //! * [`passwords`] — argon2 hashes, on a small pool of their own.
 //! * [`backoff`] — the per-account back-off of failed logins.
+//! * [`cause`] — the 401 causes, each with its own message.
 //! * [`config`] — the variables of accounts and tokens.
 //!
 //! The hot path of an API key does not touch the database: a small cache
@@ -19,6 +20,7 @@
 //! user issued before it (one row, [`crate::store::Store::set_password_revoking`]).
 
 pub mod backoff;
+pub mod cause;
 pub mod config;
 pub mod keys;
 pub mod passwords;
@@ -33,6 +35,7 @@ use http::HeaderMap;
 use crate::errors::ApiError;
 use crate::spec::Auth as RowAuth;
 use crate::store::{KeyOwner, Store, User};
+pub use cause::Cause;
 pub use keys::{create_key, create_named_key, generate_key, hash_key, CACHE_TTL, KEY_PREFIX};
 use tokens::{Tokens, Typ, Verified};
 
@@ -40,60 +43,6 @@ use tokens::{Tokens, Typ, Verified};
 pub const ADMIN_KEY_HEADER: &str = "x-admin-key";
 /// Where Anthropic's clients put the API key (rows with `auth = "x_api_key"`).
 pub const X_API_KEY: &str = "x-api-key";
-
-/// Why a request is not authenticated: each answers 401 with its own message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Cause {
-    NoCredentials,
-    MalformedHeader,
-    MalformedKey,
-    UnknownKey,
-    KeyRevoked,
-    TokenRevoked,
-    TokenExpired,
-    TokenUndecodable,
-    TokenOtherEnv,
-    TokenNoUser,
-    RefreshNotAccess,
-    AccessNotRefresh,
-    UserDeleted,
-    WrongAdminKey,
-    AccessTokenRequired,
-}
-
-impl Cause {
-    pub fn message(self) -> &'static str {
-        match self {
-            Cause::NoCredentials => {
-                "missing credentials: send Authorization: Bearer <API key or access token>"
-            }
-            Cause::MalformedHeader => {
-                "malformed Authorization header: expected Bearer <API key or access token>"
-            }
-            Cause::MalformedKey => "malformed API key",
-            Cause::UnknownKey => "invalid API key",
-            Cause::KeyRevoked => "API key revoked",
-            Cause::TokenRevoked => "token revoked",
-            Cause::TokenExpired => "token expired; log in again",
-            Cause::TokenUndecodable => "invalid token: it cannot be decoded or its signature does not match",
-            Cause::TokenOtherEnv => "token issued for a different environment",
-            Cause::TokenNoUser => "token carries no user id",
-            Cause::RefreshNotAccess => "refresh token presented where an access token is required",
-            Cause::AccessNotRefresh => "access token presented where a refresh token is required",
-            Cause::UserDeleted => "user deleted",
-            Cause::WrongAdminKey => "invalid admin key",
-            Cause::AccessTokenRequired => {
-                "access token required: this route does not accept API keys; log in for an access token"
-            }
-        }
-    }
-}
-
-impl From<Cause> for ApiError {
-    fn from(c: Cause) -> ApiError {
-        ApiError::Unauthorized(c.message().to_owned())
-    }
-}
 
 /// The 403 of a disabled account.
 pub fn disabled() -> ApiError {

@@ -13,7 +13,7 @@ use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::Cause;
+use super::cause::Cause;
 
 /// What a token is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -8,6 +8,8 @@
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
+use super::scope::Scope;
+
 /// Fields of the upstream body that never change the answer's content:
 /// how it is delivered (`stream`, `stream_options`), who the provider is
 /// told the end user is (`user`), and the caller's own key (already
@@ -18,19 +20,14 @@ pub const IGNORED: [&str; 4] = ["stream", "stream_options", "user", "byok_api_ke
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Key(pub String);
 
-/// Who may share an entry (see [`super::Scope`]), as text: `u:<user id>`,
+/// Who may share an entry (see [`Scope`]), as text: `u:<user id>`,
 /// `k:<key id>`, `g`; a BYOK request adds the SHA-256 of its key.
-pub fn scope_text(
-    scope: super::Scope,
-    user: Option<i64>,
-    key: Option<i64>,
-    byok: Option<&str>,
-) -> String {
+pub fn scope_text(scope: Scope, user: Option<i64>, key: Option<i64>, byok: Option<&str>) -> String {
     let mut s = match (scope, user, key) {
-        (super::Scope::Global, _, _) => "g".to_owned(),
-        (super::Scope::Key, _, Some(k)) => format!("k:{k}"),
+        (Scope::Global, _, _) => "g".to_owned(),
+        (Scope::Key, _, Some(k)) => format!("k:{k}"),
         // A caller without a key (a session token) is scoped to its user.
-        (super::Scope::Key | super::Scope::User, Some(u), _) => format!("u:{u}"),
+        (Scope::Key | Scope::User, Some(u), _) => format!("u:{u}"),
         (_, None, _) => "anonymous".to_owned(),
     };
     if let Some(b) = byok {
@@ -126,7 +123,6 @@ mod tests {
 
     #[test]
     fn scopes() {
-        use super::super::Scope;
         assert_eq!(scope_text(Scope::User, Some(1), Some(9), None), "u:1");
         assert_eq!(scope_text(Scope::Key, Some(1), Some(9), None), "k:9");
         assert_eq!(scope_text(Scope::Key, Some(1), None, None), "u:1");

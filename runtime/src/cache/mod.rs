@@ -41,9 +41,9 @@
 
 pub mod entry;
 pub mod key;
+pub mod scope;
 pub mod store;
 
-use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -54,6 +54,7 @@ use serde_json::{Map, Value};
 
 pub use entry::{Capture, Entry};
 pub use key::Key;
+pub use scope::Scope;
 
 use crate::errors::ApiError;
 use crate::providers::usage::Tokens;
@@ -77,30 +78,6 @@ pub const DEFAULT_TTL: Duration = Duration::from_secs(300);
 pub const MAX_ENTRY_BYTES: usize = 1 << 20;
 /// A store read slower than this is skipped.
 pub const SLOW: Duration = Duration::from_millis(50);
-
-/// Who may share an entry.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Scope {
-    /// The same user (any of its keys).
-    #[default]
-    User,
-    /// The same API key.
-    Key,
-    /// Everyone: only when an operator sets it.
-    Global,
-}
-
-impl FromStr for Scope {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Scope, String> {
-        match s.trim() {
-            "user" => Ok(Scope::User),
-            "key" => Ok(Scope::Key),
-            "global" => Ok(Scope::Global),
-            other => Err(format!("{other:?} is not one of user, key, global")),
-        }
-    }
-}
 
 /// What the request's headers ask of the cache.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -8,7 +8,10 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use super::{LocalStore, ObjectError, ObjectStore, S3Config, S3Store};
+use super::local::LocalStore;
+use super::s3::{S3Config, S3Store, DEFAULT_REQUEST_TIMEOUT};
+use super::store::ObjectStore;
+use super::types::ObjectError;
 
 /// Backend: `local` (default) or `s3`.
 pub const GATEWAY_OBJECT_STORE: &str = "GATEWAY_OBJECT_STORE";
@@ -153,7 +156,7 @@ fn s3_from_lookup(
         }
     };
     let timeout = match get(GATEWAY_S3_TIMEOUT_SECS) {
-        None => Some(super::s3::DEFAULT_REQUEST_TIMEOUT),
+        None => Some(DEFAULT_REQUEST_TIMEOUT),
         Some(v) => match v.parse::<u64>() {
             Ok(secs) if secs > 0 => Some(std::time::Duration::from_secs(secs)),
             _ => {

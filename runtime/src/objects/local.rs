@@ -32,16 +32,13 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use bytes::Bytes;
-use futures_util::future::BoxFuture;
 use futures_util::StreamExt;
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use tokio::io::{AsyncReadExt, AsyncSeekExt, AsyncWriteExt};
 
 use super::pack::{self, Appended, Locator, PackWriter};
-use super::{
-    ceil_secs, check_content_type, signing, validate_key, ByteRange, ByteStream, ObjectBody,
-    ObjectError, ObjectMeta, ObjectStore,
-};
+use super::signing;
+use super::types::{check_content_type, validate_key, ByteStream, ObjectError, ObjectMeta};
 
 /// First bytes of every stored file; the content type and `\n` follow.
 const MAGIC: &[u8] = b"gwobj1 ";
@@ -68,7 +65,7 @@ pub(crate) const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
 pub struct LocalStore {
     root: PathBuf,
     tmp: PathBuf,
-    public_base_url: String,
+    pub(super) public_base_url: String,
     signing_key: Vec<u8>,
     /// The appender of packed objects.
     packs: PackWriter,
@@ -114,7 +111,7 @@ impl OpenObject {
     }
 }
 
-fn backend(e: impl std::fmt::Display) -> ObjectError {
+pub(super) fn backend(e: impl std::fmt::Display) -> ObjectError {
     ObjectError::Backend(e.to_string())
 }
 
@@ -226,7 +223,7 @@ impl LocalStore {
     }
 
     /// Opens a packed object through the locator.
-    async fn open_packed(&self, key: &str) -> Result<OpenObject, ObjectError> {
+    pub(super) async fn open_packed(&self, key: &str) -> Result<OpenObject, ObjectError> {
         let Some(locator) = self.locator.get() else {
             return Err(ObjectError::NotFound);
         };
@@ -283,7 +280,7 @@ impl LocalStore {
         ))
     }
 
-    fn path_of(&self, key: &str) -> Result<PathBuf, ObjectError> {
+    pub(super) fn path_of(&self, key: &str) -> Result<PathBuf, ObjectError> {
         validate_key(key)?;
         Ok(self.root.join(key))
     }
@@ -337,7 +334,7 @@ impl LocalStore {
         })
     }
 
-    async fn put_inner(
+    pub(super) async fn put_inner(
         &self,
         key: &str,
         content_type: &str,
@@ -395,7 +392,7 @@ impl LocalStore {
     /// write removes what it wrote. Used for synthesis audio, where every key
     /// is new (it holds the request id); an existing key is an error, never
     /// overwritten.
-    async fn put_bytes_inner(
+    pub(super) async fn put_bytes_inner(
         &self,
         key: &str,
         content_type: &str,
@@ -486,7 +483,7 @@ impl LocalStore {
         }
     }
 
-    async fn delete_inner(&self, key: &str) -> Result<(), ObjectError> {
+    pub(super) async fn delete_inner(&self, key: &str) -> Result<(), ObjectError> {
         let path = self.path_of(key)?;
         match tokio::fs::remove_file(&path).await {
             Ok(()) => {}
@@ -497,7 +494,7 @@ impl LocalStore {
         Ok(())
     }
 
-    async fn rename_inner(&self, from: &str, to: &str) -> Result<(), ObjectError> {
+    pub(super) async fn rename_inner(&self, from: &str, to: &str) -> Result<(), ObjectError> {
         let (from_path, to_path) = (self.path_of(from)?, self.path_of(to)?);
         if from == to {
             return self.open(from).await.map(|_| ());
@@ -518,110 +515,12 @@ impl LocalStore {
     }
 }
 
-fn is_not_found(e: &std::io::Error) -> bool {
+pub(super) fn is_not_found(e: &std::io::Error) -> bool {
     // NotADirectory: a key below an existing object ("a" is a file, "a/b" asked).
     matches!(
         e.kind(),
         std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
     )
-}
-
-impl ObjectStore for LocalStore {
-    fn backend(&self) -> &'static str {
-        "local"
-    }
-
-    fn put<'a>(
-        &'a self,
-        key: &'a str,
-        content_type: &'a str,
-        body: ByteStream,
-        max_bytes: Option<u64>,
-    ) -> BoxFuture<'a, Result<u64, ObjectError>> {
-        Box::pin(self.put_inner(key, content_type, body, max_bytes))
-    }
-
-    fn put_bytes<'a>(
-        &'a self,
-        key: &'a str,
-        content_type: &'a str,
-        body: Bytes,
-    ) -> BoxFuture<'a, Result<u64, ObjectError>> {
-        Box::pin(self.put_bytes_inner(key, content_type, body))
-    }
-
-    fn get<'a>(
-        &'a self,
-        key: &'a str,
-        range: Option<ByteRange>,
-    ) -> BoxFuture<'a, Result<ObjectBody, ObjectError>> {
-        Box::pin(async move {
-            let object = self.open(key).await?;
-            let size = object.meta.size;
-            let content_type = object.meta.content_type.clone();
-            let (stream, served) = match range {
-                Some(r) => {
-                    let (start, end) = r.resolve(size)?;
-                    (object.stream(start, end).await?, Some((start, end)))
-                }
-                None if size == 0 => (OpenObject::empty_stream(), None),
-                None => (object.stream(0, size - 1).await?, None),
-            };
-            Ok(ObjectBody {
-                stream,
-                total_size: size,
-                range: served,
-                content_type,
-            })
-        })
-    }
-
-    fn delete<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<(), ObjectError>> {
-        Box::pin(self.delete_inner(key))
-    }
-
-    fn exists<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<bool, ObjectError>> {
-        Box::pin(async move {
-            let path = self.path_of(key)?;
-            match tokio::fs::metadata(&path).await {
-                Ok(m) if m.is_file() => return Ok(true),
-                Ok(_) => {}
-                Err(e) if is_not_found(&e) => {}
-                Err(e) => return Err(backend(format!("checking {key}: {e}"))),
-            }
-            match self.open_packed(key).await {
-                Ok(_) => Ok(true),
-                Err(ObjectError::NotFound) => Ok(false),
-                Err(e) => Err(e),
-            }
-        })
-    }
-
-    fn presign_get(&self, key: &str, expires_in: Duration) -> Result<String, ObjectError> {
-        self.presign_until(key, signing::now_unix() + ceil_secs(expires_in))
-    }
-
-    fn head<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<ObjectMeta, ObjectError>> {
-        Box::pin(async move { Ok(self.open(key).await?.meta) })
-    }
-
-    fn as_local(&self) -> Option<&LocalStore> {
-        Some(self)
-    }
-
-    fn key_of_url(&self, url: &str) -> Option<String> {
-        let rest = url
-            .strip_prefix(&self.public_base_url)?
-            .strip_prefix(super::signing::PATH_PREFIX)?;
-        let path = rest.split(['?', '#']).next().unwrap_or(rest);
-        let key = super::signing::decode_key(path)?;
-        validate_key(&key).ok()?;
-        Some(key)
-    }
-
-    fn rename<'a>(&'a self, from: &'a str, to: &'a str) -> BoxFuture<'a, Result<(), ObjectError>> {
-        Box::pin(self.rename_inner(from, to))
-    }
 }
 
 /// Mode of an object's file (Unix): the owner's only, whatever the umask.

@@ -64,7 +64,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::ObjectError;
+use super::types::ObjectError;
 
 /// Name of the directory holding segments, under the store's root.
 pub const PACKS_DIR: &str = ".packs";

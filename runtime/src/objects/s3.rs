@@ -27,9 +27,10 @@ use s3::request::tokio_backend::ReqwestRequest;
 use s3::request::Request as _;
 use s3::{Bucket, BucketConfiguration, Region};
 
-use super::{
+use super::store::ObjectStore;
+use super::types::{
     ceil_secs, check_content_type, validate_key, ByteRange, ByteStream, ObjectBody, ObjectError,
-    ObjectMeta, ObjectStore,
+    ObjectMeta,
 };
 
 /// Default time allowed to a control request (head, delete, one part of an

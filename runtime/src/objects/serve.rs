@@ -23,7 +23,7 @@ use http_body_util::{BodyExt, StreamBody};
 
 use super::local::LocalStore;
 use super::signing::{self, decode_key, SignatureError};
-use super::{validate_key, ByteStream, ObjectError};
+use super::types::{validate_key, ByteStream, ObjectError};
 use crate::body::{self, Body, BoxError};
 
 pub use super::signing::PATH_PREFIX;

@@ -28,7 +28,8 @@ use super::config::{
     GATEWAY_OBJECT_STORE, GATEWAY_S3_ACCESS_KEY, GATEWAY_S3_BUCKET, GATEWAY_S3_ENDPOINT,
     GATEWAY_S3_PATH_STYLE, GATEWAY_S3_REGION, GATEWAY_S3_SECRET_KEY,
 };
-use super::{ObjectError, S3Config, S3Store};
+use super::s3::{S3Config, S3Store};
+use super::types::ObjectError;
 
 /// Access key the test server accepts.
 pub const ACCESS_KEY: &str = "gateway-test-access";

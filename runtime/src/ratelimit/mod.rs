@@ -65,6 +65,7 @@
 //! map, a lookup by `&str`, a `DashMap` lookup by `i64` and one
 //! compare-and-swap.
 
+mod decision;
 mod quota;
 mod redis_store;
 #[cfg(test)]
@@ -73,9 +74,10 @@ mod store;
 #[cfg(test)]
 mod tests;
 
+pub use decision::{CheckFuture, Decision, LimiterStore, StoreUnavailable};
 pub use quota::{Limits, Quota, Quotas};
 pub use redis_store::{RedisStore, GCRA, REST};
-pub use store::{CheckFuture, Decision, InProcessStore, LimiterStore, Store, StoreUnavailable};
+pub use store::{InProcessStore, Store, SWEEP_EVERY};
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -90,9 +92,6 @@ use crate::spec::Capability;
 /// `capability=count/unit` or `capability=off`, comma-separated ([`Limits::parse`]).
 /// Default: none (the table's `[capabilities]` as they are).
 pub const GATEWAY_RATE_LIMITS: &str = "GATEWAY_RATE_LIMITS";
-
-/// How often the in-process store drops stale per-user states.
-pub const SWEEP_EVERY: Duration = Duration::from_secs(60);
 
 /// At most one "store failed" warning per this interval.
 pub const WARN_EVERY: Duration = Duration::from_secs(10);

@@ -21,8 +21,8 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use super::store::stateless;
-use super::{Decision, Quota, StoreUnavailable};
+use super::decision::{stateless, CheckFuture, Decision, LimiterStore, StoreUnavailable};
+use super::quota::Quota;
 use crate::cluster::Cluster;
 
 /// How long the store leaves Redis alone after a failure.
@@ -47,7 +47,7 @@ redis.call('SET', KEYS[1], string.format('%.0f', tat), 'PX', math.ceil((tat - no
 return {1, 0}
 "#;
 
-/// The Redis [`LimiterStore`](super::LimiterStore).
+/// The Redis [`LimiterStore`].
 pub struct RedisStore {
     cluster: Cluster,
     script: redis::Script,
@@ -127,13 +127,8 @@ impl RedisStore {
     }
 }
 
-impl super::LimiterStore for RedisStore {
-    fn check<'a>(
-        &'a self,
-        user_id: i64,
-        capability: &'a str,
-        quota: &'a Quota,
-    ) -> super::CheckFuture<'a> {
+impl LimiterStore for RedisStore {
+    fn check<'a>(&'a self, user_id: i64, capability: &'a str, quota: &'a Quota) -> CheckFuture<'a> {
         Box::pin(RedisStore::check(self, user_id, capability, quota))
     }
 }

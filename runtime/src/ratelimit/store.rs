@@ -1,8 +1,7 @@
-//! The stores ([`Store`], the [`LimiterStore`] trait) and the in-process store.
+//! The stores ([`Store`]: in process, Redis, or one's own [`LimiterStore`])
+//! and the in-process store.
 
 use std::collections::HashMap;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
@@ -11,42 +10,12 @@ use governor::clock::{Clock, DefaultClock, Reference};
 use governor::middleware::NoOpMiddleware;
 use governor::state::keyed::DashMapStateStore;
 
-use super::{Quota, RedisStore, SWEEP_EVERY};
+use super::decision::{stateless, CheckFuture, Decision, LimiterStore, StoreUnavailable};
+use super::quota::Quota;
+use super::redis_store::RedisStore;
 
-// ---------------------------------------------------------------------------
-// The store interface
-// ---------------------------------------------------------------------------
-
-/// A store's answer for one request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Decision {
-    Allow,
-    /// Over the quota; the earliest time a retry can succeed.
-    Deny {
-        retry_after: Duration,
-    },
-}
-
-/// The store could not decide (network, shared store down, …); the request is allowed.
-#[derive(Debug, thiserror::Error)]
-#[error("rate-limit store: {0}")]
-pub struct StoreUnavailable(pub String);
-
-/// The future of a [`LimiterStore`]'s answer.
-pub type CheckFuture<'a> =
-    Pin<Box<dyn Future<Output = Result<Decision, StoreUnavailable>> + Send + 'a>>;
-
-/// A store of one's own (tests inject failing or fixed stores through
-/// `Config::limiter_store`). The built-in stores implement it too, but a
-/// [`RateLimiter`](super::RateLimiter) calls them directly ([`Store`]), so
-/// the in-process store's check allocates nothing and never suspends.
-///
-/// `check` counts one request of `user_id` against `quota` of `capability`
-/// and says whether it conforms. It is on the path of every limited
-/// request and must not wait for long.
-pub trait LimiterStore: Send + Sync + 'static {
-    fn check<'a>(&'a self, user_id: i64, capability: &'a str, quota: &'a Quota) -> CheckFuture<'a>;
-}
+/// How often the in-process store drops stale per-user states.
+pub const SWEEP_EVERY: Duration = Duration::from_secs(60);
 
 /// The store a [`RateLimiter`](super::RateLimiter) asks.
 pub enum Store {
@@ -73,17 +42,6 @@ impl Store {
             Store::Custom(s) => s.check(user_id, capability, quota).await,
         }
     }
-}
-
-/// The decision of a quota that needs no state: a count of 0 denies every
-/// request, a period of 0 limits nothing. `None` for every parsed quota.
-pub(super) fn stateless(quota: &Quota) -> Option<Decision> {
-    if quota.count == 0 {
-        return Some(Decision::Deny {
-            retry_after: quota.per.max(Duration::from_secs(1)),
-        });
-    }
-    quota.per.is_zero().then_some(Decision::Allow)
 }
 
 // ---------------------------------------------------------------------------

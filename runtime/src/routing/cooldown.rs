@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use crate::cluster::Cluster;
 
-use super::Settings;
+use super::settings::Settings;
 
 /// Whether a deployment may be tried now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -34,6 +34,7 @@
 //!   skipped.
 
 pub mod cooldown;
+pub mod settings;
 pub mod strategy;
 
 use std::future::Future;
@@ -48,19 +49,14 @@ use crate::spec::Method;
 use crate::traces::Span;
 use crate::upstream::llm::ProviderKey;
 use crate::upstream::{Call, Failed, Upstream};
+pub use settings::{
+    Settings, GATEWAY_COOLDOWN_FAILS, GATEWAY_COOLDOWN_SECS, GATEWAY_RETRY_BASE_MS,
+    GATEWAY_RETRY_MAX,
+};
 
 /// The longest `Retry-After` the gateway waits for before trying the same
 /// deployment again; a longer one ends the request with the upstream's 429.
 pub const RETRY_AFTER_CAP: Duration = Duration::from_secs(10);
-
-/// `GATEWAY_RETRY_MAX`: retries after the first attempt.
-pub const GATEWAY_RETRY_MAX: &str = "GATEWAY_RETRY_MAX";
-/// `GATEWAY_RETRY_BASE_MS`: the back-off's base.
-pub const GATEWAY_RETRY_BASE_MS: &str = "GATEWAY_RETRY_BASE_MS";
-/// `GATEWAY_COOLDOWN_FAILS`: failures in the window that start a cool-down.
-pub const GATEWAY_COOLDOWN_FAILS: &str = "GATEWAY_COOLDOWN_FAILS";
-/// `GATEWAY_COOLDOWN_SECS`: how long a cool-down lasts.
-pub const GATEWAY_COOLDOWN_SECS: &str = "GATEWAY_COOLDOWN_SECS";
 
 /// The candidates of `list` (the deployments a request names, in order,
 /// through `route` if any) that a caller's own key (`byok_api_key`) may be
@@ -101,28 +97,6 @@ pub fn byok_candidates<'a>(
         .into_iter()
         .filter(|(p, _)| Some(&p.id) == provider.as_ref())
         .collect())
-}
-
-/// The knobs of routing (environment variables above).
-#[derive(Debug, Clone)]
-pub struct Settings {
-    pub retry_max: u32,
-    pub retry_base: Duration,
-    pub cooldown_fails: u32,
-    pub cooldown_window: Duration,
-    pub cooldown: Duration,
-}
-
-impl Default for Settings {
-    fn default() -> Settings {
-        Settings {
-            retry_max: 2,
-            retry_base: Duration::from_millis(100),
-            cooldown_fails: 3,
-            cooldown_window: Duration::from_secs(30),
-            cooldown: Duration::from_secs(30),
-        }
-    }
 }
 
 /// One deployment a request may be served by.

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use super::{Spans, TableError};
+use super::problems::{Spans, TableError};
 use crate::table::*;
 
 /// What the checks between rows know of one row.

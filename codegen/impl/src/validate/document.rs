@@ -4,7 +4,7 @@
 
 use serde::Deserialize;
 
-use super::{describe, did_you_mean, doc_err, split_toml_error, Spans, TableError};
+use super::problems::{describe, did_you_mean, doc_err, split_toml_error, Spans, TableError};
 use crate::table::*;
 use crate::validate::paths::{is_ident, static_segment_problem};
 

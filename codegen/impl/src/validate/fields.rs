@@ -4,7 +4,7 @@
 
 use std::collections::BTreeSet;
 
-use super::RowCx;
+use super::problems::RowCx;
 use crate::table::*;
 
 /// The rule named `name`, if the section declares one.

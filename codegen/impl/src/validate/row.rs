@@ -9,14 +9,55 @@
 
 use serde::Deserialize;
 
-use super::{describe, did_you_mean, split_toml_error, RowCx, Spans, TableError};
-use super::{MAX_PARAMS, RESERVED_NAMES, ROW_KEYS};
+use super::problems::{describe, did_you_mean, split_toml_error, RowCx, Spans, TableError};
 use crate::table::*;
 use crate::validate::cross_row::RowKey;
 use crate::validate::document::{valid_kind, Document};
 use crate::validate::fields::{check_example, check_file_field, check_mapping, check_rules, rule};
 use crate::validate::paths::check_route_path;
 use crate::validate::upstream::{resolve_upstream, Rules};
+
+/// Most path parameters a route may have (`runtime::spec::MAX_PARAMS`).
+pub const MAX_PARAMS: usize = 4;
+
+/// The keys a `[[endpoint]]` row may have (the fields of [`RawEndpoint`]).
+pub const ROW_KEYS: &[&str] = &[
+    "id",
+    "area",
+    "method",
+    "path",
+    "mode",
+    "capability",
+    "billing",
+    "metering",
+    "resource",
+    "gate",
+    "auth",
+    "errors",
+    "job",
+    "file_field",
+    "mirror",
+    "retention_days",
+    "summary",
+    "translate",
+    "upstream",
+    "rename",
+    "drop",
+    "set",
+    "body",
+    "query",
+    "example",
+];
+
+/// Names the generated module defines besides the row statics.
+const RESERVED_NAMES: &[&str] = &[
+    "ROUTES",
+    "ROUTE_COUNT",
+    "TABLE",
+    "CAPABILITIES",
+    "JOB_KINDS",
+    "BASES",
+];
 
 /// Reads and checks every `[[endpoint]]` row. Returns the rows that
 /// resolved and, for every row resolved or not, what the checks across

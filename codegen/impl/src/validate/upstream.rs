@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use super::RowCx;
+use super::problems::RowCx;
 use crate::table::*;
 use crate::validate::document::Document;
 use crate::validate::fields::rule;
