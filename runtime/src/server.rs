@@ -163,16 +163,19 @@ async fn serve_one(
 
 /// A connection slot: at once if one is free; at the cap, rings `pressure`
 /// (every [`SHED_EVERY`]) until one frees, so that idle and slow
-/// connections close to make room.
+/// connections close to make room. A ring is a new value of a `watch`
+/// (not a `Notify`): a connection busy when it rings (its bytes arriving,
+/// its timer firing) still sees it at its next turn, so every connection
+/// sheddable at the cap closes, not only those waiting at that instant.
 async fn slot(
     permits: &std::sync::Arc<Semaphore>,
-    pressure: &tokio::sync::Notify,
+    pressure: &tokio::sync::watch::Sender<u64>,
 ) -> tokio::sync::OwnedSemaphorePermit {
     if let Ok(p) = permits.clone().try_acquire_owned() {
         return p;
     }
     loop {
-        pressure.notify_waiters();
+        pressure.send_modify(|rings| *rings = rings.wrapping_add(1));
         tokio::select! {
             p = permits.clone().acquire_owned() => return p.expect("the semaphore is never closed"),
             _ = tokio::time::sleep(SHED_EVERY) => {}
@@ -303,7 +306,7 @@ pub async fn serve(
     builder.http2().max_concurrent_streams(limits.max_streams);
     let mut backoff = AcceptBackoff::new();
     // Rung at the cap: connections idle or slow with their headers close.
-    let pressure = std::sync::Arc::new(tokio::sync::Notify::new());
+    let pressure = tokio::sync::watch::Sender::new(0u64);
     tokio::pin!(shutdown);
     loop {
         let permit = tokio::select! {
@@ -343,7 +346,8 @@ pub async fn serve(
             )
             .into_owned();
         let mut stop = stop_rx.clone();
-        let pressure = pressure.clone();
+        // Rings from now on (the ones before this connection are seen).
+        let mut pressure = pressure.subscribe();
         tokio::spawn(async move {
             let _permit = permit;
             tokio::pin!(conn);
@@ -359,6 +363,7 @@ pub async fn serve(
             let timer = tokio::time::sleep_until(next(Instant::now()));
             tokio::pin!(timer);
             let mut stopping = false;
+            let mut ringing = true;
             loop {
                 tokio::select! {
                     ended = conn.as_mut() => {
@@ -367,12 +372,15 @@ pub async fn serve(
                         }
                         return;
                     }
-                    _ = pressure.notified() => {
-                        if state.sheddable(SHED_GRACE) {
+                    rang = pressure.changed(), if ringing => match rang {
+                        Ok(()) if state.sheddable(SHED_GRACE) => {
                             tracing::debug!("closing an idle, slow or slow anonymous connection: at the connection cap");
                             return;
                         }
-                    }
+                        Ok(()) => {}
+                        // The accept loop ended (shutting down): no more rings.
+                        Err(_) => ringing = false,
+                    },
                     _ = stop.changed(), if !stopping => {
                         stopping = true;
                         conn.as_mut().graceful_shutdown();
