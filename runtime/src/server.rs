@@ -345,59 +345,12 @@ pub async fn serve(
                 service,
             )
             .into_owned();
-        let mut stop = stop_rx.clone();
+        let stop = stop_rx.clone();
         // Rings from now on (the ones before this connection are seen).
-        let mut pressure = pressure.subscribe();
+        let pressure = pressure.subscribe();
         tokio::spawn(async move {
             let _permit = permit;
-            tokio::pin!(conn);
-            // A deadline that appears while the timer sleeps (a request ends, a
-            // next one starts) is at least the shorter time-out away, so waking
-            // at least that often catches every deadline on time.
-            let period = limits.header_timeout.min(limits.idle_timeout);
-            let next =
-                |now: Instant| match state.deadline(limits.header_timeout, limits.idle_timeout) {
-                    Some(d) => d.min(now + period),
-                    None => now + period,
-                };
-            let timer = tokio::time::sleep_until(next(Instant::now()));
-            tokio::pin!(timer);
-            let mut stopping = false;
-            let mut ringing = true;
-            loop {
-                tokio::select! {
-                    ended = conn.as_mut() => {
-                        if let Err(e) = ended {
-                            tracing::debug!(error = %e, "connection ended with an error");
-                        }
-                        return;
-                    }
-                    rang = pressure.changed(), if ringing => match rang {
-                        Ok(()) if state.sheddable(SHED_GRACE) => {
-                            tracing::debug!("closing an idle, slow or slow anonymous connection: at the connection cap");
-                            return;
-                        }
-                        Ok(()) => {}
-                        // The accept loop ended (shutting down): no more rings.
-                        Err(_) => ringing = false,
-                    },
-                    _ = stop.changed(), if !stopping => {
-                        stopping = true;
-                        conn.as_mut().graceful_shutdown();
-                    }
-                    _ = timer.as_mut() => {
-                        let now = Instant::now();
-                        if state
-                            .deadline(limits.header_timeout, limits.idle_timeout)
-                            .is_some_and(|d| d <= now)
-                        {
-                            tracing::debug!("closing a connection: header or idle time-out");
-                            return; // nothing in flight: dropping closes the socket
-                        }
-                        timer.as_mut().reset(next(now));
-                    }
-                }
-            }
+            watch_connection(conn, state, limits, pressure, stop).await;
         });
     }
     drop(listener);
@@ -407,5 +360,67 @@ pub async fn serve(
     tokio::select! {
         _ = permits.acquire_many(all) => {}
         _ = tokio::time::sleep(DRAIN) => tracing::warn!("drain timed out"),
+    }
+}
+
+/// One connection's life under the watchdog, until it ends: closed at its
+/// header or idle deadline, or at the connection cap when it is sheddable
+/// (a ring of `pressure`, [`slot`]), and shut down gracefully on `stop`.
+async fn watch_connection<C>(
+    conn: C,
+    state: std::sync::Arc<ConnState>,
+    limits: Limits,
+    mut pressure: tokio::sync::watch::Receiver<u64>,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) where
+    C: hyper_util::server::graceful::GracefulConnection,
+    C::Error: std::fmt::Display,
+{
+    tokio::pin!(conn);
+    // A deadline that appears while the timer sleeps (a request ends, a
+    // next one starts) is at least the shorter time-out away, so waking
+    // at least that often catches every deadline on time.
+    let period = limits.header_timeout.min(limits.idle_timeout);
+    let next = |now: Instant| match state.deadline(limits.header_timeout, limits.idle_timeout) {
+        Some(d) => d.min(now + period),
+        None => now + period,
+    };
+    let timer = tokio::time::sleep_until(next(Instant::now()));
+    tokio::pin!(timer);
+    let mut stopping = false;
+    let mut ringing = true;
+    loop {
+        tokio::select! {
+            ended = conn.as_mut() => {
+                if let Err(e) = ended {
+                    tracing::debug!(error = %e, "connection ended with an error");
+                }
+                return;
+            }
+            rang = pressure.changed(), if ringing => match rang {
+                Ok(()) if state.sheddable(SHED_GRACE) => {
+                    tracing::debug!("closing an idle, slow or slow anonymous connection: at the connection cap");
+                    return;
+                }
+                Ok(()) => {}
+                // The accept loop ended (shutting down): no more rings.
+                Err(_) => ringing = false,
+            },
+            _ = stop.changed(), if !stopping => {
+                stopping = true;
+                conn.as_mut().graceful_shutdown();
+            }
+            _ = timer.as_mut() => {
+                let now = Instant::now();
+                if state
+                    .deadline(limits.header_timeout, limits.idle_timeout)
+                    .is_some_and(|d| d <= now)
+                {
+                    tracing::debug!("closing a connection: header or idle time-out");
+                    return; // nothing in flight: dropping closes the socket
+                }
+                timer.as_mut().reset(next(now));
+            }
+        }
     }
 }
