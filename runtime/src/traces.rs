@@ -25,7 +25,9 @@
 //!   `gen_ai.provider.name`, `gen_ai.request.model` (the deployment's model),
 //!   `gateway.outcome` (`ok`, or the failure's kind: `rate_limited`,
 //!   `status_5xx`, `status_4xx`, `timeout`, `network`),
-//!   `http.response.status_code`; the attempt that served also carries the
+//!   `http.response.status_code`, `gateway.error` (a failed attempt's
+//!   error, scrubbed); when none served, the request span carries
+//!   `gateway.attempt_errors` (every attempt's); the attempt that served also carries the
 //!   usage, finish reasons and cost, and ends with the request's answer (a
 //!   stream's at its end).
 //!
@@ -249,15 +251,30 @@ impl Span {
 
     /// The attempt failed (`outcome`: the failure's kind), with the
     /// upstream's status when it answered one.
-    pub fn failed(&self, a: Attempt, outcome: &'static str, status: Option<u16>) {
+    /// `error` (`gateway.error`) says what failed and why, already
+    /// scrubbed of keys.
+    pub fn failed(&self, a: Attempt, outcome: &'static str, status: Option<u16>, error: &str) {
         let Some(cx) = a.0 else { return };
         let span = cx.span();
         span.set_attribute(KeyValue::new("gateway.outcome", outcome));
+        span.set_attribute(KeyValue::new("gateway.error", error.to_owned()));
         if let Some(s) = status {
             span.set_attribute(KeyValue::new("http.response.status_code", i64::from(s)));
         }
         span.set_status(Status::error(outcome));
         span.end();
+    }
+
+    /// No attempt served the request: each attempt's error
+    /// (`gateway.attempt_errors`: `#n deployment: kind (status, side):
+    /// cause`, scrubbed of keys) on the request's span.
+    pub fn attempt_errors(&self, errors: Vec<String>) {
+        let Some(o) = &self.0 else { return };
+        let values = errors.into_iter().map(StringValue::from).collect();
+        o.request.span().set_attribute(KeyValue::new(
+            "gateway.attempt_errors",
+            Value::Array(Array::String(values)),
+        ));
     }
 
     /// The attempt served the request: it stays open until the request

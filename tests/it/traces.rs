@@ -325,3 +325,79 @@ async fn without_the_variable_nothing_is_traced() {
         .await
         .expect(200);
 }
+
+/// Issue #38: when no attempt serves, the request's span carries every
+/// attempt's error (what failed, on which side, the cause), each attempt's
+/// span its own, and none carries the upstream key, even when the
+/// provider's error echoes it; the caller gets one answer, the last
+/// attempt's.
+#[tokio::test]
+async fn when_every_attempt_fails_the_request_span_carries_each_attempts_error_without_the_key() {
+    let recv = crate::harness::receiver(0).await;
+    let env = traced_env(&recv, Duration::from_millis(50)).await;
+    let echoed = format!("overloaded, key {PROVIDER_KEY} is busy");
+    env.fault(json!({"path": "/p/a/*", "fault": {"status": 503, "body": {"error": {"message": echoed}}}, "count": 0}))
+        .await;
+    env.fault(json!({"path": "/p/b/*", "fault": "reset", "count": 0}))
+        .await;
+    let a = env.api("/chat/completions", chat("pri")).await;
+    // The caller's answer is the last attempt's, as before (spec §7).
+    a.expect(500);
+    assert_eq!(
+        a.json["message"],
+        "network error contacting the model provider: connection error"
+    );
+    let answer = a.json.to_string();
+    assert!(!answer.contains(PROVIDER_KEY), "{answer}");
+    let rid = a.header("x-request-id").unwrap().to_owned();
+    // a (503), b (reset), b again (retried: the last candidate).
+    let (req, attempts) = request_spans(&recv, &rid, 3).await;
+    assert_eq!(attempts.len(), 3, "{attempts:#?}");
+    let errors = req
+        .attributes
+        .iter()
+        .find(|kv| kv.key == "gateway.attempt_errors")
+        .and_then(|kv| kv.value.as_ref())
+        .map(|v| match &v.value {
+            Some(Any::ArrayValue(a)) => a.values.iter().map(text).collect::<Vec<_>>(),
+            other => panic!("gateway.attempt_errors is not an array: {other:?}"),
+        })
+        .expect("gateway.attempt_errors on the request span");
+    assert_eq!(errors.len(), 3, "{errors:#?}");
+    assert!(
+        errors[0].starts_with("#1 a/gpt: status_5xx (503, provider): "),
+        "{errors:#?}"
+    );
+    assert!(
+        errors[0].ends_with("overloaded, key [redacted] is busy"),
+        "{errors:#?}"
+    );
+    for (i, e) in errors[1..].iter().enumerate() {
+        let head = format!("#{} b/gpt: network (network): ", i + 2);
+        assert!(e.starts_with(&head), "{errors:#?}");
+    }
+    assert_eq!(
+        attr(&attempts[0], "gateway.outcome").as_deref(),
+        Some("status_5xx")
+    );
+    assert_eq!(
+        attr(&attempts[0], "gateway.error").as_deref(),
+        Some(&errors[0]["#1 a/gpt: ".len()..])
+    );
+    assert_eq!(
+        attr(&attempts[1], "gateway.outcome").as_deref(),
+        Some("network")
+    );
+    for s in spans(&recv) {
+        for kv in &s.attributes {
+            let v = kv.value.as_ref().map(text).unwrap_or_default();
+            assert!(!v.contains(PROVIDER_KEY), "{} = {v:?}", kv.key);
+        }
+    }
+    // Nothing was charged for a request no deployment served.
+    assert!(
+        env.usage().iter().all(|u| u.request_id != rid),
+        "a usage row for a failed request"
+    );
+    stop(env).await;
+}

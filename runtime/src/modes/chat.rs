@@ -213,8 +213,8 @@ async fn first_byte(
     idle: Duration,
 ) -> Result<(u16, crate::upstream::ByteStream, Option<bytes::Bytes>), Failed> {
     let timed_out = || {
-        Failed::network(
-            "timeout",
+        Failed::new(
+            crate::upstream::FailureKind::Timeout,
             ApiError::GatewayTimeout(format!(
                 "the model provider sent nothing for {} s",
                 idle.as_secs()
@@ -233,7 +233,7 @@ async fn first_byte(
         Some(Ok(b)) => Some(b),
         Some(Err(e)) => {
             tracing::warn!(error = %e, "model stream failed before its first byte");
-            return Err(Failed::network("network", ApiError::Network(
+            return Err(Failed::new(crate::upstream::FailureKind::BodyBroken, ApiError::Network(
                     "network error contacting the model provider: connection closed while reading the answer".into(),
                 )));
         }

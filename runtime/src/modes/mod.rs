@@ -268,16 +268,14 @@ async fn read_json(call: Call, what: &str) -> Result<(u16, Value), crate::upstre
     match answer.json(what).await {
         Ok(v) => Ok((status, v)),
         Err(e @ ApiError::Network(_)) => {
-            crate::telemetry::upstream_error("network");
-            Err(crate::upstream::Failed::network("network", e))
+            let kind = crate::upstream::FailureKind::BodyBroken;
+            crate::telemetry::upstream_error(kind.as_str());
+            Err(crate::upstream::Failed::new(kind, e))
         }
-        Err(e) => Err(crate::upstream::Failed {
-            error: e,
-            kind: "invalid_answer",
-            retryable: false,
-            retry_after: None,
-            status: Some(status),
-        }),
+        Err(e) => Err(crate::upstream::Failed::new(
+            crate::upstream::FailureKind::InvalidAnswer(status),
+            e,
+        )),
     }
 }
 

@@ -21,6 +21,10 @@
 //!   the request's deadline. The request is settled at the prices of the
 //!   deployment that answered (the mode moves its settle to it);
 //!   failed attempts cost nothing.
+//!   Every failed attempt is kept (its number, deployment and typed
+//!   [`crate::upstream::Failed`]): when none served, all are logged on
+//!   one line and put on the request's span, and the caller gets the last
+//!   one's error, as before.
 //! * [`cooldown`]: a deployment that failed `GATEWAY_COOLDOWN_FAILS` (3)
 //!   times within [`Settings::cooldown_window`] (30 s) is skipped for
 //!   `GATEWAY_COOLDOWN_SECS` (30), then admitted for one probe request;
@@ -168,7 +172,8 @@ impl Routing {
             ));
         }
         let mut attempts = 0u32;
-        let mut last: Option<(usize, Failed)> = None;
+        // Every failed attempt, in order: logged and traced when none served.
+        let mut failures: Vec<Attempted> = Vec::new();
         let mut next = 0usize;
         loop {
             // Every candidate once, in order (skipping those cooling down:
@@ -183,15 +188,15 @@ impl Routing {
                 }
                 (idx, admit)
             } else if attempts < 1 + self.settings.retry_max
-                && last.as_ref().is_some_and(|(_, f)| f.retryable)
+                && failures.last().is_some_and(|a| a.failed.retryable())
             {
                 (n - 1, cooldown::Admit::Yes)
             } else {
                 break;
             };
-            if let Some((prev, failed)) = &last {
-                if *prev == idx {
-                    let wait = match failed.retry_after {
+            if let Some(prev) = failures.last() {
+                if prev.idx == idx {
+                    let wait = match prev.failed.retry_after {
                         Some(ra) if ra > RETRY_AFTER_CAP => break,
                         Some(ra) => ra,
                         None => self.backoff(attempts),
@@ -225,24 +230,28 @@ impl Routing {
                     return Ok((v, c, attempts));
                 }
                 Err(f) => {
-                    trace.failed(span, f.kind, f.status);
-                    crate::telemetry::route_attempt(&c.name, f.kind);
-                    if !f.retryable {
-                        return Err(f.error);
+                    let kind = f.kind.as_str();
+                    trace.failed(span, kind, f.status(), &f.to_string());
+                    crate::telemetry::route_attempt(&c.name, kind);
+                    let retryable = f.retryable();
+                    failures.push(Attempted {
+                        idx,
+                        attempt: attempts,
+                        deployment: c.name.clone(),
+                        failed: f,
+                    });
+                    if !retryable {
+                        break;
                     }
-                    tracing::info!(deployment = %c.name, kind = f.kind, attempt = attempts, "model call failed; trying the next candidate");
+                    tracing::info!(deployment = %c.name, kind, attempt = attempts, "model call failed; trying the next candidate");
                     if self.cooldown.failure(&c.name).await {
                         crate::telemetry::cooldown(&c.name);
                         tracing::warn!(deployment = %c.name, "deployment cooling down");
                     }
-                    last = Some((idx, f));
                 }
             }
         }
-        Err(last.map_or_else(
-            || ApiError::Unavailable("every deployment of this model is cooling down".into()),
-            |(_, f)| f.error,
-        ))
+        Err(all_failed(trace, failures))
     }
 
     /// Full jitter: uniform in `[0, base·2^(attempts-1))`.
@@ -253,4 +262,30 @@ impl Routing {
             .saturating_mul(1u32 << attempts.saturating_sub(1).min(16));
         ceiling.mul_f64(rand::random::<f64>())
     }
+}
+
+/// One failed attempt of a request: which candidate, its number, and what
+/// failed.
+struct Attempted {
+    idx: usize,
+    attempt: u32,
+    deployment: String,
+    failed: Failed,
+}
+
+/// No attempt served: every attempt's failure is logged (one line) and put
+/// on the request's span; the caller gets the last one's error, as the
+/// route's format says it.
+fn all_failed(trace: &Span, mut failures: Vec<Attempted>) -> ApiError {
+    let Some(last) = failures.pop() else {
+        return ApiError::Unavailable("every deployment of this model is cooling down".into());
+    };
+    let each: Vec<String> = failures
+        .iter()
+        .chain(std::iter::once(&last))
+        .map(|a| format!("#{} {}: {}", a.attempt, a.deployment, a.failed))
+        .collect();
+    tracing::warn!(attempts = %each.join("; "), "model call failed on every attempt");
+    trace.attempt_errors(each);
+    last.failed.error
 }

@@ -94,6 +94,8 @@ pub enum Failure {
     Body(String),
     /// Any other transport error.
     Other(String),
+    /// The request could not be built (an invalid upstream URL).
+    Request(String),
 }
 
 impl std::fmt::Display for Failure {
@@ -102,7 +104,7 @@ impl std::fmt::Display for Failure {
             Failure::Timeout => f.write_str("timed out"),
             Failure::Connect(e) => write!(f, "connect: {e}"),
             Failure::Body(e) => write!(f, "reading the body: {e}"),
-            Failure::Other(e) => f.write_str(e),
+            Failure::Other(e) | Failure::Request(e) => f.write_str(e),
         }
     }
 }
@@ -110,8 +112,15 @@ impl std::fmt::Display for Failure {
 impl std::error::Error for Failure {}
 
 impl Failure {
-    pub fn is_timeout(&self) -> bool {
-        matches!(self, Failure::Timeout)
+    /// What failed, for [`super::Failed`].
+    pub fn kind(&self) -> super::FailureKind {
+        match self {
+            Failure::Timeout => super::FailureKind::Timeout,
+            Failure::Connect(_) => super::FailureKind::Connect,
+            Failure::Body(_) => super::FailureKind::BodyBroken,
+            Failure::Other(_) => super::FailureKind::Transport,
+            Failure::Request(_) => super::FailureKind::Request,
+        }
     }
 
     /// A hyper-util client error (sending, or waiting for the headers).

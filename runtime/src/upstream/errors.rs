@@ -46,15 +46,17 @@ impl Mapping {
             Failure::Timeout => format!("timed out after {} s", self.timeout.as_secs_f64()),
             Failure::Connect(_) => "connection failed".to_owned(),
             Failure::Body(_) => "connection closed while reading the answer".to_owned(),
-            Failure::Other(_) => "connection error".to_owned(),
+            Failure::Other(_) | Failure::Request(_) => "connection error".to_owned(),
         };
         let who = provider_name(self.base);
         tracing::warn!(provider = who, error = %self.scrub(&e.to_string()), "upstream network error");
         ApiError::Network(format!("network error contacting {who}: {what}"))
     }
 
-    /// Maps an upstream error status, reading (a bounded part of) its body.
-    pub async fn error_from_response(&self, resp: http::Response<UpBody>) -> ApiError {
+    /// Maps an upstream error status, reading (a bounded part of) its body:
+    /// the caller's error, and the provider's message (scrubbed; the cause
+    /// the logs and traces show).
+    pub async fn error_from_response(&self, resp: http::Response<UpBody>) -> (ApiError, String) {
         let status = resp.status();
         let retry_after = resp
             .headers()
@@ -66,13 +68,17 @@ impl Mapping {
         tracing::info!(provider = provider_name(self.base), status = status.as_u16(), message = %message, "upstream error status");
         if self.callers_key && matches!(status.as_u16(), 401 | 403) {
             // Found by schemathesis: this was a 502 about the gateway's credentials.
-            return ApiError::BadRequest(format!(
+            let error = ApiError::BadRequest(format!(
                 "byok_api_key: {} refused it (status {})",
                 provider_name(self.base),
                 status.as_u16()
             ));
+            return (error, message);
         }
-        map_status(self.base, status, retry_after, message)
+        (
+            map_status(self.base, status, retry_after, message.clone()),
+            message,
+        )
     }
 
     /// Removes the upstream key from a text.

@@ -23,6 +23,7 @@
 
 pub mod client;
 pub mod errors;
+mod failed;
 pub mod llm;
 pub mod scrub;
 #[cfg(test)]
@@ -43,6 +44,7 @@ use crate::spec::{self, Base, UpstreamAuth};
 use client::{Clients, Failure, UpBody};
 use errors::Mapping;
 pub use errors::{map_status, provider_name, read_bounded, upstream_message};
+pub use failed::{Cause, Failed, FailureKind, Side};
 use scrub::{Key, Scrubbed};
 
 /// Characters kept as they are in a path segment: RFC 3986 unreserved.
@@ -302,64 +304,30 @@ impl Call {
         let resp = match sent {
             Ok(resp) => resp.map(|source| source.into_body(deadline)),
             Err(e) => {
-                let kind = if e.is_timeout() { "timeout" } else { "network" };
-                crate::telemetry::upstream_error(kind);
-                return Err(Failed::network(kind, mapping.network_error(&e)));
+                let kind = e.kind();
+                crate::telemetry::upstream_error(kind.as_str());
+                let error = mapping.network_error(&e);
+                return Err(Failed::new(kind, error).caused_by(Box::new(e), mapping.key.clone()));
             }
         };
         if resp.status().is_success() {
             return Ok(Answer { resp, mapping });
         }
-        let status = resp.status().as_u16();
-        let kind = match status {
-            429 => "rate_limited",
-            400..=499 => "status_4xx",
-            _ => "status_5xx",
-        };
-        crate::telemetry::upstream_error(kind);
+        let kind = FailureKind::Status(resp.status().as_u16());
+        crate::telemetry::upstream_error(kind.as_str());
         let retry_after = resp
             .headers()
             .get(header::RETRY_AFTER)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.trim().parse::<u64>().ok())
             .map(Duration::from_secs);
-        Err(Failed {
-            error: mapping.error_from_response(resp).await,
-            kind,
-            retryable: matches!(status, 429 | 500 | 502 | 503 | 504 | 529),
-            retry_after,
-            status: Some(status),
-        })
-    }
-}
-
-/// A failed upstream attempt: the caller's error if nothing else is
-/// tried, and whether trying again (elsewhere) may help: a connect error,
-/// a time-out, 429, 500, 502, 503, 504 or 529 may; any other status is
-/// about the request and would fail again.
-#[derive(Debug)]
-pub struct Failed {
-    pub error: ApiError,
-    /// `network`, `timeout`, `rate_limited`, `status_4xx`, `status_5xx`
-    /// (and a mode's own: `invalid_answer`, an answer it cannot read).
-    pub kind: &'static str,
-    pub retryable: bool,
-    /// The upstream's `Retry-After`, when it sent one.
-    pub retry_after: Option<Duration>,
-    /// The upstream's status, when it answered one.
-    pub status: Option<u16>,
-}
-
-impl Failed {
-    /// A transport failure (`kind`: `network` or `timeout`): retryable.
-    pub fn network(kind: &'static str, error: ApiError) -> Failed {
-        Failed {
-            error,
-            kind,
-            retryable: true,
-            retry_after: None,
-            status: None,
+        let (error, message) = mapping.error_from_response(resp).await;
+        let mut failed = Failed::new(kind, error);
+        if !message.trim().is_empty() {
+            failed = failed.caused_by(message.into(), mapping.key.clone());
         }
+        failed.retry_after = retry_after;
+        Err(failed)
     }
 }
 
@@ -401,9 +369,9 @@ async fn exchange(
             return Ok(http::Response::<reqwest::Body>::from(resp).map(Received::Reqwest));
         }
     };
-    let uri: http::Uri = url
-        .parse()
-        .map_err(|e: http::uri::InvalidUri| Failure::Other(format!("invalid upstream URL: {e}")))?;
+    let uri: http::Uri = url.parse().map_err(|e: http::uri::InvalidUri| {
+        Failure::Request(format!("invalid upstream URL: {e}"))
+    })?;
     let mut req = http::Request::new(Full::new(body));
     *req.method_mut() = method;
     *req.uri_mut() = uri;
