@@ -28,6 +28,8 @@ use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 
+use super::failed::{Cause, FailureKind};
+
 /// Idle pooled connections kept per upstream host.
 const POOL_IDLE_PER_HOST: usize = 1024;
 /// How long a pooled connection may stay idle.
@@ -82,75 +84,92 @@ impl Clients {
     }
 }
 
-/// Why an upstream exchange failed (never holds the key: see
-/// [`super::errors::Mapping::network_error`], which scrubs what it logs).
+/// Why an upstream exchange failed: what failed, and the transport's error
+/// as its source (never holds the key: see
+/// [`super::errors::Mapping::network_error`] and [`super::Failed`], which
+/// scrub what they show).
 #[derive(Debug)]
-pub enum Failure {
-    /// The call's deadline passed (headers or body).
-    Timeout,
-    /// No connection could be made.
-    Connect(String),
-    /// The connection broke while the answer's body was read.
-    Body(String),
-    /// Any other transport error.
-    Other(String),
-    /// The request could not be built (an invalid upstream URL).
-    Request(String),
+pub struct Failure {
+    kind: FailureKind,
+    source: Option<Cause>,
 }
 
 impl std::fmt::Display for Failure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Failure::Timeout => f.write_str("timed out"),
-            Failure::Connect(e) => write!(f, "connect: {e}"),
-            Failure::Body(e) => write!(f, "reading the body: {e}"),
-            Failure::Other(e) | Failure::Request(e) => f.write_str(e),
+        let chain = || {
+            self.source
+                .as_deref()
+                .map(|e| error_chain(e))
+                .unwrap_or_default()
+        };
+        match self.kind {
+            FailureKind::Timeout => f.write_str("timed out"),
+            FailureKind::Connect => write!(f, "connect: {}", chain()),
+            FailureKind::BodyBroken => write!(f, "reading the body: {}", chain()),
+            _ => f.write_str(&chain()),
         }
     }
 }
 
-impl std::error::Error for Failure {}
+impl std::error::Error for Failure {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source
+            .as_deref()
+            .map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}
 
 impl Failure {
-    /// What failed, for [`super::Failed`].
-    pub fn kind(&self) -> super::FailureKind {
-        match self {
-            Failure::Timeout => super::FailureKind::Timeout,
-            Failure::Connect(_) => super::FailureKind::Connect,
-            Failure::Body(_) => super::FailureKind::BodyBroken,
-            Failure::Other(_) => super::FailureKind::Transport,
-            Failure::Request(_) => super::FailureKind::Request,
+    /// The call's deadline passed (headers or body).
+    pub fn timeout() -> Failure {
+        Failure {
+            kind: FailureKind::Timeout,
+            source: None,
         }
     }
 
-    /// A hyper-util client error (sending, or waiting for the headers).
-    pub fn from_client(e: hyper_util::client::legacy::Error) -> Failure {
-        let text = error_chain(&e);
-        if e.is_connect() {
-            Failure::Connect(text)
-        } else {
-            Failure::Other(text)
+    /// `kind` (a transport failure), caused by `source`.
+    pub fn new(kind: FailureKind, source: impl Into<Cause>) -> Failure {
+        Failure {
+            kind,
+            source: Some(source.into()),
         }
+    }
+
+    /// What failed, for [`super::Failed`].
+    pub fn kind(&self) -> FailureKind {
+        self.kind
+    }
+
+    /// A hyper-util client error (sending, or waiting for the headers): no
+    /// connection could be made (TCP, DNS or the TLS handshake), or any
+    /// other transport error.
+    pub fn from_client(e: hyper_util::client::legacy::Error) -> Failure {
+        let kind = if e.is_connect() {
+            FailureKind::Connect
+        } else {
+            FailureKind::Transport
+        };
+        Failure::new(kind, e)
     }
 
     /// A reqwest error (multipart calls), its URL left out.
     pub fn from_reqwest(e: reqwest::Error) -> Failure {
-        let (timeout, connect, body) =
-            (e.is_timeout(), e.is_connect(), e.is_body() || e.is_decode());
-        let text = error_chain(&e.without_url());
-        if timeout {
-            Failure::Timeout
-        } else if connect {
-            Failure::Connect(text)
-        } else if body {
-            Failure::Body(text)
-        } else {
-            Failure::Other(text)
+        if e.is_timeout() {
+            return Failure::timeout();
         }
+        let kind = if e.is_connect() {
+            FailureKind::Connect
+        } else if e.is_body() || e.is_decode() {
+            FailureKind::BodyBroken
+        } else {
+            FailureKind::Transport
+        };
+        Failure::new(kind, e.without_url())
     }
 }
 
-fn error_chain(e: &dyn std::error::Error) -> String {
+fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
     let mut text = e.to_string();
     let mut source = e.source();
     while let Some(s) = source {
@@ -202,12 +221,12 @@ impl Body for UpBody {
     ) -> Poll<Option<Result<Frame<Bytes>, Failure>>> {
         let this = &mut *self;
         if this.deadline.as_mut().poll(cx).is_ready() {
-            return Poll::Ready(Some(Err(Failure::Timeout)));
+            return Poll::Ready(Some(Err(Failure::timeout())));
         }
         match &mut this.source {
             Source::Hyper(b) => Pin::new(b)
                 .poll_frame(cx)
-                .map_err(|e| Failure::Body(error_chain(&e))),
+                .map_err(|e| Failure::new(FailureKind::BodyBroken, e)),
             Source::Reqwest(b) => Pin::new(b).poll_frame(cx).map_err(Failure::from_reqwest),
         }
     }

@@ -10,6 +10,7 @@ use http_body_util::BodyExt;
 use serde_json::Value;
 
 use super::client::{Failure, UpBody};
+use super::failed::FailureKind;
 use super::scrub::Key;
 
 use crate::errors::ApiError;
@@ -42,11 +43,11 @@ pub(crate) struct Mapping {
 impl Mapping {
     /// Maps a transport failure: always 502 "network error contacting ...".
     pub fn network_error(&self, e: &Failure) -> ApiError {
-        let what = match e {
-            Failure::Timeout => format!("timed out after {} s", self.timeout.as_secs_f64()),
-            Failure::Connect(_) => "connection failed".to_owned(),
-            Failure::Body(_) => "connection closed while reading the answer".to_owned(),
-            Failure::Other(_) | Failure::Request(_) => "connection error".to_owned(),
+        let what = match e.kind() {
+            FailureKind::Timeout => format!("timed out after {} s", self.timeout.as_secs_f64()),
+            FailureKind::Connect => "connection failed".to_owned(),
+            FailureKind::BodyBroken => "connection closed while reading the answer".to_owned(),
+            _ => "connection error".to_owned(),
         };
         let who = provider_name(self.base);
         tracing::warn!(provider = who, error = %self.scrub(&e.to_string()), "upstream network error");

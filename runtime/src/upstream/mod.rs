@@ -298,7 +298,7 @@ impl Call {
         let sent = tokio::select! {
             biased;
             r = exchange(&clients, method, url, headers, payload) => r,
-            _ = deadline.as_mut() => Err(Failure::Timeout),
+            _ = deadline.as_mut() => Err(Failure::timeout()),
         };
         crate::telemetry::upstream_latency(started.elapsed());
         let resp = match sent {
@@ -370,7 +370,7 @@ async fn exchange(
         }
     };
     let uri: http::Uri = url.parse().map_err(|e: http::uri::InvalidUri| {
-        Failure::Request(format!("invalid upstream URL: {e}"))
+        Failure::new(FailureKind::Request, format!("invalid upstream URL: {e}"))
     })?;
     let mut req = http::Request::new(Full::new(body));
     *req.method_mut() = method;

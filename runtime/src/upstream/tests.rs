@@ -202,3 +202,60 @@ async fn a_multipart_call_streams_its_file_part_with_a_length() {
     assert!(text.contains("filename=\"a.wav\""));
     assert!(text.contains(&format!("{}{}", "y".repeat(1024), "z".repeat(1024))));
 }
+
+/// The failure of one call to `base` (`what`: the failure expected).
+async fn failed_at(base: &str, what: &str) -> Failed {
+    let up = upstream(base, Duration::from_secs(5));
+    let call = up.call(row(M::Get, UpstreamAuth::Bearer), "/x", &[]);
+    call.unwrap().try_send().await.err().expect(what)
+}
+
+#[tokio::test]
+async fn failed_calls_are_typed_by_what_failed_and_show_no_key() {
+    // A refused connection: a port bound, then closed.
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    drop(listener);
+    let f = failed_at(&base, "a refused connection").await;
+    assert_eq!(f.kind, FailureKind::Connect);
+    assert_eq!(
+        (f.kind.side(), f.retryable(), f.status()),
+        (Side::Network, true, None)
+    );
+    assert!(f.cause().is_some(), "the transport's error is kept");
+    assert!(
+        f.to_string().starts_with("network (network): connect: "),
+        "{f}"
+    );
+
+    // A 503 whose message echoes the key.
+    let body = format!("{{\"message\":\"busy for {KEY}\"}}");
+    let head = format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-length: {}\r\n\r\n",
+        body.len()
+    );
+    let (base, _) = one_shot(vec![head.into_bytes(), body.into_bytes()], Duration::ZERO).await;
+    let f = failed_at(&base, "a 503").await;
+    assert_eq!(f.kind, FailureKind::Status(503));
+    assert_eq!(
+        (f.kind.side(), f.retryable(), f.kind.as_str()),
+        (Side::Provider, true, "status_5xx")
+    );
+    assert_eq!(
+        f.to_string(),
+        "status_5xx (503, provider): busy for [redacted]"
+    );
+
+    // The connection dropped before any answer.
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        let (mut sock, _) = listener.accept().await.unwrap();
+        let mut buf = vec![0u8; 4096];
+        let _ = sock.read(&mut buf).await;
+    });
+    let f = failed_at(&base, "a dropped connection").await;
+    assert_eq!(f.kind, FailureKind::Transport);
+    assert!(f.retryable());
+    assert!(!f.to_string().contains(KEY), "{f}");
+}
