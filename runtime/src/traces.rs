@@ -26,7 +26,9 @@
 //!   `gateway.outcome` (`ok`, or the failure's kind: `rate_limited`,
 //!   `status_5xx`, `status_4xx`, `timeout`, `network`),
 //!   `http.response.status_code`, `gateway.error` (a failed attempt's
-//!   error, scrubbed); when none served, the request span carries
+//!   kind, status and side, with the transport's cause, scrubbed; a
+//!   provider's own message is logged, never traced: it may quote the
+//!   request); when none served, the request span carries
 //!   `gateway.attempt_errors` (every attempt's); the attempt that served also carries the
 //!   usage, finish reasons and cost, and ends with the request's answer (a
 //!   stream's at its end).

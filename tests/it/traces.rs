@@ -327,10 +327,10 @@ async fn without_the_variable_nothing_is_traced() {
 }
 
 /// Issue #38: when no attempt serves, the request's span carries every
-/// attempt's error (what failed, on which side, the cause), each attempt's
-/// span its own, and none carries the upstream key, even when the
-/// provider's error echoes it; the caller gets one answer, the last
-/// attempt's.
+/// attempt's error (what failed, on which side, the cause; a provider's
+/// own message only in the log), each attempt's span its own, and none
+/// carries the upstream key, even when the provider's error echoes it; the
+/// caller gets one answer, the last attempt's.
 #[tokio::test]
 async fn when_every_attempt_fails_the_request_span_carries_each_attempts_error_without_the_key() {
     let recv = crate::harness::receiver(0).await;
@@ -364,12 +364,9 @@ async fn when_every_attempt_fails_the_request_span_carries_each_attempts_error_w
         })
         .expect("gateway.attempt_errors on the request span");
     assert_eq!(errors.len(), 3, "{errors:#?}");
-    assert!(
-        errors[0].starts_with("#1 a/gpt: status_5xx (503, provider): "),
-        "{errors:#?}"
-    );
-    assert!(
-        errors[0].ends_with("overloaded, key [redacted] is busy"),
+    // The provider's own message stays in the log: it may quote the request.
+    assert_eq!(
+        errors[0], "#1 a/gpt: status_5xx (503, provider)",
         "{errors:#?}"
     );
     for (i, e) in errors[1..].iter().enumerate() {

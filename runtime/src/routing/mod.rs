@@ -231,7 +231,7 @@ impl Routing {
                 }
                 Err(f) => {
                     let kind = f.kind.as_str();
-                    trace.failed(span, kind, f.status(), &f.to_string());
+                    trace.failed(span, kind, f.status(), &f.for_trace());
                     crate::telemetry::route_attempt(&c.name, kind);
                     let retryable = f.retryable();
                     failures.push(Attempted {
@@ -280,12 +280,14 @@ fn all_failed(trace: &Span, mut failures: Vec<Attempted>) -> ApiError {
     let Some(last) = failures.pop() else {
         return ApiError::Unavailable("every deployment of this model is cooling down".into());
     };
-    let each: Vec<String> = failures
-        .iter()
-        .chain(std::iter::once(&last))
-        .map(|a| format!("#{} {}: {}", a.attempt, a.deployment, a.failed))
-        .collect();
-    tracing::warn!(attempts = %each.join("; "), "model call failed on every attempt");
-    trace.attempt_errors(each);
+    let all = || failures.iter().chain(std::iter::once(&last));
+    let each = |show: fn(&Failed) -> String| -> Vec<String> {
+        all()
+            .map(|a| format!("#{} {}: {}", a.attempt, a.deployment, show(&a.failed)))
+            .collect()
+    };
+    let logged = each(|f| f.to_string());
+    tracing::warn!(attempts = %logged.join("; "), "model call failed on every attempt");
+    trace.attempt_errors(each(Failed::for_trace));
     last.failed.error
 }

@@ -145,6 +145,20 @@ impl Failed {
     pub fn cause(&self) -> Option<&(dyn std::error::Error + Send + Sync + 'static)> {
         self.cause.as_deref()
     }
+
+    /// What a trace keeps of it: as displayed, but without the provider's
+    /// own message when the provider answered (`status_5xx (503,
+    /// provider)`): a provider's error text may quote the request, and a
+    /// trace never holds a prompt. The log line keeps the whole of it.
+    pub fn for_trace(&self) -> String {
+        match self.kind.side() {
+            Side::Provider => match self.kind.status() {
+                Some(s) => format!("{} ({s}, {})", self.kind.as_str(), Side::Provider),
+                None => format!("{} ({})", self.kind.as_str(), Side::Provider),
+            },
+            _ => self.to_string(),
+        }
+    }
 }
 
 /// `status_5xx (503, provider): <message>`: the kind, the status, the side,
