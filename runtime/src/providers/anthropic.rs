@@ -36,10 +36,11 @@ use std::collections::HashMap;
 
 use serde_json::{json, Map, Value};
 
+use super::adapter::{Adapter, Native, Op};
 use super::convert::{self, Completion, Image, ToolChoice};
-use super::stream::{Dialect, Emit, Translator};
+use super::model::{Model, ModelType};
+use super::stream::{Dialect, Emit, StreamTranslator, Translator};
 use super::usage::Tokens;
-use super::{Adapter, Model, ModelType, Native, Op, StreamTranslator};
 use crate::errors::ApiError;
 use crate::upstream::llm::KeyForm;
 

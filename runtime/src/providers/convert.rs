@@ -3,8 +3,8 @@
 
 use serde_json::{json, Map, Value};
 
+use super::model::Model;
 use super::usage::Tokens;
-use super::Model;
 use crate::errors::ApiError;
 
 /// An image of a content part: inline bytes (a `data:` URL) or a URL.

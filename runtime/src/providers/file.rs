@@ -2,14 +2,29 @@
 //! file and line (from `toml`), checks after parsing name the file and the
 //! provider/model key at fault.
 
+use std::path::Path;
 use std::str::FromStr;
 use std::sync::Arc;
 
 use rust_decimal::Decimal;
 use serde::Deserialize;
 
-use super::{anthropic, gemini, openai, Adapter, Model, ModelType, Provider, Providers};
+use super::adapter::Adapter;
+use super::model::{Model, ModelType};
+use super::provider::Provider;
+use super::registry::Providers;
+use super::{anthropic, gemini, openai};
 use crate::upstream::llm::ProviderKey;
+
+impl Providers {
+    /// Reads the providers file at `path`; `default_markup` is
+    /// `PROVIDER_MARKUP_PCT`. Errors name the file and the line or key.
+    pub fn load(path: &Path, default_markup: Decimal) -> Result<Providers, ProvidersError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ProvidersError(format!("{}: {e}", path.display())))?;
+        parse(&text, &path.display().to_string(), default_markup)
+    }
+}
 
 /// Why the providers file could not be read.
 #[derive(Debug, thiserror::Error, PartialEq)]

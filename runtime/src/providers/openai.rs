@@ -5,7 +5,7 @@
 
 use serde_json::{Map, Value};
 
-use super::{Adapter, Op};
+use super::adapter::{Adapter, Op};
 
 /// Fields the gateway consumes and never sends upstream.
 const GATEWAY_FIELDS: [&str; 3] = ["byok_api_key", "additional_params", "models"];

@@ -17,7 +17,8 @@
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::{ModelType, Provider};
+use super::model::ModelType;
+use super::provider::Provider;
 
 /// How a route orders its targets for one request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use chrono::NaiveDate;
 use serde_json::json;
 
-use super::R;
+use super::handler::R;
 use crate::request::Req;
 use crate::response::{bad_field, ok, Resp};
 use crate::shared::Shared;

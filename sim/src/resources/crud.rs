@@ -7,7 +7,7 @@ use std::sync::Arc;
 use serde_json::{json, Map, Value};
 
 use super::fields::{bool_of, new_id, obj};
-use super::R;
+use super::handler::R;
 use crate::jobs;
 use crate::request::Req;
 use crate::response::{bad_field, not_found, ok, ok_item, Resp};

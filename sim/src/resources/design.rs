@@ -7,7 +7,7 @@ use serde_json::{json, Map, Value};
 
 use super::crud::new_record;
 use super::fields::{new_id, required, str_field};
-use super::R;
+use super::handler::R;
 use crate::audio;
 use crate::request::Req;
 use crate::response::{bad_field, not_found, ok, ok_item};

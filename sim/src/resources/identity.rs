@@ -7,7 +7,7 @@ use serde_json::{json, Map, Value};
 
 use super::crud::{new_record, parent};
 use super::fields::{int_field, required};
-use super::R;
+use super::handler::R;
 use crate::audio;
 use crate::jobs;
 use crate::request::Req;

@@ -9,7 +9,7 @@ use serde_json::{json, Map, Value};
 
 use super::crud::{page_params, page_slice};
 use super::fields::{bool_of, new_id, required, str_field};
-use super::{job_duration, R};
+use super::handler::{job_duration, R};
 use crate::audio;
 use crate::jobs::{self, Job, Kind};
 use crate::request::Req;

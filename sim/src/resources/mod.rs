@@ -19,8 +19,9 @@
 //!
 //! * this file: routing (which method and path go to which handler);
 //! * [`store`]: the in-memory store (records, jobs, media, billing, videos);
-//! * `fields`: body-field helpers and new ids; `crud`: the generic CRUD
-//!   handlers and pagination (both shared by the handler groups);
+//! * `handler`: the handlers' result type and the job duration; `fields`:
+//!   body-field helpers and new ids; `crud`: the generic CRUD handlers and
+//!   pagination (all shared by the handler groups);
 //! * handler groups: `synthesis`, `voices` (and recordings), `design`,
 //!   `media_jobs` (speech-to-text, enhance, edit, detect, intelligence,
 //!   tracing, watermark), `identity`, `projects` (clips), `agents` (tools,
@@ -31,6 +32,7 @@ mod agents;
 mod crud;
 mod design;
 mod fields;
+mod handler;
 mod identity;
 mod media_jobs;
 mod projects;
@@ -48,19 +50,13 @@ use crate::request::Req;
 use crate::response::{error, not_found, Resp};
 use crate::shared::Shared;
 
+use handler::R;
+
 use crud::{counted_list, crud_create, crud_delete, crud_get, crud_list, crud_update, parent};
 
 pub use media_jobs::guess_media_type;
 pub use store::{Record, Store, STOCK_VOICES};
 pub use synthesis::render_audio;
-
-/// Handler result: `Err` short-circuits with an error response.
-type R = Result<Resp, Resp>;
-
-/// How long a new asynchronous job takes (the configured job duration).
-fn job_duration(sh: &Shared) -> std::time::Duration {
-    sh.config.read().unwrap().job_duration
-}
 
 /// Routes one provider request.
 pub fn route(sh: &Arc<Shared>, req: &Req) -> Resp {

@@ -8,7 +8,7 @@ use serde_json::json;
 
 use super::crud::{new_record, parent};
 use super::fields::str_field;
-use super::{job_duration, R};
+use super::handler::{job_duration, R};
 use crate::audio;
 use crate::request::Req;
 use crate::response::ok_item;

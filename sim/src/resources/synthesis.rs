@@ -9,7 +9,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::fields::{int_field, required};
-use super::R;
+use super::handler::R;
 use crate::audio;
 use crate::request::Req;
 use crate::response::{bad_field, full, not_found};

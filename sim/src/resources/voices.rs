@@ -7,7 +7,7 @@ use serde_json::{json, Map, Value};
 
 use super::crud::{new_record, paginate, parent};
 use super::fields::{required, str_field};
-use super::R;
+use super::handler::R;
 use crate::audio;
 use crate::jobs::{self, Job, Kind};
 use crate::request::Req;

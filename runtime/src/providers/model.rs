@@ -1,0 +1,84 @@
+//! A model of the providers file: what it does ([`ModelType`]) and its
+//! prices and limits ([`Model`]).
+
+use rust_decimal::Decimal;
+
+/// What a model does (`type` in the providers file).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ModelType {
+    Chat,
+    Completion,
+    Embedding,
+    Image,
+    Video,
+    Tts,
+    Stt,
+}
+
+impl ModelType {
+    pub const ALL: [ModelType; 7] = [
+        ModelType::Chat,
+        ModelType::Completion,
+        ModelType::Embedding,
+        ModelType::Image,
+        ModelType::Video,
+        ModelType::Tts,
+        ModelType::Stt,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ModelType::Chat => "chat",
+            ModelType::Completion => "completion",
+            ModelType::Embedding => "embedding",
+            ModelType::Image => "image",
+            ModelType::Video => "video",
+            ModelType::Tts => "tts",
+            ModelType::Stt => "stt",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<ModelType> {
+        ModelType::ALL.into_iter().find(|t| t.as_str() == s)
+    }
+}
+
+/// One model of a provider.
+#[derive(Debug, Clone)]
+pub struct Model {
+    /// The provider's own id (`sim-gpt`).
+    pub id: String,
+    pub kind: ModelType,
+    pub context_window: Option<u64>,
+    pub aliases: Vec<String>,
+    pub input_per_mtok: Option<Decimal>,
+    pub output_per_mtok: Option<Decimal>,
+    /// Prompt tokens read from the provider's cache (default: the input price).
+    pub cache_read_per_mtok: Option<Decimal>,
+    /// Prompt tokens written to the provider's cache (default: the input price).
+    pub cache_write_per_mtok: Option<Decimal>,
+    pub per_image: Option<Decimal>,
+    pub per_second: Option<Decimal>,
+    /// The reply's length when the caller gives none and the provider needs
+    /// one (Anthropic's required `max_tokens`); default
+    /// [`crate::bounds::DEFAULT_MAX_OUTPUT`].
+    pub max_output_tokens: Option<u64>,
+    /// Answers are cached this long unless a request says otherwise
+    /// (`cache_ttl_secs`; `None`: only when a request asks, [`crate::cache`]).
+    pub cache_ttl_secs: Option<u64>,
+    /// A cache hit costs this percentage of the original's charge
+    /// (`cache_hit_price_pct`, default 0).
+    pub cache_hit_price_pct: Decimal,
+}
+
+impl Model {
+    /// The price of cache reads: `cache_read_per_mtok`, else the input price.
+    pub fn cache_read_price(&self) -> Option<Decimal> {
+        self.cache_read_per_mtok.or(self.input_per_mtok)
+    }
+
+    /// The price of cache writes: `cache_write_per_mtok`, else the input price.
+    pub fn cache_write_price(&self) -> Option<Decimal> {
+        self.cache_write_per_mtok.or(self.input_per_mtok)
+    }
+}
