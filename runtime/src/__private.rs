@@ -3,7 +3,7 @@
 
 pub use crate::router::{Handler, HandlerFuture, Request, RouteMatch};
 pub use crate::services::Gateway;
-pub use crate::spec::*;
+pub use gateway_base::spec::*;
 pub use http::Method as HttpMethod;
 
 /// The pipeline's future ([`crate::pipeline::handle`]) of one row, boxed as

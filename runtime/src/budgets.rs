@@ -7,9 +7,9 @@
 
 use rust_decimal::Decimal;
 
-use crate::billing::format_money;
-use crate::errors::ApiError;
-use crate::store::Budget;
+use gateway_base::billing::format_money;
+use gateway_base::errors::ApiError;
+use gateway_store::Budget;
 
 /// 402: the key's budget cannot cover the request. `used`: what the key
 /// spent and holds in the current period (above the budget when a charge

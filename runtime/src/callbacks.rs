@@ -62,7 +62,7 @@ pub async fn deliver(
         }
     };
     let payload = body.to_string();
-    let signature = crate::signing::sign(secret.as_bytes(), payload.as_bytes());
+    let signature = gateway_base::signing::sign(secret.as_bytes(), payload.as_bytes());
     let mut attempts = 0u32;
     let mut delays = std::iter::once(Duration::ZERO).chain(BACKOFF.iter().copied());
     let state = loop {
@@ -107,7 +107,7 @@ async fn attempt(gw: &Gateway, uri: &str, payload: &str, signature: &str) -> Res
     let resp = client
         .post(url)
         .header(http::header::CONTENT_TYPE, "application/json")
-        .header(crate::signing::SIGNATURE_HEADER, signature)
+        .header(gateway_base::signing::SIGNATURE_HEADER, signature)
         .body(payload.to_owned())
         .send()
         .await

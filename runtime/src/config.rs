@@ -60,11 +60,11 @@ pub const GATEWAY_IDLE_TIMEOUT_SECS: &str = "GATEWAY_IDLE_TIMEOUT_SECS";
 /// listen backlog and are accepted as connections close.
 pub const GATEWAY_MAX_CONNECTIONS: &str = "GATEWAY_MAX_CONNECTIONS";
 
+pub use gateway_adapters::oidc::GATEWAY_OAUTH_PROVIDERS;
 /// Price table on top of the defaults: `product.unit=usd,...`. Default: the spec's known prices.
-pub use crate::access::GATEWAY_ACCESS_LOG;
-pub use crate::body::{BODY_MIN_RATE, GATEWAY_BODY_TIMEOUT_SECS};
-pub use crate::oidc::GATEWAY_OAUTH_PROVIDERS;
-pub use crate::watchdog::{default_max_connections, GATEWAY_MAX_STREAMS_PER_CONNECTION};
+pub use gateway_base::access::GATEWAY_ACCESS_LOG;
+pub use gateway_base::body::{BODY_MIN_RATE, GATEWAY_BODY_TIMEOUT_SECS};
+pub use gateway_base::watchdog::{default_max_connections, GATEWAY_MAX_STREAMS_PER_CONNECTION};
 /// `true`: `/models/trending` shows every tenant's request counts.
 pub const GATEWAY_TRENDING_GLOBAL_COUNTS: &str = "GATEWAY_TRENDING_GLOBAL_COUNTS";
 pub const GATEWAY_PRICES: &str = "GATEWAY_PRICES";
@@ -94,7 +94,7 @@ pub const GATEWAY_INSTANCE_ID: &str = "GATEWAY_INSTANCE_ID";
 /// Default 120 (at least 3).
 pub const GATEWAY_INSTANCE_LEASE_SECS: &str = "GATEWAY_INSTANCE_LEASE_SECS";
 
-/// The general gateway's providers file (TOML; see [`crate::providers`]).
+/// The general gateway's providers file (TOML; see [`gateway_models::providers`]).
 /// Default: unset (no models; model routes answer 404).
 pub const GATEWAY_PROVIDERS: &str = "GATEWAY_PROVIDERS";
 /// Seconds a model stream may stay idle (before its first byte: 504; once
@@ -103,11 +103,11 @@ pub const GATEWAY_STREAM_TIMEOUT_SECS: &str = "GATEWAY_STREAM_TIMEOUT_SECS";
 
 /// The Redis shared by several instances (`redis://[:password@]host[:port][/db]`
 /// or `unix:///path`): rate limits, cache invalidation, stop-stream (see
-/// [`crate::cluster`]). Default: unset (one instance; no Redis needed).
+/// [`gateway_adapters::cluster`]). Default: unset (one instance; no Redis needed).
 pub const GATEWAY_REDIS_URL: &str = "GATEWAY_REDIS_URL";
 /// Prefix of every Redis key and channel of the gateway. Default `gateway:`.
 pub const GATEWAY_REDIS_PREFIX: &str = "GATEWAY_REDIS_PREFIX";
-pub use crate::cluster::GATEWAY_REDIS_CA_FILE;
+pub use gateway_adapters::cluster::GATEWAY_REDIS_CA_FILE;
 
 /// `full` (default): every commit is fsynced before answers are sent, so a
 /// committed record survives a power cut. `normal`: commits survive a crash
@@ -165,13 +165,13 @@ pub struct Config {
     /// (`GATEWAY_TRENDING_GLOBAL_COUNTS`); by default it shows ranks only.
     pub trending_global_counts: bool,
     /// Who shares response cache entries (`GATEWAY_CACHE_SCOPE`: `user`,
-    /// `key`, `global`; [`crate::cache`]).
-    pub cache_scope: crate::cache::Scope,
+    /// `key`, `global`; [`gateway_models::cache`]).
+    pub cache_scope: gateway_models::cache::Scope,
     /// The in-process response cache's bound, MiB (`GATEWAY_CACHE_MAX_MB`,
     /// 64; unused with Redis).
     pub cache_max_mb: u64,
     /// Prices and markup.
-    pub prices: crate::billing::Prices,
+    pub prices: gateway_base::billing::Prices,
     /// Base URL of the gateway itself; `None` until known (`http://<bound address>`).
     pub public_url: Option<String>,
     /// Extra hosts whose result URLs may be mirrored.
@@ -196,43 +196,43 @@ pub struct Config {
     /// The longest delay between two polls of a job.
     pub job_follow_max_delay: Duration,
     /// Object storage backend.
-    pub objects: crate::objects::ObjectConfig,
+    pub objects: gateway_adapters::objects::ObjectConfig,
     /// Whether every commit is fsynced (`GATEWAY_DB_SYNC=full`).
     pub db_sync_full: bool,
     /// Rate-limit overrides per capability (`GATEWAY_RATE_LIMITS`), applied over
     /// the route table's defaults when the gateway starts.
-    pub rate_limits: crate::ratelimit::Limits,
+    pub rate_limits: gateway_adapters::ratelimit::Limits,
     /// The Redis shared by several instances (`GATEWAY_REDIS_URL`,
     /// `GATEWAY_REDIS_PREFIX`); `None`: one instance, nothing shared.
-    pub redis: Option<crate::cluster::RedisConfig>,
+    pub redis: Option<gateway_adapters::cluster::RedisConfig>,
     /// A rate-limit store of one's own (tests); `None`: on Redis with
     /// [`Config::redis`], else in-process.
-    pub limiter_store: Option<std::sync::Arc<dyn crate::ratelimit::LimiterStore>>,
-    /// Accounts, tokens, admin key, mail (`crate::auth::config`).
-    pub accounts: crate::auth::config::AccountConfig,
+    pub limiter_store: Option<std::sync::Arc<dyn gateway_adapters::ratelimit::LimiterStore>>,
+    /// Accounts, tokens, admin key, mail (`gateway_adapters::auth::config`).
+    pub accounts: gateway_adapters::auth::config::AccountConfig,
     /// Stripe, for buying credits (`STRIPE_SECRET_KEY`, `STRIPE_WEBHOOK_SECRET`, `STRIPE_API_BASE`).
-    pub stripe: crate::stripe::StripeConfig,
+    pub stripe: gateway_adapters::stripe::StripeConfig,
     /// The providers file (`GATEWAY_PROVIDERS`).
     pub providers_file: Option<PathBuf>,
     /// Idle time-out of model streams (`GATEWAY_STREAM_TIMEOUT_SECS`).
     pub stream_timeout: Duration,
     /// Retries and cool-downs of model calls (`GATEWAY_RETRY_MAX`,
     /// `GATEWAY_RETRY_BASE_MS`, `GATEWAY_COOLDOWN_FAILS`, `GATEWAY_COOLDOWN_SECS`).
-    pub routing: crate::routing::Settings,
+    pub routing: gateway_models::routing::Settings,
     /// OpenTelemetry traces (`OTEL_EXPORTER_OTLP_ENDPOINT` or
     /// `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`); `None`: off.
-    pub traces: Option<crate::traces::Settings>,
+    pub traces: Option<gateway_base::traces::Settings>,
     /// The sign-in (OpenID Connect) providers of the file
-    /// `GATEWAY_OAUTH_PROVIDERS` (see [`crate::oidc::config`]); empty: none.
-    pub oauth_providers: Vec<crate::oidc::ProviderConfig>,
+    /// `GATEWAY_OAUTH_PROVIDERS` (see [`gateway_adapters::oidc::config`]); empty: none.
+    pub oauth_providers: Vec<gateway_adapters::oidc::ProviderConfig>,
 }
 
 impl Config {
     /// Where the database is: `GATEWAY_DATABASE_URL` when set, else the SQLite file.
-    pub fn database(&self) -> crate::store::Location {
+    pub fn database(&self) -> gateway_store::Location {
         match &self.database_url {
-            Some(url) => crate::store::Location::Postgres(url.clone()),
-            None => crate::store::Location::Sqlite(self.db_path.clone()),
+            Some(url) => gateway_store::Location::Postgres(url.clone()),
+            None => gateway_store::Location::Sqlite(self.db_path.clone()),
         }
     }
 }
@@ -257,7 +257,7 @@ impl std::fmt::Debug for Config {
             .field("db_path", &self.db_path)
             .field(
                 "database_url",
-                &self.database_url.as_deref().map(crate::store::redact_url),
+                &self.database_url.as_deref().map(gateway_store::redact_url),
             )
             .field("upstream_timeout", &self.upstream_timeout)
             .field("allow_private_fetch", &self.allow_private_fetch)
@@ -426,9 +426,9 @@ impl Config {
             max_streams_per_connection: 32,
             access_log: true,
             trending_global_counts: false,
-            cache_scope: crate::cache::Scope::User,
-            cache_max_mb: crate::cache::DEFAULT_MAX_MB,
-            prices: crate::billing::Prices::parse(None, "20.0").expect("default prices"),
+            cache_scope: gateway_models::cache::Scope::User,
+            cache_max_mb: gateway_models::cache::DEFAULT_MAX_MB,
+            prices: gateway_base::billing::Prices::parse(None, "20.0").expect("default prices"),
             public_url: None,
             mirror_hosts: Vec::new(),
             stock_voices: Vec::new(),
@@ -440,9 +440,9 @@ impl Config {
             instance_lease: Duration::from_secs(120),
             job_follow_first_delay: Duration::from_secs(2),
             job_follow_max_delay: Duration::from_secs(60),
-            objects: crate::objects::ObjectConfig::default(),
+            objects: gateway_adapters::objects::ObjectConfig::default(),
             db_sync_full: true,
-            rate_limits: crate::ratelimit::Limits::default(),
+            rate_limits: gateway_adapters::ratelimit::Limits::default(),
             redis: None,
             limiter_store: None,
             accounts: Default::default(),
@@ -467,8 +467,10 @@ impl Config {
     /// loopback, other names as public.
     pub fn unreachable_objects_warning(&self, public_url: &str) -> Option<String> {
         let (what, objects_url) = match &self.objects.backend {
-            crate::objects::ObjectBackend::Local => (GATEWAY_PUBLIC_URL, public_url),
-            crate::objects::ObjectBackend::S3(s3) => ("the S3 endpoint", s3.endpoint.as_str()),
+            gateway_adapters::objects::ObjectBackend::Local => (GATEWAY_PUBLIC_URL, public_url),
+            gateway_adapters::objects::ObjectBackend::S3(s3) => {
+                ("the S3 endpoint", s3.endpoint.as_str())
+            }
         };
         if host_is_private(objects_url) != Some(true) {
             return None;
@@ -519,11 +521,11 @@ impl Config {
             parse_bool,
         );
         let markup = v.parse(PROVIDER_MARKUP_PCT, |s| {
-            crate::billing::parse_markup(s)
+            gateway_base::billing::parse_markup(s)
                 .map_err(|e| format!("{e}; expected a non-negative number"))
         });
         let markup = markup.unwrap_or(self.prices.markup_pct);
-        match crate::billing::Prices::with_markup(v.raw(GATEWAY_PRICES).as_deref(), markup) {
+        match gateway_base::billing::Prices::with_markup(v.raw(GATEWAY_PRICES).as_deref(), markup) {
             Ok(p) => self.prices = p,
             Err(e) => v.bad(GATEWAY_PRICES, e.to_string()),
         }
@@ -561,7 +563,7 @@ impl Config {
         });
         v.set(&mut self.stream_timeout, GATEWAY_STREAM_TIMEOUT_SECS, secs);
         self.read_routing(v);
-        self.traces = crate::traces::Settings::from_env(|k| v.raw(k));
+        self.traces = gateway_base::traces::Settings::from_env(|k| v.raw(k));
         v.set(&mut self.body_timeout, GATEWAY_BODY_TIMEOUT_SECS, secs);
         v.set(
             &mut self.max_streams_per_connection,
@@ -576,19 +578,19 @@ impl Config {
         );
         v.set(
             &mut self.cache_scope,
-            crate::cache::GATEWAY_CACHE_SCOPE,
+            gateway_models::cache::GATEWAY_CACHE_SCOPE,
             |s| s.parse(),
         );
         v.set(
             &mut self.cache_max_mb,
-            crate::cache::GATEWAY_CACHE_MAX_MB,
+            gateway_models::cache::GATEWAY_CACHE_MAX_MB,
             parse_positive,
         );
     }
 
-    /// Retries and cool-downs of model calls ([`crate::routing`]).
+    /// Retries and cool-downs of model calls ([`gateway_models::routing`]).
     fn read_routing(&mut self, v: &mut Vars<impl Fn(&str) -> Option<String>>) {
-        use crate::routing as r;
+        use gateway_models::routing as r;
         let s = &mut self.routing;
         v.set(&mut s.retry_max, r::GATEWAY_RETRY_MAX, |x| {
             u32::try_from(parse_u64(x)?).map_err(|e| format!("{x:?}: {e}"))
@@ -640,14 +642,14 @@ impl Config {
 
     /// Rate limits, Redis, object storage, accounts, sign-in providers.
     fn read_services(&mut self, v: &mut Vars<impl Fn(&str) -> Option<String>>) {
-        let limits = v.raw(crate::ratelimit::GATEWAY_RATE_LIMITS);
-        match crate::ratelimit::Limits::parse(limits.as_deref()) {
+        let limits = v.raw(gateway_adapters::ratelimit::GATEWAY_RATE_LIMITS);
+        match gateway_adapters::ratelimit::Limits::parse(limits.as_deref()) {
             Ok(l) => self.rate_limits = l,
-            Err(reason) => v.bad(crate::ratelimit::GATEWAY_RATE_LIMITS, reason),
+            Err(reason) => v.bad(gateway_adapters::ratelimit::GATEWAY_RATE_LIMITS, reason),
         }
         let prefix = v.raw(GATEWAY_REDIS_PREFIX);
         self.redis = v.parse(GATEWAY_REDIS_URL, |url| {
-            crate::cluster::RedisConfig::parse(url, prefix.as_deref())
+            gateway_adapters::cluster::RedisConfig::parse(url, prefix.as_deref())
         });
         if let Some(ca) = v.raw(GATEWAY_REDIS_CA_FILE) {
             match self.redis.take() {
@@ -662,19 +664,19 @@ impl Config {
                 None => {} // GATEWAY_REDIS_URL's own error says it
             }
         }
-        match crate::objects::ObjectConfig::from_lookup(|n| v.raw(n)) {
+        match gateway_adapters::objects::ObjectConfig::from_lookup(|n| v.raw(n)) {
             Ok(o) => self.objects = o,
             Err(bad) => v.bad.extend(bad),
         }
-        match crate::auth::config::AccountConfig::from_lookup(|n| v.raw(n)) {
+        match gateway_adapters::auth::config::AccountConfig::from_lookup(|n| v.raw(n)) {
             Ok(a) => self.accounts = a,
             Err(bad) => v.bad.extend(bad),
         }
-        match crate::oidc::config::from_lookup(|n| v.raw(n)) {
+        match gateway_adapters::oidc::config::from_lookup(|n| v.raw(n)) {
             Ok(p) => self.oauth_providers = p,
             Err(bad) => v.bad.extend(bad),
         }
-        match crate::stripe::StripeConfig::from_lookup(|n| v.raw(n)) {
+        match gateway_adapters::stripe::StripeConfig::from_lookup(|n| v.raw(n)) {
             Ok(s) => self.stripe = s,
             Err(bad) => v.bad.extend(bad),
         }
@@ -684,8 +686,8 @@ impl Config {
 impl Config {
     /// The provider's part of the configuration, which the upstream client
     /// is built from.
-    pub fn upstream_settings(&self) -> crate::upstream::Settings<'_> {
-        crate::upstream::Settings {
+    pub fn upstream_settings(&self) -> gateway_adapters::upstream::Settings<'_> {
+        gateway_adapters::upstream::Settings {
             api_key: self.provider_api_key.as_deref(),
             base_url: &self.provider_base_url,
             synth_url: &self.provider_synth_url,
@@ -759,12 +761,27 @@ mod tests {
         let e = cfg(&[
             (PROVIDER_BASE_URL, "ftp://x"),
             (GATEWAY_DB_SYNC, "sometimes"),
-            (crate::objects::config::GATEWAY_OBJECT_STORE, "s3"),
-            (crate::objects::config::GATEWAY_S3_BUCKET, "b"),
-            (crate::objects::config::GATEWAY_S3_ACCESS_KEY, "ak"),
-            (crate::objects::config::GATEWAY_S3_SECRET_KEY, "sk"),
-            (crate::objects::config::GATEWAY_S3_PATH_STYLE, "maybe"),
-            (crate::objects::config::GATEWAY_S3_TIMEOUT_SECS, "0"),
+            (
+                gateway_adapters::objects::config::GATEWAY_OBJECT_STORE,
+                "s3",
+            ),
+            (gateway_adapters::objects::config::GATEWAY_S3_BUCKET, "b"),
+            (
+                gateway_adapters::objects::config::GATEWAY_S3_ACCESS_KEY,
+                "ak",
+            ),
+            (
+                gateway_adapters::objects::config::GATEWAY_S3_SECRET_KEY,
+                "sk",
+            ),
+            (
+                gateway_adapters::objects::config::GATEWAY_S3_PATH_STYLE,
+                "maybe",
+            ),
+            (
+                gateway_adapters::objects::config::GATEWAY_S3_TIMEOUT_SECS,
+                "0",
+            ),
         ])
         .err()
         .unwrap();
@@ -773,8 +790,8 @@ mod tests {
             [
                 PROVIDER_BASE_URL,
                 GATEWAY_DB_SYNC,
-                crate::objects::config::GATEWAY_S3_PATH_STYLE,
-                crate::objects::config::GATEWAY_S3_TIMEOUT_SECS
+                gateway_adapters::objects::config::GATEWAY_S3_PATH_STYLE,
+                gateway_adapters::objects::config::GATEWAY_S3_TIMEOUT_SECS
             ]
         );
         let text = e.to_string();
@@ -841,7 +858,7 @@ mod tests {
             .is_none());
         let c = cfg(&[(GATEWAY_REDIS_URL, "redis://:pw@127.0.0.1:6379/2")]).unwrap();
         let r = c.redis.as_ref().unwrap();
-        assert_eq!(r.prefix, crate::cluster::DEFAULT_PREFIX);
+        assert_eq!(r.prefix, gateway_adapters::cluster::DEFAULT_PREFIX);
         assert!(!format!("{c:?}").contains("pw@"), "{c:?}");
         let c = cfg(&[
             (GATEWAY_REDIS_URL, "redis://127.0.0.1"),

@@ -5,7 +5,7 @@
 //! and settled to its actual usage after the answer ([`Settle::records`]:
 //! the usage record, its debit and the end of the hold, one transaction).
 //! BYOK requests hold nothing and are charged nothing, but their usage is
-//! recorded. Every charge is [`crate::billing::with_markup`] of its cost.
+//! recorded. Every charge is [`gateway_base::billing::with_markup`] of its cost.
 //!
 //! # The settlement contract
 //!
@@ -23,7 +23,7 @@
 //!   unreachable; the last event waits for it, see `relay`), and
 //!   `Relay`'s `Drop` when the caller hangs up (the body is dropped), both
 //!   through the one door for such commits
-//!   ([`crate::store::Store::commit_outside_record_phase`]);
+//!   ([`gateway_store::Store::commit_outside_record_phase`]);
 //! * **kept**: [`Hold::keep`] hands it to a job: a video's
 //!   (`Settlement::Later(Later::Job)`), which settles or releases it under
 //!   the submit's request id when it ends ([`crate::videos`]), or a voice
@@ -40,12 +40,12 @@
 
 use rust_decimal::Decimal;
 
-use crate::billing::with_markup;
 use crate::ctx::Ctx;
-use crate::errors::ApiError;
-use crate::providers::{Model, Provider, Tokens};
 use crate::services::Gateway;
-use crate::store::{ModelUsageRecord, OutsideRecordPhase, Record, Reserved, UsageRecord};
+use gateway_base::billing::with_markup;
+use gateway_base::errors::ApiError;
+use gateway_models::providers::{Model, Provider, Tokens};
+use gateway_store::{ModelUsageRecord, OutsideRecordPhase, Record, Reserved, UsageRecord};
 
 const MTOK: Decimal = Decimal::from_parts(1_000_000, 0, 0, false, 0);
 
@@ -54,14 +54,18 @@ pub fn token_cost(p: &Provider, m: &Model, input: u64, output: u64) -> Decimal {
     with_markup(raw_token_cost(m, Tokens::new(input, output)), p.markup_pct)
 }
 
-/// The most a request's [`crate::bounds::Bound`] can cost on `m` of `p`
+/// The most a request's [`gateway_models::bounds::Bound`] can cost on `m` of `p`
 /// (its tokens and its images), markup included: what is held. Its input
 /// is priced at the highest of the input and cache prices, so that the hold
 /// stays an upper bound however the provider splits the prompt between
 /// input, cache reads and cache writes.
 /// `Err`: 500 "pricing calculation failed" (spec §7), when a price is so
 /// large that the cost overflows a decimal; nothing is held or sent then.
-pub fn bound_cost(p: &Provider, m: &Model, b: &crate::bounds::Bound) -> Result<Decimal, ApiError> {
+pub fn bound_cost(
+    p: &Provider,
+    m: &Model,
+    b: &gateway_models::bounds::Bound,
+) -> Result<Decimal, ApiError> {
     let per =
         |price: Option<Decimal>, n: u64| price.unwrap_or_default().checked_mul(Decimal::from(n));
     let input_price = [
@@ -87,7 +91,8 @@ pub fn bound_cost(p: &Provider, m: &Model, b: &crate::bounds::Bound) -> Result<D
 /// `None` when it overflows.
 fn checked_markup(raw: Decimal, markup_pct: Decimal) -> Option<Decimal> {
     let factor = Decimal::ONE.checked_add(markup_pct.checked_div(Decimal::ONE_HUNDRED)?)?;
-    raw.checked_mul(factor).map(crate::billing::round_charge)
+    raw.checked_mul(factor)
+        .map(gateway_base::billing::round_charge)
 }
 
 /// 500 "pricing calculation failed": the cost of a request on `m` of `p`
@@ -241,8 +246,8 @@ pub struct Settle {
     pub byok: bool,
     pub hold: Option<Hold>,
     /// What the request could make the provider do: reported tokens and
-    /// images are billed at most at it ([`crate::bounds::Bound`]).
-    pub bound: Option<crate::bounds::Bound>,
+    /// images are billed at most at it ([`gateway_models::bounds::Bound`]).
+    pub bound: Option<gateway_models::bounds::Bound>,
     /// When the request arrived (its generation's latency runs to the
     /// settlement); `None` for a job's, settled by an observer.
     pub started: Option<std::time::Instant>,
@@ -250,7 +255,7 @@ pub struct Settle {
     pub streamed: bool,
     /// The API key the request came with ([`UsageRecord::api_key_id`]).
     pub api_key_id: Option<i64>,
-    /// What served it, after how many attempts ([`crate::routing`]).
+    /// What served it, after how many attempts ([`gateway_models::routing`]).
     pub served: Served,
 }
 
@@ -389,7 +394,7 @@ impl Settle {
                 (raw / usage.quantity).round_dp(12)
             }
         });
-        let now = crate::store::now_rfc3339();
+        let now = gateway_store::now_rfc3339();
         let name = format!("{}/{}", provider.id, model.id);
         let mut out = vec![
             Record::Usage(UsageRecord {
@@ -466,8 +471,8 @@ pub fn seconds_cost(p: &Provider, m: &Model, seconds: Decimal) -> Result<Decimal
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bounds::Bound;
-    use crate::providers::ModelType;
+    use gateway_models::bounds::Bound;
+    use gateway_models::providers::ModelType;
     use std::str::FromStr;
 
     fn d(s: &str) -> Decimal {
@@ -499,7 +504,7 @@ mod tests {
             api_key_env: "UNSET".into(),
             markup_pct: d("10"),
             models: vec![],
-            adapter: std::sync::Arc::new(crate::providers::anthropic::Anthropic),
+            adapter: std::sync::Arc::new(gateway_models::providers::anthropic::Anthropic),
         };
         let b = Bound {
             input: 1000,

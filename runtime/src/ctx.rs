@@ -9,12 +9,12 @@ use std::time::Instant;
 
 use rand::RngCore;
 
-use crate::billing::Charge;
-use crate::body::Response;
-use crate::errors::ApiError;
 use crate::services::Gateway;
-use crate::spec::{self, EndpointSpec, JobKind};
-use crate::store::{Record, UsageRecord, User};
+use gateway_base::billing::Charge;
+use gateway_base::body::Response;
+use gateway_base::errors::ApiError;
+use gateway_base::spec::{self, EndpointSpec, JobKind};
+use gateway_store::{Record, UsageRecord, User};
 
 /// `res_` + 24 hex characters: the id of every request (spec §2's
 /// `request_id`). Time-ordered, like a UUIDv7 or a ULID: the first 12 hex
@@ -84,7 +84,7 @@ impl Metered {
             markup_pct,
             charged: charge.charged,
             once_key: self.once_key,
-            created_at: crate::store::now_rfc3339(),
+            created_at: gateway_store::now_rfc3339(),
             key_id: self.key_id,
             api_key_id: None,
         }
@@ -104,8 +104,8 @@ pub struct Ctx {
     /// What this request bills (set by the mode through [`Ctx::meter`]);
     /// `None` writes a usage record with quantity 0.
     pub metered: Option<(Metered, Charge)>,
-    /// The request's span ([`crate::traces`]): nothing when traces are off.
-    pub trace: crate::traces::Span,
+    /// The request's span ([`gateway_base::traces`]): nothing when traces are off.
+    pub trace: gateway_base::traces::Span,
 }
 
 impl Ctx {
@@ -250,7 +250,7 @@ pub enum Later {
     /// commits the usage record, the debit and the release of the hold
     /// ([`crate::relay`]), with the flush to disk. The records of the record
     /// phase, before the first byte, are committed without the flush
-    /// ([`crate::store::Store::commit_unflushed`]): that later commit
+    /// ([`gateway_store::Store::commit_unflushed`]): that later commit
     /// covers them.
     Stream,
     /// A job (a video's): billed once, when it finishes, by whichever

@@ -13,9 +13,9 @@
 use http::{header, HeaderValue, StatusCode};
 use serde_json::json;
 
-use crate::body;
 use crate::router::Response;
 use crate::services::Gateway;
+use gateway_base::body;
 
 /// Where the page and its files are served.
 pub const PATH: &str = "/dashboard";

@@ -9,9 +9,9 @@
 
 use std::net::SocketAddr;
 
-use crate::errors::ApiError;
+use gateway_base::errors::ApiError;
 
-pub use crate::net::is_private;
+pub use gateway_base::net::is_private;
 
 /// Checks a URL the gateway will not fetch itself now (an `audio_url` the
 /// upstream fetches, a `callback_uri` delivered later) against the same
@@ -148,7 +148,7 @@ pub async fn open(
         .get(http::header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned)
-        .unwrap_or_else(|| crate::media::content_type_for(&file_name).to_owned());
+        .unwrap_or_else(|| gateway_base::media::content_type_for(&file_name).to_owned());
     Ok(Fetched {
         response,
         file_name,
@@ -163,7 +163,7 @@ pub async fn own_asset(
     gw: &crate::services::Gateway,
     user_id: Option<i64>,
     url: &str,
-) -> Result<Option<crate::store::AssetRow>, ApiError> {
+) -> Result<Option<gateway_store::AssetRow>, ApiError> {
     let Some(key) = gw.objects.key_of_url(url) else {
         return Ok(None);
     };

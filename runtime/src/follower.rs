@@ -13,7 +13,7 @@
 //!   Nothing is kept in memory, so a restarted gateway resumes from the rows.
 //! * **One poller per job, across instances.** Each poll is claimed by a
 //!   conditional update taking a lease on the row
-//!   ([`crate::store::Store::claim_follow`]); a lease whose holder died
+//!   ([`gateway_store::Store::claim_follow`]); a lease whose holder died
 //!   expires ([`lease`]) and the job is taken over.
 //! * **Bounded.** At most `GATEWAY_JOB_FOLLOW_CONCURRENCY` polls run at once
 //!   per instance; the follower looks for due jobs every
@@ -42,11 +42,11 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
 use crate::ctx::{charge_of, new_request_id};
-use crate::errors::ApiError;
 use crate::progress::{item_of, observe};
 use crate::services::Gateway;
-use crate::spec::{JobKind, PathParams};
-use crate::store::{rfc3339, JobRow, OutsideRecordPhase, Record};
+use gateway_base::errors::ApiError;
+use gateway_base::spec::{JobKind, PathParams};
+use gateway_store::{rfc3339, JobRow, OutsideRecordPhase, Record};
 
 /// A job older than this is no longer followed.
 pub const MAX_AGE: Duration = Duration::from_secs(24 * 3600);
@@ -239,7 +239,10 @@ async fn ask(gw: &Gateway, kind: &JobKind, job: &JobRow) -> Result<Option<Value>
         return Ok(None);
     };
     let mut params = PathParams::new();
-    params.push("job_id", &crate::upstream::encode_segment(&job.upstream_id));
+    params.push(
+        "job_id",
+        &gateway_adapters::upstream::encode_segment(&job.upstream_id),
+    );
     let path = crate::shape::upstream_path(get, up.path, &params, &mut Vec::new(), None)?;
     let answer = gw.upstream.call(up, &path, &[])?.send().await?;
     Ok(Some(answer.json("a job status").await?))

@@ -5,17 +5,17 @@
 //! record goes with the request's records (committed before the answer).
 //!
 //! On the local store, bytes held in memory up to 1 MiB are packed
-//! ([`crate::objects::pack`]): appended to a shared segment, the asset
+//! ([`gateway_adapters::objects::pack`]): appended to a shared segment, the asset
 //! record saying where; under `GATEWAY_DB_SYNC=full` a
 //! [`Record::SyncFile`] beside it makes the group commit fdatasync the
 //! segment before the record commits.
 
 use std::time::Duration;
 
-use crate::errors::ApiError;
-use crate::objects::{ByteStream, ObjectError};
 use crate::services::Gateway;
-use crate::store::{rfc3339, AssetRecord, Record};
+use gateway_adapters::objects::{ByteStream, ObjectError};
+use gateway_base::errors::ApiError;
+use gateway_store::{rfc3339, AssetRecord, Record};
 
 /// Validity of the presigned URL answered (spec §8).
 pub const URL_VALIDITY: Duration = Duration::from_secs(3600);
@@ -53,12 +53,14 @@ pub struct Stored {
 /// stalled or failed; the disk is full), else 500. Nothing was kept.
 pub(crate) fn stored_failed(context: String, e: ObjectError) -> ApiError {
     match e {
-        ObjectError::Unavailable(_) => ApiError::StorageUnavailable(crate::errors::Internal {
-            context: context.into(),
-            source: Some(std::sync::Arc::new(e)),
-            says: None,
-            reason: None,
-        }),
+        ObjectError::Unavailable(_) => {
+            ApiError::StorageUnavailable(gateway_base::errors::Internal {
+                context: context.into(),
+                source: Some(std::sync::Arc::new(e)),
+                says: None,
+                reason: None,
+            })
+        }
         e => ApiError::internal(context, e),
     }
 }
@@ -117,7 +119,7 @@ impl Media<'_> {
         let size = bytes.len() as u64;
         let failed = |e| stored_failed(format!("storing {}", self.class), e);
         let local = gw.objects.as_local();
-        match local.filter(|_| size <= crate::objects::pack::MAX_PACKED_OBJECT) {
+        match local.filter(|_| size <= gateway_adapters::objects::pack::MAX_PACKED_OBJECT) {
             Some(local) => {
                 let appended = local
                     .append_packed(&key, self.content_type, &bytes)

@@ -20,7 +20,7 @@ use std::io::{Read, Seek, Write};
 use std::path::Path;
 use std::time::Duration;
 
-use crate::store::Store;
+use gateway_store::Store;
 
 /// The file keeping the instance id in the data directory.
 pub const INSTANCE_ID_FILE: &str = "instance-id";
@@ -44,7 +44,7 @@ impl Identity {
                 _lock: None,
             });
         }
-        crate::store::create_private_dir(data_dir)?;
+        gateway_store::create_private_dir(data_dir)?;
         for slot in 0..MAX_SLOTS {
             let name = match slot {
                 0 => INSTANCE_ID_FILE.to_owned(),

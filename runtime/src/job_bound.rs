@@ -6,7 +6,7 @@
 //! * **Measured**, when the gateway can measure the input: an `audio_url`
 //!   naming the caller's own upload (an object of the gateway's store) of
 //!   WAV or MP3 audio holds its seconds, measured from its bytes
-//!   ([`crate::audio`]), at the kind's `audio_seconds` price. The object is
+//!   ([`gateway_base::audio`]), at the kind's `audio_seconds` price. The object is
 //!   read into the spool and measured there (never whole in memory); one
 //!   that is neither WAV nor MP3 is read no further than its first bytes.
 //! * **Else the kind's ceiling** (`[job_ceilings]` of the table,
@@ -25,11 +25,11 @@ use rust_decimal::Decimal;
 use tokio::io::AsyncWriteExt;
 
 use crate::ctx::Ctx;
-use crate::errors::ApiError;
-use crate::spec::{Billing, JobKind};
-use crate::spool::SpoolFile;
+use gateway_base::errors::ApiError;
+use gateway_base::spec::{Billing, JobKind};
+use gateway_base::spool::SpoolFile;
 
-/// The first bytes that tell a WAV or an MP3 ([`crate::audio::sniff_container`]).
+/// The first bytes that tell a WAV or an MP3 ([`gateway_base::audio::sniff_container`]).
 const HEAD: usize = 12;
 
 /// The amount a submit of a job of `kind` whose input is `audio_url` holds
@@ -118,15 +118,16 @@ async fn own_audio_seconds(ctx: &Ctx, url: Option<&str>) -> Result<Option<Decima
     let path = spool.path.clone();
     // A WAV whose header is refused, or audio that does not decode, is not
     // measured: the kind's ceiling is held instead.
-    let seconds =
-        tokio::task::spawn_blocking(move || crate::audio::file_seconds(&path, ext).ok().flatten())
-            .await
-            .ok()
-            .flatten();
+    let seconds = tokio::task::spawn_blocking(move || {
+        gateway_base::audio::file_seconds(&path, ext).ok().flatten()
+    })
+    .await
+    .ok()
+    .flatten();
     Ok(seconds)
 }
 
-/// `wav` or `mp3`, when `head` starts one (what [`crate::audio`] measures).
+/// `wav` or `mp3`, when `head` starts one (what [`gateway_base::audio`] measures).
 fn audio_ext(head: &[u8]) -> Option<&'static str> {
-    crate::audio::sniff_container(head).filter(|c| matches!(*c, "wav" | "mp3"))
+    gateway_base::audio::sniff_container(head).filter(|c| matches!(*c, "wav" | "mp3"))
 }

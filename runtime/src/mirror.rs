@@ -2,7 +2,7 @@
 //! watermark-apply job copies the result audio into the object store.
 //!
 //! * **Exactly one copy.** The right to copy is a conditional update of the
-//!   job row ([`crate::store::Store::claim_mirror`]), so concurrent first GETs
+//!   job row ([`gateway_store::Store::claim_mirror`]), so concurrent first GETs
 //!   — in one process or in several gateway instances sharing the database —
 //!   elect one copier. The others wait (bounded) for its result.
 //! * **Streamed.** The upstream's body goes straight into the object store.
@@ -17,10 +17,10 @@ use std::time::Duration;
 
 use futures_util::TryStreamExt;
 
-use crate::objects::ByteStream;
 use crate::services::Gateway;
-use crate::spec::EndpointSpec;
-use crate::store::{AssetRecord, JobRow, OutsideRecordPhase, Record};
+use gateway_adapters::objects::ByteStream;
+use gateway_base::spec::EndpointSpec;
+use gateway_store::{AssetRecord, JobRow, OutsideRecordPhase, Record};
 
 /// A claim older than this is considered abandoned.
 pub const STALE_CLAIM: Duration = Duration::from_secs(120);
@@ -110,7 +110,7 @@ fn fmt(t: chrono::DateTime<chrono::Utc>) -> String {
 /// A store call in the blocking pool; `None` on failure (mirroring is best effort).
 async fn blocking<T: Send + 'static>(
     gw: &Gateway,
-    f: impl FnOnce(&crate::store::Store) -> crate::store::Result<T> + Send + 'static,
+    f: impl FnOnce(&gateway_store::Store) -> gateway_store::Result<T> + Send + 'static,
 ) -> Option<T> {
     gw.store.blocking(f).await.ok()
 }
@@ -174,7 +174,7 @@ async fn copy(
         .and_then(|v| v.to_str().ok())
         .filter(|ct| ct.starts_with("audio/") || ct.starts_with("video/"))
         .map(str::to_owned)
-        .unwrap_or_else(|| crate::media::content_type_for(&format!("x.{ext}")).to_owned());
+        .unwrap_or_else(|| gateway_base::media::content_type_for(&format!("x.{ext}")).to_owned());
     let key = format!(
         "mirror/{}/{}/{}.{ext}",
         job.user_id,
@@ -213,7 +213,7 @@ async fn copy(
         .await
         .map_err(|e| e.to_string())?;
     let asset_id = *committed.asset_ids.first().ok_or("asset id missing")?;
-    crate::telemetry::mirror_copy();
+    gateway_base::telemetry::mirror_copy();
     let (kind, job_id) = (job.kind.clone(), job.job_id.clone());
     gw.store
         .blocking(move |store| store.finish_mirror(&kind, &job_id, asset_id))

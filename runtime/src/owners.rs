@@ -35,14 +35,14 @@
 
 use serde_json::Value;
 
-pub use crate::owner_cache::{OwnerCache, StockVoices, CACHE_TTL, STOCK_TTL};
+pub use gateway_base::owner_cache::{OwnerCache, StockVoices, CACHE_TTL, STOCK_TTL};
 
 use crate::ctx::Ctx;
-use crate::errors::ApiError;
 use crate::services::Gateway;
 use crate::shape;
-use crate::spec::{EndpointSpec, Method, PathParams};
-use crate::store::Record;
+use gateway_base::errors::ApiError;
+use gateway_base::spec::{EndpointSpec, Method, PathParams};
+use gateway_store::Record;
 
 /// Whether the row addresses its resource through its last path parameter.
 fn addresses_item(spec: &EndpointSpec) -> bool {
@@ -118,14 +118,14 @@ pub fn is_stock_item(gw: &Gateway, item: &Value) -> bool {
 async fn read_stock_voices(gw: &Gateway) -> Result<std::collections::HashSet<String>, ApiError> {
     const PAGE: u32 = 1000;
     const MAX_PAGES: u32 = 50;
-    let up = crate::spec::Upstream {
-        base: crate::spec::Base::Main,
+    let up = gateway_base::spec::Upstream {
+        base: gateway_base::spec::Base::Main,
         method: Method::Get,
         path: "/voices",
         from_query: &[],
         from_body: &[],
         from_parent: &[],
-        auth: gw.table.base_auth(crate::spec::Base::Main),
+        auth: gw.table.base_auth(gateway_base::spec::Base::Main),
     };
     let mut ids = std::collections::HashSet::new();
     for page in 1..=MAX_PAGES {
@@ -273,7 +273,7 @@ pub fn created(ctx: &Ctx, answer: &Value, parent: Option<String>) -> Result<Reco
         upstream_id: id,
         owner_id,
         parent,
-        at: crate::store::now_rfc3339(),
+        at: gateway_store::now_rfc3339(),
     })
 }
 
@@ -317,7 +317,7 @@ pub async fn fill_parents(ctx: &Ctx, params: &mut PathParams) -> Result<(), ApiE
         .await?
         .ok_or_else(|| not_found(kind, &id))?;
     for var in up.from_parent {
-        params.push(var, &crate::upstream::encode_segment(&parent));
+        params.push(var, &gateway_adapters::upstream::encode_segment(&parent));
     }
     Ok(())
 }

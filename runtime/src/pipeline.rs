@@ -3,10 +3,10 @@
 //! Phases, in order (pingora style: each documented, the last always runs):
 //!
 //! 1. **authenticate** — API key or access token, admin key on admin rows
-//!    ([`crate::auth`], one call); `none` and `signature` rows skip it (the
+//!    ([`gateway_adapters::auth`], one call); `none` and `signature` rows skip it (the
 //!    webhook verifies its own signature).
 //! 2. **gate** — business-plan rows answer 503 while the gate is closed.
-//! 3. **rate-limit** — per user and capability ([`crate::ratelimit`]): 429
+//! 3. **rate-limit** — per user and capability ([`gateway_adapters::ratelimit`]): 429
 //!    with `Retry-After`, before any upstream call. A body whose declared
 //!    length is over the row's limit is refused (413) just before, so it
 //!    does not count against the limit.
@@ -30,7 +30,7 @@
 //! 8. **answer** — the mode's response, or the error in the row's wire format,
 //!    with an `X-Request-Id` header either way; a billed row's answer whose
 //!    usage record was committed here says its charge in `X-Gateway-Cost`
-//!    ([`crate::cost`]).
+//!    ([`gateway_models::cost`]).
 
 use std::time::Instant;
 
@@ -38,13 +38,14 @@ use http::HeaderValue;
 use rust_decimal::Decimal;
 use tracing::Instrument;
 
-use crate::body::{Request, Response};
 use crate::ctx::{charge_of, new_request_id, Ctx, Metered};
-use crate::errors::ApiError;
 use crate::services::Gateway;
-use crate::spec::{Area, EndpointSpec, Gate, PathParams};
-use crate::store::{AuditRecord, Record, UsageRecord};
-use crate::{modes, owners, telemetry, validate};
+use crate::{modes, owners};
+use gateway_base::body::{Request, Response};
+use gateway_base::errors::ApiError;
+use gateway_base::spec::{Area, EndpointSpec, Gate, PathParams};
+use gateway_base::{telemetry, validate};
+use gateway_store::{AuditRecord, Record, UsageRecord};
 
 /// Entry point of every generated handler.
 pub async fn handle(
@@ -67,7 +68,7 @@ pub async fn handle(
             &request_id,
             req.headers(),
         ),
-        None => crate::traces::Span::default(),
+        None => gateway_base::traces::Span::default(),
     };
     let mut ctx = Ctx {
         spec,
@@ -107,10 +108,12 @@ pub async fn handle(
     if let Ok(v) = HeaderValue::from_str(&ctx.request_id) {
         response.headers_mut().insert("x-request-id", v);
     }
-    response.extensions_mut().insert(crate::access::Served {
-        route: spec.id,
-        user_id: ctx.user_id(),
-    });
+    response
+        .extensions_mut()
+        .insert(gateway_base::access::Served {
+            route: spec.id,
+            user_id: ctx.user_id(),
+        });
     telemetry::request(spec.id, response.status().as_u16(), ctx.started.elapsed());
     // A stream's span was handed to its relay, which ends it.
     ctx.trace.end(response.status().as_u16());
@@ -193,7 +196,7 @@ async fn run(
 /// caller's own upload, else its kind's ceiling (`modes::jobs`,
 /// `job_bound`), kept by the job until it ends.
 async fn voice_budget(ctx: &Ctx) -> Result<Option<crate::credits::Hold>, ApiError> {
-    use crate::spec::{Billing, Metering};
+    use gateway_base::spec::{Billing, Metering};
     let spec = ctx.spec;
     if spec.area != Area::Voice || spec.billing == Billing::Free {
         return Ok(None);
@@ -227,12 +230,13 @@ async fn record(
         status: outcome.response.status().as_u16(),
         upstream_status: outcome.upstream_status,
         latency_ms: ctx.started.elapsed().as_millis() as u64,
-        created_at: crate::store::now_rfc3339(),
+        created_at: gateway_store::now_rfc3339(),
     }));
     if outcome.settlement.by_pipeline() {
         records.push(Record::Usage(usage_record(ctx)));
     }
-    let cost = crate::cost::Cost::of(&records).or_else(|| crate::cost::Cost::of(&mode_records));
+    let cost = gateway_models::cost::Cost::of(&records)
+        .or_else(|| gateway_models::cost::Cost::of(&mode_records));
     debug_assert!(
         outcome.settlement != crate::ctx::Settlement::ByModeRecords
             || mode_records.iter().any(|r| matches!(r, Record::Usage(_))),
@@ -251,7 +255,7 @@ async fn record(
         store.commit_unflushed(records).await
     };
     if let Err(e) = committed {
-        if e.failure != crate::store::Failure::InDoubt {
+        if e.failure != gateway_store::Failure::InDoubt {
             forget_stored(ctx, stored);
         }
         return Err(ApiError::internal("committing the request's records", e));
@@ -260,12 +264,12 @@ async fn record(
     if let Some(c) = &cost {
         ctx.trace.cost(|| c.text());
     }
-    if let Some(c) = cost.filter(|_| ctx.spec.billing != crate::spec::Billing::Free) {
+    if let Some(c) = cost.filter(|_| ctx.spec.billing != gateway_base::spec::Billing::Free) {
         if let Ok(v) = HeaderValue::from_str(&c.text()) {
             outcome
                 .response
                 .headers_mut()
-                .insert(crate::cost::HEADER, v);
+                .insert(gateway_models::cost::HEADER, v);
         }
     }
     Ok(())

@@ -16,7 +16,7 @@
 //! 4. **record** — the job's new state, when it changed; with it, when the
 //!    job was submitted with a budgeted key and has now finished, the
 //!    release of the credit hold its submit took
-//!    ([`crate::store::job_hold_id`]): committed with the job's charge, so
+//!    ([`gateway_store::job_hold_id`]): committed with the job's charge, so
 //!    the key's spend moves from held to charged in one step (a failed job
 //!    is charged nothing). A release is idempotent: a second observer's
 //!    finds nothing.
@@ -24,11 +24,11 @@
 use rust_decimal::Decimal;
 use serde_json::Value;
 
-use crate::billing::{quantity_from_upstream, UpstreamQuantity};
 use crate::ctx::{Ctx, Deferred, Metered, Outcome};
 use crate::shape;
-use crate::spec::{Billing, EndpointSpec, JobKind};
-use crate::store::{JobRow, JobUpdate, Record};
+use gateway_base::billing::{quantity_from_upstream, UpstreamQuantity};
+use gateway_base::spec::{Billing, EndpointSpec, JobKind};
+use gateway_store::{JobRow, JobUpdate, Record};
 
 /// Job status values as the gateway records them.
 pub mod status {
@@ -144,7 +144,7 @@ fn complete(
         media_type: media_type.clone(),
         result: (st == status::COMPLETED || st == status::FAILED).then(|| item.to_string()),
         billed: false,
-        updated_at: crate::store::now_rfc3339(),
+        updated_at: gateway_store::now_rfc3339(),
     };
     let mut metered = None;
     if st == status::COMPLETED && !job.billed && submit.billing != Billing::Free {
@@ -225,7 +225,7 @@ pub fn observe(kind: &JobKind, job: &JobRow, item: &Value) -> Progress {
         // Only a budgeted key's submit held (`modes::jobs`).
         if finished && job.key_id.is_some() {
             records.push(Record::HoldRelease {
-                request_id: crate::store::job_hold_id(&job.kind, &job.job_id),
+                request_id: gateway_store::job_hold_id(&job.kind, &job.job_id),
             });
         }
     }

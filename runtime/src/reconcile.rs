@@ -2,7 +2,7 @@
 //! upstream's billing usage (`GET {main}/account/billing_usage`).
 //!
 //! Gateway usage is grouped by upstream product (the table's
-//! `[reconcile.*]`, [`crate::spec::Table::upstream_product`]);
+//! `[reconcile.*]`, [`gateway_base::spec::Table::upstream_product`]);
 //! each product's comparison is stored (`reconciliation_runs`), and a drift
 //! above [`DRIFT_THRESHOLD_PCT`] percent is logged at error level with both
 //! figures. Runs nightly inside `gateway serve` (for the previous UTC day, at
@@ -14,10 +14,10 @@ use std::str::FromStr;
 use rust_decimal::Decimal;
 use serde_json::Value;
 
-use crate::errors::ApiError;
 use crate::services::Gateway;
-use crate::spec::{Base, Method, Upstream};
-use crate::store::ReconciliationRow;
+use gateway_base::errors::ApiError;
+use gateway_base::spec::{Base, Method, Upstream};
+use gateway_store::ReconciliationRow;
 
 /// Drift (percent of the upstream's figure) above which an error is logged.
 pub const DRIFT_THRESHOLD_PCT: Decimal = Decimal::ONE;
@@ -70,7 +70,7 @@ pub async fn upstream_usage(
     for (k, val) in items {
         let d = match val {
             Value::String(s) => Decimal::from_str(s.trim()).ok(),
-            other => crate::billing::decimal_from_json(other),
+            other => gateway_base::billing::decimal_from_json(other),
         };
         if let Some(d) = d {
             out.insert(k.clone(), d);

@@ -5,18 +5,18 @@
 //!   [`Tokens`]), else the content events counted (one token per event
 //!   with content or a tool call's delta);
 //! * a native provider's events translated into OpenAI chunks as they
-//!   pass ([`crate::providers::StreamTranslator`]), whose usage is the
+//!   pass ([`gateway_models::providers::StreamTranslator`]), whose usage is the
 //!   provider's (input and cache counts from the stream's start, output at
 //!   its end: a stream stopped before the end bills the reported input and
 //!   the counted output);
-//! * a stop request ([`crate::streams`]): `data: [DONE]` and a clean end;
+//! * a stop request ([`gateway_adapters::streams`]): `data: [DONE]` and a clean end;
 //! * idleness past the stream time-out: an error event, then `[DONE]`;
 //! * the end, however it comes (the upstream's `[DONE]` or its end,
 //!   stopped, timed out, upstream error, or the client hanging up, which
 //!   drops the body): what was streamed is settled once
 //!   ([`crate::credits::Settle`]) — before the stream's last event on
 //!   every end the caller sees, spawned on a drop;
-//! * the last event ([`crate::usage_tail`]): the upstream's `[DONE]` (and,
+//! * the last event ([`gateway_models::usage_tail`]): the upstream's `[DONE]` (and,
 //!   when the caller asked for usage, its usage event) is held back as it
 //!   passes and sent only once the settlement is committed, the usage
 //!   event with the cost.
@@ -55,14 +55,14 @@ use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
 use serde_json::Value;
 
-use crate::body::BoxError;
-use crate::cost::Cost;
 use crate::credits::Settle;
-use crate::providers::{StreamTranslator, Tokens};
 use crate::services::Gateway;
-use crate::store::{Failure, OutsideRecordPhase};
-use crate::streams::Registration;
-use crate::usage_tail::UsageTail;
+use gateway_adapters::streams::Registration;
+use gateway_base::body::BoxError;
+use gateway_models::cost::Cost;
+use gateway_models::providers::{StreamTranslator, Tokens};
+use gateway_models::usage_tail::UsageTail;
+use gateway_store::{Failure, OutsideRecordPhase};
 
 type Upstream = Pin<Box<dyn Stream<Item = Result<Bytes, BoxError>> + Send>>;
 
@@ -158,10 +158,10 @@ pub struct Relay {
     /// A native provider's stream translated into OpenAI's ([`Relay::translate`]).
     translator: Option<Box<dyn StreamTranslator>>,
     /// The response cache's capture of a miss: stored only when the stream
-    /// completes ([`crate::cache`]).
-    pub capture: Option<crate::cache::StreamCapture>,
+    /// completes ([`gateway_models::cache`]).
+    pub capture: Option<gateway_models::cache::StreamCapture>,
     /// The request's span, ended when the stream settles ([`Relay::trace`]).
-    span: crate::traces::Span,
+    span: gateway_base::traces::Span,
     finished: bool,
 }
 
@@ -191,7 +191,7 @@ impl Relay {
             tail: UsageTail::default(),
             translator: None,
             capture: None,
-            span: crate::traces::Span::default(),
+            span: gateway_base::traces::Span::default(),
             finished: false,
         }
     }
@@ -211,7 +211,7 @@ impl Relay {
 
     /// Ends the request's span `span` when the stream settles, with its
     /// tokens, finish reasons and cost (nothing when traces are off).
-    pub fn trace(&mut self, span: crate::traces::Span) {
+    pub fn trace(&mut self, span: gateway_base::traces::Span) {
         if span.is_on() {
             let mut reasons = Vec::new();
             // The first chunk was counted already.
@@ -264,14 +264,14 @@ impl Relay {
         }
     }
 
-    fn settle_records(&mut self, ended: &str) -> Option<Vec<crate::store::Record>> {
+    fn settle_records(&mut self, ended: &str) -> Option<Vec<gateway_store::Record>> {
         let settle = self.settle.take()?;
         let (t, counted) = self.tokens();
         let model = self.span.is_on().then(|| settle.model.id.clone());
         let records = settle.token_records(t, counted, ended);
         if let Some(model) = model {
             let reasons = self.counter.finish_reasons.take().unwrap_or_default();
-            self.span.usage(|| crate::traces::Usage {
+            self.span.usage(|| gateway_base::traces::Usage {
                 response_model: Some(&model),
                 input_tokens: t.prompt(),
                 output_tokens: t.output,
@@ -503,8 +503,8 @@ pub const SETTLEMENT_RETRY_FOR: Duration = Duration::from_secs(600);
 /// `store::writer`); the retried commit then ends no hold but still
 /// writes the usage and its debit. A commit in doubt is never retried.
 fn settle(
-    store: crate::store::Store,
-    records: Vec<crate::store::Record>,
+    store: gateway_store::Store,
+    records: Vec<gateway_store::Record>,
 ) -> tokio::sync::oneshot::Receiver<Result<(), Failure>> {
     let (done, committed) = tokio::sync::oneshot::channel();
     let why = OutsideRecordPhase::StreamSettlement;

@@ -34,7 +34,7 @@ pub struct SweepReport {
 pub async fn sweep_once(gw: &Gateway) -> SweepReport {
     let mut report = SweepReport::default();
     loop {
-        let now = crate::store::now_rfc3339();
+        let now = gateway_store::now_rfc3339();
         let n = now.clone();
         let batch = match gw
             .store
@@ -109,7 +109,7 @@ pub async fn collect_segments(gw: &Gateway) -> usize {
     let dir = local.packs_dir().to_path_buf();
     tokio::task::spawn_blocking(move || {
         let mut removed = 0;
-        for path in crate::objects::pack::collectable_segments(&dir, &live) {
+        for path in gateway_adapters::objects::pack::collectable_segments(&dir, &live) {
             match std::fs::remove_file(&path) {
                 Ok(()) => removed += 1,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}

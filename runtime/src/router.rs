@@ -9,9 +9,9 @@ use std::future::Future;
 use std::pin::Pin;
 
 use crate::services::Gateway;
-use crate::spec::{EndpointSpec, PathParams};
+use gateway_base::spec::{EndpointSpec, PathParams};
 
-pub use crate::body::{Request, Response};
+pub use gateway_base::body::{Request, Response};
 /// Future returned by a generated handler.
 pub type HandlerFuture = Pin<Box<dyn Future<Output = Response> + Send + 'static>>;
 /// A generated per-row handler: one call into [`crate::pipeline::handle`].

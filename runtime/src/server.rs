@@ -18,13 +18,13 @@ use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
-use crate::body;
 use crate::ctx::new_request_id;
-use crate::errors::ApiError;
 use crate::router::{Request, Response, RouteFn, RouteMatch};
 use crate::services::Gateway;
-use crate::spec::ErrorFormat;
-use crate::watchdog::{ConnState, Tracked, Watched};
+use gateway_base::body;
+use gateway_base::errors::ApiError;
+use gateway_base::spec::ErrorFormat;
+use gateway_base::watchdog::{ConnState, Tracked, Watched};
 
 /// How long shutdown waits for requests in flight.
 const DRAIN: Duration = Duration::from_secs(30);
@@ -70,11 +70,17 @@ async fn answer(gw: Gateway, route: RouteFn, req: Request, id: &mut Option<Strin
         *id = Some(rid);
         r
     };
-    if path.starts_with(crate::objects::serve::PATH_PREFIX) {
+    if path.starts_with(gateway_adapters::objects::serve::PATH_PREFIX) {
         // The local object store's presigned URLs (S3 serves its own).
         return match gw.objects.as_local() {
             Some(local) => {
-                crate::objects::serve_presigned(local, req.method(), req.uri(), req.headers()).await
+                gateway_adapters::objects::serve_presigned(
+                    local,
+                    req.method(),
+                    req.uri(),
+                    req.headers(),
+                )
+                .await
             }
             None => error(
                 ApiError::NotFound("no such object".into()),
@@ -86,7 +92,7 @@ async fn answer(gw: Gateway, route: RouteFn, req: Request, id: &mut Option<Strin
         return match crate::dashboard::answer(&gw, path) {
             Some(r) => r,
             None => {
-                crate::telemetry::unmatched(404);
+                gateway_base::telemetry::unmatched(404);
                 let message = format!("no dashboard file {path}");
                 error(ApiError::NotFound(message), gw.table.errors_for_path(path))
             }
@@ -97,7 +103,7 @@ async fn answer(gw: Gateway, route: RouteFn, req: Request, id: &mut Option<Strin
         "/openapi.json" => return static_answer(gw.table.openapi, "application/json"),
         "/docs" => return static_answer(gw.table.docs, "text/html; charset=utf-8"),
         "/metrics" => {
-            let mut r = http::Response::new(body::full(crate::telemetry::render()));
+            let mut r = http::Response::new(body::full(gateway_base::telemetry::render()));
             r.headers_mut().insert(
                 header::CONTENT_TYPE,
                 HeaderValue::from_static("text/plain; version=0.0.4"),
@@ -125,14 +131,14 @@ async fn answer(gw: Gateway, route: RouteFn, req: Request, id: &mut Option<Strin
             }
         }
         RouteMatch::MethodNotAllowed { allowed } => {
-            crate::telemetry::unmatched(405);
+            gateway_base::telemetry::unmatched(405);
             error(
                 ApiError::MethodNotAllowed(allowed),
                 table.errors_for_path(path),
             )
         }
         RouteMatch::NotFound => {
-            crate::telemetry::unmatched(404);
+            gateway_base::telemetry::unmatched(404);
             let message = format!("no route for {} {}", req.method(), path);
             error(ApiError::NotFound(message), table.errors_for_path(path))
         }
@@ -141,7 +147,7 @@ async fn answer(gw: Gateway, route: RouteFn, req: Request, id: &mut Option<Strin
 
 /// One request of a connection: its body timed ([`body::ReqBody`]), its
 /// answer tracked by the watchdog until sent and, with the access log on,
-/// logged when sent ([`crate::access`]).
+/// logged when sent ([`gateway_base::access`]).
 async fn serve_one(
     gw: Gateway,
     route: RouteFn,
@@ -156,8 +162,8 @@ async fn serve_one(
         .access_log
         .then(|| (req.method().clone(), unrouted_name(req.uri().path())));
     let resp = dispatch(gw, route, req).await;
-    let line =
-        access.map(|(method, fallback)| crate::access::Line::of(method, started, &resp, fallback));
+    let line = access
+        .map(|(method, fallback)| gateway_base::access::Line::of(method, started, &resp, fallback));
     Ok(resp.map(|b| Tracked::new(b, guard, line)))
 }
 
@@ -191,7 +197,7 @@ fn unrouted_name(path: &str) -> &'static str {
         "/docs" => "docs",
         p if crate::dashboard::is_dashboard(p) => "dashboard",
         "/metrics" => "metrics",
-        p if p.starts_with(crate::objects::serve::PATH_PREFIX) => "objects",
+        p if p.starts_with(gateway_adapters::objects::serve::PATH_PREFIX) => "objects",
         _ => "unmatched",
     }
 }
@@ -206,7 +212,7 @@ pub struct Limits {
     pub idle_timeout: Duration,
     /// Connections open at once; beyond, new ones wait in the kernel's backlog.
     pub max_connections: usize,
-    /// Time a request body may take (see [`crate::body::ReqBody`]).
+    /// Time a request body may take (see [`gateway_base::body::ReqBody`]).
     pub body_timeout: Duration,
     /// Concurrent streams of one HTTP/2 connection.
     pub max_streams: u32,
@@ -282,10 +288,10 @@ impl AcceptBackoff {
 /// arriving for [`SHED_GRACE`], are closed to make room; an authenticated
 /// connection with a request in flight never is
 /// ([`ConnState::sheddable`]). Each connection runs under the
-/// [`crate::watchdog`] (header and idle time-outs); an HTTP/2 connection
+/// [`gateway_base::watchdog`] (header and idle time-outs); an HTTP/2 connection
 /// opens at most `GATEWAY_MAX_STREAMS_PER_CONNECTION` streams; request
-/// bodies must arrive in time ([`crate::body::ReqBody`]); every request
-/// gets its [`crate::access`] line.
+/// bodies must arrive in time ([`gateway_base::body::ReqBody`]); every request
+/// gets its [`gateway_base::access`] line.
 pub async fn serve(
     listener: TcpListener,
     gw: Gateway,
@@ -334,7 +340,7 @@ pub async fn serve(
         let state = ConnState::new();
         let gw = gw.clone();
         let in_service = state.clone();
-        let client = crate::body::ClientAddr(peer.ip());
+        let client = gateway_base::body::ClientAddr(peer.ip());
         let service = service_fn(move |mut req: http::Request<hyper::body::Incoming>| {
             req.extensions_mut().insert(client);
             serve_one(gw.clone(), route, in_service.clone(), limits, req)

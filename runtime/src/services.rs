@@ -11,10 +11,11 @@
 
 use std::sync::Arc;
 
-use crate::{
-    auth, cluster, config, objects, oidc, owner_cache, providers, ratelimit, routing, spec, spool,
-    store, streams, stripe, upstream,
-};
+use crate::config;
+use gateway_adapters::{auth, cluster, objects, oidc, ratelimit, streams, stripe, upstream};
+use gateway_base::{owner_cache, spec, spool};
+use gateway_models::{providers, routing};
+use gateway_store::{self as store};
 
 /// Shared state of a running gateway (cheap to clone).
 #[derive(Clone)]
@@ -54,10 +55,10 @@ pub struct Inner {
     pub stripe: stripe::Stripe,
     /// Routing of model calls: cool-downs and latencies of deployments.
     pub routing: routing::Routing,
-    /// The exact response cache of model answers ([`crate::cache`]).
-    pub response_cache: crate::cache::Cache,
-    /// OpenTelemetry traces ([`crate::traces`]); `None`: off, nothing traced.
-    pub traces: Option<crate::traces::Traces>,
+    /// The exact response cache of model answers ([`gateway_models::cache`]).
+    pub response_cache: gateway_models::cache::Cache,
+    /// OpenTelemetry traces ([`gateway_base::traces`]); `None`: off, nothing traced.
+    pub traces: Option<gateway_base::traces::Traces>,
 }
 
 impl std::ops::Deref for Gateway {

@@ -9,13 +9,13 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Limited};
 use serde_json::{Map, Value};
 
-use crate::errors::ApiError;
-use crate::spec::{EndpointSpec, PathParams};
-use crate::upstream::encode_segment;
+use gateway_adapters::upstream::encode_segment;
+use gateway_base::errors::ApiError;
+use gateway_base::spec::{EndpointSpec, PathParams};
 
 /// Reads a JSON object body of at most `limit` bytes. An empty body is `{}`.
 pub async fn read_json_object(
-    body: crate::body::ReqBody,
+    body: gateway_base::body::ReqBody,
     limit: usize,
 ) -> Result<Map<String, Value>, ApiError> {
     let bytes = read_limited(body, limit).await?;
@@ -36,7 +36,10 @@ pub async fn read_json_object(
 /// 413 at once when the body's declared length (`Content-Length`) is over
 /// `limit`: nothing is read, and since hyper sends `100 Continue` only when
 /// the body is first polled, a client that asked for it never gets it.
-pub fn refuse_declared_over(body: &crate::body::ReqBody, limit: u64) -> Result<(), ApiError> {
+pub fn refuse_declared_over(
+    body: &gateway_base::body::ReqBody,
+    limit: u64,
+) -> Result<(), ApiError> {
     use http_body::Body as _;
     let declared = body.size_hint().lower();
     if declared > limit {
@@ -49,14 +52,17 @@ pub fn refuse_declared_over(body: &crate::body::ReqBody, limit: u64) -> Result<(
 
 /// Reads a whole body of at most `limit` bytes (413 beyond, and at once when
 /// `Content-Length` already says so).
-pub async fn read_limited(body: crate::body::ReqBody, limit: usize) -> Result<Bytes, ApiError> {
+pub async fn read_limited(
+    body: gateway_base::body::ReqBody,
+    limit: usize,
+) -> Result<Bytes, ApiError> {
     refuse_declared_over(&body, limit as u64)?;
     match Limited::new(body, limit).collect().await {
         Ok(c) => Ok(c.to_bytes()),
         Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(ApiError::PayloadTooLarge(
             format!("request body is larger than {limit} bytes"),
         )),
-        Err(e) if crate::body::ReqBody::timed_out(&*e) => Err(body_timed_out()),
+        Err(e) if gateway_base::body::ReqBody::timed_out(&*e) => Err(body_timed_out()),
         Err(e) => Err(ApiError::BadRequest(format!(
             "could not read the request body: {e}"
         ))),

@@ -5,11 +5,12 @@
 
 use std::sync::Arc;
 
+use crate::config;
 use crate::services::{Gateway, Inner};
-use crate::{
-    auth, cluster, config, objects, oidc, providers, ratelimit, spec, spool, store, streams,
-    telemetry, upstream,
-};
+use gateway_adapters::{auth, cluster, objects, oidc, ratelimit, streams, upstream};
+use gateway_base::{spec, spool, telemetry};
+use gateway_models::providers;
+use gateway_store::{self as store};
 
 /// Why a gateway could not start.
 #[derive(Debug, thiserror::Error)]
@@ -114,13 +115,14 @@ impl Gateway {
         if swept > 0 {
             tracing::info!(swept, "swept spool files left by a stopped instance");
         }
-        let stripe = crate::stripe::Stripe::new(config.stripe.clone(), config.upstream_timeout);
+        let stripe =
+            gateway_adapters::stripe::Stripe::new(config.stripe.clone(), config.upstream_timeout);
         let config_routing = config.routing.clone();
         let traces = match &config.traces {
-            Some(t) => Some(crate::traces::Traces::start(t).map_err(StartError::Traces)?),
+            Some(t) => Some(gateway_base::traces::Traces::start(t).map_err(StartError::Traces)?),
             None => None,
         };
-        let response_cache = crate::cache::Cache::new(
+        let response_cache = gateway_models::cache::Cache::new(
             config.cache_scope,
             config.cache_max_mb.saturating_mul(1 << 20),
             cluster.clone(),
@@ -139,7 +141,7 @@ impl Gateway {
             stock_voices: Default::default(),
             providers,
             streams: Arc::new(streams::Streams::new(cluster.clone())),
-            routing: crate::routing::Routing::new(config_routing, cluster.clone()),
+            routing: gateway_models::routing::Routing::new(config_routing, cluster.clone()),
             response_cache,
             cluster,
             oidc,

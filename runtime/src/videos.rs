@@ -13,7 +13,7 @@
 //! * **Copied once.** The finished video (`GET /videos/{id}/content`) is
 //!   streamed into the object store (asset class `video`, 7-day retention)
 //!   by the one observer that claims the copy in the database
-//!   ([`crate::store::Store::claim_video_copy`]; a claim older than
+//!   ([`gateway_store::Store::claim_video_copy`]; a claim older than
 //!   [`COPY_STALE`] is taken over); the job is marked completed after its
 //!   billing is committed. Callers get a presigned URL of our copy.
 //! * **Followed.** Unfinished jobs are polled again the follower's first
@@ -29,12 +29,12 @@ use serde_json::{json, Value};
 use tokio::sync::Semaphore;
 
 use crate::credits::Settle;
-use crate::errors::ApiError;
-use crate::providers::{Model, Provider};
 use crate::services::Gateway;
-use crate::spec::Method;
-use crate::store::{rfc3339, AssetRecord, OutsideRecordPhase, Record, VideoJobRow};
-use crate::upstream::llm::ProviderKey;
+use gateway_adapters::upstream::llm::ProviderKey;
+use gateway_base::errors::ApiError;
+use gateway_base::spec::Method;
+use gateway_models::providers::{Model, Provider};
+use gateway_store::{rfc3339, AssetRecord, OutsideRecordPhase, Record, VideoJobRow};
 
 /// Retention of stored videos.
 pub const VIDEO_RETENTION_DAYS: i64 = 7;
@@ -79,7 +79,7 @@ fn provider_of(
     let key = p
         .key
         .clone()
-        .ok_or_else(|| crate::providers::config_missing(p))?;
+        .ok_or_else(|| gateway_models::providers::config_missing(p))?;
     Ok((p.clone(), m.clone(), key))
 }
 
@@ -121,7 +121,7 @@ pub async fn end_unbilled(gw: &Gateway, job: &VideoJobRow, status: &str) -> Resu
     let (id, st, now) = (
         job.job_id.clone(),
         status.to_owned(),
-        crate::store::now_rfc3339(),
+        gateway_store::now_rfc3339(),
     );
     let changed = gw
         .store
@@ -151,7 +151,10 @@ pub async fn observe(
         return Ok((job, None));
     }
     let (p, m, key) = provider_of(gw, &job)?;
-    let path = format!("/videos/{}", crate::upstream::encode_segment(&job.job_id));
+    let path = format!(
+        "/videos/{}",
+        gateway_adapters::upstream::encode_segment(&job.job_id)
+    );
     let item = gw
         .upstream
         .llm_call(Method::Get, &p.base_url, &path, &key)
@@ -168,7 +171,7 @@ pub async fn observe(
                 let (id, st, now) = (
                     job.job_id.clone(),
                     s.to_owned(),
-                    crate::store::now_rfc3339(),
+                    gateway_store::now_rfc3339(),
                 );
                 gw.store
                     .blocking(move |s| s.set_video_status(&id, &st, &now))
@@ -183,8 +186,8 @@ pub async fn observe(
 /// the requested seconds (the hold's basis).
 pub fn billed_seconds(item: &Value, requested: Decimal) -> Decimal {
     // The one rule for upstream figures (negative or non-finite: logged, not billed).
-    match crate::billing::quantity_from_upstream("seconds", item.get("seconds")) {
-        crate::billing::UpstreamQuantity::Valid(r) if r > Decimal::ZERO => r.min(requested),
+    match gateway_base::billing::quantity_from_upstream("seconds", item.get("seconds")) {
+        gateway_base::billing::UpstreamQuantity::Valid(r) if r > Decimal::ZERO => r.min(requested),
         _ => requested,
     }
 }
@@ -278,7 +281,7 @@ async fn copy(
 ) -> Result<(String, u64), ApiError> {
     let path = format!(
         "/videos/{}/content",
-        crate::upstream::encode_segment(&job.job_id)
+        gateway_adapters::upstream::encode_segment(&job.job_id)
     );
     let answer = gw
         .upstream
@@ -289,9 +292,9 @@ async fn copy(
         "videos/{}/{}-{}.mp4",
         job.user_id,
         now.format("%Y/%m/%d/%H%M%S"),
-        crate::upstream::encode_segment(&job.job_id)
+        gateway_adapters::upstream::encode_segment(&job.job_id)
     );
-    let stream: crate::objects::ByteStream =
+    let stream: gateway_adapters::objects::ByteStream =
         Box::pin(answer.byte_stream().map_err(std::io::Error::other));
     let size = gw
         .objects

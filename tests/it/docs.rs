@@ -227,7 +227,15 @@ fn names_in(code: &str) -> BTreeSet<String> {
 /// Whose code a file is, for the check that a listed variable is read by
 /// what the list says reads it.
 fn reader_of(rel: &str) -> Option<Scope> {
-    let gateway = ["runtime/src/", "app/src/", "server/src/"];
+    let gateway = [
+        "base/src/",
+        "store/src/",
+        "adapters/src/",
+        "models/src/",
+        "runtime/src/",
+        "app/src/",
+        "server/src/",
+    ];
     if gateway.iter().any(|p| rel.starts_with(p)) {
         Some(Scope::Gateway)
     } else if rel.starts_with("sim/src/") {

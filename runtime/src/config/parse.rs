@@ -58,7 +58,7 @@ pub(super) fn parse_database_url(v: &str) -> Result<String, String> {
     if !(v.starts_with("postgres://") || v.starts_with("postgresql://")) {
         return Err("expected a postgres:// or postgresql:// URL".into());
     }
-    crate::store::check_url(v).map_err(|e| e.to_string())?;
+    gateway_store::check_url(v).map_err(|e| e.to_string())?;
     Ok(v.to_owned())
 }
 
@@ -102,7 +102,7 @@ pub(super) fn host_is_private(url: &str) -> Option<bool> {
     let host = parsed.host_str()?;
     let bare = host.trim_start_matches('[').trim_end_matches(']');
     Some(match bare.parse::<std::net::IpAddr>() {
-        Ok(ip) => crate::net::is_private(ip),
+        Ok(ip) => gateway_base::net::is_private(ip),
         Err(_) => {
             let d = bare.trim_end_matches('.').to_ascii_lowercase();
             d == "localhost" || d.ends_with(".localhost")

@@ -3,25 +3,25 @@
 //! in the row's format (format 1), 400s with `details.reason`.
 //!
 //! Passwords are hashed (argon2, on the password pool of
-//! [`crate::auth::passwords`]) and never logged or answered; mailed tokens
+//! [`gateway_adapters::auth::passwords`]) and never logged or answered; mailed tokens
 //! are stored as SHA-256 hashes and expire.
 //!
 //! Abuse limits: register, login, confirm and reset-password count against
 //! the row's capability (`accounts`) per client address (the TCP peer; see
 //! [`address_key`]); a login of an account from an address that failed it
 //! too often in a row is refused for a while, never one from an address
-//! that has not failed ([`crate::auth::backoff`]); an account gets at
+//! that has not failed ([`gateway_adapters::auth::backoff`]); an account gets at
 //! most [`RESET_MAILS`] reset mails. Usernames cannot contain `@`, and an
 //! identifier with `@` logs in by e-mail address only. A password reset
 //! revokes the user's tokens and spends every other reset token. A reset
 //! request is answered before its mail is made (the same answer and the
 //! same work on the request path for any address). A reset of an account
 //! made by a sign-in with an unverified address drops its links and keys
-//! (see [`crate::store::Store::reset_password_with_token`]). Answers
+//! (see [`gateway_store::Store::reset_password_with_token`]). Answers
 //! carrying tokens are `no-store` ([`super::common::secret_answer`]).
 //!
 //! Sign-in with OpenID Connect (`oauth_authorize`, `oauth_callback`): the
-//! provider is [`crate::oidc`]'s; a sign-in under way is a row of the
+//! provider is [`gateway_adapters::oidc`]'s; a sign-in under way is a row of the
 //! database (the hash of its one-time `state`, its nonce and PKCE
 //! verifier, [`OAUTH_STATE_TTL_MINUTES`]), so any instance takes the
 //! callback. The callback answers what `/auth/login` answers. An account
@@ -40,17 +40,18 @@ use serde_json::{json, Map, Value};
 
 use super::common::{secret_answer, user_json};
 use super::read_body;
-use crate::auth::backoff::LoginKey;
-use crate::auth::{self, passwords, tokens::Typ, TokenPair};
-use crate::body::{ClientAddr, Request};
 use crate::ctx::{Ctx, Outcome};
-use crate::errors::ApiError;
-use crate::oidc::OidcError;
-use crate::ratelimit::Quota;
 use crate::services::Gateway;
-use crate::spec::PathParams;
-use crate::store::{OauthSignIn, OauthUser, Registration};
-use crate::{body, mail, telemetry};
+use gateway_adapters::auth::backoff::LoginKey;
+use gateway_adapters::auth::{self, passwords, tokens::Typ, TokenPair};
+use gateway_adapters::mail;
+use gateway_adapters::oidc::OidcError;
+use gateway_adapters::ratelimit::Quota;
+use gateway_base::body::{ClientAddr, Request};
+use gateway_base::errors::ApiError;
+use gateway_base::spec::PathParams;
+use gateway_base::{body, telemetry};
+use gateway_store::{OauthSignIn, OauthUser, Registration};
 
 /// How long a confirmation token is valid.
 const CONFIRM_TTL_HOURS: i64 = 48;
@@ -136,7 +137,7 @@ async fn mail_token(
 ) -> Result<String, ApiError> {
     let token = hex::encode(rand::random::<[u8; 32]>());
     let hash = auth::hash_key(&token);
-    let expires = crate::store::rfc3339(chrono::Utc::now() + chrono::Duration::hours(hours));
+    let expires = gateway_store::rfc3339(chrono::Utc::now() + chrono::Duration::hours(hours));
     gw.store
         .blocking(move |s| s.insert_account_token(&hash, user_id, purpose, &expires))
         .await?;
@@ -488,7 +489,7 @@ pub async fn oauth_authorize(
     let provider = oauth_provider(ctx, params)?;
     let a = ctx.gw.oidc.authorize(&provider).await.map_err(oidc_error)?;
     let hash = auth::hash_key(&a.state);
-    let expires = crate::store::rfc3339(
+    let expires = gateway_store::rfc3339(
         chrono::Utc::now() + chrono::Duration::minutes(OAUTH_STATE_TTL_MINUTES),
     );
     let (nonce, verifier) = (a.nonce, a.pkce_verifier);

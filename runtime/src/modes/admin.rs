@@ -8,11 +8,11 @@ use serde_json::{json, Value};
 
 use super::common::{addressed_user as target, user_json};
 use super::read_body;
-use crate::body;
-use crate::body::Request;
 use crate::ctx::{Ctx, Outcome};
-use crate::errors::ApiError;
-use crate::spec::PathParams;
+use gateway_base::body;
+use gateway_base::body::Request;
+use gateway_base::errors::ApiError;
+use gateway_base::spec::PathParams;
 
 fn ok(v: Value) -> Outcome {
     Outcome::new(body::json(StatusCode::OK, &v), None)
@@ -71,7 +71,7 @@ pub async fn credits(
     // Checked before the transaction (400); the store checks again inside
     // it, so a concurrent grant fails cleanly, never overflows.
     let before = ctx.gw.store.blocking(move |s| s.balance(id)).await?;
-    crate::billing::check_grant(before, amount).map_err(ApiError::BadRequest)?;
+    gateway_base::billing::check_grant(before, amount).map_err(ApiError::BadRequest)?;
     let balance = ctx
         .gw
         .store

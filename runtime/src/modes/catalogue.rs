@@ -5,11 +5,11 @@
 use http::StatusCode;
 use serde_json::{json, Value};
 
-use crate::body;
 use crate::ctx::{Ctx, Outcome};
-use crate::errors::ApiError;
-use crate::providers::{model_json, route_json};
-use crate::spec::PathParams;
+use gateway_base::body;
+use gateway_base::errors::ApiError;
+use gateway_base::spec::PathParams;
+use gateway_models::providers::{model_json, route_json};
 
 /// Days of usage `trending` looks back by default.
 pub const TRENDING_DAYS: i64 = 7;
@@ -64,7 +64,7 @@ fn query_num(ctx: &Ctx, name: &str) -> Option<i64> {
 pub async fn trending(ctx: &mut Ctx) -> Result<Outcome, ApiError> {
     let days = query_num(ctx, "days").unwrap_or(TRENDING_DAYS).max(1);
     let limit = query_num(ctx, "limit").map_or(TRENDING_LIMIT, |l| l.max(1) as usize);
-    let since = crate::store::rfc3339(chrono::Utc::now() - chrono::Duration::days(days));
+    let since = gateway_store::rfc3339(chrono::Utc::now() - chrono::Duration::days(days));
     let ranked = ctx
         .gw
         .store

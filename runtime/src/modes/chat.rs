@@ -14,15 +14,15 @@ use http::{header, HeaderValue, StatusCode};
 use serde_json::{json, Map, Value};
 
 use super::{prepare_cached, read_body, Hit};
-use crate::body::{self, Request};
-use crate::cache::Ask;
-use crate::cost::Cost;
 use crate::ctx::{Ctx, Later, Outcome, Settlement};
-use crate::errors::ApiError;
-use crate::providers::{ModelType, Op, Tokens};
 use crate::relay::Relay;
-use crate::spec::PathParams;
-use crate::upstream::Failed;
+use gateway_adapters::upstream::Failed;
+use gateway_base::body::{self, Request};
+use gateway_base::errors::ApiError;
+use gateway_base::spec::PathParams;
+use gateway_models::cache::Ask;
+use gateway_models::cost::Cost;
+use gateway_models::providers::{ModelType, Op, Tokens};
 
 /// Time allowed to a whole streamed answer (idleness is bounded apart).
 const STREAM_LIFETIME: Duration = Duration::from_secs(6 * 3600);
@@ -88,7 +88,7 @@ pub async fn complete(ctx: &mut Ctx, req: Request, chat: bool) -> Result<Outcome
 }
 
 /// [`complete`] of a body already read (and validated), with the
-/// request's response-cache headers `ask` ([`crate::cache`]).
+/// request's response-cache headers `ask` ([`gateway_models::cache`]).
 pub async fn complete_body(
     ctx: &mut Ctx,
     body: Map<String, Value>,
@@ -102,14 +102,14 @@ pub async fn complete_body(
         (ModelType::Completion, Op::Completion)
     };
     let stream = body.get("stream") == Some(&Value::Bool(true));
-    let tail = crate::usage_tail::UsageTail::of(&body);
-    // The hold: everything the upstream body asks for ([`crate::bounds`]),
+    let tail = gateway_models::usage_tail::UsageTail::of(&body);
+    // The hold: everything the upstream body asks for ([`gateway_models::bounds`]),
     // on the most expensive candidate deployment.
     let ready = prepare_cached(ctx, body, want, op, Some((ask, stream)), |m, up, shape| {
         if chat {
-            crate::bounds::chat(up, shape, m.context_window)
+            gateway_models::bounds::chat(up, shape, m.context_window)
         } else {
-            crate::bounds::completion(up, m.context_window)
+            gateway_models::bounds::completion(up, m.context_window)
         }
     })
     .await?;
@@ -128,7 +128,7 @@ pub async fn complete_body(
                 true,
             ),
         };
-        ctx.trace.usage(|| crate::traces::Usage {
+        ctx.trace.usage(|| gateway_base::traces::Usage {
             response_model: v.get("model").and_then(Value::as_str),
             input_tokens: tokens.prompt(),
             output_tokens: tokens.output,
@@ -207,14 +207,21 @@ fn finish_reasons(v: &Value) -> Vec<String> {
 
 /// One streamed attempt: the answer's headers and its first chunk, each
 /// within the idle time-out `idle`; a failure before the first byte may be
-/// retried elsewhere ([`crate::routing`]).
+/// retried elsewhere ([`gateway_models::routing`]).
 async fn first_byte(
-    call: crate::upstream::Call,
+    call: gateway_adapters::upstream::Call,
     idle: Duration,
-) -> Result<(u16, crate::upstream::ByteStream, Option<bytes::Bytes>), Failed> {
+) -> Result<
+    (
+        u16,
+        gateway_adapters::upstream::ByteStream,
+        Option<bytes::Bytes>,
+    ),
+    Failed,
+> {
     let timed_out = || {
         Failed::new(
-            crate::upstream::FailureKind::Timeout,
+            gateway_adapters::upstream::FailureKind::Timeout,
             ApiError::GatewayTimeout(format!(
                 "the model provider sent nothing for {} s",
                 idle.as_secs()
@@ -233,7 +240,7 @@ async fn first_byte(
         Some(Ok(b)) => Some(b),
         Some(Err(e)) => {
             tracing::warn!(error = %e, "model stream failed before its first byte");
-            return Err(Failed::new(crate::upstream::FailureKind::BodyBroken, ApiError::Network(
+            return Err(Failed::new(gateway_adapters::upstream::FailureKind::BodyBroken, ApiError::Network(
                     "network error contacting the model provider: connection closed while reading the answer".into(),
                 )));
         }
@@ -289,7 +296,7 @@ async fn answer_hit(
             }
             u
         });
-        let mut r = http::Response::new(crate::cache::replay(events, usage));
+        let mut r = http::Response::new(gateway_models::cache::replay(events, usage));
         let h = r.headers_mut();
         h.insert(
             header::CONTENT_TYPE,
@@ -305,7 +312,7 @@ async fn answer_hit(
         body::json(StatusCode::OK, &v)
     };
     resp.headers_mut().extend(served);
-    crate::cache::Miss::hit().mark(&mut resp);
+    gateway_models::cache::Miss::hit().mark(&mut resp);
     let mut out = Outcome::new(resp, None).settled(Settlement::ByModeRecords);
     out.records = records;
     Ok(out)

@@ -6,12 +6,12 @@
 use http::{header, HeaderValue, StatusCode};
 use serde_json::{json, Value};
 
-use crate::body::{self, Request};
 use crate::ctx::{Ctx, Outcome};
-use crate::errors::ApiError;
-use crate::objects::ObjectError;
-use crate::spec::PathParams;
-use crate::store::UserRow;
+use gateway_adapters::objects::ObjectError;
+use gateway_base::body::{self, Request};
+use gateway_base::errors::ApiError;
+use gateway_base::spec::PathParams;
+use gateway_store::UserRow;
 
 /// A user as the account and admin routes answer it.
 pub(crate) fn user_json(u: &UserRow) -> Value {
@@ -71,7 +71,7 @@ pub(crate) fn multipart_error(e: multer::Error, max_file: u64) -> ApiError {
         multer::Error::StreamSizeExceeded { .. } | multer::Error::FieldSizeExceeded { .. } => {
             file_too_large(max_file)
         }
-        multer::Error::StreamReadFailed(e) if crate::body::ReqBody::timed_out(&*e) => {
+        multer::Error::StreamReadFailed(e) if gateway_base::body::ReqBody::timed_out(&*e) => {
             crate::shape::body_timed_out()
         }
         other => ApiError::BadRequest(format!("malformed multipart body: {other}")),
@@ -83,7 +83,9 @@ pub(crate) fn multipart_error(e: multer::Error, max_file: u64) -> ApiError {
 /// (so the store's `ObjectError::Body` still says so), else `Other`.
 pub(crate) fn field_io_error(e: multer::Error) -> std::io::Error {
     let kind = match &e {
-        multer::Error::StreamReadFailed(inner) if crate::body::ReqBody::timed_out(&**inner) => {
+        multer::Error::StreamReadFailed(inner)
+            if gateway_base::body::ReqBody::timed_out(&**inner) =>
+        {
             std::io::ErrorKind::TimedOut
         }
         _ => std::io::ErrorKind::Other,

@@ -8,10 +8,10 @@ use rust_decimal::prelude::ToPrimitive;
 use serde_json::{json, Value};
 
 use super::prepare_cached;
-use crate::body::{self, Request};
 use crate::ctx::{Ctx, Outcome, Settlement};
-use crate::errors::ApiError;
-use crate::providers::{ModelType, Op};
+use gateway_base::body::{self, Request};
+use gateway_base::errors::ApiError;
+use gateway_models::providers::{ModelType, Op};
 
 /// Bytes of the texts and how many there are; 400 unless a non-empty
 /// string or list of strings.
@@ -42,7 +42,7 @@ fn texts_size(v: &Value, field: &str) -> Result<(usize, usize), ApiError> {
 
 /// `embedding`.
 pub async fn embed(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
-    let ask = crate::cache::Ask::from_headers(req.headers())?;
+    let ask = gateway_models::cache::Ask::from_headers(req.headers())?;
     let body = super::read_body(ctx, req).await?;
     let spec_shape = body.contains_key("text");
     let (field, value) = match (body.get("text"), body.get("input")) {
@@ -57,7 +57,7 @@ pub async fn embed(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
         ModelType::Embedding,
         Op::Embedding,
         Some((&ask, false)),
-        |_, up, _| crate::bounds::embedding(up),
+        |_, up, _| gateway_models::bounds::embedding(up),
     )
     .await?;
     let (v, status, records, cache, name) = match ready {
@@ -76,22 +76,30 @@ pub async fn embed(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
             let (input, counted) = match v
                 .get("usage")
                 .and_then(|u| {
-                    crate::billing::quantity_from_upstream("prompt_tokens", u.get("prompt_tokens"))
-                        .valid()
+                    gateway_base::billing::quantity_from_upstream(
+                        "prompt_tokens",
+                        u.get("prompt_tokens"),
+                    )
+                    .valid()
                 })
                 .and_then(|d| d.ceil().to_u64())
             {
                 Some(t) => (t, false),
                 None => (bytes.div_ceil(4) as u64, true),
             };
-            ctx.trace.usage(|| crate::traces::Usage {
+            ctx.trace.usage(|| gateway_base::traces::Usage {
                 response_model: v.get("model").and_then(Value::as_str),
                 input_tokens: input,
                 output_tokens: 0,
                 finish_reasons: Vec::new(),
             });
             let name = format!("{}/{}", settle.provider.id, settle.model.id);
-            cache.store_json(&name, &v, crate::providers::Tokens::new(input, 0), counted);
+            cache.store_json(
+                &name,
+                &v,
+                gateway_models::providers::Tokens::new(input, 0),
+                counted,
+            );
             let records = settle.records(input, 0, counted, "complete");
             (v, Some(status), records, cache, name)
         }
@@ -99,7 +107,7 @@ pub async fn embed(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
             let name = format!("{}/{}", hit.settle.provider.id, hit.settle.model.id);
             let (entry, records) = hit.settle(ctx).await?;
             let v = entry.to_json().unwrap_or_default();
-            (v, None, records, crate::cache::Miss::hit(), name)
+            (v, None, records, gateway_models::cache::Miss::hit(), name)
         }
     };
     let data = v.get("data").and_then(Value::as_array).ok_or_else(|| {
@@ -118,7 +126,7 @@ pub async fn embed(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
     } else {
         v
     };
-    if let Some(c) = crate::cost::Cost::of(&records) {
+    if let Some(c) = gateway_models::cost::Cost::of(&records) {
         c.annotate(&mut answer);
     }
     let mut resp = body::json(StatusCode::OK, &answer);

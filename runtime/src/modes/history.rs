@@ -11,12 +11,12 @@ use http::{header, HeaderValue, StatusCode};
 use serde_json::{json, Value};
 
 use super::common::{addressed_user, query_str, query_u32};
-use crate::body;
-use crate::cost::text;
 use crate::ctx::{Ctx, Outcome};
-use crate::errors::ApiError;
-use crate::spec::{Auth, PathParams};
-use crate::store::{Generation, GroupBy, UsageTotals};
+use gateway_base::body;
+use gateway_base::errors::ApiError;
+use gateway_base::spec::{Auth, PathParams};
+use gateway_models::cost::text;
+use gateway_store::{Generation, GroupBy, UsageTotals};
 
 /// Days of usage read when `from` is not given.
 const DEFAULT_DAYS: i64 = 31;

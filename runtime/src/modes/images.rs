@@ -8,11 +8,11 @@ use http::StatusCode;
 use serde_json::Value;
 
 use super::prepare_model_call;
-use crate::body::{self, Request};
 use crate::ctx::{Ctx, Outcome, Settlement};
-use crate::errors::ApiError;
-use crate::providers::{ModelType, Op};
-use crate::spec::Mode;
+use gateway_base::body::{self, Request};
+use gateway_base::errors::ApiError;
+use gateway_base::spec::Mode;
+use gateway_models::providers::{ModelType, Op};
 
 /// Retention of generated images.
 pub const IMAGE_RETENTION_DAYS: i64 = 7;
@@ -56,7 +56,7 @@ pub async fn generate(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> 
         check_size(size)?;
     }
     let prepared = prepare_model_call(ctx, body, ModelType::Image, Op::Image, |_, up, _| {
-        crate::bounds::image(up)
+        gateway_models::bounds::image(up)
     })
     .await?;
     let ((status, mut v), settle) = prepared.send(ctx, "images").await?;
@@ -100,8 +100,8 @@ pub async fn generate(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> 
             .filter(|t| t.starts_with("image/"))
             .unwrap_or("image/png")
             .to_owned();
-        let ext = crate::media::by_content_type(&content_type).map_or("png", |t| t.ext);
-        let stream: crate::objects::ByteStream = Box::pin(
+        let ext = gateway_base::media::by_content_type(&content_type).map_or("png", |t| t.ext);
+        let stream: gateway_adapters::objects::ByteStream = Box::pin(
             resp.bytes_stream()
                 .map_err(|e| std::io::Error::other(e.without_url())),
         );
@@ -124,7 +124,7 @@ pub async fn generate(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> 
         records.extend(stored.records);
     }
     records.extend(settle.image_records(count));
-    if let Some(c) = crate::cost::Cost::of(&records) {
+    if let Some(c) = gateway_models::cost::Cost::of(&records) {
         // OpenAI's image usage, when the provider sent none (clients typed
         // on it need its token fields): billed per image, no token counted.
         if let Some(obj) = v.as_object_mut().filter(|o| !o.contains_key("usage")) {

@@ -24,14 +24,14 @@ use http::StatusCode;
 use serde_json::Value;
 
 use super::common::query_u32;
-use crate::body::json;
-use crate::body::Request;
 use crate::ctx::{Ctx, Outcome};
-use crate::errors::ApiError;
 use crate::progress::{item_of, item_status, observe};
-use crate::spec::PathParams;
-use crate::store::{JobRecord, Record};
 use crate::{fetch, shape};
+use gateway_base::body::json;
+use gateway_base::body::Request;
+use gateway_base::errors::ApiError;
+use gateway_base::spec::PathParams;
+use gateway_store::{JobRecord, Record};
 
 /// `job_submit`.
 pub async fn submit(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<Outcome, ApiError> {
@@ -55,7 +55,7 @@ pub async fn submit(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<
             .map_err(|r| ApiError::BadRequest(format!("callback_uri {}", r.describe())))?;
     }
     let hold = match spec.billing {
-        crate::spec::Billing::Free => None,
+        gateway_base::spec::Billing::Free => None,
         _ => {
             let url = body.get("audio_url").and_then(Value::as_str);
             let job_kind = ctx.job_kind()?;
@@ -123,10 +123,10 @@ pub async fn submit(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<
             .map(str::to_owned)
             .or(media_type),
         callback_uri,
-        created_at: crate::store::rfc3339(now),
+        created_at: gateway_store::rfc3339(now),
         // Every job is scheduled, so that a follower enabled later (or on
         // another instance) finds it.
-        follow_at: Some(crate::store::rfc3339(first_poll)),
+        follow_at: Some(gateway_store::rfc3339(first_poll)),
         key_id: ctx.user.as_ref().and_then(|u| u.budget_key),
         // Kept by the job from here: its release, should the record not
         // be written, is owed by the record writer.
@@ -159,7 +159,10 @@ pub async fn get(ctx: &mut Ctx, _req: Request, params: &PathParams) -> Result<Ou
         .filter(|j| Some(j.user_id) == user_id)
         .ok_or_else(|| ApiError::NotFound(format!("no {} job {job_id}", kind.kind)))?;
     let mut upstream_params = PathParams::new();
-    upstream_params.push("job_id", &crate::upstream::encode_segment(&job.upstream_id));
+    upstream_params.push(
+        "job_id",
+        &gateway_adapters::upstream::encode_segment(&job.upstream_id),
+    );
     // The job is named by its upstream id; the caller's query is not forwarded.
     let up = ctx.upstream()?;
     let path = shape::upstream_path(spec, up.path, &upstream_params, &mut Vec::new(), None)?;

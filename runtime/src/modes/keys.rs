@@ -12,13 +12,14 @@ use serde_json::{json, Value};
 
 use super::common::secret_answer;
 use super::read_body;
-use crate::billing::format_money;
-use crate::body::Request;
 use crate::ctx::{Ctx, Outcome};
-use crate::errors::ApiError;
-use crate::spec::PathParams;
-use crate::store::{Budget, KeyRow};
-use crate::{auth, body};
+use gateway_adapters::auth;
+use gateway_base::billing::format_money;
+use gateway_base::body;
+use gateway_base::body::Request;
+use gateway_base::errors::ApiError;
+use gateway_base::spec::PathParams;
+use gateway_store::{Budget, KeyRow};
 
 fn key_json(k: &KeyRow) -> Value {
     let b = k.budget.as_ref();
@@ -33,7 +34,7 @@ fn key_json(k: &KeyRow) -> Value {
         "budget_period": b.map(|b| b.budget.period.as_str()),
         "spent_usd": b.map(|b| format_money(b.spent)),
         "held_usd": b.map(|b| format_money(b.held)),
-        "period_end": b.and_then(|b| b.period_end).map(crate::store::rfc3339),
+        "period_end": b.and_then(|b| b.period_end).map(gateway_store::rfc3339),
     })
 }
 
@@ -92,7 +93,7 @@ pub async fn create(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
         .store
         .blocking(move |s| {
             auth::create_named_key(s, uid, name.as_deref(), budget)
-                .map_err(crate::store::StoreError::driver)
+                .map_err(gateway_store::StoreError::driver)
         })
         .await?;
     let row = ctx

@@ -13,12 +13,12 @@ use std::collections::HashMap;
 use http::StatusCode;
 use serde_json::Value;
 
-use crate::body::json;
 use crate::ctx::{Ctx, Outcome};
-use crate::errors::ApiError;
 use crate::owners::is_stock_item;
 use crate::shape;
-use crate::spec::PathParams;
+use gateway_base::body::json;
+use gateway_base::errors::ApiError;
+use gateway_base::spec::PathParams;
 
 /// Page size asked of the upstream while reading a whole list.
 const UPSTREAM_PAGE: u32 = 1000;

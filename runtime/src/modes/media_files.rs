@@ -6,7 +6,7 @@
 //! `purpose` is the `file_type`). The upload is multipart (`file`,
 //! `file_type` = `image` | `audio`, in either order): the file's first bytes
 //! are read and sniffed before anything is stored ([`sniff`]: PNG, JPEG,
-//! WebP, GIF; the audio containers [`crate::audio::sniff_container`]
+//! WebP, GIF; the audio containers [`gateway_base::audio::sniff_container`]
 //! recognises), so a file that is not what `file_type` says is a 400 with
 //! no object and no record; then the head and the rest of the part are
 //! streamed into the object store (never held whole) under the table's
@@ -31,12 +31,12 @@ use http::StatusCode;
 use serde_json::{json, Value};
 
 use super::common::{self, query_u32};
-use crate::body::{json, Request};
 use crate::ctx::{Ctx, Outcome};
-use crate::errors::ApiError;
-use crate::objects::ByteStream;
-use crate::spec::{Mode, PathParams};
-use crate::store::{AssetRecord, AssetRow, OutsideRecordPhase, Record};
+use gateway_adapters::objects::ByteStream;
+use gateway_base::body::{json, Request};
+use gateway_base::errors::ApiError;
+use gateway_base::spec::{Mode, PathParams};
+use gateway_store::{AssetRecord, AssetRow, OutsideRecordPhase, Record};
 
 /// The asset class of media files.
 pub const MEDIA_CLASS: &str = "media";
@@ -78,7 +78,7 @@ pub fn sniff(file_type: &str, head: &[u8]) -> Option<Sniffed> {
                 None
             }
         }
-        "audio" => match crate::audio::sniff_container(head)? {
+        "audio" => match gateway_base::audio::sniff_container(head)? {
             "wav" => s("wav", "audio/wav"),
             "mp3" => s("mp3", "audio/mpeg"),
             "flac" => s("flac", "audio/flac"),
@@ -311,7 +311,7 @@ async fn commit(
         content_type: s.sniffed.content_type.into(),
         file_name: None,
         source: Some(ctx.request_id.clone()),
-        created_at: crate::store::rfc3339(now),
+        created_at: gateway_store::rfc3339(now),
         // Kept until its owner deletes it (see the module docs).
         expires_at: None,
         pack: None,
@@ -347,7 +347,7 @@ async fn own_file(ctx: &Ctx, params: &PathParams) -> Result<(i64, AssetRow), Api
         .get("media_id")
         .and_then(|v| v.trim().parse::<i64>().ok())
         .ok_or_else(|| ApiError::NotFound(NOT_FOUND.into()))?;
-    let now = crate::store::now_rfc3339();
+    let now = gateway_store::now_rfc3339();
     let row = ctx
         .gw
         .store
@@ -376,7 +376,7 @@ pub async fn list(ctx: &mut Ctx) -> Result<Outcome, ApiError> {
         query_u32(ctx, "limit", 20).clamp(1, 100),
         query_u32(ctx, "skip", 0),
     );
-    let now = crate::store::now_rfc3339();
+    let now = gateway_store::now_rfc3339();
     let (rows, total) = ctx
         .gw
         .store
@@ -406,7 +406,7 @@ pub async fn delete(ctx: &mut Ctx, params: &PathParams) -> Result<Outcome, ApiEr
             e,
         ));
     }
-    let now = crate::store::now_rfc3339();
+    let now = gateway_store::now_rfc3339();
     let id = row.id;
     let deleted = ctx
         .gw

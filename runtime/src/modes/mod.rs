@@ -18,7 +18,7 @@
 //! * [`webhook`] — `webhook`: the provider's signed notifications.
 //! * [`account`] — `register`, `login`, `token_refresh`, `logout`,
 //!   `confirm_email`, `reset_password`, `me`, `oauth_authorize`,
-//!   `oauth_callback` (sign-in with OpenID Connect, through [`crate::oidc`]).
+//!   `oauth_callback` (sign-in with OpenID Connect, through [`gateway_adapters::oidc`]).
 //! * [`keys`] — `key_list`, `key_create`, `key_revoke`, `key_update`.
 //! * [`admin`] — `admin_users`, `admin_disable`, `admin_enable`,
 //!   `admin_delete`, `admin_credits`.
@@ -46,8 +46,8 @@
 //! several modes share lives in [`common`] (the user's JSON, the multipart
 //! opener, query numbers, the charged amount), the one file a mode may
 //! import beside this one; the rest is in modules of its own at the crate
-//! root ([`crate::ctx`], [`crate::shape`], [`crate::upstream`],
-//! [`crate::progress`], [`crate::owners`], [`crate::media`]). A mode never
+//! root ([`crate::ctx`], [`crate::shape`], [`gateway_adapters::upstream`],
+//! [`crate::progress`], [`crate::owners`], [`gateway_base::media`]). A mode never
 //! imports a sibling mode.
 
 pub mod account;
@@ -74,17 +74,18 @@ pub mod webhook;
 
 use serde_json::{Map, Value};
 
-use crate::body::Request;
-use crate::bounds::{Bound, Shape};
 use crate::credits::{self, Settle};
 use crate::ctx::{Ctx, Outcome};
-use crate::errors::ApiError;
-use crate::providers::{Model, ModelType, Op, Provider, Route};
-use crate::routing::{Candidate, Plan};
-use crate::spec::{Method, Mode, PathParams};
-use crate::upstream::llm::ProviderKey;
-use crate::upstream::Call;
-use crate::{owners, shape, validate};
+use crate::{owners, shape};
+use gateway_adapters::upstream::llm::ProviderKey;
+use gateway_adapters::upstream::Call;
+use gateway_base::body::Request;
+use gateway_base::errors::ApiError;
+use gateway_base::spec::{Method, Mode, PathParams};
+use gateway_base::validate;
+use gateway_models::bounds::{Bound, Shape};
+use gateway_models::providers::{Model, ModelType, Op, Provider, Route};
+use gateway_models::routing::{Candidate, Plan};
 
 /// Phase 6 of the pipeline: the row's mode.
 pub async fn run(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<Outcome, ApiError> {
@@ -213,23 +214,23 @@ pub(crate) fn call(
 /// A model request ready to send: its candidate deployments (with our
 /// key or the caller's BYOK key; one unless a route or `models: [...]`
 /// named several), what settles it (with what the request can make the
-/// provider do, [`crate::bounds`]) and the response cache's part in it.
+/// provider do, [`gateway_models::bounds`]) and the response cache's part in it.
 /// [`Prepared::run`] sends it.
 pub(crate) struct Prepared {
     pub plan: Plan,
     pub settle: Settle,
-    pub cache: crate::cache::Miss,
+    pub cache: gateway_models::cache::Miss,
 }
 
 impl Prepared {
-    /// Sends the request through [`crate::routing`]'s loop: `attempt`
+    /// Sends the request through [`gateway_models::routing`]'s loop: `attempt`
     /// sends one deployment's call and reads up to the answer's first byte
     /// (what may be retried elsewhere). The settle is the serving
     /// deployment's.
     pub async fn run<T, F, Fut>(self, ctx: &Ctx, attempt: F) -> Result<(T, Settle), ApiError>
     where
         F: FnMut(Call) -> Fut,
-        Fut: std::future::Future<Output = Result<T, crate::upstream::Failed>>,
+        Fut: std::future::Future<Output = Result<T, gateway_adapters::upstream::Failed>>,
     {
         let deadline = ctx.started + ctx.gw.config.upstream_timeout;
         let gw = &ctx.gw;
@@ -262,18 +263,21 @@ impl Prepared {
 
 /// One attempt of a JSON answer: sent, then read whole; a read that broke
 /// off (the connection, the deadline) is retryable.
-async fn read_json(call: Call, what: &str) -> Result<(u16, Value), crate::upstream::Failed> {
+async fn read_json(
+    call: Call,
+    what: &str,
+) -> Result<(u16, Value), gateway_adapters::upstream::Failed> {
     let answer = call.try_send().await?;
     let status = answer.status();
     match answer.json(what).await {
         Ok(v) => Ok((status, v)),
         Err(e @ ApiError::Network(_)) => {
-            let kind = crate::upstream::FailureKind::BodyBroken;
-            crate::telemetry::upstream_error(kind.as_str());
-            Err(crate::upstream::Failed::new(kind, e))
+            let kind = gateway_adapters::upstream::FailureKind::BodyBroken;
+            gateway_base::telemetry::upstream_error(kind.as_str());
+            Err(gateway_adapters::upstream::Failed::new(kind, e))
         }
-        Err(e) => Err(crate::upstream::Failed::new(
-            crate::upstream::FailureKind::InvalidAnswer(status),
+        Err(e) => Err(gateway_adapters::upstream::Failed::new(
+            gateway_adapters::upstream::FailureKind::InvalidAnswer(status),
             e,
         )),
     }
@@ -356,7 +360,7 @@ const MAX_MODELS: usize = 8;
 /// settles it (priced by the model's `cache_hit_price_pct`, held by
 /// [`Hit::settle`]; the bound is never held).
 pub(crate) struct Hit {
-    pub entry: crate::cache::Entry,
+    pub entry: gateway_models::cache::Entry,
     pub settle: Settle,
 }
 
@@ -365,7 +369,7 @@ impl Hit {
     /// `route`, if any): settled at that deployment's prices.
     fn new(
         ctx: &Ctx,
-        entry: crate::cache::Entry,
+        entry: gateway_models::cache::Entry,
         p: &Provider,
         m: &Model,
         byok: bool,
@@ -384,16 +388,16 @@ impl Hit {
     pub async fn settle(
         self,
         ctx: &Ctx,
-    ) -> Result<(crate::cache::Entry, Vec<crate::store::Record>), ApiError> {
+    ) -> Result<(gateway_models::cache::Entry, Vec<gateway_store::Record>), ApiError> {
         let pct = self.settle.model.cache_hit_price_pct;
         let byok = self.settle.byok;
         let e = self.entry;
         let records = self
             .settle
             .token_records(e.tokens(), e.counted, "cache_hit");
-        let mut records = crate::cache::hit_records(records, pct);
-        let charge =
-            crate::cost::Cost::of(&records).map_or(rust_decimal::Decimal::ZERO, |c| c.charged);
+        let mut records = gateway_models::cache::hit_records(records, pct);
+        let charge = gateway_models::cost::Cost::of(&records)
+            .map_or(rust_decimal::Decimal::ZERO, |c| c.charged);
         if charge > rust_decimal::Decimal::ZERO {
             if let Some(hold) = credits::reserve(ctx, charge, byok).await? {
                 records.push(hold.into_release());
@@ -424,21 +428,21 @@ pub(crate) async fn prepare_model_call(
 /// else the miss to answer with.
 fn open_cache(
     ctx: &Ctx,
-    cache: Option<(&crate::cache::Ask, bool)>,
+    cache: Option<(&gateway_models::cache::Ask, bool)>,
     route: Option<&Route>,
     first: &Model,
     body: &Map<String, Value>,
     op: Op,
     byok: Option<&str>,
 ) -> (
-    Option<crate::cache::Lookup>,
-    crate::cache::Miss,
-    Option<crate::cache::Key>,
+    Option<gateway_models::cache::Lookup>,
+    gateway_models::cache::Miss,
+    Option<gateway_models::cache::Key>,
 ) {
     let Some((ask, stream)) = cache else {
-        return (None, crate::cache::Miss::default(), None);
+        return (None, gateway_models::cache::Miss::default(), None);
     };
-    let r = crate::cache::Request {
+    let r = gateway_models::cache::Request {
         op: operation_name(op),
         model_ttl: route.map_or(first.cache_ttl_secs, |r| r.cache_ttl_secs),
         body,
@@ -450,10 +454,10 @@ fn open_cache(
     match ctx.gw.response_cache.lookup(ask, &r) {
         Ok(l) => {
             let route_key = route.map(|r| {
-                let keyed = crate::providers::openai::request(op, &r.name, body.clone());
+                let keyed = gateway_models::providers::openai::request(op, &r.name, body.clone());
                 l.key(&r.name, &keyed)
             });
-            (Some(l), crate::cache::Miss::default(), route_key)
+            (Some(l), gateway_models::cache::Miss::default(), route_key)
         }
         Err(miss) => (None, miss, None),
     }
@@ -461,11 +465,11 @@ fn open_cache(
 
 /// Resolves the body's `model` (of type `want`; a route or `models: [...]`
 /// give several candidates; with the caller's `byok_api_key`, only those
-/// of the provider it was given with, [`crate::routing::byok_candidates`]),
+/// of the provider it was given with, [`gateway_models::routing::byok_candidates`]),
 /// checks the API key's model list (403), builds each candidate's upstream
 /// body of `op` (`additional_params` merged in, never over a field the
 /// gateway prices: 400; in the provider's shape,
-/// [`crate::providers::Adapter::native`]), computes its bound from that
+/// [`gateway_models::providers::Adapter::native`]), computes its bound from that
 /// body (`bound`; 400 naming a field that would raise the work past it),
 /// looks the request up in the response cache when `cache` says so (each
 /// candidate under its own `provider/model`, or all under the route's
@@ -480,10 +484,10 @@ pub(crate) async fn prepare_cached(
     body: Map<String, Value>,
     want: ModelType,
     op: Op,
-    cache: Option<(&crate::cache::Ask, bool)>,
+    cache: Option<(&gateway_models::cache::Ask, bool)>,
     bound: impl Fn(&Model, &Map<String, Value>, Shape) -> Result<Bound, ApiError>,
 ) -> Result<Result<Prepared, Hit>, ApiError> {
-    crate::bounds::check_additional_params(&body)?;
+    gateway_models::bounds::check_additional_params(&body)?;
     let (route, list) = deployments(ctx, &body, want)?;
     if ctx.trace.is_on() {
         ctx.trace.model(
@@ -499,7 +503,7 @@ pub(crate) async fn prepare_cached(
         .filter(|k| !k.is_empty())
         .map(str::to_owned);
     let list = match byok {
-        Some(_) => crate::routing::byok_candidates(&ctx.gw.providers, route, list)?,
+        Some(_) => gateway_models::routing::byok_candidates(&ctx.gw.providers, route, list)?,
         None => list,
     };
     // The API key's model list: the route's name, or every model the
@@ -519,7 +523,7 @@ pub(crate) async fn prepare_cached(
         } else {
             body.clone().unwrap_or_default()
         };
-        let request = crate::providers::openai::request(op, &m.id, b);
+        let request = gateway_models::providers::openai::request(op, &m.id, b);
         let name = format!("{}/{}", p.id, m.id);
         if let Some(l) = &mut lookup {
             let key = match &route_key {
@@ -536,7 +540,7 @@ pub(crate) async fn prepare_cached(
     }
     if let Some(l) = lookup {
         match l.begin().await {
-            crate::cache::Begun::Hit(entry) => {
+            gateway_models::cache::Begun::Hit(entry) => {
                 let served = entry.served.as_deref();
                 let (_, p, m, ..) = candidates
                     .iter()
@@ -544,7 +548,7 @@ pub(crate) async fn prepare_cached(
                     .ok_or_else(|| ApiError::bug("a cache hit served by no candidate"))?;
                 return Ok(Err(Hit::new(ctx, entry, p, m, byok.is_some(), route)));
             }
-            crate::cache::Begun::Go(m) => miss = m,
+            gateway_models::cache::Begun::Go(m) => miss = m,
         }
     }
     let (p0, m0) = list[0];
@@ -562,7 +566,7 @@ pub(crate) async fn prepare_cached(
                 Some(k) => k.clone(),
                 // A route's deployment without its key is skipped.
                 None => {
-                    let _ = crate::providers::config_missing(p);
+                    let _ = gateway_models::providers::config_missing(p);
                     continue;
                 }
             },
@@ -650,7 +654,7 @@ async fn hold_for(
         None => p
             .key
             .clone()
-            .ok_or_else(|| crate::providers::config_missing(p))?,
+            .ok_or_else(|| gateway_models::providers::config_missing(p))?,
     };
     let hold = credits::reserve(ctx, max_cost, byok.is_some()).await?;
     Ok((Settle::new(ctx, p, m, byok.is_some(), hold), key))

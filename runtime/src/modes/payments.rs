@@ -1,6 +1,6 @@
 //! The payment modes: buying credits through Stripe Checkout (format 1
-//! errors). The calls to Stripe are [`crate::stripe`]'s; the purchases and
-//! the crediting are the store's ([`crate::store::Store::credit_purchase`]).
+//! errors). The calls to Stripe are [`gateway_adapters::stripe`]'s; the purchases and
+//! the crediting are the store's ([`gateway_store::Store::credit_purchase`]).
 //!
 //! * `stripe_checkout` — `POST /stripe/checkout` `{"amount_usd": "25.00",
 //!   "success_url", "cancel_url"}`: a decimal string with at most 2 places,
@@ -38,11 +38,11 @@ use serde_json::{json, Map, Value};
 
 use super::common::query_u32;
 use super::read_body;
-use crate::body::{self, Request};
 use crate::ctx::{Ctx, Outcome};
-use crate::errors::ApiError;
-use crate::store::{Credited, PurchaseRow};
-use crate::stripe::{self, CheckoutRequest, Event, StripeError};
+use gateway_adapters::stripe::{self, CheckoutRequest, Event, StripeError};
+use gateway_base::body::{self, Request};
+use gateway_base::errors::ApiError;
+use gateway_store::{Credited, PurchaseRow};
 
 /// The smallest purchase, in USD (spec §8).
 pub const MIN_USD: Decimal = Decimal::from_parts(1000, 0, 0, false, 2);
@@ -50,7 +50,7 @@ pub const MIN_USD: Decimal = Decimal::from_parts(1000, 0, 0, false, 2);
 pub const MAX_USD: Decimal = Decimal::from_parts(99_999_999, 0, 0, false, 2);
 /// `Retry-After` when Stripe cannot be reached (spec §7: 30 to 60 s): what
 /// format 1 gives every 503 without a figure of its own.
-pub const RETRY_AFTER_SECS: u64 = crate::errors::FORMAT1_RETRY_AFTER_SECS.0;
+pub const RETRY_AFTER_SECS: u64 = gateway_base::errors::FORMAT1_RETRY_AFTER_SECS.0;
 /// Largest webhook body read.
 pub const MAX_WEBHOOK_BODY: usize = 1 << 20;
 /// The line item's name on Stripe's payment page.
@@ -140,12 +140,12 @@ fn url_field<'a>(obj: &'a Map<String, Value>, name: &str) -> Result<&'a str, Api
 }
 
 fn rfc3339_of_unix(secs: i64) -> Option<String> {
-    chrono::DateTime::from_timestamp(secs, 0).map(crate::store::rfc3339)
+    chrono::DateTime::from_timestamp(secs, 0).map(gateway_store::rfc3339)
 }
 
 /// A purchase's status as listed: `pending` past the session's expiry is
 /// `expired`, whether or not Stripe's event has arrived.
-fn shown_status(p: &crate::store::PurchaseRow, now: chrono::DateTime<chrono::Utc>) -> &str {
+fn shown_status(p: &gateway_store::PurchaseRow, now: chrono::DateTime<chrono::Utc>) -> &str {
     let lapsed = p
         .expires_at
         .as_deref()

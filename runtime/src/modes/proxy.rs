@@ -8,12 +8,13 @@ use http::{header, HeaderValue, StatusCode};
 use rust_decimal::Decimal;
 use serde_json::Value;
 
-use crate::body::{Request, Response};
 use crate::ctx::{Ctx, Outcome};
-use crate::errors::ApiError;
-use crate::spec::{Metering, PathParams};
-use crate::upstream::Answer;
-use crate::{body, owners, shape};
+use crate::{owners, shape};
+use gateway_adapters::upstream::Answer;
+use gateway_base::body;
+use gateway_base::body::{Request, Response};
+use gateway_base::errors::ApiError;
+use gateway_base::spec::{Metering, PathParams};
 
 /// Largest answer read whole to find a created id or a built voice.
 const MAX_READ_ANSWER: usize = 1 << 20;

@@ -18,12 +18,12 @@ use http::StatusCode;
 use rust_decimal::Decimal;
 use serde_json::{Map, Value};
 
-use crate::body::json;
-use crate::body::Request;
 use crate::ctx::{Ctx, Outcome};
-use crate::errors::ApiError;
 use crate::shape;
-use crate::spec::{Metering, PathParams};
+use gateway_base::body::json;
+use gateway_base::body::Request;
+use gateway_base::errors::ApiError;
+use gateway_base::spec::{Metering, PathParams};
 
 /// Results answered when the caller names no `top_k`.
 pub const DEFAULT_TOP_K: u64 = 10;

@@ -11,13 +11,14 @@ use rust_decimal::Decimal;
 use serde_json::{json, Value};
 
 use super::{pick_model, read_body};
-use crate::body::Request;
-use crate::cost::Cost;
+use crate::credits;
 use crate::ctx::{Ctx, Outcome, Settlement};
-use crate::errors::ApiError;
-use crate::providers::{ModelType, Op};
-use crate::spec::Mode;
-use crate::{body, credits};
+use gateway_base::body;
+use gateway_base::body::Request;
+use gateway_base::errors::ApiError;
+use gateway_base::spec::Mode;
+use gateway_models::cost::Cost;
+use gateway_models::providers::{ModelType, Op};
 
 /// Retention of produced speech.
 pub const SPEECH_RETENTION_DAYS: i64 = 7;
@@ -40,9 +41,12 @@ pub fn hold_seconds(chars: usize, speed: f64) -> Decimal {
 /// Seconds of `audio` in `format` (one of [`FORMATS`]).
 async fn measure(audio: &[u8], format: &'static str) -> Option<Decimal> {
     if format == "pcm" {
-        return Some(crate::audio::seconds_of(audio.len() as u64 / 2, 24_000));
+        return Some(gateway_base::audio::seconds_of(
+            audio.len() as u64 / 2,
+            24_000,
+        ));
     }
-    crate::audio::measure(audio, format).await
+    gateway_base::audio::measure(audio, format).await
 }
 
 /// `speech`.
@@ -62,7 +66,7 @@ pub async fn speak(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
     if input.trim().is_empty() {
         return Err(ApiError::BadRequest("input: must not be empty".into()));
     }
-    crate::bounds::check_additional_params(&body)?;
+    gateway_models::bounds::check_additional_params(&body)?;
     let chars = input.chars().count();
     let speed = body.get("speed").and_then(Value::as_f64).unwrap_or(1.0);
     let (settle, key) = pick_model(
@@ -74,12 +78,13 @@ pub async fn speak(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
     )
     .await?;
     let p = &settle.provider;
-    let upstream_body = crate::providers::openai::request(Op::Speech, &settle.model.id, body);
+    let upstream_body =
+        gateway_models::providers::openai::request(Op::Speech, &settle.model.id, body);
     let answer = ctx
         .gw
         .upstream
         .llm_call(
-            crate::spec::Method::Post,
+            gateway_base::spec::Method::Post,
             &p.base_url,
             p.adapter.path(Op::Speech),
             &key,
@@ -102,7 +107,7 @@ pub async fn speak(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
         ))
     })?;
     let user_id = ctx.require_user("speech")?;
-    let content_type = crate::media::by_ext(format).map_or("audio/mpeg", |t| t.content_type);
+    let content_type = gateway_base::media::by_ext(format).map_or("audio/mpeg", |t| t.content_type);
     let size = audio.len() as u64;
     let stored = crate::generated::Media {
         owner: user_id,

@@ -16,12 +16,12 @@
 //! | `billing` | `{"unit": "audio_seconds", "quantity": <seconds>, "charged": "<8 places>"}` |
 //! | `resemble_url` | the upstream's own URL of the audio, only when it gave one |
 //!
-//! The billed seconds are measured from the audio itself ([`crate::audio`]);
+//! The billed seconds are measured from the audio itself ([`gateway_base::audio`]);
 //! the upstream's `duration` is billed when it is at most that (a negative
 //! or non-finite one is rejected and logged by
-//! [`crate::billing::quantity_from_upstream`], never billed as a credit; a
+//! [`gateway_base::billing::quantity_from_upstream`], never billed as a credit; a
 //! longer one is billed at the measured length and logged at error level,
-//! [`crate::bounds::measured_at_most`]); when the audio cannot be measured,
+//! [`gateway_models::bounds::measured_at_most`]); when the audio cannot be measured,
 //! the answer is 502 and nothing is billed.
 //!
 //! A request made with a key that has a budget holds, before the upstream
@@ -37,12 +37,12 @@ use base64::Engine;
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
 
-use crate::billing::quantity_from_upstream;
-use crate::body::Request;
 use crate::ctx::{Ctx, Outcome};
-use crate::errors::ApiError;
 use crate::shape;
-use crate::spec::PathParams;
+use gateway_base::billing::quantity_from_upstream;
+use gateway_base::body::Request;
+use gateway_base::errors::ApiError;
+use gateway_base::spec::PathParams;
 
 /// The audio a character of text is held for, with a budgeted key: 5
 /// characters a second, half the pace of slow speech.
@@ -89,7 +89,7 @@ pub async fn synthesize(
     let ext = match format {
         Some("wav") => "wav",
         Some("mp3") => "mp3",
-        _ => crate::audio::sniff_container(&audio).unwrap_or("mp3"),
+        _ => gateway_base::audio::sniff_container(&audio).unwrap_or("mp3"),
     };
     let duration = billed_seconds(&raw, &audio, ext).await?;
     if hold.is_some() && duration > bound {
@@ -99,7 +99,7 @@ pub async fn synthesize(
 
     // Store the audio; its record is committed with the audit and usage records.
     let user_id = ctx.require_user("synthesis")?;
-    let content_type = crate::media::by_ext(ext).map_or("audio/mpeg", |t| t.content_type);
+    let content_type = gateway_base::media::by_ext(ext).map_or("audio/mpeg", |t| t.content_type);
     let stored = crate::generated::Media {
         owner: user_id,
         prefix: "synthesis",
@@ -165,7 +165,7 @@ fn take_audio(raw: &mut Value) -> Result<(String, Vec<u8>), ApiError> {
 }
 
 /// The seconds billed: the audio measured; the upstream's `duration` is
-/// believed only up to it ([`crate::bounds::measured_at_most`]: a longer
+/// believed only up to it ([`gateway_models::bounds::measured_at_most`]: a longer
 /// one is billed at the measured length and logged at error). A negative
 /// or non-finite `duration` is rejected (logged), as when there is none.
 /// Audio that cannot be measured: 502, nothing billed.
@@ -175,8 +175,8 @@ async fn billed_seconds(
     ext: &str,
 ) -> Result<rust_decimal::Decimal, ApiError> {
     let reported = quantity_from_upstream("duration", raw.get("duration")).valid();
-    let measured = crate::audio::measure(audio, ext).await;
-    crate::bounds::measured_at_most(reported, measured).ok_or_else(|| {
+    let measured = gateway_base::audio::measure(audio, ext).await;
+    gateway_models::bounds::measured_at_most(reported, measured).ok_or_else(|| {
         ApiError::BadGateway(
             "the voice provider answered synthesis with audio that could not be measured".into(),
         )
@@ -187,14 +187,14 @@ async fn billed_seconds(
 /// came: it decoded as standard base64, so it holds only [A-Za-z0-9+/=] and
 /// needs no JSON escaping (re-escaping tens of kilobytes per answer was a
 /// measured cost).
-fn splice_audio(answer: &Value, audio_content: &str) -> crate::body::Response {
+fn splice_audio(answer: &Value, audio_content: &str) -> gateway_base::body::Response {
     let rest = answer.to_string();
     let mut body = String::with_capacity(rest.len() + audio_content.len() + 20);
     body.push_str("{\"audio_content\":\"");
     body.push_str(audio_content);
     body.push_str("\",");
     body.push_str(&rest[1..]);
-    let mut response = http::Response::new(crate::body::full(body));
+    let mut response = http::Response::new(gateway_base::body::full(body));
     response.headers_mut().insert(
         http::header::CONTENT_TYPE,
         http::HeaderValue::from_static("application/json"),

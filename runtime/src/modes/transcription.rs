@@ -4,7 +4,7 @@
 //! `temperature` (and `byok_api_key`).
 //!
 //! The file is never held whole in memory: it is spooled chunk by chunk to
-//! a private file in this instance's spool directory ([`crate::spool`]) (the table's `[limits]
+//! a private file in this instance's spool directory ([`gateway_base::spool`]) (the table's `[limits]
 //! transcription` enforced
 //! while streaming: 413 beyond), recognised by its first bytes (a file that
 //! is neither audio nor video is 400, before any hold or upstream call),
@@ -24,16 +24,16 @@ use tokio::io::AsyncWriteExt;
 
 use super::common::{self, file_too_large};
 use super::pick_model;
-use crate::billing::quantity_from_upstream;
-use crate::body::Request;
-use crate::cost::Cost;
 use crate::ctx::{Ctx, Outcome, Settlement};
-use crate::errors::ApiError;
-use crate::media;
-use crate::providers::{ModelType, Op};
-use crate::spec::Mode;
-use crate::spool::SpoolFile as Spool;
-use crate::store::Record;
+use gateway_base::billing::quantity_from_upstream;
+use gateway_base::body::Request;
+use gateway_base::errors::ApiError;
+use gateway_base::media;
+use gateway_base::spec::Mode;
+use gateway_base::spool::SpoolFile as Spool;
+use gateway_models::cost::Cost;
+use gateway_models::providers::{ModelType, Op};
+use gateway_store::Record;
 
 /// Largest text field.
 const MAX_TEXT_FIELD: u64 = 8 * 1024;
@@ -184,7 +184,7 @@ pub async fn transcribe(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError
             .or_else(|| quantity_from_upstream("duration", v.get("duration")).valid())
     });
     // Unmeasured audio: the provider's figure, at most the hold's bound.
-    let reported = reported.map(|r| crate::bounds::reported_at_most("seconds", r, bound));
+    let reported = reported.map(|r| gateway_models::bounds::reported_at_most("seconds", r, bound));
     let seconds = match measured.or(reported) {
         Some(s) => s,
         None => {
@@ -236,13 +236,13 @@ fn check_fields(fields: &mut Map<String, Value>) -> Result<String, ApiError> {
 /// WAV header is refused (`audio::wav`); none for a WAV of a compressed
 /// format, which is billed as an unmeasured container.
 async fn measure(spool: &Spool, head: &[u8]) -> Result<(&'static str, Option<Decimal>), ApiError> {
-    let container = crate::audio::sniff_container(head)
+    let container = gateway_base::audio::sniff_container(head)
         .ok_or_else(|| ApiError::BadRequest("file: not an audio or video file".into()))?;
     if !matches!(container, "wav" | "mp3") {
         return Ok((container, None));
     }
     let (path, ext) = (spool.path.clone(), container);
-    let secs = tokio::task::spawn_blocking(move || crate::audio::file_seconds(&path, ext))
+    let secs = tokio::task::spawn_blocking(move || gateway_base::audio::file_seconds(&path, ext))
         .await
         .map_err(|e| ApiError::internal("measuring the audio", e))?
         .map_err(|why| ApiError::BadRequest(format!("file: {why}")))?;
@@ -255,13 +255,13 @@ async fn measure(spool: &Spool, head: &[u8]) -> Result<(&'static str, Option<Dec
 async fn send(
     ctx: &Ctx,
     settle: &crate::credits::Settle,
-    key: &crate::upstream::llm::ProviderKey,
+    key: &gateway_adapters::upstream::llm::ProviderKey,
     op: Op,
     fields: Map<String, Value>,
     (spool, file_name, size): (Spool, String, u64),
 ) -> Result<(u16, bytes::Bytes), ApiError> {
     let p = &settle.provider;
-    let upstream_fields = crate::providers::openai::request(op, &settle.model.id, fields);
+    let upstream_fields = gateway_models::providers::openai::request(op, &settle.model.id, fields);
     let mut form = reqwest::multipart::Form::new();
     for (k, v) in upstream_fields {
         let text = match v {
@@ -283,7 +283,7 @@ async fn send(
         .gw
         .upstream
         .llm_call(
-            crate::spec::Method::Post,
+            gateway_base::spec::Method::Post,
             &p.base_url,
             p.adapter.path(op),
             key,
@@ -305,7 +305,7 @@ fn answer(
     format: &str,
     seconds: Decimal,
     cost: Cost,
-) -> Result<crate::body::Response, ApiError> {
+) -> Result<gateway_base::body::Response, ApiError> {
     let charged = cost.charged;
     if let Some(v) = v {
         cost.annotate(v);
@@ -319,14 +319,14 @@ fn answer(
                 }),
             );
         }
-        return Ok(crate::body::json(StatusCode::OK, v));
+        return Ok(gateway_base::body::json(StatusCode::OK, v));
     }
     let ct = if format == "vtt" {
         "text/vtt"
     } else {
         "text/plain; charset=utf-8"
     };
-    let mut r = http::Response::new(crate::body::full(bytes));
+    let mut r = http::Response::new(gateway_base::body::full(bytes));
     r.headers_mut().insert(
         http::header::CONTENT_TYPE,
         http::HeaderValue::from_static(ct),

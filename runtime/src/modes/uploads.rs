@@ -16,14 +16,14 @@ use http::StatusCode;
 use serde_json::json;
 
 use super::common;
-use crate::body::json;
-use crate::body::Request;
 use crate::ctx::{Ctx, Outcome};
-use crate::errors::ApiError;
-use crate::media;
-use crate::objects::ByteStream;
-use crate::spec::{Mode, PurposeSpec};
-use crate::store::{AssetRecord, OutsideRecordPhase, Record};
+use gateway_adapters::objects::ByteStream;
+use gateway_base::body::json;
+use gateway_base::body::Request;
+use gateway_base::errors::ApiError;
+use gateway_base::media;
+use gateway_base::spec::{Mode, PurposeSpec};
+use gateway_store::{AssetRecord, OutsideRecordPhase, Record};
 
 /// Validity of the returned URL (spec §8).
 pub const URL_VALIDITY_SECS: u64 = 3600;
@@ -46,7 +46,7 @@ pub fn purpose(
 }
 
 /// Lower-case extension and media kind of an allowed file name (the
-/// uploadable rows of [`crate::media::MEDIA_TYPES`]).
+/// uploadable rows of [`gateway_base::media::MEDIA_TYPES`]).
 pub fn extension(file_name: &str) -> Result<(String, &'static str), ApiError> {
     let ext = media::extension_of(file_name);
     media::by_ext(&ext)

@@ -10,13 +10,14 @@ use serde_json::{json, Value};
 
 use super::common::query_u32;
 use super::{pick_model, read_body};
-use crate::body::Request;
 use crate::ctx::{Ctx, Later, Outcome, Settlement};
-use crate::errors::ApiError;
-use crate::providers::{ModelType, Op};
-use crate::spec::{Method, PathParams};
-use crate::store::VideoJobRow;
-use crate::{body, credits, videos};
+use crate::{credits, videos};
+use gateway_base::body;
+use gateway_base::body::Request;
+use gateway_base::errors::ApiError;
+use gateway_base::spec::{Method, PathParams};
+use gateway_models::providers::{ModelType, Op};
+use gateway_store::VideoJobRow;
 
 /// Seconds of video when the request gives none (OpenAI's default).
 pub const DEFAULT_SECONDS: u32 = 4;
@@ -82,7 +83,8 @@ pub async fn submit(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
     .await?;
     let p = &settle.provider;
     let size = body.get("size").and_then(Value::as_str).map(str::to_owned);
-    let upstream_body = crate::providers::openai::request(Op::Video, &settle.model.id, body);
+    let upstream_body =
+        gateway_models::providers::openai::request(Op::Video, &settle.model.id, body);
     let answer = ctx
         .gw
         .upstream
@@ -100,7 +102,7 @@ pub async fn submit(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
             ApiError::BadGateway("the model provider answered a video job without an id".into())
         })?
         .to_owned();
-    let now = crate::store::now_rfc3339();
+    let now = gateway_store::now_rfc3339();
     let first = chrono::Utc::now()
         + chrono::Duration::from_std(ctx.gw.config.job_follow_first_delay).unwrap_or_default();
     let job = VideoJobRow {
@@ -125,7 +127,7 @@ pub async fn submit(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
     // The job is recorded before the answer; only then does its hold
     // outlive the request (a failed insert releases it).
     let row = job.clone();
-    let follow_at = crate::store::rfc3339(first);
+    let follow_at = gateway_store::rfc3339(first);
     ctx.gw
         .store
         .blocking(move |s| s.insert_video_job(&row, &follow_at))
@@ -194,10 +196,10 @@ pub async fn cancel(ctx: &mut Ctx, params: &PathParams) -> Result<Outcome, ApiEr
     let key = p
         .key
         .clone()
-        .ok_or_else(|| crate::providers::config_missing(p))?;
+        .ok_or_else(|| gateway_models::providers::config_missing(p))?;
     let path = format!(
         "/videos/{}/cancel",
-        crate::upstream::encode_segment(&job.job_id)
+        gateway_adapters::upstream::encode_segment(&job.job_id)
     );
     let sent = ctx
         .gw

@@ -1,6 +1,6 @@
 //! The `webhook` mode (spec §6): notifications from the upstream provider.
 //!
-//! * **Signature** ([`crate::signing`]): `X-Provider-Signature: sha256=<hex>`,
+//! * **Signature** ([`gateway_base::signing`]): `X-Provider-Signature: sha256=<hex>`,
 //!   HMAC-SHA256 of the raw body keyed by `PROVIDER_WEBHOOK_SECRET`, compared
 //!   in constant time.
 //!   Missing, malformed or wrong → 401 and nothing stored. With no secret
@@ -22,12 +22,12 @@ use http::StatusCode;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-use crate::body;
-use crate::body::Request;
 use crate::ctx::{Ctx, Outcome};
-use crate::errors::ApiError;
-use crate::signing::{verify, SIGNATURE_HEADER};
-use crate::store::{Record, WebhookEventRecord};
+use gateway_base::body;
+use gateway_base::body::Request;
+use gateway_base::errors::ApiError;
+use gateway_base::signing::{verify, SIGNATURE_HEADER};
+use gateway_store::{Record, WebhookEventRecord};
 
 /// Largest webhook body accepted.
 pub const MAX_BODY: usize = 1 << 20;
@@ -80,7 +80,7 @@ pub async fn receive(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
         upstream_id: None,
         signed: true,
         outcome: "malformed".into(),
-        received_at: crate::store::now_rfc3339(),
+        received_at: gateway_store::now_rfc3339(),
     };
     let mut outcome = received();
     if let Ok(v) = serde_json::from_slice::<Value>(&body) {
@@ -140,7 +140,7 @@ async fn apply(
             kind: "voice".into(),
             upstream_id: id.to_owned(),
             status,
-            at: crate::store::now_rfc3339(),
+            at: gateway_store::now_rfc3339(),
         });
         return Ok("voice_updated".into());
     }

@@ -1,21 +1,21 @@
 //! `messages` and `count_tokens`: Anthropic's Messages API as a second
 //! front door to any chat model. The request is translated into the chat
-//! path's body ([`crate::messages_api::request`]) and run by
+//! path's body ([`gateway_models::messages_api::request`]) and run by
 //! [`super::complete_body`] (the same hold, BYOK, stream relay, stop,
 //! usage record and debit as `/chat/completions`); its answer is
-//! translated back ([`crate::messages_api::answer`]), or its stream, chunk
-//! by chunk ([`crate::messages_api::events`]).
+//! translated back ([`gateway_models::messages_api::answer`]), or its stream, chunk
+//! by chunk ([`gateway_models::messages_api::events`]).
 
 use http::StatusCode;
 use http_body_util::BodyExt;
 use serde_json::{json, Map, Value};
 
 use super::read_body;
-use crate::body::{self, Request};
 use crate::ctx::{Ctx, Outcome};
-use crate::errors::ApiError;
-use crate::messages_api::{answer, events, request};
-use crate::providers::{ModelType, Op};
+use gateway_base::body::{self, Request};
+use gateway_base::errors::ApiError;
+use gateway_models::messages_api::{answer, events, request};
+use gateway_models::providers::{ModelType, Op};
 
 /// The model name the caller gave (answered back as the message's `model`).
 fn model_of(body: &Map<String, Value>) -> String {
@@ -27,7 +27,7 @@ fn model_of(body: &Map<String, Value>) -> String {
 
 /// `messages`: `POST /messages`.
 pub async fn messages(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
-    let ask = crate::cache::Ask::from_headers(req.headers())?;
+    let ask = gateway_models::cache::Ask::from_headers(req.headers())?;
     let body = read_body(ctx, req).await?;
     let model = model_of(&body);
     let chat = request::to_chat(&body)?;
@@ -52,8 +52,9 @@ pub async fn messages(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> 
         let v: Value = serde_json::from_slice(&bytes)
             .map_err(|e| ApiError::internal("reading the chat answer", e))?;
         let mut resp = body::json(StatusCode::OK, &answer::from_chat(&v, &model));
-        if let Some(h) = parts.headers.get(crate::cache::HEADER) {
-            resp.headers_mut().insert(crate::cache::HEADER, h.clone());
+        if let Some(h) = parts.headers.get(gateway_models::cache::HEADER) {
+            resp.headers_mut()
+                .insert(gateway_models::cache::HEADER, h.clone());
         }
         resp
     };
@@ -62,7 +63,7 @@ pub async fn messages(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> 
 
 /// `count_tokens`: `POST /messages/count_tokens`: `{"input_tokens": N,
 /// "estimate": true}`, N the input a hold counts for the same request
-/// ([`crate::bounds::chat`] of the body the provider would be sent): an
+/// ([`gateway_models::bounds::chat`] of the body the provider would be sent): an
 /// upper bound of the provider's count, not its tokenizer's figure. Free.
 pub async fn count_tokens(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
     let body = read_body(ctx, req).await?;
@@ -74,9 +75,9 @@ pub async fn count_tokens(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiErr
     let upstream = p.adapter.native(
         Op::Chat,
         m,
-        crate::providers::openai::request(Op::Chat, &m.id, chat),
+        gateway_models::providers::openai::request(Op::Chat, &m.id, chat),
     )?;
-    let bound = crate::bounds::chat(&upstream.body, p.adapter.shape(), m.context_window)?;
+    let bound = gateway_models::bounds::chat(&upstream.body, p.adapter.shape(), m.context_window)?;
     Ok(Outcome::new(
         body::json(
             StatusCode::OK,

@@ -1,0 +1,84 @@
+//! How the gateway speaks to one kind of provider API: the operations
+//! ([`Op`]), the [`Adapter`] trait and a native call ([`Native`]).
+
+use serde_json::{Map, Value};
+
+use super::model::{Model, ModelType};
+use super::stream::StreamTranslator;
+use gateway_adapters::upstream::llm::KeyForm;
+use gateway_base::errors::ApiError;
+
+/// The operations an adapter knows how to call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    Chat,
+    Completion,
+    Embedding,
+    Image,
+    Speech,
+    Transcription,
+    Translation,
+    Video,
+}
+
+/// How the gateway speaks to one kind of provider API. The request and
+/// answer shapes of the gateway are OpenAI's; an adapter maps them to and
+/// from its provider's.
+pub trait Adapter: Send + Sync + std::fmt::Debug {
+    /// The path of `op` relative to the provider's `base_url` (OpenAI's;
+    /// a native adapter's own path comes with [`Adapter::native`]).
+    fn path(&self, op: Op) -> &'static str;
+    /// Whether models of type `t` can be called through this adapter (the
+    /// providers file is refused otherwise).
+    fn supports(&self, t: ModelType) -> bool {
+        let _ = t;
+        true
+    }
+    /// How the provider's key is presented.
+    fn key_form(&self) -> KeyForm {
+        KeyForm::Bearer
+    }
+    /// The API its chat bodies speak, which says where an image can be
+    /// in them (their bound, [`crate::bounds::chat`]).
+    fn shape(&self) -> crate::bounds::Shape {
+        crate::bounds::Shape::OpenAi
+    }
+    /// The call actually sent for `op` on `m`: the path (relative to
+    /// `base_url`, per operation and per stream) and the provider's body,
+    /// from [`super::openai::request`]'s body. 400 for what the provider cannot
+    /// take. OpenAI's: the path of `op` and the body unchanged.
+    fn native(&self, op: Op, m: &Model, body: Map<String, Value>) -> Result<Native, ApiError> {
+        let _ = m;
+        Ok(Native {
+            path: self.path(op).to_owned(),
+            body,
+        })
+    }
+    /// The provider's (successful, whole) answer of `op` as OpenAI's
+    /// (`model`: the provider's model id). 502 when it is not the
+    /// provider's shape.
+    fn answer(&self, op: Op, model: &str, v: Value) -> Result<Value, ApiError> {
+        let _ = (op, model);
+        Ok(v)
+    }
+    /// The translator of a streamed answer of `op` into OpenAI chunks
+    /// (`include_usage`: the caller asked for a usage chunk); `None`: the
+    /// provider streams OpenAI's chunks itself.
+    fn stream(
+        &self,
+        op: Op,
+        model: &str,
+        include_usage: bool,
+    ) -> Option<Box<dyn StreamTranslator>> {
+        let _ = (op, model, include_usage);
+        None
+    }
+}
+
+/// The call a native adapter makes: path and body in its provider's shape.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Native {
+    /// Relative to the provider's `base_url`, query included.
+    pub path: String,
+    pub body: Map<String, Value>,
+}

@@ -1,0 +1,331 @@
+//! Parsing the providers file into [`Providers`]: TOML errors carry the
+//! file and line (from `toml`), checks after parsing name the file and the
+//! provider/model key at fault.
+
+use std::path::Path;
+use std::str::FromStr;
+use std::sync::Arc;
+
+use rust_decimal::Decimal;
+use serde::Deserialize;
+
+use super::adapter::Adapter;
+use super::model::{Model, ModelType};
+use super::provider::Provider;
+use super::registry::Providers;
+use super::{anthropic, gemini, openai};
+use gateway_adapters::upstream::llm::ProviderKey;
+
+impl Providers {
+    /// Reads the providers file at `path`; `default_markup` is
+    /// `PROVIDER_MARKUP_PCT`. Errors name the file and the line or key.
+    pub fn load(path: &Path, default_markup: Decimal) -> Result<Providers, ProvidersError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ProvidersError(format!("{}: {e}", path.display())))?;
+        parse(&text, &path.display().to_string(), default_markup)
+    }
+}
+
+/// Why the providers file could not be read.
+#[derive(Debug, thiserror::Error, PartialEq)]
+#[error("providers file {0}")]
+pub struct ProvidersError(pub String);
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileDoc {
+    #[serde(default)]
+    provider: Vec<ProviderDoc>,
+    #[serde(default)]
+    route: Vec<super::routes::RouteDoc>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProviderDoc {
+    id: String,
+    kind: String,
+    base_url: String,
+    api_key_env: String,
+    markup_pct: Option<toml::Value>,
+    #[serde(default)]
+    model: Vec<ModelDoc>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ModelDoc {
+    id: String,
+    #[serde(rename = "type")]
+    kind: String,
+    context_window: Option<u64>,
+    #[serde(default)]
+    aliases: Vec<String>,
+    input_per_mtok: Option<String>,
+    output_per_mtok: Option<String>,
+    cache_read_per_mtok: Option<String>,
+    cache_write_per_mtok: Option<String>,
+    per_image: Option<String>,
+    per_second: Option<String>,
+    max_output_tokens: Option<u64>,
+    cache_ttl_secs: Option<u64>,
+    cache_hit_price_pct: Option<String>,
+}
+
+fn price(
+    file: &str,
+    at: &str,
+    key: &str,
+    v: Option<String>,
+) -> Result<Option<Decimal>, ProvidersError> {
+    let Some(v) = v else { return Ok(None) };
+    let d = Decimal::from_str(v.trim())
+        .map_err(|e| ProvidersError(format!("{file}: {at}: {key} {v:?} is not a decimal: {e}")))?;
+    if d.is_sign_negative() {
+        return Err(ProvidersError(format!(
+            "{file}: {at}: {key} {v:?} is negative"
+        )));
+    }
+    Ok(Some(d))
+}
+
+/// Parses the text of a providers file named `file`.
+/// The adapter of a provider's `kind`.
+fn adapter_of(kind: &str, file: &str, at: &str) -> Result<Arc<dyn Adapter>, ProvidersError> {
+    Ok(match kind {
+        "openai" => Arc::new(openai::OpenAi),
+        "anthropic" => Arc::new(anthropic::Anthropic),
+        "gemini" => Arc::new(gemini::Gemini),
+        other => {
+            return Err(ProvidersError(format!(
+            "{file}: {at}: kind {other:?} is not supported (supported: openai, anthropic, gemini)"
+        )))
+        }
+    })
+}
+
+/// A model's response-cache keys ([`crate::cache`]): `cache_ttl_secs`
+/// (1 to the cache's longest), `cache_hit_price_pct` (0 to 100, default 0).
+fn cache_keys(
+    file: &str,
+    at: &str,
+    ttl: Option<u64>,
+    hit_pct: Option<String>,
+) -> Result<(Option<u64>, Decimal), ProvidersError> {
+    if ttl.is_some_and(|t| t == 0 || t > crate::cache::MAX_TTL.as_secs()) {
+        return Err(ProvidersError(format!(
+            "{file}: {at}: cache_ttl_secs must be from 1 to {}",
+            crate::cache::MAX_TTL.as_secs()
+        )));
+    }
+    let hit_pct = price(file, at, "cache_hit_price_pct", hit_pct)?;
+    if hit_pct.is_some_and(|p| p > Decimal::ONE_HUNDRED) {
+        return Err(ProvidersError(format!(
+            "{file}: {at}: cache_hit_price_pct must be from 0 to 100"
+        )));
+    }
+    Ok((ttl, hit_pct.unwrap_or_default()))
+}
+
+pub fn parse(text: &str, file: &str, default_markup: Decimal) -> Result<Providers, ProvidersError> {
+    let doc: FileDoc = toml::from_str(text).map_err(|e| ProvidersError(format!("{file}: {e}")))?;
+    let mut providers: Vec<Provider> = Vec::new();
+    for p in doc.provider {
+        let at = format!("provider {:?}", p.id);
+        if p.id.is_empty() || p.id.contains('/') {
+            return Err(ProvidersError(format!(
+                "{file}: {at}: id must be non-empty, without '/'"
+            )));
+        }
+        if providers.iter().any(|x| x.id == p.id) {
+            return Err(ProvidersError(format!(
+                "{file}: {at}: duplicate provider id"
+            )));
+        }
+        let adapter = adapter_of(&p.kind, file, &at)?;
+        let base_url = p.base_url.trim().trim_end_matches('/').to_owned();
+        if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
+            return Err(ProvidersError(format!(
+                "{file}: {at}: base_url {base_url:?} is not an http(s) URL"
+            )));
+        }
+        let markup_pct = match p.markup_pct {
+            None => default_markup,
+            Some(v) => {
+                let text = match &v {
+                    toml::Value::String(s) => s.clone(),
+                    toml::Value::Float(_) | toml::Value::Integer(_) => v.to_string(),
+                    _ => String::new(),
+                };
+                gateway_base::billing::parse_markup(&text)
+                    .map_err(|e| ProvidersError(format!("{file}: {at}: markup_pct: {e}")))?
+            }
+        };
+        let key = ProviderKey::from_env(&p.api_key_env);
+        if key.is_none() {
+            tracing::warn!(provider = %p.id, variable = %p.api_key_env, "the provider's key variable is unset: only BYOK calls can reach it");
+        }
+        let mut models: Vec<Model> = Vec::new();
+        for mut m in p.model {
+            let at = format!("provider {:?} model {:?}", p.id, m.id);
+            if m.id.is_empty() {
+                return Err(ProvidersError(format!(
+                    "{file}: {at}: id must be non-empty"
+                )));
+            }
+            if models.iter().any(|x| x.id == m.id) {
+                return Err(ProvidersError(format!("{file}: {at}: duplicate model id")));
+            }
+            let kind = ModelType::parse(&m.kind).ok_or_else(|| {
+                ProvidersError(format!(
+                    "{file}: {at}: type {:?} is not one of chat, completion, embedding, image, video, tts, stt",
+                    m.kind
+                ))
+            })?;
+            if !adapter.supports(kind) {
+                return Err(ProvidersError(format!(
+                    "{file}: {at}: a {} provider has no {} models",
+                    p.kind,
+                    kind.as_str()
+                )));
+            }
+            if m.max_output_tokens == Some(0) {
+                return Err(ProvidersError(format!(
+                    "{file}: {at}: max_output_tokens must be at least 1"
+                )));
+            }
+            let (cache_ttl_secs, cache_hit_price_pct) =
+                cache_keys(file, &at, m.cache_ttl_secs, m.cache_hit_price_pct.take())?;
+            models.push(Model {
+                cache_ttl_secs,
+                cache_hit_price_pct,
+                input_per_mtok: price(file, &at, "input_per_mtok", m.input_per_mtok)?,
+                output_per_mtok: price(file, &at, "output_per_mtok", m.output_per_mtok)?,
+                cache_read_per_mtok: price(
+                    file,
+                    &at,
+                    "cache_read_per_mtok",
+                    m.cache_read_per_mtok,
+                )?,
+                cache_write_per_mtok: price(
+                    file,
+                    &at,
+                    "cache_write_per_mtok",
+                    m.cache_write_per_mtok,
+                )?,
+                max_output_tokens: m.max_output_tokens,
+                per_image: price(file, &at, "per_image", m.per_image)?,
+                per_second: price(file, &at, "per_second", m.per_second)?,
+                id: m.id,
+                kind,
+                context_window: m.context_window,
+                aliases: m.aliases,
+            });
+        }
+        providers.push(Provider {
+            id: p.id,
+            kind: p.kind,
+            base_url,
+            key,
+            api_key_env: p.api_key_env,
+            markup_pct,
+            models,
+            adapter,
+        });
+    }
+    let routes = super::routes::build(doc.route, &providers, file, text).map_err(ProvidersError)?;
+    Ok(Providers { providers, routes })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+[[provider]]
+id = "sim"
+kind = "openai"
+base_url = "http://127.0.0.1:9100/v1/"
+api_key_env = "GW_TEST_UNSET_KEY_VAR"
+markup_pct = 10.0
+[[provider.model]]
+id = "sim-gpt"
+type = "chat"
+context_window = 8192
+aliases = ["gpt"]
+input_per_mtok = "2.00"
+output_per_mtok = "8.00"
+[[provider.model]]
+id = "sim-embed"
+type = "embedding"
+input_per_mtok = "0.10"
+"#;
+
+    #[test]
+    fn a_good_file_parses() {
+        let p = parse(GOOD, "p.toml", Decimal::from(20)).unwrap();
+        let sim = &p.providers[0];
+        assert_eq!(sim.base_url, "http://127.0.0.1:9100/v1");
+        assert_eq!(sim.markup_pct, Decimal::from_str("10.0").unwrap());
+        assert!(sim.key.is_none());
+        let (_, m) = p.resolve(Some("sim/sim-gpt"), ModelType::Chat).unwrap();
+        assert_eq!(m.input_per_mtok, Some(Decimal::from_str("2.00").unwrap()));
+        assert_eq!(
+            p.resolve(Some("gpt"), ModelType::Chat).unwrap().1.id,
+            "sim-gpt"
+        );
+        assert_eq!(
+            p.resolve(None, ModelType::Embedding).unwrap().1.id,
+            "sim-embed"
+        );
+        assert_eq!(
+            p.resolve(Some("sim/none"), ModelType::Chat)
+                .unwrap_err()
+                .status(),
+            404
+        );
+        assert_eq!(
+            p.resolve(Some("x/sim-gpt"), ModelType::Chat)
+                .unwrap_err()
+                .status(),
+            404
+        );
+        assert_eq!(
+            p.resolve(Some("sim/sim-embed"), ModelType::Chat)
+                .unwrap_err()
+                .status(),
+            400
+        );
+    }
+
+    #[test]
+    fn errors_name_the_file_and_the_key() {
+        let e = parse("[[provider]]\nid = 3\n", "p.toml", Decimal::ZERO).unwrap_err();
+        assert!(e.0.contains("p.toml") && e.0.contains("line 2"), "{e}");
+        let bad = GOOD.replace("\"8.00\"", "\"eight\"");
+        let e = parse(&bad, "p.toml", Decimal::ZERO).unwrap_err();
+        assert!(
+            e.0.contains("model \"sim-gpt\"") && e.0.contains("output_per_mtok"),
+            "{e}"
+        );
+        let bad = GOOD.replace("type = \"chat\"", "type = \"chatty\"");
+        assert!(parse(&bad, "p.toml", Decimal::ZERO)
+            .unwrap_err()
+            .0
+            .contains("chatty"));
+        let bad = GOOD.replace("kind = \"openai\"", "kind = \"anthropic\"");
+        let e = parse(&bad, "p.toml", Decimal::ZERO).unwrap_err();
+        assert!(e.0.contains("has no embedding models"), "{e}");
+        assert!(parse(
+            &GOOD.replace("kind = \"openai\"", "kind = \"gemini\""),
+            "p.toml",
+            Decimal::ZERO
+        )
+        .is_ok());
+        let bad = GOOD.replace("kind = \"openai\"", "kind = \"other\"");
+        assert!(parse(&bad, "p.toml", Decimal::ZERO)
+            .unwrap_err()
+            .0
+            .contains("other"));
+    }
+}

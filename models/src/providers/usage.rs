@@ -1,0 +1,113 @@
+//! The four token counts of a model request and how they are read from an
+//! OpenAI-shaped `usage` object (every adapter's answer is OpenAI's shape:
+//! native providers' usage is translated into it first).
+//!
+//! OpenAI counts cached tokens inside `prompt_tokens`
+//! (`prompt_tokens_details.cached_tokens`); a cache write, which OpenAI does
+//! not report, is carried the same way as
+//! `prompt_tokens_details.cache_creation_tokens` by the native adapters.
+//! Both are taken **out** of the input: each token is billed once, at its
+//! own price ([`crate::credits`]).
+
+use rust_decimal::prelude::ToPrimitive;
+use serde_json::{json, Value};
+
+/// What a model request used, in tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Tokens {
+    /// Prompt tokens neither read from nor written to a cache.
+    pub input: u64,
+    /// Output (completion) tokens.
+    pub output: u64,
+    /// Prompt tokens read from the provider's cache.
+    pub cache_read: u64,
+    /// Prompt tokens written to the provider's cache.
+    pub cache_write: u64,
+}
+
+fn field(u: &Value, k: &str) -> Option<u64> {
+    gateway_base::billing::quantity_from_upstream(k, u.get(k))
+        .valid()
+        .and_then(|d| d.ceil().to_u64())
+}
+
+impl Tokens {
+    /// Input and output only.
+    pub fn new(input: u64, output: u64) -> Tokens {
+        Tokens {
+            input,
+            output,
+            ..Tokens::default()
+        }
+    }
+
+    /// Every prompt token, cached or not.
+    pub fn prompt(&self) -> u64 {
+        self.input
+            .saturating_add(self.cache_read)
+            .saturating_add(self.cache_write)
+    }
+
+    /// The counts of an OpenAI `usage` object; `None` unless it has both
+    /// `prompt_tokens` and `completion_tokens`.
+    pub fn from_openai(u: &Value) -> Option<Tokens> {
+        let prompt = field(u, "prompt_tokens")?;
+        let output = field(u, "completion_tokens")?;
+        let details = u.get("prompt_tokens_details").cloned().unwrap_or_default();
+        let read = field(&details, "cached_tokens").unwrap_or(0).min(prompt);
+        let write = field(&details, "cache_creation_tokens")
+            .unwrap_or(0)
+            .min(prompt - read);
+        Some(Tokens {
+            input: prompt - read - write,
+            output,
+            cache_read: read,
+            cache_write: write,
+        })
+    }
+
+    /// The OpenAI `usage` object of these counts (cached tokens inside
+    /// `prompt_tokens`, as OpenAI reports them).
+    pub fn to_openai(&self) -> Value {
+        let prompt = self.prompt();
+        let mut u = json!({
+            "prompt_tokens": prompt,
+            "completion_tokens": self.output,
+            "total_tokens": prompt.saturating_add(self.output),
+        });
+        if self.cache_read > 0 || self.cache_write > 0 {
+            u["prompt_tokens_details"] = json!({
+                "cached_tokens": self.cache_read,
+                "cache_creation_tokens": self.cache_write,
+            });
+        }
+        u
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cached_tokens_come_out_of_the_input_and_back() {
+        let u = json!({"prompt_tokens": 100, "completion_tokens": 7,
+            "prompt_tokens_details": {"cached_tokens": 60, "cache_creation_tokens": 30}});
+        let t = Tokens::from_openai(&u).unwrap();
+        assert_eq!(
+            t,
+            Tokens {
+                input: 10,
+                output: 7,
+                cache_read: 60,
+                cache_write: 30
+            }
+        );
+        assert_eq!(Tokens::from_openai(&t.to_openai()), Some(t));
+        // More cached than prompted: never a negative input.
+        let u = json!({"prompt_tokens": 5, "completion_tokens": 1,
+            "prompt_tokens_details": {"cached_tokens": 60}});
+        assert_eq!(Tokens::from_openai(&u).unwrap().prompt(), 5);
+        assert_eq!(Tokens::from_openai(&json!({"prompt_tokens": 5})), None);
+    }
+}

@@ -1,0 +1,691 @@
+//! Group commit: the one thread that writes the records that must not be lost.
+//!
+//! Requests hand their records ([`Record`], in [`super::records`]) to
+//! [`RecordWriter::commit`] and wait. The writer thread takes whatever has
+//! queued up (up to [`MAX_GROUP`] batches; under load it waits up to
+//! [`GATHER`] for more), writes it in one `BEGIN IMMEDIATE` transaction,
+//! commits (one fsync for the whole group, `synchronous=FULL`), then wakes
+//! every waiting request. If the group fails, each batch is retried alone,
+//! so one bad batch cannot fail its neighbours.
+//!
+//! Batching adapts to load: a commit alone in flight that needs no fsync,
+//! while no other request is in flight, is written by its caller directly
+//! ([`RecordWriter::commit`]); with other requests in flight it goes to the
+//! writer, whose groups share one transaction (writing each inline costs
+//! a transaction per request and halved c=64 under `GATEWAY_DB_SYNC=normal`,
+//! issue 29); a group of
+//! credit holds alone is committed without the fsync ([`needs_flush`]);
+//! packed objects of the group are fdatasynced once, before the commit.
+//!
+//! Money rules enforced here, inside the transaction:
+//! * a usage record and the debit of its charge from the user's credit
+//!   balance are written together or not at all (each user's balance is
+//!   read once and written once per group: [`Balances`]);
+//! * a usage record with a `once_key` (a job's completion, a voice's first
+//!   build) is written at most once: a second one with the same key is
+//!   skipped, with no debit.
+
+use std::sync::mpsc;
+
+use rust_decimal::Decimal;
+
+use super::balances::Balances;
+use super::records::*;
+use super::sql::{p, Db};
+use super::{Result, StoreError};
+
+struct Batch {
+    records: Vec<Record>,
+    /// Must be on disk before it is acknowledged (see [`needs_flush`]).
+    flush: bool,
+    done: tokio::sync::oneshot::Sender<Result<Committed>>,
+}
+
+/// Handle to the writer thread. Cloning shares the thread.
+#[derive(Clone)]
+pub struct RecordWriter {
+    tx: mpsc::Sender<Batch>,
+    shared: std::sync::Arc<Shared>,
+}
+
+/// What the writer thread and the callers share.
+struct Shared {
+    /// The one write connection: the writer thread's, lent to a caller
+    /// that commits alone (see [`RecordWriter::commit`]).
+    conn: std::sync::Mutex<Conn>,
+    /// Commits asked for and not yet answered, inline or queued.
+    in_flight: std::sync::atomic::AtomicUsize,
+    sync_full: bool,
+    /// Credit holds (by request id) whose end could not be written: the
+    /// hold or release of a batch that failed, or a release that failed
+    /// outside the writer ([`RecordWriter::owe_release`]). Their requests
+    /// ended with an error, so each hold is deleted as soon as the
+    /// database answers again ([`release_owed`]); until then it counts.
+    owed: std::sync::Mutex<Vec<String>>,
+    /// This instance's id, named by the holds it takes (set once at start,
+    /// `super::instances`; `None` for a store that serves no requests).
+    instance: std::sync::OnceLock<String>,
+}
+
+impl Shared {
+    fn instance(&self) -> Option<&str> {
+        self.instance.get().map(String::as_str)
+    }
+}
+
+/// Counts a commit in flight while it lives.
+struct InFlight<'a>(&'a Shared);
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0
+            .in_flight
+            .fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+    }
+}
+
+/// Most batches folded into one transaction.
+pub const MAX_GROUP: usize = 512;
+
+/// The writer's own connection.
+pub(super) enum Conn {
+    Sqlite(rusqlite::Connection),
+    Postgres(super::pg::PgConn),
+}
+
+impl Conn {
+    fn db(&mut self) -> Db<'_> {
+        match self {
+            Conn::Sqlite(c) => Db::lite(c),
+            Conn::Postgres(c) => c.db(),
+        }
+    }
+
+    /// Reopens a PostgreSQL connection the server closed (a restart, a
+    /// failover); fails, as unavailable, while the server is down.
+    fn revive(&mut self) -> Result<()> {
+        match self {
+            Conn::Postgres(c) if c.is_closed() => c.reopen(),
+            _ => Ok(()),
+        }
+    }
+
+    fn is_closed(&self) -> bool {
+        matches!(self, Conn::Postgres(c) if c.is_closed())
+    }
+}
+
+impl RecordWriter {
+    /// `sync_full`: the database is flushed at each commit
+    /// (`GATEWAY_DB_SYNC=full`); groups of holds alone are committed
+    /// without the flush even then (see [`needs_flush`]).
+    pub(super) fn start(conn: Conn, sync_full: bool) -> RecordWriter {
+        let (tx, rx) = mpsc::channel::<Batch>();
+        let shared = std::sync::Arc::new(Shared {
+            conn: std::sync::Mutex::new(conn),
+            in_flight: Default::default(),
+            sync_full,
+            owed: Default::default(),
+            instance: Default::default(),
+        });
+        let thread_shared = shared.clone();
+        std::thread::Builder::new()
+            .name("record-writer".into())
+            .spawn(move || writer_loop(&thread_shared, rx))
+            .expect("spawn record writer");
+        RecordWriter { tx, shared }
+    }
+
+    /// Names `id` as the instance taking the holds written from now on
+    /// (once; a second call is ignored).
+    pub(super) fn set_instance(&self, id: &str) {
+        let _ = self.shared.instance.set(id.to_owned());
+    }
+
+    /// Owes the release of the hold of `request_id`, whose delete failed
+    /// (the database was unreachable): the writer deletes it as soon as the
+    /// database answers again.
+    pub fn owe_release(&self, request_id: String) {
+        lock(&self.shared.owed).push(request_id);
+    }
+
+    /// Whether the release of the hold of `request_id` is owed (see
+    /// [`Shared::owed`]): a commit or delete of it failed and the database
+    /// has not answered since.
+    pub fn owes_release(&self, request_id: &str) -> bool {
+        lock(&self.shared.owed).iter().any(|id| id == request_id)
+    }
+
+    /// Queues `records` for the next group commit and waits until durable.
+    pub async fn commit(&self, records: Vec<Record>) -> Result<Committed> {
+        self.queue(records, true).await
+    }
+
+    /// Queues `records` for the next group commit and waits until
+    /// committed, without asking for the flush to disk: for records that a
+    /// later flushed commit of the same request makes durable (a stream's
+    /// audit record, before its first byte; its settlement, at its end,
+    /// flushes both).
+    pub async fn commit_unflushed(&self, records: Vec<Record>) -> Result<Committed> {
+        self.queue(records, false).await
+    }
+
+    /// Batching adapts to load: a commit that is the only one in flight,
+    /// of the only request in flight ([`gateway_base::watchdog::requests_in_flight`]),
+    /// on SQLite, and that will not be flushed to disk
+    /// (`GATEWAY_DB_SYNC=normal`, or a batch that needs no flush) is
+    /// written by the caller itself, on its own thread, instead of handing
+    /// it to the writer thread and back (two thread switches, a measured
+    /// part of a lone request's latency). It holds the write connection for
+    /// one short transaction without I/O waits (no fsync); under load,
+    /// batches queue for the group commit as before.
+    async fn queue(&self, records: Vec<Record>, flush: bool) -> Result<Committed> {
+        use std::sync::atomic::Ordering;
+        if records.is_empty() {
+            return Ok(Committed::default());
+        }
+        let (done, wait) = tokio::sync::oneshot::channel();
+        let batch = Batch {
+            records,
+            flush,
+            done,
+        };
+        let shared = &*self.shared;
+        let first = shared.in_flight.fetch_add(1, Ordering::AcqRel) == 0;
+        let _in_flight = InFlight(shared);
+        // Alone: no other commit in flight, and no other request in flight
+        // that will commit soon. With one runtime thread every commit finds
+        // no other in flight (each runs to its end before the next task),
+        // so the requests in flight are what tells c=1 from c=64.
+        let alone = first && gateway_base::watchdog::requests_in_flight() <= 1;
+        if alone && !(shared.sync_full && needs_flush(&batch)) {
+            if let Ok(mut conn) = shared.conn.try_lock() {
+                if matches!(*conn, Conn::Sqlite(_)) {
+                    let started = std::time::Instant::now();
+                    let written = commit_group(&mut conn, shared, std::slice::from_ref(&batch));
+                    drop(conn);
+                    gateway_base::telemetry::record_commit(started.elapsed());
+                    return match written {
+                        Ok(mut results) => {
+                            let r = results.pop().unwrap_or_default();
+                            count_charges(&batch.records, &r);
+                            Ok(r)
+                        }
+                        Err(e) => {
+                            tracing::error!(error = %e, "commit failed");
+                            owe_holds(shared, &batch);
+                            Err(e)
+                        }
+                    };
+                }
+            }
+        }
+        self.tx
+            .send(batch)
+            .map_err(|_| StoreError::msg("record writer stopped"))?;
+        gateway_base::telemetry::record_queue(1.0);
+        wait.await
+            .map_err(|_| StoreError::msg("record writer stopped"))?
+    }
+}
+
+/// Under load (the previous group held more than one batch), how long the
+/// writer waits for more batches before committing: a bigger group costs
+/// the same one fsync. Alone (one request at a time) it never waits.
+pub const GATHER: std::time::Duration = std::time::Duration::from_micros(200);
+
+/// How often an idle writer retries the holds it owes ([`Shared::owed`]).
+const OWED_RETRY: std::time::Duration = std::time::Duration::from_secs(1);
+
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn writer_loop(shared: &Shared, rx: mpsc::Receiver<Batch>) {
+    let mut last_group = 1;
+    // Waits for work (retrying owed releases meanwhile); ends when every
+    // sender is gone.
+    loop {
+        let first = match rx.recv_timeout(OWED_RETRY) {
+            Ok(b) => b,
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                // The connection is taken only when something is owed: an
+                // idle writer holding it would push requests' inline
+                // commits onto the queue.
+                if !lock(&shared.owed).is_empty() {
+                    release_owed(shared, &mut lock(&shared.conn));
+                }
+                continue;
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        };
+        let mut group = vec![first];
+        let deadline = std::time::Instant::now() + GATHER;
+        while group.len() < MAX_GROUP {
+            match rx.try_recv() {
+                Ok(b) => group.push(b),
+                Err(mpsc::TryRecvError::Empty) if last_group > 1 => {
+                    let left = deadline.saturating_duration_since(std::time::Instant::now());
+                    match rx.recv_timeout(left) {
+                        Ok(b) => group.push(b),
+                        Err(_) => break,
+                    }
+                }
+                Err(_) => break,
+            }
+        }
+        last_group = group.len();
+        gateway_base::telemetry::record_queue(-(group.len() as f64));
+        let group = sync_files(group);
+        if group.is_empty() {
+            continue;
+        }
+        let mut conn = lock(&shared.conn);
+        release_owed(shared, &mut conn);
+        let started = std::time::Instant::now();
+        let written = commit_group(&mut conn, shared, &group);
+        gateway_base::telemetry::record_commit(started.elapsed());
+        match written {
+            Ok(results) => {
+                for (b, r) in group.into_iter().zip(results) {
+                    count_charges(&b.records, &r);
+                    let _ = b.done.send(Ok(r));
+                }
+            }
+            Err(e) if group.len() == 1 || e.is_unavailable() => {
+                tracing::error!(error = %e, batches = group.len(), "commit failed");
+                for b in group {
+                    owe_holds(shared, &b);
+                    let _ = b.done.send(Err(e.clone()));
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, batches = group.len(), "group commit failed; retrying batches one by one");
+                for b in group {
+                    let r =
+                        write_group(&mut conn.db(), shared.instance(), std::slice::from_ref(&b))
+                            .map(|mut v| v.pop().unwrap_or_default());
+                    match &r {
+                        Ok(c) => count_charges(&b.records, c),
+                        Err(e) => {
+                            tracing::error!(error = %e, "commit failed");
+                            owe_holds(shared, &b);
+                        }
+                    }
+                    let _ = b.done.send(r);
+                }
+            }
+        }
+    }
+}
+
+/// Whether a batch must be on disk before it is acknowledged. Every record
+/// must, but a credit hold and what was queued with
+/// [`RecordWriter::commit_unflushed`]. A hold is a reservation, not money:
+/// it guards against overdraft while its request runs and expires by
+/// itself; losing the last holds in a power cut loses nothing billable
+/// (their requests were cut off too, and a charge is always committed with
+/// the flush). A group of such batches alone skips the flush, so a
+/// streamed chat's first byte waits for no flush at all.
+fn needs_flush(batch: &Batch) -> bool {
+    batch.flush
+        && batch
+            .records
+            .iter()
+            .any(|r| !matches!(r, Record::Hold { .. }))
+}
+
+/// The holds a failed batch took, ended or handed to a job: owed releases
+/// (a failed request keeps no hold; a hold whose commit is in doubt is
+/// deleted too).
+fn owe_holds(shared: &Shared, batch: &Batch) {
+    let ids = batch.records.iter().filter_map(|r| match r {
+        Record::Hold { request_id, .. } | Record::HoldRelease { request_id } => {
+            Some(request_id.clone())
+        }
+        Record::JobCreate(j) => j.hold.clone(),
+        _ => None,
+    });
+    lock(&shared.owed).extend(ids);
+}
+
+/// Deletes the holds owed ([`Shared::owed`]) in one transaction; kept
+/// owed if the database is still unreachable.
+fn release_owed(shared: &Shared, conn: &mut Conn) {
+    let owed = std::mem::take(&mut *lock(&shared.owed));
+    if owed.is_empty() {
+        return;
+    }
+    let released = conn.revive().and_then(|()| {
+        conn.db().transaction(|tx| {
+            for id in &owed {
+                tx.exec("DELETE FROM credit_holds WHERE request_id = ?1", p![id])?;
+            }
+            Ok(())
+        })
+    });
+    match released {
+        Ok(()) => tracing::info!(holds = owed.len(), "owed credit holds released"),
+        Err(e) => {
+            tracing::debug!(error = %e, holds = owed.len(), "owed credit holds not released yet");
+            lock(&shared.owed).extend(owed);
+        }
+    }
+}
+
+/// Writes a group in one transaction, flushed to disk when `sync_full`
+/// and any batch needs it. A PostgreSQL connection the server closed is
+/// reopened first; if it breaks while the group is written (before its
+/// `COMMIT`: nothing was committed), the group is written once more on a
+/// new connection. A `COMMIT` in doubt is never retried.
+fn commit_group(conn: &mut Conn, shared: &Shared, group: &[Batch]) -> Result<Vec<Committed>> {
+    conn.revive()?;
+    match commit_group_once(conn, shared, group) {
+        Err(e) if e.failure == super::Failure::Unavailable && conn.is_closed() => {
+            tracing::warn!(error = %e, "the database connection broke; retrying the group on a new one");
+            conn.revive()?;
+            commit_group_once(conn, shared, group)
+        }
+        written => written,
+    }
+}
+
+fn commit_group_once(conn: &mut Conn, shared: &Shared, group: &[Batch]) -> Result<Vec<Committed>> {
+    if shared.sync_full && !group.iter().any(needs_flush) {
+        write_unflushed(conn, shared.instance(), group)
+    } else {
+        write_group(&mut conn.db(), shared.instance(), group)
+    }
+}
+
+/// [`write_group`] without flushing the commit to disk: SQLite's
+/// `synchronous` is NORMAL for that one transaction (a later flushed
+/// commit flushes its WAL frames too), PostgreSQL's `synchronous_commit`
+/// is off for it. The database itself stays consistent either way.
+fn write_unflushed(
+    conn: &mut Conn,
+    instance: Option<&str>,
+    group: &[Batch],
+) -> Result<Vec<Committed>> {
+    match conn {
+        Conn::Sqlite(c) => {
+            c.pragma_update(None, "synchronous", "NORMAL")
+                .map_err(StoreError::driver)?;
+            let written = write_group(&mut Db::lite(c), instance, group);
+            c.pragma_update(None, "synchronous", "FULL")
+                .map_err(StoreError::driver)?;
+            written
+        }
+        Conn::Postgres(c) => {
+            let mut db = c.db();
+            db.transaction(|tx| {
+                tx.batch("SET LOCAL synchronous_commit TO OFF")?;
+                write_in(tx, instance, group)
+            })
+        }
+    }
+}
+
+/// Fdatasyncs each distinct file of the group's [`Record::SyncFile`]s once,
+/// before the group commits (an answered packed object must be on disk
+/// before its asset record). If any fails, every batch carrying a
+/// `SyncFile` is failed (nothing of it committed); the others are returned
+/// to be written.
+fn sync_files(group: Vec<Batch>) -> Vec<Batch> {
+    let mut files: Vec<&std::sync::Arc<std::fs::File>> = Vec::new();
+    for r in group.iter().flat_map(|b| &b.records) {
+        if let Record::SyncFile(f) = r {
+            if !files.iter().any(|g| std::sync::Arc::ptr_eq(g, f)) {
+                files.push(f);
+            }
+        }
+    }
+    let Some(e) = files.into_iter().find_map(|f| f.sync_data().err()) else {
+        return group;
+    };
+    tracing::error!(error = %e, "syncing a packed segment failed; failing its batches");
+    let e = StoreError::caused("syncing a packed segment", e);
+    let carries = |b: &Batch| b.records.iter().any(|r| matches!(r, Record::SyncFile(_)));
+    let (failed, rest): (Vec<Batch>, Vec<Batch>) = group.into_iter().partition(carries);
+    for b in failed {
+        let _ = b.done.send(Err(e.clone()));
+    }
+    rest
+}
+
+/// Counts the charges of a committed batch's usage records (those written).
+fn count_charges(records: &[Record], committed: &Committed) {
+    use rust_decimal::prelude::ToPrimitive;
+    let usages = records.iter().filter_map(|r| match r {
+        Record::Usage(u) => Some(u),
+        _ => None,
+    });
+    for (u, written) in usages.zip(&committed.usage_written) {
+        if *written && u.charged > Decimal::ZERO {
+            let micro = (u.charged * Decimal::from(1_000_000u32))
+                .round()
+                .to_u64()
+                .unwrap_or(0);
+            gateway_base::telemetry::charged(gateway_base::telemetry::intern(&u.capability), micro);
+        }
+    }
+}
+
+/// Writes a group in one transaction. One [`Balances`] serves the whole
+/// group: each user's balance is read (and locked) once and written once.
+fn write_group(db: &mut Db<'_>, instance: Option<&str>, group: &[Batch]) -> Result<Vec<Committed>> {
+    db.transaction(|tx| write_in(tx, instance, group))
+}
+
+/// The body of [`write_group`]'s transaction.
+fn write_in(tx: &mut Db<'_>, instance: Option<&str>, group: &[Batch]) -> Result<Vec<Committed>> {
+    let mut balances = Balances::of_instance(instance);
+    let mut results = Vec::with_capacity(group.len());
+    for batch in group {
+        let mut committed = Committed::default();
+        for record in &batch.records {
+            write_record(tx, &mut balances, record, &mut committed)?;
+        }
+        results.push(committed);
+    }
+    balances.flush(tx)?;
+    Ok(results)
+}
+
+fn write_record(
+    tx: &mut Db<'_>,
+    balances: &mut Balances,
+    record: &Record,
+    committed: &mut Committed,
+) -> Result<()> {
+    match record {
+        Record::Audit(a) => insert_audit(tx, a)?,
+        Record::Usage(u) => committed.usage_written.push(insert_usage(tx, balances, u)?),
+        Record::Asset(a) => committed.asset_ids.push(insert_asset(tx, a)?),
+        Record::JobCreate(j) => insert_job(tx, j)?,
+        Record::JobUpdate(j) => update_job(tx, j)?,
+        Record::OwnerAdd {
+            kind,
+            upstream_id,
+            owner_id,
+            parent,
+            at,
+        } => {
+            tx.defer(
+                "INSERT INTO resources (kind, upstream_id, owner_id, parent, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?5)
+                 ON CONFLICT (kind, upstream_id) DO NOTHING",
+                p![kind, upstream_id, owner_id, parent, at],
+            )?;
+        }
+        Record::OwnerRemove { kind, upstream_id } => {
+            tx.defer(
+                "DELETE FROM resources WHERE kind = ?1 AND upstream_id = ?2",
+                p![kind, upstream_id],
+            )?;
+        }
+        Record::OwnerStatus {
+            kind,
+            upstream_id,
+            status,
+            at,
+        } => {
+            tx.defer(
+                "UPDATE resources SET status = ?3, updated_at = ?4 WHERE kind = ?1 AND upstream_id = ?2",
+                p![kind, upstream_id, status, at],
+            )?;
+        }
+        Record::ModelUsage(m) => {
+            tx.defer(
+                "INSERT INTO model_usage (request_id, user_id, route_id, model, input_tokens, output_tokens, counted, byok, ended, created_at, streamed, latency_ms, cache_read_tokens, cache_write_tokens, attempts, route)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+                p![m.request_id, m.user_id, m.route_id, m.model, m.input_tokens, m.output_tokens, m.counted, m.byok, m.ended, m.created_at, m.streamed, m.latency_ms, m.cache_read_tokens, m.cache_write_tokens, m.attempts, m.route],
+            )?;
+        }
+        Record::Hold {
+            request_id,
+            user_id,
+            amount,
+            key_id,
+            check_balance,
+        } => committed.holds.push(balances.hold(
+            tx,
+            *user_id,
+            request_id,
+            *amount,
+            *key_id,
+            *check_balance,
+        )?),
+        Record::HoldRelease { request_id } => balances.release(tx, request_id)?,
+        Record::SyncFile(_) => {}
+        Record::WebhookEvent(e) => {
+            tx.defer(
+                "INSERT INTO webhook_events (body_sha256, body, event, kind, upstream_id, signed, outcome, received_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT (body_sha256) DO NOTHING",
+                p![e.body_sha256, e.body, e.event, e.kind, e.upstream_id, e.signed, e.outcome, e.received_at],
+            )?;
+        }
+    }
+    Ok(())
+}
+
+fn insert_audit(tx: &mut Db<'_>, a: &AuditRecord) -> Result<()> {
+    tx.defer(
+        "INSERT INTO audit (request_id, user_id, route_id, method, path, status, upstream_status, latency_ms, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        p![
+            a.request_id,
+            a.user_id,
+            a.route_id,
+            a.method,
+            a.path,
+            a.status,
+            a.upstream_status,
+            a.latency_ms,
+            a.created_at
+        ],
+    )?;
+    Ok(())
+}
+
+/// Inserts a usage record and debits its charge; `false` when its once-key was taken.
+fn insert_usage(tx: &mut Db<'_>, balances: &mut Balances, u: &UsageRecord) -> Result<bool> {
+    let usage_id: Option<i64> = tx.row(
+        "INSERT INTO usage (request_id, user_id, route_id, capability, product, unit, quantity, unit_price,
+                            markup_pct, charged, unpriced, once_key, created_at, api_key_id)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)
+         ON CONFLICT (once_key) DO NOTHING RETURNING id",
+        p![
+            u.request_id,
+            u.user_id,
+            u.route_id,
+            u.capability,
+            u.product,
+            u.unit,
+            u.quantity.to_string(),
+            u.unit_price.map(|p| p.to_string()),
+            u.markup_pct.to_string(),
+            gateway_base::billing::format_money(u.charged),
+            u.unit_price.is_none(),
+            u.once_key,
+            u.created_at,
+            u.api_key_id
+        ],
+        |r| r.get(0),
+    )?;
+    let Some(usage_id) = usage_id else {
+        // Already charged under this key: the request still gets its usage
+        // record, with nothing to bill.
+        let zero = UsageRecord {
+            quantity: Decimal::ZERO,
+            charged: Decimal::ZERO,
+            once_key: None,
+            ..u.clone()
+        };
+        insert_usage(tx, balances, &zero)?;
+        return Ok(false);
+    };
+    if let (Some(user), false) = (u.user_id, u.charged.is_zero()) {
+        balances.apply(
+            tx,
+            user,
+            -u.charged,
+            "charge",
+            Some(usage_id),
+            None,
+            &u.created_at,
+        )?;
+        balances
+            .keys
+            .charge(tx, u.key_id, &u.request_id, u.charged)?;
+    }
+    Ok(true)
+}
+
+fn insert_asset(tx: &mut Db<'_>, a: &AssetRecord) -> Result<i64> {
+    tx.row(
+        "INSERT INTO assets (owner_id, object_key, class, purpose, size_bytes, content_type, file_name, source, created_at, expires_at, pack, pack_offset)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) RETURNING id",
+        p![
+            a.owner_id,
+            a.object_key,
+            a.class,
+            a.purpose,
+            a.size_bytes,
+            a.content_type,
+            a.file_name,
+            a.source,
+            a.created_at,
+            a.expires_at,
+            a.pack,
+            a.pack_offset
+        ],
+        |r| r.get(0),
+    )?
+    .ok_or_else(|| StoreError::msg("asset insert returned no id"))
+}
+
+fn insert_job(tx: &mut Db<'_>, j: &JobRecord) -> Result<()> {
+    if let Some(submit) = &j.hold {
+        tx.defer(
+            "UPDATE credit_holds SET request_id = ?1, instance = NULL WHERE request_id = ?2",
+            p![job_hold_id(&j.kind, &j.job_id), submit],
+        )?;
+    }
+    tx.defer(
+        "INSERT INTO jobs (job_id, kind, upstream_id, user_id, submit_route, status, media_type, callback_uri, created_at, updated_at, follow_next_at, key_id)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9, ?10, ?11)",
+        p![j.job_id, j.kind, j.upstream_id, j.user_id, j.submit_route, j.status, j.media_type, j.callback_uri, j.created_at, j.follow_at, j.key_id],
+    )?;
+    Ok(())
+}
+
+fn update_job(tx: &mut Db<'_>, j: &JobUpdate) -> Result<()> {
+    tx.defer(
+        "UPDATE jobs SET status = ?3, media_type = COALESCE(?4, media_type), result = COALESCE(?5, result),
+                billed = CASE WHEN ?6 > billed THEN ?6 ELSE billed END, updated_at = ?7,
+                follow_next_at = CASE WHEN ?3 IN ('completed', 'failed') THEN NULL ELSE follow_next_at END
+         WHERE kind = ?1 AND job_id = ?2",
+        p![j.kind, j.job_id, j.status, j.media_type, j.result, j.billed, j.updated_at],
+    )?;
+    Ok(())
+}
