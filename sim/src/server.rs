@@ -109,7 +109,7 @@ pub async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, Res
                 body,
                 headers,
             } => {
-                let body = body.unwrap_or_else(|| crate::faults::default_body(status, &req.path));
+                let body = body.unwrap_or_else(|| default_body(status, &req.path));
                 let mut resp = match body {
                     Value::String(text) => {
                         let mut r = full(text);
@@ -165,6 +165,26 @@ pub async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, Res
         return Ok(break_body(crate::openai::route(&sh, &req), body_break).await);
     }
     Ok(crate::resources::route(&sh, &req))
+}
+
+/// The body of an injected error answer without a `body`, in the shape of
+/// the provider the path belongs to: Anthropic's under `/v1/messages`,
+/// Google's under `/v1beta/`, the voice provider's otherwise (also under
+/// OpenAI's `/v1/`, as before). It lives with the pipeline rather than with
+/// the fault rules because only the pipeline knows which provider owns a
+/// path; the rules stay plain data that the shared state can hold.
+pub fn default_body(status: StatusCode, path: &str) -> Value {
+    if crate::anthropic::owns(path) {
+        crate::anthropic::error_body(status, "injected fault")
+    } else if crate::gemini::owns(path) {
+        crate::gemini::error_body(status, "injected fault")
+    } else {
+        serde_json::json!({
+            "success": false,
+            "message": "injected fault",
+            "error": error_code(status),
+        })
+    }
 }
 
 /// `resp` with its whole body broken off after `after` bytes (a
