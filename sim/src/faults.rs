@@ -280,26 +280,10 @@ fn parse_fault(v: &Value) -> Result<Fault, String> {
                 },
                 Some(s) => {
                     let status = parse_status(s)?;
-                    let body = o.get("body").cloned();
-                    let mut headers = Vec::new();
-                    if let Some(h) = o.get("headers") {
-                        let h = h.as_object().ok_or("`headers` must be an object")?;
-                        for (k, v) in h {
-                            let name = HeaderName::from_bytes(k.as_bytes())
-                                .map_err(|_| format!("bad header name {k:?}"))?;
-                            let text = match v {
-                                Value::String(s) => s.clone(),
-                                other => other.to_string(),
-                            };
-                            let value = HeaderValue::from_str(&text)
-                                .map_err(|_| format!("bad header value for {k}"))?;
-                            headers.push((name, value));
-                        }
-                    }
                     Effect::Respond {
                         status,
-                        body,
-                        headers,
+                        body: o.get("body").cloned(),
+                        headers: parse_headers(o.get("headers"))?,
                     }
                 }
             };
@@ -307,6 +291,28 @@ fn parse_fault(v: &Value) -> Result<Fault, String> {
         }
         _ => Err("`fault` must be an object or \"reset\"/\"timeout\"".into()),
     }
+}
+
+/// A `Respond` fault's extra `headers` (`{"Retry-After": "7"}`; a value
+/// that is not a string is written as JSON).
+fn parse_headers(h: Option<&Value>) -> Result<Vec<(HeaderName, HeaderValue)>, String> {
+    let Some(h) = h else {
+        return Ok(Vec::new());
+    };
+    let h = h.as_object().ok_or("`headers` must be an object")?;
+    let mut headers = Vec::new();
+    for (k, v) in h {
+        let name =
+            HeaderName::from_bytes(k.as_bytes()).map_err(|_| format!("bad header name {k:?}"))?;
+        let text = match v {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        let value =
+            HeaderValue::from_str(&text).map_err(|_| format!("bad header value for {k}"))?;
+        headers.push((name, value));
+    }
+    Ok(headers)
 }
 
 fn parse_status(s: &Value) -> Result<StatusCode, String> {
