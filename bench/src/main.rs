@@ -40,7 +40,7 @@
 //! * [`report`]: overheads, the targets, markdown and JSON of the rows;
 //! * [`pg`]: a fresh PostgreSQL schema per gateway;
 //! * [`seed`]: `--seed-usage-rows`, history written into the gateway's
-//!   database before it starts.
+//!   database, through its store, before it starts.
 
 mod forwarder;
 mod load;
@@ -118,7 +118,7 @@ struct Cli {
     one_sync: bool,
     /// Before the runs, write this many billed requests of history (usage,
     /// token detail and ledger rows, over the last 365 days) for the bench
-    /// user straight into the gateway's database.
+    /// user into the gateway's database, through its store.
     #[arg(long, value_name = "N", default_value_t = 0)]
     seed_usage_rows: u64,
     /// Longest time one request may take before it counts as an error (seconds).
@@ -267,7 +267,7 @@ impl GatewayRun {
             vars.push(("GATEWAY_DB_SYNC", sync.to_owned()));
         }
         let gateway =
-            procs::start_gateway(bin_dir, &data.path, sim, cpu, &vars, cli.seed_usage_rows)?;
+            procs::start_gateway(bin_dir, &data.path, sim, cpu, &vars, cli.seed_usage_rows).await?;
         eprintln!(
             "gateway-bench: gateway {} (pid {}), data {}{}",
             gateway.proc.addr,

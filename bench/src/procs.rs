@@ -23,6 +23,8 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use runtime::store::Location;
+
 /// Lines of a child's output kept for error reports.
 const TAIL_LINES: usize = 40;
 /// How long a child may take to print `listening on`.
@@ -392,7 +394,7 @@ pub struct Gateway {
 
 /// Creates a user and a key in `data_dir` (a fresh directory), then starts
 /// `gateway serve` on a free port, pinned to `cpu` if given.
-pub fn start_gateway(
+pub async fn start_gateway(
     bin_dir: &Path,
     data_dir: &Path,
     sim: SocketAddr,
@@ -431,7 +433,13 @@ pub fn start_gateway(
         let id: i64 = user
             .parse()
             .map_err(|_| format!("the bench user's id: {user:?}"))?;
-        let s = crate::seed::seed(&data_dir.join("gateway.db"), id, seed_usage_rows)?;
+        // The database the gateway will open: the run's PostgreSQL schema
+        // when there is one, else the SQLite file of its data directory.
+        let at = match vars.iter().find(|(k, _)| *k == crate::pg::URL_VAR) {
+            Some((_, url)) => Location::Postgres(url.clone()),
+            None => Location::Sqlite(data_dir.join("gateway.db")),
+        };
+        let s = crate::seed::seed(&at, id, seed_usage_rows).await?;
         eprintln!(
             "gateway-bench: seeded {} requests of history (usage, model_usage, ledger) in {:.1} s",
             s.rows,

@@ -57,34 +57,9 @@ pub fn handle(sh: &Arc<Shared>, req: &Req) -> Resp {
             sh.faults.clear();
             done()
         }
-        ("GET", ["jobs"]) => {
-            let store = sh.store.lock().unwrap();
-            let mut list: Vec<&jobs::Job> = store.jobs.values().collect();
-            list.sort_by_key(|j| j.seq);
-            let jobs: Vec<Value> = list
-                .iter()
-                .map(|j| json!({"kind": j.kind.as_str(), "uuid": j.uuid, "status": j.status().as_str(), "notified": j.notified}))
-                .collect();
-            ok(json!({"jobs": jobs}))
-        }
+        ("GET", ["jobs"]) => ok(jobs_json(sh)),
         ("POST", ["jobs", id, action @ ("complete" | "fail")]) => {
-            let status = if *action == "complete" {
-                Status::Completed
-            } else {
-                Status::Failed
-            };
-            if let Some(items) = jobs::force(sh, id, status) {
-                return ok(json!({"success": true, "items": items}));
-            }
-            let video_status = if *action == "complete" {
-                "completed"
-            } else {
-                "failed"
-            };
-            match crate::openai::force_video(sh, id, video_status) {
-                Some(item) => ok(json!({"success": true, "items": [item]})),
-                None => not_found("job"),
-            }
+            force_job(sh, id, *action == "complete")
         }
         ("GET", ["config"]) => ok(config_json(sh)),
         ("POST", ["config"]) => match body_json(req) {
@@ -99,25 +74,7 @@ pub fn handle(sh: &Arc<Shared>, req: &Req) -> Resp {
             sh.clear_webhooks();
             done()
         }
-        ("POST", ["billing_usage"]) => {
-            let v = match body_json(req) {
-                Ok(v) => v,
-                Err(r) => return r,
-            };
-            let Some(date) = v.get("date").and_then(Value::as_str) else {
-                return bad_field("date", "is required");
-            };
-            let Ok(day) = chrono::NaiveDate::parse_from_str(date, "%Y-%m-%d") else {
-                return bad_field("date", "must be YYYY-MM-DD");
-            };
-            let Some(items) = v.get("items").and_then(Value::as_object) else {
-                return bad_field("items", "must be an object");
-            };
-            match sh.store.lock().unwrap().billing.set_day(day, items) {
-                Ok(()) => done(),
-                Err(e) => error(StatusCode::BAD_REQUEST, &e, None),
-            }
-        }
+        ("POST", ["billing_usage"]) => set_billing_usage(sh, req),
         ("POST", ["reset"]) => {
             *sh.store.lock().unwrap() = Store::new();
             sh.log.clear();
@@ -126,6 +83,57 @@ pub fn handle(sh: &Arc<Shared>, req: &Req) -> Resp {
             done()
         }
         _ => not_found("control route"),
+    }
+}
+
+/// `GET /__sim/jobs`: every job, oldest first, with its status now.
+fn jobs_json(sh: &Shared) -> Value {
+    let store = sh.store.lock().unwrap();
+    let mut list: Vec<&jobs::Job> = store.jobs.values().collect();
+    list.sort_by_key(|j| j.seq);
+    let jobs: Vec<Value> = list
+            .iter()
+            .map(|j| json!({"kind": j.kind.as_str(), "uuid": j.uuid, "status": j.status().as_str(), "notified": j.notified}))
+            .collect();
+    json!({"jobs": jobs})
+}
+
+/// `POST /__sim/jobs/{id}/complete` or `/fail`: a voice-provider job, else
+/// an OpenAI video with that id, ends now.
+fn force_job(sh: &Arc<Shared>, id: &str, complete: bool) -> Resp {
+    let status = if complete {
+        Status::Completed
+    } else {
+        Status::Failed
+    };
+    if let Some(items) = jobs::force(sh, id, status) {
+        return ok(json!({"success": true, "items": items}));
+    }
+    let video_status = if complete { "completed" } else { "failed" };
+    match crate::openai::force_video(sh, id, video_status) {
+        Some(item) => ok(json!({"success": true, "items": [item]})),
+        None => not_found("job"),
+    }
+}
+
+/// `POST /__sim/billing_usage`: replaces one day of the usage counters.
+fn set_billing_usage(sh: &Shared, req: &Req) -> Resp {
+    let v = match body_json(req) {
+        Ok(v) => v,
+        Err(r) => return r,
+    };
+    let Some(date) = v.get("date").and_then(Value::as_str) else {
+        return bad_field("date", "is required");
+    };
+    let Ok(day) = chrono::NaiveDate::parse_from_str(date, "%Y-%m-%d") else {
+        return bad_field("date", "must be YYYY-MM-DD");
+    };
+    let Some(items) = v.get("items").and_then(Value::as_object) else {
+        return bad_field("items", "must be an object");
+    };
+    match sh.store.lock().unwrap().billing.set_day(day, items) {
+        Ok(()) => ok(json!({"success": true})),
+        Err(e) => error(StatusCode::BAD_REQUEST, &e, None),
     }
 }
 

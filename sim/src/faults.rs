@@ -19,8 +19,8 @@
 //!   after `after` content deltas (default 1) with the provider's error event
 //!   for that status (a non-streamed answer is unaffected; the use is spent);
 //!   without a `body`, an error answer has the default body of the path's
-//!   provider ([`default_body`]: Anthropic's, Google's or the voice
-//!   provider's shape); on OpenAI's streamed chat and completions the
+//!   provider ([`crate::server::default_body`]: Anthropic's, Google's or
+//!   the voice provider's shape); on OpenAI's streamed chat and completions the
 //!   same rule breaks the connection after `after` events instead (no
 //!   error event, no `[DONE]`: a provider dropping midway);
 //! * `{"body_break": 10}` answers normally, but a whole (not streamed)
@@ -55,7 +55,8 @@ pub enum Effect {
         /// HTTP status.
         status: StatusCode,
         /// JSON (or, when a string, raw text) body; `None`: the default
-        /// error body of the path's provider ([`default_body`]).
+        /// error body of the path's provider
+        /// ([`crate::server::default_body`]).
         body: Option<Value>,
         /// Extra response headers.
         headers: Vec<(HeaderName, HeaderValue)>,
@@ -75,24 +76,6 @@ pub enum Effect {
     },
     /// Answer normally, but a whole body breaks off after this many bytes.
     BodyBreak(usize),
-}
-
-/// The body of an injected error answer without a `body`, in the shape of
-/// the provider the path belongs to: Anthropic's under `/v1/messages`,
-/// Google's under `/v1beta/`, the voice provider's otherwise (also under
-/// OpenAI's `/v1/`, as before).
-pub fn default_body(status: StatusCode, path: &str) -> Value {
-    if crate::anthropic::owns(path) {
-        crate::anthropic::error_body(status, "injected fault")
-    } else if crate::gemini::owns(path) {
-        crate::gemini::error_body(status, "injected fault")
-    } else {
-        json!({
-            "success": false,
-            "message": "injected fault",
-            "error": crate::response::error_code(status),
-        })
-    }
 }
 
 /// A matched fault: an optional delay, then an effect.
@@ -297,26 +280,10 @@ fn parse_fault(v: &Value) -> Result<Fault, String> {
                 },
                 Some(s) => {
                     let status = parse_status(s)?;
-                    let body = o.get("body").cloned();
-                    let mut headers = Vec::new();
-                    if let Some(h) = o.get("headers") {
-                        let h = h.as_object().ok_or("`headers` must be an object")?;
-                        for (k, v) in h {
-                            let name = HeaderName::from_bytes(k.as_bytes())
-                                .map_err(|_| format!("bad header name {k:?}"))?;
-                            let text = match v {
-                                Value::String(s) => s.clone(),
-                                other => other.to_string(),
-                            };
-                            let value = HeaderValue::from_str(&text)
-                                .map_err(|_| format!("bad header value for {k}"))?;
-                            headers.push((name, value));
-                        }
-                    }
                     Effect::Respond {
                         status,
-                        body,
-                        headers,
+                        body: o.get("body").cloned(),
+                        headers: parse_headers(o.get("headers"))?,
                     }
                 }
             };
@@ -324,6 +291,28 @@ fn parse_fault(v: &Value) -> Result<Fault, String> {
         }
         _ => Err("`fault` must be an object or \"reset\"/\"timeout\"".into()),
     }
+}
+
+/// A `Respond` fault's extra `headers` (`{"Retry-After": "7"}`; a value
+/// that is not a string is written as JSON).
+fn parse_headers(h: Option<&Value>) -> Result<Vec<(HeaderName, HeaderValue)>, String> {
+    let Some(h) = h else {
+        return Ok(Vec::new());
+    };
+    let h = h.as_object().ok_or("`headers` must be an object")?;
+    let mut headers = Vec::new();
+    for (k, v) in h {
+        let name =
+            HeaderName::from_bytes(k.as_bytes()).map_err(|_| format!("bad header name {k:?}"))?;
+        let text = match v {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        let value =
+            HeaderValue::from_str(&text).map_err(|_| format!("bad header value for {k}"))?;
+        headers.push((name, value));
+    }
+    Ok(headers)
 }
 
 fn parse_status(s: &Value) -> Result<StatusCode, String> {

@@ -24,7 +24,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use http::header::CONTENT_TYPE;
-use http::{HeaderValue, Request, StatusCode};
+use http::{HeaderName, HeaderValue, Request, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
@@ -108,23 +108,7 @@ pub async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, Res
                 status,
                 body,
                 headers,
-            } => {
-                let body = body.unwrap_or_else(|| crate::faults::default_body(status, &req.path));
-                let mut resp = match body {
-                    Value::String(text) => {
-                        let mut r = full(text);
-                        r.headers_mut()
-                            .insert(CONTENT_TYPE, HeaderValue::from_static("text/plain"));
-                        r
-                    }
-                    other => json_response(StatusCode::OK, &other),
-                };
-                *resp.status_mut() = status;
-                for (k, v) in headers {
-                    resp.headers_mut().insert(k, v);
-                }
-                return Ok(resp);
-            }
+            } => return Ok(fault_answer(status, body, headers, &req.path)),
             Effect::StreamError { status, after } => stream_error = Some((status, after)),
             Effect::BodyBreak(after) => body_break = Some(after),
             Effect::Reset => return Err(Reset),
@@ -165,6 +149,52 @@ pub async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, Res
         return Ok(break_body(crate::openai::route(&sh, &req), body_break).await);
     }
     Ok(crate::resources::route(&sh, &req))
+}
+
+/// The answer of a `Respond` fault: its body (text when a string, JSON
+/// otherwise; the path's provider's default without one), status and
+/// extra headers.
+fn fault_answer(
+    status: StatusCode,
+    body: Option<Value>,
+    headers: Vec<(HeaderName, HeaderValue)>,
+    path: &str,
+) -> Resp {
+    let body = body.unwrap_or_else(|| default_body(status, path));
+    let mut resp = match body {
+        Value::String(text) => {
+            let mut r = full(text);
+            r.headers_mut()
+                .insert(CONTENT_TYPE, HeaderValue::from_static("text/plain"));
+            r
+        }
+        other => json_response(StatusCode::OK, &other),
+    };
+    *resp.status_mut() = status;
+    for (k, v) in headers {
+        resp.headers_mut().insert(k, v);
+    }
+    resp
+}
+
+/// The body of an injected error answer without a `body`, in the shape of
+/// the provider the path belongs to: Anthropic's under `/v1/messages`,
+/// Google's under `/v1beta/`, the voice provider's otherwise (also under
+/// OpenAI's `/v1/`, as before). It lives with the pipeline rather than with
+/// the fault rules because only the pipeline knows which provider owns a
+/// path; the rules stay plain data that the shared state can hold.
+pub fn default_body(status: StatusCode, path: &str) -> Value {
+    if crate::anthropic::owns(path) {
+        crate::anthropic::error_body(status, "injected fault")
+    } else if crate::gemini::owns(path) {
+        crate::gemini::error_body(status, "injected fault")
+    } else {
+        serde_json::json!({
+            "success": false,
+            "message": "injected fault",
+            "error": error_code(status),
+        })
+    }
 }
 
 /// `resp` with its whole body broken off after `after` bytes (a

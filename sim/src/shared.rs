@@ -61,7 +61,7 @@ pub struct Shared {
     /// Rendered synthesis audio.
     pub audio_cache: Mutex<HashMap<AudioKey, Arc<Rendered>>>,
     /// Stripe's side (see [`crate::stripe`]).
-    pub stripe: crate::stripe::StripeSim,
+    pub stripe: crate::stripe::state::StripeSim,
     /// Webhook delivery records (see [`crate::webhook`]).
     webhooks: Mutex<Vec<Value>>,
     /// Becomes true when the simulator stops.

@@ -4,8 +4,9 @@
 use http::StatusCode;
 use serde_json::{json, Value};
 
+use super::answer::{rendered, Answer};
 use super::cache::Usage;
-use super::{error_body, rendered, Answer};
+use super::errors::error_body;
 
 fn event(name: &str, data: &Value) -> String {
     format!("event: {name}\ndata: {data}\n\n")

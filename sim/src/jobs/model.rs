@@ -173,7 +173,6 @@ impl Job {
     /// The item GET returns (voice builds are rendered by the store instead).
     pub fn item(&self, root: &str) -> Value {
         let status = self.status();
-        let done = status == Status::Completed;
         let mut item = Map::new();
         item.insert("uuid".into(), json!(self.uuid));
         if self.kind != Kind::Edit {
@@ -189,10 +188,15 @@ impl Job {
         if status == Status::Failed {
             item.insert("error_message".into(), json!("simulated failure"));
         }
+        self.result(status, root, &mut item);
+        Value::Object(item)
+    }
+
+    /// The fields of the job's result, by its kind: absent or null until it
+    /// completes (a tracing job's label, an intelligence description).
+    fn result(&self, status: Status, root: &str, item: &mut Map<String, Value>) {
+        let done = status == Status::Completed;
         let media = |ext: &str| json!(format!("{root}/__sim/media/{}.{ext}", self.uuid));
-        let url = self.text("url").to_ascii_lowercase();
-        let seed = fnv(&format!("{}{}", self.uuid, url));
-        let fake = url.contains("fake");
         match self.kind {
             Kind::Stt => {
                 if done {
@@ -219,32 +223,7 @@ impl Job {
                     item.insert("watermarked_media".into(), media("wav"));
                 }
             }
-            Kind::Detect => {
-                if done {
-                    let score = if fake { 0.9 + seed * 0.09 } else { seed * 0.1 };
-                    let score = (score * 1000.0).round() / 1000.0;
-                    item.insert(
-                        "metrics".into(),
-                        json!({
-                            "label": if fake { "fake" } else { "real" },
-                            "score": score,
-                            "aggregated_score": score,
-                            "consistency": if fake { "high" } else { "low" },
-                        }),
-                    );
-                    if self.data.get("intelligence").is_some_and(truthy) {
-                        item.insert("intelligence".into(), intelligence(self.text("media_type")));
-                    }
-                    if self.data.get("audio_source_tracing").is_some_and(truthy) {
-                        item.insert(
-                            "audio_source_tracing".into(),
-                            json!({"label": if fake { "resemble_ai" } else { "real" }, "error_message": null}),
-                        );
-                    }
-                } else {
-                    item.insert("metrics".into(), Value::Null);
-                }
-            }
+            Kind::Detect => self.detection(done, item),
             Kind::Intelligence => {
                 item.insert(
                     "description".into(),
@@ -256,33 +235,82 @@ impl Job {
                 );
             }
             Kind::Tracing => {
+                let fake = self.url().contains("fake");
                 let label = done.then_some(if fake { "resemble_ai" } else { "real" });
                 item.insert("label".into(), json!(label));
                 if status != Status::Failed {
                     item.insert("error_message".into(), Value::Null);
                 }
             }
-            Kind::WatermarkDetect => {
-                if done {
-                    let (overall, confidence) = if url.contains("inconclusive") {
-                        ("inconclusive", 0.5)
-                    } else if url.contains("/__sim/media/") || url.contains("watermark") {
-                        ("present", 0.95 + seed * 0.04)
-                    } else {
-                        ("absent", 0.02 + seed * 0.05)
-                    };
-                    let confidence = (confidence * 1000.0).round() / 1000.0;
-                    item.insert(
-                        "metrics".into(),
-                        json!({"overall_status": overall, "confidence": confidence}),
-                    );
-                } else {
-                    item.insert("metrics".into(), Value::Null);
-                }
-            }
+            Kind::WatermarkDetect => self.watermark_detection(done, item),
             Kind::Voice => {}
         }
-        Value::Object(item)
+    }
+
+    /// The job's `url`, lower-cased: its words (`fake`, `watermark`,
+    /// `inconclusive`) steer the simulated verdicts.
+    fn url(&self) -> String {
+        self.text("url").to_ascii_lowercase()
+    }
+
+    /// A deterministic number in [0, 1) of the job and its URL, so that
+    /// scores vary between jobs but not between reads.
+    fn seed(&self) -> f64 {
+        fnv(&format!("{}{}", self.uuid, self.url()))
+    }
+
+    /// A deepfake detection's metrics (and the intelligence and source
+    /// tracing asked for with it): `fake` in the URL scores high.
+    fn detection(&self, done: bool, item: &mut Map<String, Value>) {
+        if !done {
+            item.insert("metrics".into(), Value::Null);
+            return;
+        }
+        let fake = self.url().contains("fake");
+        let seed = self.seed();
+        let score = if fake { 0.9 + seed * 0.09 } else { seed * 0.1 };
+        let score = (score * 1000.0).round() / 1000.0;
+        item.insert(
+            "metrics".into(),
+            json!({
+                "label": if fake { "fake" } else { "real" },
+                "score": score,
+                "aggregated_score": score,
+                "consistency": if fake { "high" } else { "low" },
+            }),
+        );
+        if self.data.get("intelligence").is_some_and(truthy) {
+            item.insert("intelligence".into(), intelligence(self.text("media_type")));
+        }
+        if self.data.get("audio_source_tracing").is_some_and(truthy) {
+            item.insert(
+                "audio_source_tracing".into(),
+                json!({"label": if fake { "resemble_ai" } else { "real" }, "error_message": null}),
+            );
+        }
+    }
+
+    /// A watermark detection's metrics: present for the simulator's own
+    /// media or a URL naming a watermark, inconclusive or absent otherwise.
+    fn watermark_detection(&self, done: bool, item: &mut Map<String, Value>) {
+        if !done {
+            item.insert("metrics".into(), Value::Null);
+            return;
+        }
+        let url = self.url();
+        let seed = self.seed();
+        let (overall, confidence) = if url.contains("inconclusive") {
+            ("inconclusive", 0.5)
+        } else if url.contains("/__sim/media/") || url.contains("watermark") {
+            ("present", 0.95 + seed * 0.04)
+        } else {
+            ("absent", 0.02 + seed * 0.05)
+        };
+        let confidence = (confidence * 1000.0).round() / 1000.0;
+        item.insert(
+            "metrics".into(),
+            json!({"overall_status": overall, "confidence": confidence}),
+        );
     }
 }
 

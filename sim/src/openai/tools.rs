@@ -16,6 +16,7 @@ use std::sync::Arc;
 use http::StatusCode;
 use serde_json::{json, Map, Value};
 
+use super::wire::{sse, text_of};
 use crate::llm;
 use crate::response::{json_response, Resp};
 use crate::shared::Shared;
@@ -38,7 +39,7 @@ pub fn call(f: &Map<String, Value>) -> Option<Call> {
         .iter()
         .rev()
         .find(|m| m.get("role").and_then(Value::as_str) == Some("user"))
-        .map(|m| super::text_of(m.get("content").unwrap_or(&Value::Null)))
+        .map(|m| text_of(m.get("content").unwrap_or(&Value::Null)))
         .unwrap_or_default();
     let function = |t: &Value| t.get("function").cloned().unwrap_or(Value::Null);
     let names: Vec<String> = tools
@@ -129,5 +130,5 @@ pub fn answer(
             "model": model, "choices": [], "usage": usage}),
         );
     }
-    super::sse(sh, events)
+    sse(sh, events)
 }

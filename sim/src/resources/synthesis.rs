@@ -72,6 +72,25 @@ pub fn render_audio(
     rendered
 }
 
+/// The audio timestamps of `chars` spoken over `duration` seconds: each
+/// character an equal share, in order (no phonemes).
+fn timestamps(chars: &[char], duration: f64) -> Timestamps {
+    let step = duration / chars.len() as f64;
+    Timestamps {
+        graph_chars: chars.iter().map(char::to_string).collect(),
+        graph_times: (0..chars.len())
+            .map(|i| {
+                [
+                    audio::round_ms(i as f64 * step),
+                    audio::round_ms((i + 1) as f64 * step),
+                ]
+            })
+            .collect(),
+        phon_chars: Vec::new(),
+        phon_times: Vec::new(),
+    }
+}
+
 /// `POST /synthesize`.
 pub(super) fn synthesize(sh: &Arc<Shared>, req: &Req) -> R {
     let started = Instant::now();
@@ -125,26 +144,12 @@ pub(super) fn synthesize(sh: &Arc<Shared>, req: &Req) -> R {
         .unwrap()
         .billing
         .add("synth", rendered.duration);
-    let step = rendered.duration / chars.len() as f64;
-    let timestamps = Timestamps {
-        graph_chars: chars.iter().map(char::to_string).collect(),
-        graph_times: (0..chars.len())
-            .map(|i| {
-                [
-                    audio::round_ms(i as f64 * step),
-                    audio::round_ms((i + 1) as f64 * step),
-                ]
-            })
-            .collect(),
-        phon_chars: Vec::new(),
-        phon_times: Vec::new(),
-    };
     let out = SynthOut {
         duration: rendered.duration,
         synth_duration: audio::round_ms(started.elapsed().as_secs_f64()),
         output_format: if mp3 { "mp3" } else { "wav" },
         sample_rate: rendered.sample_rate,
-        audio_timestamps: timestamps,
+        audio_timestamps: timestamps(&chars, rendered.duration),
         issues: Vec::new(),
     };
     let rest = serde_json::to_vec(&out).expect("serializable");

@@ -19,8 +19,10 @@
 //! `"timeout"` / `delay_ms`). Events are signed as Stripe signs them:
 //! `Stripe-Signature: t=<unix>,v1=<hex HMAC-SHA256 of "{t}.{body}">`.
 
+pub mod state;
+
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use hmac::{Hmac, Mac};
 use http::header::AUTHORIZATION;
@@ -32,24 +34,7 @@ use crate::request::Req;
 use crate::response::{full, json_response, ok, Resp};
 use crate::shared::Shared;
 
-/// Stripe's side: configuration and sessions.
-#[derive(Default)]
-pub struct StripeSim {
-    state: Mutex<State>,
-}
-
-#[derive(Default)]
-struct State {
-    secret_key: Option<String>,
-    webhook_url: Option<String>,
-    webhook_secret: Option<String>,
-    sessions: HashMap<String, Value>,
-    /// Session ids in creation order.
-    order: Vec<String>,
-    /// Idempotency key → session id.
-    idempotent: HashMap<String, String>,
-    seq: u64,
-}
+pub use state::StripeSim;
 
 fn stripe_error(status: StatusCode, kind: &str, message: &str, param: Option<&str>) -> Resp {
     let mut e = json!({"type": kind, "message": message});
@@ -301,30 +286,6 @@ pub async fn control(sh: &Arc<Shared>, req: &Req) -> Resp {
 }
 
 impl StripeSim {
-    /// Sets the secret key callers must present, where events go and
-    /// their signing secret (as `POST /__sim/stripe/config`).
-    pub fn configure(
-        &self,
-        secret_key: Option<String>,
-        webhook_url: Option<String>,
-        webhook_secret: Option<String>,
-    ) {
-        let mut st = self.state.lock().unwrap();
-        st.secret_key = secret_key;
-        st.webhook_url = webhook_url;
-        st.webhook_secret = webhook_secret;
-    }
-
-    fn config_json(&self) -> Value {
-        let st = self.state.lock().unwrap();
-        let set = |o: &Option<String>| o.as_ref().map(|_| "<set>");
-        json!({
-            "secret_key": set(&st.secret_key),
-            "webhook_url": st.webhook_url,
-            "webhook_secret": set(&st.webhook_secret),
-        })
-    }
-
     /// Builds, signs and POSTs an event to the configured URL; answers what happened.
     async fn send_event(&self, sh: &Shared, kind: &str, object: Value) -> Resp {
         let (url, secret) = {

@@ -1,0 +1,87 @@
+//! What a run produced ([`Report`]) and the figures read across its rows:
+//! a row's overhead over the direct run, the errors, billed over free. The
+//! checks, the markdown and the JSON are written from it by the sibling
+//! modules.
+
+use crate::measure::Machine;
+use crate::procs::Pinning;
+use crate::row::{Row, Target};
+use crate::scenarios::Plan;
+
+/// Everything a run produced.
+pub struct Report {
+    /// The command line.
+    pub command: String,
+    /// The machine.
+    pub machine: Machine,
+    /// CPU pinning, when on.
+    pub pinning: Option<Pinning>,
+    /// Where the gateway and simulator binaries came from.
+    pub bin_dir: String,
+    /// File system of the gateway's data directory.
+    pub data_fs: String,
+    /// The gateway's database (SQLite, or PostgreSQL with a fresh schema).
+    pub store: String,
+    /// The main runs' `GATEWAY_DB_SYNC` (inherited; `full` when unset).
+    pub sync: String,
+    /// CPUs kept busy by other processes during the run, on average.
+    pub others_cpus: Option<f64>,
+    /// What was run.
+    pub plan: Plan,
+    /// The runs.
+    pub rows: Vec<Row>,
+    /// The runs of a second gateway under the other sync mode.
+    pub second: Option<SyncRun>,
+}
+
+/// The gateway's runs under the other `GATEWAY_DB_SYNC` mode (free, billed
+/// and chat at the highest concurrency): a regression of one mode against
+/// the other shows in every full run.
+pub struct SyncRun {
+    /// Its `GATEWAY_DB_SYNC`.
+    pub sync: String,
+    /// The gateway's rows.
+    pub rows: Vec<Row>,
+}
+
+impl Report {
+    /// The row of this scenario, target and concurrency, if it ran.
+    pub fn find(&self, scenario: &str, target: Target, c: usize) -> Option<&Row> {
+        self.rows
+            .iter()
+            .find(|r| r.scenario == scenario && r.target == target && r.concurrency == c)
+    }
+
+    /// Latency minus the direct run's (p50, p99, p99.9).
+    pub fn overhead(&self, row: &Row) -> Option<[f64; 3]> {
+        if row.target == Target::Direct {
+            return None;
+        }
+        let d = self
+            .find(row.scenario, Target::Direct, row.concurrency)?
+            .latency_ms?;
+        let l = row.latency_ms?;
+        Some([l[0] - d[0], l[1] - d[1], l[2] - d[2]])
+    }
+
+    /// All errors of all runs.
+    pub fn errors(&self) -> u64 {
+        let second = self.second.iter().flat_map(|s| &s.rows);
+        self.rows.iter().chain(second).map(|r| r.errors).sum()
+    }
+
+    /// Gateway throughput of `billed` over `free`, per concurrency.
+    pub fn billed_to_free(&self) -> Vec<(usize, Target, f64)> {
+        let mut out = Vec::new();
+        for &c in &self.plan.concurrency {
+            for t in [Target::Forwarder, Target::Gateway] {
+                if let (Some(b), Some(f)) = (self.find("billed", t, c), self.find("free", t, c)) {
+                    if f.rps > 0.0 {
+                        out.push((c, t, b.rps / f.rps));
+                    }
+                }
+            }
+        }
+        out
+    }
+}
