@@ -13,8 +13,9 @@ use futures_util::StreamExt;
 use http::{header, HeaderValue, StatusCode};
 use serde_json::{json, Map, Value};
 
-use super::{prepare_cached, read_body, Hit};
 use crate::ctx::{Ctx, Later, Outcome, Settlement};
+use crate::model_call::{prepare_cached, Hit};
+use crate::modes::common::read_body;
 use crate::relay::Relay;
 use gateway_adapters::upstream::Failed;
 use gateway_base::body::{self, Request};

@@ -7,8 +7,8 @@ use http::StatusCode;
 use rust_decimal::prelude::ToPrimitive;
 use serde_json::{json, Value};
 
-use super::prepare_cached;
 use crate::ctx::{Ctx, Outcome, Settlement};
+use crate::model_call::prepare_cached;
 use gateway_base::body::{self, Request};
 use gateway_base::errors::ApiError;
 use gateway_models::providers::{ModelType, Op};
@@ -43,7 +43,7 @@ fn texts_size(v: &Value, field: &str) -> Result<(usize, usize), ApiError> {
 /// `embedding`.
 pub async fn embed(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
     let ask = gateway_models::cache::Ask::from_headers(req.headers())?;
-    let body = super::read_body(ctx, req).await?;
+    let body = crate::modes::common::read_body(ctx, req).await?;
     let spec_shape = body.contains_key("text");
     let (field, value) = match (body.get("text"), body.get("input")) {
         (Some(t), _) => ("text", t),

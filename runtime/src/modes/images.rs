@@ -7,8 +7,8 @@ use futures_util::TryStreamExt;
 use http::StatusCode;
 use serde_json::Value;
 
-use super::prepare_model_call;
 use crate::ctx::{Ctx, Outcome, Settlement};
+use crate::model_call::prepare_model_call;
 use gateway_base::body::{self, Request};
 use gateway_base::errors::ApiError;
 use gateway_base::spec::Mode;
@@ -51,7 +51,7 @@ fn on_host(url: &str, base_url: &str) -> bool {
 
 /// `image`.
 pub async fn generate(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
-    let body = super::read_body(ctx, req).await?;
+    let body = crate::modes::common::read_body(ctx, req).await?;
     if let Some(size) = body.get("size").and_then(Value::as_str) {
         check_size(size)?;
     }

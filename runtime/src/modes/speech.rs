@@ -10,9 +10,10 @@ use http::StatusCode;
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
 
-use super::{pick_model, read_body};
 use crate::credits;
 use crate::ctx::{Ctx, Outcome, Settlement};
+use crate::model_call::pick_model;
+use crate::modes::common::read_body;
 use gateway_base::body;
 use gateway_base::body::Request;
 use gateway_base::errors::ApiError;

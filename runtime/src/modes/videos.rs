@@ -8,9 +8,10 @@ use http::StatusCode;
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
 
-use super::common::query_u32;
-use super::{pick_model, read_body};
 use crate::ctx::{Ctx, Later, Outcome, Settlement};
+use crate::model_call::pick_model;
+use crate::modes::common::query_u32;
+use crate::modes::common::read_body;
 use crate::{credits, videos};
 use gateway_base::body;
 use gateway_base::body::Request;
