@@ -11,12 +11,58 @@ use gateway_adapters::upstream::llm::ProviderKey;
 use gateway_base::errors::ApiError;
 use gateway_models::providers::{Model, ModelType, Op, Provider, Route};
 
+/// What a body resolved to: the route it named, if any, the candidate
+/// deployments in the order to try them, and the caller's own provider
+/// key (`byok_api_key`), if it sent one.
+pub(super) struct Resolved<'a> {
+    pub route: Option<&'a Route>,
+    pub list: Vec<(&'a Provider, &'a Model)>,
+    pub byok: Option<String>,
+}
+
+/// Phase 1: resolves the body's `model` (of type `want`; a route or
+/// `models: [...]` give several candidates; with the caller's
+/// `byok_api_key`, only those of the provider it was given with,
+/// [`gateway_models::routing::byok_candidates`]), tells the span, and
+/// checks the API key's model list (403) against the route's name or
+/// every model the request may go to.
+pub(super) fn resolve<'a>(
+    ctx: &'a Ctx,
+    body: &Map<String, Value>,
+    want: ModelType,
+    op: Op,
+) -> Result<Resolved<'a>, ApiError> {
+    gateway_models::bounds::check_additional_params(body)?;
+    let (route, list) = deployments(ctx, body, want)?;
+    if ctx.trace.is_on() {
+        ctx.trace.model(
+            operation_name(op),
+            body.get("model").and_then(Value::as_str),
+            route.map(|r| r.name.as_str()),
+        );
+    }
+    let byok = body
+        .get("byok_api_key")
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .filter(|k| !k.is_empty())
+        .map(str::to_owned);
+    let list = match byok {
+        Some(_) => gateway_models::routing::byok_candidates(&ctx.gw.providers, route, list)?,
+        None => list,
+    };
+    for (p, m) in &list {
+        allowed(ctx, p, m, route.map(|r| r.name.as_str()))?;
+    }
+    Ok(Resolved { route, list, byok })
+}
+
 /// The deployments a body names, in the order to try them: its route's
 /// (by the route's strategy, then its fallbacks), its `models: [...]`
 /// (OpenRouter's field: each a model or a route's first target), or its
 /// one `model`. The route's name, and the names to check against the API
 /// key's model list (the caller's: a route's name, or each model).
-pub(super) fn deployments<'a>(
+fn deployments<'a>(
     ctx: &'a Ctx,
     body: &Map<String, Value>,
     want: ModelType,
@@ -103,12 +149,7 @@ pub(crate) async fn pick_model(
 
 /// The API key's model allow-list (403): the route's name the caller sent
 /// (`route`), else the model `p/m` (or `p/*`).
-pub(super) fn allowed(
-    ctx: &Ctx,
-    p: &Provider,
-    m: &Model,
-    route: Option<&str>,
-) -> Result<(), ApiError> {
+fn allowed(ctx: &Ctx, p: &Provider, m: &Model, route: Option<&str>) -> Result<(), ApiError> {
     if let Some(allowed) = ctx.user.as_ref().and_then(|u| u.models.as_ref()) {
         let wildcard = format!("{}/*", p.id);
         let name = match route {

@@ -50,8 +50,9 @@
 //! pipeline is [`crate::model_call`]; the rest is in modules of its own at
 //! the crate root ([`crate::ctx`], [`crate::shape`],
 //! [`gateway_adapters::upstream`], [`crate::progress`], [`crate::owners`],
-//! [`gateway_base::media`]). A mode imports by `crate::` paths, never from
-//! this file, and never a sibling mode.
+//! [`gateway_base::media`]). A mode takes nothing from this file: it
+//! imports [`common`] (as `super::common`) and the crate's modules by
+//! `crate::` paths, and never a sibling mode.
 
 pub mod account;
 pub mod admin;

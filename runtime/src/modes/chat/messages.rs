@@ -1,7 +1,7 @@
 //! `messages` and `count_tokens`: Anthropic's Messages API as a second
 //! front door to any chat model. The request is translated into the chat
 //! path's body ([`gateway_models::messages_api::request`]) and run by
-//! [`crate::modes::chat::complete_body`] (the same hold, BYOK, stream relay, stop,
+//! [`super::complete_body`] (the same hold, BYOK, stream relay, stop,
 //! usage record and debit as `/chat/completions`); its answer is
 //! translated back ([`gateway_models::messages_api::answer`]), or its stream, chunk
 //! by chunk ([`gateway_models::messages_api::events`]).
@@ -10,8 +10,8 @@ use http::StatusCode;
 use http_body_util::BodyExt;
 use serde_json::{json, Map, Value};
 
+use super::read_body;
 use crate::ctx::{Ctx, Outcome};
-use crate::modes::common::read_body;
 use gateway_base::body::{self, Request};
 use gateway_base::errors::ApiError;
 use gateway_models::messages_api::{answer, events, request};
@@ -32,7 +32,7 @@ pub async fn messages(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> 
     let model = model_of(&body);
     let chat = request::to_chat(&body)?;
     let stream = chat.get("stream") == Some(&Value::Bool(true));
-    let mut out = crate::modes::chat::complete_body(ctx, chat, true, &ask).await?;
+    let mut out = super::complete_body(ctx, chat, true, &ask).await?;
     let (parts, inner) =
         std::mem::replace(&mut out.response, body::json(StatusCode::OK, &json!({}))).into_parts();
     out.response = if stream {
