@@ -6,9 +6,9 @@ use http::StatusCode;
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
 
+use super::common::read_body;
+use super::common::{addressed_user as target, user_json};
 use crate::ctx::{Ctx, Outcome};
-use crate::modes::common::read_body;
-use crate::modes::common::{addressed_user as target, user_json};
 use gateway_base::body;
 use gateway_base::body::Request;
 use gateway_base::errors::ApiError;

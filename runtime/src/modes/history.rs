@@ -10,8 +10,8 @@ use chrono::{Duration, NaiveDate, Utc};
 use http::{header, HeaderValue, StatusCode};
 use serde_json::{json, Value};
 
+use super::common::{addressed_user, query_str, query_u32};
 use crate::ctx::{Ctx, Outcome};
-use crate::modes::common::{addressed_user, query_str, query_u32};
 use gateway_base::body;
 use gateway_base::errors::ApiError;
 use gateway_base::spec::{Auth, PathParams};

@@ -10,9 +10,9 @@
 use http::StatusCode;
 use serde_json::{json, Value};
 
+use super::common::read_body;
+use super::common::secret_answer;
 use crate::ctx::{Ctx, Outcome};
-use crate::modes::common::read_body;
-use crate::modes::common::secret_answer;
 use gateway_adapters::auth;
 use gateway_base::billing::format_money;
 use gateway_base::body;

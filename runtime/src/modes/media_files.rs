@@ -30,8 +30,8 @@ use futures_util::{StreamExt, TryStreamExt};
 use http::StatusCode;
 use serde_json::{json, Value};
 
+use super::common::{self, query_u32};
 use crate::ctx::{Ctx, Outcome};
-use crate::modes::common::{self, query_u32};
 use gateway_adapters::objects::ByteStream;
 use gateway_base::body::{json, Request};
 use gateway_base::errors::ApiError;

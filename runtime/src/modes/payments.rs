@@ -36,9 +36,9 @@ use http::StatusCode;
 use rust_decimal::Decimal;
 use serde_json::{json, Map, Value};
 
+use super::common::query_u32;
+use super::common::read_body;
 use crate::ctx::{Ctx, Outcome};
-use crate::modes::common::query_u32;
-use crate::modes::common::read_body;
 use gateway_adapters::stripe::{self, CheckoutRequest, Event, StripeError};
 use gateway_base::body::{self, Request};
 use gateway_base::errors::ApiError;

@@ -22,9 +22,9 @@ use rust_decimal::Decimal;
 use serde_json::{json, Map, Value};
 use tokio::io::AsyncWriteExt;
 
+use super::common::{self, file_too_large};
 use crate::ctx::{Ctx, Outcome, Settlement};
 use crate::model_call::pick_model;
-use crate::modes::common::{self, file_too_large};
 use gateway_base::billing::quantity_from_upstream;
 use gateway_base::body::Request;
 use gateway_base::errors::ApiError;

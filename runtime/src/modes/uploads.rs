@@ -15,8 +15,8 @@ use futures_util::TryStreamExt;
 use http::StatusCode;
 use serde_json::json;
 
+use super::common;
 use crate::ctx::{Ctx, Outcome};
-use crate::modes::common;
 use gateway_adapters::objects::ByteStream;
 use gateway_base::body::json;
 use gateway_base::body::Request;
