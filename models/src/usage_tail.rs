@@ -44,6 +44,15 @@ impl UsageTail {
         }
     }
 
+    /// The tail of a stream whose caller asked for the usage event
+    /// (`wanted`) or not, read from its body already ([`UsageTail::of`]).
+    pub fn wanting(wanted: bool) -> UsageTail {
+        UsageTail {
+            wanted,
+            ..UsageTail::default()
+        }
+    }
+
     /// Whether the caller asked for the usage event.
     pub fn usage_wanted(&self) -> bool {
         self.wanted

@@ -29,13 +29,14 @@
 //!   the submit's request id when it ends ([`crate::videos`]), or a voice
 //!   job's, written with the job's record and released when the job ends
 //!   ([`crate::progress`]);
-//! * **dropped**: any other end (an error answered with `?`, an upstream
-//!   failure, a cancelled handler) releases it in `Hold`'s `Drop`, a plain
-//!   delete of the hold row that moves no money. This is the safety net of
-//!   every error path; a release that fails (the database unreachable) is
-//!   owed to the record writer, which deletes the hold when the database
-//!   answers again, as it does the holds of any batch that failed to commit
-//!   (`store::writer`); a process that dies leaves the hold to expire by
+//! * **released**: a model call that fails after its hold hands its bill
+//!   back ([`Settle::abandon`], the model call's last phase,
+//!   [`crate::model_call`]), and any other end (an error answered with
+//!   `?`, a cancelled handler) releases it in `Hold`'s `Drop`, the safety
+//!   net: a plain delete of the hold row that moves no money. A release
+//!   that fails (the database unreachable) is owed to the record writer,
+//!   which deletes the hold when the database answers again, as it does
+//!   the holds of any batch that failed to commit (`store::writer`); a process that dies leaves the hold to expire by
 //!   itself (`balances::HOLD_TTL_HOURS`).
 
 use rust_decimal::Decimal;
@@ -144,11 +145,16 @@ impl Hold {
     }
 }
 
-impl Drop for Hold {
-    fn drop(&mut self) {
-        if !self.armed {
-            return;
-        }
+impl Hold {
+    /// Ends the hold now, moving no money: the request it bounded settled
+    /// nothing (it failed). A plain delete of the hold row, off the async
+    /// runtime; one that fails is owed to the record writer.
+    pub fn release(mut self) {
+        self.release_now();
+    }
+
+    fn release_now(&mut self) {
+        self.armed = false;
         let store = self.gw.store.clone();
         let id = std::mem::take(&mut self.request_id);
         let release = move || {
@@ -161,6 +167,16 @@ impl Drop for Hold {
                 h.spawn_blocking(release);
             }
             Err(_) => release(),
+        }
+    }
+}
+
+impl Drop for Hold {
+    /// The safety net: a hold neither settled, kept nor released (a
+    /// cancelled request) is released as it goes.
+    fn drop(&mut self) {
+        if self.armed {
+            self.release_now();
         }
     }
 }
@@ -294,6 +310,14 @@ impl Settle {
             streamed: false,
             api_key_id: ctx.user.as_ref().and_then(|u| u.key_id),
             served: Served::default(),
+        }
+    }
+
+    /// A bill that no answer took (the model call failed): its hold, if
+    /// any, ends now ([`Hold::release`]); nothing is recorded or charged.
+    pub fn abandon(self) {
+        if let Some(h) = self.hold {
+            h.release();
         }
     }
 

@@ -74,6 +74,7 @@ pub mod generated;
 pub mod instance;
 pub mod job_bound;
 pub mod mirror;
+pub mod model_call;
 pub mod modes;
 pub mod owners;
 pub mod pipeline;

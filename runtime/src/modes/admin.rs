@@ -6,8 +6,8 @@ use http::StatusCode;
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
 
+use super::common::read_body;
 use super::common::{addressed_user as target, user_json};
-use super::read_body;
 use crate::ctx::{Ctx, Outcome};
 use gateway_base::body;
 use gateway_base::body::Request;

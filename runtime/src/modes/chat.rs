@@ -1,31 +1,25 @@
 //! `chat`, `completion` and `stop_stream`: OpenAI-compatible chat and text
-//! completions through the model named `provider/model`, with credits held
-//! before the upstream call and settled to the actual usage
-//! ([`crate::credits`]), and streams relayed chunk by chunk
-//! ([`crate::relay`]) under an `X-Stream-Id` the caller can stop.
+//! completions through the model named `provider/model`. This file is the
+//! operations' translation ([`Completion`]: their model type, bound and
+//! usage); the model call itself (the hold and its settlement, routing,
+//! the response cache, the stream relayed under an `X-Stream-Id` the
+//! caller can stop) is [`crate::model_call`]'s.
 //! [`messages`]: Anthropic's Messages API through the same path.
 
 pub mod messages;
 
-use std::time::Duration;
-
-use futures_util::StreamExt;
-use http::{header, HeaderValue, StatusCode};
+use http::StatusCode;
 use serde_json::{json, Map, Value};
 
-use super::{prepare_cached, read_body, Hit};
-use crate::ctx::{Ctx, Later, Outcome, Settlement};
-use crate::relay::Relay;
-use gateway_adapters::upstream::Failed;
+use super::common::read_body;
+use crate::ctx::{Ctx, Outcome};
+use crate::model_call::{self, Operation, Used};
 use gateway_base::body::{self, Request};
 use gateway_base::errors::ApiError;
 use gateway_base::spec::PathParams;
+use gateway_models::bounds::{Bound, Shape};
 use gateway_models::cache::Ask;
-use gateway_models::cost::Cost;
-use gateway_models::providers::{ModelType, Op, Tokens};
-
-/// Time allowed to a whole streamed answer (idleness is bounded apart).
-const STREAM_LIFETIME: Duration = Duration::from_secs(6 * 3600);
+use gateway_models::providers::{Model, ModelType, Op, Tokens};
 
 /// The text of a chat message's `content` (a string or a list of parts).
 fn content_len(v: &Value) -> usize {
@@ -96,102 +90,82 @@ pub async fn complete_body(
     ask: &Ask,
 ) -> Result<Outcome, ApiError> {
     let (bytes, _messages) = prompt_size(&body, chat)?;
-    let (want, op) = if chat {
-        (ModelType::Chat, Op::Chat)
-    } else {
-        (ModelType::Completion, Op::Completion)
+    let op = Completion {
+        chat,
+        stream: body.get("stream") == Some(&Value::Bool(true)),
+        usage_wanted: gateway_models::usage_tail::UsageTail::of(&body).usage_wanted(),
+        prompt_bytes: bytes,
     };
-    let stream = body.get("stream") == Some(&Value::Bool(true));
-    let tail = gateway_models::usage_tail::UsageTail::of(&body);
-    // The hold: everything the upstream body asks for ([`gateway_models::bounds`]),
-    // on the most expensive candidate deployment.
-    let ready = prepare_cached(ctx, body, want, op, Some((ask, stream)), |m, up, shape| {
-        if chat {
+    model_call::run(ctx, &op, body, Some(ask)).await
+}
+
+/// A chat or text completion, as the model call asks it.
+struct Completion {
+    chat: bool,
+    stream: bool,
+    usage_wanted: bool,
+    /// Bytes of prompt text (its tokens counted when the provider reports none).
+    prompt_bytes: usize,
+}
+
+impl Operation for Completion {
+    fn model_type(&self) -> ModelType {
+        if self.chat {
+            ModelType::Chat
+        } else {
+            ModelType::Completion
+        }
+    }
+
+    fn op(&self) -> Op {
+        if self.chat {
+            Op::Chat
+        } else {
+            Op::Completion
+        }
+    }
+
+    fn what(&self) -> &'static str {
+        "a completion"
+    }
+
+    /// Everything the upstream body asks for ([`gateway_models::bounds`]).
+    fn bound(&self, m: &Model, up: &Map<String, Value>, shape: Shape) -> Result<Bound, ApiError> {
+        if self.chat {
             gateway_models::bounds::chat(up, shape, m.context_window)
         } else {
             gateway_models::bounds::completion(up, m.context_window)
         }
-    })
-    .await?;
-    let mut prepared = match ready {
-        Ok(p) => p,
-        Err(hit) => return answer_hit(ctx, hit, stream, tail.usage_wanted()).await,
-    };
-    let cache = std::mem::take(&mut prepared.cache);
-    if !stream {
-        let ((status, v), settle) = prepared.send(ctx, "a completion").await?;
-        let mut v = settle.provider.adapter.answer(op, &settle.model.id, v)?;
-        let (tokens, counted) = match v.get("usage").and_then(Tokens::from_openai) {
-            Some(t) => (t, false),
-            None => (
-                Tokens::new(bytes.div_ceil(4) as u64, counted_output(&v)),
-                true,
-            ),
-        };
-        ctx.trace.usage(|| gateway_base::traces::Usage {
-            response_model: v.get("model").and_then(Value::as_str),
-            input_tokens: tokens.prompt(),
-            output_tokens: tokens.output,
-            finish_reasons: finish_reasons(&v),
-        });
-        let served = served_headers(&settle);
-        cache.store_json(&deployment(&settle), &v, tokens, counted);
-        let records = settle.token_records(tokens, counted, "complete");
-        if let Some(c) = Cost::of(&records) {
-            c.annotate(&mut v);
-        }
-        let mut resp = body::json(StatusCode::OK, &v);
-        resp.headers_mut().extend(served);
-        cache.mark(&mut resp);
-        let mut out = Outcome::new(resp, Some(status)).settled(Settlement::ByModeRecords);
-        out.records = records;
-        return Ok(out);
     }
-    let idle = ctx.gw.config.stream_timeout;
-    // One attempt: the answer's headers and its first chunk, each within
-    // the idle time-out; a failure before the first byte may go elsewhere.
-    let ((status, upstream, first), settle) =
-        prepared.run(ctx, |call| first_byte(call, idle)).await?;
-    ctx.trace.upstream_status(status);
-    let served = served_headers(&settle);
-    let registration = ctx.gw.streams.register(ctx.user_id()).await;
-    let stream_id = registration.id.clone();
-    let capture = cache.capture(&deployment(&settle));
-    let mut settle = settle;
-    settle.streamed = true;
-    let translator = settle
-        .provider
-        .adapter
-        .stream(op, &settle.model.id, tail.usage_wanted());
-    let mut relay = Relay::new(
-        ctx.gw.clone(),
-        upstream,
-        first,
-        idle,
-        registration,
-        settle,
-        bytes.div_ceil(4) as u64,
-    );
-    relay.translate(translator);
-    relay.tail = tail;
-    relay.capture = capture;
-    relay.trace(ctx.trace.take());
-    let body = http_body_util::BodyExt::boxed(http_body_util::StreamBody::new(
-        relay.into_stream().map(|r| r.map(hyper::body::Frame::data)),
-    ));
-    let mut resp = http::Response::new(body);
-    let h = resp.headers_mut();
-    h.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/event-stream"),
-    );
-    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    if let Ok(v) = HeaderValue::from_str(&stream_id) {
-        h.insert("x-stream-id", v);
+
+    fn streamed(&self) -> bool {
+        self.stream
     }
-    h.extend(served);
-    cache.mark(&mut resp);
-    Ok(Outcome::new(resp, Some(status)).settled(Settlement::Later(Later::Stream)))
+
+    fn usage_wanted(&self) -> bool {
+        self.usage_wanted
+    }
+
+    fn counted_prompt(&self) -> u64 {
+        self.prompt_bytes.div_ceil(4) as u64
+    }
+
+    fn used(&self, v: &Value) -> Result<Used, ApiError> {
+        Ok(match v.get("usage").and_then(Tokens::from_openai) {
+            Some(tokens) => Used::Tokens {
+                tokens,
+                counted: false,
+            },
+            None => Used::Tokens {
+                tokens: Tokens::new(self.counted_prompt(), counted_output(v)),
+                counted: true,
+            },
+        })
+    }
+
+    fn finish_reasons(&self, v: &Value) -> Vec<String> {
+        finish_reasons(v)
+    }
 }
 
 /// The `finish_reason` of each choice of a completion (for its span).
@@ -203,119 +177,6 @@ fn finish_reasons(v: &Value) -> Vec<String> {
         .filter_map(|c| c.get("finish_reason").and_then(Value::as_str))
         .map(str::to_owned)
         .collect()
-}
-
-/// One streamed attempt: the answer's headers and its first chunk, each
-/// within the idle time-out `idle`; a failure before the first byte may be
-/// retried elsewhere ([`gateway_models::routing`]).
-async fn first_byte(
-    call: gateway_adapters::upstream::Call,
-    idle: Duration,
-) -> Result<
-    (
-        u16,
-        gateway_adapters::upstream::ByteStream,
-        Option<bytes::Bytes>,
-    ),
-    Failed,
-> {
-    let timed_out = || {
-        Failed::new(
-            gateway_adapters::upstream::FailureKind::Timeout,
-            ApiError::GatewayTimeout(format!(
-                "the model provider sent nothing for {} s",
-                idle.as_secs()
-            )),
-        )
-    };
-    let answer = tokio::time::timeout(idle, call.timeout(STREAM_LIFETIME).try_send())
-        .await
-        .map_err(|_| timed_out())??;
-    let status = answer.status();
-    let mut upstream = answer.byte_stream();
-    let first = match tokio::time::timeout(idle, upstream.next())
-        .await
-        .map_err(|_| timed_out())?
-    {
-        Some(Ok(b)) => Some(b),
-        Some(Err(e)) => {
-            tracing::warn!(error = %e, "model stream failed before its first byte");
-            return Err(Failed::new(gateway_adapters::upstream::FailureKind::BodyBroken, ApiError::Network(
-                    "network error contacting the model provider: connection closed while reading the answer".into(),
-                )));
-        }
-        None => None,
-    };
-    Ok((status, upstream, first))
-}
-
-/// The deployment a settle is at: `provider/model`.
-fn deployment(settle: &crate::credits::Settle) -> String {
-    format!("{}/{}", settle.provider.id, settle.model.id)
-}
-
-/// `X-Gateway-Model`: the deployment that served (an answer from the
-/// cache: its original's).
-fn model_header(h: &mut http::HeaderMap, settle: &crate::credits::Settle) {
-    if let Ok(v) = HeaderValue::from_str(&deployment(settle)) {
-        h.insert("x-gateway-model", v);
-    }
-}
-
-/// [`model_header`] and `X-Gateway-Attempts` (upstream attempts, the
-/// served one included).
-fn served_headers(settle: &crate::credits::Settle) -> http::HeaderMap {
-    let mut h = http::HeaderMap::with_capacity(2);
-    model_header(&mut h, settle);
-    h.insert(
-        "x-gateway-attempts",
-        HeaderValue::from(settle.served.attempts),
-    );
-    h
-}
-
-/// The answer of a cache hit: JSON, or the stream replayed (its events as
-/// they came, then the usage event when `usage_wanted`, then `[DONE]`),
-/// with its records (committed before the answer, as a JSON answer's).
-async fn answer_hit(
-    ctx: &Ctx,
-    hit: Hit,
-    stream: bool,
-    usage_wanted: bool,
-) -> Result<Outcome, ApiError> {
-    let mut served = http::HeaderMap::with_capacity(1);
-    model_header(&mut served, &hit.settle);
-    let (entry, records) = hit.settle(ctx).await?;
-    let cost = Cost::of(&records);
-    let mut resp = if stream {
-        let events = entry.to_events().unwrap_or_default();
-        let usage = usage_wanted.then(|| {
-            let mut u = entry.usage_event(events.first());
-            if let Some(c) = &cost {
-                c.annotate(&mut u);
-            }
-            u
-        });
-        let mut r = http::Response::new(gateway_models::cache::replay(events, usage));
-        let h = r.headers_mut();
-        h.insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("text/event-stream"),
-        );
-        h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-        r
-    } else {
-        let mut v = entry.to_json().unwrap_or_default();
-        if let Some(c) = &cost {
-            c.annotate(&mut v);
-        }
-        body::json(StatusCode::OK, &v)
-    };
-    resp.headers_mut().extend(served);
-    gateway_models::cache::Miss::hit().mark(&mut resp);
-    let mut out = Outcome::new(resp, None).settled(Settlement::ByModeRecords);
-    out.records = records;
-    Ok(out)
 }
 
 /// `stop_stream`: ends the caller's open stream.

@@ -1,17 +1,66 @@
 //! What several modes share and no other part of the gateway needs: the
-//! user's JSON, the answer carrying a secret (no-store), the multipart
-//! opener and its errors, query numbers for paging. A mode may import this
-//! file (the one exception to "a mode never imports a sibling").
+//! request's body read and validated ([`read_body`]), the row's upstream
+//! call ([`call`]), the user's JSON, the answer carrying a secret
+//! (no-store), the multipart opener and its errors, query numbers for
+//! paging. A mode may import this file (the one exception to "a mode never
+//! imports a sibling"); it imports no mode, so that the dispatcher
+//! (`modes/mod.rs`) stays the only file that names the modes.
 
 use http::{header, HeaderValue, StatusCode};
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 use crate::ctx::{Ctx, Outcome};
+use crate::{owners, shape};
 use gateway_adapters::objects::ObjectError;
+use gateway_adapters::upstream::Call;
 use gateway_base::body::{self, Request};
 use gateway_base::errors::ApiError;
-use gateway_base::spec::PathParams;
+use gateway_base::spec::{Method, PathParams};
+use gateway_base::validate;
 use gateway_store::UserRow;
+
+/// Whether the row's method carries a request body.
+pub(crate) fn has_body(m: Method) -> bool {
+    matches!(m, Method::Post | Method::Put | Method::Patch)
+}
+
+/// Reads and validates the JSON body of a row (empty for GET/DELETE):
+/// field rules, then owned fields, then, on a row whose upstream fetches
+/// `audio_url` itself (no `file_field`), that URL's policy
+/// ([`crate::fetch::check_own`]: the caller's own object, or an http(s) URL
+/// that reaches no private address). Every mode that takes a body reads it here.
+pub(crate) async fn read_body(ctx: &Ctx, req: Request) -> Result<Map<String, Value>, ApiError> {
+    if !has_body(ctx.spec.method) {
+        return Ok(Map::new());
+    }
+    let obj = shape::read_json_object(req.into_body(), ctx.gw.config.max_json_bytes).await?;
+    validate::body(ctx.spec.body, &obj)?;
+    owners::check_body(ctx, &obj).await?;
+    if ctx.spec.file_field.is_none() {
+        if let Some(url) = obj.get("audio_url") {
+            let url = url
+                .as_str()
+                .ok_or_else(|| ApiError::BadRequest("audio_url must be a string".into()))?;
+            crate::fetch::check_own(&ctx.gw, ctx.user_id(), Some(url)).await?;
+        }
+    }
+    Ok(obj)
+}
+
+/// The row's upstream call: path template filled from `params` (and the
+/// query or `body` where the row says), query shaped, credential added.
+/// Template variables taken from the body are removed from it.
+pub(crate) fn call(
+    ctx: &Ctx,
+    params: &PathParams,
+    body: Option<&mut Map<String, Value>>,
+) -> Result<Call, ApiError> {
+    let up = ctx.upstream()?;
+    let mut query = ctx.query.clone();
+    let path = shape::upstream_path(ctx.spec, up.path, params, &mut query, body)?;
+    shape::shape_query(ctx.spec, &mut query);
+    ctx.gw.upstream.call(up, &path, &query)
+}
 
 /// A user as the account and admin routes answer it.
 pub(crate) fn user_json(u: &UserRow) -> Value {

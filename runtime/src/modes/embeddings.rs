@@ -2,16 +2,18 @@
 //! The spec's request (`text`: a string or a list) gets the spec's answer
 //! `{"data": [[float]], "dimensions": N}`; OpenAI's (`input`) gets OpenAI's
 //! answer as the provider gave it, so the official SDKs work unchanged.
+//! The model call (hold, routing, response cache, settlement) is
+//! [`crate::model_call`]'s; this file is the translation ([`Embeddings`]).
 
-use http::StatusCode;
 use rust_decimal::prelude::ToPrimitive;
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
-use super::prepare_cached;
-use crate::ctx::{Ctx, Outcome, Settlement};
-use gateway_base::body::{self, Request};
+use crate::ctx::{Ctx, Outcome};
+use crate::model_call::{self, Operation, Used};
+use gateway_base::body::Request;
 use gateway_base::errors::ApiError;
-use gateway_models::providers::{ModelType, Op};
+use gateway_models::bounds::{Bound, Shape};
+use gateway_models::providers::{Model, ModelType, Op, Tokens};
 
 /// Bytes of the texts and how many there are; 400 unless a non-empty
 /// string or list of strings.
@@ -43,77 +45,86 @@ fn texts_size(v: &Value, field: &str) -> Result<(usize, usize), ApiError> {
 /// `embedding`.
 pub async fn embed(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
     let ask = gateway_models::cache::Ask::from_headers(req.headers())?;
-    let body = super::read_body(ctx, req).await?;
-    let spec_shape = body.contains_key("text");
+    let body = super::common::read_body(ctx, req).await?;
     let (field, value) = match (body.get("text"), body.get("input")) {
         (Some(t), _) => ("text", t),
         (None, Some(i)) => ("input", i),
         (None, None) => return Err(ApiError::BadRequest("text: required".into())),
     };
     let (bytes, _items) = texts_size(value, field)?;
-    let ready = prepare_cached(
-        ctx,
-        body,
-        ModelType::Embedding,
-        Op::Embedding,
-        Some((&ask, false)),
-        |_, up, _| gateway_models::bounds::embedding(up),
-    )
-    .await?;
-    let (v, status, records, cache, name) = match ready {
-        Ok(mut prepared) => {
-            let cache = std::mem::take(&mut prepared.cache);
-            let ((status, v), settle) = prepared.send(ctx, "embeddings").await?;
-            let v = settle
-                .provider
-                .adapter
-                .answer(Op::Embedding, &settle.model.id, v)?;
-            if v.get("data").and_then(Value::as_array).is_none() {
-                return Err(ApiError::BadGateway(
-                    "the model provider answered embeddings without data".into(),
-                ));
-            }
-            let (input, counted) = match v
-                .get("usage")
-                .and_then(|u| {
-                    gateway_base::billing::quantity_from_upstream(
-                        "prompt_tokens",
-                        u.get("prompt_tokens"),
-                    )
-                    .valid()
-                })
-                .and_then(|d| d.ceil().to_u64())
-            {
-                Some(t) => (t, false),
-                None => (bytes.div_ceil(4) as u64, true),
-            };
-            ctx.trace.usage(|| gateway_base::traces::Usage {
-                response_model: v.get("model").and_then(Value::as_str),
-                input_tokens: input,
-                output_tokens: 0,
-                finish_reasons: Vec::new(),
-            });
-            let name = format!("{}/{}", settle.provider.id, settle.model.id);
-            cache.store_json(
-                &name,
-                &v,
-                gateway_models::providers::Tokens::new(input, 0),
-                counted,
-            );
-            let records = settle.records(input, 0, counted, "complete");
-            (v, Some(status), records, cache, name)
-        }
-        Err(hit) => {
-            let name = format!("{}/{}", hit.settle.provider.id, hit.settle.model.id);
-            let (entry, records) = hit.settle(ctx).await?;
-            let v = entry.to_json().unwrap_or_default();
-            (v, None, records, gateway_models::cache::Miss::hit(), name)
-        }
+    let op = Embeddings {
+        spec_shape: body.contains_key("text"),
+        text_bytes: bytes,
     };
-    let data = v.get("data").and_then(Value::as_array).ok_or_else(|| {
-        ApiError::BadGateway("the model provider answered embeddings without data".into())
-    })?;
-    let mut answer = if spec_shape {
+    model_call::run(ctx, &op, body, Some(&ask)).await
+}
+
+/// An embeddings request, as the model call asks it.
+struct Embeddings {
+    /// The spec's request (`text`), answered in the spec's shape.
+    spec_shape: bool,
+    /// Bytes of the texts (their tokens counted when the provider reports none).
+    text_bytes: usize,
+}
+
+/// 502: an answer without its vectors.
+fn without_data() -> ApiError {
+    ApiError::BadGateway("the model provider answered embeddings without data".into())
+}
+
+impl Operation for Embeddings {
+    fn model_type(&self) -> ModelType {
+        ModelType::Embedding
+    }
+
+    fn op(&self) -> Op {
+        Op::Embedding
+    }
+
+    fn what(&self) -> &'static str {
+        "embeddings"
+    }
+
+    fn bound(&self, _: &Model, up: &Map<String, Value>, _: Shape) -> Result<Bound, ApiError> {
+        gateway_models::bounds::embedding(up)
+    }
+
+    /// The input's tokens: the provider's `usage.prompt_tokens`, else the
+    /// texts' bytes counted.
+    fn used(&self, v: &Value) -> Result<Used, ApiError> {
+        if v.get("data").and_then(Value::as_array).is_none() {
+            return Err(without_data());
+        }
+        let (input, counted) = match v
+            .get("usage")
+            .and_then(|u| {
+                gateway_base::billing::quantity_from_upstream(
+                    "prompt_tokens",
+                    u.get("prompt_tokens"),
+                )
+                .valid()
+            })
+            .and_then(|d| d.ceil().to_u64())
+        {
+            Some(t) => (t, false),
+            None => (self.text_bytes.div_ceil(4) as u64, true),
+        };
+        Ok(Used::Tokens {
+            tokens: Tokens::new(input, 0),
+            counted,
+        })
+    }
+
+    /// The spec's shape (`data`: the vectors, `dimensions`, `model`: the
+    /// deployment that `served`), or OpenAI's as the provider gave it.
+    fn answer(&self, v: Value, served: &str) -> Result<Value, ApiError> {
+        let data = v
+            .get("data")
+            .and_then(Value::as_array)
+            .ok_or_else(without_data)?;
+        if !self.spec_shape {
+            return Ok(v);
+        }
         let vectors: Vec<Value> = data
             .iter()
             .map(|d| d.get("embedding").cloned().unwrap_or(Value::Null))
@@ -122,16 +133,6 @@ pub async fn embed(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
             .first()
             .and_then(Value::as_array)
             .map_or(0, Vec::len);
-        json!({"data": vectors, "dimensions": dimensions, "model": name})
-    } else {
-        v
-    };
-    if let Some(c) = gateway_models::cost::Cost::of(&records) {
-        c.annotate(&mut answer);
+        Ok(json!({"data": vectors, "dimensions": dimensions, "model": served}))
     }
-    let mut resp = body::json(StatusCode::OK, &answer);
-    cache.mark(&mut resp);
-    let mut out = Outcome::new(resp, status).settled(Settlement::ByModeRecords);
-    out.records = records;
-    Ok(out)
 }

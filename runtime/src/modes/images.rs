@@ -1,18 +1,21 @@
 //! `image`: image generation through the model named `provider/model`.
 //! Providers' image URLs expire within the hour, so each generated image is
 //! copied into the object store (an asset record, 7-day retention) and
-//! answered with the gateway's own presigned URL. Billed per image.
+//! answered with the gateway's own presigned URL. Billed per image. The
+//! model call (hold, routing, settlement) is [`crate::model_call`]'s; this
+//! file is the translation ([`Images`]).
 
 use futures_util::TryStreamExt;
-use http::StatusCode;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
-use super::prepare_model_call;
-use crate::ctx::{Ctx, Outcome, Settlement};
-use gateway_base::body::{self, Request};
+use crate::ctx::{Ctx, Outcome};
+use crate::model_call::{self, Operation, Used};
+use gateway_base::body::Request;
 use gateway_base::errors::ApiError;
 use gateway_base::spec::Mode;
-use gateway_models::providers::{ModelType, Op};
+use gateway_models::bounds::{Bound, Shape};
+use gateway_models::providers::{Model, ModelType, Op, Provider};
+use gateway_store::Record;
 
 /// Retention of generated images.
 pub const IMAGE_RETENTION_DAYS: i64 = 7;
@@ -51,82 +54,67 @@ fn on_host(url: &str, base_url: &str) -> bool {
 
 /// `image`.
 pub async fn generate(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
-    let body = super::read_body(ctx, req).await?;
+    let body = super::common::read_body(ctx, req).await?;
     if let Some(size) = body.get("size").and_then(Value::as_str) {
         check_size(size)?;
     }
-    let prepared = prepare_model_call(ctx, body, ModelType::Image, Op::Image, |_, up, _| {
+    model_call::run(ctx, &Images, body, None).await
+}
+
+/// An image generation, as the model call asks it.
+struct Images;
+
+impl Operation for Images {
+    fn model_type(&self) -> ModelType {
+        ModelType::Image
+    }
+
+    fn op(&self) -> Op {
+        Op::Image
+    }
+
+    fn what(&self) -> &'static str {
+        "images"
+    }
+
+    fn bound(&self, _: &Model, up: &Map<String, Value>, _: Shape) -> Result<Bound, ApiError> {
         gateway_models::bounds::image(up)
-    })
-    .await?;
-    let ((status, mut v), settle) = prepared.send(ctx, "images").await?;
-    let base_url = settle.provider.base_url.clone();
-    let user_id = ctx.require_user("image generation")?;
-    let now = chrono::Utc::now();
-    let mut records = Vec::new();
-    let items = v
-        .get_mut("data")
-        .and_then(Value::as_array_mut)
-        .ok_or_else(|| {
+    }
+
+    fn used(&self, v: &Value) -> Result<Used, ApiError> {
+        let items = v.get("data").and_then(Value::as_array).ok_or_else(|| {
             ApiError::BadGateway("the model provider answered images without data".into())
         })?;
-    let count = items.len() as u64;
-    for (i, item) in items.iter_mut().enumerate() {
-        let Some(url) = item.get("url").and_then(Value::as_str).map(str::to_owned) else {
-            continue; // b64_json: already the caller's
-        };
-        if !on_host(&url, &base_url) {
-            return Err(ApiError::BadGateway(
-                "the model provider answered an image URL on another host".into(),
-            ));
-        }
-        let resp = ctx
-            .gw
-            .upstream
-            .client()
-            .get(&url)
-            .send()
-            .await
-            .and_then(|r| r.error_for_status())
-            .map_err(|_| {
-                ApiError::BadGateway(
-                    "fetching a generated image from the model provider failed".into(),
-                )
-            })?;
-        let content_type = resp
-            .headers()
-            .get(http::header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .filter(|t| t.starts_with("image/"))
-            .unwrap_or("image/png")
-            .to_owned();
-        let ext = gateway_base::media::by_content_type(&content_type).map_or("png", |t| t.ext);
-        let stream: gateway_adapters::objects::ByteStream = Box::pin(
-            resp.bytes_stream()
-                .map_err(|e| std::io::Error::other(e.without_url())),
-        );
-        let stored = crate::generated::Media {
-            owner: user_id,
-            prefix: "images",
-            class: "image",
-            purpose: "image_generation",
-            source: &ctx.request_id,
-            suffix: format!("-{i}"),
-            ext,
-            content_type: &content_type,
-            retention_days: IMAGE_RETENTION_DAYS,
-            now,
-        }
-        .store_stream(&ctx.gw, stream, ctx.gw.table.limit(Mode::Image))
-        .await?;
-        item["url"] = Value::String(stored.url);
-        item["expires_at"] = Value::String(stored.expires_at);
-        records.extend(stored.records);
+        Ok(Used::Images(items.len() as u64))
     }
-    records.extend(settle.image_records(count));
-    if let Some(c) = gateway_models::cost::Cost::of(&records) {
-        // OpenAI's image usage, when the provider sent none (clients typed
-        // on it need its token fields): billed per image, no token counted.
+
+    /// Each image the provider answered by URL, copied into the object
+    /// store and answered with the gateway's own URL: their asset records.
+    async fn keep(&self, ctx: &Ctx, v: &mut Value, p: &Provider) -> Result<Vec<Record>, ApiError> {
+        let user_id = ctx.require_user("image generation")?;
+        let now = chrono::Utc::now();
+        let mut records = Vec::new();
+        let items = v.get_mut("data").and_then(Value::as_array_mut);
+        for (i, item) in items.into_iter().flatten().enumerate() {
+            let Some(url) = item.get("url").and_then(Value::as_str).map(str::to_owned) else {
+                continue; // b64_json: already the caller's
+            };
+            if !on_host(&url, &p.base_url) {
+                return Err(ApiError::BadGateway(
+                    "the model provider answered an image URL on another host".into(),
+                ));
+            }
+            let stored = copy(ctx, &url, user_id, i, now).await?;
+            item["url"] = Value::String(stored.url);
+            item["expires_at"] = Value::String(stored.expires_at);
+            records.extend(stored.records);
+        }
+        Ok(records)
+    }
+
+    /// OpenAI's image usage, when the provider sent none (clients typed
+    /// on it need its token fields): billed per image, no token counted.
+    fn answer(&self, mut v: Value, _: &str) -> Result<Value, ApiError> {
         if let Some(obj) = v.as_object_mut().filter(|o| !o.contains_key("usage")) {
             obj.insert(
                 "usage".into(),
@@ -134,12 +122,56 @@ pub async fn generate(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> 
                     "input_tokens_details": {"text_tokens": 0, "image_tokens": 0}}),
             );
         }
-        c.annotate(&mut v);
+        Ok(v)
     }
-    let mut out = Outcome::new(body::json(StatusCode::OK, &v), Some(status))
-        .settled(Settlement::ByModeRecords);
-    out.records = records;
-    Ok(out)
+}
+
+/// The `i`th generated image, fetched from the provider's `url` and
+/// stored as the caller's.
+async fn copy(
+    ctx: &Ctx,
+    url: &str,
+    user_id: i64,
+    i: usize,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<crate::generated::Stored, ApiError> {
+    let resp = ctx
+        .gw
+        .upstream
+        .client()
+        .get(url)
+        .send()
+        .await
+        .and_then(|r| r.error_for_status())
+        .map_err(|_| {
+            ApiError::BadGateway("fetching a generated image from the model provider failed".into())
+        })?;
+    let content_type = resp
+        .headers()
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .filter(|t| t.starts_with("image/"))
+        .unwrap_or("image/png")
+        .to_owned();
+    let ext = gateway_base::media::by_content_type(&content_type).map_or("png", |t| t.ext);
+    let stream: gateway_adapters::objects::ByteStream = Box::pin(
+        resp.bytes_stream()
+            .map_err(|e| std::io::Error::other(e.without_url())),
+    );
+    crate::generated::Media {
+        owner: user_id,
+        prefix: "images",
+        class: "image",
+        purpose: "image_generation",
+        source: &ctx.request_id,
+        suffix: format!("-{i}"),
+        ext,
+        content_type: &content_type,
+        retention_days: IMAGE_RETENTION_DAYS,
+        now,
+    }
+    .store_stream(&ctx.gw, stream, ctx.gw.table.limit(Mode::Image))
+    .await
 }
 
 #[cfg(test)]

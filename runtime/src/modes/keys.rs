@@ -10,8 +10,8 @@
 use http::StatusCode;
 use serde_json::{json, Value};
 
+use super::common::read_body;
 use super::common::secret_answer;
-use super::read_body;
 use crate::ctx::{Ctx, Outcome};
 use gateway_adapters::auth;
 use gateway_base::billing::format_money;

@@ -37,7 +37,7 @@ use rust_decimal::Decimal;
 use serde_json::{json, Map, Value};
 
 use super::common::query_u32;
-use super::read_body;
+use super::common::read_body;
 use crate::ctx::{Ctx, Outcome};
 use gateway_adapters::stripe::{self, CheckoutRequest, Event, StripeError};
 use gateway_base::body::{self, Request};

@@ -21,9 +21,9 @@ const MAX_READ_ANSWER: usize = 1 << 20;
 
 /// `proxy`: forward as is (JSON body shaped by the row), answer the upstream's body.
 pub async fn proxy(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<Outcome, ApiError> {
-    let carries = super::has_body(ctx.spec.method);
-    let mut body = super::read_body(ctx, req).await?;
-    let mut call = super::call(ctx, params, Some(&mut body))?;
+    let carries = super::common::has_body(ctx.spec.method);
+    let mut body = super::common::read_body(ctx, req).await?;
+    let mut call = super::common::call(ctx, params, Some(&mut body))?;
     if carries {
         shape::shape_body(ctx.spec, &mut body)?;
         call = call.json(&body);
@@ -40,7 +40,7 @@ pub async fn proxy(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<O
 /// fields of the envelope: required, owner-checked, recorded as the created
 /// resource's parent, and not forwarded.
 pub async fn fields(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<Outcome, ApiError> {
-    let mut body = super::read_body(ctx, req).await?;
+    let mut body = super::common::read_body(ctx, req).await?;
     let mut fields = match body.remove("fields") {
         Some(Value::Object(f)) => f,
         _ => return Err(ApiError::BadRequest("fields is required".into())),
@@ -57,7 +57,7 @@ pub async fn fields(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<
     }
     owners::check_body(ctx, &fields).await?;
     let parent = owners::parent_of_create(ctx, &fields);
-    let call = super::call(ctx, params, Some(&mut fields))?;
+    let call = super::common::call(ctx, params, Some(&mut fields))?;
     let mut guard = crate::fetch::SizeGuard::default();
     let call = match (ctx.spec.file_field, fields.remove("audio_url")) {
         (Some(field), Some(Value::String(url))) => {

@@ -36,7 +36,7 @@ pub async fn search(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<
     let kind = spec
         .resource
         .ok_or_else(|| ApiError::bug(format!("row {} has no resource", spec.id)))?;
-    let mut body = super::read_body(ctx, req).await?;
+    let mut body = super::common::read_body(ctx, req).await?;
     let wanted = body
         .get(TOP_K)
         .and_then(Value::as_u64)
@@ -50,7 +50,7 @@ pub async fn search(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<
     {
         body.insert(TOP_K.into(), Value::from(max as u64));
     }
-    let call = super::call(ctx, params, Some(&mut body))?;
+    let call = super::common::call(ctx, params, Some(&mut body))?;
     shape::shape_body(spec, &mut body)?;
     let answer = call.json(&body).send().await?;
     let status = answer.status();

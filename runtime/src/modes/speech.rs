@@ -8,11 +8,12 @@
 
 use http::StatusCode;
 use rust_decimal::Decimal;
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
-use super::{pick_model, read_body};
+use super::common::read_body;
 use crate::credits;
 use crate::ctx::{Ctx, Outcome, Settlement};
+use crate::model_call::pick_model;
 use gateway_base::body;
 use gateway_base::body::Request;
 use gateway_base::errors::ApiError;
@@ -51,22 +52,8 @@ async fn measure(audio: &[u8], format: &'static str) -> Option<Decimal> {
 
 /// `speech`.
 pub async fn speak(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
-    let mut body = read_body(ctx, req).await?;
-    let format: &'static str = match body.get("response_format").and_then(Value::as_str) {
-        None => "mp3",
-        Some(f) => FORMATS.into_iter().find(|x| *x == f).ok_or_else(|| {
-            ApiError::BadRequest(format!(
-                "response_format: must be one of {}",
-                FORMATS.join(", ")
-            ))
-        })?,
-    };
-    body.insert("response_format".into(), json!(format));
+    let (body, format) = read_request(ctx, req).await?;
     let input = body.get("input").and_then(Value::as_str).unwrap_or("");
-    if input.trim().is_empty() {
-        return Err(ApiError::BadRequest("input: must not be empty".into()));
-    }
-    gateway_models::bounds::check_additional_params(&body)?;
     let chars = input.chars().count();
     let speed = body.get("speed").and_then(Value::as_f64).unwrap_or(1.0);
     let (settle, key) = pick_model(
@@ -77,30 +64,7 @@ pub async fn speak(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
         |p, m| credits::seconds_cost(p, m, hold_seconds(chars, speed)),
     )
     .await?;
-    let p = &settle.provider;
-    let upstream_body =
-        gateway_models::providers::openai::request(Op::Speech, &settle.model.id, body);
-    let answer = ctx
-        .gw
-        .upstream
-        .llm_call(
-            gateway_base::spec::Method::Post,
-            &p.base_url,
-            p.adapter.path(Op::Speech),
-            &key,
-        )
-        .json(&upstream_body)
-        .send()
-        .await?;
-    let status = answer.status();
-    // Largest audio read from the provider: the table's `[limits] speech`.
-    let max = usize::try_from(ctx.gw.table.limit(Mode::Speech)).unwrap_or(usize::MAX);
-    let audio = answer.bytes(max).await?;
-    if audio.is_empty() {
-        return Err(ApiError::BadGateway(
-            "the model provider answered speech without audio".into(),
-        ));
-    }
+    let (status, audio) = fetch_audio(ctx, &settle, &key, body).await?;
     let seconds = measure(&audio, format).await.ok_or_else(|| {
         ApiError::BadGateway(format!(
             "the model provider answered speech that is not {format} audio"
@@ -123,7 +87,6 @@ pub async fn speak(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
     }
     .store_bytes(&ctx.gw, audio)
     .await?;
-    let (audio_url, expires_at) = (stored.url, stored.expires_at);
     let model = format!("{}/{}", settle.provider.id, settle.model.id);
     let byok = settle.byok;
     let mut records = stored.records;
@@ -132,13 +95,13 @@ pub async fn speak(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
     let charged = cost.map(|c| c.charged).unwrap_or_default();
     records.extend(settled);
     let mut v = json!({
-        "audio_url": audio_url,
+        "audio_url": stored.url,
         "audio_duration": seconds.normalize().to_string().parse::<f64>().unwrap_or(0.0),
         "format": format,
         "content_type": content_type,
         "size_bytes": size,
         "model": model,
-        "expires_at": expires_at,
+        "expires_at": stored.expires_at,
         "billing": {
             "unit": "audio_seconds",
             "quantity": seconds.normalize().to_string(),
@@ -153,6 +116,66 @@ pub async fn speak(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
         .settled(Settlement::ByModeRecords);
     out.records = records;
     Ok(out)
+}
+
+/// The request's body, checked (a non-empty `input`, no
+/// `additional_params` over a priced field), with its `response_format`
+/// (one of [`FORMATS`], `mp3` when absent) set in it.
+async fn read_request(
+    ctx: &Ctx,
+    req: Request,
+) -> Result<(Map<String, Value>, &'static str), ApiError> {
+    let mut body = read_body(ctx, req).await?;
+    let format: &'static str = match body.get("response_format").and_then(Value::as_str) {
+        None => "mp3",
+        Some(f) => FORMATS.into_iter().find(|x| *x == f).ok_or_else(|| {
+            ApiError::BadRequest(format!(
+                "response_format: must be one of {}",
+                FORMATS.join(", ")
+            ))
+        })?,
+    };
+    body.insert("response_format".into(), json!(format));
+    let input = body.get("input").and_then(Value::as_str).unwrap_or("");
+    if input.trim().is_empty() {
+        return Err(ApiError::BadRequest("input: must not be empty".into()));
+    }
+    gateway_models::bounds::check_additional_params(&body)?;
+    Ok((body, format))
+}
+
+/// The provider's audio for `body` on the picked model (the table's
+/// `[limits] speech` at most; 502 when empty), with its status.
+async fn fetch_audio(
+    ctx: &Ctx,
+    settle: &credits::Settle,
+    key: &gateway_adapters::upstream::llm::ProviderKey,
+    body: Map<String, Value>,
+) -> Result<(u16, bytes::Bytes), ApiError> {
+    let p = &settle.provider;
+    let upstream_body =
+        gateway_models::providers::openai::request(Op::Speech, &settle.model.id, body);
+    let answer = ctx
+        .gw
+        .upstream
+        .llm_call(
+            gateway_base::spec::Method::Post,
+            &p.base_url,
+            p.adapter.path(Op::Speech),
+            key,
+        )
+        .json(&upstream_body)
+        .send()
+        .await?;
+    let status = answer.status();
+    let max = usize::try_from(ctx.gw.table.limit(Mode::Speech)).unwrap_or(usize::MAX);
+    let audio = answer.bytes(max).await?;
+    if audio.is_empty() {
+        return Err(ApiError::BadGateway(
+            "the model provider answered speech without audio".into(),
+        ));
+    }
+    Ok((status, audio))
 }
 
 #[cfg(test)]

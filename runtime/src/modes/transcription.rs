@@ -23,8 +23,8 @@ use serde_json::{json, Map, Value};
 use tokio::io::AsyncWriteExt;
 
 use super::common::{self, file_too_large};
-use super::pick_model;
 use crate::ctx::{Ctx, Outcome, Settlement};
+use crate::model_call::pick_model;
 use gateway_base::billing::quantity_from_upstream;
 use gateway_base::body::Request;
 use gateway_base::errors::ApiError;

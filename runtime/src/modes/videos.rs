@@ -9,8 +9,9 @@ use rust_decimal::Decimal;
 use serde_json::{json, Value};
 
 use super::common::query_u32;
-use super::{pick_model, read_body};
+use super::common::read_body;
 use crate::ctx::{Ctx, Later, Outcome, Settlement};
+use crate::model_call::pick_model;
 use crate::{credits, videos};
 use gateway_base::body;
 use gateway_base::body::Request;
@@ -83,25 +84,7 @@ pub async fn submit(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
     .await?;
     let p = &settle.provider;
     let size = body.get("size").and_then(Value::as_str).map(str::to_owned);
-    let upstream_body =
-        gateway_models::providers::openai::request(Op::Video, &settle.model.id, body);
-    let answer = ctx
-        .gw
-        .upstream
-        .llm_call(Method::Post, &p.base_url, p.adapter.path(Op::Video), &key)
-        .json(&upstream_body)
-        .send()
-        .await?;
-    let status = answer.status();
-    let item = answer.json("a video job").await?;
-    let job_id = item
-        .get("id")
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty())
-        .ok_or_else(|| {
-            ApiError::BadGateway("the model provider answered a video job without an id".into())
-        })?
-        .to_owned();
+    let (status, item, job_id) = send(ctx, &settle, &key, body).await?;
     let now = gateway_store::now_rfc3339();
     let first = chrono::Utc::now()
         + chrono::Duration::from_std(ctx.gw.config.job_follow_first_delay).unwrap_or_default();
@@ -138,6 +121,37 @@ pub async fn submit(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
     let v = videos::job_json(&ctx.gw, &job, item.get("progress").and_then(Value::as_u64));
     Ok(Outcome::new(body::json(StatusCode::OK, &v), Some(status))
         .settled(Settlement::Later(Later::Job)))
+}
+
+/// Submits the job of `body` on the picked model: the provider's status,
+/// its job (JSON) and the job's id (502 without one).
+async fn send(
+    ctx: &Ctx,
+    settle: &credits::Settle,
+    key: &gateway_adapters::upstream::llm::ProviderKey,
+    body: serde_json::Map<String, Value>,
+) -> Result<(u16, Value, String), ApiError> {
+    let p = &settle.provider;
+    let upstream_body =
+        gateway_models::providers::openai::request(Op::Video, &settle.model.id, body);
+    let answer = ctx
+        .gw
+        .upstream
+        .llm_call(Method::Post, &p.base_url, p.adapter.path(Op::Video), key)
+        .json(&upstream_body)
+        .send()
+        .await?;
+    let status = answer.status();
+    let item = answer.json("a video job").await?;
+    let job_id = item
+        .get("id")
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| {
+            ApiError::BadGateway("the model provider answered a video job without an id".into())
+        })?
+        .to_owned();
+    Ok((status, item, job_id))
 }
 
 /// `video_get`.

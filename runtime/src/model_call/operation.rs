@@ -1,0 +1,87 @@
+//! What a model operation says of itself ([`Operation`]) and what its
+//! answer used ([`Used`]): the one file the driver's phases and the modes
+//! share, so that neither imports the other.
+
+use std::future::Future;
+
+use serde_json::{Map, Value};
+
+use crate::credits::Settle;
+use crate::ctx::Ctx;
+use gateway_base::errors::ApiError;
+use gateway_models::bounds::{Bound, Shape};
+use gateway_models::providers::{Model, ModelType, Op, Provider, Tokens};
+use gateway_store::Record;
+
+/// One model operation as the driver asks it: what is its own in a model
+/// call. Its methods are handed values (a body, an answer), not the
+/// request's context, so that a call's path stays in the driver.
+pub(crate) trait Operation: Sync {
+    /// The type of model the body's `model` must name.
+    fn model_type(&self) -> ModelType;
+    /// The operation (its upstream path, the span's and the cache's name).
+    fn op(&self) -> Op;
+    /// The answer's name in errors (`"a completion"`).
+    fn what(&self) -> &'static str;
+    /// What the upstream body `up` of a candidate model `m` can make the
+    /// provider do: what is held (400 naming a field past it).
+    fn bound(&self, m: &Model, up: &Map<String, Value>, shape: Shape) -> Result<Bound, ApiError>;
+    /// Whether the answer is relayed as a stream.
+    fn streamed(&self) -> bool {
+        false
+    }
+    /// Whether the caller asked for a stream's usage event.
+    fn usage_wanted(&self) -> bool {
+        false
+    }
+    /// The prompt's tokens as the gateway counts them: billed when the
+    /// provider reports none.
+    fn counted_prompt(&self) -> u64 {
+        0
+    }
+    /// What a whole answer (OpenAI's shape) used; 502 when it is not this
+    /// operation's answer.
+    fn used(&self, v: &Value) -> Result<Used, ApiError>;
+    /// The answer's finish reasons, for the trace.
+    fn finish_reasons(&self, v: &Value) -> Vec<String> {
+        let _ = v;
+        Vec::new()
+    }
+    /// Keeps what of the answer must outlive the provider (generated
+    /// images, copied into the object store): the records of what was kept.
+    /// The one method handed the context, for the object store and the
+    /// caller's name.
+    fn keep(
+        &self,
+        ctx: &Ctx,
+        v: &mut Value,
+        p: &Provider,
+    ) -> impl Future<Output = Result<Vec<Record>, ApiError>> + Send {
+        let _ = (ctx, v, p);
+        async { Ok(Vec::new()) }
+    }
+    /// The caller's answer from the provider's (or a cached entry's),
+    /// before its cost is added; `served` is the deployment that answered.
+    fn answer(&self, v: Value, served: &str) -> Result<Value, ApiError> {
+        let _ = served;
+        Ok(v)
+    }
+}
+
+/// What a model answer used, as its operation reads it.
+pub(crate) enum Used {
+    /// Tokens; `counted`: the gateway's count, the provider reported none.
+    Tokens { tokens: Tokens, counted: bool },
+    /// Generated images.
+    Images(u64),
+}
+
+impl Used {
+    /// Phase 7: the records that settle `bill` for this use.
+    pub(super) fn settle(self, bill: Settle) -> Vec<Record> {
+        match self {
+            Used::Tokens { tokens, counted } => bill.token_records(tokens, counted, "complete"),
+            Used::Images(n) => bill.image_records(n),
+        }
+    }
+}
