@@ -14,7 +14,7 @@ use gateway_base::billing::Charge;
 use gateway_base::body::Response;
 use gateway_base::errors::ApiError;
 use gateway_base::spec::{self, EndpointSpec, JobKind};
-use gateway_store::{Record, UsageRecord, User};
+use gateway_store::{Record, User};
 
 /// `res_` + 24 hex characters: the id of every request (spec §2's
 /// `request_id`). Time-ordered, like a UUIDv7 or a ULID: the first 12 hex
@@ -57,38 +57,6 @@ pub struct Metered {
     /// With `user_id`: the budgeted key whose spend the charge counts in
     /// (a job's, the key it was submitted with). Without: the caller's.
     pub key_id: Option<i64>,
-}
-
-impl Metered {
-    /// The usage record of this charge (the pipeline's record phase, the
-    /// job follower). `request_id` names what produced it; the user, route
-    /// and capability are this charge's own when set, else the given ones.
-    pub fn usage_record(
-        self,
-        charge: Charge,
-        request_id: String,
-        markup_pct: rust_decimal::Decimal,
-        user_id: Option<i64>,
-        route_id: &'static str,
-        capability: &'static str,
-    ) -> UsageRecord {
-        UsageRecord {
-            request_id,
-            user_id: self.user_id.or(user_id),
-            route_id: self.route_id.unwrap_or(route_id).to_owned(),
-            capability: self.capability.unwrap_or(capability).to_owned(),
-            product: self.product,
-            unit: self.unit.to_owned(),
-            quantity: self.quantity,
-            unit_price: charge.unit_price,
-            markup_pct,
-            charged: charge.charged,
-            once_key: self.once_key,
-            created_at: gateway_store::now_rfc3339(),
-            key_id: self.key_id,
-            api_key_id: None,
-        }
-    }
 }
 
 /// What a request carries through the phases.
@@ -235,7 +203,7 @@ pub enum Settlement {
     /// 0 of the row's unit. The rows of the voice API are settled so.
     ByPipeline,
     /// The mode's `records` hold the request's usage record (a model
-    /// request, priced per model: [`crate::credits::Settle`], with the
+    /// request, priced per model: [`crate::money::Settle`], with the
     /// release of its hold); the pipeline commits them with the audit
     /// record and writes no usage record of its own.
     ByModeRecords,
@@ -255,7 +223,7 @@ pub enum Later {
     Stream,
     /// A job (a video's): billed once, when it finishes, by whichever
     /// observer sees it finish first ([`crate::videos::observe`]), under a
-    /// once-key; its hold is kept until then ([`crate::credits::Hold::keep`]).
+    /// once-key; its hold is kept until then ([`crate::money::Hold::keep`]).
     /// The requests that submit, read, list or cancel such a job write no
     /// usage record of their own.
     Job,

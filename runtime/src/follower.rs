@@ -202,14 +202,18 @@ async fn poll(gw: &Gateway, job: &JobRow) -> After {
     let mut records: Vec<Record> = Vec::new();
     if let Some(m) = progress.metered {
         let charge = charge_of(gw, &m);
-        records.push(Record::Usage(m.usage_record(
+        let key_id = m.key_id;
+        records.extend(crate::money::settle(crate::money::Bill::Metered {
+            metered: m,
             charge,
-            new_request_id(),
-            gw.config.prices.markup_pct,
-            Some(job.user_id),
-            kind.submit.id,
-            kind.submit.capability,
-        )));
+            request_id: new_request_id(),
+            markup_pct: gw.config.prices.markup_pct,
+            user_id: Some(job.user_id),
+            route_id: kind.submit.id,
+            capability: kind.submit.capability,
+            key_id,
+            api_key_id: None,
+        }));
     }
     records.extend(progress.records);
     if !records.is_empty() {

@@ -1,5 +1,5 @@
 //! What a voice job's submit holds against its key's budget
-//! ([`crate::credits::hold_voice`], taken by `modes::jobs` before the
+//! ([`crate::money::hold_voice`], taken by `modes::jobs` before the
 //! upstream call): the job's bound, what it is expected to be charged at
 //! most when it completes.
 //!

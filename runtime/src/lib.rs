@@ -42,8 +42,8 @@
 //!   speech, images): key, asset record, presigned URL.
 //! * [`fetch`] — SSRF-safe fetching of callers' `audio_url`s.
 //! * [`callbacks`] — signed job callbacks to callers' `callback_uri`s.
-//! * [`credits`] — credit holds and settlements of model calls;
-//!   [`budgets`] — the budgets a call is checked against.
+//! * [`money`] — the one door of money: what a request owes (`Bill`),
+//!   its settlement into records, holds, prices and budgets.
 //! * [`instance`] — this instance's registration among several.
 //! * [`relay`] — model streams relayed and billed for what was streamed.
 //! * [`videos`] — the general gateway's video jobs.
@@ -62,10 +62,8 @@
 
 #[doc(hidden)]
 pub mod __private;
-pub mod budgets;
 pub mod callbacks;
 pub mod config;
-pub mod credits;
 pub mod ctx;
 pub mod dashboard;
 pub mod fetch;
@@ -76,6 +74,7 @@ pub mod job_bound;
 pub mod mirror;
 pub mod model_call;
 pub mod modes;
+pub mod money;
 pub mod owners;
 pub mod pipeline;
 pub mod progress;

@@ -39,13 +39,14 @@ use rust_decimal::Decimal;
 use tracing::Instrument;
 
 use crate::ctx::{charge_of, new_request_id, Ctx, Metered};
+use crate::money::{self, Bill};
 use crate::services::Gateway;
 use crate::{modes, owners};
 use gateway_base::body::{Request, Response};
 use gateway_base::errors::ApiError;
 use gateway_base::spec::{Area, EndpointSpec, Gate, PathParams};
 use gateway_base::{telemetry, validate};
-use gateway_store::{AuditRecord, Record, UsageRecord};
+use gateway_store::{AuditRecord, Record};
 
 /// Entry point of every generated handler.
 pub async fn handle(
@@ -190,12 +191,12 @@ async fn run(
 
 /// A billed voice row's request made with a key that has a budget: a
 /// per-request or first-build row holds one unit's charge, its most
-/// (`credits::hold_voice`, atomic with the budget's check); a measured row
+/// (`money::hold_voice`, atomic with the budget's check); a measured row
 /// holds in its mode, once it read what bounds it: synthesis its text
 /// (`modes::synthesis`), a job's submit its input, measured when it is the
 /// caller's own upload, else its kind's ceiling (`modes::jobs`,
 /// `job_bound`), kept by the job until it ends.
-async fn voice_budget(ctx: &Ctx) -> Result<Option<crate::credits::Hold>, ApiError> {
+async fn voice_budget(ctx: &Ctx) -> Result<Option<crate::money::Hold>, ApiError> {
     use gateway_base::spec::{Billing, Metering};
     let spec = ctx.spec;
     if spec.area != Area::Voice || spec.billing == Billing::Free {
@@ -203,8 +204,7 @@ async fn voice_budget(ctx: &Ctx) -> Result<Option<crate::credits::Hold>, ApiErro
     }
     match spec.metering {
         Metering::PerRequest | Metering::FirstBuild => {
-            crate::credits::hold_voice(ctx, async { Ok(ctx.row_charge(Decimal::ONE).charged) })
-                .await
+            crate::money::hold_voice(ctx, async { Ok(ctx.row_charge(Decimal::ONE).charged) }).await
         }
         Metering::None | Metering::Measured => Ok(None),
     }
@@ -233,7 +233,7 @@ async fn record(
         created_at: gateway_store::now_rfc3339(),
     }));
     if outcome.settlement.by_pipeline() {
-        records.push(Record::Usage(usage_record(ctx)));
+        records.extend(usage_records(ctx));
     }
     let cost = gateway_models::cost::Cost::of(&records)
         .or_else(|| gateway_models::cost::Cost::of(&mode_records));
@@ -299,8 +299,8 @@ fn forget_stored(ctx: &Ctx, keys: Vec<String>) {
 }
 
 /// The usage record of a successful request: what the mode metered, or
-/// quantity 0 of the row's unit.
-fn usage_record(ctx: &mut Ctx) -> UsageRecord {
+/// quantity 0 of the row's unit, settled through the money door.
+fn usage_records(ctx: &mut Ctx) -> Vec<Record> {
     let spec = ctx.spec;
     let (m, charge) = match ctx.metered.take() {
         Some(mc) => mc,
@@ -319,22 +319,26 @@ fn usage_record(ctx: &mut Ctx) -> UsageRecord {
             (m, charge)
         }
     };
-    let own = m.user_id.is_none();
-    let mut u = m.usage_record(
-        charge,
-        ctx.request_id.clone(),
-        ctx.gw.config.prices.markup_pct,
-        ctx.user_id(),
-        spec.id,
-        spec.capability,
-    );
     // The caller's own charge counts against its key's budget (a job's
     // charge, naming its user, against the key it was submitted with).
-    if u.user_id == ctx.user_id() {
-        if own {
-            u.key_id = ctx.user.as_ref().and_then(|u| u.budget_key);
-        }
-        u.api_key_id = ctx.user.as_ref().and_then(|u| u.key_id);
-    }
-    u
+    let caller = ctx.user.as_ref();
+    let own = m.user_id.is_none();
+    let payer_is_caller = m.user_id.or(ctx.user_id()) == ctx.user_id();
+    let key_id = if own {
+        caller.and_then(|u| u.budget_key)
+    } else {
+        m.key_id
+    };
+    let api_key_id = caller.filter(|_| payer_is_caller).and_then(|u| u.key_id);
+    money::settle(Bill::Metered {
+        metered: m,
+        charge,
+        request_id: ctx.request_id.clone(),
+        markup_pct: ctx.gw.config.prices.markup_pct,
+        user_id: ctx.user_id(),
+        route_id: spec.id,
+        capability: spec.capability,
+        key_id,
+        api_key_id,
+    })
 }

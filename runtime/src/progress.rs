@@ -224,9 +224,10 @@ pub fn observe(kind: &JobKind, job: &JobRow, item: &Value) -> Progress {
         records.push(Record::JobUpdate(update));
         // Only a budgeted key's submit held (`modes::jobs`).
         if finished && job.key_id.is_some() {
-            records.push(Record::HoldRelease {
-                request_id: gateway_store::job_hold_id(&job.kind, &job.job_id),
-            });
+            records.push(crate::money::hold_release(gateway_store::job_hold_id(
+                &job.kind,
+                &job.job_id,
+            )));
         }
     }
     Progress {

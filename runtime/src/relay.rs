@@ -14,7 +14,7 @@
 //! * the end, however it comes (the upstream's `[DONE]` or its end,
 //!   stopped, timed out, upstream error, or the client hanging up, which
 //!   drops the body): what was streamed is settled once
-//!   ([`crate::credits::Settle`]) — before the stream's last event on
+//!   ([`crate::money::Settle`]) — before the stream's last event on
 //!   every end the caller sees, spawned on a drop;
 //! * the last event ([`gateway_models::usage_tail`]): the upstream's `[DONE]` (and,
 //!   when the caller asked for usage, its usage event) is held back as it
@@ -55,7 +55,7 @@ use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
 use serde_json::Value;
 
-use crate::credits::Settle;
+use crate::money::Settle;
 use crate::services::Gateway;
 use gateway_adapters::streams::Registration;
 use gateway_base::body::BoxError;

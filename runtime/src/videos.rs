@@ -4,7 +4,7 @@
 //!
 //! * **Reserved, then settled once.** The submit holds the requested
 //!   seconds at the model's `per_second` price; the hold outlives the
-//!   request ([`crate::credits::Hold::keep`]) under the submit's request id.
+//!   request ([`crate::money::Hold::keep`]) under the submit's request id.
 //!   A completed job is billed its seconds (the provider's `seconds`, never
 //!   more than requested) under the once-key `video:<job_id>`, with the
 //!   release of the hold, in one transaction: however many observers see it
@@ -28,7 +28,7 @@ use rust_decimal::Decimal;
 use serde_json::{json, Value};
 use tokio::sync::Semaphore;
 
-use crate::credits::Settle;
+use crate::money::Settle;
 use crate::services::Gateway;
 use gateway_adapters::upstream::llm::ProviderKey;
 use gateway_base::errors::ApiError;
@@ -131,9 +131,7 @@ pub async fn end_unbilled(gw: &Gateway, job: &VideoJobRow, status: &str) -> Resu
         gw.store
             .commit_outside_record_phase(
                 OutsideRecordPhase::VideoJobEnd,
-                vec![Record::HoldRelease {
-                    request_id: job.hold_id.clone(),
-                }],
+                vec![crate::money::hold_release(job.hold_id.clone())],
             )
             .await?;
     }
@@ -258,9 +256,7 @@ async fn finish(
         }
         records.push(r);
     }
-    records.push(Record::HoldRelease {
-        request_id: job.hold_id.clone(),
-    });
+    records.push(crate::money::hold_release(job.hold_id.clone()));
     gw.store
         .commit_outside_record_phase(OutsideRecordPhase::VideoJobEnd, records)
         .await?;

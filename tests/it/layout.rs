@@ -443,11 +443,11 @@ fn only_upstream_presents_the_provider_key() {
 /// `Store::commit_unflushed`), or through the door, `Store::commit_outside_record_phase`, by these
 /// callers (module, calls, reasons); the store reaches its writer those three ways. A new caller
 /// is a decision, made here and in ARCHITECTURE.md.
-const DOOR: &str = "credits 1 Hold
-follower 1 FollowedJob
+const DOOR: &str = "follower 1 FollowedJob
 mirror 1 MirroredCopy
 modes::media_files 1 UploadedAsset
 modes::uploads 1 UploadedAsset
+money::hold 1 Hold
 pipeline commits
 relay 1 StreamSettlement
 store writer 3
@@ -477,6 +477,29 @@ fn records_commit_through_one_door() {
     found.push(format!("store writer {writer}"));
     found.sort();
     assert_eq!(found.join("\n"), DOOR, "records committed another way");
+}
+
+/// Money has one door: outside the store, a usage record, a model call's token record and the
+/// record that ends a hold are made in `money::bill` alone (its `settle` and `hold_release`).
+#[test]
+fn money_has_one_door() {
+    let outside = files(|c, f| gateway(c, f) && !in_store(c, f));
+    let (mut found, mut door) = (Vec::new(), 0);
+    for f in outside {
+        for made in ["UsageRecord", "ModelUsageRecord", "HoldRelease"] {
+            let n = after(f, &format!("{made} {{")).len();
+            match f.module.join("::").as_str() {
+                "money::bill" => door += n,
+                _ if n > 0 => found.push(format!("{} makes a {made}", f.rel)),
+                _ => {}
+            }
+        }
+    }
+    assert!(
+        door >= 3,
+        "the door itself makes each record ({door} found)"
+    );
+    none("money written outside its door", found);
 }
 
 /// The rate limiter and the money files name no capability, job kind or upstream product.

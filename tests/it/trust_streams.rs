@@ -159,7 +159,7 @@ fn charge_of(env: &Env, model: &str, (input, output): (i64, i64)) -> Decimal {
                 .resolve(Some(model), runtime::providers::ModelType::Completion)
         })
         .unwrap();
-    runtime::credits::token_cost(p, m, input as u64, output as u64)
+    runtime::money::token_cost(p, m, input as u64, output as u64)
 }
 
 /// Asserts, now, that request `id` is settled at `charged` to the 8th

@@ -7,8 +7,8 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use serde_json::Value;
 
-use crate::credits::{self, Settle};
 use crate::ctx::Ctx;
+use crate::money::{self, Settle};
 use gateway_adapters::upstream::{ByteStream, Call, Failed, FailureKind};
 use gateway_base::errors::ApiError;
 use gateway_models::routing::Plan;
@@ -39,7 +39,7 @@ where
     bill.provider = served.provider;
     bill.model = served.model;
     bill.bound = served.bound;
-    bill.served = credits::Served { attempts, route };
+    bill.served = money::Served { attempts, route };
     Ok(v)
 }
 

@@ -29,13 +29,13 @@
 //!    ([`Operation::used`], [`Operation::keep`]), or a stream relayed chunk
 //!    by chunk ([`stream`], [`crate::relay`], which settles at its end).
 //! 7. **settle** — the usage record, its debit and the end of the hold
-//!    ([`crate::credits::Settle`]), committed by the request pipeline's
+//!    ([`crate::money::Settle`]), committed by the request pipeline's
 //!    record phase with the answer.
 //! 8. **annotate** — the cost in `usage.cost`, the trace's usage, the
 //!    response cache's entry, `X-Gateway-Model` and `X-Gateway-Attempts`.
 //! 9. **done** — always runs, with the error when there is one (pingora's
 //!    `logging`): a bill that no answer took is handed to the money code,
-//!    which ends its hold ([`crate::credits::Settle::abandon`]); the hold's
+//!    which ends its hold ([`crate::money::Settle::abandon`]); the hold's
 //!    `Drop` stays only as the safety net of a cancelled request.
 //!
 //! Speech, transcription and video jobs call their provider once, without
@@ -50,8 +50,8 @@ mod stream;
 
 use serde_json::{Map, Value};
 
-use crate::credits::Settle;
 use crate::ctx::{Ctx, Outcome};
+use crate::money::Settle;
 use gateway_base::errors::ApiError;
 use gateway_models::cache::Ask;
 

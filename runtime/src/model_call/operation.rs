@@ -6,8 +6,8 @@ use std::future::Future;
 
 use serde_json::{Map, Value};
 
-use crate::credits::Settle;
 use crate::ctx::Ctx;
+use crate::money::Settle;
 use gateway_base::errors::ApiError;
 use gateway_models::bounds::{Bound, Shape};
 use gateway_models::providers::{Model, ModelType, Op, Provider, Tokens};

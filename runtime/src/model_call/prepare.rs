@@ -6,8 +6,8 @@ use serde_json::{Map, Value};
 
 use super::operation::Operation;
 use super::resolve::{self, hold_for, operation_name};
-use crate::credits::{self, Settle};
 use crate::ctx::Ctx;
+use crate::money::{self, Settle};
 use gateway_base::errors::ApiError;
 use gateway_models::bounds::Bound;
 use gateway_models::cache::{Ask, Begun, Entry, Key, Lookup, Miss};
@@ -49,7 +49,7 @@ impl Hit {
         let mut records = gateway_models::cache::hit_records(records, pct);
         let charge = gateway_models::cost::Cost::of(&records).map_or(Decimal::ZERO, |c| c.charged);
         if charge > Decimal::ZERO {
-            if let Some(hold) = credits::reserve(ctx, charge, byok).await? {
+            if let Some(hold) = money::reserve(ctx, charge, byok).await? {
                 records.push(hold.into_release());
             }
         }
@@ -107,7 +107,7 @@ pub(super) async fn prepare<O: Operation>(
         // The provider's own call (a native adapter's path and body).
         let native = p.adapter.native(op.op(), m, request)?;
         let bound = op.bound(m, &native.body, p.adapter.shape())?;
-        max_cost = max_cost.max(credits::bound_cost(p, m, &bound)?);
+        max_cost = max_cost.max(money::bound_cost(p, m, &bound)?);
         candidates.push((name, *p, *m, bound, native));
     }
     // 3. cache lookup

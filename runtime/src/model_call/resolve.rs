@@ -5,8 +5,8 @@
 
 use serde_json::{Map, Value};
 
-use crate::credits::{self, Settle};
 use crate::ctx::Ctx;
+use crate::money::{self, Settle};
 use gateway_adapters::upstream::llm::ProviderKey;
 use gateway_base::errors::ApiError;
 use gateway_models::providers::{Model, ModelType, Op, Provider, Route};
@@ -198,6 +198,6 @@ pub(super) async fn hold_for(
             .clone()
             .ok_or_else(|| gateway_models::providers::config_missing(p))?,
     };
-    let hold = credits::reserve(ctx, max_cost, byok.is_some()).await?;
+    let hold = money::reserve(ctx, max_cost, byok.is_some()).await?;
     Ok((Settle::new(ctx, p, m, byok.is_some(), hold), key))
 }

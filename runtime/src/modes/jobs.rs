@@ -59,7 +59,7 @@ pub async fn submit(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<
         _ => {
             let url = body.get("audio_url").and_then(Value::as_str);
             let job_kind = ctx.job_kind()?;
-            crate::credits::hold_voice(ctx, crate::job_bound::amount(ctx, job_kind, url)).await?
+            crate::money::hold_voice(ctx, crate::job_bound::amount(ctx, job_kind, url)).await?
         }
     };
     let call = super::call(ctx, params, Some(&mut body))?;
@@ -130,7 +130,7 @@ pub async fn submit(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<
         key_id: ctx.user.as_ref().and_then(|u| u.budget_key),
         // Kept by the job from here: its release, should the record not
         // be written, is owed by the record writer.
-        hold: hold.map(crate::credits::Hold::keep),
+        hold: hold.map(crate::money::Hold::keep),
     };
     if let Value::Object(m) = &mut answer {
         m.insert("job_id".into(), Value::String(upstream_id));

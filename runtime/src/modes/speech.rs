@@ -11,9 +11,9 @@ use rust_decimal::Decimal;
 use serde_json::{json, Map, Value};
 
 use super::common::read_body;
-use crate::credits;
 use crate::ctx::{Ctx, Outcome, Settlement};
 use crate::model_call::pick_model;
+use crate::money;
 use gateway_base::body;
 use gateway_base::body::Request;
 use gateway_base::errors::ApiError;
@@ -61,7 +61,7 @@ pub async fn speak(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
         body.get("model").and_then(Value::as_str),
         body.get("byok_api_key").and_then(Value::as_str),
         ModelType::Tts,
-        |p, m| credits::seconds_cost(p, m, hold_seconds(chars, speed)),
+        |p, m| money::seconds_cost(p, m, hold_seconds(chars, speed)),
     )
     .await?;
     let (status, audio) = fetch_audio(ctx, &settle, &key, body).await?;
@@ -148,7 +148,7 @@ async fn read_request(
 /// `[limits] speech` at most; 502 when empty), with its status.
 async fn fetch_audio(
     ctx: &Ctx,
-    settle: &credits::Settle,
+    settle: &money::Settle,
     key: &gateway_adapters::upstream::llm::ProviderKey,
     body: Map<String, Value>,
 ) -> Result<(u16, bytes::Bytes), ApiError> {

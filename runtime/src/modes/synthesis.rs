@@ -28,7 +28,7 @@
 //! call, the charge of the audio its text is expected to make at most
 //! ([`bound_seconds`]: [`BOUND_SECONDS_PER_CHAR`] a character, at least
 //! [`BOUND_MIN_SECONDS`]); the hold ends with the usage record
-//! ([`crate::credits::hold_voice`]). It is billed the measured seconds like
+//! ([`crate::money::hold_voice`]). It is billed the measured seconds like
 //! any request, even beyond the bound (SSML pauses, a slow voice): what is
 //! measured is what is billed, and the key's spend then goes past its
 //! budget by this one request (logged), which refuses the next.
@@ -75,7 +75,7 @@ pub async fn synthesize(
     body.entry("output_format")
         .or_insert_with(|| Value::from(DEFAULT_OUTPUT_FORMAT));
     let bound = bound_seconds(body.get("text").and_then(Value::as_str).unwrap_or_default());
-    let hold = crate::credits::hold_voice(ctx, async { Ok(ctx.row_charge(bound).charged) }).await?;
+    let hold = crate::money::hold_voice(ctx, async { Ok(ctx.row_charge(bound).charged) }).await?;
     let call = super::call(ctx, params, Some(&mut body))?;
     shape::shape_body(spec, &mut body)?;
     let answer = call.json(&body).send().await?;
@@ -139,7 +139,7 @@ pub async fn synthesize(
     outcome.records.extend(stored.records);
     outcome
         .records
-        .extend(hold.map(crate::credits::Hold::into_release));
+        .extend(hold.map(crate::money::Hold::into_release));
     Ok(outcome)
 }
 

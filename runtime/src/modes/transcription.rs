@@ -163,7 +163,7 @@ pub async fn transcribe(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError
         fields.get("model").and_then(Value::as_str),
         fields.get("byok_api_key").and_then(Value::as_str),
         ModelType::Stt,
-        |p, m| crate::credits::seconds_cost(p, m, bound),
+        |p, m| crate::money::seconds_cost(p, m, bound),
     )
     .await?;
     let upload = (spool, file_name, size);
@@ -254,7 +254,7 @@ async fn measure(spool: &Spool, head: &[u8]) -> Result<(&'static str, Option<Dec
 /// answer.
 async fn send(
     ctx: &Ctx,
-    settle: &crate::credits::Settle,
+    settle: &crate::money::Settle,
     key: &gateway_adapters::upstream::llm::ProviderKey,
     op: Op,
     fields: Map<String, Value>,

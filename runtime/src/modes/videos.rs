@@ -12,7 +12,8 @@ use super::common::query_u32;
 use super::common::read_body;
 use crate::ctx::{Ctx, Later, Outcome, Settlement};
 use crate::model_call::pick_model;
-use crate::{credits, videos};
+use crate::money;
+use crate::videos;
 use gateway_base::body;
 use gateway_base::body::Request;
 use gateway_base::errors::ApiError;
@@ -79,7 +80,7 @@ pub async fn submit(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
         body.get("model").and_then(Value::as_str),
         None,
         ModelType::Video,
-        |p, m| credits::seconds_cost(p, m, Decimal::from(seconds)),
+        |p, m| money::seconds_cost(p, m, Decimal::from(seconds)),
     )
     .await?;
     let p = &settle.provider;
@@ -127,7 +128,7 @@ pub async fn submit(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
 /// its job (JSON) and the job's id (502 without one).
 async fn send(
     ctx: &Ctx,
-    settle: &credits::Settle,
+    settle: &money::Settle,
     key: &gateway_adapters::upstream::llm::ProviderKey,
     body: serde_json::Map<String, Value>,
 ) -> Result<(u16, Value, String), ApiError> {
