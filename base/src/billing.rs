@@ -53,7 +53,7 @@ pub fn check_grant(balance: Decimal, amount: Decimal) -> Result<Decimal, String>
 /// The charge of an upstream cost: `raw` × (1 + `markup_pct` / 100),
 /// rounded half away from zero to [`CHARGE_DP`] places. Every charge the
 /// gateway makes goes through it: the voice API's prices ([`Prices::charge`])
-/// and the general gateway's per-model prices and holds (`credits`).
+/// and the general gateway's per-model prices and holds (`runtime::money`).
 pub fn with_markup(raw: Decimal, markup_pct: Decimal) -> Decimal {
     round_charge(raw * (Decimal::ONE + markup_pct / Decimal::ONE_HUNDRED))
 }

@@ -550,7 +550,7 @@ fn error_event(status: u16, message: &str) -> Vec<u8> {
 impl Drop for Relay {
     /// The caller hung up (the body is dropped before its end): what was
     /// streamed is billed, in a task of its own; after [`Relay::finish`]
-    /// there is nothing left to bill (see `credits`' settlement contract).
+    /// there is nothing left to bill (see `money`'s settlement contract).
     fn drop(&mut self) {
         if let Some(records) = self.settle_records("disconnected") {
             if tokio::runtime::Handle::try_current().is_ok() {

@@ -243,7 +243,7 @@ pub struct Committed {
 /// record phase's one group commit (`pipeline::record`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OutsideRecordPhase {
-    /// A credit hold, before the model call (`credits::reserve`): its
+    /// A credit hold, before the model call (`runtime::money::reserve`): its
     /// outcome (held, or 402) must be known before the upstream is called.
     Hold,
     /// A model stream's settlement (usage, debit, token detail, release of

@@ -7,7 +7,7 @@
 //! not report, is carried the same way as
 //! `prompt_tokens_details.cache_creation_tokens` by the native adapters.
 //! Both are taken **out** of the input: each token is billed once, at its
-//! own price ([`crate::credits`]).
+//! own price (`runtime::money`).
 
 use rust_decimal::prelude::ToPrimitive;
 use serde_json::{json, Value};

@@ -1,7 +1,7 @@
 //! Budgets per key, the request's side: the 402 that names the key's
 //! budget. Every route a budget bounds holds (model calls,
-//! [`crate::credits::reserve`]; billed voice requests and voice jobs'
-//! submits, [`crate::credits::hold_voice`], a job's amount from
+//! [`crate::money::reserve`]; billed voice requests and voice jobs'
+//! submits, [`crate::money::hold_voice`], a job's amount from
 //! [`crate::job_bound`]) and is checked in the credit hold's own
 //! transaction (`store::budgets`).
 
