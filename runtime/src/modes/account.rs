@@ -53,12 +53,13 @@ use gateway_adapters::mail;
 use gateway_adapters::ratelimit::Quota;
 use gateway_base::body::Request;
 use gateway_base::errors::ApiError;
+use gateway_base::spec::PathParams;
 use gateway_base::{body, telemetry};
 use gateway_store::Registration;
 use limits::{client_addr, limit_address};
 
 pub use limits::address_key;
-pub use oauth::{oauth_authorize, oauth_callback, OAUTH_RETRY_AFTER_SECS, OAUTH_STATE_TTL_MINUTES};
+pub use oauth::{OAUTH_RETRY_AFTER_SECS, OAUTH_STATE_TTL_MINUTES};
 
 /// How long a confirmation token is valid.
 const CONFIRM_TTL_HOURS: i64 = 48;
@@ -389,4 +390,62 @@ pub async fn me(ctx: &mut Ctx) -> Result<Outcome, ApiError> {
     let mut v = user_json(&row);
     v["balance"] = json!(format!("{balance:.8}"));
     Ok(answer(StatusCode::OK, v))
+}
+
+/// `GET /auth/oauth/{provider}/authorize`: 302 to the provider's
+/// authorization endpoint; the sign-in's state, nonce and PKCE verifier
+/// are stored for the callback.
+pub async fn oauth_authorize(
+    ctx: &mut Ctx,
+    req: Request,
+    params: &PathParams,
+) -> Result<Outcome, ApiError> {
+    limit_address(ctx, &req).await?;
+    let provider = oauth::oauth_provider(ctx, params)?;
+    let a = ctx
+        .gw
+        .oidc
+        .authorize(&provider)
+        .await
+        .map_err(oauth::oidc_error)?;
+    let hash = auth::hash_key(&a.state);
+    let expires = gateway_store::rfc3339(
+        chrono::Utc::now() + chrono::Duration::minutes(OAUTH_STATE_TTL_MINUTES),
+    );
+    let (nonce, verifier) = (a.nonce, a.pkce_verifier);
+    ctx.gw
+        .store
+        .blocking(move |s| s.insert_oauth_state(&hash, &provider, &nonce, &verifier, &expires))
+        .await?;
+    let response = http::Response::builder()
+        .status(StatusCode::FOUND)
+        .header(http::header::LOCATION, a.url)
+        .header(http::header::CACHE_CONTROL, "no-store")
+        .body(body::empty())
+        .map_err(|e| ApiError::internal("the sign-in redirect", e))?;
+    Ok(Outcome::new(response, None))
+}
+
+/// `GET /auth/oauth/{provider}/callback?code=&state=`: the state taken
+/// once, the code exchanged, the ID token checked, the account of the
+/// provider's subject found or made; answers as `/auth/login`.
+pub async fn oauth_callback(
+    ctx: &mut Ctx,
+    req: Request,
+    params: &PathParams,
+) -> Result<Outcome, ApiError> {
+    limit_address(ctx, &req).await?;
+    let provider = oauth::oauth_provider(ctx, params)?;
+    let (nonce, verifier) = oauth::take_state(ctx, &provider).await?;
+    if let Some(error) = oauth::query(ctx, "error") {
+        let why = oauth::query(ctx, "error_description").unwrap_or_default();
+        return Err(reason(
+            "provider_error",
+            &format!("the sign-in provider answered {error}: {why}"),
+        ));
+    }
+    let who = oauth::identify(ctx, &provider, &verifier, &nonce).await?;
+    let uid = oauth::account_of(ctx, provider, who).await?;
+    let pair = oauth::log_in(ctx, uid).await?;
+    Ok(secret_answer(StatusCode::OK, &pair_json(&pair)))
 }

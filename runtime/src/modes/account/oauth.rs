@@ -1,18 +1,13 @@
-//! Sign-in with OpenID Connect (`oauth_authorize`, `oauth_callback`; the
-//! parent module's docs say what is made, linked and refused). The callback
-//! reads as its phases: the state taken once, the provider's own refusal,
-//! the code exchanged for a checked identity, the account found or made,
-//! and the login.
+//! The steps of a sign-in with OpenID Connect, which the modes
+//! `oauth_authorize` and `oauth_callback` are made of (the parent module's
+//! docs say what is made, linked and refused): the provider's failures, the
+//! state taken once, the code exchanged for a checked identity, the account
+//! found or made, and the login.
 
-use http::StatusCode;
-
-use super::answers::{pair_json, reason};
-use super::limits::limit_address;
-use crate::ctx::{Ctx, Outcome};
-use crate::modes::common::secret_answer;
-use gateway_adapters::auth;
+use super::answers::reason;
+use crate::ctx::Ctx;
+use gateway_adapters::auth::{self, TokenPair};
 use gateway_adapters::oidc::OidcError;
-use gateway_base::body::{self, Request};
 use gateway_base::errors::ApiError;
 use gateway_base::spec::PathParams;
 use gateway_store::{OauthSignIn, OauthUser};
@@ -24,7 +19,7 @@ pub const OAUTH_RETRY_AFTER_SECS: u64 = 30;
 
 /// A sign-in provider's failure in format 1: unknown 404; unreachable 503
 /// with `Retry-After`; any other failure of the provider 502.
-fn oidc_error(e: OidcError) -> ApiError {
+pub(super) fn oidc_error(e: OidcError) -> ApiError {
     if !matches!(e, OidcError::UnknownProvider) {
         // Operators see why (never a secret: see `oidc`); the pipeline
         // logs refusals at debug only.
@@ -43,7 +38,7 @@ fn oidc_error(e: OidcError) -> ApiError {
 }
 
 /// The row's `{provider}`, a configured one (else 404).
-fn oauth_provider(ctx: &Ctx, params: &PathParams) -> Result<String, ApiError> {
+pub(super) fn oauth_provider(ctx: &Ctx, params: &PathParams) -> Result<String, ApiError> {
     let id = params.get("provider").unwrap_or_default().into_owned();
     if !ctx.gw.oidc.knows(&id) {
         return Err(oidc_error(OidcError::UnknownProvider));
@@ -52,41 +47,12 @@ fn oauth_provider(ctx: &Ctx, params: &PathParams) -> Result<String, ApiError> {
 }
 
 /// A non-empty query parameter.
-fn query<'a>(ctx: &'a Ctx, name: &str) -> Option<&'a str> {
+pub(super) fn query<'a>(ctx: &'a Ctx, name: &str) -> Option<&'a str> {
     ctx.query
         .iter()
         .find(|(k, _)| k == name)
         .map(|(_, v)| v.as_str())
         .filter(|v| !v.is_empty())
-}
-
-/// `GET /auth/oauth/{provider}/authorize`: 302 to the provider's
-/// authorization endpoint; the sign-in's state, nonce and PKCE verifier
-/// are stored for the callback.
-pub async fn oauth_authorize(
-    ctx: &mut Ctx,
-    req: Request,
-    params: &PathParams,
-) -> Result<Outcome, ApiError> {
-    limit_address(ctx, &req).await?;
-    let provider = oauth_provider(ctx, params)?;
-    let a = ctx.gw.oidc.authorize(&provider).await.map_err(oidc_error)?;
-    let hash = auth::hash_key(&a.state);
-    let expires = gateway_store::rfc3339(
-        chrono::Utc::now() + chrono::Duration::minutes(OAUTH_STATE_TTL_MINUTES),
-    );
-    let (nonce, verifier) = (a.nonce, a.pkce_verifier);
-    ctx.gw
-        .store
-        .blocking(move |s| s.insert_oauth_state(&hash, &provider, &nonce, &verifier, &expires))
-        .await?;
-    let response = http::Response::builder()
-        .status(StatusCode::FOUND)
-        .header(http::header::LOCATION, a.url)
-        .header(http::header::CACHE_CONTROL, "no-store")
-        .body(body::empty())
-        .map_err(|e| ApiError::internal("the sign-in redirect", e))?;
-    Ok(Outcome::new(response, None))
 }
 
 /// The username a new signed-in account asks for: the provider's
@@ -107,33 +73,10 @@ fn wanted_username(preferred: Option<&str>, email: &str) -> String {
         .unwrap_or_else(|| "user".to_owned())
 }
 
-/// `GET /auth/oauth/{provider}/callback?code=&state=`: the state taken
-/// once, the code exchanged, the ID token checked, the account of the
-/// provider's subject found or made; answers as `/auth/login`.
-pub async fn oauth_callback(
-    ctx: &mut Ctx,
-    req: Request,
-    params: &PathParams,
-) -> Result<Outcome, ApiError> {
-    limit_address(ctx, &req).await?;
-    let provider = oauth_provider(ctx, params)?;
-    let (nonce, verifier) = take_state(ctx, &provider).await?;
-    if let Some(error) = query(ctx, "error") {
-        let why = query(ctx, "error_description").unwrap_or_default();
-        return Err(reason(
-            "provider_error",
-            &format!("the sign-in provider answered {error}: {why}"),
-        ));
-    }
-    let who = identify(ctx, &provider, &verifier, &nonce).await?;
-    let uid = account_of(ctx, provider, who).await?;
-    log_in(ctx, uid).await
-}
-
 /// The nonce and PKCE verifier of the sign-in the query's `state` names,
 /// taken once: a second callback with it is refused, as is an unknown or
 /// expired one.
-async fn take_state(ctx: &Ctx, provider: &str) -> Result<(String, String), ApiError> {
+pub(super) async fn take_state(ctx: &Ctx, provider: &str) -> Result<(String, String), ApiError> {
     let invalid_state = || {
         reason(
             "invalid_state",
@@ -151,7 +94,7 @@ async fn take_state(ctx: &Ctx, provider: &str) -> Result<(String, String), ApiEr
 
 /// Who the provider says signed in, from an ID token it issued for this
 /// sign-in (the code exchanged with the verifier, the nonce checked).
-struct Identity {
+pub(super) struct Identity {
     subject: String,
     email: String,
     email_verified: bool,
@@ -160,7 +103,7 @@ struct Identity {
 
 /// Exchanges the query's `code` and checks the ID token; one naming no
 /// usable e-mail address is the provider's failure (502).
-async fn identify(
+pub(super) async fn identify(
     ctx: &Ctx,
     provider: &str,
     verifier: &str,
@@ -192,7 +135,11 @@ async fn identify(
 /// The account linked to the provider's subject, made on its first
 /// sign-in; an address that is another account's (409) or not verified
 /// (400) is refused.
-async fn account_of(ctx: &Ctx, provider: String, who: Identity) -> Result<i64, ApiError> {
+pub(super) async fn account_of(
+    ctx: &Ctx,
+    provider: String,
+    who: Identity,
+) -> Result<i64, ApiError> {
     let signed = ctx
         .gw
         .store
@@ -221,7 +168,7 @@ async fn account_of(ctx: &Ctx, provider: String, who: Identity) -> Result<i64, A
 
 /// Logs the signed-in account in, as `/auth/login` does: a deleted or
 /// disabled account gets no tokens.
-async fn log_in(ctx: &mut Ctx, uid: i64) -> Result<Outcome, ApiError> {
+pub(super) async fn log_in(ctx: &mut Ctx, uid: i64) -> Result<TokenPair, ApiError> {
     let user = ctx.gw.store.blocking(move |s| s.user(uid)).await?;
     let user = user.ok_or_else(|| ApiError::bug("signed-in user not found"))?;
     if user.deleted {
@@ -232,7 +179,7 @@ async fn log_in(ctx: &mut Ctx, uid: i64) -> Result<Outcome, ApiError> {
     }
     let pair = ctx.gw.auth.issue(user.id);
     ctx.user = Some(user);
-    Ok(secret_answer(StatusCode::OK, &pair_json(&pair)))
+    Ok(pair)
 }
 
 #[cfg(test)]
