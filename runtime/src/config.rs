@@ -14,109 +14,16 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+mod error;
+mod names;
 mod parse;
 pub mod variables;
+mod vars;
+
+pub use error::ConfigError;
+pub use names::*;
 use parse::*;
-
-/// Required upstream key; without it voice routes answer 503.
-pub const PROVIDER_API_KEY: &str = "PROVIDER_API_KEY";
-/// Main upstream API. Default [`DEFAULT_BASE_URL`].
-pub const PROVIDER_BASE_URL: &str = "PROVIDER_BASE_URL";
-/// Synthesis cluster. Default [`DEFAULT_SYNTH_URL`].
-pub const PROVIDER_SYNTH_URL: &str = "PROVIDER_SYNTH_URL";
-/// Percent added to upstream cost. Default 20.0.
-pub const PROVIDER_MARKUP_PCT: &str = "PROVIDER_MARKUP_PCT";
-/// HMAC secret of the inbound webhook. Default: unset (every inbound webhook refused, 503).
-pub const PROVIDER_WEBHOOK_SECRET: &str = "PROVIDER_WEBHOOK_SECRET";
-/// Gate of cloning and voice design. Default false.
-pub const PROVIDER_BUSINESS_PLAN_ACTIVE: &str = "PROVIDER_BUSINESS_PLAN_ACTIVE";
-/// Listen address. Default 127.0.0.1:8080.
-pub const GATEWAY_ADDR: &str = "GATEWAY_ADDR";
-/// Data directory (database, local objects). Default `./data`.
-pub const GATEWAY_DATA_DIR: &str = "GATEWAY_DATA_DIR";
-/// SQLite file. Default `$GATEWAY_DATA_DIR/gateway.db`.
-pub const GATEWAY_DB: &str = "GATEWAY_DB";
-/// A PostgreSQL database (`postgres://user:password@host:port/db`) used
-/// instead of the SQLite file: several instances share it. Default: unset.
-pub const GATEWAY_DATABASE_URL: &str = "GATEWAY_DATABASE_URL";
-/// Upstream call time-out in milliseconds. Default 120000 (spec §8).
-pub const GATEWAY_UPSTREAM_TIMEOUT_MS: &str = "GATEWAY_UPSTREAM_TIMEOUT_MS";
-/// Allow fetching `audio_url`s on loopback/private addresses. Default false.
-pub const GATEWAY_ALLOW_PRIVATE_FETCH: &str = "GATEWAY_ALLOW_PRIVATE_FETCH";
-/// Largest JSON request body accepted, in bytes. Default 1 MiB. A request
-/// whose `Content-Length` is larger is answered 413 before its body is read.
-pub const GATEWAY_MAX_JSON_BYTES: &str = "GATEWAY_MAX_JSON_BYTES";
-/// Seconds a client has to send a request's headers, counted from the
-/// connection's start or, on a keep-alive connection, from the first byte of
-/// the next request; then the connection is closed. Default 10.
-pub const GATEWAY_HEADER_TIMEOUT_SECS: &str = "GATEWAY_HEADER_TIMEOUT_SECS";
-/// Seconds a keep-alive connection with no request in flight stays open.
-/// Default 75.
-pub const GATEWAY_IDLE_TIMEOUT_SECS: &str = "GATEWAY_IDLE_TIMEOUT_SECS";
-/// Client connections open at once. Default: 10,000, or half the process's
-/// open-file limit if that is lower (a client connection may need an
-/// upstream connection too, and the database and objects need descriptors).
-/// At the cap the gateway stops accepting: new clients wait in the kernel's
-/// listen backlog and are accepted as connections close.
-pub const GATEWAY_MAX_CONNECTIONS: &str = "GATEWAY_MAX_CONNECTIONS";
-
-pub use gateway_adapters::oidc::GATEWAY_OAUTH_PROVIDERS;
-/// Price table on top of the defaults: `product.unit=usd,...`. Default: the spec's known prices.
-pub use gateway_base::access::GATEWAY_ACCESS_LOG;
-pub use gateway_base::body::{BODY_MIN_RATE, GATEWAY_BODY_TIMEOUT_SECS};
-pub use gateway_base::watchdog::{default_max_connections, GATEWAY_MAX_STREAMS_PER_CONNECTION};
-/// `true`: `/models/trending` shows every tenant's request counts.
-pub const GATEWAY_TRENDING_GLOBAL_COUNTS: &str = "GATEWAY_TRENDING_GLOBAL_COUNTS";
-pub const GATEWAY_PRICES: &str = "GATEWAY_PRICES";
-/// Base URL the gateway is reached at, for its own presigned URLs. Default `http://<GATEWAY_ADDR>`.
-pub const GATEWAY_PUBLIC_URL: &str = "GATEWAY_PUBLIC_URL";
-/// Extra hosts (comma-separated) whose result URLs may be mirrored, besides the upstream bases.
-pub const GATEWAY_MIRROR_HOSTS: &str = "GATEWAY_MIRROR_HOSTS";
-/// Ids (comma-separated) of voices shared by every user, besides the voices
-/// the provider lists with `source: stock` (see [`crate::owners`]).
-pub const GATEWAY_STOCK_VOICES: &str = "GATEWAY_STOCK_VOICES";
-/// Seconds between retention sweeps; 0 disables the periodic sweep. Default 3600.
-pub const GATEWAY_SWEEP_INTERVAL_SECS: &str = "GATEWAY_SWEEP_INTERVAL_SECS";
-/// UTC time (`HH:MM`) of the nightly reconciliation, or `off`. Default `00:30`.
-pub const GATEWAY_RECONCILE_AT: &str = "GATEWAY_RECONCILE_AT";
-/// Seconds between the job follower's looks for due jobs; 0 disables it. Default 2.
-pub const GATEWAY_JOB_FOLLOW_SECS: &str = "GATEWAY_JOB_FOLLOW_SECS";
-/// Jobs the follower polls at once (per instance). Default 8.
-pub const GATEWAY_JOB_FOLLOW_CONCURRENCY: &str = "GATEWAY_JOB_FOLLOW_CONCURRENCY";
-/// This instance's id (letters, digits, `.`, `_`, `-`; at most 64), named
-/// by the credit holds it takes. Default: the id kept in the file
-/// `instance-id` of the data directory (made on first start; a second
-/// process on the same directory takes `instance-id.1`, …). See
-/// [`crate::instance`].
-pub const GATEWAY_INSTANCE_ID: &str = "GATEWAY_INSTANCE_ID";
-/// Seconds an instance's lease lasts; it is renewed every third of it.
-/// The holds of an instance that stopped renewing count no more after it.
-/// Default 120 (at least 3).
-pub const GATEWAY_INSTANCE_LEASE_SECS: &str = "GATEWAY_INSTANCE_LEASE_SECS";
-
-/// The general gateway's providers file (TOML; see [`gateway_models::providers`]).
-/// Default: unset (no models; model routes answer 404).
-pub const GATEWAY_PROVIDERS: &str = "GATEWAY_PROVIDERS";
-/// Seconds a model stream may stay idle (before its first byte: 504; once
-/// streaming: an error event ends it). Default 30 (spec §8).
-pub const GATEWAY_STREAM_TIMEOUT_SECS: &str = "GATEWAY_STREAM_TIMEOUT_SECS";
-
-/// The Redis shared by several instances (`redis://[:password@]host[:port][/db]`
-/// or `unix:///path`): rate limits, cache invalidation, stop-stream (see
-/// [`gateway_adapters::cluster`]). Default: unset (one instance; no Redis needed).
-pub const GATEWAY_REDIS_URL: &str = "GATEWAY_REDIS_URL";
-/// Prefix of every Redis key and channel of the gateway. Default `gateway:`.
-pub const GATEWAY_REDIS_PREFIX: &str = "GATEWAY_REDIS_PREFIX";
-pub use gateway_adapters::cluster::GATEWAY_REDIS_CA_FILE;
-
-/// `full` (default): every commit is fsynced before answers are sent, so a
-/// committed record survives a power cut. `normal`: commits survive a crash
-/// of the gateway but the last ones may be lost with the machine (SQLite WAL
-/// with `synchronous=NORMAL`); no fsync on the request path.
-pub const GATEWAY_DB_SYNC: &str = "GATEWAY_DB_SYNC";
-
-pub const DEFAULT_BASE_URL: &str = "https://app.resemble.ai/api/v2";
-pub const DEFAULT_SYNTH_URL: &str = "https://f.cluster.resemble.ai";
+use vars::Vars;
 
 /// Everything the gateway reads from its environment.
 #[derive(Clone)]
@@ -306,101 +213,6 @@ impl std::fmt::Debug for Config {
     }
 }
 
-/// Variables that are set but do not parse: the first in `name` and
-/// `reason`, every other one in `also`, each by its own name (the
-/// configuration is read whole, so one start reports them all).
-#[derive(Debug)]
-pub struct ConfigError {
-    pub name: &'static str,
-    pub reason: String,
-    /// The other bad variables, in the order they were read.
-    pub also: Vec<(&'static str, String)>,
-}
-
-impl ConfigError {
-    /// One bad variable.
-    pub fn new(name: &'static str, reason: impl Into<String>) -> ConfigError {
-        ConfigError {
-            name,
-            reason: reason.into(),
-            also: Vec::new(),
-        }
-    }
-
-    /// The names of every bad variable.
-    pub fn names(&self) -> Vec<&'static str> {
-        std::iter::once(self.name)
-            .chain(self.also.iter().map(|(n, _)| *n))
-            .collect()
-    }
-}
-
-impl std::fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "invalid value for {}: {}", self.name, self.reason)?;
-        for (name, reason) in &self.also {
-            write!(f, "; invalid value for {name}: {reason}")?;
-        }
-        Ok(())
-    }
-}
-
-impl std::error::Error for ConfigError {}
-
-/// The variables being read and the bad ones found so far.
-struct Vars<G> {
-    get: G,
-    bad: Vec<(&'static str, String)>,
-}
-
-impl<G: Fn(&str) -> Option<String>> Vars<G> {
-    /// The value of `name`; empty counts as unset.
-    fn raw(&self, name: &str) -> Option<String> {
-        (self.get)(name).filter(|v| !v.trim().is_empty())
-    }
-
-    /// Notes a bad variable.
-    fn bad(&mut self, name: &'static str, reason: impl Into<String>) {
-        self.bad.push((name, reason.into()));
-    }
-
-    /// The parsed value of `name` when set; a value that does not parse is
-    /// noted (and gives `None`).
-    fn parse<T>(
-        &mut self,
-        name: &'static str,
-        parse: impl FnOnce(&str) -> Result<T, String>,
-    ) -> Option<T> {
-        let v = self.raw(name)?;
-        parse(&v).map_err(|reason| self.bad(name, reason)).ok()
-    }
-
-    /// Sets `slot` from `name` when it is set and parses.
-    fn set<T>(
-        &mut self,
-        slot: &mut T,
-        name: &'static str,
-        parse: impl FnOnce(&str) -> Result<T, String>,
-    ) {
-        if let Some(v) = self.parse(name, parse) {
-            *slot = v;
-        }
-    }
-
-    /// `c`, or every bad variable.
-    fn finish(self, c: Config) -> Result<Config, ConfigError> {
-        let mut bad = self.bad.into_iter();
-        match bad.next() {
-            None => Ok(c),
-            Some((name, reason)) => Err(ConfigError {
-                name,
-                reason,
-                also: bad.collect(),
-            }),
-        }
-    }
-}
-
 impl Config {
     /// Defaults for a data directory, as if the environment were empty.
     pub fn with_data_dir(data_dir: impl Into<PathBuf>) -> Config {
@@ -484,7 +296,22 @@ impl Config {
              pass it presigned URLs it cannot reach; set {GATEWAY_PUBLIC_URL} to an address the provider can reach"
         ))
     }
+}
 
+impl Config {
+    /// The provider's part of the configuration, which the upstream client
+    /// is built from.
+    pub fn upstream_settings(&self) -> gateway_adapters::upstream::Settings<'_> {
+        gateway_adapters::upstream::Settings {
+            api_key: self.provider_api_key.as_deref(),
+            base_url: &self.provider_base_url,
+            synth_url: &self.provider_synth_url,
+            timeout: self.upstream_timeout,
+        }
+    }
+}
+
+impl Config {
     /// Reads the process environment.
     pub fn from_env() -> Result<Config, ConfigError> {
         Config::from_lookup(|name| std::env::var(name).ok())
@@ -683,23 +510,12 @@ impl Config {
     }
 }
 
-impl Config {
-    /// The provider's part of the configuration, which the upstream client
-    /// is built from.
-    pub fn upstream_settings(&self) -> gateway_adapters::upstream::Settings<'_> {
-        gateway_adapters::upstream::Settings {
-            api_key: self.provider_api_key.as_deref(),
-            base_url: &self.provider_base_url,
-            synth_url: &self.provider_synth_url,
-            timeout: self.upstream_timeout,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::collections::HashMap;
+    use std::path::PathBuf;
+    use std::time::Duration;
 
     fn cfg(pairs: &[(&str, &str)]) -> Result<Config, ConfigError> {
         let m: HashMap<String, String> = pairs

@@ -61,86 +61,102 @@ pub async fn dispatch(gw: Gateway, route: RouteFn, req: Request) -> Response {
 /// The header every answer carries.
 pub const REQUEST_ID: &str = "x-request-id";
 
+/// An answer the gateway could not give: the error and the format its
+/// path's callers read errors in.
+type Refusal = (ApiError, ErrorFormat);
+
+/// The gateway's own answers first, then the table's routes; a refusal is
+/// answered with a fresh request id, kept in `id` for the header.
 async fn answer(gw: Gateway, route: RouteFn, req: Request, id: &mut Option<String>) -> Response {
     let path = req.uri().path().to_owned();
-    let path = path.as_str();
-    let mut error = |e: ApiError, format: ErrorFormat| {
+    let answered = match own_answer(&gw, &req, &path).await {
+        Some(answered) => answered,
+        None => routed(gw, route, req, &path).await,
+    };
+    answered.unwrap_or_else(|(e, format)| {
         let rid = new_request_id();
         let r = e.into_response(format, &rid);
         *id = Some(rid);
         r
-    };
+    })
+}
+
+/// What the gateway answers itself, outside the table: the local object
+/// store's presigned URLs, the dashboard, health, the OpenAPI document, the
+/// docs and the metrics. `None`: the path is the table's.
+async fn own_answer(gw: &Gateway, req: &Request, path: &str) -> Option<Result<Response, Refusal>> {
     if path.starts_with(gateway_adapters::objects::serve::PATH_PREFIX) {
         // The local object store's presigned URLs (S3 serves its own).
-        return match gw.objects.as_local() {
-            Some(local) => {
-                gateway_adapters::objects::serve_presigned(
-                    local,
-                    req.method(),
-                    req.uri(),
-                    req.headers(),
-                )
-                .await
-            }
-            None => error(
+        return Some(match gw.objects.as_local() {
+            Some(local) => Ok(gateway_adapters::objects::serve_presigned(
+                local,
+                req.method(),
+                req.uri(),
+                req.headers(),
+            )
+            .await),
+            None => Err((
                 ApiError::NotFound("no such object".into()),
                 ErrorFormat::Detail,
-            ),
-        };
+            )),
+        });
     }
     if crate::dashboard::is_dashboard(path) {
-        return match crate::dashboard::answer(&gw, path) {
-            Some(r) => r,
-            None => {
-                gateway_base::telemetry::unmatched(404);
-                let message = format!("no dashboard file {path}");
-                error(ApiError::NotFound(message), gw.table.errors_for_path(path))
-            }
-        };
+        return Some(crate::dashboard::answer(gw, path).ok_or_else(|| {
+            gateway_base::telemetry::unmatched(404);
+            let message = format!("no dashboard file {path}");
+            (ApiError::NotFound(message), gw.table.errors_for_path(path))
+        }));
     }
-    match path {
-        "/healthz" => return static_answer(r#"{"status":"ok"}"#, "application/json"),
-        "/openapi.json" => return static_answer(gw.table.openapi, "application/json"),
-        "/docs" => return static_answer(gw.table.docs, "text/html; charset=utf-8"),
+    Some(Ok(match path {
+        "/healthz" => static_answer(r#"{"status":"ok"}"#, "application/json"),
+        "/openapi.json" => static_answer(gw.table.openapi, "application/json"),
+        "/docs" => static_answer(gw.table.docs, "text/html; charset=utf-8"),
         "/metrics" => {
             let mut r = http::Response::new(body::full(gateway_base::telemetry::render()));
             r.headers_mut().insert(
                 header::CONTENT_TYPE,
                 HeaderValue::from_static("text/plain; version=0.0.4"),
             );
-            return r;
+            r
         }
-        _ => {}
-    }
-    // The error format of a path no row matched: by area prefix (the table's).
+        _ => return None,
+    }))
+}
+
+/// The table's route for the request, its handler run in a task of its
+/// own; no route is a 404 or 405 in the error format of the path's area.
+async fn routed(
+    gw: Gateway,
+    route: RouteFn,
+    req: Request,
+    path: &str,
+) -> Result<Response, Refusal> {
     let table = gw.table;
     match route(req.method(), path) {
         RouteMatch::Found {
             handler, params, ..
         } => {
             // Detached: the handler finishes even if the client goes away.
-            match tokio::spawn(handler(gw, req, params)).await {
-                Ok(resp) => resp,
-                Err(e) => {
-                    tracing::error!(error = %e, "handler panicked");
-                    error(
-                        ApiError::bug("handler panicked"),
-                        table.errors_for_path(path),
-                    )
-                }
-            }
+            tokio::spawn(handler(gw, req, params)).await.map_err(|e| {
+                tracing::error!(error = %e, "handler panicked");
+                (
+                    ApiError::bug("handler panicked"),
+                    table.errors_for_path(path),
+                )
+            })
         }
         RouteMatch::MethodNotAllowed { allowed } => {
             gateway_base::telemetry::unmatched(405);
-            error(
+            Err((
                 ApiError::MethodNotAllowed(allowed),
                 table.errors_for_path(path),
-            )
+            ))
         }
         RouteMatch::NotFound => {
             gateway_base::telemetry::unmatched(404);
             let message = format!("no route for {} {}", req.method(), path);
-            error(ApiError::NotFound(message), table.errors_for_path(path))
+            Err((ApiError::NotFound(message), table.errors_for_path(path)))
         }
     }
 }

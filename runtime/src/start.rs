@@ -41,61 +41,27 @@ impl Gateway {
         mut config: config::Config,
         table: &'static spec::Table,
     ) -> Result<Gateway, StartError> {
-        let capabilities = table.capabilities;
         // The table's known prices under GATEWAY_PRICES.
         config.prices = config
             .prices
             .with_defaults(table.prices)
             .map_err(|e| config::ConfigError::new(config::GATEWAY_PRICES, e.0))?;
         telemetry::install();
-        // Connects on first use, never here: an unreachable Redis is no
-        // reason not to start (see `cluster`).
-        let cluster =
-            match &config.redis {
-                Some(r) => Some(cluster::Cluster::new(r).map_err(|e| {
-                    config::ConfigError::new(config::GATEWAY_REDIS_URL, e.to_string())
-                })?),
-                None => None,
-            };
+        let cluster = cluster(&config)?;
         // Before anything is opened: a bad GATEWAY_RATE_LIMITS leaves no trace.
-        let limits = &config.rate_limits;
-        let limiter = match (&config.limiter_store, &cluster) {
-            (Some(custom), _) => ratelimit::RateLimiter::new(capabilities, limits, custom.clone()),
-            (None, Some(c)) => ratelimit::RateLimiter::redis(capabilities, limits, c.clone()),
-            (None, None) => ratelimit::RateLimiter::in_process(capabilities, limits),
-        }
-        .map_err(|reason| config::ConfigError::new(ratelimit::GATEWAY_RATE_LIMITS, reason))?;
+        let limiter = limiter(&config, table.capabilities, &cluster)?;
         let providers = match &config.providers_file {
             Some(path) => providers::Providers::load(path, config.prices.markup_pct)?,
             None => providers::Providers::default(),
         };
         let store = store::Store::open_at_with(&config.database(), config.db_sync_full)?;
-        let accounts = &config.accounts;
-        let jwt_secret = match &accounts.jwt_secret {
-            Some(s) => s.clone(),
-            None => auth::config::load_or_create_secret(
-                &config.data_dir.join(auth::config::JWT_KEY_FILE),
-            )
-            .map_err(|reason| config::ConfigError::new(auth::config::GATEWAY_JWT_SECRET, reason))?,
-        };
-        let tokens = auth::tokens::Tokens::new(
-            jwt_secret,
-            accounts.env.clone(),
-            accounts.access_ttl,
-            accounts.refresh_ttl,
-        );
-        let auth = auth::Auth::new(store.clone(), tokens, accounts);
+        let auth = accounts(&config, &store)?;
         let upstream = upstream::Upstream::new(config.upstream_settings());
         let public_url = config
             .public_url
             .clone()
             .unwrap_or_else(|| format!("http://{}", config.addr));
-        let objects = objects::open(
-            &config.objects,
-            &config.data_dir,
-            &public_url,
-            config.db_sync_full,
-        )?;
+        let objects = open_objects(&config, &public_url, &store)?;
         // Discovery waits for each provider's first use (see `oidc`).
         let oidc = oidc::Oidc::new(
             &config.oauth_providers,
@@ -105,16 +71,7 @@ impl Gateway {
                 oidc::CALLBACK_PREFIX
             ),
         );
-        if let Some(local) = objects.as_local() {
-            // Packed objects are found through their asset records. The
-            // locator holds the store only (no cycle through the Gateway).
-            local.set_locator(packed_locator(store.clone()));
-        }
-        // What crashed instances left spooled is swept; this one's is claimed.
-        let (spool, swept) = spool::SpoolDir::open(&config.data_dir).map_err(StartError::Spool)?;
-        if swept > 0 {
-            tracing::info!(swept, "swept spool files left by a stopped instance");
-        }
+        let spool = claim_spool(&config)?;
         let stripe =
             gateway_adapters::stripe::Stripe::new(config.stripe.clone(), config.upstream_timeout);
         let config_routing = config.routing.clone();
@@ -163,6 +120,86 @@ impl Gateway {
         });
         let _ = stopped.await;
     }
+}
+
+/// The cluster bus on `config.redis`, if any. It connects on first use,
+/// never here: an unreachable Redis is no reason not to start (see
+/// `cluster`).
+fn cluster(config: &config::Config) -> Result<Option<cluster::Cluster>, StartError> {
+    let Some(r) = &config.redis else {
+        return Ok(None);
+    };
+    let c = cluster::Cluster::new(r)
+        .map_err(|e| config::ConfigError::new(config::GATEWAY_REDIS_URL, e.to_string()))?;
+    Ok(Some(c))
+}
+
+/// The rate limiter of the table's `capabilities` under
+/// `config.rate_limits`: in `config.limiter_store` when one is given, else
+/// on the cluster's Redis, else in this process.
+fn limiter(
+    config: &config::Config,
+    capabilities: &'static [spec::Capability],
+    cluster: &Option<cluster::Cluster>,
+) -> Result<ratelimit::RateLimiter, StartError> {
+    let limits = &config.rate_limits;
+    let limiter = match (&config.limiter_store, cluster) {
+        (Some(custom), _) => ratelimit::RateLimiter::new(capabilities, limits, custom.clone()),
+        (None, Some(c)) => ratelimit::RateLimiter::redis(capabilities, limits, c.clone()),
+        (None, None) => ratelimit::RateLimiter::in_process(capabilities, limits),
+    }
+    .map_err(|reason| config::ConfigError::new(ratelimit::GATEWAY_RATE_LIMITS, reason))?;
+    Ok(limiter)
+}
+
+/// Accounts and tokens, signed with the configured JWT secret or the one
+/// kept in the data directory (made on the first start).
+fn accounts(config: &config::Config, store: &store::Store) -> Result<auth::Auth, StartError> {
+    let accounts = &config.accounts;
+    let jwt_secret = match &accounts.jwt_secret {
+        Some(s) => s.clone(),
+        None => auth::config::load_or_create_secret(
+            &config.data_dir.join(auth::config::JWT_KEY_FILE),
+        )
+        .map_err(|reason| config::ConfigError::new(auth::config::GATEWAY_JWT_SECRET, reason))?,
+    };
+    let tokens = auth::tokens::Tokens::new(
+        jwt_secret,
+        accounts.env.clone(),
+        accounts.access_ttl,
+        accounts.refresh_ttl,
+    );
+    Ok(auth::Auth::new(store.clone(), tokens, accounts))
+}
+
+/// The object store, its URLs under `public_url`; a local one finds its
+/// packed objects through their asset records in `store`.
+fn open_objects(
+    config: &config::Config,
+    public_url: &str,
+    store: &store::Store,
+) -> Result<Arc<dyn objects::ObjectStore>, StartError> {
+    let objects = objects::open(
+        &config.objects,
+        &config.data_dir,
+        public_url,
+        config.db_sync_full,
+    )?;
+    if let Some(local) = objects.as_local() {
+        // The locator holds the store only (no cycle through the Gateway).
+        local.set_locator(packed_locator(store.clone()));
+    }
+    Ok(objects)
+}
+
+/// This instance's spool directory; what crashed instances left spooled is
+/// swept first.
+fn claim_spool(config: &config::Config) -> Result<spool::SpoolDir, StartError> {
+    let (spool, swept) = spool::SpoolDir::open(&config.data_dir).map_err(StartError::Spool)?;
+    if swept > 0 {
+        tracing::info!(swept, "swept spool files left by a stopped instance");
+    }
+    Ok(spool)
 }
 
 /// The local store's locator of packed objects: the live asset record of

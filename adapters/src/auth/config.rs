@@ -94,93 +94,123 @@ impl Default for AccountConfig {
 
 impl AccountConfig {
     /// Reads the variables through `get` (empty values count as unset); the
-    /// error names the variable.
+    /// error names the variable. Every bad variable is reported, in the order
+    /// below, so that one start names all that need fixing.
     pub fn from_lookup(
         get: impl Fn(&str) -> Option<String>,
     ) -> Result<AccountConfig, Vec<(&'static str, String)>> {
-        let get = |name: &str| {
-            get(name)
-                .map(|v| v.trim().to_owned())
-                .filter(|v| !v.is_empty())
+        let mut vars = Vars {
+            get,
+            bad: Vec::new(),
         };
-        let mut bad = Vec::new();
-        let mut c = AccountConfig {
-            jwt_secret: get(GATEWAY_JWT_SECRET).map(String::into_bytes),
-            ..AccountConfig::default()
+        let d = AccountConfig::default();
+        let c = AccountConfig {
+            jwt_secret: vars.jwt_secret(),
+            env: vars.text(GATEWAY_ENV).unwrap_or(d.env),
+            require_email_confirmation: vars
+                .parsed(
+                    GATEWAY_REQUIRE_EMAIL_CONFIRMATION,
+                    "true or false",
+                    parse_bool,
+                )
+                .unwrap_or(d.require_email_confirmation),
+            admin_key: vars.text(GATEWAY_ADMIN_KEY),
+            smtp_url: vars.text(GATEWAY_SMTP_URL),
+            mail_from: vars.text(GATEWAY_MAIL_FROM).unwrap_or(d.mail_from),
+            access_ttl: vars
+                .parsed(GATEWAY_ACCESS_TOKEN_TTL_SECS, ABOVE_0, positive_secs)
+                .unwrap_or(d.access_ttl),
+            refresh_ttl: vars
+                .parsed(GATEWAY_REFRESH_TOKEN_TTL_SECS, ABOVE_0, positive_secs)
+                .unwrap_or(d.refresh_ttl),
+            password_hashers: vars
+                .parsed(
+                    GATEWAY_PASSWORD_HASHERS,
+                    "a whole number from 1 to 256",
+                    |v| v.parse().ok().filter(|n| (1..=256).contains(n)),
+                )
+                .unwrap_or(d.password_hashers),
+            password_hash_wait: vars
+                .parsed(GATEWAY_PASSWORD_HASH_WAIT_MS, "a whole number", |v| {
+                    v.parse().ok().map(Duration::from_millis)
+                })
+                .unwrap_or(d.password_hash_wait),
         };
-        if let Some(s) = &c.jwt_secret {
-            if s.len() < MIN_JWT_SECRET_LEN {
-                bad.push((
-                    GATEWAY_JWT_SECRET,
-                    format!(
-                        "{} bytes is too short: at least {MIN_JWT_SECRET_LEN} (e.g. `openssl rand -hex 32`)",
-                        s.len()
-                    ),
-                ));
-            }
-        }
-        if let Some(v) = get(GATEWAY_ENV) {
-            c.env = v;
-        }
-        if let Some(v) = get(GATEWAY_REQUIRE_EMAIL_CONFIRMATION) {
-            c.require_email_confirmation = match v.to_ascii_lowercase().as_str() {
-                "1" | "true" | "yes" | "on" => true,
-                "0" | "false" | "no" | "off" => false,
-                _ => {
-                    bad.push((
-                        GATEWAY_REQUIRE_EMAIL_CONFIRMATION,
-                        format!("{v:?} is not true or false"),
-                    ));
-                    c.require_email_confirmation
-                }
-            };
-        }
-        c.admin_key = get(GATEWAY_ADMIN_KEY);
-        c.smtp_url = get(GATEWAY_SMTP_URL);
-        if let Some(v) = get(GATEWAY_MAIL_FROM) {
-            c.mail_from = v;
-        }
-        for (name, slot) in [
-            (GATEWAY_ACCESS_TOKEN_TTL_SECS, &mut c.access_ttl),
-            (GATEWAY_REFRESH_TOKEN_TTL_SECS, &mut c.refresh_ttl),
-        ] {
-            if let Some(v) = get(name) {
-                match v.parse::<u64>() {
-                    Ok(n) if n > 0 => *slot = Duration::from_secs(n),
-                    _ => bad.push((name, format!("{v:?} is not a whole number above 0"))),
-                }
-            }
-        }
-        if let Some(v) = get(GATEWAY_PASSWORD_HASHERS) {
-            c.password_hashers = match v.parse::<usize>() {
-                Ok(n) if (1..=256).contains(&n) => n,
-                _ => {
-                    bad.push((
-                        GATEWAY_PASSWORD_HASHERS,
-                        format!("{v:?} is not a whole number from 1 to 256"),
-                    ));
-                    c.password_hashers
-                }
-            };
-        }
-        if let Some(v) = get(GATEWAY_PASSWORD_HASH_WAIT_MS) {
-            c.password_hash_wait = match v.parse::<u64>() {
-                Ok(n) => Duration::from_millis(n),
-                _ => {
-                    bad.push((
-                        GATEWAY_PASSWORD_HASH_WAIT_MS,
-                        format!("{v:?} is not a whole number"),
-                    ));
-                    c.password_hash_wait
-                }
-            };
-        }
-        if bad.is_empty() {
+        if vars.bad.is_empty() {
             Ok(c)
         } else {
-            Err(bad)
+            Err(vars.bad)
         }
     }
+}
+
+/// What a lifetime must be.
+const ABOVE_0: &str = "a whole number above 0";
+
+/// The environment as [`AccountConfig::from_lookup`] reads it: trimmed
+/// values, empty ones unset, and the bad ones collected rather than returned
+/// at the first, so that the caller can name them all.
+struct Vars<G> {
+    get: G,
+    bad: Vec<(&'static str, String)>,
+}
+
+impl<G: Fn(&str) -> Option<String>> Vars<G> {
+    /// The trimmed value of `name`; `None` when unset or empty.
+    fn text(&self, name: &str) -> Option<String> {
+        (self.get)(name)
+            .map(|v| v.trim().to_owned())
+            .filter(|v| !v.is_empty())
+    }
+
+    /// The value of `name` read by `parse`; a value it refuses is noted as
+    /// "is not `what`" and reads as unset, so the default stays.
+    fn parsed<T>(
+        &mut self,
+        name: &'static str,
+        what: &str,
+        parse: impl FnOnce(&str) -> Option<T>,
+    ) -> Option<T> {
+        let v = self.text(name)?;
+        let parsed = parse(&v);
+        if parsed.is_none() {
+            self.bad.push((name, format!("{v:?} is not {what}")));
+        }
+        parsed
+    }
+
+    /// The configured JWT secret; one shorter than HS256's key is noted (and
+    /// still returned: the error stops the start anyway).
+    fn jwt_secret(&mut self) -> Option<Vec<u8>> {
+        let s = self.text(GATEWAY_JWT_SECRET)?.into_bytes();
+        if s.len() < MIN_JWT_SECRET_LEN {
+            self.bad.push((
+                GATEWAY_JWT_SECRET,
+                format!(
+                    "{} bytes is too short: at least {MIN_JWT_SECRET_LEN} (e.g. `openssl rand -hex 32`)",
+                    s.len()
+                ),
+            ));
+        }
+        Some(s)
+    }
+}
+
+/// The spellings of a yes or a no that operators write.
+fn parse_bool(v: &str) -> Option<bool> {
+    match v.to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Some(true),
+        "0" | "false" | "no" | "off" => Some(false),
+        _ => None,
+    }
+}
+
+/// Seconds above zero: a lifetime of 0 would issue tokens already expired.
+fn positive_secs(v: &str) -> Option<Duration> {
+    v.parse::<u64>()
+        .ok()
+        .filter(|n| *n > 0)
+        .map(Duration::from_secs)
 }
 
 /// Reads the JWT secret file (hex), creating it with 32 random bytes (mode

@@ -21,7 +21,7 @@ use http::{HeaderMap, Method, Response, StatusCode, Uri};
 use http_body::Frame;
 use http_body_util::{BodyExt, StreamBody};
 
-use super::local::LocalStore;
+use super::local::{LocalStore, OpenObject};
 use super::signing::{self, decode_key, SignatureError};
 use super::types::{validate_key, ByteStream, ObjectError};
 use gateway_base::body::{self, Body, BoxError};
@@ -36,78 +36,34 @@ pub async fn serve_presigned(
     uri: &Uri,
     headers: &HeaderMap,
 ) -> Response<Body> {
+    match answer(store, method, uri, headers).await {
+        Ok(resp) | Err(resp) => resp,
+    }
+}
+
+/// The phases of [`serve_presigned`]: the method, the URL's signature, the
+/// object, the range, the body, the headers; each phase that refuses gives
+/// the answer in `Err`.
+async fn answer(
+    store: &LocalStore,
+    method: &Method,
+    uri: &Uri,
+    headers: &HeaderMap,
+) -> Result<Response<Body>, Response<Body>> {
     if method != Method::GET && method != Method::HEAD {
-        let mut resp = detail(StatusCode::METHOD_NOT_ALLOWED, "method not allowed");
-        resp.headers_mut()
-            .insert(header::ALLOW, HeaderValue::from_static("GET, HEAD"));
-        return resp;
+        return Err(method_not_allowed());
     }
-    let Some(raw_key) = uri.path().strip_prefix(PATH_PREFIX) else {
-        return detail(StatusCode::NOT_FOUND, "not found");
-    };
-    let key = match decode_key(raw_key) {
-        Some(k) => k,
-        None => return forbidden(SignatureError::Malformed),
-    };
-    let (expires, signature) = match query_params(uri.query().unwrap_or("")) {
-        Some(q) => q,
-        None => return forbidden(SignatureError::Malformed),
-    };
-    let now = signing::now_unix();
-    let expires = match signing::verify(
-        store.signing_key(),
-        &key,
-        expires.as_deref(),
-        signature.as_deref(),
-        now,
-    ) {
-        Ok(e) => e,
-        Err(e) => return forbidden(e),
-    };
-    if validate_key(&key).is_err() {
-        // Never signed by us; unreachable unless the signing key leaked.
-        return forbidden(SignatureError::Invalid);
-    }
-
-    let object = match store.open(&key).await {
-        Ok(o) => o,
-        Err(ObjectError::NotFound) => return detail(StatusCode::NOT_FOUND, "object not found"),
-        Err(e) => {
-            tracing::error!(key = %key, error = %e, "serving a local object");
-            return detail(StatusCode::INTERNAL_SERVER_ERROR, "internal error");
-        }
-    };
+    let signed = authorize(store, uri)?;
+    let object = open(store, &signed.key).await?;
     let size = object.meta.size;
-    let range = headers
-        .get(header::RANGE)
-        .and_then(|v| v.to_str().ok())
-        .map(|v| parse_range(v, size));
-
-    let (status, start, end) = match range {
-        None | Some(RangeAsk::Ignore) => (StatusCode::OK, 0, size.checked_sub(1)),
-        Some(RangeAsk::Unsatisfiable) => {
-            let mut resp = detail(StatusCode::RANGE_NOT_SATISFIABLE, "range not satisfiable");
-            resp.headers_mut().insert(
-                header::CONTENT_RANGE,
-                header_value(format!("bytes */{size}")),
-            );
-            resp.headers_mut()
-                .insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
-            return resp;
-        }
-        Some(RangeAsk::Bytes(s, e)) => (StatusCode::PARTIAL_CONTENT, s, Some(e)),
-    };
+    let (status, start, end) = pick_range(headers, size)?;
     let length = end.map_or(0, |e| e + 1 - start);
     let content_type = header_value(object.meta.content_type.clone());
-
     let body = match (method == Method::HEAD, end) {
         (true, _) | (false, None) => body::empty(),
         (false, Some(end)) => match object.stream(start, end).await {
             Ok(stream) => stream_body(stream),
-            Err(e) => {
-                tracing::error!(key = %key, error = %e, "serving a local object");
-                return detail(StatusCode::INTERNAL_SERVER_ERROR, "internal error");
-            }
+            Err(e) => return Err(internal_error(&signed.key, &e)),
         },
     };
     let mut resp = Response::new(body);
@@ -118,18 +74,9 @@ pub async fn serve_presigned(
     h.insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
     h.insert(
         header::CACHE_CONTROL,
-        header_value(format!("private, max-age={}", expires.saturating_sub(now))),
+        header_value(format!("private, max-age={}", signed.seconds_left)),
     );
-    // Objects may hold content uploaded by callers: never let a browser run it
-    // on the gateway's origin.
-    h.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
-    h.insert(
-        header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static("default-src 'none'; sandbox"),
-    );
+    guard_origin(h);
     if status == StatusCode::PARTIAL_CONTENT {
         if let Some(end) = end {
             h.insert(
@@ -138,7 +85,104 @@ pub async fn serve_presigned(
             );
         }
     }
+    Ok(resp)
+}
+
+/// 405, naming the methods a presigned URL answers.
+fn method_not_allowed() -> Response<Body> {
+    let mut resp = detail(StatusCode::METHOD_NOT_ALLOWED, "method not allowed");
+    resp.headers_mut()
+        .insert(header::ALLOW, HeaderValue::from_static("GET, HEAD"));
     resp
+}
+
+/// What a valid presigned URL grants: one key, for so many more seconds.
+struct Signed {
+    key: String,
+    seconds_left: u64,
+}
+
+/// Checks the URL's key, expiry and signature; any change to the URL, or a
+/// URL past its expiry, is refused with 403 (404 outside the prefix).
+fn authorize(store: &LocalStore, uri: &Uri) -> Result<Signed, Response<Body>> {
+    let Some(raw_key) = uri.path().strip_prefix(PATH_PREFIX) else {
+        return Err(detail(StatusCode::NOT_FOUND, "not found"));
+    };
+    let key = decode_key(raw_key).ok_or_else(|| forbidden(SignatureError::Malformed))?;
+    let (expires, signature) = query_params(uri.query().unwrap_or(""))
+        .ok_or_else(|| forbidden(SignatureError::Malformed))?;
+    let now = signing::now_unix();
+    let expires = signing::verify(
+        store.signing_key(),
+        &key,
+        expires.as_deref(),
+        signature.as_deref(),
+        now,
+    )
+    .map_err(forbidden)?;
+    if validate_key(&key).is_err() {
+        // Never signed by us; unreachable unless the signing key leaked.
+        return Err(forbidden(SignatureError::Invalid));
+    }
+    Ok(Signed {
+        key,
+        seconds_left: expires.saturating_sub(now),
+    })
+}
+
+/// The object under `key`: 404 when it is gone.
+async fn open(store: &LocalStore, key: &str) -> Result<OpenObject, Response<Body>> {
+    match store.open(key).await {
+        Ok(o) => Ok(o),
+        Err(ObjectError::NotFound) => Err(detail(StatusCode::NOT_FOUND, "object not found")),
+        Err(e) => Err(internal_error(key, &e)),
+    }
+}
+
+/// The status and the inclusive bytes to send (`None`: an empty object):
+/// the whole object unless one satisfiable range is asked for; 416 when it
+/// starts past the end.
+fn pick_range(
+    headers: &HeaderMap,
+    size: u64,
+) -> Result<(StatusCode, u64, Option<u64>), Response<Body>> {
+    let range = headers
+        .get(header::RANGE)
+        .and_then(|v| v.to_str().ok())
+        .map(|v| parse_range(v, size));
+    match range {
+        None | Some(RangeAsk::Ignore) => Ok((StatusCode::OK, 0, size.checked_sub(1))),
+        Some(RangeAsk::Unsatisfiable) => {
+            let mut resp = detail(StatusCode::RANGE_NOT_SATISFIABLE, "range not satisfiable");
+            resp.headers_mut().insert(
+                header::CONTENT_RANGE,
+                header_value(format!("bytes */{size}")),
+            );
+            resp.headers_mut()
+                .insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
+            Err(resp)
+        }
+        Some(RangeAsk::Bytes(s, e)) => Ok((StatusCode::PARTIAL_CONTENT, s, Some(e))),
+    }
+}
+
+/// Objects may hold content uploaded by callers: never let a browser run it
+/// on the gateway's origin.
+fn guard_origin(h: &mut HeaderMap) {
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static("default-src 'none'; sandbox"),
+    );
+}
+
+/// 500, with the cause in the log only.
+fn internal_error(key: &str, e: &ObjectError) -> Response<Body> {
+    tracing::error!(key = %key, error = %e, "serving a local object");
+    detail(StatusCode::INTERNAL_SERVER_ERROR, "internal error")
 }
 
 /// A response body streaming `stream` (e.g. an [`super::ObjectBody`]'s).

@@ -89,7 +89,6 @@ fn price(
     Ok(Some(d))
 }
 
-/// Parses the text of a providers file named `file`.
 /// The adapter of a provider's `kind`.
 fn adapter_of(kind: &str, file: &str, at: &str) -> Result<Arc<dyn Adapter>, ProvidersError> {
     Ok(match kind {
@@ -127,114 +126,133 @@ fn cache_keys(
     Ok((ttl, hit_pct.unwrap_or_default()))
 }
 
+/// Parses the text of a providers file named `file`: each provider with its
+/// models, then the routes, which name them.
 pub fn parse(text: &str, file: &str, default_markup: Decimal) -> Result<Providers, ProvidersError> {
     let doc: FileDoc = toml::from_str(text).map_err(|e| ProvidersError(format!("{file}: {e}")))?;
     let mut providers: Vec<Provider> = Vec::new();
     for p in doc.provider {
-        let at = format!("provider {:?}", p.id);
-        if p.id.is_empty() || p.id.contains('/') {
-            return Err(ProvidersError(format!(
-                "{file}: {at}: id must be non-empty, without '/'"
-            )));
-        }
-        if providers.iter().any(|x| x.id == p.id) {
-            return Err(ProvidersError(format!(
-                "{file}: {at}: duplicate provider id"
-            )));
-        }
-        let adapter = adapter_of(&p.kind, file, &at)?;
-        let base_url = p.base_url.trim().trim_end_matches('/').to_owned();
-        if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
-            return Err(ProvidersError(format!(
-                "{file}: {at}: base_url {base_url:?} is not an http(s) URL"
-            )));
-        }
-        let markup_pct = match p.markup_pct {
-            None => default_markup,
-            Some(v) => {
-                let text = match &v {
-                    toml::Value::String(s) => s.clone(),
-                    toml::Value::Float(_) | toml::Value::Integer(_) => v.to_string(),
-                    _ => String::new(),
-                };
-                gateway_base::billing::parse_markup(&text)
-                    .map_err(|e| ProvidersError(format!("{file}: {at}: markup_pct: {e}")))?
-            }
-        };
-        let key = ProviderKey::from_env(&p.api_key_env);
-        if key.is_none() {
-            tracing::warn!(provider = %p.id, variable = %p.api_key_env, "the provider's key variable is unset: only BYOK calls can reach it");
-        }
-        let mut models: Vec<Model> = Vec::new();
-        for mut m in p.model {
-            let at = format!("provider {:?} model {:?}", p.id, m.id);
-            if m.id.is_empty() {
-                return Err(ProvidersError(format!(
-                    "{file}: {at}: id must be non-empty"
-                )));
-            }
-            if models.iter().any(|x| x.id == m.id) {
-                return Err(ProvidersError(format!("{file}: {at}: duplicate model id")));
-            }
-            let kind = ModelType::parse(&m.kind).ok_or_else(|| {
-                ProvidersError(format!(
-                    "{file}: {at}: type {:?} is not one of chat, completion, embedding, image, video, tts, stt",
-                    m.kind
-                ))
-            })?;
-            if !adapter.supports(kind) {
-                return Err(ProvidersError(format!(
-                    "{file}: {at}: a {} provider has no {} models",
-                    p.kind,
-                    kind.as_str()
-                )));
-            }
-            if m.max_output_tokens == Some(0) {
-                return Err(ProvidersError(format!(
-                    "{file}: {at}: max_output_tokens must be at least 1"
-                )));
-            }
-            let (cache_ttl_secs, cache_hit_price_pct) =
-                cache_keys(file, &at, m.cache_ttl_secs, m.cache_hit_price_pct.take())?;
-            models.push(Model {
-                cache_ttl_secs,
-                cache_hit_price_pct,
-                input_per_mtok: price(file, &at, "input_per_mtok", m.input_per_mtok)?,
-                output_per_mtok: price(file, &at, "output_per_mtok", m.output_per_mtok)?,
-                cache_read_per_mtok: price(
-                    file,
-                    &at,
-                    "cache_read_per_mtok",
-                    m.cache_read_per_mtok,
-                )?,
-                cache_write_per_mtok: price(
-                    file,
-                    &at,
-                    "cache_write_per_mtok",
-                    m.cache_write_per_mtok,
-                )?,
-                max_output_tokens: m.max_output_tokens,
-                per_image: price(file, &at, "per_image", m.per_image)?,
-                per_second: price(file, &at, "per_second", m.per_second)?,
-                id: m.id,
-                kind,
-                context_window: m.context_window,
-                aliases: m.aliases,
-            });
-        }
-        providers.push(Provider {
-            id: p.id,
-            kind: p.kind,
-            base_url,
-            key,
-            api_key_env: p.api_key_env,
-            markup_pct,
-            models,
-            adapter,
-        });
+        let provider = provider(p, &providers, file, default_markup)?;
+        providers.push(provider);
     }
     let routes = super::routes::build(doc.route, &providers, file, text).map_err(ProvidersError)?;
     Ok(Providers { providers, routes })
+}
+
+/// One `[[provider]]`, checked against those before it (`earlier`).
+fn provider(
+    p: ProviderDoc,
+    earlier: &[Provider],
+    file: &str,
+    default_markup: Decimal,
+) -> Result<Provider, ProvidersError> {
+    let at = format!("provider {:?}", p.id);
+    if p.id.is_empty() || p.id.contains('/') {
+        return Err(ProvidersError(format!(
+            "{file}: {at}: id must be non-empty, without '/'"
+        )));
+    }
+    if earlier.iter().any(|x| x.id == p.id) {
+        return Err(ProvidersError(format!(
+            "{file}: {at}: duplicate provider id"
+        )));
+    }
+    let adapter = adapter_of(&p.kind, file, &at)?;
+    let base_url = p.base_url.trim().trim_end_matches('/').to_owned();
+    if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
+        return Err(ProvidersError(format!(
+            "{file}: {at}: base_url {base_url:?} is not an http(s) URL"
+        )));
+    }
+    let markup_pct = match p.markup_pct {
+        None => default_markup,
+        Some(v) => markup(&v, file, &at)?,
+    };
+    let key = ProviderKey::from_env(&p.api_key_env);
+    if key.is_none() {
+        tracing::warn!(provider = %p.id, variable = %p.api_key_env, "the provider's key variable is unset: only BYOK calls can reach it");
+    }
+    let mut models: Vec<Model> = Vec::new();
+    for m in p.model {
+        let at = format!("provider {:?} model {:?}", p.id, m.id);
+        let model = model(m, &models, &p.kind, adapter.as_ref(), file, &at)?;
+        models.push(model);
+    }
+    Ok(Provider {
+        id: p.id,
+        kind: p.kind,
+        base_url,
+        key,
+        api_key_env: p.api_key_env,
+        markup_pct,
+        models,
+        adapter,
+    })
+}
+
+/// A provider's `markup_pct`, written as a string or a number.
+fn markup(v: &toml::Value, file: &str, at: &str) -> Result<Decimal, ProvidersError> {
+    let text = match v {
+        toml::Value::String(s) => s.clone(),
+        toml::Value::Float(_) | toml::Value::Integer(_) => v.to_string(),
+        _ => String::new(),
+    };
+    gateway_base::billing::parse_markup(&text)
+        .map_err(|e| ProvidersError(format!("{file}: {at}: markup_pct: {e}")))
+}
+
+/// One `[[provider.model]]` of a provider of `kind` served by `adapter`,
+/// checked against the provider's models before it (`earlier`).
+fn model(
+    mut m: ModelDoc,
+    earlier: &[Model],
+    provider_kind: &str,
+    adapter: &dyn Adapter,
+    file: &str,
+    at: &str,
+) -> Result<Model, ProvidersError> {
+    if m.id.is_empty() {
+        return Err(ProvidersError(format!(
+            "{file}: {at}: id must be non-empty"
+        )));
+    }
+    if earlier.iter().any(|x| x.id == m.id) {
+        return Err(ProvidersError(format!("{file}: {at}: duplicate model id")));
+    }
+    let kind = ModelType::parse(&m.kind).ok_or_else(|| {
+        ProvidersError(format!(
+            "{file}: {at}: type {:?} is not one of chat, completion, embedding, image, video, tts, stt",
+            m.kind
+        ))
+    })?;
+    if !adapter.supports(kind) {
+        return Err(ProvidersError(format!(
+            "{file}: {at}: a {provider_kind} provider has no {} models",
+            kind.as_str()
+        )));
+    }
+    if m.max_output_tokens == Some(0) {
+        return Err(ProvidersError(format!(
+            "{file}: {at}: max_output_tokens must be at least 1"
+        )));
+    }
+    let (cache_ttl_secs, cache_hit_price_pct) =
+        cache_keys(file, at, m.cache_ttl_secs, m.cache_hit_price_pct.take())?;
+    Ok(Model {
+        cache_ttl_secs,
+        cache_hit_price_pct,
+        input_per_mtok: price(file, at, "input_per_mtok", m.input_per_mtok)?,
+        output_per_mtok: price(file, at, "output_per_mtok", m.output_per_mtok)?,
+        cache_read_per_mtok: price(file, at, "cache_read_per_mtok", m.cache_read_per_mtok)?,
+        cache_write_per_mtok: price(file, at, "cache_write_per_mtok", m.cache_write_per_mtok)?,
+        max_output_tokens: m.max_output_tokens,
+        per_image: price(file, at, "per_image", m.per_image)?,
+        per_second: price(file, at, "per_second", m.per_second)?,
+        id: m.id,
+        kind,
+        context_window: m.context_window,
+        aliases: m.aliases,
+    })
 }
 
 #[cfg(test)]

@@ -121,90 +121,117 @@ pub(super) fn build(
             .matches('\n')
             .count()
             + 1;
-        let name = doc.model.into_inner();
-        let at = format!("{file}: line {line}: route {name:?}");
-        let err = |key: &str, what: String| format!("{at}: {key}: {what}");
-        if name.trim().is_empty() || name.contains('/') {
-            return Err(err("model", "must be non-empty, without '/'".into()));
-        }
-        if find(providers, &name).is_some() || routes.iter().any(|r| r.name == name) {
-            return Err(err(
-                "model",
-                "is already the name of a model, an alias or another route".into(),
-            ));
-        }
-        let strategy = match doc.strategy.as_deref() {
-            None => Strategy::Weighted,
-            Some(s) => Strategy::parse(s).ok_or_else(|| {
-                err(
-                    "strategy",
-                    format!("{s:?} is not one of weighted, least-latency, priority"),
-                )
-            })?,
-        };
-        if doc.targets.is_empty() {
-            return Err(err("targets", "must name at least one model".into()));
-        }
-        let mut kind = None;
-        let mut resolve = |key: &str, model: &str| -> Result<Deployment, String> {
-            let d = find(providers, model).ok_or_else(|| {
-                err(
-                    key,
-                    format!("{model:?} is not a model of this file (provider/model or an alias)"),
-                )
-            })?;
-            let t = providers[d.provider].models[d.model].kind;
-            match kind {
-                Some(k) if k != t => Err(err(
-                    key,
-                    format!(
-                        "{model:?} is a {} model; the route's models are {}",
-                        t.as_str(),
-                        ModelType::as_str(k)
-                    ),
-                )),
-                _ => {
-                    kind = Some(t);
-                    Ok(d)
-                }
-            }
-        };
-        let mut targets = Vec::with_capacity(doc.targets.len());
-        for t in &doc.targets {
-            let deployment = resolve("targets", &t.model)?;
-            let weight = t.weight.unwrap_or(1);
-            if weight == 0 {
-                return Err(err(
-                    "targets",
-                    format!("{:?}: weight must be at least 1", t.model),
-                ));
-            }
-            targets.push(Target { deployment, weight });
-        }
-        let fallbacks = doc
-            .fallbacks
-            .iter()
-            .map(|f| resolve("fallbacks", f))
-            .collect::<Result<Vec<_>, _>>()?;
-        if doc
-            .cache_ttl_secs
-            .is_some_and(|t| t == 0 || t > crate::cache::MAX_TTL.as_secs())
-        {
-            return Err(err(
-                "cache_ttl_secs",
-                format!("must be from 1 to {}", crate::cache::MAX_TTL.as_secs()),
-            ));
-        }
-        routes.push(Route {
-            name,
-            strategy,
-            targets,
-            fallbacks,
-            kind: kind.unwrap_or(ModelType::Chat),
-            cache_ttl_secs: doc.cache_ttl_secs,
-        });
+        let at = format!("{file}: line {line}: route {:?}", doc.model.get_ref());
+        let route = route(doc, providers, &routes, &at)?;
+        routes.push(route);
     }
     Ok(routes)
+}
+
+/// One `[[route]]`, checked against the file's `providers` and the routes
+/// before it (`earlier`); `at` places it in the file for the messages.
+fn route(
+    doc: RouteDoc,
+    providers: &[Provider],
+    earlier: &[Route],
+    at: &str,
+) -> Result<Route, String> {
+    let err = |key: &str, what: String| format!("{at}: {key}: {what}");
+    let name = doc.model.into_inner();
+    if name.trim().is_empty() || name.contains('/') {
+        return Err(err("model", "must be non-empty, without '/'".into()));
+    }
+    if find(providers, &name).is_some() || earlier.iter().any(|r| r.name == name) {
+        return Err(err(
+            "model",
+            "is already the name of a model, an alias or another route".into(),
+        ));
+    }
+    let strategy = match doc.strategy.as_deref() {
+        None => Strategy::Weighted,
+        Some(s) => Strategy::parse(s).ok_or_else(|| {
+            err(
+                "strategy",
+                format!("{s:?} is not one of weighted, least-latency, priority"),
+            )
+        })?,
+    };
+    if doc.targets.is_empty() {
+        return Err(err("targets", "must name at least one model".into()));
+    }
+    let mut members = Members {
+        providers,
+        at,
+        kind: None,
+    };
+    let mut targets = Vec::with_capacity(doc.targets.len());
+    for t in &doc.targets {
+        let deployment = members.resolve("targets", &t.model)?;
+        let weight = t.weight.unwrap_or(1);
+        if weight == 0 {
+            return Err(err(
+                "targets",
+                format!("{:?}: weight must be at least 1", t.model),
+            ));
+        }
+        targets.push(Target { deployment, weight });
+    }
+    let fallbacks = doc
+        .fallbacks
+        .iter()
+        .map(|f| members.resolve("fallbacks", f))
+        .collect::<Result<Vec<_>, _>>()?;
+    if doc
+        .cache_ttl_secs
+        .is_some_and(|t| t == 0 || t > crate::cache::MAX_TTL.as_secs())
+    {
+        return Err(err(
+            "cache_ttl_secs",
+            format!("must be from 1 to {}", crate::cache::MAX_TTL.as_secs()),
+        ));
+    }
+    Ok(Route {
+        name,
+        strategy,
+        targets,
+        fallbacks,
+        kind: members.kind.unwrap_or(ModelType::Chat),
+        cache_ttl_secs: doc.cache_ttl_secs,
+    })
+}
+
+/// The models a route names, in the order it names them: each must be a
+/// model of the file, and all of the first one's type (a route answers one
+/// kind of request).
+struct Members<'a> {
+    providers: &'a [Provider],
+    at: &'a str,
+    /// The type of the first member resolved.
+    kind: Option<ModelType>,
+}
+
+impl Members<'_> {
+    /// The deployment named `model` under the route's `key`.
+    fn resolve(&mut self, key: &str, model: &str) -> Result<Deployment, String> {
+        let at = self.at;
+        let d = find(self.providers, model).ok_or_else(|| {
+            format!(
+                "{at}: {key}: {model:?} is not a model of this file (provider/model or an alias)"
+            )
+        })?;
+        let t = self.providers[d.provider].models[d.model].kind;
+        match self.kind {
+            Some(k) if k != t => Err(format!(
+                "{at}: {key}: {model:?} is a {} model; the route's models are {}",
+                t.as_str(),
+                ModelType::as_str(k)
+            )),
+            _ => {
+                self.kind = Some(t);
+                Ok(d)
+            }
+        }
+    }
 }
 
 #[cfg(test)]

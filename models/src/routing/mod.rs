@@ -52,7 +52,7 @@ use gateway_adapters::upstream::llm::ProviderKey;
 use gateway_adapters::upstream::{Call, Failed, Upstream};
 use gateway_base::errors::ApiError;
 use gateway_base::spec::Method;
-use gateway_base::traces::Span;
+use gateway_base::traces::{Attempt, Span};
 pub use settings::{
     Settings, GATEWAY_COOLDOWN_FAILS, GATEWAY_COOLDOWN_SECS, GATEWAY_RETRY_BASE_MS,
     GATEWAY_RETRY_MAX,
@@ -165,93 +165,115 @@ impl Routing {
         Fut: Future<Output = Result<T, Failed>>,
     {
         let Plan { candidates, .. } = plan;
-        let n = candidates.len();
-        if n == 0 {
+        if candidates.is_empty() {
             return Err(ApiError::Unavailable(
                 "no deployment of this model can be called".into(),
             ));
         }
-        let mut attempts = 0u32;
-        // Every failed attempt, in order: logged and traced when none served.
-        let mut failures: Vec<Attempted> = Vec::new();
-        let mut next = 0usize;
-        loop {
-            // Every candidate once, in order (skipping those cooling down:
-            // the last is tried anyway when all were); then the last again.
-            let (idx, admit) = if next < n {
-                let idx = next;
-                next += 1;
-                let admit = self.cooldown.admit(&candidates[idx].name).await;
-                if admit == cooldown::Admit::No && !(next == n && attempts == 0) {
-                    gateway_base::telemetry::route_skipped(&candidates[idx].name);
-                    continue;
-                }
-                (idx, admit)
-            } else if attempts < 1 + self.settings.retry_max
-                && failures.last().is_some_and(|a| a.failed.retryable())
-            {
-                (n - 1, cooldown::Admit::Yes)
-            } else {
+        let mut tries = Tries::default();
+        while let Some((idx, admit)) = self.pick(&candidates, &mut tries).await {
+            if !self.wait_to_retry(&tries, idx, deadline).await {
                 break;
-            };
-            if let Some(prev) = failures.last() {
-                if prev.idx == idx {
-                    let wait = match prev.failed.retry_after {
-                        Some(ra) if ra > RETRY_AFTER_CAP => break,
-                        Some(ra) => ra,
-                        None => self.backoff(attempts),
-                    };
-                    if Instant::now() + wait >= deadline {
-                        break;
-                    }
-                    tokio::time::sleep(wait).await;
-                }
             }
             let c = &candidates[idx];
-            attempts += 1;
-            let span = trace.attempt(attempts, &c.name, &c.provider.kind, &c.model.id);
+            tries.attempts += 1;
+            let span = trace.attempt(tries.attempts, &c.name, &c.provider.kind, &c.model.id);
             let started = Instant::now();
-            let call = upstream
-                .llm_call_as(
-                    Method::Post,
-                    &c.provider.base_url,
-                    &c.path,
-                    &c.key,
-                    c.provider.adapter.key_form(),
-                )
-                .json(&c.body);
-            match attempt(call).await {
+            match attempt(call_of(upstream, c)).await {
                 Ok(v) => {
                     trace.served(span, &c.name, &c.provider.kind);
                     gateway_base::telemetry::route_attempt(&c.name, "ok");
                     self.latency.observe(&c.name, started.elapsed());
                     self.cooldown.success(&c.name, admit).await;
                     let c = candidates.into_iter().nth(idx).expect("a candidate");
-                    return Ok((v, c, attempts));
+                    return Ok((v, c, tries.attempts));
                 }
                 Err(f) => {
-                    let kind = f.kind.as_str();
-                    trace.failed(span, kind, f.status(), &f.for_trace());
-                    gateway_base::telemetry::route_attempt(&c.name, kind);
-                    let retryable = f.retryable();
-                    failures.push(Attempted {
-                        idx,
-                        attempt: attempts,
-                        deployment: c.name.clone(),
-                        failed: f,
-                    });
-                    if !retryable {
+                    if !self.note_failure(trace, span, c, idx, &mut tries, f).await {
                         break;
-                    }
-                    tracing::info!(deployment = %c.name, kind, attempt = attempts, "model call failed; trying the next candidate");
-                    if self.cooldown.failure(&c.name).await {
-                        gateway_base::telemetry::cooldown(&c.name);
-                        tracing::warn!(deployment = %c.name, "deployment cooling down");
                     }
                 }
             }
         }
-        Err(all_failed(trace, failures))
+        Err(all_failed(trace, tries.failures))
+    }
+
+    /// The next candidate to try and whether its cool-down admits it: every
+    /// candidate once, in order (skipping those cooling down: the last is
+    /// tried anyway when all were); then the last again while retries
+    /// remain and the last failure may be cured. `None`: no more tries.
+    async fn pick(
+        &self,
+        candidates: &[Candidate],
+        tries: &mut Tries,
+    ) -> Option<(usize, cooldown::Admit)> {
+        let n = candidates.len();
+        while tries.next < n {
+            let idx = tries.next;
+            tries.next += 1;
+            let admit = self.cooldown.admit(&candidates[idx].name).await;
+            if admit == cooldown::Admit::No && !(tries.next == n && tries.attempts == 0) {
+                gateway_base::telemetry::route_skipped(&candidates[idx].name);
+                continue;
+            }
+            return Some((idx, admit));
+        }
+        let again = tries.attempts < 1 + self.settings.retry_max
+            && tries.failures.last().is_some_and(|a| a.failed.retryable());
+        again.then_some((n - 1, cooldown::Admit::Yes))
+    }
+
+    /// Before trying the deployment that just failed again, waits its
+    /// `Retry-After` or a back-off; `false` when that wait is too long
+    /// ([`RETRY_AFTER_CAP`]) or would pass the deadline. Another deployment
+    /// is tried at once.
+    async fn wait_to_retry(&self, tries: &Tries, idx: usize, deadline: Instant) -> bool {
+        let Some(prev) = tries.failures.last().filter(|prev| prev.idx == idx) else {
+            return true;
+        };
+        let wait = match prev.failed.retry_after {
+            Some(ra) if ra > RETRY_AFTER_CAP => return false,
+            Some(ra) => ra,
+            None => self.backoff(tries.attempts),
+        };
+        if Instant::now() + wait >= deadline {
+            return false;
+        }
+        tokio::time::sleep(wait).await;
+        true
+    }
+
+    /// Records a failed attempt on its span, in the metrics and in `tries`;
+    /// a failure another attempt may cure also counts towards the
+    /// deployment's cool-down. `false`: no other attempt may cure it.
+    async fn note_failure(
+        &self,
+        trace: &Span,
+        span: Attempt,
+        c: &Candidate,
+        idx: usize,
+        tries: &mut Tries,
+        f: Failed,
+    ) -> bool {
+        let kind = f.kind.as_str();
+        trace.failed(span, kind, f.status(), &f.for_trace());
+        gateway_base::telemetry::route_attempt(&c.name, kind);
+        let retryable = f.retryable();
+        tries.failures.push(Attempted {
+            idx,
+            attempt: tries.attempts,
+            deployment: c.name.clone(),
+            failed: f,
+        });
+        if !retryable {
+            return false;
+        }
+        tracing::info!(deployment = %c.name, kind, attempt = tries.attempts, "model call failed; trying the next candidate");
+        if self.cooldown.failure(&c.name).await {
+            gateway_base::telemetry::cooldown(&c.name);
+            tracing::warn!(deployment = %c.name, "deployment cooling down");
+        }
+        true
     }
 
     /// Full jitter: uniform in `[0, base·2^(attempts-1))`.
@@ -262,6 +284,30 @@ impl Routing {
             .saturating_mul(1u32 << attempts.saturating_sub(1).min(16));
         ceiling.mul_f64(rand::random::<f64>())
     }
+}
+
+/// The upstream call of one attempt on candidate `c`.
+fn call_of(upstream: &Upstream, c: &Candidate) -> Call {
+    upstream
+        .llm_call_as(
+            Method::Post,
+            &c.provider.base_url,
+            &c.path,
+            &c.key,
+            c.provider.adapter.key_form(),
+        )
+        .json(&c.body)
+}
+
+/// Where a request's tries stand.
+#[derive(Default)]
+struct Tries {
+    /// The next candidate of the first pass.
+    next: usize,
+    /// Attempts made so far.
+    attempts: u32,
+    /// Every failed attempt, in order: logged and traced when none served.
+    failures: Vec<Attempted>,
 }
 
 /// One failed attempt of a request: which candidate, its number, and what

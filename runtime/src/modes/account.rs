@@ -38,20 +38,28 @@
 use http::StatusCode;
 use serde_json::{json, Map, Value};
 
+mod answers;
+mod limits;
+mod oauth;
+
 use super::common::{secret_answer, user_json};
 use super::read_body;
 use crate::ctx::{Ctx, Outcome};
 use crate::services::Gateway;
+use answers::{pair_json, reason};
 use gateway_adapters::auth::backoff::LoginKey;
-use gateway_adapters::auth::{self, passwords, tokens::Typ, TokenPair};
+use gateway_adapters::auth::{self, passwords, tokens::Typ};
 use gateway_adapters::mail;
-use gateway_adapters::oidc::OidcError;
 use gateway_adapters::ratelimit::Quota;
-use gateway_base::body::{ClientAddr, Request};
+use gateway_base::body::Request;
 use gateway_base::errors::ApiError;
 use gateway_base::spec::PathParams;
 use gateway_base::{body, telemetry};
-use gateway_store::{OauthSignIn, OauthUser, Registration};
+use gateway_store::Registration;
+use limits::{client_addr, limit_address};
+
+pub use limits::address_key;
+pub use oauth::{OAUTH_RETRY_AFTER_SECS, OAUTH_STATE_TTL_MINUTES};
 
 /// How long a confirmation token is valid.
 const CONFIRM_TTL_HOURS: i64 = 48;
@@ -59,55 +67,8 @@ const CONFIRM_TTL_HOURS: i64 = 48;
 const RESET_TTL_HOURS: i64 = 1;
 /// Reset mails one account may get: 3 at once, then one every 20 minutes.
 pub const RESET_MAILS: Quota = Quota::per_hour(3);
-/// How long a sign-in with a provider may take, from its redirect to its callback.
-pub const OAUTH_STATE_TTL_MINUTES: i64 = 10;
-/// `Retry-After` of the 503 of a sign-in provider that cannot be reached.
-pub const OAUTH_RETRY_AFTER_SECS: u64 = 30;
 
-/// The rate-limit key of a client address: negative, so never a user id.
-/// An IPv4 address (or an IPv4-mapped IPv6 one) is itself; an IPv6 address
-/// counts by its first 62 bits (a client usually has a /64 or more).
-pub fn address_key(ip: std::net::IpAddr) -> i64 {
-    use std::net::IpAddr;
-    let ip = match ip {
-        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
-        v4 => v4,
-    };
-    match ip {
-        IpAddr::V4(v4) => -1 - i64::from(u32::from(v4)),
-        IpAddr::V6(v6) => {
-            let prefix = (u128::from(v6) >> 66) as i64; // < 2^62
-            -(1i64 << 33) - prefix
-        }
-    }
-}
-
-/// The client's address (the server sets it on every request).
-fn client_addr(req: &Request) -> Option<std::net::IpAddr> {
-    req.extensions().get::<ClientAddr>().map(|c| c.0)
-}
-
-/// Counts the request against the row's capability for the client's
-/// address: 429 with `Retry-After` over the quota.
-async fn limit_address(ctx: &Ctx, req: &Request) -> Result<(), ApiError> {
-    let Some(ip) = client_addr(req) else {
-        return Ok(());
-    };
-    let capability = ctx.spec.capability;
-    ctx.gw
-        .limiter
-        .enforce(address_key(ip), capability)
-        .await
-        .inspect_err(|_| telemetry::rate_limited(capability))
-}
-
-fn reason(reason: &'static str, message: &str) -> ApiError {
-    ApiError::BadRequestReason {
-        reason,
-        message: message.to_owned(),
-    }
-}
-
+/// A body's text field, trimmed; `None` when absent or blank.
 fn text<'a>(obj: &'a Map<String, Value>, name: &str) -> Option<&'a str> {
     obj.get(name)
         .and_then(Value::as_str)
@@ -115,17 +76,9 @@ fn text<'a>(obj: &'a Map<String, Value>, name: &str) -> Option<&'a str> {
         .filter(|s| !s.is_empty())
 }
 
+/// A JSON answer with nothing secret in it (tokens go in a `secret_answer`).
 fn answer(status: StatusCode, v: Value) -> Outcome {
     Outcome::new(body::json(status, &v), None)
-}
-
-fn pair_json(p: &TokenPair) -> Value {
-    json!({
-        "access_token": p.access_token,
-        "refresh_token": p.refresh_token,
-        "token_type": "bearer",
-        "expires_in": p.expires_in,
-    })
 }
 
 /// A new random token for a mail, stored hashed for `purpose`.
@@ -439,44 +392,6 @@ pub async fn me(ctx: &mut Ctx) -> Result<Outcome, ApiError> {
     Ok(answer(StatusCode::OK, v))
 }
 
-/// A sign-in provider's failure in format 1: unknown 404; unreachable 503
-/// with `Retry-After`; any other failure of the provider 502.
-fn oidc_error(e: OidcError) -> ApiError {
-    if !matches!(e, OidcError::UnknownProvider) {
-        // Operators see why (never a secret: see `oidc`); the pipeline
-        // logs refusals at debug only.
-        tracing::warn!(error = %e, "sign-in with a provider failed");
-    }
-    match e {
-        OidcError::UnknownProvider => ApiError::NotFound("unknown sign-in provider".into()),
-        OidcError::Unreachable(_) => ApiError::Unreachable {
-            message: format!("{e}; retry shortly"),
-            retry_after: OAUTH_RETRY_AFTER_SECS,
-        },
-        OidcError::Provider { .. } | OidcError::InvalidToken { .. } => {
-            ApiError::BadGateway(e.to_string())
-        }
-    }
-}
-
-/// The row's `{provider}`, a configured one (else 404).
-fn oauth_provider(ctx: &Ctx, params: &PathParams) -> Result<String, ApiError> {
-    let id = params.get("provider").unwrap_or_default().into_owned();
-    if !ctx.gw.oidc.knows(&id) {
-        return Err(oidc_error(OidcError::UnknownProvider));
-    }
-    Ok(id)
-}
-
-/// A non-empty query parameter.
-fn query<'a>(ctx: &'a Ctx, name: &str) -> Option<&'a str> {
-    ctx.query
-        .iter()
-        .find(|(k, _)| k == name)
-        .map(|(_, v)| v.as_str())
-        .filter(|v| !v.is_empty())
-}
-
 /// `GET /auth/oauth/{provider}/authorize`: 302 to the provider's
 /// authorization endpoint; the sign-in's state, nonce and PKCE verifier
 /// are stored for the callback.
@@ -486,8 +401,13 @@ pub async fn oauth_authorize(
     params: &PathParams,
 ) -> Result<Outcome, ApiError> {
     limit_address(ctx, &req).await?;
-    let provider = oauth_provider(ctx, params)?;
-    let a = ctx.gw.oidc.authorize(&provider).await.map_err(oidc_error)?;
+    let provider = oauth::oauth_provider(ctx, params)?;
+    let a = ctx
+        .gw
+        .oidc
+        .authorize(&provider)
+        .await
+        .map_err(oauth::oidc_error)?;
     let hash = auth::hash_key(&a.state);
     let expires = gateway_store::rfc3339(
         chrono::Utc::now() + chrono::Duration::minutes(OAUTH_STATE_TTL_MINUTES),
@@ -506,24 +426,6 @@ pub async fn oauth_authorize(
     Ok(Outcome::new(response, None))
 }
 
-/// The username a new signed-in account asks for: the provider's
-/// `preferred_username`, else the address's local part; letters, digits,
-/// `.`, `_` and `-` only, at most 48 characters; `user` when nothing is left.
-fn wanted_username(preferred: Option<&str>, email: &str) -> String {
-    let local = email.split('@').next().unwrap_or_default();
-    let from = |s: &str| -> String {
-        s.chars()
-            .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
-            .take(48)
-            .collect()
-    };
-    [preferred.map(from), Some(from(local))]
-        .into_iter()
-        .flatten()
-        .find(|s| !s.is_empty())
-        .unwrap_or_else(|| "user".to_owned())
-}
-
 /// `GET /auth/oauth/{provider}/callback?code=&state=`: the state taken
 /// once, the code exchanged, the ID token checked, the account of the
 /// provider's subject found or made; answers as `/auth/login`.
@@ -533,95 +435,17 @@ pub async fn oauth_callback(
     params: &PathParams,
 ) -> Result<Outcome, ApiError> {
     limit_address(ctx, &req).await?;
-    let provider = oauth_provider(ctx, params)?;
-    let invalid_state = || {
-        reason(
-            "invalid_state",
-            "the sign-in state is missing, unknown, used or expired: start the sign-in again",
-        )
-    };
-    let hash = auth::hash_key(query(ctx, "state").ok_or_else(invalid_state)?);
-    let p = provider.clone();
-    let (nonce, verifier) = ctx
-        .gw
-        .store
-        .blocking(move |s| s.take_oauth_state(&hash, &p))
-        .await?
-        .ok_or_else(invalid_state)?;
-    if let Some(error) = query(ctx, "error") {
-        let why = query(ctx, "error_description").unwrap_or_default();
+    let provider = oauth::oauth_provider(ctx, params)?;
+    let (nonce, verifier) = oauth::take_state(ctx, &provider).await?;
+    if let Some(error) = oauth::query(ctx, "error") {
+        let why = oauth::query(ctx, "error_description").unwrap_or_default();
         return Err(reason(
             "provider_error",
             &format!("the sign-in provider answered {error}: {why}"),
         ));
     }
-    let code = query(ctx, "code").ok_or_else(|| ApiError::BadRequest("code is required".into()))?;
-    let id = ctx
-        .gw
-        .oidc
-        .sign_in(&provider, code, &verifier, &nonce)
-        .await
-        .map_err(oidc_error)?;
-    let email = id
-        .email
-        .filter(|e| e.contains('@') && !e.contains(char::is_whitespace))
-        .ok_or_else(|| {
-            ApiError::BadGateway(format!(
-                "the sign-in provider {provider}'s ID token names no e-mail address (the email scope is needed)"
-            ))
-        })?;
-    let username = wanted_username(id.preferred_username.as_deref(), &email);
-    let (subject, verified) = (id.subject, id.email_verified);
-    let signed = ctx
-        .gw
-        .store
-        .blocking(move |s| {
-            s.oauth_sign_in(&OauthUser {
-                provider: &provider,
-                subject: &subject,
-                email: &email,
-                email_verified: verified,
-                username: &username,
-            })
-        })
-        .await?;
-    let uid = match signed {
-        OauthSignIn::Linked(id) | OauthSignIn::Created(id) => id,
-        OauthSignIn::EmailExists => {
-            return Err(ApiError::Conflict {
-                reason: "email_exists",
-                message: "this e-mail address belongs to another account: log in with it".into(),
-            })
-        }
-        OauthSignIn::Unverified => {
-            return Err(reason(
-                "email_not_verified",
-                "the sign-in provider does not say that this e-mail address is verified (email_verified): no account is made with it; verify it at the provider, then sign in again",
-            ))
-        }
-    };
-    let user = ctx.gw.store.blocking(move |s| s.user(uid)).await?;
-    let user = user.ok_or_else(|| ApiError::bug("signed-in user not found"))?;
-    if user.deleted {
-        return Err(ApiError::Unauthorized("this account was deleted".into()));
-    }
-    if user.disabled {
-        return Err(auth::disabled());
-    }
-    let pair = ctx.gw.auth.issue(user.id);
-    ctx.user = Some(user);
+    let who = oauth::identify(ctx, &provider, &verifier, &nonce).await?;
+    let uid = oauth::account_of(ctx, provider, who).await?;
+    let pair = oauth::log_in(ctx, uid).await?;
     Ok(secret_answer(StatusCode::OK, &pair_json(&pair)))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::wanted_username;
-
-    #[test]
-    fn a_wanted_username_is_tidy_and_never_empty() {
-        assert_eq!(wanted_username(Some("Ann Lee"), "a@x.io"), "AnnLee");
-        assert_eq!(wanted_username(None, "ann.lee+x@x.io"), "ann.leex");
-        assert_eq!(wanted_username(Some("@@"), "éé@x.io"), "user");
-        assert_eq!(wanted_username(Some(&"a".repeat(99)), "b@x").len(), 48);
-    }
 }

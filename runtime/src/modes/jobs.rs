@@ -21,7 +21,7 @@
 //! * **List** answers the caller's own jobs from the gateway's records.
 
 use http::StatusCode;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::common::query_u32;
 use crate::ctx::{Ctx, Outcome};
@@ -33,36 +33,78 @@ use gateway_base::errors::ApiError;
 use gateway_base::spec::PathParams;
 use gateway_store::{JobRecord, Record};
 
-/// `job_submit`.
+/// `job_submit`: the caller's callback checked, the job's bound held, the
+/// job forwarded, its upstream id checked to be new, and the job recorded.
 pub async fn submit(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<Outcome, ApiError> {
-    let spec = ctx.spec;
     let kind = ctx.job_kind()?.kind;
     let user_id = ctx.require_user("job submission")?;
     let mut body = super::read_body(ctx, req).await?;
-    let callback_uri = body
-        .get("callback_uri")
-        .and_then(Value::as_str)
-        .map(str::to_owned);
-    let media_type = body
-        .get("media_type")
-        .and_then(Value::as_str)
-        .map(str::to_owned);
-    // A callback that could never be delivered (not http(s), or a private
-    // address the gateway will not reach) is refused now, not dropped later.
-    if let Some(uri) = &callback_uri {
-        fetch::check_url(uri, ctx.gw.config.allow_private_fetch)
-            .await
-            .map_err(|r| ApiError::BadRequest(format!("callback_uri {}", r.describe())))?;
+    let asked = Asked::read(ctx, &body).await?;
+    let hold = hold(ctx, &body).await?;
+    let (status, mut answer) = forward(ctx, params, &mut body).await?;
+    let upstream_id = new_upstream_id(ctx, kind, &answer).await?;
+    // The hold is kept by the job from here: its release, should the
+    // record not be written, is owed by the record writer.
+    let hold = hold.map(crate::money::Hold::keep);
+    let record = job_record(ctx, kind, user_id, &upstream_id, &answer, asked, hold);
+    if let Value::Object(m) = &mut answer {
+        m.insert("job_id".into(), Value::String(upstream_id));
     }
-    let hold = match spec.billing {
-        gateway_base::spec::Billing::Free => None,
-        _ => {
-            let url = body.get("audio_url").and_then(Value::as_str);
-            let job_kind = ctx.job_kind()?;
-            crate::money::hold_voice(ctx, crate::job_bound::amount(ctx, job_kind, url)).await?
+    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
+    let mut outcome = Outcome::new(json(status, &answer), Some(status.as_u16()));
+    outcome.records.push(Record::JobCreate(record));
+    Ok(outcome)
+}
+
+/// What the caller asks of the job beside its input.
+struct Asked {
+    callback_uri: Option<String>,
+    media_type: Option<String>,
+}
+
+impl Asked {
+    /// Reads the body's `callback_uri` and `media_type`. A callback that
+    /// could never be delivered (not http(s), or a private address the
+    /// gateway will not reach) is refused now, not dropped later.
+    async fn read(ctx: &Ctx, body: &Map<String, Value>) -> Result<Asked, ApiError> {
+        let text = |k: &str| body.get(k).and_then(Value::as_str).map(str::to_owned);
+        let asked = Asked {
+            callback_uri: text("callback_uri"),
+            media_type: text("media_type"),
+        };
+        if let Some(uri) = &asked.callback_uri {
+            fetch::check_url(uri, ctx.gw.config.allow_private_fetch)
+                .await
+                .map_err(|r| ApiError::BadRequest(format!("callback_uri {}", r.describe())))?;
         }
-    };
-    let call = super::call(ctx, params, Some(&mut body))?;
+        Ok(asked)
+    }
+}
+
+/// A billed job's bound, held against the key's budget ([`crate::job_bound`]);
+/// `None` for a free row or a key without a budget.
+async fn hold(
+    ctx: &Ctx,
+    body: &Map<String, Value>,
+) -> Result<Option<crate::money::Hold>, ApiError> {
+    if ctx.spec.billing == gateway_base::spec::Billing::Free {
+        return Ok(None);
+    }
+    let url = body.get("audio_url").and_then(Value::as_str);
+    let job_kind = ctx.job_kind()?;
+    crate::money::hold_voice(ctx, crate::job_bound::amount(ctx, job_kind, url)).await
+}
+
+/// Sends the job upstream: as JSON, or as multipart with the caller's
+/// `audio_url` fetched into the row's `file_field`. The upstream's status
+/// and answer.
+async fn forward(
+    ctx: &Ctx,
+    params: &PathParams,
+    body: &mut Map<String, Value>,
+) -> Result<(u16, Value), ApiError> {
+    let spec = ctx.spec;
+    let call = super::call(ctx, params, Some(&mut *body))?;
     let mut guard = fetch::SizeGuard::default();
     let call = match spec.file_field {
         Some(field) => {
@@ -70,26 +112,34 @@ pub async fn submit(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<
                 .remove("audio_url")
                 .and_then(|v| v.as_str().map(str::to_owned))
                 .ok_or_else(|| ApiError::BadRequest("audio_url is required".into()))?;
-            shape::shape_body(spec, &mut body)?;
+            shape::shape_body(spec, body)?;
             let (part, g) = fetch::open_as_part(&ctx.gw, ctx.user_id(), &url).await?;
             guard = g;
-            call.multipart(shape::text_parts(body).part(field, part))
+            call.multipart(shape::text_parts(std::mem::take(body)).part(field, part))
         }
         // The upstream fetches `audio_url` itself: `read_body` checked it.
         None => {
-            shape::shape_body(spec, &mut body)?;
-            call.json(&body)
+            shape::shape_body(spec, body)?;
+            call.json(&*body)
         }
     };
     let answer = call.send().await.map_err(|e| guard.explain(e))?;
     let status = answer.status();
-    let mut answer = answer.json("a job submission").await?;
-    let upstream_id = shape::upstream_id(&answer).ok_or_else(|| {
+    Ok((status, answer.json("a job submission").await?))
+}
+
+/// The upstream's id of the new job. An id the gateway already recorded
+/// (the provider reused one): the answer cannot be trusted, nothing is
+/// recorded, and the caller gets a clear 502 rather than the database's
+/// refusal of a duplicate.
+async fn new_upstream_id(
+    ctx: &Ctx,
+    kind: &'static str,
+    answer: &Value,
+) -> Result<String, ApiError> {
+    let upstream_id = shape::upstream_id(answer).ok_or_else(|| {
         ApiError::BadGateway("the voice provider answered a job submission without an id".into())
     })?;
-    // An id the gateway already recorded (the provider reused one): the
-    // answer cannot be trusted, nothing is recorded, and the caller gets a
-    // clear 502 rather than the database's refusal of a duplicate.
     let (k, id) = (kind.to_owned(), upstream_id.clone());
     let existing = ctx
         .gw
@@ -106,39 +156,45 @@ pub async fn submit(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<
             "the voice provider answered a job submission with the id of an existing job".into(),
         ));
     }
-    let item = item_of(&answer);
+    Ok(upstream_id)
+}
+
+/// The new job's record as its first answer leaves it (status, media
+/// type), scheduled for its first poll; the caller's `job_id` is the
+/// upstream's id; `hold` is the request id of the hold the job keeps.
+fn job_record(
+    ctx: &Ctx,
+    kind: &str,
+    user_id: i64,
+    upstream_id: &str,
+    answer: &Value,
+    asked: Asked,
+    hold: Option<String>,
+) -> JobRecord {
+    let item = item_of(answer);
     let now = chrono::Utc::now();
     let first_poll =
         now + chrono::Duration::from_std(ctx.gw.config.job_follow_first_delay).unwrap_or_default();
-    let record = JobRecord {
-        job_id: upstream_id.clone(),
+    JobRecord {
+        job_id: upstream_id.to_owned(),
         kind: kind.to_owned(),
-        upstream_id: upstream_id.clone(),
+        upstream_id: upstream_id.to_owned(),
         user_id,
-        submit_route: spec.id.to_owned(),
+        submit_route: ctx.spec.id.to_owned(),
         status: item_status(item, None).to_owned(),
         media_type: item
             .get("media_type")
             .and_then(Value::as_str)
             .map(str::to_owned)
-            .or(media_type),
-        callback_uri,
+            .or(asked.media_type),
+        callback_uri: asked.callback_uri,
         created_at: gateway_store::rfc3339(now),
         // Every job is scheduled, so that a follower enabled later (or on
         // another instance) finds it.
         follow_at: Some(gateway_store::rfc3339(first_poll)),
         key_id: ctx.user.as_ref().and_then(|u| u.budget_key),
-        // Kept by the job from here: its release, should the record not
-        // be written, is owed by the record writer.
-        hold: hold.map(crate::money::Hold::keep),
-    };
-    if let Value::Object(m) = &mut answer {
-        m.insert("job_id".into(), Value::String(upstream_id));
+        hold,
     }
-    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
-    let mut outcome = Outcome::new(json(status, &answer), Some(status.as_u16()));
-    outcome.records.push(Record::JobCreate(record));
-    Ok(outcome)
 }
 
 /// `job_get`.

@@ -35,11 +35,12 @@
 
 use base64::Engine;
 use rust_decimal::Decimal;
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 use crate::ctx::{Ctx, Outcome};
+use crate::generated::Stored;
 use crate::shape;
-use gateway_base::billing::quantity_from_upstream;
+use gateway_base::billing::{quantity_from_upstream, Charge};
 use gateway_base::body::Request;
 use gateway_base::errors::ApiError;
 use gateway_base::spec::PathParams;
@@ -60,6 +61,8 @@ pub const DEFAULT_OUTPUT_FORMAT: &str = "mp3";
 /// Retention of synthesis output when the row gives none (spec §8).
 pub const DEFAULT_RETENTION_DAYS: u32 = 7;
 
+/// `synthesize`: the text's bound held, the text synthesized, the audio
+/// measured and billed, stored, and answered in the gateway's shape.
 pub async fn synthesize(
     ctx: &mut Ctx,
     req: Request,
@@ -82,25 +85,43 @@ pub async fn synthesize(
     let upstream_status = answer.status();
     let mut raw = answer.json("synthesis with a body").await?;
     let (audio_content, audio) = take_audio(&mut raw)?;
-    let format = raw
-        .get("output_format")
-        .and_then(Value::as_str)
-        .or(body.get("output_format").and_then(Value::as_str));
-    let ext = match format {
-        Some("wav") => "wav",
-        Some("mp3") => "mp3",
-        _ => gateway_base::audio::sniff_container(&audio).unwrap_or("mp3"),
-    };
+    let ext = container(&raw, &body, &audio);
     let duration = billed_seconds(&raw, &audio, ext).await?;
     if hold.is_some() && duration > bound {
         tracing::warn!(%duration, %bound, "synthesis longer than its text's bound; billed as measured, past the hold");
     }
     let charge = ctx.meter_row(duration, None);
+    let stored = store_audio(ctx, ext, audio).await?;
+    let answer = answer_json(ctx, &voice_uuid, &stored, duration, &charge, raw);
+    let response = splice_audio(&answer, &audio_content);
+    let mut outcome = Outcome::new(response, Some(upstream_status));
+    outcome.records.extend(stored.records);
+    outcome
+        .records
+        .extend(hold.map(crate::money::Hold::into_release));
+    Ok(outcome)
+}
 
-    // Store the audio; its record is committed with the audit and usage records.
+/// The audio's file extension: the format the upstream says it made, else
+/// the one asked for, else what its bytes look like (mp3 when unknown).
+fn container(raw: &Value, body: &Map<String, Value>, audio: &[u8]) -> &'static str {
+    let format = raw
+        .get("output_format")
+        .and_then(Value::as_str)
+        .or(body.get("output_format").and_then(Value::as_str));
+    match format {
+        Some("wav") => "wav",
+        Some("mp3") => "mp3",
+        _ => gateway_base::audio::sniff_container(audio).unwrap_or("mp3"),
+    }
+}
+
+/// Stores the audio for the caller under the row's retention; its record
+/// is committed with the audit and usage records.
+async fn store_audio(ctx: &Ctx, ext: &'static str, audio: Vec<u8>) -> Result<Stored, ApiError> {
     let user_id = ctx.require_user("synthesis")?;
     let content_type = gateway_base::media::by_ext(ext).map_or("audio/mpeg", |t| t.content_type);
-    let stored = crate::generated::Media {
+    crate::generated::Media {
         owner: user_id,
         prefix: "synthesis",
         class: "synthesis",
@@ -109,38 +130,42 @@ pub async fn synthesize(
         suffix: String::new(),
         ext,
         content_type,
-        retention_days: spec.retention_days.unwrap_or(DEFAULT_RETENTION_DAYS) as i64,
+        retention_days: ctx.spec.retention_days.unwrap_or(DEFAULT_RETENTION_DAYS) as i64,
         now: chrono::Utc::now(),
     }
     .store_bytes(&ctx.gw, bytes::Bytes::from(audio))
-    .await?;
-    let (audio_url, expires_at) = (stored.url, stored.expires_at);
+    .await
+}
+
+/// The answer in the gateway's shape (the module's table), without its
+/// `audio_content`, which [`splice_audio`] puts in.
+fn answer_json(
+    ctx: &Ctx,
+    voice_uuid: &str,
+    stored: &Stored,
+    duration: Decimal,
+    charge: &Charge,
+    raw: Value,
+) -> Value {
     let resemble_url = ["url", "audio_url", "audio_src"]
         .iter()
         .find_map(|k| raw.get(*k).and_then(Value::as_str))
         .map(str::to_owned);
-
     let quantity: Value =
         serde_json::from_str(&duration.normalize().to_string()).unwrap_or(Value::Null);
     let mut answer = json!({
         "request_id": ctx.request_id,
         "voice_uuid": voice_uuid,
-        "audio_url": audio_url,
+        "audio_url": stored.url,
         "audio_duration": quantity,
-        "expires_at": expires_at,
-        "billing": { "unit": spec.billing.as_str(), "quantity": quantity, "charged": charge.charged_str() },
+        "expires_at": stored.expires_at,
+        "billing": { "unit": ctx.spec.billing.as_str(), "quantity": quantity, "charged": charge.charged_str() },
         "raw_response": raw,
     });
     if let (Some(url), Value::Object(m)) = (resemble_url, &mut answer) {
         m.insert("resemble_url".into(), Value::String(url));
     }
-    let response = splice_audio(&answer, &audio_content);
-    let mut outcome = Outcome::new(response, Some(upstream_status));
-    outcome.records.extend(stored.records);
-    outcome
-        .records
-        .extend(hold.map(crate::money::Hold::into_release));
-    Ok(outcome)
+    answer
 }
 
 /// The upstream's `audio_content` (taken out of `raw`) and its decoded
