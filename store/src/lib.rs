@@ -5,8 +5,8 @@
 //! Two databases behind one interface ([`Location`]): SQLite, the embedded
 //! default (one file, WAL), and PostgreSQL (`GATEWAY_DATABASE_URL`), which
 //! several gateway instances share. The repositories are written once, in
-//! SQL both read alike ([`sql`]); each database has its own migrations
-//! ([`sqlite::MIGRATIONS`], [`pg_schema::MIGRATIONS`]) describing the same schema.
+//! SQL both read alike ([`sql`]), and so is the schema: one list of
+//! migrations with each database's spellings side by side ([`schema`]).
 //!
 //! * Reads go through an `r2d2` pool (WAL mode lets SQLite's run beside the
 //!   writer) and are called from async code through [`Store::blocking`]
@@ -34,10 +34,10 @@ mod money;
 mod owners;
 pub(crate) mod params;
 mod pg;
-mod pg_schema;
 pub mod pg_tls;
 mod purchases;
 mod records;
+mod schema;
 pub(crate) mod sql;
 mod sqlite;
 mod videos;
@@ -146,7 +146,7 @@ pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
 fn open_and_migrate_pg(url: &str, sync_full: bool) -> Result<(pg::PgConn, pg_tls::Target)> {
     let config = pg::parse_url(url)?;
     let mut conn = pg::PgConn::connect(&config, sync_full)?;
-    pg_schema::migrate(&mut conn.db())?;
+    schema::migrate_postgres(&mut conn.db())?;
     Ok((conn, config))
 }
 
