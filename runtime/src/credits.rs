@@ -45,7 +45,7 @@ use crate::services::Gateway;
 use gateway_base::billing::with_markup;
 use gateway_base::errors::ApiError;
 use gateway_models::providers::{Model, Provider, Tokens};
-use gateway_store::{ModelUsageRecord, OutsideRecordPhase, Record, Reserved, UsageRecord};
+use gateway_store::{Ledger, ModelUsageRecord, OutsideRecordPhase, Record, Reserved, UsageRecord};
 
 const MTOK: Decimal = Decimal::from_parts(1_000_000, 0, 0, false, 0);
 

@@ -9,6 +9,7 @@
 use std::collections::BTreeSet;
 
 use reqwest::redirect::Policy;
+use runtime::store::Accounts;
 use serde_json::{json, Value};
 
 use crate::harness::*;

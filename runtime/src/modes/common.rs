@@ -11,7 +11,7 @@ use gateway_adapters::objects::ObjectError;
 use gateway_base::body::{self, Request};
 use gateway_base::errors::ApiError;
 use gateway_base::spec::PathParams;
-use gateway_store::UserRow;
+use gateway_store::{Accounts, UserRow};
 
 /// A user as the account and admin routes answer it.
 pub(crate) fn user_json(u: &UserRow) -> Value {

@@ -31,7 +31,7 @@ use gateway_base::body::json;
 use gateway_base::body::Request;
 use gateway_base::errors::ApiError;
 use gateway_base::spec::PathParams;
-use gateway_store::{JobRecord, Record};
+use gateway_store::{JobRecord, Jobs, Record};
 
 /// `job_submit`.
 pub async fn submit(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<Outcome, ApiError> {
