@@ -33,6 +33,7 @@ mod instances;
 mod jobs;
 mod keys;
 mod money;
+mod oauth;
 mod owners;
 pub(crate) mod params;
 mod pg;
@@ -46,11 +47,12 @@ mod sqlite;
 mod videos;
 mod webhooks;
 mod writer;
+mod writes;
 
 pub use sql::Dialect;
 use sql::{Db, Row};
 
-pub use accounts::{Accounts, OauthSignIn, OauthUser, PasswordReset, Registration, UserRow};
+pub use accounts::{Accounts, PasswordReset, Registration, UserRow};
 pub use assets::{AssetRow, Assets};
 pub use budgets::{Budget, KeyBudget, Period};
 pub use history::{
@@ -60,6 +62,7 @@ pub use instances::Instances;
 pub use jobs::{JobRow, Jobs};
 pub use keys::{KeyOwner, KeyRow, Keys};
 pub use money::{Ledger, LedgerRow, Reserved};
+pub use oauth::{OauthSignIn, OauthUser, ProviderSignIns};
 pub use owners::Owners;
 pub use purchases::{Credited, PurchaseRow, Purchases};
 pub use reconciliations::{ReconciliationRow, Reconciliations};

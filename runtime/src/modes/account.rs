@@ -51,7 +51,7 @@ use gateway_base::body::{ClientAddr, Request};
 use gateway_base::errors::ApiError;
 use gateway_base::spec::PathParams;
 use gateway_base::{body, telemetry};
-use gateway_store::{Accounts, Ledger, OauthSignIn, OauthUser, Registration};
+use gateway_store::{Accounts, Ledger, OauthSignIn, OauthUser, ProviderSignIns, Registration};
 
 /// How long a confirmation token is valid.
 const CONFIRM_TTL_HOURS: i64 = 48;
