@@ -10,7 +10,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use runtime::config::Config;
-use runtime::store::Store;
+use runtime::store::{Accounts, Keys, Ledger, Store, Webhooks};
 
 pub use crate::signal::shutdown_signal;
 

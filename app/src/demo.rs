@@ -9,7 +9,7 @@
 use std::net::SocketAddr;
 
 use runtime::config::Config;
-use runtime::store::Store;
+use runtime::store::{Accounts, Ledger, Store};
 use tokio::net::TcpListener;
 
 /// Upstream key the demo's simulator expects and its gateway sends.

@@ -22,6 +22,7 @@ use std::net::SocketAddr;
 use runtime::config::Config;
 use runtime::router::RouteFn;
 use runtime::spec::Table;
+use runtime::store::Instances;
 use runtime::{Gateway, StartError};
 use tokio::net::TcpListener;
 

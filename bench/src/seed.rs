@@ -14,7 +14,7 @@
 
 use std::time::{Duration, Instant};
 
-use runtime::store::{Location, ModelUsageRecord, Record, Store, UsageRecord};
+use runtime::store::{Keys, Location, ModelUsageRecord, Record, Store, UsageRecord};
 use rust_decimal::Decimal;
 
 /// What was seeded.

@@ -17,6 +17,7 @@
 
 use std::time::Duration;
 
+use gateway_store::Webhooks;
 use serde_json::Value;
 
 use crate::services::Gateway;

@@ -10,6 +10,7 @@
 use std::net::SocketAddr;
 
 use gateway_base::errors::ApiError;
+use gateway_store::Assets;
 
 pub use gateway_base::net::is_private;
 

@@ -46,7 +46,7 @@ use crate::progress::{item_of, observe};
 use crate::services::Gateway;
 use gateway_base::errors::ApiError;
 use gateway_base::spec::{JobKind, PathParams};
-use gateway_store::{rfc3339, JobRow, OutsideRecordPhase, Record};
+use gateway_store::{rfc3339, JobRow, Jobs, OutsideRecordPhase, Record};
 
 /// A job older than this is no longer followed.
 pub const MAX_AGE: Duration = Duration::from_secs(24 * 3600);

@@ -20,7 +20,7 @@ use std::io::{Read, Seek, Write};
 use std::path::Path;
 use std::time::Duration;
 
-use gateway_store::Store;
+use gateway_store::{Instances, Store};
 
 /// The file keeping the instance id in the data directory.
 pub const INSTANCE_ID_FILE: &str = "instance-id";

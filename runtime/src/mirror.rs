@@ -20,7 +20,7 @@ use futures_util::TryStreamExt;
 use crate::services::Gateway;
 use gateway_adapters::objects::ByteStream;
 use gateway_base::spec::EndpointSpec;
-use gateway_store::{AssetRecord, JobRow, OutsideRecordPhase, Record};
+use gateway_store::{AssetRecord, Assets, JobRow, Jobs, OutsideRecordPhase, Record};
 
 /// A claim older than this is considered abandoned.
 pub const STALE_CLAIM: Duration = Duration::from_secs(120);

@@ -42,7 +42,7 @@ use crate::services::Gateway;
 use crate::shape;
 use gateway_base::errors::ApiError;
 use gateway_base::spec::{EndpointSpec, Method, PathParams};
-use gateway_store::Record;
+use gateway_store::{Owners, Record};
 
 /// Whether the row addresses its resource through its last path parameter.
 fn addresses_item(spec: &EndpointSpec) -> bool {

@@ -17,7 +17,7 @@ use serde_json::Value;
 use crate::services::Gateway;
 use gateway_base::errors::ApiError;
 use gateway_base::spec::{Base, Method, Upstream};
-use gateway_store::ReconciliationRow;
+use gateway_store::{Instances, ReconciliationRow, Reconciliations};
 
 /// Drift (percent of the upstream's figure) above which an error is logged.
 pub const DRIFT_THRESHOLD_PCT: Decimal = Decimal::ONE;

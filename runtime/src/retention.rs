@@ -16,6 +16,8 @@
 //! sweep` from the CLI) is written to at least every 10 minutes or rotated,
 //! so it is always younger than that and never removed.
 
+use gateway_store::Assets;
+
 use crate::services::Gateway;
 
 /// Assets handled per database round trip.

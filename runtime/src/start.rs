@@ -5,12 +5,14 @@
 
 use std::sync::Arc;
 
+use gateway_store::Assets;
+
 use crate::config;
 use crate::services::{Gateway, Inner};
 use gateway_adapters::{auth, cluster, objects, oidc, ratelimit, streams, upstream};
 use gateway_base::{spec, spool, telemetry};
 use gateway_models::providers;
-use gateway_store::{self as store};
+use gateway_store as store;
 
 /// Why a gateway could not start.
 #[derive(Debug, thiserror::Error)]

@@ -34,7 +34,7 @@ use gateway_adapters::upstream::llm::ProviderKey;
 use gateway_base::errors::ApiError;
 use gateway_base::spec::Method;
 use gateway_models::providers::{Model, Provider};
-use gateway_store::{rfc3339, AssetRecord, OutsideRecordPhase, Record, VideoJobRow};
+use gateway_store::{rfc3339, AssetRecord, OutsideRecordPhase, Record, VideoJobRow, Videos};
 
 /// Retention of stored videos.
 pub const VIDEO_RETENTION_DAYS: i64 = 7;

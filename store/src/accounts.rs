@@ -1,31 +1,10 @@
-//! Repositories of accounts: registration, log-in lookups, API keys by
-//! user, revoked token ids, confirmation and reset tokens (stored hashed),
-//! sign-ins with OpenID Connect providers (linked accounts, the one-time
-//! states of sign-ins under way).
+//! Repositories of accounts: registration, log-in lookups, revoked token
+//! ids, confirmation and reset tokens (stored hashed).
 
 use super::sql::{p, Db, Dialect, Row};
 use super::{now_rfc3339, row_to_user, Result, Store, StoreError, User};
 
 const USER_COLS: &str = "id, email, is_admin, disabled, deleted_at IS NOT NULL";
-
-/// The owner of an API key, and whether the key is revoked.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct KeyOwner {
-    pub user: User,
-    pub revoked: bool,
-}
-
-/// An API key as its owner sees it (never the key).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct KeyRow {
-    pub id: i64,
-    pub name: Option<String>,
-    pub prefix: Option<String>,
-    pub created_at: String,
-    pub revoked_at: Option<String>,
-    /// Its budget and what it spent (`None`: no budget).
-    pub budget: Option<super::KeyBudget>,
-}
 
 /// A user as `/auth/me` and the admin list show it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,47 +29,19 @@ pub enum Registration {
     EmailLinked,
 }
 
-/// What a sign-in with an OpenID Connect provider found or made.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum OauthSignIn {
-    /// The account linked to the provider's subject before.
-    Linked(i64),
-    /// A new account, linked to the subject now.
-    Created(i64),
-    /// The address belongs to another account (one with a password, or
-    /// linked to another subject): nothing was made.
-    EmailExists,
-    /// A first sign-in whose provider did not verify the address: nothing
-    /// was made (an address is claimed only when it is verified).
-    Unverified,
-}
-
 /// A completed password reset.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PasswordReset {
     pub user_id: i64,
     /// The account was one an unverified sign-in made (unconfirmed and
-    /// linked: see [`Store::reset_password_with_token`]); its links are
+    /// linked: see [`Accounts::reset_password_with_token`]); its links are
     /// gone and its keys revoked.
     pub reclaimed: bool,
 }
 
-/// A provider's user, as a checked ID token names them.
-#[derive(Debug, Clone)]
-pub struct OauthUser<'a> {
-    pub provider: &'a str,
-    pub subject: &'a str,
-    pub email: &'a str,
-    /// The provider says the address is the user's; without it no account
-    /// is made (the account made starts confirmed).
-    pub email_verified: bool,
-    /// The username wanted; made unique with a suffix when taken.
-    pub username: &'a str,
-}
-
 /// The `n`th username tried for `base`: itself, then `base-2` ..
 /// `base-5`, then `base-` and 6 random hex digits.
-fn username_candidate(base: &str, n: u32) -> String {
+pub(super) fn username_candidate(base: &str, n: u32) -> String {
     match n {
         0 => base.to_owned(),
         1..=4 => format!("{base}-{}", n + 1),
@@ -99,7 +50,7 @@ fn username_candidate(base: &str, n: u32) -> String {
 }
 
 /// Statements finding a user by username and by e-mail address, without case.
-fn by_name_and_email(d: Dialect) -> (&'static str, &'static str) {
+pub(super) fn by_name_and_email(d: Dialect) -> (&'static str, &'static str) {
     // SQLite compares with NOCASE (its unique index on usernames);
     // PostgreSQL's index is on lower(username).
     match d {
@@ -145,10 +96,145 @@ fn reset_marker(user_id: i64) -> String {
     format!("reset:{user_id}")
 }
 
-impl Store {
+/// Accounts: users (made, read, disabled, deleted), registration and
+/// log-in lookups, passwords and their resets, confirmation, and revoked
+/// tokens (sign-in with a provider: [`super::ProviderSignIns`]). Authentication and the
+/// account routes hold the store through it.
+pub trait Accounts {
+    fn create_user(&self, email: &str, is_admin: bool) -> Result<i64>;
+
+    fn user(&self, id: i64) -> Result<Option<User>>;
+
+    fn set_user_disabled(&self, id: i64, disabled: bool) -> Result<bool>;
+
     /// A new account with a password; usernames compare without case,
     /// e-mail addresses are stored lower-case.
-    pub fn register(
+    fn register(
+        &self,
+        username: &str,
+        email: &str,
+        password_hash: &str,
+        confirmed: bool,
+    ) -> Result<Registration>;
+
+    /// The user logging in by e-mail address (an identifier with `@`) or
+    /// else by username, their password hash and whether they are
+    /// confirmed. An e-mail address matches e-mail addresses only, so no
+    /// username (registered before usernames lost their `@`) can stand for
+    /// someone's address.
+    fn login_lookup(&self, ident: &str) -> Result<Option<(User, Option<String>, bool)>>;
+
+    /// A live (not deleted) user by e-mail address.
+    fn user_by_email(&self, email: &str) -> Result<Option<User>>;
+
+    fn user_row(&self, id: i64) -> Result<Option<UserRow>>;
+
+    /// Every user, oldest first.
+    fn user_rows(&self) -> Result<Vec<UserRow>>;
+
+    /// Soft-deletes a user; `false` when there is no such live user.
+    fn delete_user(&self, id: i64) -> Result<bool>;
+
+    /// A password reset, in one transaction: the new hash, every token of
+    /// the user issued before `at` revoked (one row of `revoked_tokens`,
+    /// `reset:<user id>`, kept until `keep_until`, when every older token
+    /// has expired anyway), and every unused reset token of the user spent.
+    fn set_password_revoking(
+        &self,
+        id: i64,
+        password_hash: &str,
+        at: chrono::DateTime<chrono::Utc>,
+        keep_until: chrono::DateTime<chrono::Utc>,
+    ) -> Result<()>;
+
+    /// Completes a password reset with a mailed `reset` token: the token
+    /// spent and the password set (as [`Accounts::set_password_revoking`]) in
+    /// one transaction, so that a failure leaves the token usable. `None`
+    /// when the token is unknown, used or expired.
+    ///
+    /// The reset proves the address (its token was mailed there). An
+    /// account that is unconfirmed and linked to a provider was made by a
+    /// sign-in whose provider did not verify the address (before such
+    /// sign-ins were refused; a verified one makes a confirmed account):
+    /// whoever signed in so may not be the address's owner, so its links
+    /// are removed, its keys (all made through them) revoked and the
+    /// account confirmed, all in the same transaction.
+    fn reset_password_with_token(
+        &self,
+        token_hash: &str,
+        password_hash: &str,
+        at: chrono::DateTime<chrono::Utc>,
+        keep_until: chrono::DateTime<chrono::Utc>,
+    ) -> Result<Option<PasswordReset>>;
+
+    fn confirm_user(&self, id: i64) -> Result<()>;
+
+    /// Confirms the user of a mailed `confirm` token, the token spent in
+    /// the same transaction (a failure leaves it usable). The user, or
+    /// `None` when the token is unknown, used or expired.
+    fn confirm_with_token(&self, token_hash: &str) -> Result<Option<i64>>;
+
+    /// The user of a token and whether it is revoked (its id, or every
+    /// token of the user issued before a password reset), in one read.
+    fn token_subject(
+        &self,
+        user_id: i64,
+        jti: &str,
+        issued_ms: i64,
+    ) -> Result<(Option<User>, bool)>;
+
+    /// Records a revoked token id until `expires_at` (and forgets those
+    /// past their expiry). `false` when it was revoked already.
+    fn revoke_token(&self, jti: &str, user_id: i64, expires_at: &str) -> Result<bool>;
+
+    /// Stores a mailed token (its hash) for `purpose` (`confirm`, `reset`).
+    fn insert_account_token(
+        &self,
+        token_hash: &str,
+        user_id: i64,
+        purpose: &str,
+        expires_at: &str,
+    ) -> Result<()>;
+
+    /// Uses a mailed token once: the user it was for, if it is unused,
+    /// unexpired and for `purpose`. One conditional update, so that two
+    /// uses at once (on any instances) cannot both succeed.
+    fn take_account_token(&self, token_hash: &str, purpose: &str) -> Result<Option<i64>>;
+}
+
+impl Accounts for Store {
+    fn create_user(&self, email: &str, is_admin: bool) -> Result<i64> {
+        self.with(|db| {
+            db.row(
+                "INSERT INTO users (email, is_admin, created_at) VALUES (?1, ?2, ?3) RETURNING id",
+                p![email, is_admin, now_rfc3339()],
+                |r| r.get(0),
+            )?
+            .ok_or_else(|| StoreError::msg("insert returned no id"))
+        })
+    }
+
+    fn user(&self, id: i64) -> Result<Option<User>> {
+        self.with(|db| {
+            db.row(
+                "SELECT id, email, is_admin, disabled, deleted_at IS NOT NULL FROM users WHERE id = ?1",
+                p![id],
+                row_to_user,
+            )
+        })
+    }
+
+    fn set_user_disabled(&self, id: i64, disabled: bool) -> Result<bool> {
+        self.with(|db| {
+            db.exec(
+                "UPDATE users SET disabled = ?2 WHERE id = ?1",
+                p![id, disabled],
+            )
+        })
+        .map(|n| n == 1)
+    }
+
+    fn register(
         &self,
         username: &str,
         email: &str,
@@ -184,134 +270,7 @@ impl Store {
         })
     }
 
-    /// Signs in a provider's user: the account linked to (provider,
-    /// subject), or, when the provider verified the address, a new one
-    /// linked to it (e-mail address lower-case, confirmed, no password, the
-    /// first free username of [`username_candidate`]), in one transaction.
-    /// An address the provider did not verify is neither claimed nor looked
-    /// up ([`OauthSignIn::Unverified`]). Two
-    /// first sign-ins at once (on any instances) make one account: the
-    /// second's insert waits for the first's and then finds its link.
-    pub fn oauth_sign_in(&self, u: &OauthUser<'_>) -> Result<OauthSignIn> {
-        let email = u.email.to_lowercase();
-        let linked = "SELECT user_id FROM oauth_links WHERE provider = ?1 AND subject = ?2";
-        self.transaction(|tx| {
-            if let Some(id) = tx.row(linked, p![u.provider, u.subject], |r| r.get(0))? {
-                return Ok(OauthSignIn::Linked(id));
-            }
-            if !u.email_verified {
-                return Ok(OauthSignIn::Unverified);
-            }
-            let (by_username, by_email) = by_name_and_email(tx.dialect());
-            if tx.exists(by_email, p![email])? {
-                // On PostgreSQL (READ COMMITTED) each statement sees what was
-                // committed before it: a first sign-in of the same subject
-                // committed between the two reads made this address and its
-                // link together, so the link is seen now.
-                if let Some(id) = tx.row(linked, p![u.provider, u.subject], |r| r.get(0))? {
-                    return Ok(OauthSignIn::Linked(id));
-                }
-                return Ok(OauthSignIn::EmailExists);
-            }
-            for n in 0..8 {
-                let name = username_candidate(u.username, n);
-                if tx.exists(by_username, p![name])? {
-                    continue;
-                }
-                let id: Option<i64> = tx.row(
-                    "INSERT INTO users (email, username, confirmed, created_at) VALUES (?1, ?2, ?3, ?4)
-                     ON CONFLICT DO NOTHING RETURNING id",
-                    p![email, name, true, now_rfc3339()],
-                    |r| r.get(0),
-                )?;
-                let Some(id) = id else {
-                    // Another transaction inserted meanwhile: its link, its
-                    // address, or else only its username.
-                    if let Some(id) = tx.row(linked, p![u.provider, u.subject], |r| r.get(0))? {
-                        return Ok(OauthSignIn::Linked(id));
-                    }
-                    if tx.exists(by_email, p![email])? {
-                        return Ok(OauthSignIn::EmailExists);
-                    }
-                    continue;
-                };
-                let n = tx.exec(
-                    "INSERT INTO oauth_links (provider, subject, user_id, created_at) VALUES (?1, ?2, ?3, ?4)
-                     ON CONFLICT DO NOTHING",
-                    p![u.provider, u.subject, id, now_rfc3339()],
-                )?;
-                if n != 1 {
-                    // Linked meanwhile to an account of another address: this one is rolled back.
-                    return Err(StoreError::msg("the subject was linked by another sign-in at once"));
-                }
-                return Ok(OauthSignIn::Created(id));
-            }
-            Err(StoreError::msg("no free username for a new signed-in account"))
-        })
-    }
-
-    /// Stores a sign-in under way (the hash of its `state`) until
-    /// `expires_at`, and forgets those past their expiry.
-    pub fn insert_oauth_state(
-        &self,
-        state_hash: &str,
-        provider: &str,
-        nonce: &str,
-        pkce_verifier: &str,
-        expires_at: &str,
-    ) -> Result<()> {
-        let now = now_rfc3339();
-        self.with(|db| {
-            db.exec("DELETE FROM oauth_states WHERE expires_at < ?1", p![now])?;
-            db.exec(
-                "INSERT INTO oauth_states (state_hash, provider, nonce, pkce_verifier, expires_at, created_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                p![state_hash, provider, nonce, pkce_verifier, expires_at, now],
-            )
-        })?;
-        Ok(())
-    }
-
-    /// Takes a sign-in under way once, on any instance (one `DELETE`):
-    /// its nonce and PKCE verifier when the state is `provider`'s and
-    /// unexpired; `None` when it is unknown, used, expired or another
-    /// provider's (it is spent all the same).
-    pub fn take_oauth_state(
-        &self,
-        state_hash: &str,
-        provider: &str,
-    ) -> Result<Option<(String, String)>> {
-        let now = now_rfc3339();
-        let row: Option<(String, String, String, String)> = self.with(|db| {
-            db.row(
-                "DELETE FROM oauth_states WHERE state_hash = ?1
-                 RETURNING provider, nonce, pkce_verifier, expires_at",
-                p![state_hash],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
-            )
-        })?;
-        Ok(row
-            .filter(|(p, _, _, expires)| p == provider && expires.as_str() > now.as_str())
-            .map(|(_, nonce, verifier, _)| (nonce, verifier)))
-    }
-
-    /// The (provider, subject) links of a user, oldest first.
-    pub fn oauth_links_of(&self, user_id: i64) -> Result<Vec<(String, String)>> {
-        self.with(|db| {
-            db.rows(
-                "SELECT provider, subject FROM oauth_links WHERE user_id = ?1 ORDER BY created_at, provider",
-                p![user_id],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-        })
-    }
-
-    /// The user logging in by e-mail address (an identifier with `@`) or
-    /// else by username, their password hash and whether they are
-    /// confirmed. An e-mail address matches e-mail addresses only, so no
-    /// username (registered before usernames lost their `@`) can stand for
-    /// someone's address.
-    pub fn login_lookup(&self, ident: &str) -> Result<Option<(User, Option<String>, bool)>> {
+    fn login_lookup(&self, ident: &str) -> Result<Option<(User, Option<String>, bool)>> {
         let column = if ident.contains('@') {
             "email"
         } else {
@@ -336,8 +295,7 @@ impl Store {
         })
     }
 
-    /// A live (not deleted) user by e-mail address.
-    pub fn user_by_email(&self, email: &str) -> Result<Option<User>> {
+    fn user_by_email(&self, email: &str) -> Result<Option<User>> {
         self.with(|db| {
             let sql = match db.dialect() {
                 Dialect::Sqlite => format!(
@@ -351,7 +309,7 @@ impl Store {
         })
     }
 
-    pub fn user_row(&self, id: i64) -> Result<Option<UserRow>> {
+    fn user_row(&self, id: i64) -> Result<Option<UserRow>> {
         self.with(|db| {
             db.row(
                 &format!("SELECT {USER_ROW_COLS} FROM users WHERE id = ?1"),
@@ -361,8 +319,7 @@ impl Store {
         })
     }
 
-    /// Every user, oldest first.
-    pub fn user_rows(&self) -> Result<Vec<UserRow>> {
+    fn user_rows(&self) -> Result<Vec<UserRow>> {
         self.with(|db| {
             db.rows(
                 &format!("SELECT {USER_ROW_COLS} FROM users ORDER BY id"),
@@ -372,8 +329,7 @@ impl Store {
         })
     }
 
-    /// Soft-deletes a user; `false` when there is no such live user.
-    pub fn delete_user(&self, id: i64) -> Result<bool> {
+    fn delete_user(&self, id: i64) -> Result<bool> {
         self.with(|db| {
             db.exec(
                 "UPDATE users SET deleted_at = ?2 WHERE id = ?1 AND deleted_at IS NULL",
@@ -383,11 +339,7 @@ impl Store {
         .map(|n| n == 1)
     }
 
-    /// A password reset, in one transaction: the new hash, every token of
-    /// the user issued before `at` revoked (one row of `revoked_tokens`,
-    /// `reset:<user id>`, kept until `keep_until`, when every older token
-    /// has expired anyway), and every unused reset token of the user spent.
-    pub fn set_password_revoking(
+    fn set_password_revoking(
         &self,
         id: i64,
         password_hash: &str,
@@ -397,19 +349,7 @@ impl Store {
         self.transaction(|tx| set_password_in(tx, id, password_hash, at, keep_until))
     }
 
-    /// Completes a password reset with a mailed `reset` token: the token
-    /// spent and the password set (as [`Store::set_password_revoking`]) in
-    /// one transaction, so that a failure leaves the token usable. `None`
-    /// when the token is unknown, used or expired.
-    ///
-    /// The reset proves the address (its token was mailed there). An
-    /// account that is unconfirmed and linked to a provider was made by a
-    /// sign-in whose provider did not verify the address (before such
-    /// sign-ins were refused; a verified one makes a confirmed account):
-    /// whoever signed in so may not be the address's owner, so its links
-    /// are removed, its keys (all made through them) revoked and the
-    /// account confirmed, all in the same transaction.
-    pub fn reset_password_with_token(
+    fn reset_password_with_token(
         &self,
         token_hash: &str,
         password_hash: &str,
@@ -441,15 +381,12 @@ impl Store {
         })
     }
 
-    pub fn confirm_user(&self, id: i64) -> Result<()> {
+    fn confirm_user(&self, id: i64) -> Result<()> {
         self.with(|db| db.exec("UPDATE users SET confirmed = 1 WHERE id = ?1", p![id]))?;
         Ok(())
     }
 
-    /// Confirms the user of a mailed `confirm` token, the token spent in
-    /// the same transaction (a failure leaves it usable). The user, or
-    /// `None` when the token is unknown, used or expired.
-    pub fn confirm_with_token(&self, token_hash: &str) -> Result<Option<i64>> {
+    fn confirm_with_token(&self, token_hash: &str) -> Result<Option<i64>> {
         self.transaction(|tx| {
             let user = take_token_in(tx, token_hash, "confirm")?;
             if let Some(id) = user {
@@ -459,140 +396,7 @@ impl Store {
         })
     }
 
-    // ---- API keys ----
-
-    /// Stores the SHA-256 hash (hex) of a new key, with its budget if it
-    /// has one; returns the key's id.
-    pub fn insert_key(
-        &self,
-        user_id: i64,
-        key_hash: &str,
-        name: Option<&str>,
-        prefix: &str,
-        budget: Option<super::Budget>,
-    ) -> Result<i64> {
-        let usd = budget.map(|b| b.usd.to_string());
-        let period = budget.map(|b| b.period.as_str());
-        self.with(|db| {
-            db.row(
-                "INSERT INTO api_keys (user_id, key_hash, name, prefix, created_at, budget_usd, budget_period)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) RETURNING id",
-                p![user_id, key_hash, name, prefix, now_rfc3339(), usd, period],
-                |r| r.get(0),
-            )?
-            .ok_or_else(|| StoreError::msg("key insert returned no id"))
-        })
-    }
-
-    /// The owner of the key with this hash (revoked or not).
-    pub fn key_owner(&self, key_hash: &str) -> Result<Option<KeyOwner>> {
-        self.with(|db| {
-            db.row(
-                "SELECT u.id, u.email, u.is_admin, u.disabled, u.deleted_at IS NOT NULL, k.revoked_at IS NOT NULL, k.models,
-                        CASE WHEN k.budget_usd IS NULL THEN NULL ELSE k.id END, k.id
-                 FROM api_keys k JOIN users u ON u.id = k.user_id WHERE k.key_hash = ?1",
-                p![key_hash],
-                |r| {
-                    let mut user = row_to_user(r)?;
-                    // The models the key may use (`provider/model` or `provider/*`, comma-separated).
-                    user.models = r.get::<Option<String>>(6)?.map(|m| {
-                        m.split(',')
-                            .map(|s| s.trim().to_owned())
-                            .filter(|s| !s.is_empty())
-                            .collect()
-                    });
-                    user.budget_key = r.get(7)?;
-                    user.key_id = r.get(8)?;
-                    Ok(KeyOwner {
-                        user,
-                        revoked: r.get(5)?,
-                    })
-                },
-            )
-        })
-    }
-
-    /// A user's keys, oldest first, with their budgets.
-    pub fn keys_of(&self, user_id: i64) -> Result<Vec<KeyRow>> {
-        self.with(|db| {
-            let rows = db.rows(
-                "SELECT id, name, prefix, created_at, revoked_at, budget_usd, budget_period
-                 FROM api_keys WHERE user_id = ?1 ORDER BY id",
-                p![user_id],
-                |r| {
-                    let key = KeyRow {
-                        id: r.get(0)?,
-                        name: r.get(1)?,
-                        prefix: r.get(2)?,
-                        created_at: r.get(3)?,
-                        revoked_at: r.get(4)?,
-                        budget: None,
-                    };
-                    Ok((key, r.get(5)?, r.get(6)?))
-                },
-            )?;
-            rows.into_iter()
-                .map(|(mut key, usd, period)| {
-                    key.budget = super::money::key_budget(db, key.id, usd, period)?;
-                    Ok(key)
-                })
-                .collect()
-        })
-    }
-
-    /// Revokes one of a user's live keys; `false` when there is none with this id.
-    pub fn revoke_key(&self, user_id: i64, key_id: i64) -> Result<bool> {
-        self.with(|db| {
-            db.exec(
-                "UPDATE api_keys SET revoked_at = ?3 WHERE id = ?1 AND user_id = ?2 AND revoked_at IS NULL",
-                p![key_id, user_id, now_rfc3339()],
-            )
-        })
-        .map(|n| n == 1)
-    }
-
-    /// Sets (or, with `None`, removes) the budget of a live key, of
-    /// `user_id` when given (the CLI gives none); `false`: no such live key.
-    /// What the key spent stays: the new budget applies to it at once.
-    pub fn set_key_budget(
-        &self,
-        user_id: Option<i64>,
-        key_id: i64,
-        budget: Option<super::Budget>,
-    ) -> Result<bool> {
-        let usd = budget.map(|b| b.usd.to_string());
-        let period = budget.map(|b| b.period.as_str());
-        self.with(|db| match user_id {
-            Some(u) => db.exec(
-                "UPDATE api_keys SET budget_usd = ?3, budget_period = ?4
-                 WHERE id = ?1 AND user_id = ?2 AND revoked_at IS NULL",
-                p![key_id, u, usd, period],
-            ),
-            None => db.exec(
-                "UPDATE api_keys SET budget_usd = ?2, budget_period = ?3
-                 WHERE id = ?1 AND revoked_at IS NULL",
-                p![key_id, usd, period],
-            ),
-        })
-        .map(|n| n == 1)
-    }
-
-    /// The hash of one of a user's keys (to tell other instances it is revoked).
-    pub fn key_hash_of(&self, user_id: i64, key_id: i64) -> Result<Option<String>> {
-        self.with(|db| {
-            db.row(
-                "SELECT key_hash FROM api_keys WHERE id = ?1 AND user_id = ?2",
-                p![key_id, user_id],
-                |r| r.get(0),
-            )
-        })
-    }
-
-    // ---- tokens ----
-
-    /// The user of a token and whether it is revoked (its id, or every
-    /// token of the user issued before a password reset), in one read.
-    pub fn token_subject(
+    fn token_subject(
         &self,
         user_id: i64,
         jti: &str,
@@ -619,9 +423,7 @@ impl Store {
         })
     }
 
-    /// Records a revoked token id until `expires_at` (and forgets those
-    /// past their expiry). `false` when it was revoked already.
-    pub fn revoke_token(&self, jti: &str, user_id: i64, expires_at: &str) -> Result<bool> {
+    fn revoke_token(&self, jti: &str, user_id: i64, expires_at: &str) -> Result<bool> {
         let now = now_rfc3339();
         self.with(|db| {
             db.exec("DELETE FROM revoked_tokens WHERE expires_at < ?1", p![now])?;
@@ -634,8 +436,7 @@ impl Store {
         .map(|n| n == 1)
     }
 
-    /// Stores a mailed token (its hash) for `purpose` (`confirm`, `reset`).
-    pub fn insert_account_token(
+    fn insert_account_token(
         &self,
         token_hash: &str,
         user_id: i64,
@@ -651,15 +452,12 @@ impl Store {
         Ok(())
     }
 
-    /// Uses a mailed token once: the user it was for, if it is unused,
-    /// unexpired and for `purpose`. One conditional update, so that two
-    /// uses at once (on any instances) cannot both succeed.
-    pub fn take_account_token(&self, token_hash: &str, purpose: &str) -> Result<Option<i64>> {
+    fn take_account_token(&self, token_hash: &str, purpose: &str) -> Result<Option<i64>> {
         self.with(|db| take_token_in(db, token_hash, purpose))
     }
 }
 
-/// [`Store::take_account_token`] on `db` (inside a caller's transaction).
+/// [`Accounts::take_account_token`] on `db` (inside a caller's transaction).
 fn take_token_in(db: &mut Db<'_>, token_hash: &str, purpose: &str) -> Result<Option<i64>> {
     let now = now_rfc3339();
     db.row(
@@ -671,7 +469,7 @@ fn take_token_in(db: &mut Db<'_>, token_hash: &str, purpose: &str) -> Result<Opt
     )
 }
 
-/// [`Store::set_password_revoking`]'s statements, inside a transaction.
+/// [`Accounts::set_password_revoking`]'s statements, inside a transaction.
 fn set_password_in(
     tx: &mut Db<'_>,
     id: i64,

@@ -18,7 +18,7 @@
 //! balance or of holds takes that lock first, so nobody else changes a
 //! cached user's balance or holds meanwhile. The one exception errs on the
 //! safe side: a hold released outside the writer on PostgreSQL
-//! ([`super::Store::release_hold`], a failed request) may leave the cached
+//! ([`super::Ledger::release_hold`], a failed request) may leave the cached
 //! sum of holds too high until the next group, refusing a hold that would
 //! have fit; never letting through one that does not.
 

@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 
 use rust_decimal::Decimal;
 
-use super::sql::p;
-use super::{Result, Store};
+use super::sql::{p, Row};
+use super::{AuditRecord, Result, Store};
 
 /// One request as `GET /generations/{request_id}` shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,10 +77,131 @@ pub struct LedgerLine {
     pub created_at: String,
 }
 
-impl Store {
+/// A usage row as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UsageRow {
+    pub id: i64,
+    pub request_id: String,
+    pub user_id: Option<i64>,
+    pub route_id: String,
+    pub product: String,
+    pub unit: String,
+    pub quantity: Decimal,
+    pub unit_price: Option<Decimal>,
+    pub charged: Decimal,
+    pub unpriced: bool,
+    pub once_key: Option<String>,
+    pub created_at: String,
+}
+
+/// A model request's token detail as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelUsageRow {
+    pub request_id: String,
+    pub user_id: Option<i64>,
+    pub route_id: String,
+    pub model: String,
+    pub input_tokens: i64,
+    pub output_tokens: i64,
+    pub cache_read_tokens: i64,
+    pub cache_write_tokens: i64,
+    pub counted: bool,
+    pub byok: bool,
+    pub ended: String,
+    /// Upstream attempts.
+    pub attempts: i64,
+    /// The route the caller named.
+    pub route: Option<String>,
+}
+
+/// What happened, read back: usage and token records, their totals,
+/// a generation's detail, pages of the credit ledger, trending models,
+/// and the audit trail.
+pub trait History {
+    /// Every usage row, oldest first.
+    fn usage_rows(&self) -> Result<Vec<UsageRow>>;
+
+    /// One user's usage rows, oldest first.
+    fn usage_rows_of(&self, user_id: i64) -> Result<Vec<UsageRow>>;
+
+    /// Every model-usage row, oldest first.
+    fn model_usage_rows(&self) -> Result<Vec<ModelUsageRow>>;
+
+    /// Models ranked by requests since `since` (RFC 3339), most first.
+    fn trending_models(&self, since: &str, limit: usize) -> Result<Vec<(String, i64)>>;
+
     /// `user_id`'s billed request `request_id` (`None`: unknown, another
     /// user's, or a free request's: `usage_by_request` leaves those out).
-    pub fn generation(&self, user_id: i64, request_id: &str) -> Result<Option<Generation>> {
+    fn generation(&self, user_id: i64, request_id: &str) -> Result<Option<Generation>>;
+
+    /// `user_id`'s billed usage (every unit but `free`) recorded in
+    /// `[from, to)` (stored timestamps), totalled per group.
+    fn usage_totals_of(
+        &self,
+        user_id: i64,
+        from: &str,
+        to: &str,
+        by: GroupBy,
+    ) -> Result<BTreeMap<String, UsageTotals>>;
+
+    /// Up to `limit` of `user_id`'s ledger lines older than the line
+    /// `before` (every line when `None`), newest first.
+    fn ledger_page(&self, user_id: i64, before: Option<i64>, limit: u32)
+        -> Result<Vec<LedgerLine>>;
+
+    /// Audit rows, oldest first (for tests and operators).
+    fn audit_rows(&self) -> Result<Vec<AuditRecord>>;
+}
+
+impl History for Store {
+    fn usage_rows(&self) -> Result<Vec<UsageRow>> {
+        usage_rows_where(self, None)
+    }
+
+    fn usage_rows_of(&self, user_id: i64) -> Result<Vec<UsageRow>> {
+        usage_rows_where(self, Some(user_id))
+    }
+
+    fn model_usage_rows(&self) -> Result<Vec<ModelUsageRow>> {
+        self.with(|db| {
+            db.rows(
+                "SELECT request_id, user_id, route_id, model, input_tokens, output_tokens, counted, byok, ended,
+                        cache_read_tokens, cache_write_tokens, attempts, route
+                 FROM model_usage ORDER BY id",
+                &[],
+                |r| {
+                    Ok(ModelUsageRow {
+                        request_id: r.get(0)?,
+                        user_id: r.get(1)?,
+                        route_id: r.get(2)?,
+                        model: r.get(3)?,
+                        input_tokens: r.get(4)?,
+                        output_tokens: r.get(5)?,
+                        counted: r.get(6)?,
+                        byok: r.get(7)?,
+                        ended: r.get(8)?,
+                        cache_read_tokens: r.get(9)?,
+                        cache_write_tokens: r.get(10)?,
+                        attempts: r.get(11)?,
+                        route: r.get(12)?,
+                    })
+                },
+            )
+        })
+    }
+
+    fn trending_models(&self, since: &str, limit: usize) -> Result<Vec<(String, i64)>> {
+        self.with(|db| {
+            db.rows(
+                "SELECT model, COUNT(*) AS n FROM model_usage WHERE created_at >= ?1
+                 GROUP BY model ORDER BY n DESC, model LIMIT ?2",
+                p![since, limit],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+        })
+    }
+
+    fn generation(&self, user_id: i64, request_id: &str) -> Result<Option<Generation>> {
         let rows = self.with(|db| {
             db.rows(
                 "SELECT route_id, product, unit, quantity, charged, created_at FROM usage
@@ -132,9 +253,7 @@ impl Store {
         }))
     }
 
-    /// `user_id`'s billed usage (every unit but `free`) recorded in
-    /// `[from, to)` (stored timestamps), totalled per group.
-    pub fn usage_totals_of(
+    fn usage_totals_of(
         &self,
         user_id: i64,
         from: &str,
@@ -180,9 +299,7 @@ impl Store {
         Ok(groups)
     }
 
-    /// Up to `limit` of `user_id`'s ledger lines older than the line
-    /// `before` (every line when `None`), newest first.
-    pub fn ledger_page(
+    fn ledger_page(
         &self,
         user_id: i64,
         before: Option<i64>,
@@ -210,4 +327,56 @@ impl Store {
             )
         })
     }
+
+    fn audit_rows(&self) -> Result<Vec<AuditRecord>> {
+        self.with(|db| {
+            db.rows(
+                "SELECT request_id, user_id, route_id, method, path, status, upstream_status, latency_ms, created_at
+                 FROM audit ORDER BY id",
+                &[],
+                |r| {
+                    Ok(AuditRecord {
+                        request_id: r.get(0)?,
+                        user_id: r.get(1)?,
+                        route_id: r.get(2)?,
+                        method: r.get(3)?,
+                        path: r.get(4)?,
+                        status: r.get(5)?,
+                        upstream_status: r.get(6)?,
+                        latency_ms: r.get::<i64>(7)? as u64,
+                        created_at: r.get(8)?,
+                    })
+                },
+            )
+        })
+    }
+}
+
+/// Every usage row, or one user's, oldest first.
+fn usage_rows_where(store: &Store, user_id: Option<i64>) -> Result<Vec<UsageRow>> {
+    let row = |r: &Row<'_>| {
+        Ok(UsageRow {
+            id: r.get(0)?,
+            request_id: r.get(1)?,
+            user_id: r.get(2)?,
+            route_id: r.get(3)?,
+            product: r.get(4)?,
+            unit: r.get(5)?,
+            quantity: r.dec(6)?,
+            unit_price: r.opt_dec(7)?,
+            charged: r.dec(8)?,
+            unpriced: r.get(9)?,
+            once_key: r.get(10)?,
+            created_at: r.get(11)?,
+        })
+    };
+    const COLS: &str = "SELECT id, request_id, user_id, route_id, product, unit, quantity, unit_price, charged, unpriced, once_key, created_at FROM usage";
+    store.with(|db| match user_id {
+        None => db.rows(&format!("{COLS} ORDER BY id"), &[], row),
+        Some(u) => db.rows(
+            &format!("{COLS} WHERE user_id = ?1 ORDER BY id"),
+            p![u],
+            row,
+        ),
+    })
 }

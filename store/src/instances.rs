@@ -15,17 +15,30 @@
 use std::time::Duration;
 
 use super::sql::p;
-use super::{rfc3339, Result, Store};
+use super::{now_rfc3339, rfc3339, Result, Store};
 
 fn lease_until(lease: Duration) -> String {
     rfc3339(chrono::Utc::now() + chrono::Duration::from_std(lease).unwrap_or_default())
 }
 
-impl Store {
+/// The gateway instances sharing this database: their leases, and the
+/// once-only claims of scheduled work among them.
+pub trait Instances {
     /// Registers instance `id` (its lease renewed for `lease`), deletes
     /// the holds of its previous run, and names it in every hold taken from
     /// now on. Returns how many holds were released.
-    pub fn start_instance(&self, id: &str, lease: Duration) -> Result<u64> {
+    fn start_instance(&self, id: &str, lease: Duration) -> Result<u64>;
+
+    /// Renews instance `id`'s lease for `lease` from now.
+    fn renew_instance_lease(&self, id: &str, lease: Duration) -> Result<()>;
+
+    /// Claims the work named `name` once for all instances sharing this
+    /// database: `true` for the first caller only.
+    fn claim_once(&self, name: &str) -> Result<bool>;
+}
+
+impl Instances for Store {
+    fn start_instance(&self, id: &str, lease: Duration) -> Result<u64> {
         let now = super::now_rfc3339();
         let released = self.transaction(|tx| {
             tx.exec(
@@ -39,8 +52,7 @@ impl Store {
         Ok(released)
     }
 
-    /// Renews instance `id`'s lease for `lease` from now.
-    pub fn renew_instance_lease(&self, id: &str, lease: Duration) -> Result<()> {
+    fn renew_instance_lease(&self, id: &str, lease: Duration) -> Result<()> {
         self.with(|db| {
             db.exec(
                 "INSERT INTO instances (id, lease_until, started_at) VALUES (?1, ?2, ?3)
@@ -51,15 +63,13 @@ impl Store {
         Ok(())
     }
 
-    /// A user's holds, live or not: `(request_id, instance)` (tests,
-    /// operators).
-    pub fn holds_of(&self, user_id: i64) -> Result<Vec<(String, Option<String>)>> {
+    fn claim_once(&self, name: &str) -> Result<bool> {
         self.with(|db| {
-            db.rows(
-                "SELECT request_id, instance FROM credit_holds WHERE user_id = ?1 ORDER BY request_id",
-                p![user_id],
-                |r| Ok((r.get(0)?, r.get(1)?)),
+            db.exec(
+                "INSERT INTO claims (name, claimed_at) VALUES (?1, ?2) ON CONFLICT (name) DO NOTHING",
+                p![name, now_rfc3339()],
             )
         })
+        .map(|n| n == 1)
     }
 }

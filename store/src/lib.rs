@@ -5,8 +5,8 @@
 //! Two databases behind one interface ([`Location`]): SQLite, the embedded
 //! default (one file, WAL), and PostgreSQL (`GATEWAY_DATABASE_URL`), which
 //! several gateway instances share. The repositories are written once, in
-//! SQL both read alike ([`sql`]); each database has its own migrations
-//! ([`sqlite::MIGRATIONS`], [`pg_schema::MIGRATIONS`]) describing the same schema.
+//! SQL both read alike ([`sql`]), and so is the schema: one list of
+//! migrations with each database's spellings side by side ([`schema`]).
 //!
 //! * Reads go through an `r2d2` pool (WAL mode lets SQLite's run beside the
 //!   writer) and are called from async code through [`Store::blocking`]
@@ -30,32 +30,44 @@ mod balances;
 mod budgets;
 mod history;
 mod instances;
+mod jobs;
+mod keys;
 mod money;
+mod oauth;
 mod owners;
 pub(crate) mod params;
 mod pg;
-mod pg_schema;
 pub mod pg_tls;
 mod purchases;
+mod reconciliations;
 mod records;
+mod schema;
 pub(crate) mod sql;
 mod sqlite;
 mod videos;
+mod webhooks;
 mod writer;
+mod writes;
 
 pub use sql::Dialect;
-use sql::{p, Db, Row};
+use sql::{Db, Row};
 
-pub use accounts::{
-    KeyOwner, KeyRow, OauthSignIn, OauthUser, PasswordReset, Registration, UserRow,
-};
-pub use assets::{AssetRow, JobRow};
+pub use accounts::{Accounts, PasswordReset, Registration, UserRow};
+pub use assets::{AssetRow, Assets};
 pub use budgets::{Budget, KeyBudget, Period};
-pub use history::{Generation, GroupBy, LedgerLine, ModelDetail, UsageTotals};
-pub use money::{LedgerRow, ModelUsageRow, ReconciliationRow, Reserved, UsageRow};
-pub use owners::WebhookEventRow;
-pub use purchases::{Credited, PurchaseRow};
-pub use videos::VideoJobRow;
+pub use history::{
+    Generation, GroupBy, History, LedgerLine, ModelDetail, ModelUsageRow, UsageRow, UsageTotals,
+};
+pub use instances::Instances;
+pub use jobs::{JobRow, Jobs};
+pub use keys::{KeyOwner, KeyRow, Keys};
+pub use money::{Ledger, LedgerRow, Reserved};
+pub use oauth::{OauthSignIn, OauthUser, ProviderSignIns};
+pub use owners::Owners;
+pub use purchases::{Credited, PurchaseRow, Purchases};
+pub use reconciliations::{ReconciliationRow, Reconciliations};
+pub use videos::{VideoJobRow, Videos};
+pub use webhooks::{WebhookEventRow, Webhooks};
 
 pub use records::{
     job_hold_id, AssetRecord, AuditRecord, Committed, JobRecord, JobUpdate, ModelUsageRecord,
@@ -146,7 +158,7 @@ pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
 fn open_and_migrate_pg(url: &str, sync_full: bool) -> Result<(pg::PgConn, pg_tls::Target)> {
     let config = pg::parse_url(url)?;
     let mut conn = pg::PgConn::connect(&config, sync_full)?;
-    pg_schema::migrate(&mut conn.db())?;
+    schema::migrate_postgres(&mut conn.db())?;
     Ok((conn, config))
 }
 
@@ -321,61 +333,6 @@ impl Store {
         self.writer.commit(records).await
     }
 
-    // ---- users and keys (used by the CLI and by auth) ----
-
-    pub fn create_user(&self, email: &str, is_admin: bool) -> Result<i64> {
-        self.with(|db| {
-            db.row(
-                "INSERT INTO users (email, is_admin, created_at) VALUES (?1, ?2, ?3) RETURNING id",
-                p![email, is_admin, now_rfc3339()],
-                |r| r.get(0),
-            )?
-            .ok_or_else(|| StoreError::msg("insert returned no id"))
-        })
-    }
-
-    pub fn user(&self, id: i64) -> Result<Option<User>> {
-        self.with(|db| {
-            db.row(
-                "SELECT id, email, is_admin, disabled, deleted_at IS NOT NULL FROM users WHERE id = ?1",
-                p![id],
-                row_to_user,
-            )
-        })
-    }
-
-    pub fn set_user_disabled(&self, id: i64, disabled: bool) -> Result<bool> {
-        self.with(|db| {
-            db.exec(
-                "UPDATE users SET disabled = ?2 WHERE id = ?1",
-                p![id, disabled],
-            )
-        })
-        .map(|n| n == 1)
-    }
-
-    /// Limits a key to `models` (comma-separated `provider/model` or
-    /// `provider/*`; `None`: every model). False when no live key has that hash.
-    pub fn set_key_models(&self, key_hash: &str, models: Option<&str>) -> Result<bool> {
-        self.with(|db| {
-            db.exec(
-                "UPDATE api_keys SET models = ?2 WHERE key_hash = ?1 AND revoked_at IS NULL",
-                p![key_hash, models],
-            )
-        })
-        .map(|n| n == 1)
-    }
-
-    pub fn revoke_key_hash(&self, key_hash: &str) -> Result<bool> {
-        self.with(|db| {
-            db.exec(
-                "UPDATE api_keys SET revoked_at = ?2 WHERE key_hash = ?1 AND revoked_at IS NULL",
-                p![key_hash, now_rfc3339()],
-            )
-        })
-        .map(|n| n == 1)
-    }
-
     /// Every table's columns, `(table, column)` sorted: the schema as the
     /// database sees it (both databases' migrations must describe the same).
     pub fn schema_columns(&self) -> Result<Vec<(String, String)>> {
@@ -395,42 +352,6 @@ impl Store {
         })?;
         cols.sort();
         Ok(cols)
-    }
-
-    /// Claims the work named `name` once for all instances sharing this
-    /// database: `true` for the first caller only.
-    pub fn claim_once(&self, name: &str) -> Result<bool> {
-        self.with(|db| {
-            db.exec(
-                "INSERT INTO claims (name, claimed_at) VALUES (?1, ?2) ON CONFLICT (name) DO NOTHING",
-                p![name, now_rfc3339()],
-            )
-        })
-        .map(|n| n == 1)
-    }
-
-    /// Audit rows, oldest first (for tests and operators).
-    pub fn audit_rows(&self) -> Result<Vec<AuditRecord>> {
-        self.with(|db| {
-            db.rows(
-                "SELECT request_id, user_id, route_id, method, path, status, upstream_status, latency_ms, created_at
-                 FROM audit ORDER BY id",
-                &[],
-                |r| {
-                    Ok(AuditRecord {
-                        request_id: r.get(0)?,
-                        user_id: r.get(1)?,
-                        route_id: r.get(2)?,
-                        method: r.get(3)?,
-                        path: r.get(4)?,
-                        status: r.get(5)?,
-                        upstream_status: r.get(6)?,
-                        latency_ms: r.get::<i64>(7)? as u64,
-                        created_at: r.get(8)?,
-                    })
-                },
-            )
-        })
     }
 }
 
@@ -463,6 +384,7 @@ pub fn rfc3339(t: chrono::DateTime<chrono::Utc>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sql::p;
 
     fn temp_db() -> (tempdir::Dir, Store) {
         let dir = tempdir::Dir::new();

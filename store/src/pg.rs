@@ -1,5 +1,5 @@
 //! PostgreSQL (`GATEWAY_DATABASE_URL=postgres://...`): connections and the
-//! pool's manager (the schema's migrations: `pg_schema`).
+//! pool's manager (the schema's migrations: `schema`).
 //!
 //! The driver is `tokio-postgres`. Its connections do their I/O on one
 //! small runtime of their own ([`io_runtime`], thread `postgres-io`), so the

@@ -2,7 +2,7 @@
 //! checkout with the amount the gateway asked Stripe for, and credited
 //! once, when Stripe says its session is paid.
 //!
-//! *Exactly once*: [`Store::credit_purchase`] is one transaction that flips
+//! *Exactly once*: [`Purchases::credit_purchase`] is one transaction that flips
 //! the purchase `pending` → `paid` with a conditional update and, only if
 //! that update changed the row, writes the ledger line (kind `purchase`,
 //! its note naming the session) and the balance. A second delivery of the
@@ -37,7 +37,7 @@ pub struct PurchaseRow {
     pub paid_event: Option<String>,
 }
 
-/// What [`Store::credit_purchase`] did.
+/// What [`Purchases::credit_purchase`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Credited {
     /// The purchase was pending: its amount was credited; the new balance.
@@ -50,9 +50,35 @@ pub enum Credited {
 
 const COLS: &str = "SELECT id, user_id, session_id, amount_usd, status, created_at, expires_at, paid_at, paid_event FROM purchases";
 
-impl Store {
+/// Credits bought through Stripe Checkout: one purchase per session,
+/// credited once when paid, or expired.
+pub trait Purchases {
     /// Records a pending purchase of `amount_usd` by `user_id` for a session.
-    pub fn insert_purchase(
+    fn insert_purchase(
+        &self,
+        user_id: i64,
+        session_id: &str,
+        amount_usd: Decimal,
+        expires_at: Option<&str>,
+    ) -> Result<i64>;
+
+    /// Credits the session's purchase once (see the module docs): the
+    /// amount recorded at checkout, never another.
+    fn credit_purchase(&self, session_id: &str, event_id: &str) -> Result<Credited>;
+
+    /// Marks a pending purchase expired (its session expired unpaid);
+    /// whether it was pending.
+    fn expire_purchase(&self, session_id: &str) -> Result<bool>;
+
+    /// The purchase of a session.
+    fn purchase(&self, session_id: &str) -> Result<Option<PurchaseRow>>;
+
+    /// A user's purchases, newest first, at most `limit`.
+    fn purchases_of(&self, user_id: i64, limit: u32) -> Result<Vec<PurchaseRow>>;
+}
+
+impl Purchases for Store {
+    fn insert_purchase(
         &self,
         user_id: i64,
         session_id: &str,
@@ -70,9 +96,7 @@ impl Store {
         .ok_or_else(|| super::StoreError::msg("inserting a purchase returned no id"))
     }
 
-    /// Credits the session's purchase once (see the module docs): the
-    /// amount recorded at checkout, never another.
-    pub fn credit_purchase(&self, session_id: &str, event_id: &str) -> Result<Credited> {
+    fn credit_purchase(&self, session_id: &str, event_id: &str) -> Result<Credited> {
         self.transaction(|tx| {
             let at = now_rfc3339();
             let flipped: Option<(i64, String)> = tx.row(
@@ -104,9 +128,7 @@ impl Store {
         })
     }
 
-    /// Marks a pending purchase expired (its session expired unpaid);
-    /// whether it was pending.
-    pub fn expire_purchase(&self, session_id: &str) -> Result<bool> {
+    fn expire_purchase(&self, session_id: &str) -> Result<bool> {
         self.with(|db| {
             db.exec(
                 "UPDATE purchases SET status = 'expired' WHERE session_id = ?1 AND status = 'pending'",
@@ -116,8 +138,7 @@ impl Store {
         .map(|n| n > 0)
     }
 
-    /// The purchase of a session.
-    pub fn purchase(&self, session_id: &str) -> Result<Option<PurchaseRow>> {
+    fn purchase(&self, session_id: &str) -> Result<Option<PurchaseRow>> {
         self.with(|db| {
             db.row(
                 &format!("{COLS} WHERE session_id = ?1"),
@@ -127,8 +148,7 @@ impl Store {
         })
     }
 
-    /// A user's purchases, newest first, at most `limit`.
-    pub fn purchases_of(&self, user_id: i64, limit: u32) -> Result<Vec<PurchaseRow>> {
+    fn purchases_of(&self, user_id: i64, limit: u32) -> Result<Vec<PurchaseRow>> {
         self.with(|db| {
             db.rows(
                 &format!("{COLS} WHERE user_id = ?1 ORDER BY id DESC LIMIT ?2"),

@@ -48,11 +48,57 @@ fn row(r: &Row<'_>) -> Result<VideoJobRow> {
     })
 }
 
-impl Store {
+/// The general gateway's video generation jobs: made, read, followed
+/// until they end, and their copies claimed.
+pub trait Videos {
     /// Records a submitted job, first followed at `follow_at`; its hold
     /// (`hold_id`) becomes the job's, no longer the instance's (it outlives
     /// the instance's restarts and lease: `super::instances`).
-    pub fn insert_video_job(&self, j: &VideoJobRow, follow_at: &str) -> Result<()> {
+    fn insert_video_job(&self, j: &VideoJobRow, follow_at: &str) -> Result<()>;
+
+    /// One job by its id.
+    fn video_job(&self, job_id: &str) -> Result<Option<VideoJobRow>>;
+
+    /// A user's jobs, newest first, and how many there are.
+    fn video_jobs_of(&self, user_id: i64, limit: u32, skip: u32)
+        -> Result<(Vec<VideoJobRow>, u64)>;
+
+    /// Sets a job's status while it is unfinished; `true` when it changed.
+    /// A finished job (`completed`, `failed`, `cancelled`) is never changed
+    /// again, so its hold is settled or released once.
+    fn set_video_status(&self, job_id: &str, status: &str, now: &str) -> Result<bool>;
+
+    /// Claims the copy of a finished job's video (one copier at a time,
+    /// across instances; a claim older than `stale_before` is taken over).
+    fn claim_video_copy(&self, job_id: &str, now: &str, stale_before: &str) -> Result<bool>;
+
+    /// Gives a copy claim up (the copy failed: the next observer retries).
+    fn release_video_copy(&self, job_id: &str) -> Result<()>;
+
+    /// Marks a job completed with its stored copy (after its billing records
+    /// are committed); `true` when this call finished it.
+    fn complete_video(
+        &self,
+        job_id: &str,
+        object_key: &str,
+        expires_at: &str,
+        now: &str,
+    ) -> Result<bool>;
+
+    /// Jobs whose next poll is due, claimed for the follower until `lease_until`.
+    fn claim_due_video_jobs(
+        &self,
+        now: &str,
+        lease_until: &str,
+        limit: usize,
+    ) -> Result<Vec<VideoJobRow>>;
+
+    /// Sets a job's next poll (`None`: no longer followed).
+    fn reschedule_video(&self, job_id: &str, next: Option<&str>) -> Result<()>;
+}
+
+impl Videos for Store {
+    fn insert_video_job(&self, j: &VideoJobRow, follow_at: &str) -> Result<()> {
         self.transaction(|db| {
             db.exec(
                 "UPDATE credit_holds SET instance = NULL WHERE request_id = ?1",
@@ -80,8 +126,7 @@ impl Store {
         Ok(())
     }
 
-    /// One job by its id.
-    pub fn video_job(&self, job_id: &str) -> Result<Option<VideoJobRow>> {
+    fn video_job(&self, job_id: &str) -> Result<Option<VideoJobRow>> {
         self.with(|db| {
             db.row(
                 &format!("SELECT {COLS} FROM video_jobs WHERE job_id = ?1"),
@@ -91,8 +136,7 @@ impl Store {
         })
     }
 
-    /// A user's jobs, newest first, and how many there are.
-    pub fn video_jobs_of(
+    fn video_jobs_of(
         &self,
         user_id: i64,
         limit: u32,
@@ -118,19 +162,14 @@ impl Store {
         })
     }
 
-    /// Sets a job's status while it is unfinished; `true` when it changed.
-    /// A finished job (`completed`, `failed`, `cancelled`) is never changed
-    /// again, so its hold is settled or released once.
-    pub fn set_video_status(&self, job_id: &str, status: &str, now: &str) -> Result<bool> {
+    fn set_video_status(&self, job_id: &str, status: &str, now: &str) -> Result<bool> {
         let n = self.with(|db| db.exec("UPDATE video_jobs SET status = ?2, updated_at = ?3,
                     follow_next_at = CASE WHEN ?2 IN ('completed', 'failed', 'cancelled') THEN NULL ELSE follow_next_at END
              WHERE job_id = ?1 AND status NOT IN ('completed', 'failed', 'cancelled')", p![job_id, status, now]))?;
         Ok(n == 1)
     }
 
-    /// Claims the copy of a finished job's video (one copier at a time,
-    /// across instances; a claim older than `stale_before` is taken over).
-    pub fn claim_video_copy(&self, job_id: &str, now: &str, stale_before: &str) -> Result<bool> {
+    fn claim_video_copy(&self, job_id: &str, now: &str, stale_before: &str) -> Result<bool> {
         let n = self.with(|db| {
             db.exec(
                 "UPDATE video_jobs SET copy_claimed_at = ?2
@@ -143,8 +182,7 @@ impl Store {
         Ok(n == 1)
     }
 
-    /// Gives a copy claim up (the copy failed: the next observer retries).
-    pub fn release_video_copy(&self, job_id: &str) -> Result<()> {
+    fn release_video_copy(&self, job_id: &str) -> Result<()> {
         self.with(|db| {
             db.exec(
                 "UPDATE video_jobs SET copy_claimed_at = NULL WHERE job_id = ?1",
@@ -154,9 +192,7 @@ impl Store {
         Ok(())
     }
 
-    /// Marks a job completed with its stored copy (after its billing records
-    /// are committed); `true` when this call finished it.
-    pub fn complete_video(
+    fn complete_video(
         &self,
         job_id: &str,
         object_key: &str,
@@ -174,8 +210,7 @@ impl Store {
         Ok(n == 1)
     }
 
-    /// Jobs whose next poll is due, claimed for the follower until `lease_until`.
-    pub fn claim_due_video_jobs(
+    fn claim_due_video_jobs(
         &self,
         now: &str,
         lease_until: &str,
@@ -209,8 +244,7 @@ impl Store {
         })
     }
 
-    /// Sets a job's next poll (`None`: no longer followed).
-    pub fn reschedule_video(&self, job_id: &str, next: Option<&str>) -> Result<()> {
+    fn reschedule_video(&self, job_id: &str, next: Option<&str>) -> Result<()> {
         self.with(|db| {
             db.exec(
                 "UPDATE video_jobs SET follow_next_at = ?2

@@ -7,6 +7,7 @@
 use std::collections::BTreeSet;
 
 use reqwest::Method;
+use runtime::store::{Accounts, Ledger};
 use serde_json::{json, Value};
 
 use crate::harness::*;

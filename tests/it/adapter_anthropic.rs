@@ -5,6 +5,7 @@
 //! counts (input, output, cache read, cache write) at their four prices.
 
 use futures_util::StreamExt;
+use runtime::store::History;
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
 

@@ -4,6 +4,7 @@
 //! images, finish reasons, provider errors, embeddings, and billing of the
 //! four token counts (implicitly cached tokens at the cache-read price).
 
+use runtime::store::History;
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
 

@@ -1,6 +1,8 @@
 //! Authentication by gateway API key (spec §5): 401 causes, 403 for a
 //! disabled account; nothing is forwarded or recorded for a refused request.
 
+use runtime::store::{Accounts, Keys};
+
 use crate::harness::*;
 
 async fn refused(env: &Env, auth: Option<&str>) -> Answer {

@@ -12,6 +12,7 @@
 
 use chrono::Datelike;
 use futures_util::future::join_all;
+use runtime::store::{History, Keys};
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
 

@@ -4,6 +4,7 @@
 //! user's, a revoked or an unknown key is 404; bad input is 400 naming the
 //! field, with nothing changed. The CLI's `gateway keys update` does the same.
 
+use runtime::store::Keys;
 use serde_json::{json, Value};
 
 use crate::budgets::{bad_budgets, gateway_cli, listed, succeeded};

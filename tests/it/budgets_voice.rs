@@ -7,6 +7,7 @@
 //! with, whoever observes the completion.
 
 use futures_util::future::join_all;
+use runtime::store::{Jobs, Keys, Ledger};
 use rust_decimal::Decimal;
 use serde_json::json;
 use tokio::net::TcpListener;

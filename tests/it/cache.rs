@@ -7,6 +7,7 @@
 
 use std::time::{Duration, Instant};
 
+use runtime::store::Ledger;
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
 

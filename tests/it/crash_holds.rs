@@ -9,6 +9,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
+use runtime::store::{Accounts, History, Ledger};
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
 use tokio::net::TcpListener;

@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use runtime::store::{Keys, Ledger, Purchases};
 use serde_json::{json, Value};
 
 use crate::harness::*;

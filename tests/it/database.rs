@@ -3,7 +3,7 @@
 //! either (`GATEWAY_TEST_DATABASE_URL`); this checks what only makes sense
 //! with both at hand.
 
-use runtime::store::{Location, Store};
+use runtime::store::{Accounts, Instances, Location, Store};
 
 use crate::harness::*;
 

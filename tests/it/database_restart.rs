@@ -8,6 +8,7 @@
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
+use runtime::store::{History, Ledger};
 use rust_decimal::Decimal;
 use serde_json::json;
 

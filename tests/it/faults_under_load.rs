@@ -47,6 +47,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use runtime::store::{Assets, History, Ledger};
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
 use tokio::net::{TcpListener, TcpStream};

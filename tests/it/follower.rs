@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use runtime::store::{Assets, Jobs, Webhooks};
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
 use tokio::net::TcpListener;

@@ -11,6 +11,7 @@
 use std::collections::BTreeSet;
 
 use reqwest::multipart::{Form, Part};
+use runtime::store::{Accounts, Assets, Ledger};
 use serde_json::{json, Value};
 
 use crate::harness::*;

@@ -5,6 +5,7 @@
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
+use runtime::store::{Assets, History, Keys, Ledger};
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
 

@@ -9,6 +9,7 @@
 use std::process::Command;
 use std::time::Duration;
 
+use runtime::store::Accounts;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::{timeout, Instant};

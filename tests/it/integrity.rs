@@ -7,6 +7,7 @@
 
 use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::TestRunner;
+use runtime::store::{History, Ledger};
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
 

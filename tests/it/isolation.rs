@@ -2,6 +2,7 @@
 //! user gets 404 on the first user's things — exactly like an unknown id,
 //! with no upstream call — and sees none of them in lists.
 
+use runtime::store::{Ledger, Owners};
 use serde_json::{json, Value};
 
 use crate::harness::*;

@@ -4,6 +4,7 @@
 
 use base64::Engine;
 use futures_util::StreamExt;
+use runtime::store::Assets;
 use serde_json::json;
 
 use crate::harness::*;

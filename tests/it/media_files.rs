@@ -10,6 +10,7 @@ use std::collections::BTreeSet;
 
 use futures_util::StreamExt;
 use reqwest::multipart::{Form, Part};
+use runtime::store::Assets;
 use serde_json::{json, Value};
 
 use crate::harness::*;

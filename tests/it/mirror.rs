@@ -2,6 +2,7 @@
 //! watermark-apply job copies the result once; later GETs reuse it; a failed
 //! copy is retried; watermark-detect results are never mirrored.
 
+use runtime::store::Assets;
 use serde_json::json;
 
 use crate::harness::*;

@@ -2,6 +2,7 @@
 //! every success and none for failures, the credit ledger, exactly-once
 //! charges for jobs and voice builds.
 
+use runtime::store::{Accounts, Assets, Jobs, Ledger};
 use rust_decimal::Decimal;
 use serde_json::json;
 

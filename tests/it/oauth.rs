@@ -9,6 +9,7 @@
 use std::collections::BTreeSet;
 
 use reqwest::redirect::Policy;
+use runtime::store::{Accounts, ProviderSignIns};
 use serde_json::{json, Value};
 
 use crate::harness::*;

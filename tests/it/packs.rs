@@ -9,6 +9,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use base64::Engine;
+use runtime::store::{Accounts, Assets};
 use serde_json::json;
 use tokio::net::TcpListener;
 

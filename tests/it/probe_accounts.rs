@@ -12,6 +12,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use reqwest::Method;
+use runtime::store::Accounts;
 use serde_json::{json, Value};
 
 use crate::harness::*;

@@ -8,6 +8,7 @@
 
 use std::process::Command;
 
+use runtime::store::Reconciliations;
 use serde_json::json;
 
 use crate::harness::*;

@@ -3,6 +3,8 @@
 
 use std::process::Command;
 
+use runtime::store::Assets;
+
 use crate::harness::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -6,6 +6,7 @@
 
 use std::time::Duration;
 
+use runtime::store::{Keys, Ledger};
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
 

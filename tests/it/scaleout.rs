@@ -10,6 +10,7 @@ use std::future::Future;
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
+use runtime::store::Ledger;
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
 

@@ -8,6 +8,7 @@
 use std::collections::BTreeSet;
 use std::str::FromStr;
 
+use runtime::store::{Assets, Reconciliations};
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
 

@@ -3,6 +3,7 @@
 //! of real audio streamed upstream and billed in seconds, non-audio refused,
 //! and nothing charged for any failure.
 
+use runtime::store::Assets;
 use rust_decimal::Decimal;
 use serde_json::json;
 

@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use runtime::store::{Ledger, Purchases};
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
 use tokio::net::TcpListener;

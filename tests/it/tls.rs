@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use runtime::store::History;
 use serde_json::json;
 
 use crate::harness::postgres::PgServer;

@@ -11,6 +11,7 @@ use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
 use opentelemetry_proto::tonic::common::v1::AnyValue;
 use opentelemetry_proto::tonic::trace::v1::Span;
 use prost::Message;
+use runtime::store::History;
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
 

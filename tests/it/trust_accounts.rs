@@ -10,6 +10,7 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use reqwest::Method;
+use runtime::store::{Accounts, Keys};
 use serde_json::{json, Value};
 
 use crate::harness::*;

@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 use proptest::prelude::{prop_oneof, Just, Strategy};
 use proptest::strategy::ValueTree;
 use proptest::test_runner::TestRunner;
+use runtime::store::Ledger;
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
 

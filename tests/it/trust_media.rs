@@ -16,6 +16,7 @@
 use std::time::{Duration, Instant};
 
 use base64::Engine;
+use runtime::store::Assets;
 use rust_decimal::Decimal;
 use serde_json::json;
 

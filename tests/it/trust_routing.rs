@@ -17,6 +17,7 @@
 //! tests' file) fail apart; the simulator's request log shows what each
 //! received, headers included.
 
+use runtime::store::Ledger;
 use rust_decimal::{Decimal, RoundingStrategy};
 use serde_json::{json, Value};
 

@@ -14,6 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
+use runtime::store::{History, Ledger};
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
 

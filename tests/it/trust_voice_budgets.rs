@@ -13,6 +13,7 @@
 //!   outlives a restart of the gateway.
 
 use futures_util::future::join_all;
+use runtime::store::Ledger;
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
 

@@ -5,6 +5,7 @@
 //! row's format, nothing sent upstream, nothing written. A fetched
 //! `audio_url` body is capped at the upload limit while it streams.
 
+use runtime::store::Jobs;
 use serde_json::{json, Value};
 
 use crate::harness::*;

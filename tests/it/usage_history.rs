@@ -7,6 +7,7 @@
 use std::time::Duration;
 
 use futures_util::StreamExt;
+use runtime::store::{History, Keys, Ledger};
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
 

@@ -3,6 +3,7 @@
 //! job cancelled; failed jobs and submissions charge nothing; the follower
 //! completes jobs nobody asks about.
 
+use runtime::store::{Assets, Ledger, Videos};
 use rust_decimal::Decimal;
 use serde_json::json;
 

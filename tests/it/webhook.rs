@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use runtime::store::{Jobs, Owners, Webhooks};
 use serde_json::{json, Value};
 
 use crate::harness::*;

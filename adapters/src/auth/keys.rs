@@ -10,7 +10,7 @@ use rand::RngCore;
 use sha2::{Digest, Sha256};
 
 use gateway_base::errors::ApiError;
-use gateway_store::Store;
+use gateway_store::{Accounts, Keys, Store};
 
 /// Prefix of every gateway API key.
 pub const KEY_PREFIX: &str = "gk_";

@@ -35,7 +35,7 @@ use http::HeaderMap;
 pub use cause::Cause;
 use gateway_base::errors::ApiError;
 use gateway_base::spec::Auth as RowAuth;
-use gateway_store::{KeyOwner, Store, User};
+use gateway_store::{Accounts, KeyOwner, Keys, Store, User};
 pub use keys::{create_key, create_named_key, generate_key, hash_key, CACHE_TTL, KEY_PREFIX};
 use tokens::{Tokens, Typ, Verified};
 

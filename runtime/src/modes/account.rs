@@ -42,8 +42,8 @@ mod answers;
 mod limits;
 mod oauth;
 
+use super::common::read_body;
 use super::common::{secret_answer, user_json};
-use super::read_body;
 use crate::ctx::{Ctx, Outcome};
 use crate::services::Gateway;
 use answers::{pair_json, reason};
@@ -55,7 +55,7 @@ use gateway_base::body::Request;
 use gateway_base::errors::ApiError;
 use gateway_base::spec::PathParams;
 use gateway_base::{body, telemetry};
-use gateway_store::Registration;
+use gateway_store::{Accounts, Ledger, ProviderSignIns, Registration};
 use limits::{client_addr, limit_address};
 
 pub use limits::address_key;

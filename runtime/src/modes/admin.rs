@@ -2,6 +2,7 @@
 //! enable, delete (soft), credit grants (a user's usage and ledger:
 //! `history`'s modes on the admin rows).
 
+use gateway_store::{Accounts, Ledger};
 use http::StatusCode;
 use rust_decimal::Decimal;
 use serde_json::{json, Value};

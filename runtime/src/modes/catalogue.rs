@@ -2,6 +2,7 @@
 //! catalogue of the providers file, in OpenAI's list shape, and models
 //! ranked by their requests in the usage records.
 
+use gateway_store::History;
 use http::StatusCode;
 use serde_json::{json, Value};
 

@@ -17,7 +17,7 @@ use gateway_base::body::{self, Request};
 use gateway_base::errors::ApiError;
 use gateway_base::spec::{Method, PathParams};
 use gateway_base::validate;
-use gateway_store::UserRow;
+use gateway_store::{Accounts, UserRow};
 
 /// Whether the row's method carries a request body.
 pub(crate) fn has_body(m: Method) -> bool {

@@ -16,7 +16,7 @@ use gateway_base::body;
 use gateway_base::errors::ApiError;
 use gateway_base::spec::{Auth, PathParams};
 use gateway_models::cost::text;
-use gateway_store::{Generation, GroupBy, UsageTotals};
+use gateway_store::{Generation, GroupBy, History, Keys, Ledger, UsageTotals};
 
 /// Days of usage read when `from` is not given.
 const DEFAULT_DAYS: i64 = 31;

@@ -31,14 +31,14 @@ use gateway_base::body::json;
 use gateway_base::body::Request;
 use gateway_base::errors::ApiError;
 use gateway_base::spec::PathParams;
-use gateway_store::{JobRecord, Record};
+use gateway_store::{JobRecord, Jobs, Record};
 
 /// `job_submit`: the caller's callback checked, the job's bound held, the
 /// job forwarded, its upstream id checked to be new, and the job recorded.
 pub async fn submit(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<Outcome, ApiError> {
     let kind = ctx.job_kind()?.kind;
     let user_id = ctx.require_user("job submission")?;
-    let mut body = super::read_body(ctx, req).await?;
+    let mut body = super::common::read_body(ctx, req).await?;
     let asked = Asked::read(ctx, &body).await?;
     let hold = hold(ctx, &body).await?;
     let (status, mut answer) = forward(ctx, params, &mut body).await?;
@@ -104,7 +104,7 @@ async fn forward(
     body: &mut Map<String, Value>,
 ) -> Result<(u16, Value), ApiError> {
     let spec = ctx.spec;
-    let call = super::call(ctx, params, Some(&mut *body))?;
+    let call = super::common::call(ctx, params, Some(&mut *body))?;
     let mut guard = fetch::SizeGuard::default();
     let call = match spec.file_field {
         Some(field) => {

@@ -19,7 +19,7 @@ use gateway_base::body;
 use gateway_base::body::Request;
 use gateway_base::errors::ApiError;
 use gateway_base::spec::PathParams;
-use gateway_store::{Budget, KeyRow};
+use gateway_store::{Budget, KeyRow, Keys};
 
 fn key_json(k: &KeyRow) -> Value {
     let b = k.budget.as_ref();

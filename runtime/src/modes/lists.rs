@@ -10,6 +10,7 @@
 
 use std::collections::HashMap;
 
+use gateway_store::Owners;
 use http::StatusCode;
 use serde_json::Value;
 

@@ -36,7 +36,7 @@ use gateway_adapters::objects::ByteStream;
 use gateway_base::body::{json, Request};
 use gateway_base::errors::ApiError;
 use gateway_base::spec::{Mode, PathParams};
-use gateway_store::{AssetRecord, AssetRow, OutsideRecordPhase, Record};
+use gateway_store::{AssetRecord, AssetRow, Assets, OutsideRecordPhase, Record};
 
 /// The asset class of media files.
 pub const MEDIA_CLASS: &str = "media";

@@ -82,10 +82,6 @@ use gateway_base::body::Request;
 use gateway_base::errors::ApiError;
 use gateway_base::spec::{Mode, PathParams};
 
-/// Until the modes that are being shortened import [`common`] themselves
-/// (`account`, `jobs`, `synthesis`), they find these here.
-pub(crate) use common::{call, read_body};
-
 /// Phase 6 of the pipeline: the row's mode.
 pub async fn run(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<Outcome, ApiError> {
     let spec = ctx.spec;

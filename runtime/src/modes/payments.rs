@@ -42,7 +42,7 @@ use crate::ctx::{Ctx, Outcome};
 use gateway_adapters::stripe::{self, CheckoutRequest, Event, StripeError};
 use gateway_base::body::{self, Request};
 use gateway_base::errors::ApiError;
-use gateway_store::{Credited, PurchaseRow};
+use gateway_store::{Credited, PurchaseRow, Purchases};
 
 /// The smallest purchase, in USD (spec §8).
 pub const MIN_USD: Decimal = Decimal::from_parts(1000, 0, 0, false, 2);

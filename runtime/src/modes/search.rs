@@ -14,6 +14,7 @@
 
 use std::collections::HashMap;
 
+use gateway_store::Owners;
 use http::StatusCode;
 use rust_decimal::Decimal;
 use serde_json::{Map, Value};

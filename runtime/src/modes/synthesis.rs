@@ -69,7 +69,7 @@ pub async fn synthesize(
     params: &PathParams,
 ) -> Result<Outcome, ApiError> {
     let spec = ctx.spec;
-    let mut body = super::read_body(ctx, req).await?;
+    let mut body = super::common::read_body(ctx, req).await?;
     let voice_uuid = body
         .get("voice_uuid")
         .and_then(Value::as_str)
@@ -79,7 +79,7 @@ pub async fn synthesize(
         .or_insert_with(|| Value::from(DEFAULT_OUTPUT_FORMAT));
     let bound = bound_seconds(body.get("text").and_then(Value::as_str).unwrap_or_default());
     let hold = crate::money::hold_voice(ctx, async { Ok(ctx.row_charge(bound).charged) }).await?;
-    let call = super::call(ctx, params, Some(&mut body))?;
+    let call = super::common::call(ctx, params, Some(&mut body))?;
     shape::shape_body(spec, &mut body)?;
     let answer = call.json(&body).send().await?;
     let upstream_status = answer.status();

@@ -19,7 +19,7 @@ use gateway_base::body::Request;
 use gateway_base::errors::ApiError;
 use gateway_base::spec::{Method, PathParams};
 use gateway_models::providers::{ModelType, Op};
-use gateway_store::VideoJobRow;
+use gateway_store::{VideoJobRow, Videos};
 
 /// Seconds of video when the request gives none (OpenAI's default).
 pub const DEFAULT_SECONDS: u32 = 4;

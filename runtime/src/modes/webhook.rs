@@ -27,7 +27,7 @@ use gateway_base::body;
 use gateway_base::body::Request;
 use gateway_base::errors::ApiError;
 use gateway_base::signing::{verify, SIGNATURE_HEADER};
-use gateway_store::{Record, WebhookEventRecord};
+use gateway_store::{Jobs, Owners, Record, WebhookEventRecord, Webhooks};
 
 /// Largest webhook body accepted.
 pub const MAX_BODY: usize = 1 << 20;

@@ -79,12 +79,6 @@ pub fn settle(bill: Bill) -> Vec<Record> {
     }
 }
 
-/// The record that ends the hold of `request_id` with the transaction
-/// that commits it (a settlement, a job's end): the one maker of it.
-pub fn hold_release(request_id: String) -> Record {
-    Record::HoldRelease { request_id }
-}
-
 /// What a finished model request settles.
 pub struct Settle {
     pub request_id: String,

@@ -4,11 +4,10 @@
 
 use rust_decimal::Decimal;
 
-use super::bill::hold_release;
 use crate::ctx::Ctx;
 use crate::services::Gateway;
 use gateway_base::errors::ApiError;
-use gateway_store::{OutsideRecordPhase, Record, Reserved};
+use gateway_store::{Ledger, OutsideRecordPhase, Record, Reserved};
 
 /// A live credit hold: settled ([`Hold::into_release`]), kept by a job
 /// ([`Hold::keep`]), or released when dropped (see the module's contract).
@@ -140,4 +139,10 @@ async fn take(ctx: &Ctx, amount: Decimal, check_balance: bool) -> Result<Hold, A
             Err(super::budgets::over_budget(budget, used, amount))
         }
     }
+}
+
+/// The record that ends the hold of `request_id` with the transaction
+/// that commits it (a settlement, a job's end): the one maker of it.
+pub fn hold_release(request_id: String) -> Record {
+    Record::HoldRelease { request_id }
 }

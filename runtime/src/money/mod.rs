@@ -64,7 +64,7 @@ pub mod budgets;
 pub mod hold;
 pub mod prices;
 
-pub use bill::{hold_release, settle, Bill, Served, Settle};
+pub use bill::{settle, Bill, Served, Settle};
 pub use budgets::over_budget;
-pub use hold::{hold_voice, reserve, Hold};
+pub use hold::{hold_release, hold_voice, reserve, Hold};
 pub use prices::{bound_cost, image_cost, pricing_failed, seconds_cost, token_cost};

@@ -4,6 +4,7 @@
 
 use std::time::{Duration, Instant};
 
+use runtime::store::{History, Ledger};
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
 

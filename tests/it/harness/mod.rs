@@ -23,7 +23,7 @@ use std::time::Duration;
 pub mod postgres;
 
 use runtime::config::Config;
-use runtime::store::{AuditRecord, Store};
+use runtime::store::{Accounts, Assets, AuditRecord, History, Ledger, Store};
 use serde_json::{json, Value};
 use tokio::net::TcpListener;
 

@@ -10,7 +10,7 @@ use gateway_adapters::auth::{self, TokenPair};
 use gateway_adapters::oidc::OidcError;
 use gateway_base::errors::ApiError;
 use gateway_base::spec::PathParams;
-use gateway_store::{OauthSignIn, OauthUser};
+use gateway_store::{Accounts, OauthSignIn, OauthUser, ProviderSignIns};
 
 /// How long a sign-in with a provider may take, from its redirect to its callback.
 pub const OAUTH_STATE_TTL_MINUTES: i64 = 10;
