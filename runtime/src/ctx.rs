@@ -76,7 +76,57 @@ pub struct Ctx {
     pub trace: gateway_base::traces::Span,
 }
 
+/// What the phases below a driver are handed of a request: who it is for,
+/// which route, since when, its span, and the gateway. The context itself
+/// ([`Ctx`]) stays with its driver (the pipeline, the model call), so that
+/// a request's path runs down through the files that serve it and never
+/// back up (`ARCHITECTURE.md`, "the model call").
+#[derive(Clone, Copy)]
+pub struct Caller<'a> {
+    pub gw: &'a Gateway,
+    /// The authenticated caller (`None` on unauthenticated rows).
+    pub user: Option<&'a User>,
+    pub request_id: &'a str,
+    /// The row's id and capability (what a usage record names).
+    pub route_id: &'static str,
+    pub capability: &'static str,
+    pub started: Instant,
+    pub trace: &'a gateway_base::traces::Span,
+}
+
+impl Caller<'_> {
+    /// The caller's id (authenticated rows).
+    pub fn user_id(&self) -> Option<i64> {
+        self.user.map(|u| u.id)
+    }
+
+    /// The caller's id where there must be one; `what` names the operation
+    /// in the internal error a misconfigured row would get.
+    pub fn require_user(&self, what: &str) -> Result<i64, ApiError> {
+        self.user_id()
+            .ok_or_else(|| ApiError::bug(format!("{what} without a user")))
+    }
+
+    /// The budgeted key the request came with, if any.
+    pub fn budget_key(&self) -> Option<i64> {
+        self.user.and_then(|u| u.budget_key)
+    }
+}
+
 impl Ctx {
+    /// What the phases below the driver are handed ([`Caller`]).
+    pub fn caller(&self) -> Caller<'_> {
+        Caller {
+            gw: &self.gw,
+            user: self.user.as_ref(),
+            request_id: &self.request_id,
+            route_id: self.spec.id,
+            capability: self.spec.capability,
+            started: self.started,
+            trace: &self.trace,
+        }
+    }
+
     /// The caller's id (authenticated rows).
     pub fn user_id(&self) -> Option<i64> {
         self.user.as_ref().map(|u| u.id)

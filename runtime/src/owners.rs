@@ -170,25 +170,36 @@ async fn owner_of(gw: &Gateway, kind: &'static str, id: String) -> Result<Option
     Ok(owner)
 }
 
+/// What the tenant checks read of a request: the gateway, the row, the
+/// caller's id and the request's query (the pipeline and the modes hand
+/// them over; the context stays with its driver).
+#[derive(Clone, Copy)]
+pub struct Asked<'a> {
+    pub gw: &'a Gateway,
+    pub spec: &'static EndpointSpec,
+    pub user: Option<i64>,
+    pub query: &'a [(String, String)],
+}
+
 /// Checks every owned parameter of the row (see the module docs).
-pub async fn check(ctx: &Ctx, params: &PathParams) -> Result<(), ApiError> {
-    let Some(user) = ctx.user_id() else {
+pub async fn check(a: Asked<'_>, params: &PathParams) -> Result<(), ApiError> {
+    let Some(user) = a.user else {
         return Ok(());
     };
-    for c in ctx.spec.owner_checks {
+    for c in a.spec.owner_checks {
         let value = match params.get(c.param) {
             Some(v) => v.into_owned(),
-            None => match ctx.query.iter().find(|(k, _)| k == c.param) {
+            None => match a.query.iter().find(|(k, _)| k == c.param) {
                 Some((_, v)) => v.clone(),
                 None => continue, // a required query parameter is reported by validation
             },
         };
-        let allowed = match owner_of(&ctx.gw, c.kind, value.clone()).await? {
+        let allowed = match owner_of(a.gw, c.kind, value.clone()).await? {
             Some(owner) => owner == user,
             None => {
-                ctx.gw.table.shared_stock(c.kind)
-                    && ctx.spec.method == Method::Get
-                    && is_stock(&ctx.gw, &value).await?
+                a.gw.table.shared_stock(c.kind)
+                    && a.spec.method == Method::Get
+                    && is_stock(a.gw, &value).await?
             }
         };
         if !allowed {
@@ -201,20 +212,23 @@ pub async fn check(ctx: &Ctx, params: &PathParams) -> Result<(), ApiError> {
 /// Checks the owned fields of a JSON body (e.g. the `voice_uuid` a synthesis
 /// or an edit uses): another user's resource, or one nobody owns, answers
 /// 404 like an unknown one; the account's stock voices may be used.
-pub async fn check_body(ctx: &Ctx, body: &serde_json::Map<String, Value>) -> Result<(), ApiError> {
-    let Some(user) = ctx.user_id() else {
+pub async fn check_body(
+    a: Asked<'_>,
+    body: &serde_json::Map<String, Value>,
+) -> Result<(), ApiError> {
+    let Some(user) = a.user else {
         return Ok(());
     };
-    for c in ctx.spec.owner_checks {
-        if ctx.spec.params.contains(&c.param) || ctx.query.iter().any(|(k, _)| k == c.param) {
+    for c in a.spec.owner_checks {
+        if a.spec.params.contains(&c.param) || a.query.iter().any(|(k, _)| k == c.param) {
             continue; // a path or query parameter, checked by `check`
         }
         let Some(Value::String(value)) = body.get(c.param) else {
             continue;
         };
-        let allowed = match owner_of(&ctx.gw, c.kind, value.clone()).await? {
+        let allowed = match owner_of(a.gw, c.kind, value.clone()).await? {
             Some(owner) => owner == user,
-            None => ctx.gw.table.shared_stock(c.kind) && is_stock(&ctx.gw, value).await?,
+            None => a.gw.table.shared_stock(c.kind) && is_stock(a.gw, value).await?,
         };
         if !allowed {
             return Err(not_found(c.kind, value));
@@ -231,12 +245,11 @@ pub fn not_found(kind: &str, id: &str) -> ApiError {
 
 /// Rewrites the upstream's 404 of a row addressing an owned resource into
 /// [`not_found`], so that an unknown id and another user's id read the same.
-pub fn upstream_not_found(ctx: &Ctx, params: &PathParams, e: ApiError) -> ApiError {
+pub fn upstream_not_found(spec: &EndpointSpec, params: &PathParams, e: ApiError) -> ApiError {
     if !matches!(e, ApiError::UpstreamNotFound(_)) {
         return e;
     }
-    let last = ctx
-        .spec
+    let last = spec
         .owner_checks
         .iter()
         .rev()
@@ -293,25 +306,23 @@ pub fn parent_of_create(ctx: &Ctx, body: &serde_json::Map<String, Value>) -> Opt
 /// Fills the row's `from_parent` template variables from the parent
 /// recorded with the addressed resource (its last path parameter; already
 /// checked to be the caller's). A resource recorded without one answers 404.
-pub async fn fill_parents(ctx: &Ctx, params: &mut PathParams) -> Result<(), ApiError> {
-    let Some(up) = ctx
-        .spec
-        .upstream
-        .as_ref()
-        .filter(|u| !u.from_parent.is_empty())
-    else {
+pub async fn fill_parents(
+    gw: &Gateway,
+    spec: &EndpointSpec,
+    params: &mut PathParams,
+) -> Result<(), ApiError> {
+    let Some(up) = spec.upstream.as_ref().filter(|u| !u.from_parent.is_empty()) else {
         return Ok(());
     };
-    let (Some(kind), Some(last)) = (ctx.spec.resource, ctx.spec.params.last()) else {
+    let (Some(kind), Some(last)) = (spec.resource, spec.params.last()) else {
         return Err(ApiError::bug(format!(
             "row {} has from_parent but no resource",
-            ctx.spec.id
+            spec.id
         )));
     };
     let id = params.get(last).map(|v| v.into_owned()).unwrap_or_default();
     let key = id.clone();
-    let parent = ctx
-        .gw
+    let parent = gw
         .store
         .blocking(move |store| store.resource_parent(kind, &key))
         .await?

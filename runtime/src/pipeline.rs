@@ -127,6 +127,52 @@ async fn run(
     req: Request,
     params: PathParams,
 ) -> Result<Response, ApiError> {
+    // 1–5: authenticate, gate, rate-limit, configured, validate.
+    let (params, hold) = admit(ctx, &req, params).await?;
+    // 6. forward
+    let mut outcome = modes::run(ctx, req, &params)
+        .await
+        .map_err(|e| owners::upstream_not_found(ctx.spec, &params, e))?;
+    if let Some(h) = hold {
+        // Ends with the usage record; dropped (released) on any other end.
+        outcome.records.push(h.into_release());
+    }
+    // 7. record
+    if outcome.response.status().is_success() {
+        let user = ctx.user.as_ref();
+        let audit = AuditRecord {
+            request_id: ctx.request_id.clone(),
+            user_id: user.map(|u| u.id),
+            route_id: ctx.spec.id.to_owned(),
+            method: ctx.spec.method.as_str().to_owned(),
+            path: path.to_owned(),
+            status: outcome.response.status().as_u16(),
+            upstream_status: outcome.upstream_status,
+            latency_ms: ctx.started.elapsed().as_millis() as u64,
+            created_at: gateway_store::now_rfc3339(),
+        };
+        let usage = match outcome.settlement.by_pipeline() {
+            true => usage_records(&ctx.gw, ctx.spec, user, &ctx.request_id, ctx.metered.take()),
+            false => Vec::new(),
+        };
+        record(&ctx.gw, ctx.spec, &ctx.trace, audit, usage, &mut outcome).await?;
+        for d in outcome.deferred {
+            d.start(ctx.gw.clone());
+        }
+    }
+    // 8. answer
+    Ok(outcome.response)
+}
+
+/// Phases 1 to 5, up to the row's mode: the caller authenticated, the
+/// gate, the rate limit, the row configured, the query and the tenant
+/// checked; the parameters with their parents filled in, and a billed
+/// voice row's budget hold.
+async fn admit(
+    ctx: &mut Ctx,
+    req: &Request,
+    params: PathParams,
+) -> Result<(PathParams, Option<crate::money::Hold>), ApiError> {
     let spec = ctx.spec;
     // 1. authenticate
     ctx.user = ctx.gw.auth.authenticate(req.headers(), spec.auth).await?;
@@ -136,23 +182,19 @@ async fn run(
         req.body().authenticated();
     }
     // 2. gate
-    if let Some(gate) = spec.gate {
-        match gate {
-            Gate::BusinessPlan if !ctx.gw.config.business_plan_active => {
-                return Err(ApiError::Unavailable(
-                    "this capability needs the provider's business plan, which is not active (PROVIDER_BUSINESS_PLAN_ACTIVE=false)".into(),
-                ));
-            }
-            Gate::BusinessPlan => {}
-        }
+    if spec.gate == Some(Gate::BusinessPlan) && !ctx.gw.config.business_plan_active {
+        return Err(ApiError::Unavailable(
+            "this capability needs the provider's business plan, which is not active (PROVIDER_BUSINESS_PLAN_ACTIVE=false)".into(),
+        ));
     }
     // 3. rate-limit (a body declared over the row's limit is refused first:
     //    it does not count)
-    modes::refuse_declared_over(ctx, &req)?;
-    if let Some(user) = &ctx.user {
+    modes::refuse_declared_over(spec.mode, &ctx.gw, req)?;
+    let user = ctx.user.as_ref().map(|u| u.id);
+    if let Some(user) = user {
         ctx.gw
             .limiter
-            .enforce(user.id, spec.capability)
+            .enforce(user, spec.capability)
             .await
             .inspect_err(|_| telemetry::rate_limited(spec.capability))?;
     }
@@ -165,28 +207,18 @@ async fn run(
     // 5. validate (query; bodies are validated by the mode as they are read),
     //    then tenant isolation: owned parameters must be the caller's.
     validate::query(spec.query, &ctx.query)?;
-    owners::check(ctx, &params).await?;
+    let asked = owners::Asked {
+        gw: &ctx.gw,
+        spec,
+        user,
+        query: &ctx.query,
+    };
+    owners::check(asked, &params).await?;
     let mut params = params;
-    owners::fill_parents(ctx, &mut params).await?;
+    owners::fill_parents(&ctx.gw, spec, &mut params).await?;
     // A billed voice row's key budget (model rows hold in their modes).
     let hold = voice_budget(ctx).await?;
-    // 6. forward
-    let mut outcome = modes::run(ctx, req, &params)
-        .await
-        .map_err(|e| owners::upstream_not_found(ctx, &params, e))?;
-    if let Some(h) = hold {
-        // Ends with the usage record; dropped (released) on any other end.
-        outcome.records.push(h.into_release());
-    }
-    // 7. record
-    if outcome.response.status().is_success() {
-        record(ctx, path, &mut outcome).await?;
-        for d in outcome.deferred {
-            d.start(ctx.gw.clone());
-        }
-    }
-    // 8. answer
-    Ok(outcome.response)
+    Ok((params, hold))
 }
 
 /// A billed voice row's request made with a key that has a budget: a
@@ -204,37 +236,31 @@ async fn voice_budget(ctx: &Ctx) -> Result<Option<crate::money::Hold>, ApiError>
     }
     match spec.metering {
         Metering::PerRequest | Metering::FirstBuild => {
-            crate::money::hold_voice(ctx, async { Ok(ctx.row_charge(Decimal::ONE).charged) }).await
+            crate::money::hold_voice(&ctx.caller(), async {
+                Ok(ctx.row_charge(Decimal::ONE).charged)
+            })
+            .await
         }
         Metering::None | Metering::Measured => Ok(None),
     }
 }
 
-/// Phase 7: commits the audit record, the usage record (when the outcome's
-/// [`Settlement`](crate::ctx::Settlement) is the pipeline's) and the mode's
-/// records in one group commit, then updates the owner cache from what was
-/// committed (and tells the other instances, with Redis).
+/// Phase 7: commits the audit record, the usage record `usage` (when the
+/// outcome's [`Settlement`](crate::ctx::Settlement) is the pipeline's) and
+/// the mode's records in one group commit, then updates the owner cache
+/// from what was committed (and tells the other instances, with Redis).
 async fn record(
-    ctx: &mut Ctx,
-    path: &str,
+    gw: &Gateway,
+    spec: &EndpointSpec,
+    trace: &gateway_base::traces::Span,
+    audit: AuditRecord,
+    usage: Vec<Record>,
     outcome: &mut crate::ctx::Outcome,
 ) -> Result<(), ApiError> {
     let mode_records = std::mem::take(&mut outcome.records);
     let mut records = Vec::with_capacity(2 + mode_records.len());
-    records.push(Record::Audit(AuditRecord {
-        request_id: ctx.request_id.clone(),
-        user_id: ctx.user_id(),
-        route_id: ctx.spec.id.to_owned(),
-        method: ctx.spec.method.as_str().to_owned(),
-        path: path.to_owned(),
-        status: outcome.response.status().as_u16(),
-        upstream_status: outcome.upstream_status,
-        latency_ms: ctx.started.elapsed().as_millis() as u64,
-        created_at: gateway_store::now_rfc3339(),
-    }));
-    if outcome.settlement.by_pipeline() {
-        records.extend(usage_records(ctx));
-    }
+    records.push(Record::Audit(audit));
+    records.extend(usage);
     let cost = gateway_models::cost::Cost::of(&records)
         .or_else(|| gateway_models::cost::Cost::of(&mode_records));
     debug_assert!(
@@ -248,23 +274,22 @@ async fn record(
         .collect();
     records.extend(mode_records);
     let stored = stored_objects(&records);
-    let store = &ctx.gw.store;
     let committed = if outcome.settlement.flush_record_phase() {
-        store.commit(records).await
+        gw.store.commit(records).await
     } else {
-        store.commit_unflushed(records).await
+        gw.store.commit_unflushed(records).await
     };
     if let Err(e) = committed {
         if e.failure != gateway_store::Failure::InDoubt {
-            forget_stored(ctx, stored);
+            forget_stored(gw, stored);
         }
         return Err(ApiError::internal("committing the request's records", e));
     }
-    ctx.gw.owners_changed(cache_changes).await;
+    gw.owners_changed(cache_changes).await;
     if let Some(c) = &cost {
-        ctx.trace.cost(|| c.text());
+        trace.cost(|| c.text());
     }
-    if let Some(c) = cost.filter(|_| ctx.spec.billing != gateway_base::spec::Billing::Free) {
+    if let Some(c) = cost.filter(|_| spec.billing != gateway_base::spec::Billing::Free) {
         if let Ok(v) = HeaderValue::from_str(&c.text()) {
             outcome
                 .response
@@ -292,21 +317,27 @@ fn stored_objects(records: &[Record]) -> Vec<String> {
 /// would (retention sweeps by asset record); see [`crate::generated::forget`].
 /// A packed object needs nothing: its segment is collected once no live
 /// asset points into it.
-fn forget_stored(ctx: &Ctx, keys: Vec<String>) {
+fn forget_stored(gw: &Gateway, keys: Vec<String>) {
     for key in keys {
-        crate::generated::forget(&ctx.gw, key);
+        crate::generated::forget(gw, key);
     }
 }
 
-/// The usage record of a successful request: what the mode metered, or
-/// quantity 0 of the row's unit, settled through the money door.
-fn usage_records(ctx: &mut Ctx) -> Vec<Record> {
-    let spec = ctx.spec;
-    let (m, charge) = match ctx.metered.take() {
+/// The usage record of a successful request (`user`'s, as `request_id`):
+/// what the mode metered, or quantity 0 of the row's unit, settled through
+/// the money door.
+fn usage_records(
+    gw: &Gateway,
+    spec: &'static EndpointSpec,
+    user: Option<&gateway_store::User>,
+    request_id: &str,
+    metered: Option<(Metered, gateway_base::billing::Charge)>,
+) -> Vec<Record> {
+    let (m, charge) = match metered {
         Some(mc) => mc,
         None => {
             let m = Metered {
-                product: ctx.product().to_owned(),
+                product: gw.table.product_of(spec).to_owned(),
                 unit: spec.billing.as_str(),
                 quantity: Decimal::ZERO,
                 once_key: None,
@@ -315,27 +346,27 @@ fn usage_records(ctx: &mut Ctx) -> Vec<Record> {
                 capability: None,
                 key_id: None,
             };
-            let charge = charge_of(&ctx.gw, &m);
+            let charge = charge_of(gw, &m);
             (m, charge)
         }
     };
     // The caller's own charge counts against its key's budget (a job's
     // charge, naming its user, against the key it was submitted with).
-    let caller = ctx.user.as_ref();
+    let caller = user.map(|u| u.id);
     let own = m.user_id.is_none();
-    let payer_is_caller = m.user_id.or(ctx.user_id()) == ctx.user_id();
+    let payer_is_caller = m.user_id.or(caller) == caller;
     let key_id = if own {
-        caller.and_then(|u| u.budget_key)
+        user.and_then(|u| u.budget_key)
     } else {
         m.key_id
     };
-    let api_key_id = caller.filter(|_| payer_is_caller).and_then(|u| u.key_id);
+    let api_key_id = user.filter(|_| payer_is_caller).and_then(|u| u.key_id);
     money::settle(Bill::Metered {
         metered: m,
         charge,
-        request_id: ctx.request_id.clone(),
-        markup_pct: ctx.gw.config.prices.markup_pct,
-        user_id: ctx.user_id(),
+        request_id: request_id.to_owned(),
+        markup_pct: gw.config.prices.markup_pct,
+        user_id: caller,
         route_id: spec.id,
         capability: spec.capability,
         key_id,

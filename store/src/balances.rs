@@ -16,11 +16,11 @@
 //! transaction ends (SQLite's `BEGIN IMMEDIATE` locks the whole database;
 //! PostgreSQL's row lock is taken by the first read), and every writer of a
 //! balance or of holds takes that lock first, so nobody else changes a
-//! cached user's balance or holds meanwhile. The one exception errs on the
-//! safe side: a hold released outside the writer on PostgreSQL
-//! ([`super::Ledger::release_hold`], a failed request) may leave the cached
-//! sum of holds too high until the next group, refusing a hold that would
-//! have fit; never letting through one that does not.
+//! cached user's balance or holds meanwhile. Every hold ends here too
+//! ([`Balances::release`], a [`super::Record::HoldRelease`], whether its
+//! request settled or failed), except the recovery paths of the writer
+//! itself (owed releases, a dead instance's holds), which run between
+//! groups.
 
 use std::collections::HashMap;
 

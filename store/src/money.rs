@@ -62,10 +62,10 @@ pub trait Ledger {
     /// [`Record::Hold`]: super::Record::Hold
     fn reserve(&self, user_id: i64, request_id: &str, amount: Decimal) -> Result<Reserved>;
 
-    /// Ends a hold without a charge (the request failed). If the database
-    /// cannot be reached, the release is owed: the record writer deletes
-    /// the hold as soon as it answers again.
-    fn release_hold(&self, request_id: &str) -> Result<()>;
+    /// Owes the end of `request_id`'s hold to the record writer, which
+    /// deletes it with its next batch (a hold dropped where no commit can
+    /// be awaited).
+    fn owe_release(&self, request_id: String);
 
     /// Whether the end of `request_id`'s hold is owed to the record writer:
     /// a commit ending it (a stream's settlement) or its release failed,
@@ -135,17 +135,8 @@ impl Ledger for Store {
         self.transaction(|tx| Balances::default().hold(tx, user_id, request_id, amount, None, true))
     }
 
-    fn release_hold(&self, request_id: &str) -> Result<()> {
-        let released = self.with(|db| {
-            db.exec(
-                "DELETE FROM credit_holds WHERE request_id = ?1",
-                p![request_id],
-            )
-        });
-        if released.is_err() {
-            self.writer.owe_release(request_id.to_owned());
-        }
-        released.map(drop)
+    fn owe_release(&self, request_id: String) {
+        self.writer.owe_release(request_id);
     }
 
     fn owes_release(&self, request_id: &str) -> bool {

@@ -246,6 +246,9 @@ pub enum OutsideRecordPhase {
     /// A credit hold, before the model call (`runtime::money::reserve`): its
     /// outcome (held, or 402) must be known before the upstream is called.
     Hold,
+    /// The end of a hold whose request settled nothing (it failed): its
+    /// release alone (`runtime::money::Hold::release`).
+    HoldEnd,
     /// A model stream's settlement (usage, debit, token detail, release of
     /// the hold), when the stream ends or the caller hangs up (`relay`).
     StreamSettlement,

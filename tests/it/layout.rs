@@ -450,7 +450,7 @@ const DOOR: &str = "follower 1 FollowedJob
 mirror 1 MirroredCopy
 modes::media_files 1 UploadedAsset
 modes::uploads 1 UploadedAsset
-money::hold 1 Hold
+money::hold 2 Hold HoldEnd
 pipeline commits
 relay 1 StreamSettlement
 store writer 3

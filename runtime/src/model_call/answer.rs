@@ -9,7 +9,7 @@ use serde_json::Value;
 use super::attempt;
 use super::operation::{Operation, Used};
 use super::prepare::Hit;
-use crate::ctx::{Ctx, Outcome, Settlement};
+use crate::ctx::{Caller, Outcome, Settlement};
 use crate::money::Settle;
 use gateway_base::body::{self, Response};
 use gateway_base::errors::ApiError;
@@ -22,7 +22,7 @@ use gateway_store::Record;
 /// and kept ([`Operation::keep`]), the trace and the response cache told
 /// what it used, `bill` settled, its cost added to the caller's answer.
 pub(super) async fn read<O: Operation>(
-    ctx: &Ctx,
+    c: &Caller<'_>,
     op: &O,
     plan: Plan,
     bill: &mut Option<Settle>,
@@ -31,17 +31,17 @@ pub(super) async fn read<O: Operation>(
     let settle = bill
         .as_mut()
         .ok_or_else(|| ApiError::bug("a model call without its bill"))?;
-    let (status, v) = attempt::json(ctx, plan, settle, op.what()).await?;
+    let (status, v) = attempt::json(c, plan, settle, op.what()).await?;
     let mut v = settle
         .provider
         .adapter
         .answer(op.op(), &settle.model.id, v)?;
     let used = op.used(&v)?;
-    let mut records = op.keep(ctx, &mut v, &settle.provider).await?;
+    let mut records = op.keep(c, &mut v, &settle.provider).await?;
     let served = served_headers(settle);
     let name = deployment(settle);
     if let Used::Tokens { tokens, counted } = &used {
-        ctx.trace.usage(|| gateway_base::traces::Usage {
+        c.trace.usage(|| gateway_base::traces::Usage {
             response_model: v.get("model").and_then(Value::as_str),
             input_tokens: tokens.prompt(),
             output_tokens: tokens.output,
@@ -69,11 +69,15 @@ pub(super) async fn read<O: Operation>(
 /// they came, then the usage event when the caller asked for it, then
 /// `[DONE]`), with its records (committed before the answer, as a JSON
 /// answer's).
-pub(super) async fn hit<O: Operation>(ctx: &Ctx, op: &O, hit: Hit) -> Result<Outcome, ApiError> {
+pub(super) async fn hit<O: Operation>(
+    c: &Caller<'_>,
+    op: &O,
+    hit: Hit,
+) -> Result<Outcome, ApiError> {
     let mut served = HeaderMap::with_capacity(1);
     model_header(&mut served, &hit.settle);
     let name = deployment(&hit.settle);
-    let (entry, records) = hit.settle(ctx).await?;
+    let (entry, records) = hit.settle(c).await?;
     let cost = Cost::of(&records);
     let mut resp = if op.streamed() {
         let events = entry.to_events().unwrap_or_default();

@@ -7,7 +7,7 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use serde_json::Value;
 
-use crate::ctx::Ctx;
+use crate::ctx::Caller;
 use crate::money::{self, Settle};
 use gateway_adapters::upstream::{ByteStream, Call, Failed, FailureKind};
 use gateway_base::errors::ApiError;
@@ -20,7 +20,7 @@ const STREAM_LIFETIME: Duration = Duration::from_secs(6 * 3600);
 /// call and reads up to the answer's first byte (what may be retried
 /// elsewhere). `bill` becomes the serving deployment's.
 pub(super) async fn run<T, F, Fut>(
-    ctx: &Ctx,
+    c: &Caller<'_>,
     plan: Plan,
     bill: &mut Settle,
     attempt: F,
@@ -29,12 +29,12 @@ where
     F: FnMut(Call) -> Fut,
     Fut: std::future::Future<Output = Result<T, Failed>>,
 {
-    let deadline = ctx.started + ctx.gw.config.upstream_timeout;
-    let gw = &ctx.gw;
+    let deadline = c.started + c.gw.config.upstream_timeout;
+    let gw = c.gw;
     let route = plan.route.clone();
     let (v, served, attempts) = gw
         .routing
-        .run(&gw.upstream, plan, deadline, &ctx.trace, attempt)
+        .run(&gw.upstream, plan, deadline, c.trace, attempt)
         .await?;
     bill.provider = served.provider;
     bill.model = served.model;
@@ -49,13 +49,13 @@ where
 /// upstream's status and the answer; the span's serving attempt learns the
 /// status.
 pub(super) async fn json(
-    ctx: &Ctx,
+    c: &Caller<'_>,
     plan: Plan,
     bill: &mut Settle,
     what: &str,
 ) -> Result<(u16, Value), ApiError> {
-    let answer = run(ctx, plan, bill, |call| read_json(call, what)).await?;
-    ctx.trace.upstream_status(answer.0);
+    let answer = run(c, plan, bill, |call| read_json(call, what)).await?;
+    c.trace.upstream_status(answer.0);
     Ok(answer)
 }
 

@@ -67,19 +67,24 @@ pub(crate) async fn run<O: Operation>(
     body: Map<String, Value>,
     ask: Option<&Ask>,
 ) -> Result<Outcome, ApiError> {
+    let c = ctx.caller();
     // 1–4: resolve, bound, cache lookup, hold.
     let cache = ask.map(|a| (a, op.streamed()));
-    let ready = match prepare::prepare(ctx, op, body, cache).await {
+    let ready = match prepare::prepare(&c, op, body, cache).await {
         Ok(Ok(ready)) => ready,
-        Ok(Err(hit)) => return done(None, answer::hit(ctx, op, hit).await),
+        Ok(Err(hit)) => return done(None, answer::hit(&c, op, hit).await),
         Err(e) => return done(None, Err(e)),
     };
     let mut bill = Some(ready.settle);
     // 5–8: attempt, read or relay, settle, annotate.
     let result = if op.streamed() {
-        stream::relay(ctx, op, ready.plan, &mut bill, ready.cache).await
+        match stream::start(&c, op, ready.plan, &mut bill, ready.cache).await {
+            // The span goes with the stream, which ends it.
+            Ok(started) => Ok(started.answer(ctx.trace.take())),
+            Err(e) => Err(e),
+        }
     } else {
-        answer::read(ctx, op, ready.plan, &mut bill, ready.cache).await
+        answer::read(&c, op, ready.plan, &mut bill, ready.cache).await
     };
     // 9: done.
     done(bill, result)

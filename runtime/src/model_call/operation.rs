@@ -6,7 +6,7 @@ use std::future::Future;
 
 use serde_json::{Map, Value};
 
-use crate::ctx::Ctx;
+use crate::ctx::Caller;
 use crate::money::Settle;
 use gateway_base::errors::ApiError;
 use gateway_models::bounds::{Bound, Shape};
@@ -49,15 +49,15 @@ pub(crate) trait Operation: Sync {
     }
     /// Keeps what of the answer must outlive the provider (generated
     /// images, copied into the object store): the records of what was kept.
-    /// The one method handed the context, for the object store and the
+    /// The one method handed the caller, for the object store and the
     /// caller's name.
     fn keep(
         &self,
-        ctx: &Ctx,
+        c: &Caller<'_>,
         v: &mut Value,
         p: &Provider,
     ) -> impl Future<Output = Result<Vec<Record>, ApiError>> + Send {
-        let _ = (ctx, v, p);
+        let _ = (c, v, p);
         async { Ok(Vec::new()) }
     }
     /// The caller's answer from the provider's (or a cached entry's),

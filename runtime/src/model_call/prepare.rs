@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 
 use super::operation::Operation;
 use super::resolve::{self, hold_for, operation_name};
-use crate::ctx::Ctx;
+use crate::ctx::Caller;
 use crate::money::{self, Settle};
 use gateway_base::errors::ApiError;
 use gateway_models::bounds::Bound;
@@ -39,7 +39,10 @@ impl Hit {
     /// bound is, and the hold ends with the records: a balance (or a key's
     /// budget) that does not cover the hit answers 402, so a hit never
     /// overdraws a balance and never overshoots a budget.
-    pub async fn settle(self, ctx: &Ctx) -> Result<(Entry, Vec<gateway_store::Record>), ApiError> {
+    pub async fn settle(
+        self,
+        c: &Caller<'_>,
+    ) -> Result<(Entry, Vec<gateway_store::Record>), ApiError> {
         let pct = self.settle.model.cache_hit_price_pct;
         let byok = self.settle.byok;
         let e = self.entry;
@@ -49,7 +52,7 @@ impl Hit {
         let mut records = gateway_models::cache::hit_records(records, pct);
         let charge = gateway_models::cost::Cost::of(&records).map_or(Decimal::ZERO, |c| c.charged);
         if charge > Decimal::ZERO {
-            if let Some(hold) = money::reserve(ctx, charge, byok).await? {
+            if let Some(hold) = money::reserve(c, charge, byok).await? {
                 records.push(hold.into_release());
             }
         }
@@ -74,16 +77,16 @@ type Built<'a> = (String, &'a Provider, &'a Model, Bound, Native);
 /// provider's) and the hold of the most expensive candidate's cost
 /// (nothing with BYOK: 402 when it does not fit).
 pub(super) async fn prepare<O: Operation>(
-    ctx: &Ctx,
+    c: &Caller<'_>,
     op: &O,
     body: Map<String, Value>,
     cache: Option<(&Ask, bool)>,
 ) -> Result<Result<Prepared, Hit>, ApiError> {
-    let r = resolve::resolve(ctx, &body, op.model_type(), op.op())?;
+    let r = resolve::resolve(c, &body, op.model_type(), op.op())?;
     let route = r.route;
     let byok = r.byok.as_deref();
     let (mut lookup, mut miss, route_key) =
-        open_cache(ctx, cache, route, r.list[0].1, &body, op.op(), byok);
+        open_cache(c, cache, route, r.list[0].1, &body, op.op(), byok);
     // 2. bound
     let mut candidates = Vec::with_capacity(r.list.len());
     let mut max_cost = Decimal::ZERO;
@@ -113,14 +116,14 @@ pub(super) async fn prepare<O: Operation>(
     // 3. cache lookup
     if let Some(l) = lookup {
         match l.begin().await {
-            Begun::Hit(entry) => return hit(ctx, entry, &candidates, byok, route).map(Err),
+            Begun::Hit(entry) => return hit(c, entry, &candidates, byok, route).map(Err),
             Begun::Go(m) => miss = m,
         }
     }
     // 4. hold
     let (p0, m0) = r.list[0];
     let allowed_as = route.map(|r| r.name.as_str());
-    let (settle, key) = hold_for(ctx, p0, m0, allowed_as, byok, max_cost).await?;
+    let (settle, key) = hold_for(c, p0, m0, allowed_as, byok, max_cost).await?;
     let plan = plan(route, candidates, &settle, key);
     Ok(Ok(Prepared {
         plan,
@@ -132,7 +135,7 @@ pub(super) async fn prepare<O: Operation>(
 /// A hit of `entry`, served by the candidate it names (through `route`,
 /// if any): settled at that deployment's prices.
 fn hit(
-    ctx: &Ctx,
+    c: &Caller<'_>,
     entry: Entry,
     candidates: &[Built<'_>],
     byok: Option<&str>,
@@ -143,7 +146,7 @@ fn hit(
         .iter()
         .find(|c| Some(c.0.as_str()) == served)
         .ok_or_else(|| ApiError::bug("a cache hit served by no candidate"))?;
-    let mut settle = Settle::new(ctx, p, m, byok.is_some(), None);
+    let mut settle = Settle::new(c, p, m, byok.is_some(), None);
     settle.served.route = route.map(|r| r.name.clone());
     Ok(Hit { entry, settle })
 }
@@ -192,7 +195,7 @@ fn plan(
 /// route, the one key its answers are stored under (the route's name);
 /// else the miss to answer with.
 fn open_cache(
-    ctx: &Ctx,
+    c: &Caller<'_>,
     cache: Option<(&Ask, bool)>,
     route: Option<&Route>,
     first: &Model,
@@ -207,12 +210,12 @@ fn open_cache(
         op: operation_name(op),
         model_ttl: route.map_or(first.cache_ttl_secs, |r| r.cache_ttl_secs),
         body,
-        user: ctx.user_id(),
-        key: ctx.user.as_ref().and_then(|u| u.key_id),
+        user: c.user_id(),
+        key: c.user.and_then(|u| u.key_id),
         byok,
         stream,
     };
-    match ctx.gw.response_cache.lookup(ask, &r) {
+    match c.gw.response_cache.lookup(ask, &r) {
         Ok(l) => {
             let route_key = route.map(|r| {
                 let keyed = gateway_models::providers::openai::request(op, &r.name, body.clone());

@@ -5,8 +5,9 @@
 
 use serde_json::{Map, Value};
 
-use crate::ctx::Ctx;
+use crate::ctx::Caller;
 use crate::money::{self, Settle};
+use crate::services::Gateway;
 use gateway_adapters::upstream::llm::ProviderKey;
 use gateway_base::errors::ApiError;
 use gateway_models::providers::{Model, ModelType, Op, Provider, Route};
@@ -27,15 +28,15 @@ pub(super) struct Resolved<'a> {
 /// checks the API key's model list (403) against the route's name or
 /// every model the request may go to.
 pub(super) fn resolve<'a>(
-    ctx: &'a Ctx,
+    c: &Caller<'a>,
     body: &Map<String, Value>,
     want: ModelType,
     op: Op,
 ) -> Result<Resolved<'a>, ApiError> {
     gateway_models::bounds::check_additional_params(body)?;
-    let (route, list) = deployments(ctx, body, want)?;
-    if ctx.trace.is_on() {
-        ctx.trace.model(
+    let (route, list) = deployments(c.gw, body, want)?;
+    if c.trace.is_on() {
+        c.trace.model(
             operation_name(op),
             body.get("model").and_then(Value::as_str),
             route.map(|r| r.name.as_str()),
@@ -48,11 +49,11 @@ pub(super) fn resolve<'a>(
         .filter(|k| !k.is_empty())
         .map(str::to_owned);
     let list = match byok {
-        Some(_) => gateway_models::routing::byok_candidates(&ctx.gw.providers, route, list)?,
+        Some(_) => gateway_models::routing::byok_candidates(&c.gw.providers, route, list)?,
         None => list,
     };
     for (p, m) in &list {
-        allowed(ctx, p, m, route.map(|r| r.name.as_str()))?;
+        allowed(c, p, m, route.map(|r| r.name.as_str()))?;
     }
     Ok(Resolved { route, list, byok })
 }
@@ -63,11 +64,11 @@ pub(super) fn resolve<'a>(
 /// one `model`. The route's name, and the names to check against the API
 /// key's model list (the caller's: a route's name, or each model).
 fn deployments<'a>(
-    ctx: &'a Ctx,
+    gw: &'a Gateway,
     body: &Map<String, Value>,
     want: ModelType,
 ) -> Result<(Option<&'a Route>, Vec<(&'a Provider, &'a Model)>), ApiError> {
-    let providers = &ctx.gw.providers;
+    let providers = &gw.providers;
     let name = body.get("model").and_then(Value::as_str);
     if let Some(r) = name.and_then(|n| providers.route(n)) {
         if r.kind != want {
@@ -78,7 +79,7 @@ fn deployments<'a>(
                 want.as_str()
             )));
         }
-        let order = ctx.gw.routing.order(providers, r);
+        let order = gw.routing.order(providers, r);
         return Ok((
             Some(r),
             order.into_iter().map(|d| providers.deployment(d)).collect(),
@@ -136,21 +137,20 @@ const MAX_MODELS: usize = 8;
 /// when it does not fit). The settle (with the provider and the model) and
 /// the key to call with.
 pub(crate) async fn pick_model(
-    ctx: &Ctx,
+    c: &Caller<'_>,
     name: Option<&str>,
     byok: Option<&str>,
     want: ModelType,
     max_cost: impl FnOnce(&Provider, &Model) -> Result<rust_decimal::Decimal, ApiError>,
 ) -> Result<(Settle, ProviderKey), ApiError> {
-    let gw = ctx.gw.clone();
-    let (p, m) = gw.providers.resolve(name, want)?;
-    hold_for(ctx, p, m, None, byok, max_cost(p, m)?).await
+    let (p, m) = c.gw.providers.resolve(name, want)?;
+    hold_for(c, p, m, None, byok, max_cost(p, m)?).await
 }
 
 /// The API key's model allow-list (403): the route's name the caller sent
 /// (`route`), else the model `p/m` (or `p/*`).
-fn allowed(ctx: &Ctx, p: &Provider, m: &Model, route: Option<&str>) -> Result<(), ApiError> {
-    if let Some(allowed) = ctx.user.as_ref().and_then(|u| u.models.as_ref()) {
+fn allowed(c: &Caller<'_>, p: &Provider, m: &Model, route: Option<&str>) -> Result<(), ApiError> {
+    if let Some(allowed) = c.user.and_then(|u| u.models.as_ref()) {
         let wildcard = format!("{}/*", p.id);
         let name = match route {
             Some(r) => r.to_owned(),
@@ -173,14 +173,14 @@ fn allowed(ctx: &Ctx, p: &Provider, m: &Model, route: Option<&str>) -> Result<()
 /// the key (`byok`, else the provider's) and holds `max_cost` (nothing
 /// with BYOK; 402 when it does not fit).
 pub(super) async fn hold_for(
-    ctx: &Ctx,
+    c: &Caller<'_>,
     p: &Provider,
     m: &Model,
     route: Option<&str>,
     byok: Option<&str>,
     max_cost: rust_decimal::Decimal,
 ) -> Result<(Settle, ProviderKey), ApiError> {
-    allowed(ctx, p, m, route)?;
+    allowed(c, p, m, route)?;
     let byok = byok.map(str::trim).filter(|k| !k.is_empty());
     // A key no header can carry (control characters) is the caller's
     // mistake: 400, never a failed upstream call (found by schemathesis).
@@ -198,6 +198,6 @@ pub(super) async fn hold_for(
             .clone()
             .ok_or_else(|| gateway_models::providers::config_missing(p))?,
     };
-    let hold = money::reserve(ctx, max_cost, byok.is_some()).await?;
-    Ok((Settle::new(ctx, p, m, byok.is_some(), hold), key))
+    let hold = money::reserve(c, max_cost, byok.is_some()).await?;
+    Ok((Settle::new(c, p, m, byok.is_some(), hold), key))
 }

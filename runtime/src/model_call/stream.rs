@@ -4,40 +4,51 @@
 //! the stream ends, however it ends.
 
 use futures_util::StreamExt;
-use http::HeaderValue;
+use http::{HeaderMap, HeaderValue};
 
 use super::answer::{deployment, event_stream_headers, served_headers};
 use super::attempt;
 use super::operation::Operation;
-use crate::ctx::{Ctx, Later, Outcome, Settlement};
+use crate::ctx::{Caller, Later, Outcome, Settlement};
 use crate::money::Settle;
 use crate::relay::Relay;
 use gateway_base::errors::ApiError;
+use gateway_base::traces::Span;
 use gateway_models::cache::Miss;
 use gateway_models::routing::Plan;
 use gateway_models::usage_tail::UsageTail;
+
+/// A stream that answered its first byte: its relay, ready to answer
+/// once it is handed the request's span ([`Started::answer`]).
+pub(super) struct Started {
+    relay: Relay,
+    status: u16,
+    stream_id: String,
+    served: HeaderMap,
+    cache: Miss,
+}
 
 /// The stream of `op`: one attempt reads the answer's headers and its
 /// first chunk, each within the idle time-out (a failure before the first
 /// byte may go elsewhere); then `bill` goes to the relay, under an
 /// `X-Stream-Id` the caller can stop.
-pub(super) async fn relay<O: Operation>(
-    ctx: &mut Ctx,
+pub(super) async fn start<O: Operation>(
+    c: &Caller<'_>,
     op: &O,
     plan: Plan,
     bill: &mut Option<Settle>,
     cache: Miss,
-) -> Result<Outcome, ApiError> {
-    let idle = ctx.gw.config.stream_timeout;
+) -> Result<Started, ApiError> {
+    let idle = c.gw.config.stream_timeout;
     let settle = bill
         .as_mut()
         .ok_or_else(|| ApiError::bug("a model call without its bill"))?;
     let (status, upstream, first) =
-        attempt::run(ctx, plan, settle, |call| attempt::first_byte(call, idle)).await?;
-    ctx.trace.upstream_status(status);
+        attempt::run(c, plan, settle, |call| attempt::first_byte(call, idle)).await?;
+    c.trace.upstream_status(status);
     let served = served_headers(settle);
     let capture = cache.capture(&deployment(settle));
-    let registration = ctx.gw.streams.register(ctx.user_id()).await;
+    let registration = c.gw.streams.register(c.user_id()).await;
     let stream_id = registration.id.clone();
     let mut settle = bill
         .take()
@@ -48,7 +59,7 @@ pub(super) async fn relay<O: Operation>(
         .adapter
         .stream(op.op(), &settle.model.id, op.usage_wanted());
     let mut relay = Relay::new(
-        ctx.gw.clone(),
+        c.gw.clone(),
         upstream,
         first,
         idle,
@@ -59,17 +70,38 @@ pub(super) async fn relay<O: Operation>(
     relay.translate(translator);
     relay.tail = UsageTail::wanting(op.usage_wanted());
     relay.capture = capture;
-    relay.trace(ctx.trace.take());
-    let body = http_body_util::BodyExt::boxed(http_body_util::StreamBody::new(
-        relay.into_stream().map(|r| r.map(hyper::body::Frame::data)),
-    ));
-    let mut resp = http::Response::new(body);
-    let h = resp.headers_mut();
-    event_stream_headers(h);
-    if let Ok(v) = HeaderValue::from_str(&stream_id) {
-        h.insert("x-stream-id", v);
+    Ok(Started {
+        relay,
+        status,
+        stream_id,
+        served,
+        cache,
+    })
+}
+
+impl Started {
+    /// The caller's answer: the relay (which ends `span` with the stream)
+    /// as a server-sent event stream.
+    pub(super) fn answer(self, span: Span) -> Outcome {
+        let Started {
+            mut relay,
+            status,
+            stream_id,
+            served,
+            cache,
+        } = self;
+        relay.trace(span);
+        let body = http_body_util::BodyExt::boxed(http_body_util::StreamBody::new(
+            relay.into_stream().map(|r| r.map(hyper::body::Frame::data)),
+        ));
+        let mut resp = http::Response::new(body);
+        let h = resp.headers_mut();
+        event_stream_headers(h);
+        if let Ok(v) = HeaderValue::from_str(&stream_id) {
+            h.insert("x-stream-id", v);
+        }
+        h.extend(served);
+        cache.mark(&mut resp);
+        Outcome::new(resp, Some(status)).settled(Settlement::Later(Later::Stream))
     }
-    h.extend(served);
-    cache.mark(&mut resp);
-    Ok(Outcome::new(resp, Some(status)).settled(Settlement::Later(Later::Stream)))
 }

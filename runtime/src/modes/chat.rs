@@ -78,25 +78,21 @@ fn counted_output(v: &Value) -> u64 {
 pub async fn complete(ctx: &mut Ctx, req: Request, chat: bool) -> Result<Outcome, ApiError> {
     let ask = Ask::from_headers(req.headers())?;
     let body = read_body(ctx, req).await?;
-    complete_body(ctx, body, chat, &ask).await
+    let op = completion(&body, chat)?;
+    model_call::run(ctx, &op, body, Some(&ask)).await
 }
 
-/// [`complete`] of a body already read (and validated), with the
-/// request's response-cache headers `ask` ([`gateway_models::cache`]).
-pub async fn complete_body(
-    ctx: &mut Ctx,
-    body: Map<String, Value>,
-    chat: bool,
-    ask: &Ask,
-) -> Result<Outcome, ApiError> {
-    let (bytes, _messages) = prompt_size(&body, chat)?;
-    let op = Completion {
+/// The operation of a body already read (and validated): the model call
+/// runs it with the request's response-cache headers
+/// ([`gateway_models::cache`]).
+fn completion(body: &Map<String, Value>, chat: bool) -> Result<Completion, ApiError> {
+    let (bytes, _messages) = prompt_size(body, chat)?;
+    Ok(Completion {
         chat,
         stream: body.get("stream") == Some(&Value::Bool(true)),
-        usage_wanted: gateway_models::usage_tail::UsageTail::of(&body).usage_wanted(),
+        usage_wanted: gateway_models::usage_tail::UsageTail::of(body).usage_wanted(),
         prompt_bytes: bytes,
-    };
-    model_call::run(ctx, &op, body, Some(ask)).await
+    })
 }
 
 /// A chat or text completion, as the model call asks it.

@@ -33,18 +33,29 @@ pub(crate) async fn read_body(ctx: &Ctx, req: Request) -> Result<Map<String, Val
     if !has_body(ctx.spec.method) {
         return Ok(Map::new());
     }
+    let asked = asked(ctx);
     let obj = shape::read_json_object(req.into_body(), ctx.gw.config.max_json_bytes).await?;
     validate::body(ctx.spec.body, &obj)?;
-    owners::check_body(ctx, &obj).await?;
+    owners::check_body(asked, &obj).await?;
     if ctx.spec.file_field.is_none() {
         if let Some(url) = obj.get("audio_url") {
             let url = url
                 .as_str()
                 .ok_or_else(|| ApiError::BadRequest("audio_url must be a string".into()))?;
-            crate::fetch::check_own(&ctx.gw, ctx.user_id(), Some(url)).await?;
+            crate::fetch::check_own(&ctx.gw, asked.user, Some(url)).await?;
         }
     }
     Ok(obj)
+}
+
+/// What the tenant checks read of the request ([`owners::Asked`]).
+pub(crate) fn asked(ctx: &Ctx) -> owners::Asked<'_> {
+    owners::Asked {
+        gw: &ctx.gw,
+        spec: ctx.spec,
+        user: ctx.user.as_ref().map(|u| u.id),
+        query: &ctx.query,
+    }
 }
 
 /// The row's upstream call: path template filled from `params` (and the

@@ -8,7 +8,7 @@
 use futures_util::TryStreamExt;
 use serde_json::{Map, Value};
 
-use crate::ctx::{Ctx, Outcome};
+use crate::ctx::{Caller, Ctx, Outcome};
 use crate::model_call::{self, Operation, Used};
 use gateway_base::body::Request;
 use gateway_base::errors::ApiError;
@@ -90,8 +90,13 @@ impl Operation for Images {
 
     /// Each image the provider answered by URL, copied into the object
     /// store and answered with the gateway's own URL: their asset records.
-    async fn keep(&self, ctx: &Ctx, v: &mut Value, p: &Provider) -> Result<Vec<Record>, ApiError> {
-        let user_id = ctx.require_user("image generation")?;
+    async fn keep(
+        &self,
+        c: &Caller<'_>,
+        v: &mut Value,
+        p: &Provider,
+    ) -> Result<Vec<Record>, ApiError> {
+        let user_id = c.require_user("image generation")?;
         let now = chrono::Utc::now();
         let mut records = Vec::new();
         let items = v.get_mut("data").and_then(Value::as_array_mut);
@@ -104,7 +109,7 @@ impl Operation for Images {
                     "the model provider answered an image URL on another host".into(),
                 ));
             }
-            let stored = copy(ctx, &url, user_id, i, now).await?;
+            let stored = copy(c, &url, user_id, i, now).await?;
             item["url"] = Value::String(stored.url);
             item["expires_at"] = Value::String(stored.expires_at);
             records.extend(stored.records);
@@ -129,13 +134,13 @@ impl Operation for Images {
 /// The `i`th generated image, fetched from the provider's `url` and
 /// stored as the caller's.
 async fn copy(
-    ctx: &Ctx,
+    c: &Caller<'_>,
     url: &str,
     user_id: i64,
     i: usize,
     now: chrono::DateTime<chrono::Utc>,
 ) -> Result<crate::generated::Stored, ApiError> {
-    let resp = ctx
+    let resp = c
         .gw
         .upstream
         .client()
@@ -163,14 +168,14 @@ async fn copy(
         prefix: "images",
         class: "image",
         purpose: "image_generation",
-        source: &ctx.request_id,
+        source: c.request_id,
         suffix: format!("-{i}"),
         ext,
         content_type: &content_type,
         retention_days: IMAGE_RETENTION_DAYS,
         now,
     }
-    .store_stream(&ctx.gw, stream, ctx.gw.table.limit(Mode::Image))
+    .store_stream(c.gw, stream, c.gw.table.limit(Mode::Image))
     .await
 }
 

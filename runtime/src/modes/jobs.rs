@@ -92,7 +92,7 @@ async fn hold(
     }
     let url = body.get("audio_url").and_then(Value::as_str);
     let job_kind = ctx.job_kind()?;
-    crate::money::hold_voice(ctx, crate::job_bound::amount(ctx, job_kind, url)).await
+    crate::money::hold_voice(&ctx.caller(), crate::job_bound::amount(ctx, job_kind, url)).await
 }
 
 /// Sends the job upstream: as JSON, or as multipart with the caller's

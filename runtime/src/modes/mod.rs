@@ -77,6 +77,7 @@ pub mod videos;
 pub mod webhook;
 
 use crate::ctx::{Ctx, Outcome};
+use crate::services::Gateway;
 use crate::{owners, shape};
 use gateway_base::body::Request;
 use gateway_base::errors::ApiError;
@@ -149,16 +150,16 @@ pub async fn run(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<Out
 /// body's): the pipeline asks before the rate limit, so a body refused for
 /// its size does not count against it. Each mode still bounds what it
 /// reads (a body without `Content-Length` is counted as it arrives).
-pub fn refuse_declared_over(ctx: &Ctx, req: &Request) -> Result<(), ApiError> {
+pub fn refuse_declared_over(mode: Mode, gw: &Gateway, req: &Request) -> Result<(), ApiError> {
     let body = req.body();
-    match ctx.spec.mode {
+    match mode {
         Mode::Upload | Mode::Transcription | Mode::MediaUpload => {
-            let max_file = ctx.gw.table.limit(ctx.spec.mode);
+            let max_file = gw.table.limit(mode);
             shape::refuse_declared_over(body, max_file + common::MULTIPART_FRAMING)
                 .map_err(|_| common::file_too_large(max_file))
         }
         Mode::Webhook => shape::refuse_declared_over(body, webhook::MAX_BODY as u64),
         Mode::StripeWebhook => shape::refuse_declared_over(body, payments::MAX_WEBHOOK_BODY as u64),
-        _ => shape::refuse_declared_over(body, ctx.gw.config.max_json_bytes as u64),
+        _ => shape::refuse_declared_over(body, gw.config.max_json_bytes as u64),
     }
 }

@@ -55,7 +55,7 @@ pub async fn fields(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<
             )));
         }
     }
-    owners::check_body(ctx, &fields).await?;
+    owners::check_body(super::common::asked(ctx), &fields).await?;
     let parent = owners::parent_of_create(ctx, &fields);
     let call = super::common::call(ctx, params, Some(&mut fields))?;
     let mut guard = crate::fetch::SizeGuard::default();

@@ -57,7 +57,7 @@ pub async fn speak(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
     let chars = input.chars().count();
     let speed = body.get("speed").and_then(Value::as_f64).unwrap_or(1.0);
     let (settle, key) = pick_model(
-        ctx,
+        &ctx.caller(),
         body.get("model").and_then(Value::as_str),
         body.get("byok_api_key").and_then(Value::as_str),
         ModelType::Tts,

@@ -78,7 +78,8 @@ pub async fn synthesize(
     body.entry("output_format")
         .or_insert_with(|| Value::from(DEFAULT_OUTPUT_FORMAT));
     let bound = bound_seconds(body.get("text").and_then(Value::as_str).unwrap_or_default());
-    let hold = crate::money::hold_voice(ctx, async { Ok(ctx.row_charge(bound).charged) }).await?;
+    let hold = crate::money::hold_voice(&ctx.caller(), async { Ok(ctx.row_charge(bound).charged) })
+        .await?;
     let call = super::common::call(ctx, params, Some(&mut body))?;
     shape::shape_body(spec, &mut body)?;
     let answer = call.json(&body).send().await?;

@@ -159,7 +159,7 @@ pub async fn transcribe(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError
     let bound = measured
         .unwrap_or_else(|| Decimal::from(size.div_ceil(UNMEASURED_BYTES_PER_SECOND).max(1)));
     let (settle, key) = pick_model(
-        ctx,
+        &ctx.caller(),
         fields.get("model").and_then(Value::as_str),
         fields.get("byok_api_key").and_then(Value::as_str),
         ModelType::Stt,

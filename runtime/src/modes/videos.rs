@@ -76,7 +76,7 @@ pub async fn submit(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
     let seconds = seconds_of(body.get("seconds"))?;
     body.insert("seconds".into(), json!(seconds.to_string()));
     let (settle, key) = pick_model(
-        ctx,
+        &ctx.caller(),
         body.get("model").and_then(Value::as_str),
         None,
         ModelType::Video,

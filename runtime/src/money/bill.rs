@@ -5,7 +5,7 @@ use rust_decimal::Decimal;
 
 use super::hold::Hold;
 use super::prices::raw_token_cost;
-use crate::ctx::{Ctx, Metered};
+use crate::ctx::{Caller, Metered};
 use gateway_base::billing::{with_markup, Charge};
 use gateway_models::providers::{Model, Provider, Tokens};
 use gateway_store::{ModelUsageRecord, Record, UsageRecord};
@@ -122,21 +122,21 @@ impl Default for Served {
 }
 
 impl Settle {
-    /// From a request's context.
-    pub fn new(ctx: &Ctx, p: &Provider, m: &Model, byok: bool, hold: Option<Hold>) -> Settle {
+    /// For the request of `c`.
+    pub fn new(c: &Caller<'_>, p: &Provider, m: &Model, byok: bool, hold: Option<Hold>) -> Settle {
         Settle {
-            request_id: ctx.request_id.clone(),
-            user_id: ctx.user_id(),
-            route_id: ctx.spec.id,
-            capability: ctx.spec.capability,
+            request_id: c.request_id.to_owned(),
+            user_id: c.user_id(),
+            route_id: c.route_id,
+            capability: c.capability,
             provider: p.clone(),
             model: m.clone(),
             byok,
             hold,
             bound: None,
-            started: Some(ctx.started),
+            started: Some(c.started),
             streamed: false,
-            api_key_id: ctx.user.as_ref().and_then(|u| u.key_id),
+            api_key_id: c.user.and_then(|u| u.key_id),
             served: Served::default(),
         }
     }

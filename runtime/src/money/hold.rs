@@ -4,7 +4,7 @@
 
 use rust_decimal::Decimal;
 
-use crate::ctx::Ctx;
+use crate::ctx::Caller;
 use crate::services::Gateway;
 use gateway_base::errors::ApiError;
 use gateway_store::{Ledger, OutsideRecordPhase, Record, Reserved};
@@ -37,8 +37,12 @@ impl Hold {
 
 impl Hold {
     /// Ends the hold now, moving no money: the request it bounded settled
-    /// nothing (it failed). A plain delete of the hold row, off the async
-    /// runtime; one that fails is owed to the record writer.
+    /// nothing (it failed). The same record as a settlement's end of a
+    /// hold ([`hold_release`]), committed on its own in the next group
+    /// commit without the request waiting for it; outside the async
+    /// runtime (a hold dropped at shut-down), or when that commit fails,
+    /// the release is owed to the record writer, which ends it as soon as
+    /// the database answers.
     pub fn release(mut self) {
         self.release_now();
     }
@@ -47,17 +51,20 @@ impl Hold {
         self.armed = false;
         let store = self.gw.store.clone();
         let id = std::mem::take(&mut self.request_id);
-        let release = move || {
-            if let Err(e) = store.release_hold(&id) {
-                tracing::warn!(error = %e, "releasing a credit hold failed; owed to the record writer");
-            }
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            store.owe_release(id);
+            return;
         };
-        match tokio::runtime::Handle::try_current() {
-            Ok(h) => {
-                h.spawn_blocking(release);
+        rt.spawn(async move {
+            let end = vec![hold_release(id)];
+            if let Err(e) = store
+                .commit_outside_record_phase(OutsideRecordPhase::HoldEnd, end)
+                .await
+            {
+                // The writer owes the release of a batch it could not commit.
+                tracing::warn!(error = %e, "ending a credit hold failed; owed to the record writer");
             }
-            Err(_) => release(),
-        }
+        });
     }
 }
 
@@ -74,11 +81,15 @@ impl Drop for Hold {
 /// Holds `amount` of the caller's credit for this request (nothing when
 /// `byok`). Insufficient → 402 "Insufficient credits for this request",
 /// with the balance and the required amount in the answer's headers.
-pub async fn reserve(ctx: &Ctx, amount: Decimal, byok: bool) -> Result<Option<Hold>, ApiError> {
+pub async fn reserve(
+    c: &Caller<'_>,
+    amount: Decimal,
+    byok: bool,
+) -> Result<Option<Hold>, ApiError> {
     if byok {
         return Ok(None);
     }
-    take(ctx, amount, true).await.map(Some)
+    take(c, amount, true).await.map(Some)
 }
 
 /// A billed voice request made with a key that has a budget holds
@@ -93,32 +104,31 @@ pub async fn reserve(ctx: &Ctx, amount: Decimal, byok: bool) -> Result<Option<Ho
 /// the request's usage record ([`Hold::into_release`]), kept by a job
 /// ([`Hold::keep`]), or released when dropped.
 pub async fn hold_voice(
-    ctx: &Ctx,
+    c: &Caller<'_>,
     amount: impl std::future::Future<Output = Result<Decimal, ApiError>>,
 ) -> Result<Option<Hold>, ApiError> {
-    if ctx.user.as_ref().and_then(|u| u.budget_key).is_none() {
+    if c.budget_key().is_none() {
         return Ok(None);
     }
-    take(ctx, amount.await?, false).await.map(Some)
+    take(c, amount.await?, false).await.map(Some)
 }
 
 /// Takes the hold (`check_balance`: see [`Record::Hold`]).
-async fn take(ctx: &Ctx, amount: Decimal, check_balance: bool) -> Result<Hold, ApiError> {
-    let user = ctx.require_user("a credit hold")?;
-    let committed = ctx
-        .gw
-        .store
-        .commit_outside_record_phase(
-            OutsideRecordPhase::Hold,
-            vec![Record::Hold {
-                request_id: ctx.request_id.clone(),
-                user_id: user,
-                amount,
-                key_id: ctx.user.as_ref().and_then(|u| u.budget_key),
-                check_balance,
-            }],
-        )
-        .await?;
+async fn take(c: &Caller<'_>, amount: Decimal, check_balance: bool) -> Result<Hold, ApiError> {
+    let user = c.require_user("a credit hold")?;
+    let committed =
+        c.gw.store
+            .commit_outside_record_phase(
+                OutsideRecordPhase::Hold,
+                vec![Record::Hold {
+                    request_id: c.request_id.to_owned(),
+                    user_id: user,
+                    amount,
+                    key_id: c.budget_key(),
+                    check_balance,
+                }],
+            )
+            .await?;
     let r = committed
         .holds
         .into_iter()
@@ -126,8 +136,8 @@ async fn take(ctx: &Ctx, amount: Decimal, check_balance: bool) -> Result<Hold, A
         .ok_or_else(|| ApiError::bug("a hold without its outcome"))?;
     match r {
         Reserved::Held => Ok(Hold {
-            gw: ctx.gw.clone(),
-            request_id: ctx.request_id.clone(),
+            gw: c.gw.clone(),
+            request_id: c.request_id.to_owned(),
             amount,
             armed: true,
         }),

@@ -1,7 +1,7 @@
 //! `messages` and `count_tokens`: Anthropic's Messages API as a second
 //! front door to any chat model. The request is translated into the chat
 //! path's body ([`gateway_models::messages_api::request`]) and run by
-//! [`super::complete_body`] (the same hold, BYOK, stream relay, stop,
+//! the model call as a chat completion (the same hold, BYOK, stream relay, stop,
 //! usage record and debit as `/chat/completions`); its answer is
 //! translated back ([`gateway_models::messages_api::answer`]), or its stream, chunk
 //! by chunk ([`gateway_models::messages_api::events`]).
@@ -32,7 +32,8 @@ pub async fn messages(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> 
     let model = model_of(&body);
     let chat = request::to_chat(&body)?;
     let stream = chat.get("stream") == Some(&Value::Bool(true));
-    let mut out = super::complete_body(ctx, chat, true, &ask).await?;
+    let op = super::completion(&chat, true)?;
+    let mut out = crate::model_call::run(ctx, &op, chat, Some(&ask)).await?;
     let (parts, inner) =
         std::mem::replace(&mut out.response, body::json(StatusCode::OK, &json!({}))).into_parts();
     out.response = if stream {
