@@ -28,6 +28,19 @@ pub struct UsageTail {
     usage: Option<Value>,
     /// The blank line ending a held-back event is dropped with it.
     skip_blank: bool,
+    /// A stream in the caller's own API ([`UsageTail::own`]): nothing
+    /// added, the provider's last event held back when it has one.
+    own: Option<Own>,
+}
+
+/// What the tail of a stream in the caller's own API holds back.
+#[derive(Debug, Default)]
+struct Own {
+    /// The line that opens the provider's last event (`event:
+    /// message_stop`); `None`: the stream's end is its last event.
+    last: Option<&'static [u8]>,
+    /// The last event, from that line on.
+    held: BytesMut,
 }
 
 impl UsageTail {
@@ -49,6 +62,20 @@ impl UsageTail {
     pub fn wanting(wanted: bool) -> UsageTail {
         UsageTail {
             wanted,
+            ..UsageTail::default()
+        }
+    }
+
+    /// The tail of a stream passed through in the caller's own API (the
+    /// provider's events as it sent them): no usage event or `[DONE]` is
+    /// added; the event opened by the line `last` (Anthropic's `event:
+    /// message_stop`), when given, is held back and sent at the end.
+    pub fn own(last: Option<&'static str>) -> UsageTail {
+        UsageTail {
+            own: Some(Own {
+                last: last.map(str::as_bytes),
+                held: BytesMut::new(),
+            }),
             ..UsageTail::default()
         }
     }
@@ -84,6 +111,15 @@ impl UsageTail {
 
     /// One whole line (with its `\n`): passed on, or held back.
     fn line(&mut self, line: &[u8], out: &mut BytesMut) {
+        if let Some(own) = &mut self.own {
+            let last = own.last.is_some_and(|l| line.trim_ascii() == l);
+            if last || !own.held.is_empty() {
+                own.held.put_slice(line);
+            } else {
+                out.put_slice(line);
+            }
+            return;
+        }
         let text = line.trim_ascii();
         if text.is_empty() && std::mem::take(&mut self.skip_blank) {
             return;
@@ -121,9 +157,14 @@ impl UsageTail {
 
     /// The stream's last bytes once it is settled: what is left of an
     /// unfinished line, the usage event when wanted (the upstream's, else
-    /// one of `tokens`) with the cost, then `[DONE]`.
+    /// one of `tokens`) with the cost, then `[DONE]`; in the caller's own
+    /// API, its held-back last event alone.
     pub fn close(&mut self, cost: Option<Cost>, tokens: Tokens) -> Bytes {
         let mut out = BytesMut::from(&self.rest()[..]);
+        if let Some(own) = &mut self.own {
+            out.put_slice(&std::mem::take(&mut own.held));
+            return out.freeze();
+        }
         if !self.wanted {
             out.put_slice(b"data: [DONE]\n\n");
             return out.freeze();

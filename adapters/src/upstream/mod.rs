@@ -255,8 +255,9 @@ impl Call {
         self
     }
 
-    /// Adds a header that is not a credential (an API version).
-    pub(crate) fn with_header(mut self, name: header::HeaderName, value: HeaderValue) -> Call {
+    /// Sets a header that is not a credential (an API version, a caller's
+    /// `anthropic-beta`), replacing one set before.
+    pub fn with_header(mut self, name: header::HeaderName, value: HeaderValue) -> Call {
         self.headers.insert(name, value);
         self
     }

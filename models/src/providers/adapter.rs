@@ -54,6 +54,23 @@ pub trait Adapter: Send + Sync + std::fmt::Debug {
             body,
         })
     }
+    /// The path of a body in the provider's own API (the one its
+    /// [`Adapter::shape`] names), passed through from a door of that API:
+    /// `method` is the door's operation in that API's words (`messages`,
+    /// `messages/count_tokens`; `generateContent`,
+    /// `streamGenerateContent?alt=sse`, `countTokens`, `embedContent`,
+    /// `batchEmbedContents`), `model` the provider's model id. OpenAI's:
+    /// `/{method}`.
+    fn own_path(&self, model: &str, method: &str) -> String {
+        let _ = model;
+        format!("/{method}")
+    }
+    /// A body of the provider's own API as it is sent, from
+    /// [`super::openai::request`]'s (gateway fields gone, `model` the
+    /// provider's id): unchanged, unless the API names its model elsewhere.
+    fn own_body(&self, body: Map<String, Value>) -> Map<String, Value> {
+        body
+    }
     /// The provider's (successful, whole) answer of `op` as OpenAI's
     /// (`model`: the provider's model id). 502 when it is not the
     /// provider's shape.

@@ -401,6 +401,10 @@ impl Adapter for Anthropic {
         KeyForm::XApiKey { version: VERSION }
     }
 
+    fn own_path(&self, _model: &str, method: &str) -> String {
+        format!("/v1/{method}")
+    }
+
     fn shape(&self) -> crate::bounds::Shape {
         crate::bounds::Shape::Anthropic
     }

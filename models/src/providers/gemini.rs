@@ -453,6 +453,16 @@ impl Adapter for Gemini {
         crate::bounds::Shape::Gemini
     }
 
+    fn own_path(&self, model: &str, method: &str) -> String {
+        format!("/v1beta/models/{}:{method}", encode_segment(model))
+    }
+
+    /// Gemini names the model in the path.
+    fn own_body(&self, mut body: Map<String, Value>) -> Map<String, Value> {
+        body.remove("model");
+        body
+    }
+
     fn native(&self, op: Op, m: &Model, body: Map<String, Value>) -> Result<Native, ApiError> {
         let model = encode_segment(&m.id);
         match op {

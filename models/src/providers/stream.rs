@@ -30,6 +30,40 @@ pub trait StreamTranslator: Send {
     fn usage(&self) -> Option<(Tokens, bool)>;
 }
 
+/// A stream passed through as the provider sent it (to a door of the
+/// provider's own API), its translator reading it on the side for the
+/// usage alone.
+pub struct Tap {
+    inner: Box<dyn StreamTranslator>,
+    scratch: Vec<u8>,
+}
+
+impl Tap {
+    pub fn new(inner: Box<dyn StreamTranslator>) -> Tap {
+        Tap {
+            inner,
+            scratch: Vec::new(),
+        }
+    }
+}
+
+impl StreamTranslator for Tap {
+    fn feed(&mut self, chunk: &[u8], out: &mut Vec<u8>) {
+        self.inner.feed(chunk, &mut self.scratch);
+        self.scratch.clear();
+        out.extend_from_slice(chunk);
+    }
+
+    fn finish(&mut self, _out: &mut Vec<u8>) {
+        self.inner.finish(&mut self.scratch);
+        self.scratch.clear();
+    }
+
+    fn usage(&self) -> Option<(Tokens, bool)> {
+        self.inner.usage()
+    }
+}
+
 /// What one provider's events mean.
 pub trait Dialect: Send {
     /// One event's JSON (`data:` of the provider's stream).

@@ -116,6 +116,12 @@ pub struct Candidate {
     /// The upstream path of the operation (relative to the provider's
     /// `base_url`, query included: a native adapter's, `Adapter::native`).
     pub path: String,
+    /// Headers of the caller's passed on (a door's own, such as
+    /// `anthropic-beta`, to a provider of the door's API).
+    pub headers: Vec<(http::HeaderName, http::HeaderValue)>,
+    /// The body is the caller's, in the provider's own API: its answer
+    /// goes back as the provider sent it.
+    pub own: bool,
 }
 
 /// A request's candidates, in order, and the route it came through.
@@ -288,15 +294,17 @@ impl Routing {
 
 /// The upstream call of one attempt on candidate `c`.
 fn call_of(upstream: &Upstream, c: &Candidate) -> Call {
-    upstream
-        .llm_call_as(
-            Method::Post,
-            &c.provider.base_url,
-            &c.path,
-            &c.key,
-            c.provider.adapter.key_form(),
-        )
-        .json(&c.body)
+    let mut call = upstream.llm_call_as(
+        Method::Post,
+        &c.provider.base_url,
+        &c.path,
+        &c.key,
+        c.provider.adapter.key_form(),
+    );
+    for (name, value) in &c.headers {
+        call = call.with_header(name.clone(), value.clone());
+    }
+    call.json(&c.body)
 }
 
 /// Where a request's tries stand.

@@ -18,9 +18,13 @@ use gateway_models::cost::Cost;
 use gateway_models::routing::Plan;
 use gateway_store::Record;
 
-/// Phases 5 to 8 of a whole answer: attempted, read (in OpenAI's shape)
-/// and kept ([`Operation::keep`]), the trace and the response cache told
-/// what it used, `bill` settled, its cost added to the caller's answer.
+/// Phases 5 to 8 of a whole answer: attempted, read (in OpenAI's shape;
+/// an answer in the caller's own API read so on the side, and answered as
+/// the provider sent it) and kept ([`Operation::keep`]), the trace and the
+/// response cache told what it used, `bill` settled, its cost added to
+/// the caller's answer (OpenAI's `usage.cost`; an own answer is not
+/// reshaped: the cost header says it, and the response cache does not
+/// keep it).
 pub(super) async fn read<O: Operation>(
     c: &Caller<'_>,
     op: &O,
@@ -31,11 +35,15 @@ pub(super) async fn read<O: Operation>(
     let settle = bill
         .as_mut()
         .ok_or_else(|| ApiError::bug("a model call without its bill"))?;
-    let (status, v) = attempt::json(c, plan, settle, op.what()).await?;
-    let mut v = settle
-        .provider
-        .adapter
-        .answer(op.op(), &settle.model.id, v)?;
+    let (status, v, own) = attempt::json(c, plan, settle, op.what()).await?;
+    let adapter = &settle.provider.adapter;
+    let (mut v, native) = match own {
+        true => (
+            adapter.answer(op.op(), &settle.model.id, v.clone())?,
+            Some(v),
+        ),
+        false => (adapter.answer(op.op(), &settle.model.id, v)?, None),
+    };
     let used = op.used(&v)?;
     let mut records = op.keep(c, &mut v, &settle.provider).await?;
     let served = served_headers(settle);
@@ -47,7 +55,11 @@ pub(super) async fn read<O: Operation>(
             output_tokens: tokens.output,
             finish_reasons: op.finish_reasons(&v),
         });
-        cache.store_json(&name, &v, *tokens, *counted);
+        // An answer in the caller's own API is not kept: the cache keeps
+        // OpenAI's answers, which it can replay as JSON or as a stream.
+        if native.is_none() {
+            cache.store_json(&name, &v, *tokens, *counted);
+        }
     }
     // 7. settle
     let bill = bill
@@ -55,10 +67,16 @@ pub(super) async fn read<O: Operation>(
         .ok_or_else(|| ApiError::bug("a model call without its bill"))?;
     records.extend(used.settle(bill));
     // 8. annotate
-    let mut v = op.answer(v, &name)?;
-    if let Some(c) = Cost::of(&records) {
-        c.annotate(&mut v);
-    }
+    let v = match native {
+        Some(native) => native,
+        None => {
+            let mut v = v;
+            if let Some(c) = Cost::of(&records) {
+                c.annotate(&mut v);
+            }
+            op.answer(v, &name)?
+        }
+    };
     let mut resp = body::json(StatusCode::OK, &v);
     resp.headers_mut().extend(served);
     cache.mark(&mut resp);
@@ -88,15 +106,16 @@ pub(super) async fn hit<O: Operation>(
             }
             u
         });
-        let mut r = http::Response::new(gateway_models::cache::replay(events, usage));
+        let replay = gateway_models::cache::replay(events, usage);
+        let mut r = http::Response::new(op.restream(replay));
         event_stream_headers(r.headers_mut());
         r
     } else {
-        let mut v = op.answer(entry.to_json().unwrap_or_default(), &name)?;
+        let mut v = entry.to_json().unwrap_or_default();
         if let Some(c) = &cost {
             c.annotate(&mut v);
         }
-        body::json(StatusCode::OK, &v)
+        body::json(StatusCode::OK, &op.answer(v, &name)?)
     };
     resp.headers_mut().extend(served);
     Miss::hit().mark(&mut resp);

@@ -18,13 +18,14 @@ const STREAM_LIFETIME: Duration = Duration::from_secs(6 * 3600);
 
 /// Sends `plan` through the routing loop: `attempt` sends one deployment's
 /// call and reads up to the answer's first byte (what may be retried
-/// elsewhere). `bill` becomes the serving deployment's.
+/// elsewhere). `bill` becomes the serving deployment's. The answer, and
+/// whether it is in the caller's own API ([`super::operation::Own`]).
 pub(super) async fn run<T, F, Fut>(
     c: &Caller<'_>,
     plan: Plan,
     bill: &mut Settle,
     attempt: F,
-) -> Result<T, ApiError>
+) -> Result<(T, bool), ApiError>
 where
     F: FnMut(Call) -> Fut,
     Fut: std::future::Future<Output = Result<T, Failed>>,
@@ -40,23 +41,23 @@ where
     bill.model = served.model;
     bill.bound = served.bound;
     bill.served = money::Served { attempts, route };
-    Ok(v)
+    Ok((v, served.own))
 }
 
 /// [`run`] of a JSON answer (`what` names it in errors), read whole inside
 /// the attempt: nothing has gone to the caller yet, so an answer broken
 /// off after its headers is retried elsewhere like a connect error. The
-/// upstream's status and the answer; the span's serving attempt learns the
-/// status.
+/// upstream's status and the answer, and whether the answer is in the
+/// caller's own API; the span's serving attempt learns the status.
 pub(super) async fn json(
     c: &Caller<'_>,
     plan: Plan,
     bill: &mut Settle,
     what: &str,
-) -> Result<(u16, Value), ApiError> {
-    let answer = run(c, plan, bill, |call| read_json(call, what)).await?;
-    c.trace.upstream_status(answer.0);
-    Ok(answer)
+) -> Result<(u16, Value, bool), ApiError> {
+    let ((status, v), own) = run(c, plan, bill, |call| read_json(call, what)).await?;
+    c.trace.upstream_status(status);
+    Ok((status, v, own))
 }
 
 /// One attempt of a JSON answer: sent, then read whole; a read that broke

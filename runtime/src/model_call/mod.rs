@@ -55,7 +55,7 @@ use crate::money::Settle;
 use gateway_base::errors::ApiError;
 use gateway_models::cache::Ask;
 
-pub(crate) use operation::{Operation, Used};
+pub(crate) use operation::{Operation, Own, Used};
 pub(crate) use resolve::pick_model;
 
 /// A model call of `op` for the (read and validated) `body`, with the
@@ -80,7 +80,7 @@ pub(crate) async fn run<O: Operation>(
     let result = if op.streamed() {
         match stream::start(&c, op, ready.plan, &mut bill, ready.cache).await {
             // The span goes with the stream, which ends it.
-            Ok(started) => Ok(started.answer(ctx.trace.take())),
+            Ok(started) => Ok(started.answer(op, ctx.trace.take())),
             Err(e) => Err(e),
         }
     } else {

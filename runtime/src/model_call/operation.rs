@@ -8,6 +8,7 @@ use serde_json::{Map, Value};
 
 use crate::ctx::Caller;
 use crate::money::Settle;
+use gateway_base::body::Body;
 use gateway_base::errors::ApiError;
 use gateway_models::bounds::{Bound, Shape};
 use gateway_models::providers::{Model, ModelType, Op, Provider, Tokens};
@@ -60,11 +61,54 @@ pub(crate) trait Operation: Sync {
         let _ = (c, v, p);
         async { Ok(Vec::new()) }
     }
-    /// The caller's answer from the provider's (or a cached entry's),
-    /// before its cost is added; `served` is the deployment that answered.
+    /// The caller's answer from the provider's (or a cached entry's), in
+    /// OpenAI's shape, before its cost is added; `served` is the
+    /// deployment that answered. A door of another API translates it.
     fn answer(&self, v: Value, served: &str) -> Result<Value, ApiError> {
         let _ = served;
         Ok(v)
+    }
+    /// The caller's body in a provider's own API, when the door speaks one
+    /// (Anthropic's Messages, Gemini's): a candidate whose provider speaks
+    /// it is sent that body as it came ([`Own`]), and its answer goes back
+    /// as the provider sent it, read on the side for what it used.
+    fn own(&self) -> Option<&Own> {
+        None
+    }
+    /// The OpenAI body of the caller's (the body the model call was given)
+    /// for a candidate not of the door's own API: a door of another API
+    /// translates it, or refuses with a 400 naming the field it cannot.
+    fn translate(&self, body: Map<String, Value>) -> Result<Map<String, Value>, ApiError> {
+        Ok(body)
+    }
+    /// The caller's stream from OpenAI's chunks (a candidate not of the
+    /// door's own API): a door of another API translates it.
+    fn restream(&self, chunks: Body) -> Body {
+        chunks
+    }
+}
+
+/// A door's own API: a candidate of a provider that speaks it gets the
+/// caller's body as sent (the gateway's fields removed, its own model id),
+/// at the API's path for `method`, with the caller's `headers` of that API
+/// (`anthropic-beta`, `anthropic-version`).
+pub(crate) struct Own {
+    pub shape: Shape,
+    /// The door's operation in the API's words ([`Adapter::own_path`]).
+    ///
+    /// [`Adapter::own_path`]: gateway_models::providers::Adapter::own_path
+    pub method: String,
+    pub headers: Vec<(http::HeaderName, http::HeaderValue)>,
+    /// The line opening a stream's last event in this API (`event:
+    /// message_stop`), held back until the stream is settled; `None`: the
+    /// stream's end is its last event.
+    pub last_event: Option<&'static str>,
+}
+
+impl Own {
+    /// Whether `p` speaks this API.
+    pub fn spoken_by(&self, p: &Provider) -> bool {
+        p.adapter.shape() == self.shape
     }
 }
 

@@ -60,9 +60,17 @@ impl Hit {
     }
 }
 
-/// One candidate deployment: its `provider/model` name, its bound and its
-/// provider's own call.
-type Built<'a> = (String, &'a Provider, &'a Model, Bound, Native);
+/// One candidate deployment: its `provider/model` name, its bound, its
+/// provider's own call, and whether that call is the caller's body in the
+/// provider's own API ([`super::operation::Own`]).
+struct Built<'a> {
+    name: String,
+    p: &'a Provider,
+    m: &'a Model,
+    bound: Bound,
+    native: Native,
+    own: bool,
+}
 
 /// Phases 1 to 4 of `op` for `body` ([`resolve::resolve`] first): each
 /// candidate's upstream body of the operation (`additional_params` merged
@@ -98,6 +106,12 @@ pub(super) async fn prepare<O: Operation>(
         } else {
             body.clone().unwrap_or_default()
         };
+        // The caller's own API when the provider speaks it, else OpenAI's.
+        let own = op.own().filter(|o| o.spoken_by(p));
+        let b = match own {
+            Some(_) => b,
+            None => op.translate(b)?,
+        };
         let request = gateway_models::providers::openai::request(op.op(), &m.id, b);
         let name = format!("{}/{}", p.id, m.id);
         if let Some(l) = &mut lookup {
@@ -108,10 +122,23 @@ pub(super) async fn prepare<O: Operation>(
             l.source(name.clone(), key);
         }
         // The provider's own call (a native adapter's path and body).
-        let native = p.adapter.native(op.op(), m, request)?;
+        let native = match own {
+            Some(o) => Native {
+                path: p.adapter.own_path(&m.id, &o.method),
+                body: p.adapter.own_body(request),
+            },
+            None => p.adapter.native(op.op(), m, request)?,
+        };
         let bound = op.bound(m, &native.body, p.adapter.shape())?;
         max_cost = max_cost.max(money::bound_cost(p, m, &bound)?);
-        candidates.push((name, *p, *m, bound, native));
+        candidates.push(Built {
+            name,
+            p,
+            m,
+            bound,
+            native,
+            own: own.is_some(),
+        });
     }
     // 3. cache lookup
     if let Some(l) = lookup {
@@ -124,7 +151,8 @@ pub(super) async fn prepare<O: Operation>(
     let (p0, m0) = r.list[0];
     let allowed_as = route.map(|r| r.name.as_str());
     let (settle, key) = hold_for(c, p0, m0, allowed_as, byok, max_cost).await?;
-    let plan = plan(route, candidates, &settle, key);
+    let headers = op.own().map(|o| o.headers.as_slice()).unwrap_or_default();
+    let plan = plan(route, candidates, &settle, key, headers);
     Ok(Ok(Prepared {
         plan,
         settle,
@@ -142,11 +170,11 @@ fn hit(
     route: Option<&Route>,
 ) -> Result<Hit, ApiError> {
     let served = entry.served.as_deref();
-    let (_, p, m, ..) = candidates
+    let b = candidates
         .iter()
-        .find(|c| Some(c.0.as_str()) == served)
+        .find(|b| Some(b.name.as_str()) == served)
         .ok_or_else(|| ApiError::bug("a cache hit served by no candidate"))?;
-    let mut settle = Settle::new(c, p, m, byok.is_some(), None);
+    let mut settle = Settle::new(c, b.p, b.m, byok.is_some(), None);
     settle.served.route = route.map(|r| r.name.clone());
     Ok(Hit { entry, settle })
 }
@@ -159,12 +187,14 @@ fn plan(
     candidates: Vec<Built<'_>>,
     settle: &Settle,
     key: gateway_adapters::upstream::llm::ProviderKey,
+    headers: &[(http::HeaderName, http::HeaderValue)],
 ) -> Plan {
     let mut plan = Plan {
         route: route.map(|r| r.name.clone()),
         candidates: Vec::with_capacity(candidates.len()),
     };
-    for (i, (name, p, m, bound, native)) in candidates.into_iter().enumerate() {
+    for (i, b) in candidates.into_iter().enumerate() {
+        let p = b.p;
         let key = match (i, settle.byok) {
             // The caller's key: every candidate left is of its provider.
             (0, _) | (_, true) => key.clone(),
@@ -177,13 +207,15 @@ fn plan(
             },
         };
         plan.candidates.push(Candidate {
-            name,
+            name: b.name,
             provider: p.clone(),
-            model: m.clone(),
+            model: b.m.clone(),
             key,
-            body: native.body,
-            bound: Some(bound),
-            path: native.path,
+            body: b.native.body,
+            bound: Some(b.bound),
+            path: b.native.path,
+            headers: if b.own { headers.to_vec() } else { Vec::new() },
+            own: b.own,
         });
     }
     plan

@@ -15,6 +15,8 @@ use crate::relay::Relay;
 use gateway_base::errors::ApiError;
 use gateway_base::traces::Span;
 use gateway_models::cache::Miss;
+use gateway_models::providers::stream::Tap;
+use gateway_models::providers::StreamTranslator;
 use gateway_models::routing::Plan;
 use gateway_models::usage_tail::UsageTail;
 
@@ -26,6 +28,8 @@ pub(super) struct Started {
     stream_id: String,
     served: HeaderMap,
     cache: Miss,
+    /// In the caller's own API: relayed as the provider sent it.
+    own: bool,
 }
 
 /// The stream of `op`: one attempt reads the answer's headers and its
@@ -43,21 +47,29 @@ pub(super) async fn start<O: Operation>(
     let settle = bill
         .as_mut()
         .ok_or_else(|| ApiError::bug("a model call without its bill"))?;
-    let (status, upstream, first) =
+    let ((status, upstream, first), own) =
         attempt::run(c, plan, settle, |call| attempt::first_byte(call, idle)).await?;
     c.trace.upstream_status(status);
     let served = served_headers(settle);
-    let capture = cache.capture(&deployment(settle));
+    // An own stream is not kept (see `answer::read`).
+    let capture = (!own).then(|| cache.capture(&deployment(settle))).flatten();
     let registration = c.gw.streams.register(c.user_id()).await;
     let stream_id = registration.id.clone();
     let mut settle = bill
         .take()
         .ok_or_else(|| ApiError::bug("a model call without its bill"))?;
     settle.streamed = true;
+    // An own stream goes as the provider sent it, read on the side; the
+    // caller asked the provider, not the gateway, for its usage events.
+    let usage_wanted = op.usage_wanted() && !own;
     let translator = settle
         .provider
         .adapter
-        .stream(op.op(), &settle.model.id, op.usage_wanted());
+        .stream(op.op(), &settle.model.id, usage_wanted);
+    let translator = match own {
+        true => translator.map(|t| Box::new(Tap::new(t)) as Box<dyn StreamTranslator>),
+        false => translator,
+    };
     let mut relay = Relay::new(
         c.gw.clone(),
         upstream,
@@ -68,7 +80,10 @@ pub(super) async fn start<O: Operation>(
         op.counted_prompt(),
     );
     relay.translate(translator);
-    relay.tail = UsageTail::wanting(op.usage_wanted());
+    relay.tail = match op.own().filter(|_| own) {
+        Some(o) => UsageTail::own(o.last_event),
+        None => UsageTail::wanting(usage_wanted),
+    };
     relay.capture = capture;
     Ok(Started {
         relay,
@@ -76,24 +91,27 @@ pub(super) async fn start<O: Operation>(
         stream_id,
         served,
         cache,
+        own,
     })
 }
 
 impl Started {
     /// The caller's answer: the relay (which ends `span` with the stream)
-    /// as a server-sent event stream.
-    pub(super) fn answer(self, span: Span) -> Outcome {
+    /// as a server-sent event stream, in the door's API.
+    pub(super) fn answer<O: Operation>(self, op: &O, span: Span) -> Outcome {
         let Started {
             mut relay,
             status,
             stream_id,
             served,
             cache,
+            own,
         } = self;
         relay.trace(span);
         let body = http_body_util::BodyExt::boxed(http_body_util::StreamBody::new(
             relay.into_stream().map(|r| r.map(hyper::body::Frame::data)),
         ));
+        let body = if own { body } else { op.restream(body) };
         let mut resp = http::Response::new(body);
         let h = resp.headers_mut();
         event_stream_headers(h);

@@ -119,13 +119,20 @@ impl Operation for Images {
 
     /// OpenAI's image usage, when the provider sent none (clients typed
     /// on it need its token fields): billed per image, no token counted.
+    /// The answer's `usage` may hold only its cost so far.
     fn answer(&self, mut v: Value, _: &str) -> Result<Value, ApiError> {
-        if let Some(obj) = v.as_object_mut().filter(|o| !o.contains_key("usage")) {
-            obj.insert(
-                "usage".into(),
-                serde_json::json!({"input_tokens": 0, "output_tokens": 0, "total_tokens": 0,
-                    "input_tokens_details": {"text_tokens": 0, "image_tokens": 0}}),
-            );
+        let usage = v
+            .as_object_mut()
+            .map(|o| o.entry("usage").or_insert_with(|| serde_json::json!({})));
+        if let Some(u) = usage
+            .and_then(Value::as_object_mut)
+            .filter(|u| !u.contains_key("total_tokens"))
+        {
+            let none = serde_json::json!({"input_tokens": 0, "output_tokens": 0, "total_tokens": 0,
+                "input_tokens_details": {"text_tokens": 0, "image_tokens": 0}});
+            for (k, d) in none.as_object().into_iter().flatten() {
+                u.entry(k.clone()).or_insert_with(|| d.clone());
+            }
         }
         Ok(v)
     }

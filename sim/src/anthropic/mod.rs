@@ -27,7 +27,8 @@
 //! (`text_delta` one word each; `input_json_delta` the input JSON in
 //! 10-character pieces) and `content_block_stop`, a `ping` after the first
 //! `content_block_start`, `message_delta` (`stop_reason`, `stop_sequence`,
-//! `usage.output_tokens`: the total) and `message_stop`; events
+//! `usage`: the totals, cumulative, as today's API sends them) and
+//! `message_stop`; events
 //! [`stream_delay_ms`](crate::shared::Shared::stream_delay_ms) apart. A
 //! `stream_error` fault ([`crate::faults`]) ends it with an `error` event.
 //!

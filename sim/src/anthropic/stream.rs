@@ -92,7 +92,9 @@ pub fn events(
     frames.push(event(
         "message_delta",
         &json!({"type": "message_delta", "delta": {"stop_reason": reason, "stop_sequence": seq},
-            "usage": {"output_tokens": out}}),
+            "usage": {"input_tokens": usage.input, "output_tokens": out,
+                "cache_creation_input_tokens": usage.creation,
+                "cache_read_input_tokens": usage.read}}),
     ));
     frames.push(event("message_stop", &json!({"type": "message_stop"})));
     frames

@@ -12,10 +12,12 @@ use serde_json::{json, Map, Value};
 
 use super::read_body;
 use crate::ctx::{Ctx, Outcome};
-use gateway_base::body::{self, Request};
+use crate::model_call::{Operation, Own, Used};
+use gateway_base::body::{self, Body, Request};
 use gateway_base::errors::ApiError;
+use gateway_models::bounds::{Bound, Shape};
 use gateway_models::messages_api::{answer, events, request};
-use gateway_models::providers::{ModelType, Op};
+use gateway_models::providers::{Model, ModelType, Op};
 
 /// The model name the caller gave (answered back as the message's `model`).
 fn model_of(body: &Map<String, Value>) -> String {
@@ -25,41 +27,111 @@ fn model_of(body: &Map<String, Value>) -> String {
         .to_owned()
 }
 
+/// The caller's headers of Anthropic's API passed on to an `anthropic`
+/// provider with its body.
+const OWN_HEADERS: [&str; 2] = ["anthropic-beta", "anthropic-version"];
+
 /// `messages`: `POST /messages`.
 pub async fn messages(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
     let ask = gateway_models::cache::Ask::from_headers(req.headers())?;
+    let headers = OWN_HEADERS
+        .iter()
+        .filter_map(|&n| {
+            let v = req.headers().get(n)?.clone();
+            Some((http::HeaderName::from_static(n), v))
+        })
+        .collect();
     let body = read_body(ctx, req).await?;
-    let model = model_of(&body);
-    let chat = request::to_chat(&body)?;
-    let stream = chat.get("stream") == Some(&Value::Bool(true));
-    let op = super::completion(&chat, true)?;
-    let mut out = crate::model_call::run(ctx, &op, chat, Some(&ask)).await?;
-    let (parts, inner) =
-        std::mem::replace(&mut out.response, body::json(StatusCode::OK, &json!({}))).into_parts();
-    out.response = if stream {
-        let translated = events::translate(inner.into_data_stream(), &model);
-        let frames = futures_util::StreamExt::map(translated, |r| r.map(hyper::body::Frame::data));
-        http::Response::from_parts(
-            parts,
-            BodyExt::boxed(http_body_util::StreamBody::new(frames)),
-        )
-    } else {
-        // The chat answer is whole in memory already (never a stream).
-        let bytes = inner
-            .collect()
-            .await
-            .map_err(|e| ApiError::internal("reading the chat answer", e))?
-            .to_bytes();
-        let v: Value = serde_json::from_slice(&bytes)
-            .map_err(|e| ApiError::internal("reading the chat answer", e))?;
-        let mut resp = body::json(StatusCode::OK, &answer::from_chat(&v, &model));
-        if let Some(h) = parts.headers.get(gateway_models::cache::HEADER) {
-            resp.headers_mut()
-                .insert(gateway_models::cache::HEADER, h.clone());
-        }
-        resp
+    let stream = body.get("stream") == Some(&Value::Bool(true));
+    let (bytes, _) = super::prompt_size(&body, true)?;
+    let op = Messages {
+        chat: super::Completion {
+            chat: true,
+            stream,
+            usage_wanted: stream,
+            prompt_bytes: bytes,
+        },
+        model: model_of(&body),
+        own: Own {
+            shape: Shape::Anthropic,
+            method: "messages".into(),
+            headers,
+            last_event: Some("event: message_stop"),
+        },
     };
+    let mut out = crate::model_call::run(ctx, &op, body, Some(&ask)).await?;
+    if let Ok(v) = http::HeaderValue::from_str(&ctx.request_id) {
+        out.response.headers_mut().insert("request-id", v);
+    }
     Ok(out)
+}
+
+/// A message of Anthropic's Messages API, as the model call asks it: to an
+/// `anthropic` provider the caller's body as sent and the answer as the
+/// provider's; to the others, the chat completion it translates into
+/// ([`request::to_chat`]) and the answer translated back
+/// ([`answer::from_chat`], [`events::translate`]).
+struct Messages {
+    chat: super::Completion,
+    /// The model name the caller gave.
+    model: String,
+    own: Own,
+}
+
+impl Operation for Messages {
+    fn model_type(&self) -> ModelType {
+        ModelType::Chat
+    }
+
+    fn op(&self) -> Op {
+        Op::Chat
+    }
+
+    fn what(&self) -> &'static str {
+        "a message"
+    }
+
+    fn bound(&self, m: &Model, up: &Map<String, Value>, shape: Shape) -> Result<Bound, ApiError> {
+        self.chat.bound(m, up, shape)
+    }
+
+    fn streamed(&self) -> bool {
+        self.chat.stream
+    }
+
+    fn usage_wanted(&self) -> bool {
+        self.chat.usage_wanted
+    }
+
+    fn counted_prompt(&self) -> u64 {
+        self.chat.counted_prompt()
+    }
+
+    fn used(&self, v: &Value) -> Result<Used, ApiError> {
+        self.chat.used(v)
+    }
+
+    fn finish_reasons(&self, v: &Value) -> Vec<String> {
+        self.chat.finish_reasons(v)
+    }
+
+    fn answer(&self, v: Value, _served: &str) -> Result<Value, ApiError> {
+        Ok(answer::from_chat(&v, &self.model))
+    }
+
+    fn own(&self) -> Option<&Own> {
+        Some(&self.own)
+    }
+
+    fn translate(&self, body: Map<String, Value>) -> Result<Map<String, Value>, ApiError> {
+        request::to_chat(&body)
+    }
+
+    fn restream(&self, chunks: Body) -> Body {
+        let translated = events::translate(chunks.into_data_stream(), &self.model);
+        let frames = futures_util::StreamExt::map(translated, |r| r.map(hyper::body::Frame::data));
+        BodyExt::boxed(http_body_util::StreamBody::new(frames))
+    }
 }
 
 /// `count_tokens`: `POST /messages/count_tokens`: `{"input_tokens": N,
