@@ -407,7 +407,9 @@ async fn streamed_text_is_the_full_event_sequence() {
     );
     assert_eq!(
         events[16].1,
-        json!({"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": null}, "usage": {"output_tokens": 12}})
+        json!({"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": null},
+            "usage": {"input_tokens": 2, "output_tokens": 12,
+                "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}})
     );
     let mut stop = hello();
     stop["stop_sequences"] = json!(["reply"]);
