@@ -11,6 +11,7 @@
 use bytes::{BufMut, Bytes, BytesMut};
 use serde_json::{json, Map, Value};
 
+use crate::bounds::Shape;
 use crate::cost::Cost;
 use crate::providers::Tokens;
 
@@ -34,13 +35,23 @@ pub struct UsageTail {
 }
 
 /// What the tail of a stream in the caller's own API holds back.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Own {
-    /// The line that opens the provider's last event (`event:
-    /// message_stop`); `None`: the stream's end is its last event.
-    last: Option<&'static [u8]>,
-    /// The last event, from that line on.
+    /// The API the stream speaks.
+    shape: Shape,
+    /// The last event, from the line that opens it on.
     held: BytesMut,
+}
+
+impl Own {
+    /// The line that opens the API's last event (Anthropic's `event:
+    /// message_stop`); `None`: the stream's end is its last event.
+    fn last(&self) -> Option<&'static [u8]> {
+        match self.shape {
+            Shape::Anthropic => Some(b"event: message_stop"),
+            Shape::OpenAi | Shape::Gemini => None,
+        }
+    }
 }
 
 impl UsageTail {
@@ -66,17 +77,42 @@ impl UsageTail {
         }
     }
 
-    /// The tail of a stream passed through in the caller's own API (the
-    /// provider's events as it sent them): no usage event or `[DONE]` is
-    /// added; the event opened by the line `last` (Anthropic's `event:
-    /// message_stop`), when given, is held back and sent at the end.
-    pub fn own(last: Option<&'static str>) -> UsageTail {
+    /// The tail of a stream passed through in the caller's own API, the
+    /// one `shape` names (the provider's events as it sent them): no usage
+    /// event or `[DONE]` is added; the API's last event (Anthropic's
+    /// `message_stop`), when it has one, is held back and sent at the end.
+    pub fn own(shape: Shape) -> UsageTail {
         UsageTail {
             own: Some(Own {
-                last: last.map(str::as_bytes),
+                shape,
                 held: BytesMut::new(),
             }),
             ..UsageTail::default()
+        }
+    }
+
+    /// An error event in the stream's API: OpenAI's (format 2's fields),
+    /// Anthropic's `error` event, or Gemini's error object.
+    pub fn error_event(&self, status: u16, message: &str) -> Vec<u8> {
+        match self.own.as_ref().map(|o| o.shape) {
+            Some(Shape::Anthropic) => {
+                let kind = match status {
+                    503 | 529 => "overloaded_error",
+                    504 => "timeout_error",
+                    _ => "api_error",
+                };
+                let v = json!({"type": "error", "error": {"type": kind, "message": message}});
+                format!("event: error\ndata: {v}\n\n").into_bytes()
+            }
+            Some(Shape::Gemini) => {
+                let v = json!({"error": {"code": status, "message": message,
+                    "status": if status == 504 { "DEADLINE_EXCEEDED" } else { "UNAVAILABLE" }}});
+                format!("data: {v}\n\n").into_bytes()
+            }
+            Some(Shape::OpenAi) | None => {
+                let v = json!({"error": {"message": message, "code": status}, "success": false, "message": message});
+                format!("data: {v}\n\n").into_bytes()
+            }
         }
     }
 
@@ -112,7 +148,7 @@ impl UsageTail {
     /// One whole line (with its `\n`): passed on, or held back.
     fn line(&mut self, line: &[u8], out: &mut BytesMut) {
         if let Some(own) = &mut self.own {
-            let last = own.last.is_some_and(|l| line.trim_ascii() == l);
+            let last = own.last().is_some_and(|l| line.trim_ascii() == l);
             if last || !own.held.is_empty() {
                 own.held.put_slice(line);
             } else {
@@ -187,6 +223,34 @@ impl UsageTail {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_own_stream_passes_as_sent_and_holds_back_only_its_last_event() {
+        let mut t = UsageTail::own(Shape::Anthropic);
+        let a = t.filter(
+            b"event: message_delta\ndata: {\"usage\":{\"output_tokens\":2}}\n\nevent: message_st",
+        );
+        assert_eq!(
+            &a[..],
+            b"event: message_delta\ndata: {\"usage\":{\"output_tokens\":2}}\n\n"
+        );
+        let b = t.filter(b"op\ndata: {\"type\":\"message_stop\"}\n\n");
+        assert!(b.is_empty(), "{b:?}");
+        let end = t.close(None, Tokens::default());
+        assert_eq!(
+            &end[..],
+            b"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"
+        );
+        let e = String::from_utf8(t.error_event(503, "down")).unwrap();
+        assert!(e.starts_with("event: error\ndata: {"), "{e}");
+        // Gemini's stream ends with its body: nothing held, nothing added.
+        let mut g = UsageTail::own(Shape::Gemini);
+        assert_eq!(
+            &g.filter(b"data: {\"candidates\":[]}\n\n")[..],
+            b"data: {\"candidates\":[]}\n\n"
+        );
+        assert!(g.close(None, Tokens::default()).is_empty());
+    }
 
     #[test]
     fn holds_back_done_and_the_usage_event_across_chunks() {

@@ -317,7 +317,7 @@ impl Relay {
         let settled = self.finish(ended).await;
         let mut out = self.tail.rest().to_vec();
         if let Some((status, message)) = error {
-            out.extend_from_slice(&error_event(status, message));
+            out.extend_from_slice(&self.tail.error_event(status, message));
         }
         match settled {
             Ok(cost) => {
@@ -325,9 +325,9 @@ impl Relay {
                 out.extend_from_slice(&self.tail.close(cost, t));
             }
             Err(Failure::Other) => {
-                out.extend_from_slice(&error_event(500, "recording this stream's usage failed"));
+                out.extend_from_slice(&self.tail.error_event(500, "recording this stream's usage failed"));
             }
-            Err(_) => out.extend_from_slice(&error_event(
+            Err(_) => out.extend_from_slice(&self.tail.error_event(
                 503,
                 "the database is unavailable: this stream's usage is not recorded yet (it is once the database answers)",
             )),
@@ -539,12 +539,6 @@ fn settle(
         let _ = done.send(outcome);
     }));
     committed
-}
-
-/// An error event in the stream (format 2's fields).
-fn error_event(status: u16, message: &str) -> Vec<u8> {
-    let v = serde_json::json!({"error": {"message": message, "code": status}, "success": false, "message": message});
-    format!("data: {v}\n\n").into_bytes()
 }
 
 impl Drop for Relay {

@@ -99,10 +99,6 @@ pub(crate) struct Own {
     /// [`Adapter::own_path`]: gateway_models::providers::Adapter::own_path
     pub method: String,
     pub headers: Vec<(http::HeaderName, http::HeaderValue)>,
-    /// The line opening a stream's last event in this API (`event:
-    /// message_stop`), held back until the stream is settled; `None`: the
-    /// stream's end is its last event.
-    pub last_event: Option<&'static str>,
 }
 
 impl Own {

@@ -81,7 +81,7 @@ pub(super) async fn start<O: Operation>(
     );
     relay.translate(translator);
     relay.tail = match op.own().filter(|_| own) {
-        Some(o) => UsageTail::own(o.last_event),
+        Some(o) => UsageTail::own(o.shape),
         None => UsageTail::wanting(usage_wanted),
     };
     relay.capture = capture;

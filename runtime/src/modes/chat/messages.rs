@@ -56,7 +56,6 @@ pub async fn messages(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> 
             shape: Shape::Anthropic,
             method: "messages".into(),
             headers,
-            last_event: Some("event: message_stop"),
         },
     };
     let mut out = crate::model_call::run(ctx, &op, body, Some(&ask)).await?;
