@@ -29,7 +29,7 @@ use std::sync::OnceLock;
 use proc_macro2::{Spacing, TokenStream, TokenTree};
 use quote::ToTokens;
 use syn::spanned::Spanned;
-use syn::{Attribute, ImplItem, Item};
+use syn::Item;
 
 /// Lines of a file (test items not counted), and of a function of the runtime's crates.
 const FILE_LINES: usize = 600;
@@ -117,16 +117,16 @@ impl Crate {
     /// Sorts the items of `module` (in file `at`): tests out, code to its chunk, modules to theirs.
     fn items(&mut self, root: &Path, at: usize, module: Vec<String>, dir: &Path, items: Vec<Item>) {
         let (mut code, mut fns, mut gone, tests) = (Vec::new(), Vec::new(), 0, !self.test);
-        let mut test = |attrs: &[Attribute], item: &dyn Spanned| {
-            let span = attrs.iter().any(is_test).then(|| item.span());
+        let mut test = |item: &dyn ToTokens| {
+            let span = is_test(item).then(|| item.span());
             gone += span.map_or(0, |s| s.end().line + 1 - s.start().line);
             span.is_some()
         };
         for mut item in items {
-            if test(item_attrs(&item), &item) {
+            if test(&item) {
                 continue;
             } else if let Item::Impl(i) = &mut item {
-                i.items.retain(|x| !test(impl_attrs(x), x));
+                i.items.retain(|x| !test(x));
             }
             let Item::Mod(m) = item else {
                 flatten(item.to_token_stream(), &mut code, &mut fns);
@@ -294,25 +294,18 @@ fn flatten(ts: TokenStream, out: &mut Vec<Token>, fns: &mut Vec<(String, usize, 
     }
 }
 
-/// `#[test]`, `#[cfg(test)]`, `#[cfg(all(test, …))]` or `#[cfg(any(test, …))]`.
-fn is_test(a: &Attribute) -> bool {
-    if !a.path().is_ident("cfg") {
-        return a.path().is_ident("test");
-    }
-    let text = a.to_token_stream().to_string().replace(' ', "");
-    let cfg = ["#[cfg(test", "#[cfg(all(test", "#[cfg(any(test"].into_iter();
-    let mut rest = cfg.filter_map(|p| text.strip_prefix(p));
-    rest.any(|r| r.starts_with([')', ',']))
+/// Whether the outer attributes of an item (of a module or an impl) hold `#[test]`,
+/// `#[cfg(test)]`, `#[cfg(all(test, …))]` or `#[cfg(any(test, …))]`.
+fn is_test(item: &dyn ToTokens) -> bool {
+    let tokens = Vec::from_iter(item.to_token_stream());
+    let mut attrs = tokens.chunks(2).take_while(|t| t[0].to_string() == "#");
+    let heads = ["[test", "[cfg(test", "[cfg(all(test", "[cfg(any(test"];
+    attrs.any(|t| {
+        let text = t[1].to_string().replace(' ', "");
+        let mut rest = heads.iter().filter_map(|h| text.strip_prefix(h));
+        rest.any(|r| r.starts_with([')', ',', ']']))
+    })
 }
-
-macro_rules! attrs {
-    ($name:ident, $t:ident: $($v:ident),*) => {
-        fn $name(x: &$t) -> &[Attribute] { match x { $($t::$v(x) => &x.attrs,)* _ => &[] } }
-    };
-}
-
-attrs!(item_attrs, Item: Fn, Mod, Use, Impl, Const, Static, Struct, Enum, Macro, Trait, Type);
-attrs!(impl_attrs, ImplItem: Fn, Const, Type, Macro);
 
 /// Every crate of the workspace, each target of each package, read once for all the tests.
 fn workspace() -> &'static [Crate] {
