@@ -13,10 +13,13 @@
 //!   it): one place adds it, so one place scrubs it.
 //! - **Records commit through one door**: the pipeline's record phase, or
 //!   `Store::commit_outside_record_phase` from the callers listed here with their reasons.
+//! - **Money has one door**: outside the store, usage and token records are made in `money::bill`
+//!   alone (its `settle`), the record that ends a hold in `money::hold` alone (`hold_release`).
 //! - **No table fact in code**: the rate limiter and the money files (`billing`, `reconcile`) spell
 //!   no capability, job kind or upstream product: those are `endpoints.toml`'s.
 //! - **Files and functions stay small** ([`FILE_LINES`], [`FN_LINES`]): Cargo has no size.
-//! - **No `#[path]`**: a file compiled twice, or away from its module path, is legal Rust.
+//! - **No `#[path]`**, tests, benches and build scripts included: a file compiled twice, or away
+//!   from its module path, is legal Rust.
 //!
 //! Files are read whole with `syn`: items under `#[cfg(test)]` or `#[test]`, doc comments and
 //! files under `tests/` are left out, macro invocations are read as tokens. The rules name
@@ -325,8 +328,7 @@ fn workspace() -> &'static [Crate] {
     })
 }
 
-/// Each file of the lib, bin and proc-macro crates that `pick` admits, once (two targets may
-/// share one).
+/// Each file of the lib, bin and proc-macro crates that `pick` admits, once (targets share some).
 fn files(pick: impl Fn(&Crate, &Source) -> bool) -> Vec<&'static Source> {
     let (mut seen, mut out) = (BTreeSet::new(), Vec::new());
     for c in workspace().iter().filter(|c| !c.test) {
@@ -351,7 +353,6 @@ fn none(rule: &str, found: impl IntoIterator<Item = String>) {
     assert!(found.is_empty(), "{rule}:\n{}", found.join("\n"));
 }
 
-/// No import circle in any crate; no mode naming a sibling mode.
 #[test]
 fn imports_tie_no_circle_nor_sibling_modes() {
     let (mut found, mut siblings) = (Vec::new(), Vec::new());
@@ -406,8 +407,7 @@ fn layout_sees_a_planted_circle_of_each_kind() {
     assert_eq!((c.files[4].fns[0].2, c.files[5].lines), (3, 2));
 }
 
-/// A string literal reading `INSERT INTO`, `DELETE FROM`, `CREATE TABLE`, `SELECT … FROM` or
-/// `UPDATE … SET`.
+/// A string literal reading as SQL: the words of one of these pairs, in this order.
 fn sql(t: &str) -> bool {
     let w: Vec<&str> = t.split(|c: char| !c.is_alphanumeric()).collect();
     let at = |word| w.iter().position(|x| *x == word);
@@ -471,9 +471,6 @@ fn records_commit_through_one_door() {
     assert_eq!(found.join("\n"), DOOR, "records committed another way");
 }
 
-/// Money has one door: outside the store, a usage record and a model call's token record are made
-/// in `money::bill` alone (its `settle`), the record that ends a hold in `money::hold` alone
-/// (`hold_release`).
 #[test]
 fn money_has_one_door() {
     let outside = files(|c, f| of(&[RUNTIME, STARTUP])(c, f) && !in_store(c, f));
@@ -495,7 +492,6 @@ fn money_has_one_door() {
     none("money written outside its door", found);
 }
 
-/// The rate limiter and the money files name no capability, job kind or upstream product.
 #[test]
 fn no_table_fact_in_code() {
     let table = &server::routes::TABLE;
@@ -529,7 +525,6 @@ fn files_and_functions_stay_small() {
     none(&format!("too long ({FILE_LINES}, {FN_LINES} lines)"), found);
 }
 
-/// No file is compiled through `#[path]`: not in the crates, their tests, benches or scripts.
 #[test]
 fn no_path_attribute_in_the_workspace() {
     let all = workspace().iter().flat_map(|c| &c.files);
