@@ -1,0 +1,57 @@
+//! The providers files (the general gateway's models, the sign-in providers)
+//! and how a model call is retried, cooled down and timed out.
+
+use super::row::{Scope, Variable};
+
+/// In the page's order.
+pub(super) const VARIABLES: &[Variable] = &[
+    Variable {
+        name: "GATEWAY_PROVIDERS",
+        default: r#"none"#,
+        meaning: r#"the general gateway's providers file (TOML, see [General
+            gateway](models.md#general-gateway)); unset: no models (model routes
+            answer 404)"#,
+        scope: Scope::Gateway,
+    },
+    Variable {
+        name: "GATEWAY_OAUTH_PROVIDERS",
+        default: r#"none"#,
+        meaning: r#"the sign-in providers file (OpenID Connect; TOML, see [Sign-in with OpenID
+            Connect](accounts.md#sign-in-with-openid-connect)); a mistake in it (or an
+            unset `client_secret_env` variable) stops start-up naming the file, the
+            provider and the key; unset: no providers (the sign-in routes answer 404)"#,
+        scope: Scope::Gateway,
+    },
+    Variable {
+        name: "GATEWAY_RETRY_MAX",
+        default: r#"`2`"#,
+        meaning: r#"retries of a model call after its first attempt, before any byte went to
+            the caller (see [Routing and resilience](models.md))"#,
+        scope: Scope::Gateway,
+    },
+    Variable {
+        name: "GATEWAY_RETRY_BASE_MS",
+        default: r#"`100`"#,
+        meaning: r#"base of the back-off (full jitter) before trying the same deployment again"#,
+        scope: Scope::Gateway,
+    },
+    Variable {
+        name: "GATEWAY_COOLDOWN_FAILS",
+        default: r#"`3`"#,
+        meaning: r#"failures of a deployment within 30 s that start its cool-down"#,
+        scope: Scope::Gateway,
+    },
+    Variable {
+        name: "GATEWAY_COOLDOWN_SECS",
+        default: r#"`30`"#,
+        meaning: r#"how long a cooling deployment is skipped before one probe request"#,
+        scope: Scope::Gateway,
+    },
+    Variable {
+        name: "GATEWAY_STREAM_TIMEOUT_SECS",
+        default: r#"`30`"#,
+        meaning: r#"a model stream idle this long ends: 504 before its first byte, an error
+            event once streaming (spec §8)"#,
+        scope: Scope::Gateway,
+    },
+];
