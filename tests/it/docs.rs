@@ -50,8 +50,8 @@ fn cell(text: &str) -> String {
 fn configuration_page() -> String {
     let mut page = String::from(
         "# Configuration\n\n\
-         <!-- Generated from runtime/src/config/variables.rs by tests/it/docs.rs: \
-         edit the list there, then run\n     \
+         <!-- Generated from runtime/src/config/variables/ (a file per subject) by \
+         tests/it/docs.rs: edit the rows there, then run\n     \
          UPDATE_DOCS=1 cargo test --workspace --exclude sim --locked --test it -- docs -->\n\n\
          Every environment variable the workspace reads, with its default and \
          what it does.\n",
