@@ -22,6 +22,7 @@ mod crash_holds;
 mod dashboard;
 mod database;
 mod database_restart;
+mod dialects;
 mod docs;
 mod edges;
 mod errors;

@@ -1,5 +1,7 @@
 //! A chat completion (OpenAI's JSON) → an Anthropic `message`: the first
-//! choice's text as a `text` block, each of its `tool_calls` as a
+//! choice's reasoning (`reasoning_content`, or `reasoning`, as
+//! OpenAI-compatible APIs give it) as a `thinking` block (its `signature`
+//! empty: only Anthropic signs), its text (or its `refusal`) as a `text` block, each of its `tool_calls` as a
 //! `tool_use` block (the arguments' JSON as `input`; arguments that are not
 //! a JSON object give `{}`), the finish reason as `stop_reason`, the usage
 //! as Anthropic's four counts ([`super::usage`]).
@@ -15,11 +17,11 @@ pub fn from_chat(v: &Value, model: &str) -> Value {
         .unwrap_or(&Value::Null);
     let msg = choice.get("message").unwrap_or(&Value::Null);
     let mut content = Vec::new();
-    if let Some(t) = msg
-        .get("content")
-        .and_then(Value::as_str)
-        .filter(|t| !t.is_empty())
-    {
+    let text = |k: &str| msg.get(k).and_then(Value::as_str).filter(|t| !t.is_empty());
+    if let Some(t) = text("reasoning_content").or_else(|| text("reasoning")) {
+        content.push(json!({"type": "thinking", "thinking": t, "signature": ""}));
+    }
+    if let Some(t) = text("content").or_else(|| text("refusal")) {
         content.push(json!({"type": "text", "text": t}));
     }
     for c in msg
@@ -73,5 +75,18 @@ mod tests {
         );
         assert_eq!(m["stop_reason"], "tool_use");
         assert_eq!(m["usage"]["input_tokens"], 5);
+    }
+
+    #[test]
+    fn reasoning_becomes_a_thinking_block_before_the_text() {
+        let v = json!({"choices": [{"message": {"role": "assistant", "content": "4",
+            "reasoning_content": "2+2"}, "finish_reason": "stop"}]});
+        let m = from_chat(&v, "p/m");
+        assert_eq!(
+            m["content"],
+            json!([{"type": "thinking", "thinking": "2+2", "signature": ""},
+                {"type": "text", "text": "4"}])
+        );
+        assert_eq!(m["stop_reason"], "end_turn");
     }
 }

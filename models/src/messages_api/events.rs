@@ -4,7 +4,9 @@
 //!
 //! `message_start` (its usage zero: a chat stream tells its usage only at
 //! the end) at the first event; per block `content_block_start`, deltas
-//! (`text_delta`; a tool call's argument pieces as `input_json_delta`) and
+//! (`text_delta`; the reasoning of OpenAI-compatible APIs,
+//! `reasoning_content` or `reasoning`, as a `thinking` block's
+//! `thinking_delta`; a tool call's argument pieces as `input_json_delta`) and
 //! `content_block_stop`; at the end (`[DONE]`, or the upstream's end)
 //! `message_delta` with the `stop_reason` and the whole usage (Anthropic's
 //! four counts, [`super::usage`]; without the provider's usage chunk, a
@@ -26,6 +28,7 @@ const MAX_LINE: usize = 1 << 20;
 enum Block {
     None,
     Text,
+    Thinking,
     /// A tool call, by its index in the chunks' `tool_calls`.
     Tool(u64),
 }
@@ -176,6 +179,17 @@ impl Translator {
             return;
         };
         let delta = choice.get("delta").unwrap_or(&Value::Null);
+        let reasoning = ["reasoning_content", "reasoning"]
+            .iter()
+            .find_map(|k| delta.get(*k).and_then(Value::as_str))
+            .filter(|t| !t.is_empty());
+        if let Some(t) = reasoning {
+            if self.block != Block::Thinking {
+                let b = json!({"type": "thinking", "thinking": "", "signature": ""});
+                self.open_block(Block::Thinking, b, out);
+            }
+            self.delta(json!({"type": "thinking_delta", "thinking": t}), out);
+        }
         if let Some(t) = delta
             .get("content")
             .and_then(Value::as_str)
@@ -303,5 +317,28 @@ mod tests {
         );
         assert!(all.contains("\"stop_reason\":\"tool_use\""));
         assert!(all.contains("\"input_tokens\":3"));
+    }
+
+    #[test]
+    fn reasoning_deltas_open_a_thinking_block() {
+        let mut t = Translator::new("p/m");
+        let mut all =
+            t.feed(b"data: {\"choices\":[{\"delta\":{\"reasoning_content\":\"Hm\"}}]}\n\n");
+        all += &t.feed(b"data: {\"choices\":[{\"delta\":{\"content\":\"Yes\"},\"finish_reason\":\"stop\"}]}\n\n");
+        all += &t.finish();
+        assert!(
+            all.contains(
+                "\"content_block\":{\"signature\":\"\",\"thinking\":\"\",\"type\":\"thinking\"}"
+            ),
+            "{all}"
+        );
+        assert!(
+            all.contains("\"delta\":{\"thinking\":\"Hm\",\"type\":\"thinking_delta\"},\"index\":0"),
+            "{all}"
+        );
+        assert!(
+            all.contains("\"delta\":{\"text\":\"Yes\",\"type\":\"text_delta\"},\"index\":1"),
+            "{all}"
+        );
     }
 }

@@ -18,6 +18,7 @@
 
 pub mod answer;
 pub mod events;
+pub mod options;
 pub mod request;
 
 use serde_json::{json, Value};

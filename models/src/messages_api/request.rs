@@ -1,24 +1,32 @@
-//! An Anthropic Messages request → the chat path's (OpenAI) body.
+//! An Anthropic Messages request → the chat path's (OpenAI) body, for a
+//! model whose provider speaks another API. Every field is translated,
+//! dropped as a hint that changes nothing in the answer, or refused with a
+//! 400 naming it (the table of `docs/dialects.md`).
 //!
-//! `system` (a string or text blocks) → a first `system` message;
-//! `messages` of content blocks: `text` → text, `image` (`base64` or
-//! `url` source) → an `image_url` part (a `data:` URL for base64), an
-//! assistant's `tool_use` → its `tool_calls` (the input as JSON text), a
-//! user's `tool_result` → a `tool` message before the rest of the turn
-//! (its text, `is_error` prefixed "Error: "); `thinking` and
-//! `redacted_thinking` blocks are dropped; any other block is a 400.
-//! `tools` → `function` tools (`input_schema` as `parameters`; server
-//! tools, which have a `type` of their own, are a 400); `tool_choice`
-//! `auto` / `any` / `tool` / `none` → `auto` / `required` / the function /
-//! `none` (`disable_parallel_tool_use` → `parallel_tool_calls: false`);
-//! `stop_sequences` → `stop`; `metadata.user_id` → `user`; `max_tokens`,
+//! `system` (a string or text blocks) → a first `system` message, and a
+//! `system`-role message inside `messages` → a `system` message in its
+//! place; `messages` of content blocks: `text` → text, `image` (`base64` or
+//! `url` source) → an `image_url` part (a `data:` URL for base64), a
+//! `document` of a base64 PDF → a `file` part, an assistant's `tool_use` →
+//! its `tool_calls` (the input as JSON text), a user's `tool_result` → a
+//! `tool` message before the rest of the turn (its text, `is_error`
+//! prefixed "Error: "); `thinking` and `redacted_thinking` blocks of
+//! earlier turns are dropped (Anthropic's own API leaves them out of the
+//! context too, and their signature means nothing to another provider);
+//! `cache_control` marks are dropped (hints); any other block is a 400.
+//! `tools` → `function` tools (`input_schema` as `parameters`, `strict`
+//! kept; server tools, which have a `type` of their own, are a 400);
+//! `tool_choice` `auto` / `any` / `tool` / `none` → `auto` / `required` /
+//! the function / `none` (`disable_parallel_tool_use` →
+//! `parallel_tool_calls: false`); `stop_sequences` → `stop`; `max_tokens`,
 //! `temperature`, `top_p`, `stream`, `model` and the gateway's own fields
-//! (`byok_api_key`, `additional_params`) unchanged. A stream asks for the
-//! usage chunk (`stream_options.include_usage`). Other fields (`top_k`,
-//! `thinking`, `service_tier`) have no chat equivalent and are dropped.
+//! (`byok_api_key`, `additional_params`, `models`) unchanged; the other
+//! fields: [`super::options`]. A stream asks for the usage chunk
+//! (`stream_options.include_usage`).
 
 use serde_json::{json, Map, Value};
 
+use super::options;
 use gateway_base::errors::ApiError;
 
 fn bad(m: String) -> ApiError {
@@ -26,7 +34,7 @@ fn bad(m: String) -> ApiError {
 }
 
 /// Fields copied unchanged.
-const SAME: [&str; 7] = [
+const SAME: [&str; 8] = [
     "model",
     "max_tokens",
     "temperature",
@@ -34,16 +42,29 @@ const SAME: [&str; 7] = [
     "stream",
     "byok_api_key",
     "additional_params",
+    "models",
+];
+
+/// Fields read below, not by [`options::option`].
+const READ: [&str; 5] = [
+    "messages",
+    "system",
+    "tools",
+    "tool_choice",
+    "stop_sequences",
 ];
 
 /// The chat body of an Anthropic request body.
 pub fn to_chat(body: &Map<String, Value>) -> Result<Map<String, Value>, ApiError> {
     let mut out = Map::new();
-    for f in SAME {
-        if let Some(v) = body.get(f) {
-            out.insert(f.into(), v.clone());
+    for (k, v) in body {
+        if SAME.contains(&k.as_str()) {
+            out.insert(k.clone(), v.clone());
+        } else if !READ.contains(&k.as_str()) {
+            options::option(k, v, &mut out)?;
         }
     }
+    options::settle(body, &mut out);
     let mut messages = Vec::new();
     match body.get("system") {
         None | Some(Value::Null) => {}
@@ -71,13 +92,6 @@ pub fn to_chat(body: &Map<String, Value>) -> Result<Map<String, Value>, ApiError
             return Err(bad("stop_sequences: must be a list of strings".into()));
         }
         out.insert("stop".into(), stops.clone());
-    }
-    if let Some(user) = body
-        .get("metadata")
-        .and_then(|m| m.get("user_id"))
-        .and_then(Value::as_str)
-    {
-        out.insert("user".into(), user.into());
     }
     if out.get("stream") == Some(&Value::Bool(true)) {
         out.insert("stream_options".into(), json!({"include_usage": true}));
@@ -120,7 +134,13 @@ fn message(i: usize, m: &Value, out: &mut Vec<Value>) -> Result<(), ApiError> {
     let role = m.get("role").and_then(Value::as_str);
     let role = match role {
         Some(r @ ("user" | "assistant")) => r,
-        _ => return Err(bad(format!("{at}.role: must be user or assistant"))),
+        Some("system") => {
+            let content = m.get("content").unwrap_or(&Value::Null);
+            let text = text_of(content, &format!("{at}.content"))?;
+            out.push(json!({"role": "system", "content": text}));
+            return Ok(());
+        }
+        _ => return Err(bad(format!("{at}.role: must be user, assistant or system"))),
     };
     let blocks = match m.get("content") {
         Some(Value::String(s)) => {
@@ -145,6 +165,7 @@ fn message(i: usize, m: &Value, out: &mut Vec<Value>) -> Result<(), ApiError> {
                 parts.push(json!({"type": "text", "text": t}));
             }
             ("user", "image") => parts.push(image(b, &at)?),
+            ("user", "document") => parts.push(document(b, &at)?),
             ("user", "tool_result") => out.push(tool_result(b, &at)?),
             ("assistant", "tool_use") => calls.push(tool_use(b, &at)?),
             (_, "thinking" | "redacted_thinking") => {}
@@ -186,6 +207,19 @@ fn image(b: &Value, at: &str) -> Result<Value, ApiError> {
         }
     };
     Ok(json!({"type": "image_url", "image_url": {"url": url}}))
+}
+
+/// A `document` of a base64 PDF → a `file` part holding it inline.
+fn document(b: &Value, at: &str) -> Result<Value, ApiError> {
+    let src = b.get("source").unwrap_or(&Value::Null);
+    let s = |k: &str| src.get(k).and_then(Value::as_str);
+    match (s("type"), s("media_type"), s("data")) {
+        (Some("base64"), Some("application/pdf"), Some(data)) => Ok(json!({"type": "file",
+            "file": {"filename": "document.pdf", "file_data": format!("data:application/pdf;base64,{data}")}})),
+        _ => Err(bad(format!(
+            "{at}.source: a document for a model of another API than Anthropic's is a PDF given inline ({{type: base64, media_type: application/pdf, data}})"
+        ))),
+    }
 }
 
 fn tool_result(b: &Value, at: &str) -> Result<Value, ApiError> {
@@ -232,6 +266,9 @@ fn tools(v: &Value) -> Result<Value, ApiError> {
         if let Some(d) = t.get("description") {
             f["description"] = d.clone();
         }
+        if let Some(strict) = t.get("strict").filter(|s| s.is_boolean()) {
+            f["strict"] = strict.clone();
+        }
         out.push(json!({"type": "function", "function": f}));
     }
     Ok(Value::Array(out))
@@ -266,7 +303,7 @@ mod tests {
     #[test]
     fn blocks_become_chat_messages() {
         let body = json!({"model": "p/m", "max_tokens": 10, "system": [{"type": "text", "text": "Be brief."}],
-            "stop_sequences": ["END"], "metadata": {"user_id": "u1"}, "top_k": 3,
+            "stop_sequences": ["END"], "metadata": {"user_id": "u1"}, "cache_control": {"type": "ephemeral"},
             "messages": [
                 {"role": "user", "content": [{"type": "text", "text": "Weather?"},
                     {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAA"}}]},
@@ -289,5 +326,29 @@ mod tests {
                 "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}],
                 "tool_choice": "required"})
         );
+    }
+
+    #[test]
+    fn system_messages_stay_in_place_and_unknown_fields_are_refused() {
+        let body = json!({"model": "p/m", "max_tokens": 10, "messages": [
+            {"role": "user", "content": "a"},
+            {"role": "system", "content": [{"type": "text", "text": "Now French."}]},
+            {"role": "assistant", "content": [{"type": "thinking", "thinking": "hm", "signature": "s"},
+                {"type": "text", "text": "b"}]}],
+            "thinking": {"type": "enabled", "budget_tokens": 30000}});
+        let out = to_chat(body.as_object().unwrap()).unwrap();
+        assert_eq!(
+            out["messages"],
+            json!([{"role": "user", "content": "a"},
+                {"role": "system", "content": "Now French."},
+                {"role": "assistant", "content": "b"}])
+        );
+        assert_eq!(out["reasoning_effort"], "xhigh");
+        let mut body = body;
+        body["frobnicate"] = json!(1);
+        let ApiError::BadRequest(m) = to_chat(body.as_object().unwrap()).unwrap_err() else {
+            panic!()
+        };
+        assert!(m.starts_with("frobnicate: "), "{m}");
     }
 }

@@ -14,12 +14,21 @@
 //! [`crate::bounds::DEFAULT_MAX_OUTPUT`]); `stop` → `stop_sequences`;
 //! `temperature`, `top_p`, `stream`; `tools` → `input_schema` tools;
 //! `tool_choice` (`auto`, `none`, `required` → `any`, a function → `tool`;
-//! `parallel_tool_calls: false` → `disable_parallel_tool_use`); `user` →
-//! `metadata.user_id`; Anthropic's own `top_k`, `metadata`, `thinking`
-//! (through `additional_params`) pass. OpenAI-only fields are left out.
+//! `parallel_tool_calls: false` → `disable_parallel_tool_use`); `user` (or
+//! `safety_identifier`) → `metadata.user_id`; `response_format`
+//! `json_schema` → `output_config.format` (`json_object` is refused: a
+//! schema is needed); `reasoning_effort` → `thinking` (`none` → disabled,
+//! else enabled with [`convert::thinking_budget`]'s budget, kept below
+//! `max_tokens`); Anthropic's own `top_k`, `metadata`, `thinking`,
+//! `service_tier` (through `additional_params`) pass. `store`,
+//! `prompt_cache_key` are hints, dropped; any other field that asks
+//! something is refused with a 400 naming it ([`convert::check`]); an
+//! assistant's `reasoning_content` is dropped (Anthropic takes back only
+//! its own signed thinking).
 //!
-//! Answer: text blocks → `content`, `tool_use` → `tool_calls`;
-//! `stop_reason` `end_turn` / `stop_sequence` → `stop`, `max_tokens` →
+//! Answer: text blocks → `content`, `thinking` → `reasoning_content`
+//! (`redacted_thinking` has nothing readable), `tool_use` → `tool_calls`;
+//! `stop_reason` `end_turn` / `stop_sequence` / `pause_turn` → `stop`, `max_tokens` →
 //! `length`, `tool_use` → `tool_calls`, `refusal` → `content_filter`;
 //! usage: `input_tokens` + `cache_read_input_tokens` +
 //! `cache_creation_input_tokens` → `prompt_tokens` with the cached and
@@ -27,7 +36,8 @@
 //!
 //! Stream ([`Events`]): `message_start` (id, the input usage),
 //! `content_block_start` (a `tool_use` opens a tool call: id and name),
-//! `content_block_delta` (`text_delta` → content, `input_json_delta` →
+//! `content_block_delta` (`text_delta` → content, `thinking_delta` →
+//! `reasoning_content`, `input_json_delta` →
 //! the call's argument delta), `message_delta` (finish reason, the output
 //! count), `message_stop` (the end), `error` (an error event, the end);
 //! `ping` and the rest are skipped.
@@ -179,8 +189,60 @@ fn tools(body: &Map<String, Value>, out: &mut Map<String, Value>) {
     }
 }
 
+/// The OpenAI fields this adapter translates (or passes as Anthropic's own),
+/// separated by spaces.
+const TRANSLATED: &str = "model messages max_tokens max_completion_tokens stop temperature top_p \
+     stream stream_options tools tool_choice parallel_tool_calls user \
+     safety_identifier response_format reasoning_effort top_k metadata \
+     thinking service_tier";
+
+/// `response_format` → `output_config.format`, `reasoning_effort` →
+/// `thinking` (unless given as Anthropic's own).
+fn reasoning_and_format(
+    body: &Map<String, Value>,
+    max: u64,
+    out: &mut Map<String, Value>,
+) -> Result<(), ApiError> {
+    match convert::json_schema(body)? {
+        None => {}
+        Some(convert::Format::Schema(s)) => {
+            out.insert(
+                "output_config".into(),
+                json!({"format": {"type": "json_schema", "schema": s}}),
+            );
+        }
+        Some(convert::Format::Object) => {
+            return Err(ApiError::BadRequest(
+                "response_format.type: an anthropic provider needs a schema (json_schema); json_object has no equivalent".into(),
+            ))
+        }
+    }
+    let Some(effort) = body.get("reasoning_effort").filter(|e| !e.is_null()) else {
+        return Ok(());
+    };
+    let thinking = match convert::thinking_budget(effort)? {
+        0 => json!({"type": "disabled"}),
+        b if max > 1024 => json!({"type": "enabled", "budget_tokens": b.min(max - 1)}),
+        _ => {
+            return Err(ApiError::BadRequest(
+                "reasoning_effort: an anthropic provider thinks at least 1024 tokens, within max_tokens: give max_tokens above 1024".into(),
+            ))
+        }
+    };
+    out.entry("thinking").or_insert(thinking);
+    Ok(())
+}
+
 /// Anthropic's body of an OpenAI chat body.
 pub fn chat_body(m: &Model, body: &Map<String, Value>) -> Result<Map<String, Value>, ApiError> {
+    convert::check(
+        body,
+        &convert::Fields {
+            provider: "an anthropic provider",
+            translated: &TRANSLATED.split_whitespace().collect::<Vec<_>>(),
+            hints: &["store", "prompt_cache_key"],
+        },
+    )?;
     let (system, messages) = conversation(body)?;
     let mut out = Map::new();
     out.insert(
@@ -212,7 +274,9 @@ pub fn chat_body(m: &Model, body: &Map<String, Value>) -> Result<Map<String, Val
             out.insert(k.into(), v.clone());
         }
     }
-    if let Some(u) = body.get("user").and_then(Value::as_str) {
+    reasoning_and_format(body, max, &mut out)?;
+    let user = body.get("user").or_else(|| body.get("safety_identifier"));
+    if let Some(u) = user.and_then(Value::as_str) {
         out.entry("metadata")
             .or_insert_with(|| json!({}))
             .as_object_mut()
@@ -225,7 +289,7 @@ pub fn chat_body(m: &Model, body: &Map<String, Value>) -> Result<Map<String, Val
 /// OpenAI's finish reason of Anthropic's stop reason.
 pub fn finish_reason(stop: &str) -> &'static str {
     match stop {
-        "max_tokens" => "length",
+        "max_tokens" | "model_context_window_exceeded" => "length",
         "tool_use" => "tool_calls",
         "refusal" => "content_filter",
         _ => "stop",
@@ -254,12 +318,15 @@ pub fn completion(v: &Value, model: &str) -> Result<Value, ApiError> {
         .and_then(Value::as_array)
         .ok_or_else(|| convert::unexpected("a message"))?;
     let mut text: Option<String> = None;
+    let mut reasoning: Option<String> = None;
     let mut calls = Vec::new();
     for b in content {
+        let s = |k: &str| b.get(k).and_then(Value::as_str).unwrap_or_default();
         match b.get("type").and_then(Value::as_str) {
-            Some("text") => text
+            Some("text") => text.get_or_insert_with(String::new).push_str(s("text")),
+            Some("thinking") => reasoning
                 .get_or_insert_with(String::new)
-                .push_str(b.get("text").and_then(Value::as_str).unwrap_or_default()),
+                .push_str(s("thinking")),
             Some("tool_use") => calls.push(convert::tool_call(
                 b.get("id").and_then(Value::as_str).unwrap_or_default(),
                 b.get("name").and_then(Value::as_str).unwrap_or_default(),
@@ -280,6 +347,7 @@ pub fn completion(v: &Value, model: &str) -> Result<Value, ApiError> {
             .to_owned(),
         model: model.to_owned(),
         text,
+        reasoning,
         tool_calls: calls,
         finish: finish_reason(stop),
         usage: v.get("usage").filter(|u| u.is_object()).map(tokens),
@@ -334,6 +402,7 @@ impl Dialect for Events {
                 let d = v.get("delta").cloned().unwrap_or_default();
                 match d.get("type").and_then(Value::as_str) {
                     Some("text_delta") => e.delta(json!({"content": d["text"]})),
+                    Some("thinking_delta") => e.delta(json!({"reasoning_content": d["thinking"]})),
                     Some("input_json_delta") => {
                         let k = self.calls.get(&index).copied().unwrap_or(0);
                         e.delta(json!({"tool_calls": [{"index": k,
@@ -478,7 +547,8 @@ mod tests {
             {"role": "assistant", "content": null, "tool_calls": [{"id": "t1", "type": "function",
                 "function": {"name": "f", "arguments": "{\"a\":1}"}}]},
             {"role": "tool", "tool_call_id": "t1", "content": "42"}],
-            "stop": "END", "temperature": 0.2, "seed": 3,
+            "stop": "END", "temperature": 0.2, "store": true,
+            "response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object"}}},
             "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}],
             "tool_choice": "required"});
         let out = chat_body(&model(), body.as_object().unwrap()).unwrap();
@@ -491,8 +561,38 @@ mod tests {
                     {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "f", "input": {"a": 1}}]},
                     {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "42"}]}],
                 "stop_sequences": ["END"], "temperature": 0.2,
+                "output_config": {"format": {"type": "json_schema", "schema": {"type": "object"}}},
                 "tools": [{"name": "f", "input_schema": {"type": "object"}}],
                 "tool_choice": {"type": "any"}})
+        );
+    }
+
+    #[test]
+    fn what_has_no_equivalent_is_refused_by_name() {
+        let base = json!({"model": "claude", "messages": [{"role": "user", "content": "x"}]});
+        for (k, v) in [
+            ("seed", json!(3)),
+            ("n", json!(2)),
+            ("logprobs", json!(true)),
+            ("presence_penalty", json!(0.5)),
+            ("frobnicate", json!(1)),
+        ] {
+            let mut b = base.clone();
+            b[k] = v;
+            let ApiError::BadRequest(m) = chat_body(&model(), b.as_object().unwrap()).unwrap_err()
+            else {
+                panic!()
+            };
+            assert!(m.starts_with(&format!("{k}: ")), "{m}");
+        }
+        let mut b = base.clone();
+        b["n"] = json!(1);
+        b["reasoning_effort"] = json!("high");
+        b["max_tokens"] = json!(4000);
+        let out = chat_body(&model(), b.as_object().unwrap()).unwrap();
+        assert_eq!(
+            out["thinking"],
+            json!({"type": "enabled", "budget_tokens": 3999})
         );
     }
 

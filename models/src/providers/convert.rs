@@ -141,11 +141,145 @@ pub fn tool_choice(body: &Map<String, Value>) -> Option<ToolChoice<'_>> {
     }
 }
 
+/// What a native adapter does with each top-level field of an OpenAI
+/// chat (or completion) body: a field is translated (or is the provider's
+/// own, given through `additional_params`), dropped as a hint (it changes
+/// nothing in the answer and the provider has no equivalent), asks
+/// nothing at its default value ([`at_default`]), or is refused: 400
+/// naming it. Nothing is dropped silently.
+pub struct Fields<'a> {
+    /// The provider kind in errors (`"an anthropic provider"`).
+    pub provider: &'a str,
+    pub translated: &'a [&'a str],
+    pub hints: &'a [&'a str],
+}
+
+/// Whether `v` of field `k` asks nothing of a provider (null, `n: 1`,
+/// zero penalties, `logprobs: false`, text modalities alone, ...).
+pub fn at_default(k: &str, v: &Value) -> bool {
+    match (k, v) {
+        (_, Value::Null) => true,
+        ("n" | "best_of", v) => v.as_u64() == Some(1),
+        ("logprobs" | "echo", Value::Bool(b)) => !b,
+        ("presence_penalty" | "frequency_penalty", v) => v.as_f64() == Some(0.0),
+        ("logit_bias", Value::Object(o)) => o.is_empty(),
+        ("modalities", Value::Array(a)) => a.iter().all(|m| m == "text"),
+        ("suffix", Value::String(s)) => s.is_empty(),
+        ("service_tier", Value::String(s)) => matches!(s.as_str(), "auto" | "default"),
+        _ => false,
+    }
+}
+
+/// 400 for the first field of `body` that `f` neither translates nor
+/// drops as a hint and that asks something; 400 for a tool that is not a
+/// function, or a message's `name` (no native API names a speaker).
+pub fn check(body: &Map<String, Value>, f: &Fields<'_>) -> Result<(), ApiError> {
+    for (k, v) in body {
+        let k = k.as_str();
+        if f.translated.contains(&k) || f.hints.contains(&k) || at_default(k, v) {
+            continue;
+        }
+        return Err(ApiError::BadRequest(format!(
+            "{k}: {} has no equivalent of this field; leave it out",
+            f.provider
+        )));
+    }
+    for (i, t) in body
+        .get("tools")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        if t.get("type").and_then(Value::as_str) != Some("function")
+            || t.pointer("/function/name")
+                .and_then(Value::as_str)
+                .is_none()
+        {
+            return Err(ApiError::BadRequest(format!(
+                "tools.{i}: {} takes function tools only ({{type: function, function: {{name, parameters}}}})",
+                f.provider
+            )));
+        }
+    }
+    for (i, m) in messages(body)?.iter().enumerate() {
+        if m.get("name").is_some_and(|n| !n.is_null()) {
+            return Err(ApiError::BadRequest(format!(
+                "messages.{i}.name: {} has no names of speakers; leave it out",
+                f.provider
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The reasoning budget in tokens of an OpenAI `reasoning_effort` (the
+/// scale Google's OpenAI-compatible API uses); 400 for another value.
+pub fn thinking_budget(effort: &Value) -> Result<u64, ApiError> {
+    Ok(match effort.as_str() {
+        Some("none") => 0,
+        Some("minimal" | "low") => 1024,
+        Some("medium") => 8192,
+        Some("high") => 24576,
+        Some("xhigh") => 32768,
+        _ => {
+            return Err(ApiError::BadRequest(
+                "reasoning_effort: must be one of none, minimal, low, medium, high, xhigh".into(),
+            ))
+        }
+    })
+}
+
+/// The `reasoning_effort` of a reasoning budget in tokens (the inverse of
+/// [`thinking_budget`], rounded up to the next level).
+pub fn effort_of_budget(budget: u64) -> &'static str {
+    match budget {
+        0 => "none",
+        1..=1024 => "low",
+        1025..=8192 => "medium",
+        8193..=24576 => "high",
+        _ => "xhigh",
+    }
+}
+
+/// The JSON schema of a `response_format` of type `json_schema`; `None`
+/// for `text` (or none); 400 naming what is wrong.
+pub fn json_schema(body: &Map<String, Value>) -> Result<Option<Format<'_>>, ApiError> {
+    let Some(f) = body.get("response_format").filter(|f| !f.is_null()) else {
+        return Ok(None);
+    };
+    match f.get("type").and_then(Value::as_str) {
+        Some("text") => Ok(None),
+        Some("json_object") => Ok(Some(Format::Object)),
+        Some("json_schema") => f
+            .pointer("/json_schema/schema")
+            .filter(|s| s.is_object())
+            .map(|s| Some(Format::Schema(s)))
+            .ok_or_else(|| {
+                ApiError::BadRequest("response_format.json_schema.schema: must be an object".into())
+            }),
+        _ => Err(ApiError::BadRequest(
+            "response_format.type: must be text, json_object or json_schema".into(),
+        )),
+    }
+}
+
+/// What a `response_format` asks.
+pub enum Format<'a> {
+    /// Any JSON object.
+    Object,
+    /// JSON of this schema.
+    Schema(&'a Value),
+}
+
 /// An OpenAI chat completion of one choice.
 pub struct Completion {
     pub id: String,
     pub model: String,
     pub text: Option<String>,
+    /// The model's reasoning, as OpenAI-compatible APIs give it
+    /// (`reasoning_content`).
+    pub reasoning: Option<String>,
     /// `tool_calls` entries.
     pub tool_calls: Vec<Value>,
     pub finish: &'static str,
@@ -155,6 +289,9 @@ pub struct Completion {
 impl Completion {
     pub fn json(self) -> Value {
         let mut message = json!({"role": "assistant", "content": self.text});
+        if let Some(r) = self.reasoning {
+            message["reasoning_content"] = Value::String(r);
+        }
         if !self.tool_calls.is_empty() {
             message["tool_calls"] = Value::Array(self.tool_calls);
         }

@@ -7,13 +7,22 @@
 //!   from a URL, a `file` part holding a PDF inline as `inlineData`; assistant `tool_calls` → `functionCall`, `tool` messages →
 //!   `functionResponse` named by the call they answer; consecutive contents
 //!   of one role merged); `generationConfig` (`maxOutputTokens`,
-//!   `temperature`, `topP`, `stopSequences`, `candidateCount` from `n`,
-//!   `seed`, `responseMimeType` for a JSON `response_format`); `tools` →
-//!   `functionDeclarations`; `tool_choice` → `toolConfig`; Gemini's own
-//!   `safetySettings`, `labels` (through `additional_params`) pass. A
+//!   `temperature`, `topP`, `stopSequences`, `seed`, the penalties,
+//!   `responseMimeType` for a JSON `response_format` and
+//!   `responseJsonSchema` for its schema, `thinkingConfig` from
+//!   `reasoning_effort`: [`convert::thinking_budget`]'s budget, thoughts
+//!   included); `tools` → `functionDeclarations`; `tool_choice` →
+//!   `toolConfig`; Gemini's own `safetySettings`, `labels` (through
+//!   `additional_params`) pass. `user`, `safety_identifier`, `metadata`,
+//!   `store`, `prompt_cache_key` are hints, dropped; any other field that
+//!   asks something (`n` above 1, `logprobs`, `parallel_tool_calls:
+//!   false`, ...) is refused with a 400 naming it ([`convert::check`]); an
+//!   assistant's `reasoning_content` is dropped (Gemini takes back only its
+//!   own signed thoughts). A
 //!   `cachedContent` is refused before this (400, a cache of the provider's
 //!   account: [`crate::bounds::PROVIDER_CACHES`]) and never sent.
-//! * Answer: the first candidate's parts (text → `content`, `functionCall`
+//! * Answer: the first candidate's parts (text → `content`, a thought's
+//!   text (`thought: true`) → `reasoning_content`, `functionCall`
 //!   → `tool_calls`, with ids made here); `finishReason` `STOP` → `stop`
 //!   (`tool_calls` when it called a function), `MAX_TOKENS` → `length`,
 //!   safety and recitation → `content_filter`; `usageMetadata`:
@@ -167,7 +176,6 @@ fn generation_config(m: &Model, body: &Map<String, Value>) -> Map<String, Value>
     for (from, to) in [
         ("temperature", "temperature"),
         ("top_p", "topP"),
-        ("n", "candidateCount"),
         ("seed", "seed"),
         ("presence_penalty", "presencePenalty"),
         ("frequency_penalty", "frequencyPenalty"),
@@ -176,14 +184,55 @@ fn generation_config(m: &Model, body: &Map<String, Value>) -> Map<String, Value>
             gc.insert(to.into(), v.clone());
         }
     }
-    let format = body
-        .get("response_format")
-        .and_then(|f| f.get("type"))
-        .and_then(Value::as_str);
-    if matches!(format, Some("json_object" | "json_schema")) {
+    if let Ok(Some(f)) = convert::json_schema(body) {
         gc.insert("responseMimeType".into(), json!("application/json"));
+        if let convert::Format::Schema(s) = f {
+            gc.insert("responseJsonSchema".into(), s.clone());
+        }
+    }
+    if let Some(b) = body.get("reasoning_effort").map(convert::thinking_budget) {
+        let b = b.unwrap_or_default();
+        gc.insert(
+            "thinkingConfig".into(),
+            json!({"thinkingBudget": b, "includeThoughts": b > 0}),
+        );
     }
     gc
+}
+
+/// The OpenAI fields this adapter translates (or passes as Gemini's own),
+/// separated by spaces.
+const TRANSLATED: &str = "model messages max_tokens max_completion_tokens stop temperature top_p \
+     seed presence_penalty frequency_penalty stream stream_options tools \
+     tool_choice parallel_tool_calls response_format reasoning_effort safetySettings labels";
+
+/// 400 for what Gemini cannot be asked ([`convert::check`]).
+fn check(body: &Map<String, Value>) -> Result<(), ApiError> {
+    let hints = [
+        "user",
+        "safety_identifier",
+        "metadata",
+        "store",
+        "prompt_cache_key",
+    ];
+    convert::check(
+        body,
+        &convert::Fields {
+            provider: "a gemini provider",
+            translated: &TRANSLATED.split_whitespace().collect::<Vec<_>>(),
+            hints: &hints,
+        },
+    )?;
+    if body.get("parallel_tool_calls") == Some(&Value::Bool(false)) {
+        return Err(ApiError::BadRequest(
+            "parallel_tool_calls (tool_choice.disable_parallel_tool_use): a gemini provider cannot be kept to one tool call; leave it out".into(),
+        ));
+    }
+    convert::json_schema(body)?;
+    if let Some(e) = body.get("reasoning_effort").filter(|e| !e.is_null()) {
+        convert::thinking_budget(e)?;
+    }
+    Ok(())
 }
 
 fn tools(body: &Map<String, Value>, out: &mut Map<String, Value>) {
@@ -215,6 +264,7 @@ fn tools(body: &Map<String, Value>, out: &mut Map<String, Value>) {
 
 /// Gemini's body of an OpenAI chat body.
 pub fn chat_body(m: &Model, body: &Map<String, Value>) -> Result<Map<String, Value>, ApiError> {
+    check(body)?;
     let (system, contents) = conversation(body)?;
     let mut out = Map::new();
     if !system.is_empty() {
@@ -309,6 +359,11 @@ pub fn tokens(u: &Value) -> Tokens {
     }
 }
 
+/// Whether a part is a thought (its text the model's reasoning).
+fn thought(p: &Value) -> bool {
+    p.get("thought") == Some(&Value::Bool(true))
+}
+
 fn call_id() -> String {
     format!("call_{}", hex::encode(rand::random::<[u8; 12]>()))
 }
@@ -320,6 +375,7 @@ pub fn completion(v: &Value, model: &str) -> Result<Value, ApiError> {
         .and_then(|c| c.get(0))
         .ok_or_else(|| convert::unexpected("a response without candidates"))?;
     let mut text: Option<String> = None;
+    let mut reasoning: Option<String> = None;
     let mut calls = Vec::new();
     for p in cand
         .get("content")
@@ -329,7 +385,12 @@ pub fn completion(v: &Value, model: &str) -> Result<Value, ApiError> {
         .flatten()
     {
         if let Some(t) = p.get("text").and_then(Value::as_str) {
-            text.get_or_insert_with(String::new).push_str(t);
+            let into = if thought(p) {
+                &mut reasoning
+            } else {
+                &mut text
+            };
+            into.get_or_insert_with(String::new).push_str(t);
         } else if let Some(c) = p.get("functionCall") {
             calls.push(convert::tool_call(
                 &call_id(),
@@ -351,6 +412,7 @@ pub fn completion(v: &Value, model: &str) -> Result<Value, ApiError> {
         model: model.to_owned(),
         finish: finish_reason(reason, !calls.is_empty()),
         text,
+        reasoning,
         tool_calls: calls,
         usage: v.get("usageMetadata").filter(|u| u.is_object()).map(tokens),
     }
@@ -409,8 +471,15 @@ impl Dialect for Chunks {
             .flatten()
         {
             if let Some(t) = p.get("text").and_then(Value::as_str) {
+                let k = if thought(p) {
+                    "reasoning_content"
+                } else {
+                    "content"
+                };
                 if !t.is_empty() {
-                    e.delta(json!({"content": t}));
+                    let mut d = json!({});
+                    d[k] = json!(t);
+                    e.delta(d);
                 }
             } else if let Some(c) = p.get("functionCall") {
                 let k = self.calls;
@@ -569,6 +638,38 @@ mod tests {
                 "tools": [{"functionDeclarations": [{"name": "f", "parameters": {"type": "object"}}]}],
                 "toolConfig": {"functionCallingConfig": {"mode": "ANY", "allowedFunctionNames": ["f"]}}})
         );
+    }
+
+    #[test]
+    fn format_and_reasoning_are_translated_and_the_rest_refused() {
+        let base = json!({"model": "gemini-x", "messages": [{"role": "user", "content": "x"}],
+            "response_format": {"type": "json_schema", "json_schema": {"name": "o", "schema": {"type": "object"}}},
+            "reasoning_effort": "low", "user": "u", "seed": 2});
+        let out = chat_body(&model(), base.as_object().unwrap()).unwrap();
+        assert_eq!(
+            out["generationConfig"],
+            json!({"seed": 2, "responseMimeType": "application/json",
+                "responseJsonSchema": {"type": "object"},
+                "thinkingConfig": {"thinkingBudget": 1024, "includeThoughts": true}})
+        );
+        for (k, v) in [
+            ("n", json!(2)),
+            ("logprobs", json!(true)),
+            ("parallel_tool_calls", json!(false)),
+        ] {
+            let mut b = base.clone();
+            b[k] = v;
+            let ApiError::BadRequest(m) = chat_body(&model(), b.as_object().unwrap()).unwrap_err()
+            else {
+                panic!()
+            };
+            assert!(m.starts_with(k), "{m}");
+        }
+        let v = json!({"candidates": [{"content": {"parts": [{"text": "hm", "thought": true}, {"text": "4"}]},
+            "finishReason": "STOP"}]});
+        let c = completion(&v, "gemini-x").unwrap();
+        assert_eq!(c["choices"][0]["message"]["reasoning_content"], "hm");
+        assert_eq!(c["choices"][0]["message"]["content"], "4");
     }
 
     #[test]
