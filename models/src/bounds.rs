@@ -45,7 +45,8 @@
 //! Fields that raise the work past that bound are folded into it or refused
 //! with 400 naming the field: `max_tokens` / `max_completion_tokens` (the
 //! reply's length), `n` (choices; images: how many), `best_of`
-//! (completions generated upstream), `echo` (the prompt again in the reply).
+//! (completions generated upstream), `echo` (the prompt again in the reply),
+//! Anthropic's `thinking` and `output_config` ([`thinking`]).
 //! `additional_params` may not set a field the gateway prices or depends on
 //! ([`GATEWAY_PRICED`]), and no request may name a cache held by the
 //! provider ([`PROVIDER_CACHES`]: Gemini's `cachedContent`), at its top
@@ -69,6 +70,7 @@ use gateway_base::errors::ApiError;
 mod count;
 pub mod documents;
 mod refusals;
+mod thinking;
 
 use count::input_tokens;
 pub use count::{counted_tokens, IMAGE_TOKENS, PER_MESSAGE_TOKENS, PER_REQUEST_TOKENS};
@@ -227,7 +229,7 @@ pub fn chat(
     if let Some(Value::Object(gc)) = body.get("generationConfig") {
         choices = choices.max(whole(gc, "candidateCount", 1..=MAX_CHOICES)?.unwrap_or(1));
     }
-    let per_choice = max_output(body, context_window)?;
+    let per_choice = thinking::output(body, shape, max_output(body, context_window)?)?;
     Ok(Bound {
         input: input_tokens(body, Some(shape))
             .saturating_sub(data)

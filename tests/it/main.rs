@@ -39,6 +39,7 @@ mod layout;
 mod media;
 mod media_files;
 mod messages;
+mod messages_native;
 mod mirror;
 mod money;
 mod oauth;

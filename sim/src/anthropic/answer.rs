@@ -1,10 +1,25 @@
-//! What the simulated model answers a Messages request ([`Answer`], by
-//! [`crate::llm`]'s rules) and how an answer renders as content blocks. A
-//! leaf of its own, because both the whole answer (in [`super`]) and the
-//! stream ([`super::stream`]) render it.
+//! What the simulated model answers a Messages request ([`Message`]: its
+//! thinking, if asked for, and its [`Answer`], by [`crate::llm`]'s rules)
+//! and how it renders as content blocks. A leaf of its own, because both
+//! the whole answer (in [`super`]) and the stream ([`super::stream`])
+//! render it.
+//!
+//! **Thinking** (`thinking` of type `enabled` or `adaptive`): the message
+//! starts with a `thinking` block, `"Let me think about: "` and the first
+//! 4 words of the last user text, with a `signature` (`"sim"` and 16 hex
+//! digits of the thinking's hash). Its words are output tokens, and
+//! `max_tokens` bounds them and the reply together: the reply gets what
+//! the thinking left.
+//!
+//! **Structured output** (`output_config.format` of type `json_schema`):
+//! the text is the smallest document valid for the schema
+//! ([`super::schema`]), never cut (neither `max_tokens` nor a stop
+//! sequence applies to it); its output tokens are its 10-character pieces
+//! (as streamed), at most `max_tokens`.
 
 use serde_json::{json, Map, Value};
 
+use super::schema;
 use crate::llm::{self, Finish, Reply};
 use crate::openai::tokens::Tokenizer;
 
@@ -33,10 +48,20 @@ fn text_of(blocks: &[Value], ty: &str) -> String {
     out.join(" ")
 }
 
-/// What the simulated model answers.
+/// What the simulated model answers: its thinking, then its answer.
+pub struct Message {
+    /// The thinking block's text, when thinking was asked for.
+    pub thinking: Option<String>,
+    /// The answer after it.
+    pub answer: Answer,
+}
+
+/// What the simulated model answers after its thinking.
 pub enum Answer {
     /// Text only.
     Text(Reply),
+    /// A JSON document (structured output).
+    Json(String),
     /// A short text, then a call of tool `name` with `input`.
     Tool {
         /// `toolu_…`.
@@ -48,9 +73,28 @@ pub enum Answer {
     },
 }
 
-/// What the model answers this request: a tool call when a tool is picked
-/// (and the last user message holds no tool result), else text.
-pub fn of(f: &Map<String, Value>) -> Answer {
+/// Whether the request asks for thinking (`enabled` or `adaptive`).
+fn thinks(f: &Map<String, Value>) -> bool {
+    matches!(at(f, "thinking", "/type"), Some("enabled" | "adaptive"))
+}
+
+/// The string at `pointer` inside the request's field `field`.
+pub(super) fn at<'a>(f: &'a Map<String, Value>, field: &str, pointer: &str) -> Option<&'a str> {
+    f.get(field)?.pointer(pointer)?.as_str()
+}
+
+/// A thinking's signature: `"sim"` and 16 hex digits of its text's hash.
+pub fn signature(thinking: &str) -> String {
+    let h = thinking.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    format!("sim{h:016x}")
+}
+
+/// What the model answers this request: its thinking when asked for, then
+/// a tool call when a tool is picked (and the last user message holds no
+/// tool result), else the structured output's document, else text.
+pub fn of(f: &Map<String, Value>) -> Message {
     let msgs = f
         .get("messages")
         .and_then(Value::as_array)
@@ -66,6 +110,10 @@ pub fn of(f: &Map<String, Value>) -> Answer {
         .iter()
         .any(|b| b.get("type").and_then(Value::as_str) == Some("tool_result"));
     let user_text = text_of(&last, "text");
+    let thinking = thinks(f).then(|| {
+        let first4: Vec<&str> = user_text.split_whitespace().take(4).collect();
+        format!("Let me think about: {}", first4.join(" "))
+    });
     let tools: Vec<Value> = f
         .get("tools")
         .and_then(Value::as_array)
@@ -92,11 +140,20 @@ pub fn of(f: &Map<String, Value>) -> Answer {
             .and_then(|t| t.get("input_schema"))
             .cloned()
             .unwrap_or(Value::Null);
-        return Answer::Tool {
+        let answer = Answer::Tool {
             id: llm::new_id("toolu_"),
             input: llm::sample_args(&schema),
             name,
         };
+        return Message { thinking, answer };
+    }
+    if at(f, "output_config", "/format/type") == Some("json_schema") {
+        let schema = f
+            .get("output_config")
+            .and_then(|c| c.pointer("/format/schema"))
+            .unwrap_or(&Value::Null);
+        let answer = Answer::Json(schema::instance(schema).to_string());
+        return Message { thinking, answer };
     }
     let stops: Vec<String> = f
         .get("stop_sequences")
@@ -105,18 +162,64 @@ pub fn of(f: &Map<String, Value>) -> Answer {
         .flatten()
         .filter_map(|s| s.as_str().map(str::to_owned))
         .collect();
-    let max = f.get("max_tokens").and_then(Value::as_u64);
-    Answer::Text(llm::text_reply(
+    // The reply gets what the thinking left of `max_tokens`.
+    let thought = thinking.as_deref().map_or(0, |t| words(t));
+    let max = f
+        .get("max_tokens")
+        .and_then(Value::as_u64)
+        .map(|m| m.saturating_sub(thought));
+    let answer = Answer::Text(llm::text_reply(
         &user_text,
         has_result.then_some(result.as_str()),
         max,
         &stops,
-    ))
+    ));
+    Message { thinking, answer }
+}
+
+fn words(s: &str) -> u64 {
+    s.split_whitespace().count() as u64
+}
+
+/// A rendered message: content blocks, `stop_reason`, `stop_sequence`
+/// and output tokens.
+pub struct Rendered {
+    pub blocks: Vec<Value>,
+    pub reason: &'static str,
+    pub sequence: Value,
+    pub output: u64,
+}
+
+/// A message rendered under `max` output tokens.
+pub fn rendered(m: &Message, max: u64) -> Rendered {
+    let (mut blocks, reason, sequence, mut output) = answer_blocks(&m.answer, max);
+    if let Some(t) = &m.thinking {
+        blocks.insert(
+            0,
+            json!({"type": "thinking", "thinking": t, "signature": signature(t)}),
+        );
+        output = (output + words(t)).min(max);
+    }
+    Rendered {
+        blocks,
+        reason,
+        sequence,
+        output,
+    }
 }
 
 /// (content blocks, stop_reason, stop_sequence, output tokens) of an answer.
-pub fn rendered(a: &Answer, max: u64) -> (Vec<Value>, &'static str, Value, u64) {
+fn answer_blocks(a: &Answer, max: u64) -> (Vec<Value>, &'static str, Value, u64) {
     match a {
+        Answer::Json(text) => {
+            let n = (llm::json_pieces(text).len() as u64).min(max);
+            (
+                vec![json!({"type": "text", "text": text})],
+                "end_turn",
+                Value::Null,
+                n,
+            )
+        }
         Answer::Text(r) => {
             let (reason, seq) = match &r.finish {
                 Finish::End => ("end_turn", Value::Null),

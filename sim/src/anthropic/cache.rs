@@ -10,7 +10,9 @@
 //! counts 4 + its role, and the request 3 more.
 //!
 //! **Cache** (deterministic, no minimum length, no expiry until
-//! `/__sim/reset`): a unit marked with `cache_control` is a breakpoint. Each
+//! `/__sim/reset`): a unit marked with `cache_control` is a breakpoint (a
+//! `cache_control` at the request's top level marks its last unit, as
+//! Anthropic's automatic caching does). Each
 //! prefix is known by a hash of the model and its units (`cache_control`
 //! marks left out). At every unit up to the last breakpoint, a prefix written
 //! before is a hit: the longest hit is `cache_read_input_tokens`; the rest up
@@ -127,6 +129,11 @@ fn units(tok: Tokenizer, body: &Value) -> Vec<Unit> {
             }
             Some(Value::String(t)) => push(&Value::String(t.clone()), tok.text(t) + overhead),
             _ => push(&Value::Null, overhead),
+        }
+    }
+    if marked(body) {
+        if let Some(last) = out.last_mut() {
+            last.breakpoint = true;
         }
     }
     out

@@ -4,8 +4,8 @@
 //!
 //! | Method | Path | Notes |
 //! |---|---|---|
-//! | POST | `/v1/messages` | `model`, `max_tokens` (≥ 1) and `messages` required; `system`, `stop_sequences`, `tools`, `tool_choice`, `temperature`, `top_p`, `top_k`, `metadata` accepted; `stream: true` answers Anthropic's event sequence |
-//! | POST | `/v1/messages/count_tokens` | `model`, `messages` required → `{"input_tokens": N}` (no cache effect) |
+//! | POST | `/v1/messages` | `model`, `max_tokens` (≥ 1) and `messages` (roles `user`, `assistant`, `system`) required; `system`, `stop_sequences`, `tools`, `tool_choice`, `temperature`, `top_p`, `top_k`, `metadata`, `thinking`, `output_config`, `context_management`, `cache_control` accepted ([`options`]); `stream: true` answers Anthropic's event sequence |
+//! | POST | `/v1/messages/count_tokens` | `model`, `messages` required, the same options → `{"input_tokens": N}`: the input a message of the same request counts, in all (no cache effect) |
 //!
 //! **Key**: `x-api-key` is required; when `api_key` is configured it must be
 //! that key (`Authorization` is not looked at). Otherwise 401
@@ -14,7 +14,9 @@
 //! **Answers** follow [`crate::llm`]'s rules: a text block (`end_turn`,
 //! `max_tokens`, or `stop_sequence` with the sequence in `stop_sequence`),
 //! or when a tool is picked a text block `"Calling NAME."` and a `tool_use`
-//! block `{id: "toolu_…", name, input}` (`tool_use`). Images (`base64` with
+//! block `{id: "toolu_…", name, input}` (`tool_use`); with `thinking` a
+//! `thinking` block first, with `output_config.format` a JSON document
+//! ([`answer`]). Images (`base64` with
 //! a JPEG/PNG/GIF/WebP `media_type`, or `url`) are accepted and counted.
 //! Like Anthropic, a `tool_result` must answer a `tool_use` id of the
 //! previous assistant message, and an assistant `tool_use` must be answered
@@ -24,8 +26,10 @@
 //!
 //! **Stream** ([`stream`]): `message_start` (usage: the input figures and
 //! `output_tokens: 1`), per block `content_block_start`, deltas
-//! (`text_delta` one word each; `input_json_delta` the input JSON in
-//! 10-character pieces) and `content_block_stop`, a `ping` after the first
+//! (`thinking_delta` one word each then one `signature_delta`;
+//! `text_delta` one word each, a JSON document's in 10-character pieces;
+//! `input_json_delta` the input JSON in 10-character pieces) and
+//! `content_block_stop`, a `ping` after the first
 //! `content_block_start`, `message_delta` (`stop_reason`, `stop_sequence`,
 //! `usage`: the totals, cumulative, as today's API sends them) and
 //! `message_stop`; events
@@ -37,6 +41,8 @@
 pub mod answer;
 pub mod cache;
 pub mod errors;
+pub mod options;
+pub mod schema;
 pub mod stream;
 
 use std::sync::atomic::Ordering;
@@ -52,7 +58,7 @@ use crate::response::{json_response, Resp};
 use crate::shared::Shared;
 
 use answer::blocks;
-pub use answer::{rendered, Answer};
+pub use answer::{rendered, Answer, Message};
 use errors::{bad, err};
 pub use errors::{error_body, error_type};
 
@@ -152,19 +158,25 @@ fn validate(f: &Map<String, Value>, need_max: bool) -> Result<(), Resp> {
     if !f.get("model").is_some_and(Value::is_string) {
         return Err(bad("model: Field required"));
     }
-    if need_max
-        && f.get("max_tokens")
-            .and_then(Value::as_u64)
-            .is_none_or(|m| m < 1)
-    {
+    let max = f.get("max_tokens").and_then(Value::as_u64);
+    if need_max && max.is_none_or(|m| m < 1) {
         return Err(bad("max_tokens: Field required (an integer, at least 1)"));
     }
+    options::validate(f, max.filter(|_| need_max))?;
     let msgs = f
         .get("messages")
         .and_then(Value::as_array)
         .ok_or_else(|| bad("messages: Field required"))?;
     if msgs.is_empty() {
         return Err(bad("messages: at least one message is required"));
+    }
+    if msgs
+        .iter()
+        .all(|m| m.get("role").and_then(Value::as_str) == Some("system"))
+    {
+        return Err(bad(
+            "messages: at least one 'user' or 'assistant' message is required",
+        ));
     }
     if let Some(sys) = f.get("system") {
         if !sys.is_string() && !sys.is_array() {
@@ -176,10 +188,10 @@ fn validate(f: &Map<String, Value>, need_max: bool) -> Result<(), Resp> {
     for (i, m) in msgs.iter().enumerate() {
         if !matches!(
             m.get("role").and_then(Value::as_str),
-            Some("user" | "assistant")
+            Some("user" | "assistant" | "system")
         ) {
             return Err(bad(&format!(
-                "messages.{i}.role: Input should be 'user' or 'assistant'"
+                "messages.{i}.role: Input should be 'user', 'assistant' or 'system'"
             )));
         }
         let b = blocks(m);
@@ -228,14 +240,14 @@ fn messages(
         let frames = stream::events(&id, &model, &a, max, usage, stream_error);
         return Ok(llm::sse(sh, frames));
     }
-    let (content, reason, seq, out) = rendered(&a, max);
+    let r = rendered(&a, max);
     Ok(json_response(
         StatusCode::OK,
         &json!({
             "id": id, "type": "message", "role": "assistant", "model": model,
-            "content": content, "stop_reason": reason, "stop_sequence": seq,
+            "content": r.blocks, "stop_reason": r.reason, "stop_sequence": r.sequence,
             "usage": {
-                "input_tokens": usage.input, "output_tokens": out,
+                "input_tokens": usage.input, "output_tokens": r.output,
                 "cache_creation_input_tokens": usage.creation,
                 "cache_read_input_tokens": usage.read,
             },

@@ -4,7 +4,7 @@
 use http::StatusCode;
 use serde_json::{json, Value};
 
-use super::answer::{rendered, Answer};
+use super::answer::{rendered, Answer, Message};
 use super::cache::Usage;
 use super::errors::error_body;
 
@@ -17,12 +17,15 @@ fn event(name: &str, data: &Value) -> String {
 pub fn events(
     id: &str,
     model: &str,
-    a: &Answer,
+    m: &Message,
     max: u64,
     usage: Usage,
     stream_error: Option<(StatusCode, usize)>,
 ) -> Vec<String> {
-    let (blocks, reason, seq, out) = rendered(a, max);
+    let r = rendered(m, max);
+    let (blocks, reason, seq, out) = (r.blocks, r.reason, r.sequence, r.output);
+    // The index of the answer's first text block (after a thinking block).
+    let first_text = usize::from(m.thinking.is_some());
     let mut frames = vec![event(
         "message_start",
         &json!({"type": "message_start", "message": {
@@ -35,6 +38,18 @@ pub fn events(
     let mut deltas = 0;
     for (index, block) in blocks.iter().enumerate() {
         let (start, pieces): (Value, Vec<Value>) = match block["type"].as_str() {
+            Some("thinking") => {
+                let text = block["thinking"].as_str().unwrap_or_default();
+                let mut deltas: Vec<Value> = text
+                    .split_inclusive(' ')
+                    .map(|w| json!({"type": "thinking_delta", "thinking": w}))
+                    .collect();
+                deltas.push(json!({"type": "signature_delta", "signature": block["signature"]}));
+                (
+                    json!({"type": "thinking", "thinking": "", "signature": ""}),
+                    deltas,
+                )
+            }
             Some("tool_use") => (
                 json!({"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}),
                 crate::llm::json_pieces(&block["input"].to_string())
@@ -44,8 +59,9 @@ pub fn events(
             ),
             _ => {
                 let text = block["text"].as_str().unwrap_or_default();
-                let words = match a {
-                    Answer::Text(r) if index == 0 => r.pieces.clone(),
+                let words = match &m.answer {
+                    Answer::Text(r) if index == first_text => r.pieces.clone(),
+                    Answer::Json(j) => crate::llm::json_pieces(j),
                     _ => text.split_inclusive(' ').map(str::to_owned).collect(),
                 };
                 (

@@ -522,3 +522,179 @@ async fn faults_answer_in_anthropics_shape() {
     let events = stream(&sim, &c, hello()).await;
     assert_eq!(names(&events).last(), Some(&"message_stop"));
 }
+
+/// Today's request fields: `system`-role messages, `context_management`,
+/// `metadata`, `output_config` (a JSON schema's smallest instance as the
+/// text), a top-level `cache_control`; the request headers are logged.
+#[tokio::test]
+async fn todays_fields_are_accepted_and_structured_output_is_valid_json() {
+    let (sim, c) = start().await;
+    let schema = json!({"type": "object", "properties": {
+        "city": {"type": "string"}, "days": {"type": "integer", "minimum": 1},
+        "tags": {"type": "array", "items": {"type": "string"}}},
+        "required": ["city", "days"], "additionalProperties": false});
+    let body = json!({"model": "claude-sim", "max_tokens": 100,
+        "messages": [{"role": "system", "content": "Answer in JSON."},
+            {"role": "user", "content": "hello there"}],
+        "context_management": {"edits": [{"type": "clear_tool_uses_20250919"}]},
+        "metadata": {"user_id": "u-1"},
+        "output_config": {"format": {"type": "json_schema", "schema": schema}, "effort": "low"}});
+    let r = c
+        .post(format!("{}/v1/messages", sim.url()))
+        .header("x-api-key", KEY)
+        .header("anthropic-version", "2023-06-01")
+        .header("anthropic-beta", "context-management-2025-06-27")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let v: Value = r.json().await.unwrap();
+    let text = v["content"][0]["text"].as_str().unwrap();
+    let doc: Value = serde_json::from_str(text).unwrap();
+    assert_eq!(doc, json!({"city": "sim", "days": 1}));
+    assert_eq!(v["stop_reason"], "end_turn");
+    // Output tokens: the document's 10-character pieces.
+    assert_eq!(v["usage"]["output_tokens"], text.len().div_ceil(10) as u64);
+    let (_, log) = crate::support::get(&c, format!("{}/__sim/requests", sim.url())).await;
+    let last = log["requests"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(
+        last["headers"]["anthropic-beta"],
+        "context-management-2025-06-27"
+    );
+    assert_eq!(last["headers"]["anthropic-version"], "2023-06-01");
+    // The streamed document is the same text.
+    let events = stream(&sim, &c, body.clone()).await;
+    let streamed: String = events
+        .iter()
+        .filter(|(n, _)| n == "content_block_delta")
+        .map(|(_, d)| d["delta"]["text"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(streamed, text);
+    // The system-role message counts as input; count_tokens agrees.
+    let mut count = body.clone();
+    count.as_object_mut().unwrap().remove("max_tokens");
+    let (_, n) = call(&sim, &c, "/v1/messages/count_tokens", count).await;
+    assert_eq!(n["input_tokens"], v["usage"]["input_tokens"]);
+    assert_eq!(n["input_tokens"], 5);
+    // A top-level cache_control caches the whole prompt: written, then read.
+    let mut cached = hello();
+    cached["cache_control"] = json!({"type": "ephemeral"});
+    let (_, v) = messages(&sim, &c, cached.clone()).await;
+    assert_eq!(
+        (
+            &v["usage"]["cache_creation_input_tokens"],
+            &v["usage"]["input_tokens"]
+        ),
+        (&json!(2), &json!(0))
+    );
+    let (_, v) = messages(&sim, &c, cached).await;
+    assert_eq!(v["usage"]["cache_read_input_tokens"], 2);
+    // Bad options are refused as Anthropic refuses them.
+    for (field, bad) in [
+        ("output_config", json!({"format": {"type": "json_object"}})),
+        ("output_config", json!({"format": {"type": "json_schema"}})),
+        ("output_config", json!({"effort": "huge"})),
+        ("context_management", json!([])),
+        ("metadata", json!({"user_id": 5})),
+    ] {
+        let mut b = hello();
+        b[field] = bad;
+        let (s, v) = messages(&sim, &c, b).await;
+        assert_eq!(s, 400, "{field}: {v}");
+        assert!(
+            v["error"]["message"].as_str().unwrap().starts_with(field),
+            "{v}"
+        );
+    }
+}
+
+/// Thinking (`enabled` with a budget, `adaptive`): a signed `thinking`
+/// block first, its words output tokens; streamed as a thinking block of
+/// `thinking_delta`s and a `signature_delta`.
+#[tokio::test]
+async fn thinking_comes_first_signed_and_streams_its_deltas() {
+    let (sim, c) = start().await;
+    let mut b = hello();
+    b["max_tokens"] = json!(2000);
+    b["thinking"] = json!({"type": "enabled", "budget_tokens": 1024});
+    let (s, v) = messages(&sim, &c, b.clone()).await;
+    assert_eq!(s, 200, "{v}");
+    let thinking = &v["content"][0];
+    assert_eq!(thinking["type"], "thinking");
+    assert_eq!(thinking["thinking"], "Let me think about: hello there");
+    assert!(thinking["signature"].as_str().unwrap().starts_with("sim"));
+    assert_eq!(v["content"][1]["type"], "text");
+    // 6 words of thinking + 12 of reply.
+    assert_eq!(v["usage"]["output_tokens"], 18);
+    // Adaptive thinking with a small max_tokens: the reply gets the rest.
+    let mut a = hello();
+    a["max_tokens"] = json!(8);
+    a["thinking"] = json!({"type": "adaptive"});
+    let (_, v) = messages(&sim, &c, a.clone()).await;
+    assert_eq!(v["content"][0]["type"], "thinking");
+    assert_eq!(v["content"][1]["text"], "This is");
+    assert_eq!(
+        (&v["stop_reason"], &v["usage"]["output_tokens"]),
+        (&json!("max_tokens"), &json!(8))
+    );
+    let events = stream(&sim, &c, a).await;
+    assert_eq!(
+        events[1].1["content_block"],
+        json!({"type": "thinking", "thinking": "", "signature": ""})
+    );
+    let deltas: Vec<&Value> = events
+        .iter()
+        .filter(|(n, d)| n == "content_block_delta" && d["index"] == 0)
+        .map(|(_, d)| &d["delta"])
+        .collect();
+    let thought: String = deltas
+        .iter()
+        .filter(|d| d["type"] == "thinking_delta")
+        .map(|d| d["thinking"].as_str().unwrap())
+        .collect();
+    assert_eq!(thought, "Let me think about: hello there");
+    assert_eq!(deltas.last().unwrap()["type"], "signature_delta");
+    assert_eq!(
+        deltas.last().unwrap()["signature"],
+        v["content"][0]["signature"]
+    );
+    let text_start = events
+        .iter()
+        .find(|(n, d)| n == "content_block_start" && d["index"] == 1)
+        .unwrap();
+    assert_eq!(text_start.1["content_block"]["type"], "text");
+    let end = &events[events.len() - 2].1;
+    assert_eq!(end["usage"]["output_tokens"], 8);
+    // A budget under 1024, or not under max_tokens, is refused.
+    for (budget, max) in [(100, 2000), (1024, 1024)] {
+        let mut t = hello();
+        t["max_tokens"] = json!(max);
+        t["thinking"] = json!({"type": "enabled", "budget_tokens": budget});
+        let (s, v) = messages(&sim, &c, t).await;
+        assert_eq!(s, 400, "{v}");
+    }
+    b["thinking"] = json!({"type": "sometimes"});
+    assert_eq!(messages(&sim, &c, b).await.0, 400);
+}
+
+/// A stop sequence cuts the streamed text before it, and message_delta
+/// names it.
+#[tokio::test]
+async fn a_streamed_stop_sequence_is_named() {
+    let (sim, c) = start().await;
+    let mut b = hello();
+    b["stop_sequences"] = json!(["simulated"]);
+    let events = stream(&sim, &c, b).await;
+    let text: String = events
+        .iter()
+        .filter(|(n, _)| n == "content_block_delta")
+        .map(|(_, d)| d["delta"]["text"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(text, "This is a ");
+    let delta = &events[events.len() - 2].1;
+    assert_eq!(
+        delta["delta"],
+        json!({"stop_reason": "stop_sequence", "stop_sequence": "simulated"})
+    );
+}

@@ -17,7 +17,7 @@ use gateway_base::body::{self, Body, Request};
 use gateway_base::errors::ApiError;
 use gateway_models::bounds::{Bound, Shape};
 use gateway_models::messages_api::{answer, events, request};
-use gateway_models::providers::{Model, ModelType, Op};
+use gateway_models::providers::{Model, ModelType, Op, Provider};
 
 /// The model name the caller gave (answered back as the message's `model`).
 fn model_of(body: &Map<String, Value>) -> String {
@@ -133,17 +133,28 @@ impl Operation for Messages {
     }
 }
 
-/// `count_tokens`: `POST /messages/count_tokens`: `{"input_tokens": N,
-/// "estimate": true}`, N the input a hold counts for the same request
-/// ([`gateway_models::bounds::chat`] of the body the provider would be sent): an
-/// upper bound of the provider's count, not its tokenizer's figure. Free.
+/// `count_tokens`: `POST /messages/count_tokens`, free. To a model of an
+/// `anthropic` provider, the provider's own count ([`own_count`]): its
+/// `/v1/messages/count_tokens` asked with the caller's body (the gateway's
+/// fields removed, the provider's model id) and the caller's
+/// `anthropic-beta` / `anthropic-version`, answered as the provider
+/// answered. To any other model, `{"input_tokens": N, "estimate": true}`,
+/// N the input a hold counts for the same request
+/// ([`gateway_models::bounds::chat`] of the body the provider would be
+/// sent): an upper bound of the provider's count, not its tokenizer's
+/// figure. The API key's model list applies (403) as to a message.
 pub async fn count_tokens(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
+    let headers = own_headers(&req);
     let body = read_body(ctx, req).await?;
-    let chat = request::to_chat(&body)?;
     let (p, m) = ctx
         .gw
         .providers
-        .resolve(chat.get("model").and_then(Value::as_str), ModelType::Chat)?;
+        .resolve(body.get("model").and_then(Value::as_str), ModelType::Chat)?;
+    allowed(ctx, p, m)?;
+    if p.adapter.shape() == Shape::Anthropic {
+        return own_count(ctx, p, m, headers, body).await;
+    }
+    let chat = request::to_chat(&body)?;
     let upstream = p.adapter.native(
         Op::Chat,
         m,
@@ -157,4 +168,74 @@ pub async fn count_tokens(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiErr
         ),
         None,
     ))
+}
+
+/// The caller's headers of Anthropic's API ([`OWN_HEADERS`]).
+fn own_headers(req: &Request) -> Vec<(http::HeaderName, http::HeaderValue)> {
+    OWN_HEADERS
+        .iter()
+        .filter_map(|&n| {
+            let v = req.headers().get(n)?.clone();
+            Some((http::HeaderName::from_static(n), v))
+        })
+        .collect()
+}
+
+/// The API key's model list (403), as a message of the model would meet it.
+fn allowed(ctx: &Ctx, p: &Provider, m: &Model) -> Result<(), ApiError> {
+    let Some(models) = ctx.user.as_ref().and_then(|u| u.models.as_ref()) else {
+        return Ok(());
+    };
+    let name = format!("{}/{}", p.id, m.id);
+    let wildcard = format!("{}/*", p.id);
+    if models.iter().any(|a| *a == name || *a == wildcard) {
+        Ok(())
+    } else {
+        Err(ApiError::Forbidden(format!(
+            "this API key has no access to model {name}"
+        )))
+    }
+}
+
+/// The provider's own count of `body` for model `m` of the `anthropic`
+/// provider `p`: called through the upstream client with the provider's
+/// key, answered with the provider's JSON and `request-id` (the gateway's
+/// request id, as on a message).
+async fn own_count(
+    ctx: &Ctx,
+    p: &Provider,
+    m: &Model,
+    headers: Vec<(http::HeaderName, http::HeaderValue)>,
+    body: Map<String, Value>,
+) -> Result<Outcome, ApiError> {
+    let key = p
+        .key
+        .as_ref()
+        .ok_or_else(|| gateway_models::providers::config_missing(p))?;
+    let sent = p
+        .adapter
+        .own_body(gateway_models::providers::openai::request(
+            Op::Chat,
+            &m.id,
+            body,
+        ));
+    let path = p.adapter.own_path(&m.id, "messages/count_tokens");
+    let mut call = ctx.gw.upstream.llm_call_as(
+        gateway_base::spec::Method::Post,
+        &p.base_url,
+        &path,
+        key,
+        p.adapter.key_form(),
+    );
+    for (name, value) in headers {
+        call = call.with_header(name, value);
+    }
+    let answer = call.json(&sent).send().await?;
+    let status = StatusCode::from_u16(answer.status()).unwrap_or(StatusCode::OK);
+    let counted = answer.json("a token count").await?;
+    let mut out = body::json(status, &counted);
+    if let Ok(v) = http::HeaderValue::from_str(&ctx.request_id) {
+        out.headers_mut().insert("request-id", v);
+    }
+    Ok(Outcome::new(out, None))
 }
