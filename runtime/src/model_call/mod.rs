@@ -56,7 +56,7 @@ use gateway_base::errors::ApiError;
 use gateway_models::cache::Ask;
 
 pub(crate) use operation::{Operation, Own, Used};
-pub(crate) use resolve::pick_model;
+pub(crate) use resolve::{allowed, pick_model};
 
 /// A model call of `op` for the (read and validated) `body`, with the
 /// request's response-cache headers `ask` when the operation's answers

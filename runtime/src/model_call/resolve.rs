@@ -149,7 +149,12 @@ pub(crate) async fn pick_model(
 
 /// The API key's model allow-list (403): the route's name the caller sent
 /// (`route`), else the model `p/m` (or `p/*`).
-fn allowed(c: &Caller<'_>, p: &Provider, m: &Model, route: Option<&str>) -> Result<(), ApiError> {
+pub(crate) fn allowed(
+    c: &Caller<'_>,
+    p: &Provider,
+    m: &Model,
+    route: Option<&str>,
+) -> Result<(), ApiError> {
     if let Some(allowed) = c.user.and_then(|u| u.models.as_ref()) {
         let wildcard = format!("{}/*", p.id);
         let name = match route {

@@ -150,7 +150,7 @@ pub async fn count_tokens(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiErr
         .gw
         .providers
         .resolve(body.get("model").and_then(Value::as_str), ModelType::Chat)?;
-    allowed(ctx, p, m)?;
+    crate::model_call::allowed(&ctx.caller(), p, m, None)?;
     if p.adapter.shape() == Shape::Anthropic {
         return own_count(ctx, p, m, headers, body).await;
     }
@@ -179,22 +179,6 @@ fn own_headers(req: &Request) -> Vec<(http::HeaderName, http::HeaderValue)> {
             Some((http::HeaderName::from_static(n), v))
         })
         .collect()
-}
-
-/// The API key's model list (403), as a message of the model would meet it.
-fn allowed(ctx: &Ctx, p: &Provider, m: &Model) -> Result<(), ApiError> {
-    let Some(models) = ctx.user.as_ref().and_then(|u| u.models.as_ref()) else {
-        return Ok(());
-    };
-    let name = format!("{}/{}", p.id, m.id);
-    let wildcard = format!("{}/*", p.id);
-    if models.iter().any(|a| *a == name || *a == wildcard) {
-        Ok(())
-    } else {
-        Err(ApiError::Forbidden(format!(
-            "this API key has no access to model {name}"
-        )))
-    }
 }
 
 /// The provider's own count of `body` for model `m` of the `anthropic`
