@@ -10,6 +10,11 @@
 #   schemathesis  (PyPI, pinned) fuzzes /openapi.json (scripts/schemathesis.sh)
 #   anthropic     (PyPI, pinned) the official Python SDK driving /api/v1/messages
 #                 (tests/anthropic_sdk/check.py, run by tests/it/messages.rs)
+#   litellm       (PyPI, pinned) litellm's client driving /api/v1/chat/completions
+#                 (tests/litellm_client/check.py, run by tests/it/clients.rs)
+#   ai, @ai-sdk/openai-compatible (npm, pinned by tests/ai_sdk/package-lock.json)
+#                 the AI SDK's embed/embedMany (tests/ai_sdk/check.mjs, run by
+#                 tests/it/clients.rs)
 #   oauth2-mock-server (npm, pinned by tests/oidc/package-lock.json) the
 #                 OpenID Connect provider of the sign-in tests (tests/it/oauth.rs),
 #                 run by node (v20.19 or later; Debian's nodejs and npm when missing)
@@ -20,6 +25,7 @@ set -euo pipefail
 
 SCHEMATHESIS_VERSION=4.32.5
 ANTHROPIC_SDK_VERSION=0.76.0
+LITELLM_VERSION=1.110.2
 export PATH="$HOME/.local/bin:$PATH"
 
 need_apt=()
@@ -68,6 +74,12 @@ if [ "$(python3 -c 'import anthropic; print(anthropic.__version__)' 2>/dev/null 
         python3 -m pip install -q --user --break-system-packages "anthropic==$ANTHROPIC_SDK_VERSION"
 fi
 
+if [ "$(python3 -c 'from importlib.metadata import version; print(version("litellm"))' 2>/dev/null || true)" != "$LITELLM_VERSION" ]; then
+    echo "setup-tools: installing litellm $LITELLM_VERSION (pip)" >&2
+    python3 -m pip install -q "litellm==$LITELLM_VERSION" 2>/dev/null ||
+        python3 -m pip install -q --user --break-system-packages "litellm==$LITELLM_VERSION"
+fi
+
 oidc_dir="$(dirname "$0")/../tests/oidc"
 if [ ! -f "$oidc_dir/node_modules/oauth2-mock-server/package.json" ]; then
     echo "setup-tools: installing oauth2-mock-server (npm ci in tests/oidc)" >&2
@@ -78,4 +90,10 @@ dashboard_dir="$(dirname "$0")/../tests/dashboard"
 if [ ! -f "$dashboard_dir/node_modules/playwright-core/package.json" ]; then
     echo "setup-tools: installing playwright-core (npm ci in tests/dashboard)" >&2
     (cd "$dashboard_dir" && npm ci --no-audit --no-fund --loglevel=error)
+fi
+
+ai_sdk_dir="$(dirname "$0")/../tests/ai_sdk"
+if [ ! -f "$ai_sdk_dir/node_modules/ai/package.json" ]; then
+    echo "setup-tools: installing the AI SDK (npm ci in tests/ai_sdk)" >&2
+    (cd "$ai_sdk_dir" && npm ci --no-audit --no-fund --loglevel=error)
 fi

@@ -3,9 +3,15 @@
 //! answer's `usage.cost` (with `usage.byok`), in the [`HEADER`] of every
 //! billed answer, and in the last event of a stream that asked for usage
 //! ([`crate::usage_tail`]).
+//!
+//! `usage.cost` is a JSON number, as OpenAI-compatible clients read it
+//! (OpenRouter's is one), written with exactly the 8 decimals of the
+//! charge (`"cost": 0.00011760`): serde_json's `arbitrary_precision`
+//! keeps a number's text, so no float ever rounds it. The header and
+//! `/generations` carry the same decimal as a string.
 
 use rust_decimal::Decimal;
-use serde_json::{Map, Value};
+use serde_json::{Map, Number, Value};
 
 use gateway_store::Record;
 
@@ -38,8 +44,14 @@ impl Cost {
         text(self.charged)
     }
 
-    /// Sets `cost` and `byok` in the answer's `usage` object (made when
-    /// the answer has none).
+    /// The charge as a JSON number written with its 8 decimals
+    /// (`0.00010320`, trailing zeros kept).
+    pub fn number(&self) -> Value {
+        number(self.charged)
+    }
+
+    /// Sets `cost` (a number, [`Cost::number`]) and `byok` in the answer's
+    /// `usage` object (made when the answer has none).
     pub fn annotate(&self, answer: &mut Value) {
         let Some(obj) = answer.as_object_mut() else {
             return;
@@ -47,11 +59,12 @@ impl Cost {
         let usage = obj
             .entry("usage")
             .or_insert_with(|| Value::Object(Map::new()));
+        if !usage.is_object() {
+            *usage = Value::Object(Map::new());
+        }
         if let Some(u) = usage.as_object_mut() {
-            u.insert("cost".into(), Value::String(self.text()));
+            u.insert("cost".into(), self.number());
             u.insert("byok".into(), Value::Bool(self.byok));
-        } else {
-            *usage = serde_json::json!({"cost": self.text(), "byok": self.byok});
         }
     }
 }
@@ -59,6 +72,15 @@ impl Cost {
 /// An amount of money as the answers show it: a decimal string of 8 places.
 pub fn text(amount: Decimal) -> String {
     format!("{amount:.8}")
+}
+
+/// An amount of money as a JSON number of 8 places: [`text`]'s digits,
+/// kept as written (serde_json's `arbitrary_precision`).
+pub fn number(amount: Decimal) -> Value {
+    // A decimal's 8-place text is always a valid JSON number.
+    text(amount)
+        .parse::<Number>()
+        .map_or(Value::Null, Value::Number)
 }
 
 #[cfg(test)]
@@ -75,7 +97,14 @@ mod tests {
         c.annotate(&mut v);
         assert_eq!(
             v,
-            serde_json::json!({"usage": {"prompt_tokens": 3, "cost": "0.00010320", "byok": false}})
+            serde_json::from_str::<Value>(
+                r#"{"usage": {"prompt_tokens": 3, "cost": 0.00010320, "byok": false}}"#
+            )
+            .unwrap()
+        );
+        assert_eq!(
+            v.to_string(),
+            r#"{"usage":{"byok":false,"cost":0.00010320,"prompt_tokens":3}}"#
         );
         let mut v = serde_json::json!({"data": []});
         Cost {
@@ -83,9 +112,24 @@ mod tests {
             byok: true,
         }
         .annotate(&mut v);
-        assert_eq!(
-            v["usage"],
-            serde_json::json!({"cost": "0.00000000", "byok": true})
-        );
+        assert_eq!(v["usage"].to_string(), r#"{"byok":true,"cost":0.00000000}"#);
+        assert_eq!(v["usage"]["cost"].as_f64(), Some(0.0));
+    }
+
+    #[test]
+    fn the_number_keeps_its_eight_decimals() {
+        for (amount, written) in [
+            (Decimal::new(1176, 7), "0.00011760"),
+            (Decimal::new(1, 8), "0.00000001"),
+            (Decimal::new(123_456_789_012, 8), "1234.56789012"),
+            (Decimal::new(5, 0), "5.00000000"),
+        ] {
+            let n = number(amount);
+            assert_eq!(n.to_string(), written);
+            assert!(n.is_number());
+            let back: Value = serde_json::from_str(&format!("{{\"cost\":{n}}}")).unwrap();
+            assert_eq!(back["cost"], n);
+            assert_eq!(back["cost"].to_string(), written);
+        }
     }
 }

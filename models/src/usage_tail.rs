@@ -273,7 +273,7 @@ mod tests {
         let end = String::from_utf8(t.close(Some(c), Tokens::default()).to_vec()).unwrap();
         assert_eq!(
             end,
-            "data: {\"choices\":[],\"usage\":{\"byok\":false,\"completion_tokens\":2,\"cost\":\"0.50000000\",\"prompt_tokens\":3}}\n\ndata: [DONE]\n\n"
+            "data: {\"choices\":[],\"usage\":{\"byok\":false,\"completion_tokens\":2,\"cost\":0.50000000,\"prompt_tokens\":3}}\n\ndata: [DONE]\n\n"
         );
     }
 

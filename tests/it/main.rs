@@ -18,6 +18,7 @@ mod budgets_edit;
 mod budgets_voice;
 mod cache;
 mod cli;
+mod clients;
 mod crash_holds;
 mod dashboard;
 mod database;

@@ -110,9 +110,11 @@ fn hit_of(charge: Decimal, pct: u32) -> Decimal {
         .round_dp_with_strategy(8, RoundingStrategy::MidpointAwayFromZero)
 }
 
-/// The `usage.cost` an answer reports.
+/// The `usage.cost` an answer reports (a JSON number).
 fn cost(a: &Answer) -> Decimal {
-    a.json["usage"]["cost"].as_str().unwrap().parse().unwrap()
+    let c = &a.json["usage"]["cost"];
+    assert!(c.is_number(), "{}", a.text);
+    c.to_string().parse().unwrap()
 }
 
 #[tokio::test]

@@ -111,7 +111,10 @@ fn announced(text: &str, messages: bool) -> (Option<(i64, i64)>, Option<String>)
             u["completion_tokens"].as_i64()?,
         ))
     });
-    let cost = usage.and_then(|u| u["cost"].as_str()).map(str::to_owned);
+    let cost = usage
+        .map(|u| &u["cost"])
+        .filter(|c| c.is_number())
+        .map(Value::to_string);
     (tokens, cost)
 }
 

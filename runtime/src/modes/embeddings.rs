@@ -67,6 +67,49 @@ struct Embeddings {
     text_bytes: usize,
 }
 
+impl Embeddings {
+    /// The input's tokens and whether the gateway counted them: the
+    /// provider's `usage.prompt_tokens`, else the texts' bytes counted.
+    fn prompt_tokens(&self, v: &Value) -> (u64, bool) {
+        let reported = v
+            .get("usage")
+            .and_then(|u| {
+                gateway_base::billing::quantity_from_upstream(
+                    "prompt_tokens",
+                    u.get("prompt_tokens"),
+                )
+                .valid()
+            })
+            .and_then(|d| d.ceil().to_u64());
+        match reported {
+            Some(t) => (t, false),
+            None => (self.text_bytes.div_ceil(4) as u64, true),
+        }
+    }
+
+    /// OpenAI's `usage` as its clients read it: `prompt_tokens` and
+    /// `total_tokens` are always there, the tokens billed (the gateway's
+    /// count when the provider reported none, as Gemini does).
+    fn complete_usage(&self, v: &mut Value) {
+        let (input, counted) = self.prompt_tokens(v);
+        let Some(obj) = v.as_object_mut() else {
+            return;
+        };
+        let usage = obj.entry("usage").or_insert_with(|| json!({}));
+        if !usage.is_object() {
+            *usage = json!({});
+        }
+        if let Some(u) = usage.as_object_mut() {
+            if counted {
+                u.insert("prompt_tokens".into(), json!(input));
+            }
+            if counted || u.get("total_tokens").and_then(Value::as_u64).is_none() {
+                u.insert("total_tokens".into(), json!(input));
+            }
+        }
+    }
+}
+
 /// 502: an answer without its vectors.
 fn without_data() -> ApiError {
     ApiError::BadGateway("the model provider answered embeddings without data".into())
@@ -95,20 +138,7 @@ impl Operation for Embeddings {
         if v.get("data").and_then(Value::as_array).is_none() {
             return Err(without_data());
         }
-        let (input, counted) = match v
-            .get("usage")
-            .and_then(|u| {
-                gateway_base::billing::quantity_from_upstream(
-                    "prompt_tokens",
-                    u.get("prompt_tokens"),
-                )
-                .valid()
-            })
-            .and_then(|d| d.ceil().to_u64())
-        {
-            Some(t) => (t, false),
-            None => (self.text_bytes.div_ceil(4) as u64, true),
-        };
+        let (input, counted) = self.prompt_tokens(v);
         Ok(Used::Tokens {
             tokens: Tokens::new(input, 0),
             counted,
@@ -116,13 +146,15 @@ impl Operation for Embeddings {
     }
 
     /// The spec's shape (`data`: the vectors, `dimensions`, `model`: the
-    /// deployment that `served`), or OpenAI's as the provider gave it.
-    fn answer(&self, v: Value, served: &str) -> Result<Value, ApiError> {
+    /// deployment that `served`), or OpenAI's as the provider gave it with
+    /// its `usage` complete ([`Embeddings::complete_usage`]).
+    fn answer(&self, mut v: Value, served: &str) -> Result<Value, ApiError> {
         let data = v
             .get("data")
             .and_then(Value::as_array)
             .ok_or_else(without_data)?;
         if !self.spec_shape {
+            self.complete_usage(&mut v);
             return Ok(v);
         }
         let vectors: Vec<Value> = data
