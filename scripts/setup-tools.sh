@@ -10,6 +10,8 @@
 #   schemathesis  (PyPI, pinned) fuzzes /openapi.json (scripts/schemathesis.sh)
 #   anthropic     (PyPI, pinned) the official Python SDK driving /api/v1/messages
 #                 (tests/anthropic_sdk/check.py, run by tests/it/messages.rs)
+#   google-genai  (PyPI, pinned) Google's official Python SDK driving /api/v1/gemini
+#                 (tests/genai_sdk/check.py, run by tests/it/gemini_door.rs)
 #   oauth2-mock-server (npm, pinned by tests/oidc/package-lock.json) the
 #                 OpenID Connect provider of the sign-in tests (tests/it/oauth.rs),
 #                 run by node (v20.19 or later; Debian's nodejs and npm when missing)
@@ -20,6 +22,7 @@ set -euo pipefail
 
 SCHEMATHESIS_VERSION=4.32.5
 ANTHROPIC_SDK_VERSION=0.76.0
+GENAI_SDK_VERSION=3.6.1
 export PATH="$HOME/.local/bin:$PATH"
 
 need_apt=()
@@ -66,6 +69,12 @@ if [ "$(python3 -c 'import anthropic; print(anthropic.__version__)' 2>/dev/null 
     echo "setup-tools: installing anthropic $ANTHROPIC_SDK_VERSION (pip)" >&2
     python3 -m pip install -q "anthropic==$ANTHROPIC_SDK_VERSION" 2>/dev/null ||
         python3 -m pip install -q --user --break-system-packages "anthropic==$ANTHROPIC_SDK_VERSION"
+fi
+
+if [ "$(python3 -c 'from google import genai; print(genai.__version__)' 2>/dev/null || true)" != "$GENAI_SDK_VERSION" ]; then
+    echo "setup-tools: installing google-genai $GENAI_SDK_VERSION (pip)" >&2
+    python3 -m pip install -q "google-genai==$GENAI_SDK_VERSION" 2>/dev/null ||
+        python3 -m pip install -q --user --break-system-packages "google-genai==$GENAI_SDK_VERSION"
 fi
 
 oidc_dir="$(dirname "$0")/../tests/oidc"

@@ -31,6 +31,7 @@ mod format1_errors;
 mod forwarding;
 mod gate;
 mod gateway;
+mod gemini_door;
 mod hardening;
 mod integrity;
 mod isolation;
