@@ -15,6 +15,8 @@
 #   ai, @ai-sdk/openai-compatible (npm, pinned by tests/ai_sdk/package-lock.json)
 #                 the AI SDK's embed/embedMany (tests/ai_sdk/check.mjs, run by
 #                 tests/it/clients.rs)
+#   google-genai  (PyPI, pinned) Google's official Python SDK driving /api/v1/gemini
+#                 (tests/genai_sdk/check.py, run by tests/it/gemini_door.rs)
 #   oauth2-mock-server (npm, pinned by tests/oidc/package-lock.json) the
 #                 OpenID Connect provider of the sign-in tests (tests/it/oauth.rs),
 #                 run by node (v20.19 or later; Debian's nodejs and npm when missing)
@@ -26,6 +28,7 @@ set -euo pipefail
 SCHEMATHESIS_VERSION=4.32.5
 ANTHROPIC_SDK_VERSION=0.76.0
 LITELLM_VERSION=1.110.2
+GENAI_SDK_VERSION=3.6.1
 export PATH="$HOME/.local/bin:$PATH"
 
 need_apt=()
@@ -78,6 +81,12 @@ if [ "$(python3 -c 'from importlib.metadata import version; print(version("litel
     echo "setup-tools: installing litellm $LITELLM_VERSION (pip)" >&2
     python3 -m pip install -q "litellm==$LITELLM_VERSION" 2>/dev/null ||
         python3 -m pip install -q --user --break-system-packages "litellm==$LITELLM_VERSION"
+fi
+
+if [ "$(python3 -c 'from google import genai; print(genai.__version__)' 2>/dev/null || true)" != "$GENAI_SDK_VERSION" ]; then
+    echo "setup-tools: installing google-genai $GENAI_SDK_VERSION (pip)" >&2
+    python3 -m pip install -q "google-genai==$GENAI_SDK_VERSION" 2>/dev/null ||
+        python3 -m pip install -q --user --break-system-packages "google-genai==$GENAI_SDK_VERSION"
 fi
 
 oidc_dir="$(dirname "$0")/../tests/oidc"

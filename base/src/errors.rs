@@ -367,6 +367,7 @@ impl ApiError {
                 "data": "",
             }),
             ErrorFormat::Anthropic => anthropic_body(status, &message),
+            ErrorFormat::Gemini => gemini_body(status, &message),
         };
         let mut resp = http::Response::new(body::full(value.to_string()));
         *resp.status_mut() = status;
@@ -430,6 +431,30 @@ pub fn anthropic_type(status: StatusCode) -> &'static str {
 /// Anthropic's error body: `{"type":"error","error":{"type","message"}}`.
 pub fn anthropic_body(status: StatusCode, message: &str) -> serde_json::Value {
     json!({"type": "error", "error": {"type": anthropic_type(status), "message": message}})
+}
+
+/// Google's status name of an HTTP status (`google.rpc.Code`'s; a status
+/// it does not name takes the nearest: 402 `RESOURCE_EXHAUSTED`, 405
+/// `INVALID_ARGUMENT`, 413 `INVALID_ARGUMENT`, 502 `UNAVAILABLE`).
+pub fn gemini_status(status: StatusCode) -> &'static str {
+    match status.as_u16() {
+        401 => "UNAUTHENTICATED",
+        402 | 429 => "RESOURCE_EXHAUSTED",
+        403 => "PERMISSION_DENIED",
+        404 => "NOT_FOUND",
+        408 | 504 => "DEADLINE_EXCEEDED",
+        409 => "ABORTED",
+        499 => "CANCELLED",
+        501 => "UNIMPLEMENTED",
+        502 | 503 => "UNAVAILABLE",
+        400..=499 => "INVALID_ARGUMENT",
+        _ => "INTERNAL",
+    }
+}
+
+/// Google's error body: `{"error":{"code","message","status"}}`.
+pub fn gemini_body(status: StatusCode, message: &str) -> serde_json::Value {
+    json!({"error": {"code": status.as_u16(), "message": message, "status": gemini_status(status)}})
 }
 
 impl std::fmt::Display for ApiError {

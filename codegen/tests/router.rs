@@ -80,6 +80,54 @@ upstream = { base = "main", method = "GET", path = "/t" }
     );
 }
 
+/// A tail parameter (`{name*}`): the rest of the path, `/` included.
+mod tail {
+    codegen::routes!(
+        inline = r#"
+[areas.gateway]
+prefix = "/api/v1"
+auth = "bearer"
+errors = "envelope"
+
+[bases.main]
+auth = "bearer"
+
+[capabilities]
+files = "off"
+
+[[endpoint]]
+id = "files.any"
+area = "gateway"
+method = "POST"
+path = "/files/{bucket}/{name*}"
+mode = "proxy"
+capability = "files"
+billing = "free"
+upstream = { base = "main", method = "POST", path = "/f/{bucket}/{name}" }
+
+[[endpoint]]
+id = "files.special"
+area = "gateway"
+method = "GET"
+path = "/files/{bucket}/special"
+mode = "proxy"
+capability = "files"
+billing = "free"
+upstream = { base = "main", method = "GET", path = "/s/{bucket}" }
+
+[[endpoint]]
+id = "files.one"
+area = "gateway"
+method = "GET"
+path = "/files/{bucket}/{name}"
+mode = "proxy"
+capability = "files"
+billing = "free"
+upstream = { base = "main", method = "GET", path = "/f/{bucket}/{name}" }
+"#
+    );
+}
+
 type RouteFn = fn(&HttpMethod, &str) -> RouteMatch;
 
 /// `(row id, [(param, raw value)])`, or `Err("405 <allowed>" | "404")`.
@@ -117,7 +165,12 @@ fn every_real_row_is_reachable() {
         let mut path = spec.path.to_string();
         let mut expected = Vec::new();
         for (i, name) in spec.params.iter().enumerate() {
-            let value = format!("v{i}-x");
+            let tail = format!("{{{name}*}}");
+            let value = match path.contains(&tail) {
+                true => format!("v{i}-x/y:z"),
+                false => format!("v{i}-x"),
+            };
+            path = path.replace(&tail, &value);
             path = path.replace(&format!("{{{name}}}"), &value);
             expected.push((name.to_string(), value));
         }
@@ -315,4 +368,43 @@ fn handlers_call_the_runtime_with_their_row() {
 #[test]
 fn max_params_matches_the_runtime() {
     assert_eq!(codegen_impl::MAX_PARAMS, runtime::__private::MAX_PARAMS);
+}
+
+/// A tail takes one segment or more, joined by `/` as they came; a static
+/// segment or a one-segment parameter at its place wins (more specific).
+#[test]
+fn a_tail_parameter_takes_the_rest_of_the_path() {
+    let r = tail::route;
+    use HttpMethod as M;
+    let pair = |a: &str, b: &str| (a.to_string(), b.to_string());
+    assert_eq!(
+        lookup(r, M::POST, "/api/v1/files/b1/gem/gemini-x:generateContent"),
+        Ok((
+            "files.any".to_string(),
+            vec![
+                pair("bucket", "b1"),
+                pair("name", "gem/gemini-x:generateContent")
+            ]
+        ))
+    );
+    assert_eq!(
+        lookup(r, M::POST, "/api/v1/files/b1/one%2Fx/y/"),
+        Ok((
+            "files.any".to_string(),
+            vec![pair("bucket", "b1"), pair("name", "one%2Fx/y")]
+        ))
+    );
+    // One segment: the `{name}` shape is more specific, and has no POST.
+    assert_eq!(id(r, M::GET, "/api/v1/files/b1/x"), "files.one");
+    assert_eq!(id(r, M::POST, "/api/v1/files/b1/x"), "405 GET");
+    assert_eq!(id(r, M::GET, "/api/v1/files/b1/special"), "files.special");
+    assert_eq!(id(r, M::GET, "/api/v1/files/b1/x/y"), "405 POST");
+    // A tail is never empty, nor holds an empty segment.
+    assert_eq!(id(r, M::POST, "/api/v1/files/b1"), "404");
+    assert_eq!(id(r, M::POST, "/api/v1/files/b1/x//y"), "404");
+    // At most 16 segments.
+    let long = format!("/api/v1/files/b1/{}", ["s"; 16].join("/"));
+    assert_eq!(id(r, M::POST, &long), "files.any");
+    assert_eq!(id(r, M::POST, &format!("{long}/s")), "404");
+    assert_eq!(tail::FILES_ANY.params, &["bucket", "name"]);
 }

@@ -9,6 +9,7 @@
 //! * [`routing`] — deployments, fallbacks and the attempt loop.
 //! * [`cache`] — the response cache.
 //! * [`bounds`] — the most a model request can cost (its hold), from its body.
+//! * [`gemini_api`] — Gemini's API as an input dialect.
 //! * [`messages_api`] — Anthropic's Messages API as an input dialect.
 //! * [`cost`] — what an answer says it cost (`usage.cost`, `X-Gateway-Cost`).
 //! * [`usage_tail`] — a stream's last event, held back until it is settled.
@@ -16,6 +17,7 @@
 pub mod bounds;
 pub mod cache;
 pub mod cost;
+pub mod gemini_api;
 pub mod messages_api;
 pub mod providers;
 pub mod routing;

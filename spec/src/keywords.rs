@@ -191,6 +191,11 @@ keyword_enum! {
         Messages = "messages",
         /// Anthropic's `count_tokens`: the hold's input estimate, free.
         CountTokens = "count_tokens",
+        /// Gemini's API (`generateContent`, `streamGenerateContent`,
+        /// `countTokens`, `embedContent`, `batchEmbedContents`) as an input
+        /// dialect: passed through to a `gemini` provider, translated for
+        /// the others; the row's last parameter is `model:method`.
+        Gemini = "gemini",
         Embedding = "embedding",
         Image = "image",
         VideoSubmit = "video_submit",
@@ -435,6 +440,8 @@ keyword_enum! {
         AccessToken = "access_token",
         /// As `bearer`, or the API key in `x-api-key` (Anthropic's clients).
         XApiKey = "x_api_key",
+        /// As `bearer`, or the API key in `x-goog-api-key` (Google's clients).
+        GoogApiKey = "goog_api_key",
     }
 }
 
@@ -449,6 +456,8 @@ keyword_enum! {
         Envelope = "envelope",
         /// Anthropic's: `{"type":"error","error":{"type","message"}}`.
         Anthropic = "anthropic",
+        /// Google's: `{"error":{"code","message","status"}}`.
+        Gemini = "gemini",
     }
 }
 

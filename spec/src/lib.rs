@@ -160,6 +160,11 @@ impl PathParams {
         self.items.push((name, raw.to_owned()));
     }
 
+    /// A tail parameter (`{name*}`): the raw segments joined by `/`.
+    pub fn push_joined(&mut self, name: &'static str, raw: &[&str]) {
+        self.items.push((name, raw.join("/")));
+    }
+
     /// The decoded value of a parameter.
     pub fn get(&self, name: &str) -> Option<std::borrow::Cow<'_, str>> {
         self.items

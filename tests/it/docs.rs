@@ -135,6 +135,7 @@ const NOT_READ: &[(&str, &str)] = &[
     ("GATEWAY_BASE_URL", "set for the Python SDK checks (tests/anthropic_sdk/)"),
     ("GATEWAY_KEY", "set for the Python SDK checks (tests/anthropic_sdk/)"),
     ("GATEWAY_MODEL", "set for the Python SDK checks (tests/anthropic_sdk/)"),
+    ("GATEWAY_EMBED_MODEL", "set for the Python SDK check of the Gemini door (tests/genai_sdk/)"),
     ("GATEWAY_BIN", "set for the accounts probe's script"),
     ("DASHBOARD_URL", "set for the dashboard's browser script (tests/dashboard/)"),
     ("DASHBOARD_USER", "set for the dashboard's browser script"),

@@ -33,6 +33,7 @@ mod format1_errors;
 mod forwarding;
 mod gate;
 mod gateway;
+mod gemini_door;
 mod hardening;
 mod integrity;
 mod isolation;

@@ -44,6 +44,9 @@ pub const ADMIN_KEY_HEADER: &str = "x-admin-key";
 /// Where Anthropic's clients put the API key (rows with `auth = "x_api_key"`).
 pub const X_API_KEY: &str = "x-api-key";
 
+/// Where Google's clients put the API key (rows with `auth = "goog_api_key"`).
+pub const X_GOOG_API_KEY: &str = "x-goog-api-key";
+
 /// The 403 of a disabled account.
 pub fn disabled() -> ApiError {
     ApiError::Forbidden("account disabled".into())
@@ -100,13 +103,9 @@ impl Auth {
             RowAuth::None | RowAuth::Signature => Ok(None),
             RowAuth::Bearer => self.caller(headers, false).await.map(Some),
             // Anthropic's clients send the key in `x-api-key`.
-            RowAuth::XApiKey => match headers.get(X_API_KEY) {
-                Some(v) if headers.get(http::header::AUTHORIZATION).is_none() => {
-                    let key = v.to_str().map_err(|_| Cause::MalformedHeader)?.trim();
-                    self.key_user(key).await.map(Some)
-                }
-                _ => self.caller(headers, false).await.map(Some),
-            },
+            RowAuth::XApiKey => self.key_header_or_bearer(headers, X_API_KEY).await,
+            // Google's clients send the key in `x-goog-api-key`.
+            RowAuth::GoogApiKey => self.key_header_or_bearer(headers, X_GOOG_API_KEY).await,
             RowAuth::AccessToken => self.caller(headers, true).await.map(Some),
             RowAuth::Admin => {
                 if let Some(v) = headers.get(ADMIN_KEY_HEADER) {
@@ -126,6 +125,22 @@ impl Auth {
                 }
                 Ok(Some(user))
             }
+        }
+    }
+
+    /// The user of the API key in the header `name` when the request has
+    /// no `Authorization`, else of `Authorization: Bearer`.
+    async fn key_header_or_bearer(
+        &self,
+        headers: &HeaderMap,
+        name: &str,
+    ) -> Result<Option<User>, ApiError> {
+        match headers.get(name) {
+            Some(v) if headers.get(http::header::AUTHORIZATION).is_none() => {
+                let key = v.to_str().map_err(|_| Cause::MalformedHeader)?.trim();
+                self.key_user(key).await.map(Some)
+            }
+            _ => self.caller(headers, false).await.map(Some),
         }
     }
 

@@ -334,7 +334,12 @@ fn row_handler(row: &Row) -> TokenStream {
 enum ShapeSeg<'a> {
     Static(&'a str),
     Param,
+    /// A `{name*}` tail: one segment or more, the path's last.
+    Tail,
 }
+
+/// Most segments a `{name*}` tail takes (a longer path is not found).
+const TAIL_SEGMENTS: usize = 16;
 
 /// Distinct path shapes, most specific first, each with its rows sorted by method.
 fn shapes(table: &Table) -> Vec<(Vec<ShapeSeg<'_>>, Vec<&Row>)> {
@@ -346,6 +351,7 @@ fn shapes(table: &Table) -> Vec<(Vec<ShapeSeg<'_>>, Vec<&Row>)> {
             .map(|s| match s {
                 Segment::Static(s) => ShapeSeg::Static(s),
                 Segment::Param(_) => ShapeSeg::Param,
+                Segment::Tail(_) => ShapeSeg::Tail,
             })
             .collect();
         map.entry(shape).or_default().push(row);
@@ -364,12 +370,16 @@ fn router(table: &Table) -> TokenStream {
     let shapes = shapes(table);
     let max_segments = shapes
         .iter()
-        .map(|(s, _)| s.len())
+        .map(|(s, _)| match s.last() {
+            Some(ShapeSeg::Tail) => s.len() - 1 + TAIL_SEGMENTS,
+            _ => s.len(),
+        })
         .max()
         .unwrap_or(0)
         .max(1);
     let arms = shapes.iter().map(|(shape, rows)| {
         let mut param = 0usize;
+        let tail = shape.last() == Some(&ShapeSeg::Tail);
         let pattern: Vec<TokenStream> = shape
             .iter()
             .map(|seg| match seg {
@@ -379,8 +389,17 @@ fn router(table: &Table) -> TokenStream {
                     param += 1;
                     quote!(#p)
                 }
+                ShapeSeg::Tail => {
+                    let p = format_ident!("p{}", param);
+                    param += 1;
+                    quote!(#p @ ..)
+                }
             })
             .collect();
+        let guard = tail.then(|| {
+            let p = format_ident!("p{}", param - 1);
+            quote!(if !#p.is_empty())
+        });
         let methods = rows.iter().map(|row| {
             let http = format_ident!("{}", row.method.as_str());
             let spec = format_ident!("{}", row.static_name());
@@ -388,9 +407,14 @@ fn router(table: &Table) -> TokenStream {
             let params = if row.params.is_empty() {
                 quote!(#rt::PathParams::new())
             } else {
+                let last = row.params.len() - 1;
                 let pushes = row.params.iter().enumerate().map(|(i, name)| {
                     let p = format_ident!("p{}", i);
-                    quote!(params.push(#name, #p);)
+                    if tail && i == last {
+                        quote!(params.push_joined(#name, #p);)
+                    } else {
+                        quote!(params.push(#name, #p);)
+                    }
                 });
                 quote!({
                     let mut params = #rt::PathParams::new();
@@ -412,7 +436,7 @@ fn router(table: &Table) -> TokenStream {
             .collect::<Vec<_>>()
             .join(", ");
         quote! {
-            [#(#pattern),*] => match *method {
+            [#(#pattern),*] #guard => match *method {
                 #(#methods)*
                 _ => #rt::RouteMatch::MethodNotAllowed { allowed: #allowed },
             },
@@ -423,7 +447,9 @@ fn router(table: &Table) -> TokenStream {
         /// Finds the row for a request: `path` is the URI's path (no query
         /// string), still percent-encoded. One trailing `/` is ignored; an
         /// empty segment never matches. The most specific path shape wins
-        /// (static segments before parameters, leftmost first), then the
+        /// (static segments before parameters, parameters before a tail
+        /// `{name*}`, leftmost first; a tail takes one segment or more, its
+        /// value the segments joined by `/`), then the
         /// method is matched: a method that shape lacks is a 405, never a
         /// fall-back to a less specific shape. Allocates nothing but the
         /// captured parameters.

@@ -18,7 +18,7 @@ pub fn document(table: &Table) -> Value {
     let mut paths = Map::new();
     for row in &table.rows {
         let item = paths
-            .entry(row.path.clone())
+            .entry(row.path.replace("*}", "}"))
             .or_insert_with(|| Value::Object(Map::new()));
         let Value::Object(item) = item else {
             unreachable!("path items are objects")
@@ -216,6 +216,7 @@ fn security(auth: Auth) -> Value {
     match auth {
         Auth::Bearer => json!([{"bearerAuth": []}]),
         Auth::XApiKey => json!([{"bearerAuth": []}, {"xApiKey": []}]),
+        Auth::GoogApiKey => json!([{"bearerAuth": []}, {"googApiKey": []}]),
         Auth::AccessToken => json!([{"accessToken": []}]),
         Auth::Admin => json!([{"adminKey": []}, {"accessToken": []}]),
         Auth::Signature => json!([{"webhookSignature": []}]),
@@ -230,6 +231,7 @@ pub fn error_component(format: ErrorFormat) -> &'static str {
         ErrorFormat::Error => "ErrorFormat1",
         ErrorFormat::Envelope => "ErrorEnvelope",
         ErrorFormat::Anthropic => "ErrorAnthropic",
+        ErrorFormat::Gemini => "ErrorGemini",
     }
 }
 
@@ -241,7 +243,10 @@ fn responses(table: &Table, row: &Row) -> Value {
     };
     let error = json!({"$ref": format!("#/components/responses/{}", error_component(row.errors))});
     let mut content = json!({"application/json": {"schema": success}});
-    if matches!(row.mode, Mode::Chat | Mode::Completion | Mode::Messages) {
+    if matches!(
+        row.mode,
+        Mode::Chat | Mode::Completion | Mode::Messages | Mode::Gemini
+    ) {
         // `"stream": true`: server-sent events (found by schemathesis); the
         // schema is one event's (`data: {...}` lines, then `data: [DONE]`).
         content["text/event-stream"] = json!({"schema": {
@@ -311,6 +316,7 @@ fn components() -> Value {
             "ErrorFormat1": error_response("Error (format 1)", "ErrorFormat1"),
             "ErrorEnvelope": error_response("Error (format 2, envelope)", "ErrorEnvelope"),
             "ErrorAnthropic": error_response("Error (Anthropic's shape)", "ErrorAnthropic"),
+            "ErrorGemini": error_response("Error (Google's shape)", "ErrorGemini"),
         },
         "schemas": {
             "ErrorDetail": {
@@ -349,6 +355,17 @@ fn components() -> Value {
                     },
                 },
                 "required": ["type", "error"],
+            },
+            "ErrorGemini": {
+                "type": "object",
+                "properties": {
+                    "error": {
+                        "type": "object",
+                        "properties": {"code": s("integer"), "message": s("string"), "status": s("string")},
+                        "required": ["code", "message", "status"],
+                    },
+                },
+                "required": ["error"],
             },
             "SynthesisResponse": {
                 "type": "object",
@@ -401,6 +418,10 @@ fn components() -> Value {
             "xApiKey": {
                 "type": "apiKey", "in": "header", "name": "x-api-key",
                 "description": "An API key, as Anthropic's clients send it",
+            },
+            "googApiKey": {
+                "type": "apiKey", "in": "header", "name": "x-goog-api-key",
+                "description": "An API key, as Google's clients send it",
             },
             "adminKey": {
                 "type": "apiKey", "in": "header", "name": "X-Admin-Key",

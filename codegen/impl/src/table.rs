@@ -382,7 +382,8 @@ pub struct Row {
     pub method: Method,
     /// Full path: area prefix + row path, e.g. `/api/v1/voice/tts/voices/{voice_uuid}`.
     pub path: String,
-    /// Names of the `{param}` segments of `path`, in order.
+    /// Names of the `{param}` segments of `path`, in order (a `{name*}`
+    /// tail's without its `*`).
     pub params: Vec<String>,
     pub mode: Mode,
     pub capability: String,
@@ -468,6 +469,9 @@ pub enum Segment<'a> {
     Static(&'a str),
     /// A `{name}` segment.
     Param(&'a str),
+    /// A `{name*}` segment, the path's last: the rest of the path, one
+    /// segment or more joined by `/` (sorts last: the least specific).
+    Tail(&'a str),
 }
 
 /// Splits a validated path into segments, ignoring one trailing `/`; the
@@ -481,7 +485,10 @@ pub fn segments(path: &str) -> Vec<Segment<'_>> {
     rest.split('/')
         .map(
             |s| match s.strip_prefix('{').and_then(|s| s.strip_suffix('}')) {
-                Some(name) => Segment::Param(name),
+                Some(name) => match name.strip_suffix('*') {
+                    Some(name) => Segment::Tail(name),
+                    None => Segment::Param(name),
+                },
                 None => Segment::Static(s),
             },
         )

@@ -504,6 +504,26 @@ fn paths() {
         "a parameter must be a whole segment",
     );
     check_row(
+        &[
+            ("path", Some("\"/things/{rest*}/x\"")),
+            ("upstream", Some(&up("/x/{rest}"))),
+        ],
+        "",
+        "a tail parameter `{name*}` must be the path's last segment",
+    );
+    check_row(
+        &[("path", Some("\"/things/{thing-id*}\""))],
+        "",
+        "path parameter `{thing-id}` is not an identifier",
+    );
+    ok(&table(&[&row(
+        &[
+            ("path", Some("\"/things/{rest*}\"")),
+            ("upstream", Some(&up("/x/{rest}"))),
+        ],
+        "",
+    )]));
+    check_row(
         &[("path", Some("\"/things/{thing-id}\""))],
         "",
         "path parameter `{thing-id}` is not an identifier",

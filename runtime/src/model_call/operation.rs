@@ -75,6 +75,14 @@ pub(crate) trait Operation: Sync {
     fn own(&self) -> Option<&Own> {
         None
     }
+    /// The caller's body of the door's own API for the deployment `model`
+    /// (the provider's model id), before its provider's adapter takes it
+    /// ([`Own`]): a door whose API names the model inside the body too
+    /// (Gemini's `batchEmbedContents`: each request's `model`) names it.
+    fn own_body(&self, body: Map<String, Value>, model: &str) -> Map<String, Value> {
+        let _ = model;
+        body
+    }
     /// The OpenAI body of the caller's (the body the model call was given)
     /// for a candidate not of the door's own API: a door of another API
     /// translates it, or refuses with a 400 naming the field it cannot.

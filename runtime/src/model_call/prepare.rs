@@ -125,7 +125,7 @@ pub(super) async fn prepare<O: Operation>(
         let native = match own {
             Some(o) => Native {
                 path: p.adapter.own_path(&m.id, &o.method),
-                body: p.adapter.own_body(request),
+                body: p.adapter.own_body(op.own_body(request, &m.id)),
             },
             None => p.adapter.native(op.op(), m, request)?,
         };

@@ -30,6 +30,8 @@
 //!   API through the same chat path.
 //! * [`catalogue`] — `catalogue`, `catalogue_model`, `catalogue_trending`.
 //! * [`embeddings`] — `embedding`: the spec's or OpenAI's shape.
+//! * [`gemini`] — `gemini`: Gemini's API (generate, stream, count tokens,
+//!   embed) for any model, passed through to a `gemini` provider.
 //! * [`images`] — `image`: generated images copied into the object store.
 //! * [`speech`] — `speech`: text to speech, the audio stored, billed in
 //!   seconds.
@@ -60,6 +62,7 @@ pub mod catalogue;
 pub mod chat;
 pub mod common;
 pub mod embeddings;
+pub mod gemini;
 pub mod history;
 pub mod images;
 pub mod jobs;
@@ -124,6 +127,7 @@ pub async fn run(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<Out
         Mode::StopStream => chat::stop(ctx, params).await,
         Mode::Messages => chat::messages::messages(ctx, req).await,
         Mode::CountTokens => chat::messages::count_tokens(ctx, req).await,
+        Mode::Gemini => gemini::gemini(ctx, req, params).await,
         Mode::Catalogue => catalogue::list(ctx).await,
         Mode::CatalogueModel => catalogue::model(ctx, params).await,
         Mode::CatalogueTrending => catalogue::trending(ctx).await,

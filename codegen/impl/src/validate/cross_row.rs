@@ -102,16 +102,17 @@ fn check_ids(rows: &[RowKey], report: &mut Report<'_, '_>) {
 /// No two rows serve the same method on the same path shape (parameter
 /// names and one trailing `/` ignored).
 fn check_routes(rows: &[RowKey], report: &mut Report<'_, '_>) {
-    let mut routes: HashMap<(Method, Vec<Option<&str>>), &RowKey> = HashMap::new();
+    let mut routes: HashMap<(Method, Vec<Result<&str, bool>>), &RowKey> = HashMap::new();
     for row in rows {
         let (Some(method), Some(path)) = (row.method, &row.path) else {
             continue;
         };
-        let shape: Vec<Option<&str>> = segments(path)
+        let shape: Vec<Result<&str, bool>> = segments(path)
             .into_iter()
             .map(|s| match s {
-                Segment::Static(s) => Some(s),
-                Segment::Param(_) => None,
+                Segment::Static(s) => Ok(s),
+                Segment::Param(_) => Err(false),
+                Segment::Tail(_) => Err(true),
             })
             .collect();
         match routes.get(&(method, shape.clone())) {

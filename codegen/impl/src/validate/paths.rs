@@ -40,9 +40,22 @@ pub(super) fn check_route_path(path: &str) -> Result<Vec<String>, Vec<String>> {
     if rest.is_empty() {
         return Ok(params);
     }
-    for seg in rest.split('/') {
+    let count = rest.split('/').count();
+    for (i, seg) in rest.split('/').enumerate() {
         if seg.contains(['{', '}']) {
             let inner = seg.strip_prefix('{').and_then(|s| s.strip_suffix('}'));
+            // `{name*}`: a tail, the rest of the path; the last segment only.
+            let inner = match inner.map(|n| (n.strip_suffix('*'), n)) {
+                Some((Some(_), _)) if i + 1 < count => {
+                    problems.push(format!(
+                        "segment `{seg}` of `{path}`: a tail parameter `{{name*}}` must be the path's last segment"
+                    ));
+                    continue;
+                }
+                Some((Some(name), _)) => Some(name),
+                Some((None, name)) => Some(name),
+                None => None,
+            };
             match inner {
                 Some(name) if !name.contains(['{', '}']) => {
                     if !is_ident(name) {
