@@ -107,6 +107,11 @@ pub async fn handle(
         }
     };
     if let Ok(v) = HeaderValue::from_str(&ctx.request_id) {
+        // Anthropic's clients read the id from `request-id` (an SDK's
+        // `_request_id`, its errors' `request_id`).
+        if spec.errors == gateway_base::spec::ErrorFormat::Anthropic {
+            response.headers_mut().insert("request-id", v.clone());
+        }
         response.headers_mut().insert("x-request-id", v);
     }
     response

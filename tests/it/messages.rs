@@ -34,10 +34,18 @@ pub async fn post(env: &Env, path: &str, key: &str, body: &Value) -> Answer {
     Answer::from(r).await
 }
 
-/// Asserts Anthropic's error shape with `status` and `kind`; the message.
+/// Asserts Anthropic's error shape with `status` and `kind`, and the
+/// request id in Anthropic's `request-id` as in `X-Request-Id`; the message.
 #[track_caller]
 fn anthropic_error(a: &Answer, status: u16, kind: &str) -> String {
     a.expect(status);
+    assert_eq!(
+        a.headers.get("request-id"),
+        a.headers.get("x-request-id"),
+        "{}",
+        a.text
+    );
+    assert!(a.headers.contains_key("request-id"), "{}", a.text);
     assert_eq!(a.json["type"], "error", "{}", a.text);
     assert_eq!(a.json["error"]["type"], kind, "{}", a.text);
     a.json["error"]["message"].as_str().unwrap().to_owned()

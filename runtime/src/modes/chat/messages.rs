@@ -58,11 +58,7 @@ pub async fn messages(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> 
             headers,
         },
     };
-    let mut out = crate::model_call::run(ctx, &op, body, Some(&ask)).await?;
-    if let Ok(v) = http::HeaderValue::from_str(&ctx.request_id) {
-        out.response.headers_mut().insert("request-id", v);
-    }
-    Ok(out)
+    crate::model_call::run(ctx, &op, body, Some(&ask)).await
 }
 
 /// A message of Anthropic's Messages API, as the model call asks it: to an
@@ -183,8 +179,8 @@ fn own_headers(req: &Request) -> Vec<(http::HeaderName, http::HeaderValue)> {
 
 /// The provider's own count of `body` for model `m` of the `anthropic`
 /// provider `p`: called through the upstream client with the provider's
-/// key, answered with the provider's JSON and `request-id` (the gateway's
-/// request id, as on a message).
+/// key, answered with the provider's JSON (with `request-id`, the
+/// gateway's request id, as every answer of the door).
 async fn own_count(
     ctx: &Ctx,
     p: &Provider,
@@ -217,9 +213,5 @@ async fn own_count(
     let answer = call.json(&sent).send().await?;
     let status = StatusCode::from_u16(answer.status()).unwrap_or(StatusCode::OK);
     let counted = answer.json("a token count").await?;
-    let mut out = body::json(status, &counted);
-    if let Ok(v) = http::HeaderValue::from_str(&ctx.request_id) {
-        out.headers_mut().insert("request-id", v);
-    }
-    Ok(Outcome::new(out, None))
+    Ok(Outcome::new(body::json(status, &counted), None))
 }
