@@ -86,6 +86,7 @@ pub mod openai;
 pub mod request;
 pub mod resources;
 pub mod response;
+pub mod schema;
 pub mod server;
 pub mod shared;
 pub mod stripe;

@@ -401,3 +401,83 @@ async fn the_official_sdk_uses_todays_messages_api_through_the_gateway() {
         .unwrap();
     assert_eq!(count, direct);
 }
+
+/// The official SDK through `/messages` to a model of another API (an
+/// `openai` provider): `output_config`'s JSON schema translated and
+/// honoured, system-role messages and a stop sequence translated, a field
+/// with no equivalent refused by name; each message's usage its record's,
+/// charged at the model's prices to the 8th decimal; nothing for the
+/// refusal.
+#[tokio::test]
+async fn the_official_sdk_reaches_a_model_of_another_api_translated() {
+    let env = native_env().await;
+    env.grant("1");
+    let script = crate::harness::workspace_root().join("tests/anthropic_sdk/translated.py");
+    let base = env.url("/api");
+    let key = env.key.clone();
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new("python3")
+            .arg(script)
+            .env("GATEWAY_BASE_URL", base)
+            .env("GATEWAY_KEY", key)
+            .env("GATEWAY_MODEL", "sim/sim-gpt")
+            .output()
+    })
+    .await
+    .unwrap()
+    .expect("python3 runs tests/anthropic_sdk/translated.py");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "translated.py failed:\n{stdout}\n{stderr}"
+    );
+    for check in ["output_config", "system_role", "refused"] {
+        assert!(
+            stdout.contains(&format!("ok {check}\n")),
+            "{check}: {stdout}"
+        );
+    }
+    // What the provider was sent: OpenAI's fields.
+    let sent: Vec<Value> = env
+        .sim_requests()
+        .await
+        .into_iter()
+        .map(|r| r["json"].clone())
+        .collect();
+    assert_eq!(sent.len(), 2, "the refused request reached no provider");
+    assert_eq!(
+        sent[0]["response_format"]["type"], "json_schema",
+        "{}",
+        sent[0]
+    );
+    assert_eq!(sent[1]["messages"][0]["role"], "system", "{}", sent[1]);
+    assert_eq!(sent[1]["stop"], json!(["zebra"]), "{}", sent[1]);
+    let usages: Vec<Value> = stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("usage "))
+        .map(|l| serde_json::from_str(l.split_once(' ').unwrap().1).unwrap())
+        .collect();
+    assert_eq!(usages.len(), 2, "{stdout}");
+    // sim/sim-gpt: 2.00 and 8.00 per million tokens in and out, the
+    // default 20 % markup (the test providers file).
+    let rows = env.wait_model_usage(2).await;
+    for (row, u) in rows.iter().zip(&usages) {
+        assert_eq!(
+            (row.model.as_str(), row.input_tokens, row.output_tokens),
+            (
+                "sim/sim-gpt",
+                u["input_tokens"].as_i64().unwrap(),
+                u["output_tokens"].as_i64().unwrap()
+            ),
+            "{u}"
+        );
+        let raw = (Decimal::from(row.input_tokens) * d("2.00")
+            + Decimal::from(row.output_tokens) * d("8.00"))
+            / Decimal::from(1_000_000);
+        let expected = runtime::billing::with_markup(raw, Decimal::from(20)).round_dp(8);
+        assert_eq!(charged(&env, &row.request_id), expected, "{u}");
+    }
+    env.wait_no_holds().await;
+    assert_eq!(env.usage().len(), 2, "nothing recorded for the refusal");
+}

@@ -13,15 +13,15 @@
 //!
 //! **Structured output** (`output_config.format` of type `json_schema`):
 //! the text is the smallest document valid for the schema
-//! ([`super::schema`]), never cut (neither `max_tokens` nor a stop
+//! ([`crate::schema`]), never cut (neither `max_tokens` nor a stop
 //! sequence applies to it); its output tokens are its 10-character pieces
 //! (as streamed), at most `max_tokens`.
 
 use serde_json::{json, Map, Value};
 
-use super::schema;
 use crate::llm::{self, Finish, Reply};
 use crate::openai::tokens::Tokenizer;
+use crate::schema;
 
 /// The content blocks of a message (a string content is one text block).
 pub(super) fn blocks(m: &Value) -> Vec<Value> {

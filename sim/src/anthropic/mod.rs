@@ -42,7 +42,7 @@ pub mod answer;
 pub mod cache;
 pub mod errors;
 pub mod options;
-pub mod schema;
+
 pub mod stream;
 
 use std::sync::atomic::Ordering;

@@ -79,9 +79,18 @@ pub(super) fn chat(sh: &Arc<Shared>, req: &Req, chat: bool) -> Result<Resp, Resp
         let who = (head.id.as_str(), head.created, head.model.as_str());
         return Ok(tools::answer(sh, &f, call, prompt_tokens, who));
     }
+    // Structured output: the text is the schema's smallest instance.
+    let schema = f
+        .get("response_format")
+        .filter(|r| r.get("type").and_then(Value::as_str) == Some("json_schema"))
+        .and_then(|r| r.pointer("/json_schema/schema"));
+    let words = match schema {
+        Some(s) => vec![crate::schema::instance(s).to_string()],
+        None => reply_words(&prompt, n),
+    };
     let reply = Reply {
-        words: reply_words(&prompt, n),
-        finish: if max_tokens.is_some() {
+        words,
+        finish: if max_tokens.is_some() && schema.is_none() {
             "length"
         } else {
             "stop"

@@ -5,7 +5,7 @@
 //!
 //! | Method | Path | Notes |
 //! |---|---|---|
-//! | POST | `/v1/chat/completions` | `messages` required; `stream: true` answers server-sent events, one word per chunk ([`stream_delay_ms`](crate::shared::Shared::stream_delay_ms) apart), `stream_options.include_usage` adds a usage chunk; `max_tokens` sets the reply length (finish `length`); `n` choices (completions: `best_of` generated and billed); `usage.prompt_tokens` counts every field a provider counts ([`tokens`]) |
+//! | POST | `/v1/chat/completions` | `messages` required; `stream: true` answers server-sent events, one word per chunk ([`stream_delay_ms`](crate::shared::Shared::stream_delay_ms) apart), `stream_options.include_usage` adds a usage chunk; `max_tokens` sets the reply length (finish `length`); a `response_format` of type `json_schema` makes the reply the schema's smallest instance ([`crate::schema`], finish `stop`); `n` choices (completions: `best_of` generated and billed); `usage.prompt_tokens` counts every field a provider counts ([`tokens`]) |
 //! | | | `tools` given: a tool call when the last user text names one ([`tools`]) |
 //! | POST | `/v1/completions` | `prompt` required; same streaming rules |
 //! | POST | `/v1/embeddings` | `input` (or `text`): string or list; `dimensions` (default 16); deterministic unit vectors |

@@ -1,6 +1,7 @@
 //! The smallest JSON document valid for a JSON schema: the answer's text
-//! of a request whose `output_config.format` is `json_schema` (Anthropic's
-//! structured outputs). A leaf: the answer ([`super::answer`]) uses it.
+//! of a request for structured output (Anthropic's `output_config.format`
+//! of type `json_schema`, OpenAI's `response_format` of type
+//! `json_schema`). A leaf: both providers' answers use it.
 //!
 //! Rules: `const` is its value; `enum` its first value; `anyOf` / `oneOf`
 //! / `allOf` their first schema; `$ref` a `#/$defs/..` or
