@@ -317,3 +317,31 @@ async fn errors_are_googles_and_charge_nothing() {
     assert!(env.sim_requests().await.is_empty());
     nothing_charged(&env, balance).await;
 }
+
+/// A key limited to other models is refused on the door as on the chat
+/// path, counting included (403 in Google's shape, no provider called,
+/// nothing charged).
+#[tokio::test]
+async fn a_key_limited_to_other_models_may_not_generate_or_count() {
+    let env = native_env().await;
+    env.grant("1");
+    let balance = env.balance();
+    let hash = runtime::auth::hash_key(&env.key);
+    use runtime::store::Keys;
+    assert!(env
+        .store()
+        .set_key_models(&hash, Some("sim/sim-gpt"))
+        .unwrap());
+    for method in ["generateContent", "countTokens"] {
+        let a = door(
+            &env,
+            &format!("gem/gemini-sim:{method}"),
+            &env.key,
+            hello(3),
+        )
+        .await;
+        google_error(&a, 403, "PERMISSION_DENIED");
+    }
+    env.assert_no_upstream_call().await;
+    nothing_charged(&env, balance).await;
+}

@@ -344,6 +344,8 @@ impl Operation for Embed {
 async fn count_tokens(ctx: &mut Ctx, body: Map<String, Value>) -> Result<Outcome, ApiError> {
     let name = body.get("model").and_then(Value::as_str);
     let (p, m) = ctx.gw.providers.resolve(name, ModelType::Chat)?;
+    // The API key's model list, as a generation of the model would meet it.
+    model_call::allowed(&ctx.caller(), p, m, None)?;
     let v = if p.adapter.shape() == Shape::Gemini {
         let key = p.key.clone().ok_or_else(|| providers::config_missing(p))?;
         let sent = p
