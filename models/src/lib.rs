@@ -20,5 +20,6 @@ pub mod cost;
 pub mod gemini_api;
 pub mod messages_api;
 pub mod providers;
+pub mod restream;
 pub mod routing;
 pub mod usage_tail;

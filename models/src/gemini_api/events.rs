@@ -9,11 +9,7 @@
 //! provider) becomes Google's `{"error": {"code", "message", "status"}}`
 //! event, and the stream ends there.
 
-use bytes::Bytes;
-use futures_util::{Stream, StreamExt};
 use serde_json::{json, Value};
-
-use gateway_base::body::BoxError;
 
 /// Most bytes of one unfinished line kept.
 const MAX_LINE: usize = 1 << 20;
@@ -181,32 +177,14 @@ impl Translator {
     }
 }
 
-/// The Gemini event stream of a chat completion stream.
-pub fn translate<S>(upstream: S, model: &str) -> impl Stream<Item = Result<Bytes, BoxError>>
-where
-    S: Stream<Item = Result<Bytes, BoxError>> + Unpin,
-{
-    let state = (upstream, Translator::new(model), false);
-    futures_util::stream::unfold(state, |(mut up, mut t, done)| async move {
-        if done {
-            return None;
-        }
-        loop {
-            match up.next().await {
-                Some(Ok(b)) => {
-                    let out = t.feed(&b);
-                    if !out.is_empty() {
-                        return Some((Ok(Bytes::from(out)), (up, t, false)));
-                    }
-                }
-                Some(Err(e)) => return Some((Err(e), (up, t, true))),
-                None => {
-                    let out = t.finish();
-                    return (!out.is_empty()).then(|| (Ok(Bytes::from(out)), (up, t, true)));
-                }
-            }
-        }
-    })
+impl crate::restream::Rechunk for Translator {
+    fn feed(&mut self, chunk: &[u8]) -> String {
+        Translator::feed(self, chunk)
+    }
+
+    fn finish(&mut self) -> String {
+        Translator::finish(self)
+    }
 }
 
 #[cfg(test)]

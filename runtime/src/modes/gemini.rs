@@ -16,7 +16,6 @@
 //!   input a hold counts for the same request (an upper bound).
 
 use http::StatusCode;
-use http_body_util::BodyExt;
 use rust_decimal::prelude::ToPrimitive;
 use serde_json::{json, Map, Value};
 
@@ -113,7 +112,7 @@ fn content_bytes(body: &Map<String, Value>, fields: &[&str]) -> usize {
 /// A `generateContent` (or streamed) call, as the model call asks it: to
 /// a `gemini` provider the caller's body as sent, to the others the chat
 /// completion it translates into ([`request::to_chat`]) and the answer
-/// translated back ([`answer::from_chat`], [`events::translate`]).
+/// translated back ([`answer::from_chat`], [`events::Translator`]).
 struct Generate {
     stream: bool,
     /// Bytes of the contents (their tokens counted when the provider reports none).
@@ -220,9 +219,7 @@ impl Operation for Generate {
     }
 
     fn restream(&self, chunks: Body) -> Body {
-        let translated = events::translate(chunks.into_data_stream(), &self.model);
-        let frames = futures_util::StreamExt::map(translated, |r| r.map(hyper::body::Frame::data));
-        BodyExt::boxed(http_body_util::StreamBody::new(frames))
+        gateway_models::restream::restream(chunks, events::Translator::new(&self.model))
     }
 }
 

@@ -7,7 +7,6 @@
 //! by chunk ([`gateway_models::messages_api::events`]).
 
 use http::StatusCode;
-use http_body_util::BodyExt;
 use serde_json::{json, Map, Value};
 
 use super::read_body;
@@ -65,7 +64,7 @@ pub async fn messages(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> 
 /// `anthropic` provider the caller's body as sent and the answer as the
 /// provider's; to the others, the chat completion it translates into
 /// ([`request::to_chat`]) and the answer translated back
-/// ([`answer::from_chat`], [`events::translate`]).
+/// ([`answer::from_chat`], [`events::Translator`]).
 struct Messages {
     chat: super::Completion,
     /// The model name the caller gave.
@@ -123,9 +122,7 @@ impl Operation for Messages {
     }
 
     fn restream(&self, chunks: Body) -> Body {
-        let translated = events::translate(chunks.into_data_stream(), &self.model);
-        let frames = futures_util::StreamExt::map(translated, |r| r.map(hyper::body::Frame::data));
-        BodyExt::boxed(http_body_util::StreamBody::new(frames))
+        gateway_models::restream::restream(chunks, events::Translator::new(&self.model))
     }
 }
 
