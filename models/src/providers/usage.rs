@@ -66,6 +66,28 @@ impl Tokens {
         })
     }
 
+    /// The counts of a Responses API `usage` object (a native `/responses`
+    /// answer's, or its stream's last event's); `None` unless it has both
+    /// `input_tokens` and `output_tokens`. As [`Tokens::from_openai`]:
+    /// the cached tokens (`input_tokens_details.cached_tokens`) and cache
+    /// writes (`cache_write_tokens`) come out of the input; reasoning
+    /// tokens are inside `output_tokens` already.
+    pub fn from_responses(u: &Value) -> Option<Tokens> {
+        let prompt = field(u, "input_tokens")?;
+        let output = field(u, "output_tokens")?;
+        let details = u.get("input_tokens_details").cloned().unwrap_or_default();
+        let read = field(&details, "cached_tokens").unwrap_or(0).min(prompt);
+        let write = field(&details, "cache_write_tokens")
+            .unwrap_or(0)
+            .min(prompt - read);
+        Some(Tokens {
+            input: prompt - read - write,
+            output,
+            cache_read: read,
+            cache_write: write,
+        })
+    }
+
     /// The OpenAI `usage` object of these counts (cached tokens inside
     /// `prompt_tokens`, as OpenAI reports them).
     pub fn to_openai(&self) -> Value {
@@ -109,5 +131,29 @@ mod tests {
             "prompt_tokens_details": {"cached_tokens": 60}});
         assert_eq!(Tokens::from_openai(&u).unwrap().prompt(), 5);
         assert_eq!(Tokens::from_openai(&json!({"prompt_tokens": 5})), None);
+    }
+
+    #[test]
+    fn responses_usage_reads_like_openai_usage() {
+        let u = json!({"input_tokens": 100, "output_tokens": 7, "total_tokens": 107,
+            "input_tokens_details": {"cached_tokens": 60, "cache_write_tokens": 30},
+            "output_tokens_details": {"reasoning_tokens": 5}, "cost": 0.5});
+        assert_eq!(
+            Tokens::from_responses(&u),
+            Some(Tokens {
+                input: 10,
+                output: 7,
+                cache_read: 60,
+                cache_write: 30
+            })
+        );
+        let u = json!({"input_tokens": 5, "output_tokens": 1,
+            "input_tokens_details": {"cached_tokens": 60}});
+        assert_eq!(Tokens::from_responses(&u).unwrap().prompt(), 5);
+        assert_eq!(Tokens::from_responses(&json!({"input_tokens": 5})), None);
+        assert_eq!(
+            Tokens::from_responses(&json!({"prompt_tokens": 5, "completion_tokens": 1})),
+            None
+        );
     }
 }
