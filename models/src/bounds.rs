@@ -239,6 +239,50 @@ pub fn chat(
     })
 }
 
+/// Hosted tools a native Responses body may name: none (a tool of a type
+/// of its own makes the provider search, read files, run code or call
+/// servers: content and work no byte of the body bounds).
+const RESPONSES_TOOLS: [&str; 2] = ["function", "custom"];
+
+/// Fields of a Responses body that make the provider read a conversation
+/// or template it holds, which the body does not carry.
+const RESPONSES_HELD: [&str; 3] = ["previous_response_id", "conversation", "prompt"];
+
+/// A native Responses body (sent to a provider that serves `/responses`),
+/// counted as [`chat`] counts a chat body: every byte but `model`, each
+/// `input` item as a message (its `input_image` parts as images, its
+/// inline PDFs by their pages), `instructions` and `tools` by their
+/// bytes; the output is `max_output_tokens` (reasoning inside it, as
+/// OpenAI counts it), else the context window, else
+/// [`DEFAULT_MAX_OUTPUT`]. Refused with a 400 naming the field: what
+/// [`chat`] refuses (files held by the provider or by URL, unreadable
+/// PDFs, a malformed length or `stream`), a tool of a hosted type
+/// ([`RESPONSES_TOOLS`]) and a stored conversation, response or prompt
+/// the provider would read ([`RESPONSES_HELD`]: the gateway sends the
+/// earlier conversation itself).
+pub fn responses(
+    body: &Map<String, Value>,
+    context_window: Option<u64>,
+) -> Result<Bound, ApiError> {
+    for k in RESPONSES_HELD {
+        if body.get(k).is_some_and(|v| !v.is_null()) {
+            return Err(ApiError::BadRequest(format!(
+                "{k}: the provider would read content the request does not carry, so it cannot be held for"
+            )));
+        }
+    }
+    let tools = body.get("tools").and_then(Value::as_array);
+    for (i, t) in tools.into_iter().flatten().enumerate() {
+        let ty = t.get("type").and_then(Value::as_str).unwrap_or("");
+        if !RESPONSES_TOOLS.contains(&ty) {
+            return Err(ApiError::BadRequest(format!(
+                "tools[{i}].type: the hosted tool '{ty}' cannot be used through the gateway (its work is not in the request, so it cannot be held for)"
+            )));
+        }
+    }
+    chat(body, Shape::Responses, context_window)
+}
+
 /// Text completions, from the upstream body: `best_of` completions are
 /// generated (and billed) upstream; `echo` repeats the prompt in each.
 pub fn completion(
@@ -603,6 +647,61 @@ mod tests {
             ),
         ] {
             assert!(chat(&obj(body.clone()), shape, None).is_ok(), "{body}");
+        }
+    }
+
+    #[test]
+    fn a_native_responses_body_counts_as_chat_counts() {
+        let data = format!("data:image/png;base64,{}", "A".repeat(100_000));
+        let text = "x".repeat(5000);
+        let b = responses(
+            &obj(
+                json!({"model": "gpt", "instructions": text, "max_output_tokens": 300,
+                "input": [{"role": "user", "content": [{"type": "input_text", "text": "hi"},
+                    {"type": "input_image", "image_url": data, "detail": "high"}]},
+                    {"type": "function_call_output", "call_id": "c", "output": [
+                        {"type": "input_image", "image_url": data}]}],
+                "tools": [{"type": "function", "name": "f", "description": text}]}),
+            ),
+            None,
+        )
+        .unwrap();
+        assert_eq!(b.output, 300);
+        assert!(b.input >= 10_000 + 2 * IMAGE_TOKENS, "{}", b.input);
+        assert!(b.input < 10_500 + 2 * IMAGE_TOKENS, "{}", b.input);
+        let b = responses(&obj(json!({"input": "hi"})), Some(8192)).unwrap();
+        assert_eq!(b.output, 8192);
+        assert_eq!(
+            responses(&obj(json!({"input": "hi"})), None)
+                .unwrap()
+                .output,
+            DEFAULT_MAX_OUTPUT
+        );
+        for (body, field) in [
+            (json!({"max_output_tokens": -1}), "max_output_tokens:"),
+            (json!({"stream": "yes"}), "stream:"),
+            (json!({"tools": [{"type": "web_search"}]}), "tools[0].type:"),
+            (
+                json!({"previous_response_id": "resp_1"}),
+                "previous_response_id:",
+            ),
+            (json!({"conversation": "conv_1"}), "conversation:"),
+            (
+                json!({"input": [{"role": "user", "content": [{"type": "input_image", "file_id": "file_1"}]}]}),
+                "input[0].content[0].file_id:",
+            ),
+            (
+                json!({"input": [{"role": "user", "content": [{"type": "input_file", "file_url": "https://x.test/a.pdf"}]}]}),
+                "input[0].content[0].file_url:",
+            ),
+            (
+                json!({"input": [{"role": "user", "content": [{"type": "input_file",
+                    "file_data": "data:application/pdf;base64,AAAA"}]}]}),
+                "input[0].content[0].file_data: not a readable PDF",
+            ),
+        ] {
+            let e = responses(&obj(body.clone()), None).unwrap_err();
+            assert!(e.to_string().contains(field), "{body}: {e}");
         }
     }
 

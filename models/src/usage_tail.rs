@@ -43,13 +43,23 @@ struct Own {
     held: BytesMut,
 }
 
+/// The lines that open a Responses stream's last event (one of them).
+const RESPONSES_LAST: [&[u8]; 3] = [
+    b"event: response.completed",
+    b"event: response.incomplete",
+    b"event: response.failed",
+];
+
 impl Own {
-    /// The line that opens the API's last event (Anthropic's `event:
-    /// message_stop`); `None`: the stream's end is its last event.
-    fn last(&self) -> Option<&'static [u8]> {
+    /// Whether `line` (trimmed) opens the API's last event (Anthropic's
+    /// `event: message_stop`; the Responses API's `event:
+    /// response.completed`, `.incomplete` or `.failed`); never, where the
+    /// stream's end is its last event (OpenAI's, Gemini's).
+    fn last(&self, line: &[u8]) -> bool {
         match self.shape {
-            Shape::Anthropic => Some(b"event: message_stop"),
-            Shape::OpenAi | Shape::Gemini => None,
+            Shape::Anthropic => line == b"event: message_stop",
+            Shape::Responses => RESPONSES_LAST.contains(&line),
+            Shape::OpenAi | Shape::Gemini => false,
         }
     }
 }
@@ -80,7 +90,8 @@ impl UsageTail {
     /// The tail of a stream passed through in the caller's own API, the
     /// one `shape` names (the provider's events as it sent them): no usage
     /// event or `[DONE]` is added; the API's last event (Anthropic's
-    /// `message_stop`), when it has one, is held back and sent at the end.
+    /// `message_stop`, the Responses API's final `response.…`), when it
+    /// has one, is held back and sent at the end.
     pub fn own(shape: Shape) -> UsageTail {
         UsageTail {
             own: Some(Own {
@@ -91,10 +102,29 @@ impl UsageTail {
         }
     }
 
+    /// The tail of a Responses API stream passed through (a provider that
+    /// serves `/responses`): [`UsageTail::own`] of [`Shape::Responses`],
+    /// its last event (`response.completed`, `response.incomplete` or
+    /// `response.failed`) held back.
+    pub fn own_responses() -> UsageTail {
+        UsageTail::own(Shape::Responses)
+    }
+
     /// An error event in the stream's API: OpenAI's (format 2's fields),
-    /// Anthropic's `error` event, or Gemini's error object.
+    /// Anthropic's `error` event, Gemini's error object, or the Responses
+    /// API's `error` event (`code` `rate_limit_exceeded` for a 429, else
+    /// `server_error`).
     pub fn error_event(&self, status: u16, message: &str) -> Vec<u8> {
         match self.own.as_ref().map(|o| o.shape) {
+            Some(Shape::Responses) => {
+                let code = match status {
+                    429 => "rate_limit_exceeded",
+                    _ => "server_error",
+                };
+                let v = json!({"type": "error", "code": code, "message": message,
+                    "param": null, "sequence_number": 0});
+                format!("event: error\ndata: {v}\n\n").into_bytes()
+            }
             Some(Shape::Anthropic) => {
                 let kind = match status {
                     503 | 529 => "overloaded_error",
@@ -148,7 +178,7 @@ impl UsageTail {
     /// One whole line (with its `\n`): passed on, or held back.
     fn line(&mut self, line: &[u8], out: &mut BytesMut) {
         if let Some(own) = &mut self.own {
-            let last = own.last().is_some_and(|l| line.trim_ascii() == l);
+            let last = own.last(line.trim_ascii());
             if last || !own.held.is_empty() {
                 own.held.put_slice(line);
             } else {
@@ -250,6 +280,28 @@ mod tests {
             b"data: {\"candidates\":[]}\n\n"
         );
         assert!(g.close(None, Tokens::default()).is_empty());
+    }
+
+    #[test]
+    fn a_responses_stream_holds_back_its_final_event() {
+        for last in ["completed", "incomplete", "failed"] {
+            let mut t = UsageTail::own_responses();
+            let delta = "event: response.output_text.delta\ndata: {\"delta\":\"Hi\"}\n\n";
+            let a = t.filter(format!("{delta}event: response.{last}\r\nda").as_bytes());
+            assert_eq!(&a[..], delta.as_bytes());
+            let b = t.filter(b"ta: {\"type\":\"response.x\"}\n\n");
+            assert!(b.is_empty(), "{b:?}");
+            let end = t.close(None, Tokens::default());
+            assert_eq!(
+                String::from_utf8(end.to_vec()).unwrap(),
+                format!("event: response.{last}\r\ndata: {{\"type\":\"response.x\"}}\n\n")
+            );
+        }
+        let e = String::from_utf8(UsageTail::own_responses().error_event(429, "slow")).unwrap();
+        assert_eq!(
+            e,
+            "event: error\ndata: {\"code\":\"rate_limit_exceeded\",\"message\":\"slow\",\"param\":null,\"sequence_number\":0,\"type\":\"error\"}\n\n"
+        );
     }
 
     #[test]

@@ -95,6 +95,10 @@ fn image_tokens(shape: Shape, part: &Value) -> Option<u64> {
             .into_iter()
             .filter_map(str_at)
             .collect(),
+        Shape::Responses if kind == Some("input_image") => ["/image_url", "/file_id"]
+            .into_iter()
+            .filter_map(str_at)
+            .collect(),
         Shape::Anthropic if kind == Some("image") => {
             ["/source/data", "/source/url", "/source/file_id"]
                 .into_iter()
@@ -157,6 +161,13 @@ fn field_tokens(shape: Option<Shape>, k: &str, v: &Value) -> u64 {
     };
     match (shape, k) {
         (Some(s @ (Shape::OpenAi | Shape::Anthropic)), "messages") => lists(s, "content"),
+        // A Responses item's content, or a function call output's list.
+        (Some(s @ Shape::Responses), "input") => each(v, |item| {
+            fields(item, |k, v| match k {
+                "content" | "output" => parts_tokens(s, v),
+                _ => counted_tokens(v),
+            })
+        }),
         (Some(s @ Shape::Anthropic), "system") => parts_tokens(s, v),
         (Some(s @ Shape::Gemini), "contents") => lists(s, "parts"),
         (Some(s @ Shape::Gemini), "systemInstruction") => fields(v, |k, v| match k {
@@ -171,10 +182,13 @@ fn field_tokens(shape: Option<Shape>, k: &str, v: &Value) -> u64 {
 /// gateway chose), plus the chat format's overhead per message; images
 /// only where `shape` has them (`None`: nowhere, every byte counts).
 pub(super) fn input_tokens(body: &Map<String, Value>, shape: Option<Shape>) -> u64 {
-    // Gemini's `contents` are its messages.
+    // Gemini's `contents` are its messages, a Responses body's `input`
+    // items.
+    let items = (shape == Some(Shape::Responses)).then(|| body.get("input"));
     let messages = body
         .get("messages")
         .or_else(|| body.get("contents"))
+        .or(items.flatten())
         .and_then(Value::as_array)
         .map_or(0, |m| m.len() as u64);
     body.iter()

@@ -49,6 +49,10 @@ pub enum Shape {
     /// Gemini's: an `inlineData` / `fileData` part of an `image/` type in
     /// `contents[].parts` or `systemInstruction.parts`.
     Gemini,
+    /// OpenAI's Responses (a body passed to a provider that serves
+    /// `/responses`): an `input_image` part of an `input` item's `content`,
+    /// or of a function call output's `output` list.
+    Responses,
 }
 
 /// The parts of a chat body's content lists in `shape`, each with its
@@ -58,6 +62,7 @@ pub(super) fn content_parts(body: &Map<String, Value>, shape: Shape) -> Vec<(Str
     let (list, field) = match shape {
         Shape::OpenAi | Shape::Anthropic => ("messages", "content"),
         Shape::Gemini => ("contents", "parts"),
+        Shape::Responses => ("input", "content"),
     };
     let items = body
         .get(list)
@@ -66,6 +71,11 @@ pub(super) fn content_parts(body: &Map<String, Value>, shape: Shape) -> Vec<(Str
         .flatten();
     let mut parts: Vec<(String, &Value)> = Vec::new();
     for (i, item) in items.enumerate() {
+        // A Responses function call output's `output` list holds parts too.
+        let field = match item.get(field) {
+            None if shape == Shape::Responses => "output",
+            _ => field,
+        };
         let Some(ps) = item.get(field).and_then(Value::as_array) else {
             continue;
         };
@@ -149,7 +159,7 @@ fn read_as_text(media: &str) -> bool {
 fn inline_document(shape: Shape, part: &Value) -> Option<(&'static str, Option<&str>, &str)> {
     let str_at = |ptr: &str| part.pointer(ptr).and_then(Value::as_str);
     match shape {
-        Shape::OpenAi => {
+        Shape::OpenAi | Shape::Responses => {
             let (field, url) = match str_at("/type")? {
                 "file" => ("file.file_data", str_at("/file/file_data")?),
                 "input_file" => ("file_data", str_at("/file_data")?),

@@ -122,7 +122,13 @@ fn reference(shape: Shape, part: &Value) -> Option<(&'static str, &'static str)>
     let str_at = |ptr: &str| part.pointer(ptr).and_then(Value::as_str);
     let held = "a file held by the provider";
     match shape {
-        Shape::OpenAi => {
+        Shape::Responses
+            if str_at("/type") == Some("input_image")
+                && part.get("file_id").is_some_and(|f| !f.is_null()) =>
+        {
+            Some(("file_id", held))
+        }
+        Shape::OpenAi | Shape::Responses => {
             let file = matches!(str_at("/type"), Some("file" | "input_file"));
             if file && part.pointer("/file/file_id").is_some() {
                 Some(("file.file_id", held))
