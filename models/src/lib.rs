@@ -11,6 +11,7 @@
 //! * [`bounds`] — the most a model request can cost (its hold), from its body.
 //! * [`gemini_api`] — Gemini's API as an input dialect.
 //! * [`messages_api`] — Anthropic's Messages API as an input dialect.
+//! * [`responses_api`] — OpenAI's Responses API as an input dialect.
 //! * [`cost`] — what an answer says it cost (`usage.cost`, `X-Gateway-Cost`).
 //! * [`usage_tail`] — a stream's last event, held back until it is settled.
 
@@ -20,6 +21,7 @@ pub mod cost;
 pub mod gemini_api;
 pub mod messages_api;
 pub mod providers;
+pub mod responses_api;
 pub mod restream;
 pub mod routing;
 pub mod usage_tail;
