@@ -384,7 +384,10 @@ mod tests {
             ),
         ] {
             let n = input(body.clone(), shape);
-            assert!(n >= IMAGE_TOKENS && n < IMAGE_TOKENS + 200, "{shape:?} {n}");
+            assert!(
+                (IMAGE_TOKENS..IMAGE_TOKENS + 200).contains(&n),
+                "{shape:?} {n}"
+            );
         }
     }
 

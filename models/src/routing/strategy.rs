@@ -54,7 +54,7 @@ pub fn order(providers: &Providers, route: &Route, latency: &Latency) -> Vec<Dep
         Strategy::Weighted => weighted(route),
         Strategy::LeastLatency => {
             let mut list: Vec<Deployment> = route.targets.iter().map(|t| t.deployment).collect();
-            if rand::random::<u32>() % EXPLORE == 0 {
+            if rand::random::<u32>().is_multiple_of(EXPLORE) {
                 use rand::seq::SliceRandom;
                 list.shuffle(&mut rand::thread_rng());
                 return list;
