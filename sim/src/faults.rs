@@ -207,7 +207,7 @@ impl Faults {
         let mut rules = self.rules.lock().unwrap();
         let idx = rules.1.iter().position(|r| r.matches(method, path))?;
         rules.1[idx].seen += 1;
-        if rules.1[idx].seen % rules.1[idx].every != 0 {
+        if !rules.1[idx].seen.is_multiple_of(rules.1[idx].every) {
             return None;
         }
         let fault = rules.1[idx].fault.clone();
