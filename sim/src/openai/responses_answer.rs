@@ -107,7 +107,7 @@ pub(super) fn generate(ask: &Ask) -> Output {
         items,
         usage: json!({
             "input_tokens": input_tokens,
-            "input_tokens_details": {"cached_tokens": 0},
+            "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
             "output_tokens": output,
             "output_tokens_details": {"reasoning_tokens": reasoning},
             "total_tokens": input_tokens + output,

@@ -75,6 +75,7 @@ async fn a_text_answer_in_the_response_shape() {
     assert_eq!(u["input_tokens"], chat["usage"]["prompt_tokens"]);
     assert_eq!(u["output_tokens"], chat["usage"]["completion_tokens"]);
     assert_eq!(u["input_tokens_details"]["cached_tokens"], 0);
+    assert_eq!(u["input_tokens_details"]["cache_write_tokens"], 0);
     assert_eq!(u["output_tokens_details"]["reasoning_tokens"], 0);
     assert_eq!(u["total_tokens"], 2 + 12);
     assert_eq!(
