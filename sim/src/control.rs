@@ -9,10 +9,10 @@
 //! | GET / DELETE | `/__sim/faults` | `{"faults": [{id, rule, remaining}]}` / clears |
 //! | GET | `/__sim/jobs` | `{"jobs": [{kind, uuid, status, notified}]}` |
 //! | POST | `/__sim/jobs/{uuid}/complete`, `/__sim/jobs/{uuid}/fail` | → `{"success": true, "items": [...]}`, 404 unknown (also OpenAI video ids) |
-//! | GET / POST | `/__sim/config` | `{"job_duration_ms"?, "webhook_url"?, "webhook_secret"?, "api_key"?, "seconds_per_char"?, "stream_delay_ms"?, "stream_linger_ms"?, "strict_tokens"?}` (null clears) → the current config |
+//! | GET / POST | `/__sim/config` | `{"job_duration_ms"?, "webhook_url"?, "webhook_secret"?, "api_key"?, "seconds_per_char"?, "stream_delay_ms"?, "stream_linger_ms"?, "background_ms"?, "strict_tokens"?}` (null clears) → the current config |
 //! | GET / DELETE | `/__sim/webhooks` | `{"webhooks": [{url, event, kind, id, signature, attempts, status, error, body}]}` / clears |
 //! | POST | `/__sim/billing_usage` | `{"date": "YYYY-MM-DD", "items": {"synth": "8450", ...}}` replaces that day |
-//! | POST | `/__sim/reset` | forgets all resources, jobs, usage, log, faults and webhook records (and Anthropic prompt-cache prefixes, Gemini cached contents) |
+//! | POST | `/__sim/reset` | forgets all resources, jobs, usage, log, faults and webhook records (and stored OpenAI responses, Anthropic prompt-cache prefixes, Gemini cached contents) |
 //! | GET | `/__sim/media/{id}.wav` / `.mp3` / `.png` | result audio, generated images (logged and faultable like provider calls) |
 
 use std::sync::Arc;
@@ -155,6 +155,7 @@ fn config_json(sh: &Shared) -> Value {
         "seconds_per_char": c.seconds_per_char,
         "stream_delay_ms": sh.stream_delay_ms.load(std::sync::atomic::Ordering::Relaxed),
         "stream_linger_ms": sh.stream_linger_ms.load(std::sync::atomic::Ordering::Relaxed),
+        "background_ms": sh.background_ms.load(std::sync::atomic::Ordering::Relaxed),
         "strict_tokens": sh.strict_tokens.load(std::sync::atomic::Ordering::Relaxed),
     })
 }
@@ -190,6 +191,7 @@ fn set_config(sh: &Shared, v: &Value) -> Result<(), Resp> {
     for (key, ms) in [
         ("stream_delay_ms", &sh.stream_delay_ms),
         ("stream_linger_ms", &sh.stream_linger_ms),
+        ("background_ms", &sh.background_ms),
     ] {
         if let Some(d) = v.get(key) {
             let d = d

@@ -20,9 +20,9 @@
 //!   for that status (a non-streamed answer is unaffected; the use is spent);
 //!   without a `body`, an error answer has the default body of the path's
 //!   provider ([`crate::server::default_body`]: Anthropic's, Google's or
-//!   the voice provider's shape); on OpenAI's streamed chat and completions the
-//!   same rule breaks the connection after `after` events instead (no
-//!   error event, no `[DONE]`: a provider dropping midway);
+//!   the voice provider's shape); on OpenAI's streamed chat, completions and
+//!   responses the same rule breaks the connection after `after` events
+//!   instead (no error event, no `[DONE]`: a provider dropping midway);
 //! * `{"body_break": 10}` answers normally, but a whole (not streamed)
 //!   answer breaks off after that many bytes of its body: the headers go out
 //!   with the full `Content-Length`, then the connection drops (a provider
@@ -207,7 +207,7 @@ impl Faults {
         let mut rules = self.rules.lock().unwrap();
         let idx = rules.1.iter().position(|r| r.matches(method, path))?;
         rules.1[idx].seen += 1;
-        if rules.1[idx].seen % rules.1[idx].every != 0 {
+        if !rules.1[idx].seen.is_multiple_of(rules.1[idx].every) {
             return None;
         }
         let fault = rules.1[idx].fault.clone();

@@ -56,8 +56,8 @@
 //! * [`jobs`]: asynchronous jobs: the [model](jobs::model) (status clock,
 //!   result items) and the runtime (submission, completion, probes);
 //! * [`openai`]: the OpenAI-compatible model provider under `/v1` (chat,
-//!   completions with SSE streaming, embeddings, images, videos, speech,
-//!   transcription) for the general gateway area;
+//!   completions with SSE streaming, the Responses API, embeddings, images,
+//!   videos, speech, transcription) for the general gateway area;
 //! * [`anthropic`]: Anthropic's Messages API (answers, SSE events, prompt
 //!   cache, token count) and [`gemini`]: Google's Gemini API (generate,
 //!   stream, embed, cached contents), both following the reply rules of

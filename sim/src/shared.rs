@@ -55,6 +55,9 @@ pub struct Shared {
     /// event before its body ends (ms; 0: at once), as a provider that
     /// closes late.
     pub stream_linger_ms: std::sync::atomic::AtomicU64,
+    /// How long a background response of the Responses API takes to
+    /// complete (ms; `queued` its first quarter, then `in_progress`).
+    pub background_ms: std::sync::atomic::AtomicU64,
     /// Count prompt tokens as the worst byte-level tokenizer would
     /// ([`crate::openai::tokens`]); words otherwise.
     pub strict_tokens: std::sync::atomic::AtomicBool,
@@ -85,6 +88,7 @@ impl Shared {
             client,
             stream_delay_ms: std::sync::atomic::AtomicU64::new(15),
             stream_linger_ms: std::sync::atomic::AtomicU64::new(0),
+            background_ms: std::sync::atomic::AtomicU64::new(200),
             strict_tokens: std::sync::atomic::AtomicBool::new(false),
             audio_cache: Mutex::new(HashMap::new()),
             stripe: Default::default(),

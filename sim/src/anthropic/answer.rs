@@ -163,7 +163,7 @@ pub fn of(f: &Map<String, Value>) -> Message {
         .filter_map(|s| s.as_str().map(str::to_owned))
         .collect();
     // The reply gets what the thinking left of `max_tokens`.
-    let thought = thinking.as_deref().map_or(0, |t| words(t));
+    let thought = thinking.as_deref().map_or(0, words);
     let max = f
         .get("max_tokens")
         .and_then(Value::as_u64)

@@ -149,8 +149,8 @@ fn choices(f: &Map<String, Value>, chat: bool) -> (u64, u64) {
     (choices, generated)
 }
 
-/// The simulated reply: `n` words.
-fn reply_words(prompt: &str, n: usize) -> Vec<String> {
+/// The simulated reply: `n` words (the Responses API answers the same).
+pub(super) fn reply_words(prompt: &str, n: usize) -> Vec<String> {
     let base = format!(
         "This is a simulated reply to: {}",
         prompt

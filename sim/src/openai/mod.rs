@@ -8,6 +8,10 @@
 //! | POST | `/v1/chat/completions` | `messages` required; `stream: true` answers server-sent events, one word per chunk ([`stream_delay_ms`](crate::shared::Shared::stream_delay_ms) apart), `stream_options.include_usage` adds a usage chunk; `max_tokens` sets the reply length (finish `length`); a `response_format` of type `json_schema` makes the reply the schema's smallest instance ([`crate::schema`], finish `stop`); `n` choices (completions: `best_of` generated and billed); `usage.prompt_tokens` counts every field a provider counts ([`tokens`]) |
 //! | | | `tools` given: a tool call when the last user text names one ([`tools`]) |
 //! | POST | `/v1/completions` | `prompt` required; same streaming rules |
+//! | POST | `/v1/responses` | OpenAI's Responses API ([`responses`]): the chat reply as output items (`reasoning` for a reasoning model, `function_call`, `message`), OpenAI's `Response` object, its streamed events (`sequence_number` from 0, no `[DONE]`); `max_output_tokens` cuts it (`incomplete`); only `function` tools (a hosted tool such as `web_search` is a 400: the simulator offers none); an unknown field is a 400 naming it; stored per API key unless `store: false`, continued by `previous_response_id`; `background: true` answers `queued`, completes after [`background_ms`](crate::shared::Shared::background_ms) |
+//! | GET / DELETE | `/v1/responses/{id}` | the stored response as it stands / forgets it (then 404) |
+//! | GET | `/v1/responses/{id}/input_items` | its input items, `after`, `limit` (default 20), `order` (default `desc`) → `{object: "list", data, first_id, last_id, has_more}` |
+//! | POST | `/v1/responses/{id}/cancel` | an unfinished background response → `cancelled`; one made without `background`: 400 |
 //! | POST | `/v1/embeddings` | `input` (or `text`): string or list; `dimensions` (default 16); deterministic unit vectors |
 //! | POST | `/v1/images/generations` | `prompt` required; `n` (1..10), `size`, `response_format` `url` (PNG under `/__sim/media`) or `b64_json` |
 //! | POST / GET | `/v1/videos`, `/v1/videos/{id}` | `queued` → `in_progress` → `completed` on the job clock |
@@ -20,14 +24,20 @@
 //! Errors use OpenAI's shape: `{"error": {"message", "type", "param", "code"}}`.
 //!
 //! The routes are here; each handler lives in the module named after what
-//! it answers ([`chat`], [`embeddings`], [`images`], [`videos`], [`speech`],
-//! [`transcription`]), with OpenAI's error shape in [`errors`] and the video
-//! job record in [`video`] (the store holds it).
+//! it answers ([`chat`], [`responses`], [`embeddings`], [`images`],
+//! [`videos`], [`speech`], [`transcription`]), with OpenAI's error shape in
+//! [`errors`] and the records the store holds in [`video`] and
+//! [`responses_store`].
 
 pub mod chat;
 pub mod embeddings;
 pub mod errors;
 pub mod images;
+pub mod responses;
+pub mod responses_answer;
+pub mod responses_input;
+pub mod responses_store;
+pub mod responses_stream;
 pub mod speech;
 pub mod tokens;
 pub mod tools;
@@ -73,6 +83,11 @@ fn route_inner(sh: &Arc<Shared>, req: &Req) -> Result<Resp, Resp> {
         ("POST", ["chat", "completions"]) => chat::chat(sh, req, true),
         ("POST", ["completions"]) => chat::chat(sh, req, false),
         ("POST", ["embeddings"]) => embeddings::embeddings(sh, req),
+        ("POST", ["responses"]) => responses::create(sh, req),
+        ("GET", ["responses", id]) => responses::get(sh, req, id),
+        ("DELETE", ["responses", id]) => responses::delete(sh, req, id),
+        ("GET", ["responses", id, "input_items"]) => responses::input_items(sh, req, id),
+        ("POST", ["responses", id, "cancel"]) => responses::cancel(sh, req, id),
         ("POST", ["images", "generations"]) => images::images(sh, req),
         ("POST", ["videos"]) => videos::create(sh, req),
         ("GET", ["videos"]) => Ok(videos::list(sh)),

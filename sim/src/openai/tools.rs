@@ -23,9 +23,12 @@ use crate::shared::Shared;
 
 /// The call the model makes: (id, name, arguments as JSON text).
 pub struct Call {
-    id: String,
-    name: String,
-    arguments: String,
+    /// `call_…`.
+    pub id: String,
+    /// The tool's name.
+    pub name: String,
+    /// The arguments, as JSON text.
+    pub arguments: String,
 }
 
 /// The tool call the request gets, if any.

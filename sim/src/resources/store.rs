@@ -9,6 +9,7 @@ use serde_json::{json, Map, Value};
 use super::fields::obj;
 use crate::billing::Billing;
 use crate::jobs::model::{self as jobs, Job, Kind};
+use crate::openai::responses_store::Responses;
 use crate::openai::video::Video;
 
 /// One stored record.
@@ -41,6 +42,8 @@ pub struct Store {
     pub prompt_cache: HashSet<u64>,
     /// Gemini cached contents: name → token count (see [`crate::gemini`]).
     pub cached_contents: HashMap<String, u64>,
+    /// Stored responses of OpenAI's Responses API (see [`crate::openai::responses`]).
+    pub responses: Responses,
 }
 
 /// Ids of the seeded stock voices.
@@ -63,6 +66,7 @@ impl Store {
             billing: Billing::default(),
             images: HashSet::new(),
             videos: HashMap::new(),
+            responses: Responses::default(),
             prompt_cache: HashSet::new(),
             cached_contents: HashMap::new(),
         };

@@ -5,4 +5,5 @@ mod anthropic;
 mod api;
 mod gemini;
 mod openai;
+mod responses;
 mod support;
