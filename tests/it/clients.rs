@@ -7,8 +7,6 @@
 //! the AI SDK's `embed`/`embedMany` (tests/ai_sdk/check.mjs), both pinned
 //! and installed by scripts/setup-tools.sh.
 
-use std::path::PathBuf;
-
 use runtime::store::History;
 use serde_json::{json, Value};
 
@@ -226,37 +224,16 @@ async fn an_embeddings_answer_says_the_tokens_it_was_billed_for() {
 }
 
 /// Runs `program` on `script` with the gateway's base URL, key and
-/// `model`; its standard output (it failed: the test fails, with both).
-async fn run_client(program: &'static str, script: PathBuf, env: &Env, model: &str) -> String {
-    let base = env.url("/api/v1");
-    let key = env.key.clone();
-    let model = model.to_owned();
-    let shown = script.display().to_string();
-    let out = tokio::task::spawn_blocking(move || {
-        std::process::Command::new(program)
-            .arg(script)
-            .env("GATEWAY_BASE_URL", base)
-            .env("GATEWAY_KEY", key)
-            .env("GATEWAY_MODEL", model)
-            .output()
-    })
-    .await
-    .unwrap()
-    .unwrap_or_else(|e| panic!("{program} runs {shown} (scripts/setup-tools.sh): {e}"));
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{shown} failed:\n{stdout}\n{stderr}");
-    assert!(stdout.lines().any(|l| l == "ok"), "{stdout}\n{stderr}");
+/// `model`; its standard output, which says `ok` at the end.
+async fn run_client(program: &'static str, script: &str, env: &Env, model: &str) -> String {
+    let vars = vec![
+        ("GATEWAY_BASE_URL", env.url("/api/v1")),
+        ("GATEWAY_KEY", env.key.clone()),
+        ("GATEWAY_MODEL", model.to_owned()),
+    ];
+    let stdout = run_script(program, script, vars).await;
+    assert!(stdout.lines().any(|l| l == "ok"), "{stdout}");
     stdout
-}
-
-/// The JSON lines of a client script's output.
-fn reports(stdout: &str) -> Vec<Value> {
-    stdout
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(Value::is_object)
-        .collect()
 }
 
 /// The AI SDK's `embed` and `embedMany` on a `gemini` provider's
@@ -268,7 +245,7 @@ async fn the_ai_sdk_embeds_through_a_gemini_provider() {
     npm_installed(&dir, "ai");
     let env = native_env().await;
     env.grant("1");
-    let out = run_client("node", dir.join("check.mjs"), &env, "gem/gemini-embed").await;
+    let out = run_client("node", "tests/ai_sdk/check.mjs", &env, "gem/gemini-embed").await;
     let lines = reports(&out);
     assert_eq!(lines.len(), 2, "{out}");
     for (l, vectors) in lines.iter().zip([1, 3]) {
@@ -303,8 +280,13 @@ async fn the_ai_sdk_embeds_through_a_gemini_provider() {
 async fn litellms_client_reads_our_cost_without_a_warning() {
     let env = llm_env(|_| {}).await;
     env.grant("1");
-    let script = workspace_root().join("tests/litellm_client/check.py");
-    let out = run_client("python3", script, &env, "sim/sim-gpt").await;
+    let out = run_client(
+        "python3",
+        "tests/litellm_client/check.py",
+        &env,
+        "sim/sim-gpt",
+    )
+    .await;
     let lines = reports(&out);
     assert_eq!(lines.len(), 1, "{out}");
     let l = &lines[0];

@@ -13,37 +13,21 @@ use rust_decimal::Decimal;
 use serde_json::{json, Value};
 
 use crate::harness::{
-    assert_charge_is_four_counts, native_env, nothing_charged, Answer, Env, PROVIDER_KEY,
+    assert_charge_is_four_counts, checks, native_env, nothing_charged, run_script, Answer, Env,
+    PROVIDER_KEY,
 };
 
 /// Runs tests/genai_sdk/check.py on `model` and `embed`: each check's
 /// name and the JSON it printed.
 async fn sdk(env: &Env, model: &str, embed: &str) -> HashMap<String, Value> {
-    let script = crate::harness::workspace_root().join("tests/genai_sdk/check.py");
-    let base = env.url("/api/v1/gemini");
-    let (key, model, embed) = (env.key.clone(), model.to_owned(), embed.to_owned());
-    let out = tokio::task::spawn_blocking(move || {
-        std::process::Command::new("python3")
-            .arg(script)
-            .env("GATEWAY_BASE_URL", base)
-            .env("GATEWAY_KEY", key)
-            .env("GATEWAY_MODEL", model)
-            .env("GATEWAY_EMBED_MODEL", embed)
-            .output()
-    })
-    .await
-    .unwrap()
-    .expect("python3 runs tests/genai_sdk/check.py (scripts/setup-tools.sh installs it)");
-    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "check.py failed:\n{stdout}\n{stderr}");
-    assert!(!stdout.contains(PROVIDER_KEY) && !stderr.contains(PROVIDER_KEY));
-    let checks: HashMap<String, Value> = stdout
-        .lines()
-        .filter_map(|l| l.strip_prefix("ok "))
-        .filter_map(|l| l.split_once(' '))
-        .map(|(name, v)| (name.to_owned(), serde_json::from_str(v).unwrap()))
-        .collect();
+    let vars = vec![
+        ("GATEWAY_BASE_URL", env.url("/api/v1/gemini")),
+        ("GATEWAY_KEY", env.key.clone()),
+        ("GATEWAY_MODEL", model.to_owned()),
+        ("GATEWAY_EMBED_MODEL", embed.to_owned()),
+    ];
+    let stdout = run_script("python3", "tests/genai_sdk/check.py", vars).await;
+    let checks = checks(&stdout);
     for name in ["generate", "stream", "count", "embed", "batch"] {
         assert!(checks.contains_key(name), "{name}: {stdout}");
     }

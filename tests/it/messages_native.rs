@@ -289,26 +289,12 @@ async fn count_tokens_is_the_providers_own_count_and_free() {
 async fn the_official_sdk_uses_todays_messages_api_through_the_gateway() {
     let env = native_env().await;
     env.grant("1");
-    let script = crate::harness::workspace_root().join("tests/anthropic_sdk/native.py");
-    let base = env.url("/api");
-    let key = env.key.clone();
-    let out = tokio::task::spawn_blocking(move || {
-        std::process::Command::new("python3")
-            .arg(script)
-            .env("GATEWAY_BASE_URL", base)
-            .env("GATEWAY_KEY", key)
-            .env("GATEWAY_MODEL", MODEL)
-            .output()
-    })
-    .await
-    .unwrap()
-    .expect("python3 runs tests/anthropic_sdk/native.py (scripts/setup-tools.sh installs it)");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "native.py failed:\n{stdout}\n{stderr}"
-    );
+    let vars = vec![
+        ("GATEWAY_BASE_URL", env.url("/api")),
+        ("GATEWAY_KEY", env.key.clone()),
+        ("GATEWAY_MODEL", MODEL.to_owned()),
+    ];
+    let stdout = crate::harness::run_script("python3", "tests/anthropic_sdk/native.py", vars).await;
     for check in [
         "cache",
         "output_config",
@@ -412,26 +398,13 @@ async fn the_official_sdk_uses_todays_messages_api_through_the_gateway() {
 async fn the_official_sdk_reaches_a_model_of_another_api_translated() {
     let env = native_env().await;
     env.grant("1");
-    let script = crate::harness::workspace_root().join("tests/anthropic_sdk/translated.py");
-    let base = env.url("/api");
-    let key = env.key.clone();
-    let out = tokio::task::spawn_blocking(move || {
-        std::process::Command::new("python3")
-            .arg(script)
-            .env("GATEWAY_BASE_URL", base)
-            .env("GATEWAY_KEY", key)
-            .env("GATEWAY_MODEL", "sim/sim-gpt")
-            .output()
-    })
-    .await
-    .unwrap()
-    .expect("python3 runs tests/anthropic_sdk/translated.py");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "translated.py failed:\n{stdout}\n{stderr}"
-    );
+    let vars = vec![
+        ("GATEWAY_BASE_URL", env.url("/api")),
+        ("GATEWAY_KEY", env.key.clone()),
+        ("GATEWAY_MODEL", "sim/sim-gpt".to_owned()),
+    ];
+    let stdout =
+        crate::harness::run_script("python3", "tests/anthropic_sdk/translated.py", vars).await;
     for check in ["output_config", "system_role", "refused"] {
         assert!(
             stdout.contains(&format!("ok {check}\n")),

@@ -10,12 +10,14 @@ mod node;
 mod oidc;
 mod receiver;
 mod redis_server;
+mod scripts;
 
 pub use general::*;
 pub use node::*;
 pub use oidc::*;
 pub use receiver::*;
 pub use redis_server::*;
+pub use scripts::*;
 
 use std::path::PathBuf;
 use std::time::Duration;
