@@ -10,6 +10,7 @@
 //! | `chat_stream` | the same with `stream: true`: time to first byte and to last byte | same, through the forwarder | same, relayed by the gateway |
 //! | `chat_anthropic` | `POST /v1/messages` (Anthropic's shape, `x-api-key`) | same, through the forwarder | `POST /api/v1/chat/completions` (model `claude/claude-sim`: the same chat translated by the `anthropic` adapter both ways) |
 //! | `chat_failover` | as `chat` | as `chat` | `chat` on the route `failover` (two deployments 1:1, `b` failing every other request with 503 before its first byte: those fail over to the other) |
+//! | `responses` | as `chat` (the call the gateway makes) | same, through the forwarder | `POST /api/v1/responses` (model `sim/sim-gpt`, `input` a string: translated to `chat` and back, the response stored) |
 //! | `chat_cached` | as `chat` (nothing to cache) | same, through the forwarder | `chat` with `X-Gateway-Cache: use`: after the first, every request a response-cache hit (no upstream call, no hold) |
 //!
 //! `chat_stream` sets the simulator's delay between events to
@@ -66,6 +67,8 @@ pub enum Scenario {
     /// A chat completion answered from the gateway's response cache.
     #[value(name = "chat_cached")]
     ChatCached,
+    /// `chat` through the Responses API (translated both ways, stored).
+    Responses,
 }
 
 impl Scenario {
@@ -73,7 +76,7 @@ impl Scenario {
     /// fresh gateway, so that its peak RSS is what the upload itself costs
     /// rather than the heap and idle connections the c=64 runs leave behind
     /// (those show in their own rows' peak RSS).
-    pub const ALL: [Scenario; 9] = [
+    pub const ALL: [Scenario; 10] = [
         Scenario::Upload,
         Scenario::Free,
         Scenario::Billed,
@@ -83,6 +86,7 @@ impl Scenario {
         Scenario::ChatAnthropic,
         Scenario::ChatFailover,
         Scenario::ChatCached,
+        Scenario::Responses,
     ];
 
     /// Its name in tables and JSON.
@@ -97,6 +101,7 @@ impl Scenario {
             Scenario::ChatAnthropic => "chat_anthropic",
             Scenario::ChatFailover => "chat_failover",
             Scenario::ChatCached => "chat_cached",
+            Scenario::Responses => "responses",
         }
     }
 }
@@ -188,7 +193,8 @@ pub async fn run_all(env: &Env, plan: &Plan) -> Vec<Row> {
             | Scenario::ChatStream
             | Scenario::ChatAnthropic
             | Scenario::ChatFailover
-            | Scenario::ChatCached => {
+            | Scenario::ChatCached
+            | Scenario::Responses => {
                 if scenario == Scenario::ChatStream {
                     set_stream_delay(env, STREAM_DELAY_MS).await;
                 }
@@ -259,8 +265,17 @@ fn request_spec(env: &Env, scenario: Scenario, target: Target, job_id: Option<&s
             format!("/api/v2/audio_enhancements/{job_id}"),
             env.sim_auth(),
         ),
+        (Scenario::Responses, Target::Gateway) => Spec::post_json(
+            "/api/v1/responses",
+            env.gateway_auth(),
+            &json!({"model": "sim/sim-gpt", "max_output_tokens": CHAT_TOKENS, "input": TEXT}),
+        ),
         (
-            Scenario::Chat | Scenario::ChatStream | Scenario::ChatFailover | Scenario::ChatCached,
+            Scenario::Chat
+            | Scenario::ChatStream
+            | Scenario::ChatFailover
+            | Scenario::ChatCached
+            | Scenario::Responses,
             target,
         ) => {
             let stream = scenario == Scenario::ChatStream;
