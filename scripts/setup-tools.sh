@@ -15,6 +15,9 @@
 #   ai, @ai-sdk/openai-compatible (npm, pinned by tests/ai_sdk/package-lock.json)
 #                 the AI SDK's embed/embedMany (tests/ai_sdk/check.mjs, run by
 #                 tests/it/clients.rs)
+#   openai        (PyPI, pinned) OpenAI's official Python SDK driving /api/v1/responses
+#                 (tests/openai_sdk/responses.py, run by tests/it/responses.rs); after
+#                 litellm, whose range (openai>=2.20,<4) it is in
 #   google-genai  (PyPI, pinned) Google's official Python SDK driving /api/v1/gemini
 #                 (tests/genai_sdk/check.py, run by tests/it/gemini_door.rs)
 #   oauth2-mock-server (npm, pinned by tests/oidc/package-lock.json) the
@@ -29,6 +32,7 @@ SCHEMATHESIS_VERSION=4.32.5
 ANTHROPIC_SDK_VERSION=0.76.0
 LITELLM_VERSION=1.110.2
 GENAI_SDK_VERSION=3.6.1
+OPENAI_SDK_VERSION=3.57.0
 export PATH="$HOME/.local/bin:$PATH"
 
 need_apt=()
@@ -81,6 +85,12 @@ if [ "$(python3 -c 'from importlib.metadata import version; print(version("litel
     echo "setup-tools: installing litellm $LITELLM_VERSION (pip)" >&2
     python3 -m pip install -q "litellm==$LITELLM_VERSION" 2>/dev/null ||
         python3 -m pip install -q --user --break-system-packages "litellm==$LITELLM_VERSION"
+fi
+
+if [ "$(python3 -c 'import openai; print(openai.__version__)' 2>/dev/null || true)" != "$OPENAI_SDK_VERSION" ]; then
+    echo "setup-tools: installing openai $OPENAI_SDK_VERSION (pip)" >&2
+    python3 -m pip install -q "openai==$OPENAI_SDK_VERSION" 2>/dev/null ||
+        python3 -m pip install -q --user --break-system-packages "openai==$OPENAI_SDK_VERSION"
 fi
 
 if [ "$(python3 -c 'from google import genai; print(genai.__version__)' 2>/dev/null || true)" != "$GENAI_SDK_VERSION" ]; then

@@ -368,6 +368,13 @@ impl ApiError {
             }),
             ErrorFormat::Anthropic => anthropic_body(status, &message),
             ErrorFormat::Gemini => gemini_body(status, &message),
+            ErrorFormat::OpenAi => json!({
+                "request_id": request_id,
+                "success": false,
+                "message": message,
+                "data": "",
+                "error": openai_error(status, &message),
+            }),
         };
         let mut resp = http::Response::new(body::full(value.to_string()));
         *resp.status_mut() = status;
@@ -450,6 +457,28 @@ pub fn gemini_status(status: StatusCode) -> &'static str {
         400..=499 => "INVALID_ARGUMENT",
         _ => "INTERNAL",
     }
+}
+
+/// OpenAI's `error` object for an HTTP status: `{"message","type","param","code"}`
+/// (the `type` its SDKs and docs use for the status: `invalid_request_error`
+/// for a 400, 404 or 409, `authentication_error` 401, `permission_error`
+/// 403, `insufficient_quota` 402, `rate_limit_error` 429, `server_error`
+/// otherwise). `param` names the field of a 400 whose message starts with
+/// a field path (`input[2].type: ...`).
+pub fn openai_error(status: StatusCode, message: &str) -> serde_json::Value {
+    let kind = match status.as_u16() {
+        401 => "authentication_error",
+        402 => "insufficient_quota",
+        403 => "permission_error",
+        429 => "rate_limit_error",
+        400..=499 => "invalid_request_error",
+        _ => "server_error",
+    };
+    let param = (status == StatusCode::BAD_REQUEST)
+        .then(|| message.split_once(": ").map(|(f, _)| f))
+        .flatten()
+        .filter(|f| !f.is_empty() && !f.contains(' '));
+    json!({"message": message, "type": kind, "param": param, "code": null})
 }
 
 /// Google's error body: `{"error":{"code","message","status"}}`.

@@ -224,11 +224,16 @@ impl UsageTail {
     /// The stream's last bytes once it is settled: what is left of an
     /// unfinished line, the usage event when wanted (the upstream's, else
     /// one of `tokens`) with the cost, then `[DONE]`; in the caller's own
-    /// API, its held-back last event alone.
+    /// API, its held-back last event alone (the Responses API's with the
+    /// cost in its `response.usage`, as a whole answer of that API has it).
     pub fn close(&mut self, cost: Option<Cost>, tokens: Tokens) -> Bytes {
         let mut out = BytesMut::from(&self.rest()[..]);
         if let Some(own) = &mut self.own {
-            out.put_slice(&std::mem::take(&mut own.held));
+            let held = std::mem::take(&mut own.held);
+            match (own.shape, cost) {
+                (Shape::Responses, Some(c)) => out.put_slice(&costed(&held, &c)),
+                _ => out.put_slice(&held),
+            }
             return out.freeze();
         }
         if !self.wanted {
@@ -248,6 +253,25 @@ impl UsageTail {
         out.put_slice(format!("data: {v}\n\ndata: [DONE]\n\n").as_bytes());
         out.freeze()
     }
+}
+
+/// A Responses API last event (`held`) with `cost` added to the usage of
+/// its `response`; as it was when its data is not that.
+fn costed(held: &[u8], cost: &Cost) -> Vec<u8> {
+    let text = String::from_utf8_lossy(held);
+    let mut out = String::with_capacity(text.len() + 40);
+    for line in text.split_inclusive('\n') {
+        let data = line.trim_end().strip_prefix("data:").map(str::trim);
+        let parsed = data.and_then(|d| serde_json::from_str::<Value>(d).ok());
+        match parsed {
+            Some(mut v) if v.get("response").is_some_and(Value::is_object) => {
+                cost.annotate(&mut v["response"]);
+                out.push_str(&format!("data: {v}\n"));
+            }
+            _ => out.push_str(line),
+        }
+    }
+    out.into_bytes()
 }
 
 #[cfg(test)]
@@ -297,6 +321,20 @@ mod tests {
                 format!("event: response.{last}\r\ndata: {{\"type\":\"response.x\"}}\n\n")
             );
         }
+        // Settled with a cost: the response's usage says it.
+        let mut t = UsageTail::own_responses();
+        let done =
+            "event: response.completed\ndata: {\"response\":{\"usage\":{\"input_tokens\":3}}}\n\n";
+        assert!(t.filter(done.as_bytes()).is_empty());
+        let c = Cost {
+            charged: "0.5".parse().unwrap(),
+            byok: false,
+        };
+        let end = String::from_utf8(t.close(Some(c), Tokens::default()).to_vec()).unwrap();
+        assert_eq!(
+            end,
+            "event: response.completed\ndata: {\"response\":{\"usage\":{\"byok\":false,\"cost\":0.50000000,\"input_tokens\":3}}}\n\n"
+        );
         let e = String::from_utf8(UsageTail::own_responses().error_event(429, "slow")).unwrap();
         assert_eq!(
             e,

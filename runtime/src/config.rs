@@ -87,6 +87,13 @@ pub struct Config {
     pub stock_voices: Vec<String>,
     /// Interval of the retention sweeper; `None` disables it.
     pub sweep_interval: Option<Duration>,
+    /// How long a stored response of the Responses API is kept
+    /// (`GATEWAY_RESPONSES_RETENTION_DAYS`, 30 days), then swept.
+    pub responses_retention: Duration,
+    /// Whose stored responses a caller may continue, read and delete
+    /// (`GATEWAY_RESPONSES_SCOPE`): `false` the user's (any of its keys),
+    /// `true` only the presented key's.
+    pub responses_by_key: bool,
     /// UTC time of the nightly reconciliation; `None` disables it.
     pub reconcile_at: Option<chrono::NaiveTime>,
     /// How often the job follower looks for due jobs; `None` disables it.
@@ -245,6 +252,8 @@ impl Config {
             mirror_hosts: Vec::new(),
             stock_voices: Vec::new(),
             sweep_interval: Some(Duration::from_secs(3600)),
+            responses_retention: Duration::from_secs(30 * 86_400),
+            responses_by_key: false,
             reconcile_at: chrono::NaiveTime::from_hms_opt(0, 30, 0),
             job_follow_interval: Some(Duration::from_secs(2)),
             job_follow_concurrency: 8,
@@ -443,6 +452,24 @@ impl Config {
             &mut self.sweep_interval,
             GATEWAY_SWEEP_INTERVAL_SECS,
             secs_or_off,
+        );
+        v.set(
+            &mut self.responses_retention,
+            GATEWAY_RESPONSES_RETENTION_DAYS,
+            |s| {
+                Ok(Duration::from_secs(
+                    parse_positive(s)?.saturating_mul(86_400),
+                ))
+            },
+        );
+        v.set(
+            &mut self.responses_by_key,
+            GATEWAY_RESPONSES_SCOPE,
+            |s| match s.trim() {
+                "user" => Ok(false),
+                "key" => Ok(true),
+                other => Err(format!("{other:?}: must be `user` or `key`")),
+            },
         );
         v.set(
             &mut self.reconcile_at,

@@ -1,4 +1,5 @@
-//! Retention: the sweeper that deletes expired objects.
+//! Retention: the sweeper that deletes expired objects (and the stored
+//! responses of the Responses API past their retention).
 //!
 //! An asset whose `expires_at` has passed has its object deleted and its
 //! record marked `deleted_at`; an asset without `expires_at` is permanent and
@@ -30,6 +31,26 @@ pub struct SweepReport {
     pub failed: usize,
     /// Packed segments removed (no live asset, idle over a day).
     pub segments_removed: usize,
+    /// Stored responses of the Responses API deleted (expired).
+    pub responses_removed: u64,
+}
+
+/// Deletes the stored responses expired at or before now
+/// (`GATEWAY_RESPONSES_RETENTION_DAYS` after they were made).
+async fn sweep_responses(gw: &Gateway) -> u64 {
+    use gateway_store::Responses;
+    let now = gateway_store::now_rfc3339();
+    match gw
+        .store
+        .blocking(move |store| store.sweep_responses(&now))
+        .await
+    {
+        Ok(n) => n,
+        Err(e) => {
+            tracing::error!(error = %e, "sweeper: deleting expired responses failed");
+            0
+        }
+    }
 }
 
 /// Deletes every object that expired at or before now.
@@ -80,11 +101,17 @@ pub async fn sweep_once(gw: &Gateway) -> SweepReport {
         }
     }
     report.segments_removed = collect_segments(gw).await;
-    if report.deleted > 0 || report.failed > 0 || report.segments_removed > 0 {
+    report.responses_removed = sweep_responses(gw).await;
+    if report.deleted > 0
+        || report.failed > 0
+        || report.segments_removed > 0
+        || report.responses_removed > 0
+    {
         tracing::info!(
             deleted = report.deleted,
             failed = report.failed,
             segments_removed = report.segments_removed,
+            responses_removed = report.responses_removed,
             "retention sweep"
         );
     }

@@ -4,7 +4,7 @@
 //!
 //! | Method | Path | Notes |
 //! |---|---|---|
-//! | POST | `/v1beta/models/{model}:generateContent` | `contents` (roles `user` / `model` / `function`; parts `text`, `inlineData` / `fileData` images, `functionCall`, `functionResponse`) required; `systemInstruction`, `generationConfig` (`maxOutputTokens` ≥ 1, `stopSequences`, `temperature`…), `tools[].functionDeclarations`, `toolConfig.functionCallingConfig` (`AUTO` / `ANY` / `NONE`, `allowedFunctionNames`), `cachedContent` |
+//! | POST | `/v1beta/models/{model}:generateContent` | `contents` (roles `user` / `model` / `function`; parts `text`, `inlineData` / `fileData` images, `functionCall`, `functionResponse`) required; `systemInstruction`, `generationConfig` (`maxOutputTokens` ≥ 1, `stopSequences`, `temperature`…; `responseMimeType: application/json` with `responseJsonSchema` or `responseSchema`: the text is the schema's smallest instance), `tools[].functionDeclarations`, `toolConfig.functionCallingConfig` (`AUTO` / `ANY` / `NONE`, `allowedFunctionNames`), `cachedContent` |
 //! | POST | `/v1beta/models/{model}:streamGenerateContent` | the same; `?alt=sse`: server-sent events (`data: {…}\r\n\r\n`, Google's separators), one GenerateContentResponse per word, `finishReason` and `usageMetadata` in the last; without `alt=sse` a JSON array of the same chunks |
 //! | POST | `/v1beta/models/{model}:countTokens` | `{"totalTokens": N}` |
 //! | POST | `/v1beta/models/{model}:embedContent` | `content.parts[].text` → `{"embedding": {"values"}}` (`outputDimensionality`, default 16; the OpenAI simulation's deterministic unit vectors) |
@@ -398,6 +398,17 @@ fn answer(body: &Value) -> (Vec<Value>, &'static str, u64) {
             "STOP",
             n,
         );
+    }
+    // Structured output (`responseMimeType: application/json` with
+    // `responseJsonSchema` or the older `responseSchema`): the text is the
+    // schema's smallest instance, as OpenAI's and Anthropic's sides answer.
+    let schema = (get(&gc, "responseMimeType").and_then(Value::as_str) == Some("application/json"))
+        .then(|| get(&gc, "responseJsonSchema").or_else(|| get(&gc, "responseSchema")))
+        .flatten();
+    if let Some(s) = schema {
+        let text = crate::schema::instance(s).to_string();
+        let n = Tokenizer { strict: false }.text(&text);
+        return (vec![json!({"text": text})], "STOP", n);
     }
     let stops: Vec<String> = list(&gc, "stopSequences")
         .iter()

@@ -196,6 +196,18 @@ keyword_enum! {
         /// dialect: passed through to a `gemini` provider, translated for
         /// the others; the row's last parameter is `model:method`.
         Gemini = "gemini",
+        /// OpenAI's Responses API as an input dialect: passed through to an
+        /// `openai` provider that serves it, translated for the others;
+        /// the conversation stored by the gateway.
+        Responses = "responses",
+        /// A stored response (`GET /responses/{response_id}`).
+        ResponseGet = "response_get",
+        /// A stored response deleted.
+        ResponseDelete = "response_delete",
+        /// A stored response's input items, paged.
+        ResponseInputItems = "response_input_items",
+        /// A background response cancelled.
+        ResponseCancel = "response_cancel",
         Embedding = "embedding",
         Image = "image",
         VideoSubmit = "video_submit",
@@ -458,6 +470,10 @@ keyword_enum! {
         Anthropic = "anthropic",
         /// Google's: `{"error":{"code","message","status"}}`.
         Gemini = "gemini",
+        /// Format 2's fields and OpenAI's `error` object beside them
+        /// (`{"request_id","success":false,"message","data":"","error":{"message","type","param","code"}}`):
+        /// the routes of OpenAI's own APIs whose SDKs read `error`.
+        OpenAi = "openai",
     }
 }
 

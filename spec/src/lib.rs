@@ -131,7 +131,7 @@ impl EndpointSpec {
     /// One line of `gateway routes`: method, path, mode, billing, gate.
     pub fn listing_line(&self) -> String {
         format!(
-            "{:<6} {:<62} {:<18} {:<18} {}",
+            "{:<6} {:<62} {:<20} {:<18} {}",
             self.method.as_str(),
             self.path,
             self.mode.as_str(),

@@ -41,6 +41,7 @@ pub mod pg_tls;
 mod purchases;
 mod reconciliations;
 mod records;
+mod responses;
 mod schema;
 pub(crate) mod sql;
 mod sqlite;
@@ -66,6 +67,7 @@ pub use oauth::{OauthSignIn, OauthUser, ProviderSignIns};
 pub use owners::Owners;
 pub use purchases::{Credited, PurchaseRow, Purchases};
 pub use reconciliations::{ReconciliationRow, Reconciliations};
+pub use responses::{ResponseRow, Responses, Tenant};
 pub use videos::{VideoJobRow, Videos};
 pub use webhooks::{WebhookEventRow, Webhooks};
 

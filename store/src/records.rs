@@ -185,6 +185,10 @@ pub enum Record {
         /// 402 for the balance).
         check_balance: bool,
     },
+    /// A stored response of the Responses API, made or brought up to date
+    /// (a background run's status and answer): with its request's usage
+    /// and debit when it settles with them.
+    ResponseSave(Box<super::responses::ResponseRow>),
     /// A file (a packed object's segment) to fdatasync before the group
     /// holding this record commits; written nothing. See [`sync_files`].
     SyncFile(std::sync::Arc<std::fs::File>),
@@ -265,4 +269,8 @@ pub enum OutsideRecordPhase {
     /// What the background job follower saw of a job: its charge (once
     /// keyed) and its record (`follower`).
     FollowedJob,
+    /// A stored response of the Responses API, written when its stream
+    /// ends, before its last event (`modes::responses`), or by its
+    /// background run.
+    StoredResponse,
 }

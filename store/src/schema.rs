@@ -414,6 +414,31 @@ pub(crate) const MIGRATIONS: &[&[Sql]] = &[
     //     completes (`NULL`: no key, or a key without a budget).
     &[Both(r#"
     ALTER TABLE jobs ADD COLUMN key_id INTEGER;
+    "#)],
+    // 21 (the Responses API, store::responses): a stored response, its
+    //     turn's input items and the response object (JSON text), its
+    //     owner and key, the response it continues, the deployment that
+    //     served it (and that provider's own id of it, when it stored the
+    //     turn itself), swept after `expires_at`.
+    &[Both(r#"
+    CREATE TABLE responses (
+        id           TEXT PRIMARY KEY,
+        user_id      INTEGER NOT NULL REFERENCES users(id),
+        key_id       INTEGER,
+        previous_id  TEXT,
+        model        TEXT NOT NULL,
+        served       TEXT,
+        upstream_id  TEXT,
+        status       TEXT NOT NULL,
+        background   INTEGER NOT NULL DEFAULT 0,
+        request_id   TEXT NOT NULL,
+        input        TEXT NOT NULL,
+        body         TEXT NOT NULL,
+        created_at   TEXT NOT NULL,
+        updated_at   TEXT NOT NULL,
+        expires_at   TEXT NOT NULL
+    );
+    CREATE INDEX responses_by_expiry ON responses (expires_at);
     "#)],];
 
 /// PostgreSQL's first version is the first this many migrations, applied

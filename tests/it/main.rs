@@ -51,6 +51,7 @@ mod packs;
 mod probe_accounts;
 mod ratelimit;
 mod reconcile;
+mod responses;
 mod retention;
 mod routes;
 mod routing;

@@ -70,6 +70,7 @@ fn openapi_document_lists_every_route_with_typed_bodies() {
             runtime::spec::ErrorFormat::Envelope => "ErrorEnvelope",
             runtime::spec::ErrorFormat::Anthropic => "ErrorAnthropic",
             runtime::spec::ErrorFormat::Gemini => "ErrorGemini",
+            runtime::spec::ErrorFormat::OpenAi => "ErrorOpenAi",
         };
         assert!(error.ends_with(expected), "{}: {error}", spec.id);
     }

@@ -232,6 +232,7 @@ pub fn error_component(format: ErrorFormat) -> &'static str {
         ErrorFormat::Envelope => "ErrorEnvelope",
         ErrorFormat::Anthropic => "ErrorAnthropic",
         ErrorFormat::Gemini => "ErrorGemini",
+        ErrorFormat::OpenAi => "ErrorOpenAi",
     }
 }
 
@@ -245,7 +246,7 @@ fn responses(table: &Table, row: &Row) -> Value {
     let mut content = json!({"application/json": {"schema": success}});
     if matches!(
         row.mode,
-        Mode::Chat | Mode::Completion | Mode::Messages | Mode::Gemini
+        Mode::Chat | Mode::Completion | Mode::Messages | Mode::Gemini | Mode::Responses
     ) {
         // `"stream": true`: server-sent events (found by schemathesis); the
         // schema is one event's (`data: {...}` lines, then `data: [DONE]`).
@@ -317,6 +318,7 @@ fn components() -> Value {
             "ErrorEnvelope": error_response("Error (format 2, envelope)", "ErrorEnvelope"),
             "ErrorAnthropic": error_response("Error (Anthropic's shape)", "ErrorAnthropic"),
             "ErrorGemini": error_response("Error (Google's shape)", "ErrorGemini"),
+            "ErrorOpenAi": error_response("Error (format 2 with OpenAI's error object)", "ErrorOpenAi"),
         },
         "schemas": {
             "ErrorDetail": {
@@ -366,6 +368,21 @@ fn components() -> Value {
                     },
                 },
                 "required": ["error"],
+            },
+            "ErrorOpenAi": {
+                "type": "object",
+                "properties": {
+                    "request_id": s("string"),
+                    "success": {"const": false},
+                    "message": s("string"),
+                    "data": s("string"),
+                    "error": {
+                        "type": "object",
+                        "properties": {"message": s("string"), "type": s("string")},
+                        "required": ["message", "type"],
+                    },
+                },
+                "required": ["request_id", "success", "message", "data", "error"],
             },
             "SynthesisResponse": {
                 "type": "object",

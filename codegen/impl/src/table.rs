@@ -422,7 +422,7 @@ impl Row {
     /// `runtime::spec::EndpointSpec::listing_line`.
     pub fn listing_line(&self) -> String {
         format!(
-            "{:<6} {:<62} {:<18} {:<18} {}",
+            "{:<6} {:<62} {:<20} {:<18} {}",
             self.method.as_str(),
             self.path,
             self.mode.as_str(),

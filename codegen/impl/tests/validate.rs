@@ -171,7 +171,7 @@ fn errors_name_the_row_and_line() {
         errs[0].render(Some("endpoints.toml")),
         format!(
             "endpoints.toml:{mode_line}: row `b`: `mode`: unknown mode `prox`, expected one of: proxy, fields, synthesize, \
-             job_submit, job_get, job_list, upload, webhook, owned_search, chat, completion, stop_stream, messages, count_tokens, gemini, embedding, image, video_submit, \
+             job_submit, job_get, job_list, upload, webhook, owned_search, chat, completion, stop_stream, messages, count_tokens, gemini, responses, response_get, response_delete, response_input_items, response_cancel, embedding, image, video_submit, \
              video_get, video_list, video_cancel, speech, transcription, catalogue, catalogue_trending, catalogue_model, \
              register, login, token_refresh, logout, confirm_email, reset_password, me, oauth_authorize, oauth_callback, key_list, key_create, key_revoke, key_update, \
              admin_users, admin_disable, admin_enable, admin_delete, admin_credits, \
@@ -1065,7 +1065,7 @@ fn resolved_rows() {
     assert_eq!(
         t.listing(),
         [format!(
-            "{:<6} {:<62} {:<18} {:<18} {}",
+            "{:<6} {:<62} {:<20} {:<18} {}",
             "POST", "/api/v1/voice/things/{thing_id}", "proxy", "free", "-"
         )]
     );

@@ -48,6 +48,9 @@ struct ProviderDoc {
     base_url: String,
     api_key_env: String,
     markup_pct: Option<toml::Value>,
+    /// The provider serves OpenAI's Responses API itself (`/responses`).
+    #[serde(default)]
+    responses: bool,
     #[serde(default)]
     model: Vec<ModelDoc>,
 }
@@ -168,6 +171,11 @@ fn provider(
         None => default_markup,
         Some(v) => markup(&v, file, &at)?,
     };
+    if p.responses && p.kind != "openai" {
+        return Err(ProvidersError(format!(
+            "{file}: {at}: responses: only an `openai` provider serves OpenAI's Responses API (the others are translated)"
+        )));
+    }
     let key = ProviderKey::from_env(&p.api_key_env);
     if key.is_none() {
         tracing::warn!(provider = %p.id, variable = %p.api_key_env, "the provider's key variable is unset: only BYOK calls can reach it");
@@ -185,6 +193,7 @@ fn provider(
         key,
         api_key_env: p.api_key_env,
         markup_pct,
+        responses: p.responses,
         models,
         adapter,
     })

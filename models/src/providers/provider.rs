@@ -18,6 +18,9 @@ pub struct Provider {
     pub key: Option<ProviderKey>,
     pub api_key_env: String,
     pub markup_pct: Decimal,
+    /// It serves OpenAI's Responses API itself (`responses = true`, an
+    /// `openai` provider): `/responses` requests go to it as sent.
+    pub responses: bool,
     pub models: Vec<Model>,
     pub adapter: Arc<dyn Adapter>,
 }

@@ -51,19 +51,11 @@ impl Tokens {
     /// The counts of an OpenAI `usage` object; `None` unless it has both
     /// `prompt_tokens` and `completion_tokens`.
     pub fn from_openai(u: &Value) -> Option<Tokens> {
-        let prompt = field(u, "prompt_tokens")?;
-        let output = field(u, "completion_tokens")?;
-        let details = u.get("prompt_tokens_details").cloned().unwrap_or_default();
-        let read = field(&details, "cached_tokens").unwrap_or(0).min(prompt);
-        let write = field(&details, "cache_creation_tokens")
-            .unwrap_or(0)
-            .min(prompt - read);
-        Some(Tokens {
-            input: prompt - read - write,
-            output,
-            cache_read: read,
-            cache_write: write,
-        })
+        Tokens::split(
+            u,
+            ["prompt_tokens", "completion_tokens", "prompt_tokens_details"],
+            "cache_creation_tokens",
+        )
     }
 
     /// The counts of a Responses API `usage` object (a native `/responses`
@@ -73,13 +65,22 @@ impl Tokens {
     /// writes (`cache_write_tokens`) come out of the input; reasoning
     /// tokens are inside `output_tokens` already.
     pub fn from_responses(u: &Value) -> Option<Tokens> {
-        let prompt = field(u, "input_tokens")?;
-        let output = field(u, "output_tokens")?;
-        let details = u.get("input_tokens_details").cloned().unwrap_or_default();
+        Tokens::split(
+            u,
+            ["input_tokens", "output_tokens", "input_tokens_details"],
+            "cache_write_tokens",
+        )
+    }
+
+    /// The counts of a usage object whose prompt, output and prompt
+    /// details are `[prompt, output, details]`: the details' `cached_tokens`
+    /// and `write` (cache writes) taken out of the prompt.
+    fn split(u: &Value, [prompt, output, details]: [&str; 3], write: &str) -> Option<Tokens> {
+        let prompt = field(u, prompt)?;
+        let output = field(u, output)?;
+        let details = u.get(details).cloned().unwrap_or_default();
         let read = field(&details, "cached_tokens").unwrap_or(0).min(prompt);
-        let write = field(&details, "cache_write_tokens")
-            .unwrap_or(0)
-            .min(prompt - read);
+        let write = field(&details, write).unwrap_or(0).min(prompt - read);
         Some(Tokens {
             input: prompt - read - write,
             output,

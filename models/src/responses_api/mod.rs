@@ -91,4 +91,4 @@ mod items;
 pub mod native;
 pub mod request;
 
-pub use native::usage_reader;
+pub use native::{usage_reader, Kept};

@@ -7,6 +7,7 @@
 use serde_json::Value;
 
 use crate::providers::{StreamTranslator, Tokens};
+use crate::restream::Rechunk;
 
 /// Most bytes of one unfinished line kept; a longer line is dropped (no
 /// usage-bearing event is that large but for its output, which is
@@ -87,6 +88,79 @@ impl StreamTranslator for UsageReader {
     }
 }
 
+/// A native Responses stream passed to the caller as it was sent, its
+/// final response kept on the way ([`crate::restream::restream_kept`]):
+/// whole lines pass as they come; the last event (from its `event:` line)
+/// is held until the upstream ends, when its `response` is the
+/// [`Rechunk::outcome`], so that it is kept before the caller sees it. A
+/// stream is text: its lines are UTF-8, and only an unfinished line waits.
+#[derive(Debug, Default)]
+pub struct Kept {
+    /// The unfinished last line.
+    partial: Vec<u8>,
+    /// The last event's lines, held.
+    held: String,
+    /// The final response, once seen.
+    response: Option<Value>,
+}
+
+impl Kept {
+    pub fn new() -> Kept {
+        Kept::default()
+    }
+
+    /// One whole line (with its `\n`): passed on, or held from the last
+    /// event's `event:` line on.
+    fn line(&mut self, line: &[u8], out: &mut String) {
+        let text = String::from_utf8_lossy(line);
+        let opens_last = LAST
+            .iter()
+            .any(|t| text.trim_end() == format!("event: {t}"));
+        if opens_last || !self.held.is_empty() {
+            if let Some(data) = text.trim().strip_prefix("data:") {
+                if let Ok(v) = serde_json::from_str::<Value>(data.trim()) {
+                    self.response = v.get("response").cloned();
+                }
+            }
+            self.held.push_str(&text);
+        } else {
+            out.push_str(&text);
+        }
+    }
+}
+
+impl Rechunk for Kept {
+    fn feed(&mut self, chunk: &[u8]) -> String {
+        let mut out = String::new();
+        self.partial.extend_from_slice(chunk);
+        while let Some(i) = memchr::memchr(b'\n', &self.partial) {
+            let line: Vec<u8> = self.partial.drain(..=i).collect();
+            self.line(&line, &mut out);
+        }
+        out
+    }
+
+    fn finish(&mut self) -> String {
+        let mut out = String::new();
+        if !self.partial.is_empty() {
+            let line = std::mem::take(&mut self.partial);
+            self.line(&line, &mut out);
+        }
+        out.push_str(&std::mem::take(&mut self.held));
+        out
+    }
+
+    /// The final response, when it completed or was cut short (a failed
+    /// one is not kept).
+    fn outcome(&mut self) -> Option<Value> {
+        let r = self.response.take()?;
+        match r.get("status").and_then(Value::as_str) {
+            Some("completed" | "incomplete") => Some(r),
+            _ => None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -116,5 +190,19 @@ mod tests {
             cache_write: 0,
         };
         assert_eq!(tap.usage(), Some((t, true)));
+    }
+
+    #[test]
+    fn a_kept_stream_passes_as_sent_and_holds_its_last_event() {
+        let stream = "event: response.created\ndata: {\"type\":\"response.created\"}\n\nevent: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\"hé\"}\n\nevent: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"id\":\"resp_1\",\"status\":\"completed\"}}\n\n";
+        let mut k = Kept::new();
+        let mut seen = String::new();
+        for b in stream.as_bytes().chunks(3) {
+            seen.push_str(&k.feed(b));
+        }
+        assert!(!seen.contains("response.completed"), "{seen}");
+        seen.push_str(&k.finish());
+        assert_eq!(seen, stream);
+        assert_eq!(k.outcome().unwrap()["id"], "resp_1");
     }
 }

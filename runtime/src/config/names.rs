@@ -60,6 +60,10 @@ pub const GATEWAY_MIRROR_HOSTS: &str = "GATEWAY_MIRROR_HOSTS";
 pub const GATEWAY_STOCK_VOICES: &str = "GATEWAY_STOCK_VOICES";
 /// Seconds between retention sweeps; 0 disables the periodic sweep. Default 3600.
 pub const GATEWAY_SWEEP_INTERVAL_SECS: &str = "GATEWAY_SWEEP_INTERVAL_SECS";
+/// Days a stored response of the Responses API is kept. Default 30.
+pub const GATEWAY_RESPONSES_RETENTION_DAYS: &str = "GATEWAY_RESPONSES_RETENTION_DAYS";
+/// Whose stored responses a caller reaches: `user` (default) or `key`.
+pub const GATEWAY_RESPONSES_SCOPE: &str = "GATEWAY_RESPONSES_SCOPE";
 /// UTC time (`HH:MM`) of the nightly reconciliation, or `off`. Default `00:30`.
 pub const GATEWAY_RECONCILE_AT: &str = "GATEWAY_RECONCILE_AT";
 /// Seconds between the job follower's looks for due jobs; 0 disables it. Default 2.

@@ -68,7 +68,14 @@ pub(super) async fn read<O: Operation>(
     records.extend(used.settle(bill));
     // 8. annotate
     let v = match native {
-        Some(native) => native,
+        Some(mut native) => {
+            if op.costed_own() {
+                if let Some(c) = Cost::of(&records) {
+                    c.annotate(&mut native);
+                }
+            }
+            native
+        }
         None => {
             let mut v = v;
             if let Some(c) = Cost::of(&records) {
@@ -77,6 +84,7 @@ pub(super) async fn read<O: Operation>(
             op.answer(v, &name)?
         }
     };
+    records.extend(op.record(c, &v, &name));
     let mut resp = body::json(StatusCode::OK, &v);
     resp.headers_mut().extend(served);
     cache.mark(&mut resp);
@@ -95,7 +103,7 @@ pub(super) async fn hit<O: Operation>(
     let mut served = HeaderMap::with_capacity(1);
     model_header(&mut served, &hit.settle);
     let name = deployment(&hit.settle);
-    let (entry, records) = hit.settle(c).await?;
+    let (entry, mut records) = hit.settle(c).await?;
     let cost = Cost::of(&records);
     let mut resp = if op.streamed() {
         let events = entry.to_events().unwrap_or_default();
@@ -115,7 +123,9 @@ pub(super) async fn hit<O: Operation>(
         if let Some(c) = &cost {
             c.annotate(&mut v);
         }
-        body::json(StatusCode::OK, &op.answer(v, &name)?)
+        let v = op.answer(v, &name)?;
+        records.extend(op.record(c, &v, &name));
+        body::json(StatusCode::OK, &v)
     };
     resp.headers_mut().extend(served);
     Miss::hit().mark(&mut resp);

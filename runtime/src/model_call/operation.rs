@@ -11,7 +11,7 @@ use crate::money::Settle;
 use gateway_base::body::Body;
 use gateway_base::errors::ApiError;
 use gateway_models::bounds::{Bound, Shape};
-use gateway_models::providers::{Model, ModelType, Op, Provider, Tokens};
+use gateway_models::providers::{Model, ModelType, Op, Provider, StreamTranslator, Tokens};
 use gateway_store::Record;
 
 /// One model operation as the driver asks it: what is its own in a model
@@ -75,12 +75,19 @@ pub(crate) trait Operation: Sync {
     fn own(&self) -> Option<&Own> {
         None
     }
+    /// Whether an answer in the door's own API carries the gateway's
+    /// `usage.cost` (and `byok`) too: an API whose `usage` is an open
+    /// object its clients read past (OpenAI's Responses API) gets it; the
+    /// others are passed on exactly as sent, the cost in `X-Gateway-Cost`.
+    fn costed_own(&self) -> bool {
+        false
+    }
     /// The caller's body of the door's own API for the deployment `model`
-    /// (the provider's model id), before its provider's adapter takes it
+    /// (the provider's model id) of provider `p`, before its provider's adapter takes it
     /// ([`Own`]): a door whose API names the model inside the body too
     /// (Gemini's `batchEmbedContents`: each request's `model`) names it.
-    fn own_body(&self, body: Map<String, Value>, model: &str) -> Map<String, Value> {
-        let _ = model;
+    fn own_body(&self, body: Map<String, Value>, p: &Provider, model: &str) -> Map<String, Value> {
+        let _ = (p, model);
         body
     }
     /// The OpenAI body of the caller's (the body the model call was given)
@@ -93,6 +100,21 @@ pub(crate) trait Operation: Sync {
     /// door's own API): a door of another API translates it.
     fn restream(&self, chunks: Body) -> Body {
         chunks
+    }
+    /// The caller's stream from the provider's own events ([`Own`]),
+    /// passed on unchanged, `served` by that deployment: a door that keeps
+    /// what was answered (a stored response) reads it on the way.
+    fn own_stream(&self, events: Body, served: &str) -> Body {
+        let _ = served;
+        events
+    }
+    /// The records of what a whole answer gave the caller (`answer`, as
+    /// answered, its cost added; `served`: the deployment), committed with
+    /// its bill: a door that keeps its answers (the Responses API's stored
+    /// responses) says what it keeps.
+    fn record(&self, c: &Caller<'_>, answer: &Value, served: &str) -> Vec<Record> {
+        let _ = (c, answer, served);
+        Vec::new()
     }
 }
 
@@ -107,12 +129,23 @@ pub(crate) struct Own {
     /// [`Adapter::own_path`]: gateway_models::providers::Adapter::own_path
     pub method: String,
     pub headers: Vec<(http::HeaderName, http::HeaderValue)>,
+    /// What reads the usage of a stream in this API, when the provider's
+    /// adapter does not ([`Adapter::stream`]: the Responses API's events
+    /// on an `openai` provider, whose adapter reads chat chunks).
+    ///
+    /// [`Adapter::stream`]: gateway_models::providers::Adapter::stream
+    pub reader: Option<fn() -> Box<dyn StreamTranslator>>,
 }
 
 impl Own {
-    /// Whether `p` speaks this API.
+    /// Whether `p` speaks this API: its adapter's shape, or for OpenAI's
+    /// Responses API an `openai` provider that serves it (`responses =
+    /// true`).
     pub fn spoken_by(&self, p: &Provider) -> bool {
-        p.adapter.shape() == self.shape
+        match self.shape {
+            Shape::Responses => p.responses,
+            shape => p.adapter.shape() == shape,
+        }
     }
 }
 

@@ -125,11 +125,12 @@ pub(super) async fn prepare<O: Operation>(
         let native = match own {
             Some(o) => Native {
                 path: p.adapter.own_path(&m.id, &o.method),
-                body: p.adapter.own_body(op.own_body(request, &m.id)),
+                body: p.adapter.own_body(op.own_body(request, p, &m.id)),
             },
             None => p.adapter.native(op.op(), m, request)?,
         };
-        let bound = op.bound(m, &native.body, p.adapter.shape())?;
+        let shape = own.map_or(p.adapter.shape(), |o| o.shape);
+        let bound = op.bound(m, &native.body, shape)?;
         max_cost = max_cost.max(money::bound_cost(p, m, &bound)?);
         candidates.push(Built {
             name,

@@ -67,7 +67,11 @@ pub(super) async fn start<O: Operation>(
         .adapter
         .stream(op.op(), &settle.model.id, usage_wanted);
     let translator = match own {
-        true => translator.map(|t| Box::new(Tap::new(t)) as Box<dyn StreamTranslator>),
+        true => op
+            .own()
+            .and_then(|o| o.reader.map(|read| read()))
+            .or(translator)
+            .map(|t| Box::new(Tap::new(t)) as Box<dyn StreamTranslator>),
         false => translator,
     };
     let mut relay = Relay::new(
@@ -111,7 +115,12 @@ impl Started {
         let body = http_body_util::BodyExt::boxed(http_body_util::StreamBody::new(
             relay.into_stream().map(|r| r.map(hyper::body::Frame::data)),
         ));
-        let body = if own { body } else { op.restream(body) };
+        let body = if own {
+            let name = served.get("x-gateway-model").and_then(|v| v.to_str().ok());
+            op.own_stream(body, name.unwrap_or_default())
+        } else {
+            op.restream(body)
+        };
         let mut resp = http::Response::new(body);
         let h = resp.headers_mut();
         event_stream_headers(h);

@@ -7,6 +7,7 @@
 //! [`messages`]: Anthropic's Messages API through the same path.
 
 pub mod messages;
+pub mod responses;
 
 use http::StatusCode;
 use serde_json::{json, Map, Value};

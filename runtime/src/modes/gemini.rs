@@ -27,7 +27,7 @@ use gateway_base::errors::ApiError;
 use gateway_base::spec::{Method, PathParams};
 use gateway_models::bounds::{Bound, Shape};
 use gateway_models::gemini_api::{answer, embed, events, request};
-use gateway_models::providers::{self, Model, ModelType, Op, Tokens};
+use gateway_models::providers::{self, Model, ModelType, Op, Provider, Tokens};
 
 /// The methods of Gemini's API the door answers.
 const METHODS: [&str; 5] = [
@@ -136,6 +136,7 @@ impl Generate {
                 shape: Shape::Gemini,
                 method: method.into(),
                 headers: Vec::new(),
+                reader: None,
             },
         }
     }
@@ -258,6 +259,7 @@ impl Embed {
                 shape: Shape::Gemini,
                 method: method.into(),
                 headers: Vec::new(),
+                reader: None,
             },
         })
     }
@@ -320,7 +322,12 @@ impl Operation for Embed {
 
     /// Each batch request names the deployment (`models/<id>`), as the
     /// path does.
-    fn own_body(&self, mut body: Map<String, Value>, model: &str) -> Map<String, Value> {
+    fn own_body(
+        &self,
+        mut body: Map<String, Value>,
+        _p: &Provider,
+        model: &str,
+    ) -> Map<String, Value> {
         if let Some(Value::Array(reqs)) = body.get_mut("requests") {
             for r in reqs.iter_mut().filter_map(Value::as_object_mut) {
                 r.insert("model".into(), Value::String(format!("models/{model}")));

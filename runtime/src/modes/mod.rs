@@ -27,7 +27,9 @@
 //! * [`chat`] — `chat`, `completion`, `stop_stream`: model calls with
 //!   credits held and settled, streams relayed and stoppable; its
 //!   [`chat::messages`] — `messages`, `count_tokens`: Anthropic's Messages
-//!   API through the same chat path.
+//!   API through the same chat path; [`chat::responses`] — `responses`,
+//!   `response_get`, `response_delete`, `response_input_items`,
+//!   `response_cancel`: OpenAI's Responses API, its conversations stored.
 //! * [`catalogue`] — `catalogue`, `catalogue_model`, `catalogue_trending`.
 //! * [`embeddings`] — `embedding`: the spec's or OpenAI's shape.
 //! * [`gemini`] — `gemini`: Gemini's API (generate, stream, count tokens,
@@ -128,6 +130,11 @@ pub async fn run(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<Out
         Mode::Messages => chat::messages::messages(ctx, req).await,
         Mode::CountTokens => chat::messages::count_tokens(ctx, req).await,
         Mode::Gemini => gemini::gemini(ctx, req, params).await,
+        Mode::Responses => chat::responses::create(ctx, req).await,
+        Mode::ResponseGet => chat::responses::stored::get(ctx, params).await,
+        Mode::ResponseDelete => chat::responses::stored::delete(ctx, params).await,
+        Mode::ResponseInputItems => chat::responses::stored::input_items(ctx, params).await,
+        Mode::ResponseCancel => chat::responses::stored::cancel(ctx, params).await,
         Mode::Catalogue => catalogue::list(ctx).await,
         Mode::CatalogueModel => catalogue::model(ctx, params).await,
         Mode::CatalogueTrending => catalogue::trending(ctx).await,

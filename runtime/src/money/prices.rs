@@ -129,6 +129,7 @@ mod tests {
             key: None,
             api_key_env: "UNSET".into(),
             markup_pct: d("10"),
+            responses: false,
             models: vec![],
             adapter: std::sync::Arc::new(gateway_models::providers::anthropic::Anthropic),
         };

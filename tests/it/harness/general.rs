@@ -318,6 +318,10 @@ pub fn native_prices(model: &str) -> [Decimal; 4] {
         "claude/claude-sim" => [d("3.00"), d("15.00"), d("0.30"), d("3.75")],
         "claude/claude-instruct" => [d("3.00"), d("15.00"), d("3.00"), d("3.00")],
         "gem/gemini-sim" => [d("1.25"), d("10.00"), d("0.31"), d("1.25")],
+        // tests/it/responses.rs's: an `openai` provider serving the
+        // Responses API itself, and one without it.
+        "oai/gpt-native" => [d("1.25"), d("10.00"), d("0.125"), d("1.25")],
+        "plain/gpt-plain" => [d("2.00"), d("8.00"), d("2.00"), d("2.00")],
         other => panic!("no prices for {other}"),
     }
 }

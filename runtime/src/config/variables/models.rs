@@ -23,6 +23,22 @@ pub(super) const VARIABLES: &[Variable] = &[
         scope: Scope::Gateway,
     },
     Variable {
+        name: "GATEWAY_RESPONSES_RETENTION_DAYS",
+        default: r#"`30`"#,
+        meaning: r#"days a stored response of the Responses API (`POST /responses` with
+            `store`) is kept for `previous_response_id`, retrieval and its input items,
+            then swept with the objects (see [The Responses API](models.md#the-responses-api))"#,
+        scope: Scope::Gateway,
+    },
+    Variable {
+        name: "GATEWAY_RESPONSES_SCOPE",
+        default: r#"`user`"#,
+        meaning: r#"whose stored responses a caller may continue, read and delete: `user` (any
+            of the user's keys) or `key` (only responses made with the presented API key;
+            another key's id is a 404)"#,
+        scope: Scope::Gateway,
+    },
+    Variable {
         name: "GATEWAY_RETRY_MAX",
         default: r#"`2`"#,
         meaning: r#"retries of a model call after its first attempt, before any byte went to

@@ -55,6 +55,7 @@ pub async fn messages(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> 
             shape: Shape::Anthropic,
             method: "messages".into(),
             headers,
+            reader: None,
         },
     };
     crate::model_call::run(ctx, &op, body, Some(&ask)).await
