@@ -58,6 +58,11 @@ pub(super) struct Balances {
 }
 
 impl Balances {
+    /// The instance whose requests take the holds.
+    pub(super) fn instance(&self) -> Option<&str> {
+        self.instance.as_deref()
+    }
+
     /// A transaction's balances whose holds are taken by `instance`.
     pub(super) fn of_instance(instance: Option<&str>) -> Balances {
         Balances {

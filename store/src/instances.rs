@@ -46,6 +46,13 @@ impl Instances for Store {
                  ON CONFLICT (id) DO UPDATE SET lease_until = excluded.lease_until, started_at = excluded.started_at",
                 p![id, lease_until(lease), now],
             )?;
+            // A background response this instance ran before it stopped
+            // ends failed (its hold is released just below, never billed).
+            tx.exec(
+                "UPDATE responses SET status = 'failed', updated_at = ?2
+                 WHERE instance = ?1 AND status IN ('queued', 'in_progress')",
+                p![id, now],
+            )?;
             tx.exec("DELETE FROM credit_holds WHERE instance = ?1", p![id])
         })?;
         self.writer.set_instance(id);

@@ -38,9 +38,12 @@ pub struct ResponseRow {
     pub created_at: String,
     pub updated_at: String,
     pub expires_at: String,
+    /// A background run's stream (what a cancel stops), once it started;
+    /// set by [`Responses::set_response_stream`], never by a save.
+    pub stream_id: Option<String>,
 }
 
-const COLS: &str = "id, user_id, key_id, previous_id, model, served, upstream_id, status, background, request_id, input, body, created_at, updated_at, expires_at";
+const COLS: &str = "id, user_id, key_id, previous_id, model, served, upstream_id, status, background, request_id, input, body, created_at, updated_at, expires_at, stream_id";
 
 fn row(r: &Row<'_>) -> Result<ResponseRow> {
     Ok(ResponseRow {
@@ -59,6 +62,7 @@ fn row(r: &Row<'_>) -> Result<ResponseRow> {
         created_at: r.get(12)?,
         updated_at: r.get(13)?,
         expires_at: r.get(14)?,
+        stream_id: r.get(15)?,
     })
 }
 
@@ -88,11 +92,33 @@ pub trait Responses {
         max: usize,
     ) -> Result<std::result::Result<Vec<ResponseRow>, String>>;
 
-    /// Deletes the tenant's response `id`; `true` when there was one.
+    /// Deletes the tenant's response `id` (and its events); `true` when
+    /// there was one.
     fn delete_response(&self, who: Tenant, id: &str) -> Result<bool>;
 
-    /// Deletes the responses expired before `now`; how many.
+    /// Deletes the responses expired before `now` (and their events); how
+    /// many.
     fn sweep_responses(&self, now: &str) -> Result<u64>;
+
+    /// Response `id`, whoever's (the background run's own reads).
+    fn response_by_id(&self, id: &str) -> Result<Option<ResponseRow>>;
+
+    /// Names the stream of a background run `id`, once it started.
+    fn set_response_stream(&self, id: &str, stream_id: &str) -> Result<()>;
+
+    /// Marks a background run `id` cancelled while it is queued or in
+    /// progress; `true` when this call did.
+    fn cancel_response(&self, id: &str, now: &str) -> Result<bool>;
+
+    /// Marks a background run `id` in progress (unless it ended already).
+    fn start_response(&self, id: &str, now: &str) -> Result<()>;
+
+    /// Keeps a background run's events, each with its sequence number.
+    fn append_response_events(&self, id: &str, events: &[(i64, String)]) -> Result<()>;
+
+    /// A background run's events after sequence number `after`, in order,
+    /// at most `limit`.
+    fn response_events(&self, id: &str, after: i64, limit: usize) -> Result<Vec<(i64, String)>>;
 }
 
 /// A lookup's condition on the tenant: the user's, and the key's when set.
@@ -142,10 +168,82 @@ impl Responses for Store {
             "DELETE FROM responses WHERE id = ?1 AND {}",
             tenant_sql(who)
         );
-        self.with(|db| Ok(db.exec(&sql, p![id, who.user_id, who.key_id])? > 0))
+        self.transaction(|db| {
+            let deleted = db.exec(&sql, p![id, who.user_id, who.key_id])? > 0;
+            db.exec("DELETE FROM response_events WHERE response_id = ?1", p![id])?;
+            Ok(deleted)
+        })
     }
 
     fn sweep_responses(&self, now: &str) -> Result<u64> {
-        self.with(|db| db.exec("DELETE FROM responses WHERE expires_at <= ?1", p![now]))
+        self.transaction(|db| {
+            let n = db.exec("DELETE FROM responses WHERE expires_at <= ?1", p![now])?;
+            if n > 0 {
+                db.exec(
+                    "DELETE FROM response_events WHERE response_id NOT IN (SELECT id FROM responses)",
+                    &[],
+                )?;
+            }
+            Ok(n)
+        })
+    }
+
+    fn response_by_id(&self, id: &str) -> Result<Option<ResponseRow>> {
+        let sql = format!("SELECT {COLS} FROM responses WHERE id = ?1");
+        self.with(|db| db.row(&sql, p![id], row))
+    }
+
+    fn set_response_stream(&self, id: &str, stream_id: &str) -> Result<()> {
+        self.with(|db| {
+            db.exec(
+                "UPDATE responses SET stream_id = ?2 WHERE id = ?1",
+                p![id, stream_id],
+            )
+            .map(drop)
+        })
+    }
+
+    fn cancel_response(&self, id: &str, now: &str) -> Result<bool> {
+        self.with(|db| {
+            let n = db.exec(
+                "UPDATE responses SET status = 'cancelled', updated_at = ?2
+                 WHERE id = ?1 AND background = 1 AND status IN ('queued', 'in_progress')",
+                p![id, now],
+            )?;
+            Ok(n > 0)
+        })
+    }
+
+    fn start_response(&self, id: &str, now: &str) -> Result<()> {
+        self.with(|db| {
+            db.exec(
+                "UPDATE responses SET status = 'in_progress', updated_at = ?2 WHERE id = ?1 AND status = 'queued'",
+                p![id, now],
+            )
+            .map(drop)
+        })
+    }
+
+    fn append_response_events(&self, id: &str, events: &[(i64, String)]) -> Result<()> {
+        self.transaction(|db| {
+            for (seq, event) in events {
+                db.exec(
+                    "INSERT INTO response_events (response_id, seq, event) VALUES (?1, ?2, ?3)
+                     ON CONFLICT (response_id, seq) DO NOTHING",
+                    p![id, seq, event],
+                )?;
+            }
+            Ok(())
+        })
+    }
+
+    fn response_events(&self, id: &str, after: i64, limit: usize) -> Result<Vec<(i64, String)>> {
+        self.with(|db| {
+            db.rows(
+                "SELECT seq, event FROM response_events WHERE response_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
+                p![id, after, limit as i64],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+        })
     }
 }

@@ -439,6 +439,21 @@ pub(crate) const MIGRATIONS: &[&[Sql]] = &[
         expires_at   TEXT NOT NULL
     );
     CREATE INDEX responses_by_expiry ON responses (expires_at);
+    "#)],
+    // 22 (background responses, store::responses): the instance running a
+    //     background response (a restart of it marks the run failed) and
+    //     its stream's id (what a cancel stops); its events as they came,
+    //     for a client to re-attach from a sequence number.
+    &[Both(r#"
+    ALTER TABLE responses ADD COLUMN instance TEXT;
+    ALTER TABLE responses ADD COLUMN stream_id TEXT;
+    CREATE INDEX responses_running ON responses (instance) WHERE instance IS NOT NULL;
+    CREATE TABLE response_events (
+        response_id  TEXT NOT NULL,
+        seq          INTEGER NOT NULL,
+        event        TEXT NOT NULL,
+        PRIMARY KEY (response_id, seq)
+    );
     "#)],];
 
 /// PostgreSQL's first version is the first this many migrations, applied

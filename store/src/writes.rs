@@ -76,7 +76,7 @@ pub(super) fn write_record(
         )?),
         Record::HoldRelease { request_id } => balances.release(tx, request_id)?,
         Record::SyncFile(_) => {}
-        Record::ResponseSave(r) => save_response(tx, r)?,
+        Record::ResponseSave(r) => save_response(tx, r, balances.instance())?,
         Record::WebhookEvent(e) => {
             tx.defer(
                 "INSERT INTO webhook_events (body_sha256, body, event, kind, upstream_id, signed, outcome, received_at)
@@ -211,13 +211,17 @@ fn update_job(tx: &mut Db<'_>, j: &JobUpdate) -> Result<()> {
 }
 
 /// A stored response made, or brought up to date (its status, answer and
-/// serving deployment; what it was asked is written once).
-fn save_response(tx: &mut Db<'_>, r: &super::ResponseRow) -> Result<()> {
+/// serving deployment; what it was asked is written once). A background
+/// one names the instance running it (`instance`, this writer's); a
+/// cancelled or failed run keeps that status whatever its end writes.
+fn save_response(tx: &mut Db<'_>, r: &super::ResponseRow, instance: Option<&str>) -> Result<()> {
+    let instance = instance.filter(|_| r.background);
     tx.defer(
-        "INSERT INTO responses (id, user_id, key_id, previous_id, model, served, upstream_id, status, background, request_id, input, body, created_at, updated_at, expires_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)
+        "INSERT INTO responses (id, user_id, key_id, previous_id, model, served, upstream_id, status, background, request_id, input, body, created_at, updated_at, expires_at, instance)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)
          ON CONFLICT (id) DO UPDATE SET served = excluded.served, upstream_id = excluded.upstream_id,
-             status = excluded.status, body = excluded.body, updated_at = excluded.updated_at",
-        p![r.id, r.user_id, r.key_id, r.previous_id, r.model, r.served, r.upstream_id, r.status, r.background, r.request_id, r.input, r.body, r.created_at, r.updated_at, r.expires_at],
+             status = CASE WHEN responses.status IN ('cancelled', 'failed') THEN responses.status ELSE excluded.status END,
+             body = excluded.body, updated_at = excluded.updated_at",
+        p![r.id, r.user_id, r.key_id, r.previous_id, r.model, r.served, r.upstream_id, r.status, r.background, r.request_id, r.input, r.body, r.created_at, r.updated_at, r.expires_at, instance],
     )
 }

@@ -433,6 +433,7 @@ fn only_upstream_presents_the_provider_key() {
 /// is a decision, made here and in ARCHITECTURE.md.
 const DOOR: &str = "follower 1 FollowedJob
 mirror 1 MirroredCopy
+modes::chat::responses::background 2 StoredResponse
 modes::chat::responses::stored 1 StoredResponse
 modes::media_files 1 UploadedAsset
 modes::uploads 1 UploadedAsset

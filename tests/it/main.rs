@@ -52,6 +52,7 @@ mod probe_accounts;
 mod ratelimit;
 mod reconcile;
 mod responses;
+mod responses_background;
 mod retention;
 mod routes;
 mod routing;

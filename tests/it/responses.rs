@@ -22,7 +22,7 @@ use crate::harness::{
 /// [`native_toml`] plus `oai` (an `openai` provider serving the Responses
 /// API itself) and `plain` (an `openai` provider without it), each with a
 /// 10 % markup.
-fn responses_toml(llm_url: &str) -> String {
+pub(crate) fn responses_toml(llm_url: &str) -> String {
     format!(
         r#"{}
 [[provider]]

@@ -53,7 +53,11 @@ impl Tokens {
     pub fn from_openai(u: &Value) -> Option<Tokens> {
         Tokens::split(
             u,
-            ["prompt_tokens", "completion_tokens", "prompt_tokens_details"],
+            [
+                "prompt_tokens",
+                "completion_tokens",
+                "prompt_tokens_details",
+            ],
             "cache_creation_tokens",
         )
     }

@@ -16,6 +16,7 @@
 //! itself ([`Respond::own_body`]). The other routes of the API (retrieve,
 //! delete, input items, cancel) are [`stored`]'s.
 
+mod background;
 pub mod stored;
 
 use serde_json::{Map, Value};
@@ -34,10 +35,12 @@ use stored::{Keeper, Turn};
 /// `responses`: `POST /responses`.
 pub async fn create(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
     let ask = gateway_models::cache::Ask::from_headers(req.headers())?;
-    let body = read_body(ctx, req).await?;
-    if body.get("background") == Some(&Value::Bool(true)) {
+    let mut body = read_body(ctx, req).await?;
+    let background = body.get("background") == Some(&Value::Bool(true));
+    if background && body.get("store") == Some(&Value::Bool(false)) {
         return Err(ApiError::BadRequest(
-            "background: background responses are not offered by this gateway yet".into(),
+            "background: a background response is stored to be polled: it cannot have store false"
+                .into(),
         ));
     }
     let items = request::input_items(&body)?;
@@ -53,8 +56,13 @@ pub async fn create(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
     let turn = Turn::load(&ctx.caller(), previous.as_deref()).await?;
     let id = answer::response_id();
     let echo = answer::Echo::of(&body, id.clone(), unix_now());
-    let stream = body.get("stream") == Some(&Value::Bool(true));
     let keeper = Keeper::new(&ctx.caller(), &body, &items, &id, previous)?;
+    // A background run is a stream of the gateway's own, its events kept.
+    if background {
+        body.remove("background");
+        body.insert("stream".into(), Value::Bool(true));
+    }
+    let stream = body.get("stream") == Some(&Value::Bool(true));
     let op = Respond {
         chat: super::Completion {
             chat: true,
@@ -72,6 +80,14 @@ pub async fn create(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
             reader: Some(gateway_models::responses_api::usage_reader),
         },
     };
+    if background {
+        let queued = op.echo.response("queued", Vec::new(), None);
+        let record = op
+            .keeper
+            .queued(&queued)
+            .ok_or_else(|| ApiError::bug("a background response without its record"))?;
+        return background::start(ctx, op, body, queued, record).await;
+    }
     crate::model_call::run(ctx, &op, body, Some(&ask)).await
 }
 

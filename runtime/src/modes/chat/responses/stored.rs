@@ -56,6 +56,8 @@ pub(super) struct Keeper {
     /// `GATEWAY_RESPONSES_SCOPE=key` finds it).
     key_id: Option<i64>,
     request_id: String,
+    /// A background run's (`background: true`).
+    background: bool,
     /// The gateway's id of the response (a translated answer's).
     id: String,
     model: String,
@@ -89,6 +91,7 @@ impl Keeper {
             user_id: c.require_user("a stored response")?,
             key_id: c.user.and_then(|u| u.key_id),
             request_id: c.request_id.to_owned(),
+            background: body.get("background") == Some(&Value::Bool(true)),
             id: id.to_owned(),
             model: body
                 .get("model")
@@ -106,16 +109,36 @@ impl Keeper {
     /// `served`: a native answer (its id the provider's) is stored under
     /// the provider's id, which the provider knows the turn by.
     pub(super) fn record(&self, answer: &Value, served: Option<&str>) -> Option<Record> {
-        self.store.as_ref()?;
-        let id = answer.get("id").and_then(Value::as_str)?.to_owned();
         let status = answer.get("status").and_then(Value::as_str)?;
         if !matches!(status, "completed" | "incomplete") {
             return None;
         }
-        let native = id != self.id;
+        self.save(answer, served)
+    }
+
+    /// The record of a background response's first state (`queued`).
+    pub(super) fn queued(&self, answer: &Value) -> Option<Record> {
+        self.save(answer, None)
+    }
+
+    /// The record saving `answer` as it is. A background response is kept
+    /// under the gateway's id, which its client polls, whoever served it.
+    fn save(&self, answer: &Value, served: Option<&str>) -> Option<Record> {
+        self.store.as_ref()?;
+        let status = answer.get("status").and_then(Value::as_str)?;
+        let answered = answer.get("id").and_then(Value::as_str)?.to_owned();
+        let native = answered != self.id;
+        let (id, body) = match self.background {
+            true => {
+                let mut v = answer.clone();
+                v["id"] = Value::String(self.id.clone());
+                (self.id.clone(), v.to_string())
+            }
+            false => (answered.clone(), answer.to_string()),
+        };
         let now = gateway_store::now_rfc3339();
         Some(Record::ResponseSave(Box::new(ResponseRow {
-            upstream_id: native.then(|| id.clone()),
+            upstream_id: native.then_some(answered),
             id,
             user_id: self.user_id,
             key_id: self.key_id,
@@ -123,13 +146,14 @@ impl Keeper {
             model: self.model.clone(),
             served: served.map(str::to_owned),
             status: status.to_owned(),
-            background: false,
+            background: self.background,
             request_id: self.request_id.clone(),
             input: self.input.clone(),
-            body: answer.to_string(),
+            body,
             created_at: self.created_at.clone(),
             updated_at: now,
             expires_at: self.expires_at.clone(),
+            stream_id: None,
         })))
     }
 
@@ -281,13 +305,46 @@ async fn addressed(ctx: &Ctx, params: &PathParams) -> Result<ResponseRow, ApiErr
         .ok_or_else(|| not_found(&id))
 }
 
+/// The response object of `row` as stored, with the row's status (a
+/// background run's: `queued`, `in_progress`, or `cancelled` / `failed`
+/// whatever its stream's end said).
+fn answered(row: &ResponseRow) -> Result<Value, ApiError> {
+    let mut v: Value = serde_json::from_str(&row.body)
+        .map_err(|e| ApiError::bug(format!("a stored response is not JSON: {e}")))?;
+    v["status"] = Value::String(row.status.clone());
+    if row.status == "failed" && v.get("error").is_none_or(Value::is_null) {
+        v["error"] = json!({"code": "server_error",
+            "message": "the gateway instance running the response restarted"});
+    }
+    Ok(v)
+}
+
 /// `response_get`: `GET /responses/{response_id}`, the response object as
-/// answered.
+/// answered; with `stream=true` (a background response) its events from
+/// `starting_after` on, as they are kept ([`super::background::resume`]).
 pub async fn get(ctx: &mut Ctx, params: &PathParams) -> Result<Outcome, ApiError> {
     let row = addressed(ctx, params).await?;
-    let v: Value = serde_json::from_str(&row.body)
-        .map_err(|e| ApiError::bug(format!("a stored response is not JSON: {e}")))?;
-    Ok(Outcome::new(body::json(StatusCode::OK, &v), None))
+    if common::query_str(ctx, "stream") == Some("true") {
+        if !row.background {
+            return Err(ApiError::BadRequest(
+                "stream: only a background response's events can be streamed again".into(),
+            ));
+        }
+        let after = common::query_str(ctx, "starting_after")
+            .map(|s| s.parse::<i64>())
+            .transpose()
+            .map_err(|_| ApiError::BadRequest("starting_after: must be a whole number".into()))?
+            .unwrap_or(-1);
+        return Ok(super::background::resume(
+            ctx.gw.store.clone(),
+            row.id,
+            after,
+        ));
+    }
+    Ok(Outcome::new(
+        body::json(StatusCode::OK, &answered(&row)?),
+        None,
+    ))
 }
 
 /// `response_delete`: `DELETE /responses/{response_id}`.
@@ -345,9 +402,11 @@ pub async fn input_items(ctx: &mut Ctx, params: &PathParams) -> Result<Outcome, 
     Ok(Outcome::new(body::json(StatusCode::OK, &v), None))
 }
 
-/// `response_cancel`: `POST /responses/{response_id}/cancel`: only a
-/// background response can be cancelled; a finished one is answered as it
-/// is.
+/// `response_cancel`: `POST /responses/{response_id}/cancel`: a background
+/// response still queued or running is marked `cancelled` and its stream
+/// stopped (through any instance), which bills what was produced; a
+/// finished one is answered as it is; only a background response can be
+/// cancelled (400).
 pub async fn cancel(ctx: &mut Ctx, params: &PathParams) -> Result<Outcome, ApiError> {
     let row = addressed(ctx, params).await?;
     if !row.background {
@@ -355,6 +414,20 @@ pub async fn cancel(ctx: &mut Ctx, params: &PathParams) -> Result<Outcome, ApiEr
             "response_id: Only responses created with background=true can be cancelled.".into(),
         ));
     }
-    let v: Value = serde_json::from_str(&row.body).unwrap_or_default();
-    Ok(Outcome::new(body::json(StatusCode::OK, &v), None))
+    let (key, now) = (row.id.clone(), gateway_store::now_rfc3339());
+    let cancelled = ctx
+        .gw
+        .store
+        .blocking(move |s| s.cancel_response(&key, &now))
+        .await?;
+    if cancelled {
+        if let Some(sid) = &row.stream_id {
+            ctx.gw.streams.stop(sid, ctx.user_id()).await;
+        }
+    }
+    let row = addressed(ctx, params).await?;
+    Ok(Outcome::new(
+        body::json(StatusCode::OK, &answered(&row)?),
+        None,
+    ))
 }
