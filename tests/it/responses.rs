@@ -342,3 +342,25 @@ async fn the_ai_sdks_default_openai_provider_works_unchanged() {
         "generateText hands over the answer's body"
     );
 }
+
+/// With `GATEWAY_RESPONSES_SCOPE=key`, another key of the same user does
+/// not find a response either (the key that made it does).
+#[tokio::test]
+async fn with_key_scope_another_keys_response_is_a_404() {
+    let env = env_with_providers(responses_toml, |c| c.responses_by_key = true).await;
+    env.grant("1");
+    let a = env
+        .api(
+            "/responses",
+            json!({"model": "plain/gpt-plain", "input": "Hi"}),
+        )
+        .await;
+    a.expect(200);
+    let url = env.url(&format!(
+        "/api/v1/responses/{}",
+        a.json["id"].as_str().unwrap()
+    ));
+    let other = runtime::auth::create_key(env.store(), env.user_id).unwrap();
+    env.call_as(&other, "GET", &url, None).await.expect(404);
+    env.call_as(&env.key, "GET", &url, None).await.expect(200);
+}

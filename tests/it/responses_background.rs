@@ -74,29 +74,47 @@ async fn kept_events(env: &Env, id: &str) -> usize {
 #[tokio::test]
 async fn a_background_response_runs_to_its_end_and_is_billed_once() {
     let env = env().await;
-    let queued = start(&env, "claude/claude-sim").await;
-    let id = queued["id"].as_str().unwrap();
-    let done = poll(&env, id, |v| v["status"] == "completed").await;
-    assert_eq!(done["id"], id);
-    assert!(
-        done["output"][0]["content"][0]["text"].as_str().is_some(),
-        "{done}"
-    );
-    let rows = env.wait_model_usage(1).await;
-    assert_eq!(rows.len(), 1, "{rows:?}");
-    assert_eq!(
-        rows[0].output_tokens,
-        done["usage"]["output_tokens"].as_i64().unwrap()
-    );
-    let usage = env.usage();
-    let billed: Vec<_> = usage.iter().filter(|u| u.route_id == "responses").collect();
-    assert_eq!(billed.len(), 1, "billed once: {usage:?}");
-    assert_eq!(
-        done["usage"]["cost"].to_string(),
-        format!("{:.8}", billed[0].charged)
-    );
+    let models = [
+        "oai/gpt-native",
+        "plain/gpt-plain",
+        "claude/claude-sim",
+        "gem/gemini-sim",
+    ];
+    for (i, model) in models.into_iter().enumerate() {
+        let queued = start(&env, model).await;
+        let id = queued["id"].as_str().unwrap();
+        let done = poll(&env, id, |v| v["status"] == "completed").await;
+        assert_eq!(done["id"], id, "{model}");
+        let text = done["output"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|o| o["type"] == "message");
+        assert!(text.is_some(), "{model}: {done}");
+        let rows = env.wait_model_usage(i + 1).await;
+        let m = crate::harness::assert_charge_is_four_counts(&env, i).await;
+        assert_eq!(m.model, model, "{rows:?}");
+        assert_eq!(
+            m.output_tokens,
+            done["usage"]["output_tokens"].as_i64().unwrap(),
+            "{model}"
+        );
+        let usage = env.usage();
+        let billed: Vec<_> = usage
+            .iter()
+            .filter(|u| u.request_id == m.request_id)
+            .collect();
+        assert_eq!(billed.len(), 1, "billed once: {usage:?}");
+        let cost = done["usage"]["cost"].to_string();
+        assert_eq!(cost, format!("{:.8}", billed[0].charged), "{model}");
+        assert!(kept_events(&env, id).await > 4, "{model}");
+    }
     env.wait_no_holds().await;
-    assert!(kept_events(&env, id).await > 4);
+    // The native run went to the provider as a stream of the gateway's.
+    let reqs = env.sim_requests().await;
+    let native = reqs.iter().find(|r| r["path"] == "/v1/responses").unwrap();
+    assert_eq!(native["json"]["stream"], true);
+    assert!(native["json"].get("background").is_none(), "{native}");
 }
 
 #[tokio::test]
