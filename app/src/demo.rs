@@ -256,6 +256,12 @@ send it with base URL {base}/api):
 -H 'Content-Type: application/json' \
 -d '{{"model": "claude/claude-sim", "max_tokens": 64, "messages": [{{"role": "user", "content": "Hello"}}]}}'
 
+OpenAI's Responses API (any chat model; OpenAI's SDKs with base URL {base}/api/v1),
+the response stored, then read back by its id:
+  curl -s {base}/api/v1/responses -H "Authorization: Bearer $KEY" \
+-H 'Content-Type: application/json' \
+-d '{{"model": "claude/claude-sim", "instructions": "Be brief.", "input": "Hello"}}'
+
 Buy credit (Stripe Checkout; the simulator plays Stripe): a session for 25.00 USD,
 then pay it (`latest`: the newest session, or its session_id; the simulator
 sends Stripe's signed checkout.session.completed event

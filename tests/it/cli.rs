@@ -209,6 +209,10 @@ fn demo_curl_commands_work_as_printed() {
         if cmd.contains("/api/v1/messages") {
             assert_eq!(v["type"], "message", "{cmd}: {body}");
         }
+        if cmd.contains("/api/v1/responses") {
+            assert_eq!(v["object"], "response", "{cmd}: {body}");
+            assert_eq!(v["status"], "completed", "{cmd}: {body}");
+        }
         if cmd.contains("/api/v1/stripe/purchases") {
             // The printed pay command before it credited the 25.00 once.
             assert_eq!(v["data"][0]["amount_usd"], "25.00", "{cmd}: {body}");
@@ -225,6 +229,10 @@ fn demo_curl_commands_work_as_printed() {
     assert!(
         commands.iter().any(|c| c.contains("/api/v1/messages")),
         "the demo prints a /api/v1/messages call: {lines:#?}"
+    );
+    assert!(
+        commands.iter().any(|c| c.contains("/api/v1/responses")),
+        "the demo prints a /api/v1/responses call: {lines:#?}"
     );
     // The printed token pair is the demo user's: the access token opens an
     // access-token route (the key listing shows the printed key's id), the
