@@ -121,19 +121,16 @@ pub trait Responses {
     fn response_events(&self, id: &str, after: i64, limit: usize) -> Result<Vec<(i64, String)>>;
 }
 
-/// A lookup's condition on the tenant: the user's, and the key's when set.
-fn tenant_sql(who: Tenant) -> &'static str {
-    match who.key_id {
-        Some(_) => "user_id = ?2 AND key_id = ?3",
-        None => "user_id = ?2 AND ?3 IS NULL",
-    }
-}
+/// A lookup's condition on the tenant (`?2` its user, `?3` its key or
+/// NULL): the user's, and the key's when set. One statement for both
+/// (PostgreSQL types `?3` from its comparison with `key_id`).
+const TENANT: &str = "user_id = ?2 AND (key_id = ?3 OR ?3 IS NULL)";
 
 impl Responses for Store {
     fn response(&self, who: Tenant, id: &str, now: &str) -> Result<Option<ResponseRow>> {
         let sql = format!(
             "SELECT {COLS} FROM responses WHERE id = ?1 AND {} AND expires_at > ?4",
-            tenant_sql(who)
+            TENANT
         );
         self.with(|db| db.row(&sql, p![id, who.user_id, who.key_id, now], row))
     }
@@ -164,10 +161,7 @@ impl Responses for Store {
     }
 
     fn delete_response(&self, who: Tenant, id: &str) -> Result<bool> {
-        let sql = format!(
-            "DELETE FROM responses WHERE id = ?1 AND {}",
-            tenant_sql(who)
-        );
+        let sql = format!("DELETE FROM responses WHERE id = ?1 AND {}", TENANT);
         self.transaction(|db| {
             let deleted = db.exec(&sql, p![id, who.user_id, who.key_id])? > 0;
             db.exec("DELETE FROM response_events WHERE response_id = ?1", p![id])?;
