@@ -43,7 +43,14 @@ pub struct ResponseRow {
     pub stream_id: Option<String>,
 }
 
-const COLS: &str = "id, user_id, key_id, previous_id, model, served, upstream_id, status, background, request_id, input, body, created_at, updated_at, expires_at, stream_id";
+/// The columns [`row`] reads, in its order (a macro, so that the
+/// statements naming them are whole literals).
+macro_rules! cols {
+    () => {
+        "id, user_id, key_id, previous_id, model, served, upstream_id, status, background, \
+         request_id, input, body, created_at, updated_at, expires_at, stream_id"
+    };
+}
 
 fn row(r: &Row<'_>) -> Result<ResponseRow> {
     Ok(ResponseRow {
@@ -123,16 +130,25 @@ pub trait Responses {
 
 /// A lookup's condition on the tenant (`?2` its user, `?3` its key or
 /// NULL): the user's, and the key's when set. One statement for both
-/// (PostgreSQL types `?3` from its comparison with `key_id`).
-const TENANT: &str = "user_id = ?2 AND (key_id = ?3 OR ?3 IS NULL)";
+/// (PostgreSQL types `?3` from its first use, the comparison with `key_id`).
+macro_rules! tenant {
+    () => {
+        "user_id = ?2 AND (key_id = ?3 OR ?3 IS NULL)"
+    };
+}
+
+/// One of the tenant's unexpired responses, by id.
+const BY_TENANT: &str = concat!(
+    "SELECT ",
+    cols!(),
+    " FROM responses WHERE id = ?1 AND ",
+    tenant!(),
+    " AND expires_at > ?4"
+);
 
 impl Responses for Store {
     fn response(&self, who: Tenant, id: &str, now: &str) -> Result<Option<ResponseRow>> {
-        let sql = format!(
-            "SELECT {COLS} FROM responses WHERE id = ?1 AND {} AND expires_at > ?4",
-            TENANT
-        );
-        self.with(|db| db.row(&sql, p![id, who.user_id, who.key_id, now], row))
+        self.with(|db| db.row(BY_TENANT, p![id, who.user_id, who.key_id, now], row))
     }
 
     fn response_chain(
@@ -142,28 +158,27 @@ impl Responses for Store {
         now: &str,
         max: usize,
     ) -> Result<std::result::Result<Vec<ResponseRow>, String>> {
-        let mut chain = Vec::new();
-        let mut next = Some(id.to_owned());
-        while let Some(id) = next.take() {
-            if chain.len() >= max {
-                break;
-            }
-            match self.response(who, &id, now)? {
-                Some(r) => {
-                    next = r.previous_id.clone();
-                    chain.push(r);
+        self.with(|db| {
+            let mut chain = Vec::new();
+            let mut next = Some(id.to_owned());
+            while let Some(id) = next.take().filter(|_| chain.len() < max) {
+                match db.row(BY_TENANT, p![id, who.user_id, who.key_id, now], row)? {
+                    Some(r) => {
+                        next = r.previous_id.clone();
+                        chain.push(r);
+                    }
+                    None => return Ok(Err(id)),
                 }
-                None => return Ok(Err(id)),
             }
-        }
-        chain.reverse();
-        Ok(Ok(chain))
+            chain.reverse();
+            Ok(Ok(chain))
+        })
     }
 
     fn delete_response(&self, who: Tenant, id: &str) -> Result<bool> {
-        let sql = format!("DELETE FROM responses WHERE id = ?1 AND {}", TENANT);
+        let sql = concat!("DELETE FROM responses WHERE id = ?1 AND ", tenant!());
         self.transaction(|db| {
-            let deleted = db.exec(&sql, p![id, who.user_id, who.key_id])? > 0;
+            let deleted = db.exec(sql, p![id, who.user_id, who.key_id])? > 0;
             db.exec("DELETE FROM response_events WHERE response_id = ?1", p![id])?;
             Ok(deleted)
         })
@@ -183,8 +198,8 @@ impl Responses for Store {
     }
 
     fn response_by_id(&self, id: &str) -> Result<Option<ResponseRow>> {
-        let sql = format!("SELECT {COLS} FROM responses WHERE id = ?1");
-        self.with(|db| db.row(&sql, p![id], row))
+        let sql = concat!("SELECT ", cols!(), " FROM responses WHERE id = ?1");
+        self.with(|db| db.row(sql, p![id], row))
     }
 
     fn set_response_stream(&self, id: &str, stream_id: &str) -> Result<()> {

@@ -141,7 +141,7 @@ fn settled(resp: Response, status: Option<u16>, records: Vec<Record>) -> Outcome
 }
 
 /// The headers of a server-sent event stream.
-pub(super) fn event_stream_headers(h: &mut HeaderMap) {
+pub(crate) fn event_stream_headers(h: &mut HeaderMap) {
     h.insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("text/event-stream"),

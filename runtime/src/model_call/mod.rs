@@ -55,6 +55,7 @@ use crate::money::Settle;
 use gateway_base::errors::ApiError;
 use gateway_models::cache::Ask;
 
+pub(crate) use answer::event_stream_headers;
 pub(crate) use operation::{Operation, Own, Used};
 pub(crate) use resolve::{allowed, pick_model};
 

@@ -28,8 +28,9 @@ pub(super) struct Started {
     stream_id: String,
     served: HeaderMap,
     cache: Miss,
-    /// In the caller's own API: relayed as the provider sent it.
-    own: bool,
+    /// In the caller's own API (relayed as the provider sent it), served
+    /// by this deployment; `None`: in OpenAI's, translated for the door.
+    own: Option<String>,
 }
 
 /// The stream of `op`: one attempt reads the answer's headers and its
@@ -53,6 +54,7 @@ pub(super) async fn start<O: Operation>(
     let served = served_headers(settle);
     // An own stream is not kept (see `answer::read`).
     let capture = (!own).then(|| cache.capture(&deployment(settle))).flatten();
+    let own_name = own.then(|| deployment(settle));
     let registration = c.gw.streams.register(c.user_id()).await;
     let stream_id = registration.id.clone();
     let mut settle = bill
@@ -95,7 +97,7 @@ pub(super) async fn start<O: Operation>(
         stream_id,
         served,
         cache,
-        own,
+        own: own_name,
     })
 }
 
@@ -115,11 +117,9 @@ impl Started {
         let body = http_body_util::BodyExt::boxed(http_body_util::StreamBody::new(
             relay.into_stream().map(|r| r.map(hyper::body::Frame::data)),
         ));
-        let body = if own {
-            let name = served.get("x-gateway-model").and_then(|v| v.to_str().ok());
-            op.own_stream(body, name.unwrap_or_default())
-        } else {
-            op.restream(body)
+        let body = match &own {
+            Some(name) => op.own_stream(body, name),
+            None => op.restream(body),
         };
         let mut resp = http::Response::new(body);
         let h = resp.headers_mut();

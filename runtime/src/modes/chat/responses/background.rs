@@ -243,14 +243,6 @@ pub(super) fn resume(store: Store, id: String, after: i64) -> Outcome {
         .map_err(|e| Box::new(e) as Box<dyn std::error::Error + Send + Sync>)
         .boxed();
     let mut resp = http::Response::new(body);
-    let h = resp.headers_mut();
-    h.insert(
-        http::header::CONTENT_TYPE,
-        http::HeaderValue::from_static("text/event-stream"),
-    );
-    h.insert(
-        http::header::CACHE_CONTROL,
-        http::HeaderValue::from_static("no-cache"),
-    );
+    crate::model_call::event_stream_headers(resp.headers_mut());
     Outcome::new(resp, None)
 }

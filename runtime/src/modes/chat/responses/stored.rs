@@ -233,17 +233,22 @@ impl Turn {
     /// input, as the provider reads it: what its bound counts. `None`: the
     /// body holds its whole conversation already.
     pub(super) fn whole_body(&self, body: &Map<String, Value>) -> Option<Map<String, Value>> {
-        body.get("previous_response_id")?;
-        let mut whole = body.clone();
-        whole.remove("previous_response_id");
+        body.contains_key("previous_response_id")
+            .then(|| self.expanded(body.clone()))
+    }
+
+    /// `body` with the chain's items before its input, and no
+    /// `previous_response_id`.
+    fn expanded(&self, mut body: Map<String, Value>) -> Map<String, Value> {
+        body.remove("previous_response_id");
         let mut input = self.resendable();
-        match whole.remove("input") {
+        match body.remove("input") {
             Some(Value::Array(items)) => input.extend(items),
             Some(Value::String(text)) => input.push(json!({"role": "user", "content": text})),
             _ => {}
         }
-        whole.insert("input".into(), Value::Array(input));
-        Some(whole)
+        body.insert("input".into(), Value::Array(input));
+        body
     }
 
     /// The chain's items as another request's input: without their ids
@@ -271,7 +276,7 @@ impl Turn {
     /// `previous_response_id`.
     pub(super) fn native_body(
         &self,
-        mut body: Map<String, Value>,
+        body: Map<String, Value>,
         provider: &str,
     ) -> Map<String, Value> {
         let Some(last) = &self.last else {
@@ -283,11 +288,10 @@ impl Turn {
                 .as_deref()
                 .and_then(|s| s.split_once('/'))
                 .is_some_and(|(p, _)| p == provider);
-        if stored_there {
-            return body;
+        match stored_there {
+            true => body,
+            false => self.expanded(body),
         }
-        body.insert("previous_response_id".into(), Value::Null);
-        self.whole_body(&body).unwrap_or(body)
     }
 }
 
