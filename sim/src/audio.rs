@@ -64,6 +64,32 @@ pub fn wav_tone(duration_ms: u64, sample_rate: u32, bits: u16) -> Vec<u8> {
     buf
 }
 
+/// Mono 32-bit float samples of the same tone as [`wav_tone`]: a WAV file
+/// (IEEE float format) when `container`, else the raw little-endian samples.
+pub fn float_tone(duration_ms: u64, sample_rate: u32, container: bool) -> Vec<u8> {
+    let samples = (duration_ms * u64::from(sample_rate) + 500) / 1000;
+    let sample = |i: u64| ((i % 50) as f32 / 50.0 * std::f32::consts::TAU).sin() * 0.2;
+    if !container {
+        return (0..samples).flat_map(|i| sample(i).to_le_bytes()).collect();
+    }
+    let spec = hound::WavSpec {
+        channels: 1,
+        sample_rate,
+        bits_per_sample: 32,
+        sample_format: hound::SampleFormat::Float,
+    };
+    let mut buf = Vec::with_capacity(80 + samples as usize * 4);
+    {
+        let mut writer =
+            hound::WavWriter::new(Cursor::new(&mut buf), spec).expect("in-memory WAV writer");
+        for i in 0..samples {
+            writer.write_sample(sample(i)).expect("in-memory WAV write");
+        }
+        writer.finalize().expect("in-memory WAV finalize");
+    }
+    buf
+}
+
 /// Exact duration of a WAV file, when `hound` can read it.
 pub fn wav_duration(data: &[u8]) -> Option<f64> {
     let reader = hound::WavReader::new(Cursor::new(data)).ok()?;
@@ -311,6 +337,15 @@ mod tests {
             assert!((secs - ms as f64 / 1000.0).abs() <= spf / f64::from(rate) / 2.0 + 1e-9);
         }
         assert_eq!(mp3_sample_rate(23000), 22050);
+    }
+
+    #[test]
+    fn float_tone_parses() {
+        let wav = float_tone(750, 44100, true);
+        let reader = hound::WavReader::new(Cursor::new(&wav)).unwrap();
+        assert_eq!(reader.spec().sample_format, hound::SampleFormat::Float);
+        assert_eq!(probe_duration(&wav), 0.75);
+        assert_eq!(float_tone(750, 44100, false).len(), 33075 * 4);
     }
 
     #[test]

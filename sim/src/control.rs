@@ -9,7 +9,7 @@
 //! | GET / DELETE | `/__sim/faults` | `{"faults": [{id, rule, remaining}]}` / clears |
 //! | GET | `/__sim/jobs` | `{"jobs": [{kind, uuid, status, notified}]}` |
 //! | POST | `/__sim/jobs/{uuid}/complete`, `/__sim/jobs/{uuid}/fail` | → `{"success": true, "items": [...]}`, 404 unknown (also OpenAI video ids) |
-//! | GET / POST | `/__sim/config` | `{"job_duration_ms"?, "webhook_url"?, "webhook_secret"?, "api_key"?, "seconds_per_char"?, "stream_delay_ms"?, "stream_linger_ms"?, "background_ms"?, "strict_tokens"?}` (null clears) → the current config |
+//! | GET / POST | `/__sim/config` | `{"job_duration_ms"?, "webhook_url"?, "webhook_secret"?, "api_key"?, "seconds_per_char"?, "stream_delay_ms"?, "stream_linger_ms"?, "background_ms"?, "strict_tokens"?, "tts_chunk_ms"?, "stt_duration_factor"?}` (null clears) → the current config |
 //! | GET / DELETE | `/__sim/webhooks` | `{"webhooks": [{url, event, kind, id, signature, attempts, status, error, body}]}` / clears |
 //! | POST | `/__sim/billing_usage` | `{"date": "YYYY-MM-DD", "items": {"synth": "8450", ...}}` replaces that day |
 //! | POST | `/__sim/reset` | forgets all resources, jobs, usage, log, faults and webhook records (and stored OpenAI responses, Anthropic prompt-cache prefixes, Gemini cached contents) |
@@ -153,6 +153,8 @@ fn config_json(sh: &Shared) -> Value {
         "webhook_secret": c.webhook_secret,
         "api_key": c.api_key,
         "seconds_per_char": c.seconds_per_char,
+        "tts_chunk_ms": c.tts_chunk_ms,
+        "stt_duration_factor": c.stt_duration_factor,
         "stream_delay_ms": sh.stream_delay_ms.load(std::sync::atomic::Ordering::Relaxed),
         "stream_linger_ms": sh.stream_linger_ms.load(std::sync::atomic::Ordering::Relaxed),
         "background_ms": sh.background_ms.load(std::sync::atomic::Ordering::Relaxed),
@@ -175,12 +177,13 @@ fn set_config(sh: &Shared, v: &Value) -> Result<(), Resp> {
             bad_field("job_duration_ms", "must be a non-negative integer")
         })?)),
     };
-    let spc = match v.get("seconds_per_char") {
+    let spc = non_negative(v, "seconds_per_char")?;
+    let factor = non_negative(v, "stt_duration_factor")?;
+    let chunk_ms = match v.get("tts_chunk_ms") {
         None => None,
-        Some(s) => Some(
-            s.as_f64()
-                .filter(|x| *x >= 0.0)
-                .ok_or_else(|| bad_field("seconds_per_char", "must be a non-negative number"))?,
+        Some(d) => Some(
+            d.as_u64()
+                .ok_or_else(|| bad_field("tts_chunk_ms", "must be a non-negative integer"))?,
         ),
     };
     let (url, secret, key) = (
@@ -214,6 +217,12 @@ fn set_config(sh: &Shared, v: &Value) -> Result<(), Resp> {
     if let Some(s) = spc {
         c.seconds_per_char = s;
     }
+    if let Some(f) = factor {
+        c.stt_duration_factor = f;
+    }
+    if let Some(ms) = chunk_ms {
+        c.tts_chunk_ms = ms;
+    }
     if let Some(u) = url {
         c.webhook_url = u;
     }
@@ -224,6 +233,18 @@ fn set_config(sh: &Shared, v: &Value) -> Result<(), Resp> {
         c.api_key = k;
     }
     Ok(())
+}
+
+/// `v[key]` when present: a non-negative number, else a 400.
+fn non_negative(v: &Value, key: &str) -> Result<Option<f64>, Resp> {
+    match v.get(key) {
+        None => Ok(None),
+        Some(s) => s
+            .as_f64()
+            .filter(|x| *x >= 0.0)
+            .map(Some)
+            .ok_or_else(|| bad_field(key, "must be a non-negative number")),
+    }
 }
 
 /// Serves `/__sim/media/{id}.wav` or `.mp3` (22.05 kHz).

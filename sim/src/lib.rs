@@ -19,6 +19,11 @@
 //! * `/v1/messages`, `/v1/messages/count_tokens`: Anthropic's Messages API
 //!   (key in `x-api-key`), and `/v1beta/...`: Google's Gemini API (key in
 //!   `x-goog-api-key`), both with [`Sim::url`] as their base;
+//! * ElevenLabs' `/v1/text-to-speech/{voice_id}[/stream]`,
+//!   `/v1/speech-to-text`, `/v1/voices` (key in `xi-api-key`), Deepgram's
+//!   `/v1/listen`, `/v1/speak` (`Authorization: Token K`) and Cartesia's
+//!   `/tts/bytes`, `/voices` (`X-API-Key` or `Authorization: Bearer`, and
+//!   `Cartesia-Version`), all with [`Sim::url`] as their base, see [`voice`];
 //! * `/__sim/...`: the control plane (faults, request log, jobs, config,
 //!   webhooks, billing override, reset), never faulted, never logged, no
 //!   credentials;
@@ -28,8 +33,10 @@
 //! With [`SimConfig::api_key`] set, provider requests need
 //! `Authorization: Bearer K`, `Authorization: Token token=K` or
 //! `x-access-token: K` (any of them, on every host); otherwise 401. The
-//! Anthropic and Gemini paths check their own headers instead (`x-api-key`,
-//! `x-goog-api-key`: required, and equal to the key when one is set).
+//! Anthropic, Gemini and voice-vendor paths check their own headers instead
+//! (`x-api-key`, `x-goog-api-key`, `xi-api-key`, `Authorization: Token K`
+//! for Deepgram, `X-API-Key` or `Authorization: Bearer K` for Cartesia:
+//! required, and equal to the key when one is set).
 //!
 //! Asynchronous jobs move `pending` (first third of the job duration) →
 //! `processing` → `completed`; on completion a signed webhook is sent to the
@@ -62,6 +69,8 @@
 //!   cache, token count) and [`gemini`]: Google's Gemini API (generate,
 //!   stream, embed, cached contents), both following the reply rules of
 //!   [`llm`];
+//! * [`voice`]: ElevenLabs', Deepgram's and Cartesia's speech and
+//!   transcription APIs (paced audio streams, claimed durations);
 //! * [`webhook`]: HMAC signing and delivery with retries;
 //! * [`stripe`]: Stripe's side of buying credits (sessions, signed events);
 //! * [`faults`]: fault-injection rules and matching;
@@ -90,6 +99,7 @@ pub mod schema;
 pub mod server;
 pub mod shared;
 pub mod stripe;
+pub mod voice;
 pub mod webhook;
 
 use std::net::SocketAddr;
@@ -100,9 +110,8 @@ use serde_json::Value;
 
 pub use shared::Shared;
 
-/// Simulator settings. `job_duration`, `webhook_url`, `webhook_secret`,
-/// `api_key` and `seconds_per_char` can also be changed at run time with
-/// `POST /__sim/config`.
+/// Simulator settings. Each can also be changed at run time with
+/// `POST /__sim/config` (`job_duration` as `job_duration_ms`).
 #[derive(Clone, Debug)]
 pub struct SimConfig {
     /// How long an asynchronous job (or voice build) takes to complete.
@@ -115,6 +124,13 @@ pub struct SimConfig {
     pub api_key: Option<String>,
     /// Synthesized audio length per input character (at least 0.5 s in total).
     pub seconds_per_char: f64,
+    /// Pause between the chunks of a streamed voice-vendor speech answer
+    /// (ElevenLabs `/stream`, Deepgram `/v1/speak`, Cartesia `/tts/bytes`), ms.
+    pub tts_chunk_ms: u64,
+    /// Factor on the audio duration a voice vendor's transcription CLAIMS
+    /// (Deepgram `metadata.duration`, ElevenLabs word timings, OpenAI
+    /// `usage.seconds`); the measured one stays in `x-sim-audio-duration`.
+    pub stt_duration_factor: f64,
 }
 
 impl Default for SimConfig {
@@ -125,6 +141,8 @@ impl Default for SimConfig {
             webhook_secret: None,
             api_key: None,
             seconds_per_char: 0.06,
+            tts_chunk_ms: 20,
+            stt_duration_factor: 1.0,
         }
     }
 }

@@ -60,6 +60,7 @@ async fn main() {
         webhook_secret: args.webhook_secret,
         api_key: args.api_key,
         seconds_per_char: args.seconds_per_char,
+        ..Default::default()
     };
     let sim = sim::start(listener, config).await;
     println!("listening on {}", sim.addr);

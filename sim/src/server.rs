@@ -10,9 +10,11 @@
 //!    (matched on the whole path; then a named provider's `/p/{name}`
 //!    prefix is dropped, so `/p/a/v1/chat/completions` is served as
 //!    `/v1/chat/completions`: several providers, each failing apart);
-//! 4. Anthropic's `/v1/messages...` → [`crate::anthropic`] and Google's
-//!    `/v1beta/...` → [`crate::gemini`] (each checks its own key header),
-//!    and Stripe's paths → [`crate::stripe`] (its own secret key);
+//! 4. Anthropic's `/v1/messages...` → [`crate::anthropic`], Google's
+//!    `/v1beta/...` → [`crate::gemini`] and the voice vendors' paths
+//!    (ElevenLabs, Deepgram, Cartesia) → [`crate::voice`] (each checks its
+//!    own key header), and Stripe's paths → [`crate::stripe`] (its own
+//!    secret key);
 //! 5. credentials when `api_key` is configured (media needs none);
 //! 6. [`crate::resources::route`] (or media).
 //!
@@ -137,6 +139,11 @@ pub async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, Res
         let resp = crate::gemini::route(&sh, &req, stream_error);
         return Ok(break_body(resp, body_break).await);
     }
+    // The voice vendors' APIs check their own key headers too.
+    if let Some(vendor) = crate::voice::owner(&req.path) {
+        let resp = crate::voice::route(&sh, &req, vendor).await;
+        return Ok(break_body(resp, body_break).await);
+    }
     if !sh.authorized(&req.headers) {
         return Ok(error(
             StatusCode::UNAUTHORIZED,
@@ -179,7 +186,8 @@ fn fault_answer(
 
 /// The body of an injected error answer without a `body`, in the shape of
 /// the provider the path belongs to: Anthropic's under `/v1/messages`,
-/// Google's under `/v1beta/`, the voice provider's otherwise (also under
+/// Google's under `/v1beta/`, a voice vendor's on its paths
+/// ([`crate::voice::error_body`]), the voice provider's otherwise (also under
 /// OpenAI's `/v1/`, as before). It lives with the pipeline rather than with
 /// the fault rules because only the pipeline knows which provider owns a
 /// path; the rules stay plain data that the shared state can hold.
@@ -188,6 +196,8 @@ pub fn default_body(status: StatusCode, path: &str) -> Value {
         crate::anthropic::error_body(status, "injected fault")
     } else if crate::gemini::owns(path) {
         crate::gemini::error_body(status, "injected fault")
+    } else if let Some(body) = crate::voice::error_body(status, path, "injected fault") {
+        body
     } else {
         serde_json::json!({
             "success": false,

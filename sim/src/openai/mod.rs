@@ -18,7 +18,7 @@
 //! | POST | `/v1/videos/{id}/cancel` | `cancelled` unless already finished (then 400) |
 //! | GET | `/v1/videos/{id}/content` | the finished video (`video/mp4`, a small fixed MP4 header and payload: [`video::mp4_bytes`]); 400 `video_not_ready` before `completed` |
 //! | POST | `/v1/audio/speech` | `input` required; `response_format` mp3 (default), wav or pcm; real audio, `x-sim-audio-duration` header |
-//! | POST | `/v1/audio/transcriptions`, `/v1/audio/translations` | multipart `file` required; `response_format` json (default, with `usage.seconds`), text, verbose_json, srt, vtt |
+//! | POST | `/v1/audio/transcriptions`, `/v1/audio/translations` | multipart `file` required; `response_format` json (default, with `usage.seconds`), text, verbose_json, srt, vtt; `usage.seconds` and `duration` claim `stt_duration_factor` × the measured seconds (in `x-sim-audio-duration`) |
 //! | GET | `/v1/models`, `/v1/models/{id}` | a small fixed list |
 //!
 //! Errors use OpenAI's shape: `{"error": {"message", "type", "param", "code"}}`.
@@ -95,8 +95,8 @@ fn route_inner(sh: &Arc<Shared>, req: &Req) -> Result<Resp, Resp> {
         ("GET", ["videos", id, "content"]) => videos::content(sh, id),
         ("POST", ["videos", id, "cancel"]) | ("DELETE", ["videos", id]) => videos::cancel(sh, id),
         ("POST", ["audio", "speech"]) => speech::speech(sh, req),
-        ("POST", ["audio", "transcriptions"]) => transcription::transcription(req, false),
-        ("POST", ["audio", "translations"]) => transcription::transcription(req, true),
+        ("POST", ["audio", "transcriptions"]) => transcription::transcription(sh, req, false),
+        ("POST", ["audio", "translations"]) => transcription::transcription(sh, req, true),
         ("GET", ["models"]) => {
             let data: Vec<Value> = MODELS.iter().map(|m| model(m)).collect();
             Ok(json_response(

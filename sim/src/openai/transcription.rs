@@ -10,16 +10,20 @@ use super::errors::{fields, invalid, missing};
 use crate::audio;
 use crate::request::Req;
 use crate::response::{full, json_response, Resp};
+use crate::shared::Shared;
 
 /// Transcription, or translation (`translate`) into English.
-pub(super) fn transcription(req: &Req, translate: bool) -> Result<Resp, Resp> {
+/// `usage.seconds` and `duration` are the claimed duration (measured ×
+/// `stt_duration_factor`); the measured one is in `x-sim-audio-duration`.
+pub(super) fn transcription(sh: &Shared, req: &Req, translate: bool) -> Result<Resp, Resp> {
     let file = req
         .parts
         .as_ref()
         .and_then(|ps| ps.iter().find(|p| p.name == "file"))
         .ok_or_else(|| missing("file"))?;
     let f = fields(req)?;
-    let secs = audio::probe_duration(&file.data);
+    let measured = audio::probe_duration(&file.data);
+    let secs = audio::round_ms(measured * sh.config.read().unwrap().stt_duration_factor);
     let text = "The quick brown fox jumps over the lazy dog.";
     let format = f
         .get("response_format")
@@ -32,7 +36,7 @@ pub(super) fn transcription(req: &Req, translate: bool) -> Result<Resp, Resp> {
         r
     };
     let end = format!("00:00:{:06.3}", secs.min(59.999));
-    Ok(match format {
+    let mut r = match format {
         "json" => json_response(
             StatusCode::OK,
             &json!({"text": text, "usage": {"type": "duration", "seconds": secs.ceil()}}),
@@ -63,5 +67,10 @@ pub(super) fn transcription(req: &Req, translate: bool) -> Result<Resp, Resp> {
                 &format!("unsupported response_format '{other}'"),
             ))
         }
-    })
+    };
+    r.headers_mut().insert(
+        "x-sim-audio-duration",
+        HeaderValue::from_str(&measured.to_string()).expect("number"),
+    );
+    Ok(r)
 }

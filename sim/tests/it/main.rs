@@ -7,3 +7,5 @@ mod gemini;
 mod openai;
 mod responses;
 mod support;
+mod voice_speech;
+mod voice_stt;

@@ -64,3 +64,28 @@ pub async fn receiver() -> (String, mpsc::UnboundedReceiver<(Option<String>, Vec
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     (url, rx)
 }
+
+/// Reads a streamed body: (how many chunks arrived, all the bytes).
+pub async fn chunks(mut r: reqwest::Response) -> (usize, Vec<u8>) {
+    let (mut n, mut all) = (0, Vec::new());
+    while let Some(c) = r.chunk().await.unwrap() {
+        n += 1;
+        all.extend_from_slice(&c);
+    }
+    (n, all)
+}
+
+/// Serves `bytes` at the returned URL (any GET), as remote audio.
+pub async fn serve_bytes(bytes: Vec<u8>) -> String {
+    let app = axum::Router::new().route(
+        "/audio.wav",
+        axum::routing::get(move || {
+            let b = bytes.clone();
+            async move { b }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/audio.wav", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    url
+}
