@@ -36,7 +36,13 @@ pub fn empty() -> Body {
 
 /// A JSON answer with a status.
 pub fn json(status: http::StatusCode, v: &serde_json::Value) -> http::Response<Body> {
-    let mut out = http::Response::new(full(Bytes::from(v.to_string())));
+    json_text(status, v.to_string())
+}
+
+/// A JSON answer with a status, of JSON text already written (an answer
+/// whose text is also kept: serialised once).
+pub fn json_text(status: http::StatusCode, text: String) -> http::Response<Body> {
+    let mut out = http::Response::new(full(Bytes::from(text)));
     *out.status_mut() = status;
     out.headers_mut().insert(
         http::header::CONTENT_TYPE,

@@ -84,8 +84,9 @@ pub(super) async fn read<O: Operation>(
             op.answer(v, &name)?
         }
     };
-    records.extend(op.record(c, &v, &name));
-    let mut resp = body::json(StatusCode::OK, &v);
+    let text = v.to_string();
+    records.extend(op.record(c, &v, &text, &name));
+    let mut resp = body::json_text(StatusCode::OK, text);
     resp.headers_mut().extend(served);
     cache.mark(&mut resp);
     Ok(settled(resp, Some(status), records))
@@ -124,8 +125,9 @@ pub(super) async fn hit<O: Operation>(
             c.annotate(&mut v);
         }
         let v = op.answer(v, &name)?;
-        records.extend(op.record(c, &v, &name));
-        body::json(StatusCode::OK, &v)
+        let text = v.to_string();
+        records.extend(op.record(c, &v, &text, &name));
+        body::json_text(StatusCode::OK, text)
     };
     resp.headers_mut().extend(served);
     Miss::hit().mark(&mut resp);

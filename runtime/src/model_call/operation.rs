@@ -109,11 +109,12 @@ pub(crate) trait Operation: Sync {
         events
     }
     /// The records of what a whole answer gave the caller (`answer`, as
-    /// answered, its cost added; `served`: the deployment), committed with
-    /// its bill: a door that keeps its answers (the Responses API's stored
-    /// responses) says what it keeps.
-    fn record(&self, c: &Caller<'_>, answer: &Value, served: &str) -> Vec<Record> {
-        let _ = (c, answer, served);
+    /// answered, its cost added, and `text`, the JSON text the caller is
+    /// sent; `served`: the deployment), committed with its bill: a door
+    /// that keeps its answers (the Responses API's stored responses) says
+    /// what it keeps.
+    fn record(&self, c: &Caller<'_>, answer: &Value, text: &str, served: &str) -> Vec<Record> {
+        let _ = (c, answer, text, served);
         Vec::new()
     }
 }

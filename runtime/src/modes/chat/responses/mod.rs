@@ -234,9 +234,9 @@ impl Operation for Respond {
         }
     }
 
-    fn record(&self, _c: &Caller<'_>, answer: &Value, served: &str) -> Vec<Record> {
+    fn record(&self, _c: &Caller<'_>, answer: &Value, text: &str, served: &str) -> Vec<Record> {
         self.keeper
-            .record(answer, Some(served))
+            .record(answer, Some(text), Some(served))
             .into_iter()
             .collect()
     }

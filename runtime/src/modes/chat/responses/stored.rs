@@ -99,42 +99,51 @@ impl Keeper {
                 .unwrap_or_default()
                 .to_owned(),
             previous,
-            input: Value::Array(items.to_vec()).to_string(),
+            input: serde_json::to_string(items)
+                .map_err(|e| ApiError::bug(format!("input items: {e}")))?,
             created_at: gateway_store::rfc3339(now),
             expires_at: gateway_store::rfc3339(expires),
         })
     }
 
-    /// The stored response of `answer` (a response object), served by
-    /// `served`: a native answer (its id the provider's) is stored under
-    /// the provider's id, which the provider knows the turn by.
-    pub(super) fn record(&self, answer: &Value, served: Option<&str>) -> Option<Record> {
+    /// The stored response of `answer` (a response object; `text`, its
+    /// JSON text when written already), served by `served`: a native
+    /// answer (its id the provider's) is stored under the provider's id,
+    /// which the provider knows the turn by.
+    pub(super) fn record(
+        &self,
+        answer: &Value,
+        text: Option<&str>,
+        served: Option<&str>,
+    ) -> Option<Record> {
         let status = answer.get("status").and_then(Value::as_str)?;
         if !matches!(status, "completed" | "incomplete") {
             return None;
         }
-        self.save(answer, served)
+        self.save(answer, text, served)
     }
 
     /// The record of a background response's first state (`queued`).
     pub(super) fn queued(&self, answer: &Value) -> Option<Record> {
-        self.save(answer, None)
+        self.save(answer, None, None)
     }
 
-    /// The record saving `answer` as it is. A background response is kept
-    /// under the gateway's id, which its client polls, whoever served it.
-    fn save(&self, answer: &Value, served: Option<&str>) -> Option<Record> {
+    /// The record saving `answer` as it is (`text`: its JSON text, when
+    /// written already). A background response is kept under the
+    /// gateway's id, which its client polls, whoever served it.
+    fn save(&self, answer: &Value, text: Option<&str>, served: Option<&str>) -> Option<Record> {
         self.store.as_ref()?;
         let status = answer.get("status").and_then(Value::as_str)?;
         let answered = answer.get("id").and_then(Value::as_str)?.to_owned();
         let native = answered != self.id;
-        let (id, body) = match self.background {
-            true => {
+        let (id, body) = match (self.background, text) {
+            (true, _) => {
                 let mut v = answer.clone();
                 v["id"] = Value::String(self.id.clone());
                 (self.id.clone(), v.to_string())
             }
-            false => (answered.clone(), answer.to_string()),
+            (false, Some(text)) => (answered.clone(), text.to_owned()),
+            (false, None) => (answered.clone(), answer.to_string()),
         };
         let now = gateway_store::now_rfc3339();
         Some(Record::ResponseSave(Box::new(ResponseRow {
@@ -167,7 +176,7 @@ impl Keeper {
         let keeper = self.clone();
         Some(move |answer: Value| -> Keeping {
             Box::pin(async move {
-                let Some(record) = keeper.record(&answer, served.as_deref()) else {
+                let Some(record) = keeper.record(&answer, None, served.as_deref()) else {
                     return;
                 };
                 let why = OutsideRecordPhase::StoredResponse;
