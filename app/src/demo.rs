@@ -29,7 +29,9 @@ const DEMO_LLM_KEY_VAR: &str = "DEMO_LLM_KEY";
 
 /// The demo's providers file: the simulator's models, through each kind of
 /// adapter: `sim` (`openai`, its `/v1`), `claude` (`anthropic`, its
-/// `/v1/messages`) and `gem` (`gemini`, its `/v1beta`).
+/// `/v1/messages`), `gem` (`gemini`, its `/v1beta`) and the voice vendors
+/// `eleven`, `dg` and `cart`, with the `narrator` voice and a route over
+/// two of them.
 fn demo_providers(llm_url: &str) -> String {
     let base = llm_url.trim_end_matches("/v1");
     format!(
@@ -110,6 +112,71 @@ cache_read_per_mtok = "0.31"
 id = "gemini-embed"
 type = "embedding"
 input_per_mtok = "0.15"
+{}"#,
+        voice_vendors(base)
+    )
+}
+
+/// The demo's voice vendors: ElevenLabs, Deepgram and Cartesia on the
+/// simulator, the `narrator` voice mapped for each, and the `narration`
+/// route from ElevenLabs to Cartesia.
+fn voice_vendors(base: &str) -> String {
+    format!(
+        r#"
+[[provider]]
+id = "eleven"
+kind = "elevenlabs"
+base_url = "{base}"
+api_key_env = "{DEMO_LLM_KEY_VAR}"
+
+[[provider.model]]
+id = "eleven_flash_v2_5"
+type = "tts"
+per_1k_chars = "0.30"
+
+[[provider.model]]
+id = "scribe_v1"
+type = "stt"
+per_minute = "0.0067"
+
+[[provider]]
+id = "dg"
+kind = "deepgram"
+base_url = "{base}"
+api_key_env = "{DEMO_LLM_KEY_VAR}"
+
+[[provider.model]]
+id = "aura-2-thalia-en"
+type = "tts"
+per_1k_chars = "0.030"
+
+[[provider.model]]
+id = "nova-3"
+type = "stt"
+per_minute = "0.0043"
+
+[[provider]]
+id = "cart"
+kind = "cartesia"
+base_url = "{base}"
+api_key_env = "{DEMO_LLM_KEY_VAR}"
+
+[[provider.model]]
+id = "sonic-2"
+type = "tts"
+per_1k_chars = "0.05"
+
+[[voice]]
+name = "narrator"
+eleven = "21m00Tcm4TlvDq8ikWAM"
+cart = "694f9389-aac1-45b6-b726-9d9369183238"
+dg = "aura-2-thalia-en"
+sim = "alloy"
+
+[[route]]
+model = "narration"
+strategy = "priority"
+targets = [{{ model = "eleven/eleven_flash_v2_5" }}, {{ model = "cart/sonic-2" }}]
 "#
     )
 }
@@ -255,6 +322,18 @@ send it with base URL {base}/api):
   curl -s {base}/api/v1/messages -H "x-api-key: $KEY" \
 -H 'Content-Type: application/json' \
 -d '{{"model": "claude/claude-sim", "max_tokens": 64, "messages": [{{"role": "user", "content": "Hello"}}]}}'
+
+Speech from ElevenLabs, Deepgram and Cartesia (one voice name mapped per vendor,
+billed per character; a route that fails over from one vendor to the next):
+  curl -s {base}/api/v1/audio/tts/generations -H "Authorization: Bearer $KEY" \
+-H 'Content-Type: application/json' \
+-d '{{"model": "eleven/eleven_flash_v2_5", "input": "Hello from the gateway", "voice": "narrator"}}'
+  curl -s {base}/api/v1/audio/tts/generations -H "Authorization: Bearer $KEY" \
+-H 'Content-Type: application/json' \
+-d '{{"model": "dg/aura-2-thalia-en", "input": "Hello from the gateway", "response_format": "wav"}}'
+  curl -s {base}/api/v1/audio/tts/generations -H "Authorization: Bearer $KEY" \
+-H 'Content-Type: application/json' \
+-d '{{"model": "narration", "input": "Hello from the gateway", "voice": "narrator"}}'
 
 OpenAI's Responses API (any chat model; OpenAI's SDKs with base URL {base}/api/v1),
 the response stored, then read back by its id:

@@ -35,7 +35,7 @@
 //! * [`procs`]: finding binaries, CPU pinning, starting and stopping the
 //!   simulator, the gateway and the forwarder;
 //! * [`measure`]: CPU time and peak RSS from `/proc`, machine description;
-//! * [`scenarios`]: the scenarios (free, billed, upload, mirror, chat, chat_stream, chat_anthropic, chat_failover, chat_cached, responses) and their three targets;
+//! * [`scenarios`]: the scenarios (free, billed, upload, mirror, chat, chat_stream, chat_anthropic, chat_failover, chat_cached, responses, tts_stream) and their three targets;
 //! * [`row`]: one run's result and where its requests went;
 //! * [`report`]: overheads, the targets, markdown and JSON of the rows;
 //! * [`pg`]: a fresh PostgreSQL schema per gateway;

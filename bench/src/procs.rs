@@ -36,7 +36,7 @@ pub const SIM_KEY: &str = "sk-bench-provider-key";
 /// `GATEWAY_RATE_LIMITS` of the benchmarked gateway: the capabilities the
 /// scenarios use, limited far above anything a run can send.
 pub const RATE_LIMITS: &str =
-    "tts=1000000/s,enhance=1000000/s,uploads=1000000/s,chat=1000000/s,completions=1000000/s";
+    "tts=1000000/s,enhance=1000000/s,uploads=1000000/s,chat=1000000/s,completions=1000000/s,audio=1000000/s";
 
 /// Variable holding the provider key named by the benchmark's providers file.
 pub const LLM_KEY_VAR: &str = "BENCH_LLM_KEY";
@@ -47,7 +47,8 @@ pub const FAILOVER_ROUTE: &str = "failover";
 
 /// The benchmarked gateway's providers file: the simulator's chat model,
 /// as an `openai` provider (`chat`) and as an `anthropic` one
-/// (`chat_anthropic`), and [`FAILOVER_ROUTE`] over it and its twin `b`.
+/// (`chat_anthropic`), and [`FAILOVER_ROUTE`] over it and its twin `b`;
+/// the simulator's ElevenLabs speech (`tts_stream`).
 fn providers_file(data_dir: &Path, sim: SocketAddr) -> std::path::PathBuf {
     let path = data_dir.join("providers.toml");
     let text = format!(
@@ -61,7 +62,9 @@ fn providers_file(data_dir: &Path, sim: SocketAddr) -> std::path::PathBuf {
          [[provider.model]]\nid = \"sim-gpt\"\ntype = \"chat\"\ncontext_window = 8192\n\
          input_per_mtok = \"2.00\"\noutput_per_mtok = \"8.00\"\n\n\
          [[route]]\nmodel = \"{FAILOVER_ROUTE}\"\nstrategy = \"weighted\"\n\
-         targets = [ {{ model = \"sim/sim-gpt\" }}, {{ model = \"b/sim-gpt\" }} ]\n"
+         targets = [ {{ model = \"sim/sim-gpt\" }}, {{ model = \"b/sim-gpt\" }} ]\n\n\
+         [[provider]]\nid = \"eleven\"\nkind = \"elevenlabs\"\nbase_url = \"http://{sim}\"\napi_key_env = \"{LLM_KEY_VAR}\"\n\n\
+         [[provider.model]]\nid = \"eleven_flash_v2_5\"\ntype = \"tts\"\nper_1k_chars = \"0.30\"\n"
     );
     if let Err(e) = std::fs::write(&path, text) {
         eprintln!("note: writing {}: {e}", path.display());

@@ -195,7 +195,7 @@ impl Row {
             .map(|(mbps, _)| format!(" {mbps:.1} MB/s"))
             .unwrap_or_default();
         let first = match self.ttfb_ms {
-            Some(t) if self.scenario == "chat_stream" => {
+            Some(t) if matches!(self.scenario, "chat_stream" | "tts_stream") => {
                 format!(" first byte p50 {} p99 {} ms", f_ms(t[0]), f_ms(t[1]))
             }
             _ => String::new(),

@@ -11,10 +11,12 @@
 //! | `chat_anthropic` | `POST /v1/messages` (Anthropic's shape, `x-api-key`) | same, through the forwarder | `POST /api/v1/chat/completions` (model `claude/claude-sim`: the same chat translated by the `anthropic` adapter both ways) |
 //! | `chat_failover` | as `chat` | as `chat` | `chat` on the route `failover` (two deployments 1:1, `b` failing every other request with 503 before its first byte: those fail over to the other) |
 //! | `responses` | as `chat` (the call the gateway makes) | same, through the forwarder | `POST /api/v1/responses` (model `sim/sim-gpt`, `input` a string: translated to `chat` and back, the response stored) |
+//! | `tts_stream` | `POST /v1/text-to-speech/{voice}/stream` (ElevenLabs' shape, `xi-api-key`, paced audio): time to first and to last byte | same, through the forwarder | `POST /api/v1/audio/tts/generations` with `stream: true` (model `eleven/eleven_flash_v2_5`: relayed, copied to the store, billed per character before the last byte) |
 //! | `chat_cached` | as `chat` (nothing to cache) | same, through the forwarder | `chat` with `X-Gateway-Cache: use`: after the first, every request a response-cache hit (no upstream call, no hold) |
 //!
 //! `chat_stream` sets the simulator's delay between events to
-//! [`STREAM_DELAY_MS`] first, so that a run streams for real but quickly.
+//! [`STREAM_DELAY_MS`] first, so that a run streams for real but quickly;
+//! `tts_stream` its pace of audio chunks to [`TTS_CHUNK_MS`].
 //!
 //! `free` and `billed` run at every concurrency asked for; `mirror` at the
 //! lowest (it measures latency); `upload` sends one file at a time for the
@@ -40,6 +42,10 @@ const TEXT: &str = "Hello world";
 const CHAT_TOKENS: u64 = 16;
 /// The simulator's delay between streamed events in `chat_stream` (ms).
 pub const STREAM_DELAY_MS: u64 = 2;
+/// The ElevenLabs voice of `tts_stream` (one the simulator has).
+const ELEVEN_VOICE: &str = "21m00Tcm4TlvDq8ikWAM";
+/// The simulator's pace of streamed audio chunks in `tts_stream` (ms).
+pub const TTS_CHUNK_MS: u64 = 2;
 
 /// A scenario, as named on the command line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -69,6 +75,10 @@ pub enum Scenario {
     ChatCached,
     /// `chat` through the Responses API (translated both ways, stored).
     Responses,
+    /// Streamed speech from an ElevenLabs deployment (time to first and
+    /// to last audio byte).
+    #[value(name = "tts_stream")]
+    TtsStream,
 }
 
 impl Scenario {
@@ -76,7 +86,7 @@ impl Scenario {
     /// fresh gateway, so that its peak RSS is what the upload itself costs
     /// rather than the heap and idle connections the c=64 runs leave behind
     /// (those show in their own rows' peak RSS).
-    pub const ALL: [Scenario; 10] = [
+    pub const ALL: [Scenario; 11] = [
         Scenario::Upload,
         Scenario::Free,
         Scenario::Billed,
@@ -87,6 +97,7 @@ impl Scenario {
         Scenario::ChatFailover,
         Scenario::ChatCached,
         Scenario::Responses,
+        Scenario::TtsStream,
     ];
 
     /// Its name in tables and JSON.
@@ -102,6 +113,7 @@ impl Scenario {
             Scenario::ChatFailover => "chat_failover",
             Scenario::ChatCached => "chat_cached",
             Scenario::Responses => "responses",
+            Scenario::TtsStream => "tts_stream",
         }
     }
 }
@@ -194,9 +206,13 @@ pub async fn run_all(env: &Env, plan: &Plan) -> Vec<Row> {
             | Scenario::ChatAnthropic
             | Scenario::ChatFailover
             | Scenario::ChatCached
-            | Scenario::Responses => {
+            | Scenario::Responses
+            | Scenario::TtsStream => {
                 if scenario == Scenario::ChatStream {
-                    set_stream_delay(env, STREAM_DELAY_MS).await;
+                    set_sim_config(env, json!({"stream_delay_ms": STREAM_DELAY_MS})).await;
+                }
+                if scenario == Scenario::TtsStream {
+                    set_sim_config(env, json!({"tts_chunk_ms": TTS_CHUNK_MS})).await;
                 }
                 if scenario == Scenario::ChatFailover {
                     sim_faults(env, Some(json!({"path": "/p/b/*", "fault": {"status": 503}, "count": 0, "every": 2}))).await;
@@ -317,6 +333,20 @@ fn request_spec(env: &Env, scenario: Scenario, target: Target, job_id: Option<&s
             &json!({"model": "claude-sim", "max_tokens": CHAT_TOKENS,
                 "messages": [{"role": "user", "content": TEXT}]}),
         ),
+        (Scenario::TtsStream, Target::Gateway) => Spec::post_json(
+            "/api/v1/audio/tts/generations",
+            env.gateway_auth(),
+            &json!({"model": "eleven/eleven_flash_v2_5", "input": TEXT, "voice": ELEVEN_VOICE,
+                "stream": true}),
+        ),
+        (Scenario::TtsStream, _) => Spec::post_json(
+            format!("/v1/text-to-speech/{ELEVEN_VOICE}/stream?output_format=mp3_44100_128"),
+            vec![(
+                HeaderName::from_static("xi-api-key"),
+                HeaderValue::from_static(crate::procs::SIM_KEY),
+            )],
+            &json!({"text": TEXT, "model_id": "eleven_flash_v2_5"}),
+        ),
         (Scenario::Upload, _) => unreachable!("uploads are not repeated requests"),
     }
 }
@@ -349,10 +379,10 @@ async fn sim_faults(env: &Env, rule: Option<serde_json::Value>) {
 }
 
 /// Sets the simulator's delay between streamed events.
-async fn set_stream_delay(env: &Env, ms: u64) {
-    let spec = Spec::post_json("/__sim/config", Vec::new(), &json!({"stream_delay_ms": ms}));
+async fn set_sim_config(env: &Env, config: serde_json::Value) {
+    let spec = Spec::post_json("/__sim/config", Vec::new(), &config);
     if let Err(e) = load::call_json(env.sim.0, &spec, Duration::from_secs(10)).await {
-        eprintln!("note: setting the simulator's stream delay failed: {e}");
+        eprintln!("note: setting the simulator's {config} failed: {e}");
     }
 }
 

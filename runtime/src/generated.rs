@@ -112,6 +112,14 @@ impl Media<'_> {
         )
     }
 
+    /// The presigned URL the object will have once stored (a streamed
+    /// answer names it before its bytes have all come).
+    pub fn presigned(&self, gw: &Gateway) -> Result<String, ApiError> {
+        gw.objects
+            .presign_get(&self.key(), URL_VALIDITY)
+            .map_err(|e| ApiError::internal(format!("presigning {}", self.class), e))
+    }
+
     /// Stores bytes held in memory: packed on the local store when small
     /// (see the module docs), else in one call to the store.
     pub async fn store_bytes(self, gw: &Gateway, bytes: bytes::Bytes) -> Result<Stored, ApiError> {

@@ -502,7 +502,7 @@ pub const SETTLEMENT_RETRY_FOR: Duration = Duration::from_secs(600);
 /// Meanwhile the record writer may release the hold it owes (see
 /// `store::writer`); the retried commit then ends no hold but still
 /// writes the usage and its debit. A commit in doubt is never retried.
-fn settle(
+pub(crate) fn settle(
     store: gateway_store::Store,
     records: Vec<gateway_store::Record>,
 ) -> tokio::sync::oneshot::Receiver<Result<(), Failure>> {

@@ -59,6 +59,7 @@ mod routing;
 mod scaleout;
 mod scaleout_storage;
 mod speech_transcription;
+mod speech_vendors;
 mod stripe;
 mod synthesis;
 mod tls;

@@ -147,7 +147,8 @@ pub fn upstream_message(body: &[u8]) -> Option<String> {
         return (!t.is_empty()).then(|| t.chars().take(500).collect());
     };
     let mut parts = Vec::new();
-    for key in ["message", "error", "detail"] {
+    // Deepgram's `{"err_code", "err_msg"}`.
+    for key in ["message", "error", "detail", "err_msg"] {
         // Anthropic's and Google's `{"error": {"message", ...}}`.
         let nested = v.get(key).and_then(|e| e.get("message"));
         if let Some(s) = v
@@ -158,6 +159,23 @@ pub fn upstream_message(body: &[u8]) -> Option<String> {
             if !s.is_empty() && !parts.iter().any(|p: &String| p == s) {
                 parts.push(s.to_owned());
             }
+        }
+    }
+    // ElevenLabs' (FastAPI's) validation errors: `{"detail": [{"loc":
+    // ["body", "text"], "msg"}]}`, each as `field: message`.
+    for e in v
+        .get("detail")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let field = e
+            .get("loc")
+            .and_then(Value::as_array)
+            .and_then(|l| l.last())
+            .and_then(Value::as_str);
+        if let (Some(field), Some(msg)) = (field, e.get("msg").and_then(Value::as_str)) {
+            parts.push(format!("{field}: {msg}"));
         }
     }
     if let Some(errors) = v.get("errors").and_then(Value::as_object) {
@@ -188,6 +206,29 @@ pub fn upstream_message(body: &[u8]) -> Option<String> {
 mod tests {
     use super::*;
     use crate::upstream::encode_segment;
+
+    #[test]
+    fn voice_vendors_messages() {
+        assert_eq!(
+            upstream_message(
+                br#"{"detail":[{"loc":["body","text"],"msg":"Field required","type":"missing"}]}"#
+            )
+            .unwrap(),
+            "text: Field required"
+        );
+        assert_eq!(
+            upstream_message(br#"{"detail":{"status":"voice_not_found","message":"no voice"}}"#)
+                .unwrap(),
+            "no voice"
+        );
+        assert_eq!(
+            upstream_message(
+                br#"{"err_code":"Bad Request","err_msg":"bad model","request_id":"r"}"#
+            )
+            .unwrap(),
+            "bad model"
+        );
+    }
 
     #[test]
     fn messages_from_upstream_bodies() {

@@ -64,6 +64,15 @@ pub enum KeyForm {
     /// `x-goog-api-key: <key>` (Google's Gemini API; never `?key=`, so
     /// keys stay out of URLs and logs).
     GoogApiKey,
+    /// `xi-api-key: <key>` (ElevenLabs).
+    XiApiKey,
+    /// `Authorization: Token <key>` (Deepgram).
+    Token,
+    /// `X-API-Key: <key>` and `Cartesia-Version: <version>` (Cartesia).
+    Cartesia {
+        /// The API version sent in `Cartesia-Version`.
+        version: &'static str,
+    },
 }
 
 impl Upstream {
@@ -108,11 +117,26 @@ impl Upstream {
             ),
             KeyForm::XApiKey { .. } => (header::HeaderName::from_static("x-api-key"), raw()),
             KeyForm::GoogApiKey => (header::HeaderName::from_static("x-goog-api-key"), raw()),
+            KeyForm::XiApiKey => (header::HeaderName::from_static("xi-api-key"), raw()),
+            KeyForm::Cartesia { .. } => (header::HeaderName::from_static("x-api-key"), raw()),
+            KeyForm::Token => (
+                header::AUTHORIZATION,
+                HeaderValue::from_str(&format!("Token {}", key.0.as_str()))
+                    .map(|mut v| {
+                        v.set_sensitive(true);
+                        v
+                    })
+                    .unwrap_or_else(|_| HeaderValue::from_static("")),
+            ),
         };
         let call = Call::new(self, method.to_http(), url, name, value, mapping);
         match form {
             KeyForm::XApiKey { version } => call.with_header(
                 header::HeaderName::from_static("anthropic-version"),
+                HeaderValue::from_static(version),
+            ),
+            KeyForm::Cartesia { version } => call.with_header(
+                header::HeaderName::from_static("cartesia-version"),
                 HeaderValue::from_static(version),
             ),
             _ => call,

@@ -207,6 +207,8 @@ enum Payload {
     Empty,
     Json(Bytes),
     Multipart(reqwest::multipart::Form),
+    /// A streamed body of a known length (an audio file sent as it is).
+    Stream(reqwest::Body),
 }
 
 /// One upstream request, built once ([`Upstream::call`]) and sent once.
@@ -273,6 +275,18 @@ impl Call {
     pub fn multipart(mut self, form: reqwest::multipart::Form) -> Call {
         self.headers.remove(header::CONTENT_TYPE);
         self.payload = Payload::Multipart(form);
+        self
+    }
+
+    /// Sends `body` (streamed, `len` bytes) as the request's body, of
+    /// `content_type` (an audio file sent as it is: Deepgram's `/listen`).
+    pub fn body_stream(mut self, body: reqwest::Body, len: u64, content_type: &str) -> Call {
+        if let Ok(v) = HeaderValue::from_str(content_type) {
+            self.headers.insert(header::CONTENT_TYPE, v);
+        }
+        self.headers
+            .insert(header::CONTENT_LENGTH, HeaderValue::from(len));
+        self.payload = Payload::Stream(body);
         self
     }
 
@@ -359,15 +373,12 @@ async fn exchange(
         Payload::Empty => Bytes::new(),
         Payload::Json(b) => b,
         Payload::Multipart(form) => {
-            let resp = clients
-                .reqwest
-                .request(method, url)
-                .headers(headers)
-                .multipart(form)
-                .send()
-                .await
-                .map_err(Failure::from_reqwest)?;
-            return Ok(http::Response::<reqwest::Body>::from(resp).map(Received::Reqwest));
+            let request = clients.reqwest.request(method, url).headers(headers);
+            return reqwest_exchange(request.multipart(form)).await;
+        }
+        Payload::Stream(body) => {
+            let request = clients.reqwest.request(method, url).headers(headers);
+            return reqwest_exchange(request.body(body)).await;
         }
     };
     let uri: http::Uri = url.parse().map_err(|e: http::uri::InvalidUri| {
@@ -383,6 +394,15 @@ async fn exchange(
         .await
         .map_err(Failure::from_client)?;
     Ok(resp.map(Received::Hyper))
+}
+
+/// Sends a request whose body streams (through reqwest, see [`client`])
+/// and waits for the answer's headers.
+async fn reqwest_exchange(
+    request: reqwest::RequestBuilder,
+) -> Result<http::Response<Received>, Failure> {
+    let resp = request.send().await.map_err(Failure::from_reqwest)?;
+    Ok(http::Response::<reqwest::Body>::from(resp).map(Received::Reqwest))
 }
 
 /// A successful upstream answer, not yet read.

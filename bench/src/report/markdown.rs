@@ -102,28 +102,30 @@ impl Report {
         }
     }
 
-    /// The streamed chat's first and last byte, when it ran.
+    /// The streamed chat's and speech's first and last byte, when they ran.
     fn streams_table(&self, s: &mut String) {
-        let streams: Vec<&Row> = self
-            .rows
-            .iter()
-            .filter(|r| r.scenario == "chat_stream")
-            .collect();
-        if streams.is_empty() {
-            return;
-        }
-        s.push_str("\n| chat_stream | c | first byte p50 ms | first byte p99 ms | last byte p50 ms | last byte p99 ms |\n");
-        s.push_str("|---|---:|---:|---:|---:|---:|\n");
-        for r in streams {
-            let t = r.ttfb_ms.map(|t| (f_ms(t[0]), f_ms(t[1])));
-            let l = r.latency_ms.map(|l| (f_ms(l[0]), f_ms(l[1])));
-            let (t50, t99) = t.unwrap_or(("—".into(), "—".into()));
-            let (l50, l99) = l.unwrap_or(("—".into(), "—".into()));
-            s.push_str(&format!(
-                "| {} | {} | {t50} | {t99} | {l50} | {l99} |\n",
-                r.target.name(),
-                r.concurrency
-            ));
+        for scenario in ["chat_stream", "tts_stream"] {
+            let streams: Vec<&Row> = self
+                .rows
+                .iter()
+                .filter(|r| r.scenario == scenario)
+                .collect();
+            if streams.is_empty() {
+                continue;
+            }
+            s.push_str(&format!("\n| {scenario} | c | first byte p50 ms | first byte p99 ms | last byte p50 ms | last byte p99 ms |\n"));
+            s.push_str("|---|---:|---:|---:|---:|---:|\n");
+            for r in streams {
+                let t = r.ttfb_ms.map(|t| (f_ms(t[0]), f_ms(t[1])));
+                let l = r.latency_ms.map(|l| (f_ms(l[0]), f_ms(l[1])));
+                let (t50, t99) = t.unwrap_or(("—".into(), "—".into()));
+                let (l50, l99) = l.unwrap_or(("—".into(), "—".into()));
+                s.push_str(&format!(
+                    "| {} | {} | {t50} | {t99} | {l50} | {l99} |\n",
+                    r.target.name(),
+                    r.concurrency
+                ));
+            }
         }
     }
 

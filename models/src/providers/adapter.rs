@@ -4,6 +4,7 @@
 use serde_json::{Map, Value};
 
 use super::model::{Model, ModelType};
+use super::speech::{Speak, Transcript, Upload, VoiceUse};
 use super::stream::StreamTranslator;
 use gateway_adapters::upstream::llm::KeyForm;
 use gateway_base::errors::ApiError;
@@ -77,6 +78,56 @@ pub trait Adapter: Send + Sync + std::fmt::Debug {
     fn answer(&self, op: Op, model: &str, v: Value) -> Result<Value, ApiError> {
         let _ = (op, model);
         Ok(v)
+    }
+    /// How its speech takes a voice. OpenAI's: optionally.
+    fn voice_use(&self) -> VoiceUse {
+        VoiceUse::Optional
+    }
+    /// The speech call of `s` on `m`: path (query included) and body;
+    /// `body` is the caller's as [`super::openai::request`] left it.
+    /// OpenAI's: that body at the speech path, with the deployment's voice.
+    fn speech(
+        &self,
+        m: &Model,
+        s: &Speak<'_>,
+        body: Map<String, Value>,
+    ) -> Result<Native, ApiError> {
+        let _ = m;
+        let mut body = body;
+        if let Some(v) = s.voice {
+            body.insert("voice".into(), Value::String(v.to_owned()));
+        }
+        Ok(Native {
+            path: self.path(Op::Speech).to_owned(),
+            body,
+        })
+    }
+    /// How a transcription (`op`: [`Op::Transcription`] or
+    /// [`Op::Translation`]) of the form's text `fields` goes to `m` (400
+    /// for a field the provider has no equivalent of); `fields` are as
+    /// [`super::openai::request`] left them (the provider's model id in
+    /// `model`). OpenAI's: those fields as a form.
+    fn transcription(
+        &self,
+        op: Op,
+        m: &Model,
+        fields: Map<String, Value>,
+    ) -> Result<Upload, ApiError> {
+        let _ = m;
+        let fields = fields
+            .into_iter()
+            .map(|(k, v)| (k, super::speech::text_of(v)))
+            .collect();
+        Ok(Upload::Multipart {
+            path: self.path(op).to_owned(),
+            fields,
+        })
+    }
+    /// A transcription's (JSON) answer read as a [`Transcript`]; `None`:
+    /// it is OpenAI's already, answered as the provider sent it.
+    fn transcript(&self, v: &Value) -> Result<Option<Transcript>, ApiError> {
+        let _ = v;
+        Ok(None)
     }
     /// The translator of a streamed answer of `op` into OpenAI chunks
     /// (`include_usage`: the caller asked for a usage chunk); `None`: the

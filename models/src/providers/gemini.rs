@@ -602,6 +602,8 @@ mod tests {
             cache_write_per_mtok: None,
             per_image: None,
             per_second: None,
+            per_minute: None,
+            per_1k_chars: None,
             max_output_tokens: None,
             cache_ttl_secs: None,
             cache_hit_price_pct: Default::default(),

@@ -22,7 +22,10 @@
 //! provider speaks through an [`Adapter`] chosen by its `kind`:
 //! [`openai::OpenAi`] (`openai`: the body passes through),
 //! [`anthropic::Anthropic`] (`anthropic`: Anthropic's Messages API) and
-//! [`gemini::Gemini`] (`gemini`: Google's Gemini API). The gateway speaks
+//! [`gemini::Gemini`] (`gemini`: Google's Gemini API), and the voice
+//! vendors' [`elevenlabs::ElevenLabs`], [`deepgram::Deepgram`] and
+//! [`cartesia::Cartesia`] (speech and transcription only, [`speech`];
+//! `[[voice]]` aliases, [`voices`]). The gateway speaks
 //! OpenAI's shapes; a native adapter translates the request into its
 //! provider's ([`Adapter::native`]), the answer back ([`Adapter::answer`])
 //! and a stream event by event ([`Adapter::stream`], on the shared
@@ -35,10 +38,16 @@
 //! report prompt-cache tokens `cache_read_per_mtok` and
 //! `cache_write_per_mtok` (each defaulting to `input_per_mtok`); the four
 //! counts ([`usage::Tokens`]) are each billed once at their own price.
+//! Speech: `per_1k_chars` (the input's Unicode characters) or
+//! `per_second`; transcription: `per_second` or `per_minute` of the audio
+//! the gateway measured ([`Model::seconds_cost`], [`Model::chars_cost`]).
 
 mod adapter;
 pub mod anthropic;
+pub mod cartesia;
 pub mod convert;
+pub mod deepgram;
+pub mod elevenlabs;
 pub mod file;
 pub mod gemini;
 mod model;
@@ -46,8 +55,10 @@ pub mod openai;
 mod provider;
 mod registry;
 pub mod routes;
+pub mod speech;
 pub mod stream;
 pub mod usage;
+pub mod voices;
 
 use rust_decimal::Decimal;
 use serde_json::{json, Map, Value};
@@ -61,6 +72,7 @@ pub use registry::Providers;
 pub use routes::{Deployment, Route, Strategy, Target};
 pub use stream::StreamTranslator;
 pub use usage::Tokens;
+pub use voices::Voice;
 
 fn money(d: Option<Decimal>) -> Value {
     d.map_or(Value::Null, |d| Value::String(d.normalize().to_string()))
@@ -85,6 +97,8 @@ pub fn model_json(p: &Provider, m: &Model) -> Value {
         ("cache_write_per_mtok", m.cache_write_per_mtok),
         ("per_image", m.per_image),
         ("per_second", m.per_second),
+        ("per_minute", m.per_minute),
+        ("per_1k_chars", m.per_1k_chars),
     ] {
         if v.is_some() {
             pricing.insert(k.into(), money(v));

@@ -58,7 +58,14 @@ pub struct Model {
     /// Prompt tokens written to the provider's cache (default: the input price).
     pub cache_write_per_mtok: Option<Decimal>,
     pub per_image: Option<Decimal>,
+    /// USD per second of audio or video.
     pub per_second: Option<Decimal>,
+    /// USD per minute of audio (a transcription's, as voice vendors price
+    /// it; billed per second, [`Model::seconds_cost`]).
+    pub per_minute: Option<Decimal>,
+    /// USD per 1,000 characters of a speech request's input (Unicode
+    /// characters, markup included, as voice vendors count them).
+    pub per_1k_chars: Option<Decimal>,
     /// The reply's length when the caller gives none and the provider needs
     /// one (Anthropic's required `max_tokens`); default
     /// [`crate::bounds::DEFAULT_MAX_OUTPUT`].
@@ -75,6 +82,25 @@ impl Model {
     /// The price of cache reads: `cache_read_per_mtok`, else the input price.
     pub fn cache_read_price(&self) -> Option<Decimal> {
         self.cache_read_per_mtok.or(self.input_per_mtok)
+    }
+
+    /// What `seconds` of audio cost before markup: at `per_second`, else
+    /// at `per_minute` (multiplied before it is divided, so that no
+    /// rounding comes in before the charge's); `None`: unpriced.
+    pub fn seconds_cost(&self, seconds: Decimal) -> Option<Decimal> {
+        match (self.per_second, self.per_minute) {
+            (Some(p), _) => p.checked_mul(seconds),
+            (None, Some(p)) => p.checked_mul(seconds).map(|c| c / Decimal::from(60)),
+            (None, None) => None,
+        }
+    }
+
+    /// What `chars` characters of speech input cost before markup, at
+    /// `per_1k_chars`; `None`: not priced by the character.
+    pub fn chars_cost(&self, chars: u64) -> Option<Decimal> {
+        self.per_1k_chars
+            .and_then(|p| p.checked_mul(Decimal::from(chars)))
+            .map(|c| c / Decimal::from(1000))
     }
 
     /// The price of cache writes: `cache_write_per_mtok`, else the input price.

@@ -12,6 +12,8 @@ pub struct Providers {
     pub providers: Vec<Provider>,
     /// The file's `[[route]]`s ([`super::routes`]).
     pub routes: Vec<Route>,
+    /// The file's `[[voice]]` aliases ([`super::voices`]).
+    pub voices: Vec<super::voices::Voice>,
 }
 
 impl Providers {

@@ -166,7 +166,7 @@ fn model_header(h: &mut HeaderMap, settle: &Settle) {
 
 /// [`model_header`] and `X-Gateway-Attempts` (upstream attempts, the
 /// served one included).
-pub(super) fn served_headers(settle: &Settle) -> HeaderMap {
+pub(crate) fn served_headers(settle: &Settle) -> HeaderMap {
     let mut h = HeaderMap::with_capacity(2);
     model_header(&mut h, settle);
     h.insert(

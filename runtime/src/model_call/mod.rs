@@ -38,8 +38,11 @@
 //!    which ends its hold ([`crate::money::Settle::abandon`]); the hold's
 //!    `Drop` stays only as the safety net of a cancelled request.
 //!
-//! Speech, transcription and video jobs call their provider once, without
-//! the routing loop: they use phases 1 and 4 alone ([`pick_model`]).
+//! Transcription and video jobs call their provider once, without the
+//! routing loop: they use phases 1 and 4 alone ([`pick_model`]). Speech
+//! (`crate::modes::speech`) answers audio, not JSON: it uses phases 1, 4
+//! and 5 ([`resolve`], [`hold_for`], [`plan`], [`first_byte`]) and bills
+//! its own way.
 
 mod answer;
 mod attempt;
@@ -55,9 +58,32 @@ use crate::money::Settle;
 use gateway_base::errors::ApiError;
 use gateway_models::cache::Ask;
 
-pub(crate) use answer::event_stream_headers;
+pub(crate) use answer::{event_stream_headers, served_headers};
 pub(crate) use operation::{Operation, Own, Used};
-pub(crate) use resolve::{allowed, pick_model};
+pub(crate) use prepare::{plan, Built};
+pub(crate) use resolve::{allowed, hold_for, pick_model, resolve};
+
+/// Phase 5 for an answer that is not JSON (speech's audio): `plan` sent
+/// through the routing loop up to the answer's first byte (a failure
+/// before it may go elsewhere); `bill` becomes the serving deployment's.
+/// The upstream's status, its stream and the first chunk.
+pub(crate) async fn first_byte(
+    c: &crate::ctx::Caller<'_>,
+    plan: gateway_models::routing::Plan,
+    bill: &mut Settle,
+) -> Result<
+    (
+        u16,
+        gateway_adapters::upstream::ByteStream,
+        Option<bytes::Bytes>,
+    ),
+    ApiError,
+> {
+    let idle = c.gw.config.stream_timeout;
+    let (v, _own) = attempt::run(c, plan, bill, |call| attempt::first_byte(call, idle)).await?;
+    c.trace.upstream_status(v.0);
+    Ok(v)
+}
 
 /// A model call of `op` for the (read and validated) `body`, with the
 /// request's response-cache headers `ask` when the operation's answers

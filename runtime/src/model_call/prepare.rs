@@ -63,13 +63,13 @@ impl Hit {
 /// One candidate deployment: its `provider/model` name, its bound, its
 /// provider's own call, and whether that call is the caller's body in the
 /// provider's own API ([`super::operation::Own`]).
-struct Built<'a> {
-    name: String,
-    p: &'a Provider,
-    m: &'a Model,
-    bound: Bound,
-    native: Native,
-    own: bool,
+pub(crate) struct Built<'a> {
+    pub name: String,
+    pub p: &'a Provider,
+    pub m: &'a Model,
+    pub bound: Bound,
+    pub native: Native,
+    pub own: bool,
 }
 
 /// Phases 1 to 4 of `op` for `body` ([`resolve::resolve`] first): each
@@ -183,7 +183,7 @@ fn hit(
 /// The routing loop's plan: each candidate with the key it is called
 /// with (the caller's for all of them with BYOK, else its provider's; a
 /// route's deployment without its key is skipped).
-fn plan(
+pub(crate) fn plan(
     route: Option<&Route>,
     candidates: Vec<Built<'_>>,
     settle: &Settle,

@@ -15,7 +15,7 @@ use gateway_models::providers::{Model, ModelType, Op, Provider, Route};
 /// What a body resolved to: the route it named, if any, the candidate
 /// deployments in the order to try them, and the caller's own provider
 /// key (`byok_api_key`), if it sent one.
-pub(super) struct Resolved<'a> {
+pub(crate) struct Resolved<'a> {
     pub route: Option<&'a Route>,
     pub list: Vec<(&'a Provider, &'a Model)>,
     pub byok: Option<String>,
@@ -27,7 +27,7 @@ pub(super) struct Resolved<'a> {
 /// [`gateway_models::routing::byok_candidates`]), tells the span, and
 /// checks the API key's model list (403) against the route's name or
 /// every model the request may go to.
-pub(super) fn resolve<'a>(
+pub(crate) fn resolve<'a>(
     c: &Caller<'a>,
     body: &Map<String, Value>,
     want: ModelType,
@@ -177,7 +177,7 @@ pub(crate) fn allowed(
 /// `route`, if any): checks the API key's model allow-list (403), chooses
 /// the key (`byok`, else the provider's) and holds `max_cost` (nothing
 /// with BYOK; 402 when it does not fit).
-pub(super) async fn hold_for(
+pub(crate) async fn hold_for(
     c: &Caller<'_>,
     p: &Provider,
     m: &Model,

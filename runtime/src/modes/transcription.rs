@@ -32,6 +32,7 @@ use gateway_base::media;
 use gateway_base::spec::Mode;
 use gateway_base::spool::SpoolFile as Spool;
 use gateway_models::cost::Cost;
+use gateway_models::providers::speech::Upload;
 use gateway_models::providers::{ModelType, Op};
 use gateway_store::Record;
 
@@ -167,21 +168,26 @@ pub async fn transcribe(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError
     )
     .await?;
     let upload = (spool, file_name, size);
-    let (status, bytes) = send(ctx, &settle, &key, op, fields, upload).await?;
-    let json_answer = matches!(format.as_str(), "json" | "verbose_json");
-    let mut v = if json_answer {
-        Some(serde_json::from_slice::<Value>(&bytes).map_err(|_| {
-            ApiError::BadGateway(
-                "the model provider answered a transcription that is not JSON".into(),
-            )
-        })?)
-    } else {
-        None
+    let fields = gateway_models::providers::openai::request(op, &settle.model.id, fields);
+    let call = match settle
+        .provider
+        .adapter
+        .transcription(op, &settle.model, fields)
+    {
+        Ok(call) => call,
+        Err(e) => {
+            settle.abandon();
+            return Err(e);
+        }
     };
-    let reported = v.as_ref().and_then(|v| {
-        quantity_from_upstream("usage.seconds", v.pointer("/usage/seconds"))
-            .valid()
-            .or_else(|| quantity_from_upstream("duration", v.get("duration")).valid())
+    let (status, bytes) = send(ctx, &settle, &key, call, upload).await?;
+    let (mut v, bytes, claimed) = read_answer(&settle, bytes, &format)?;
+    let reported = claimed.or_else(|| {
+        v.as_ref().and_then(|v| {
+            quantity_from_upstream("usage.seconds", v.pointer("/usage/seconds"))
+                .valid()
+                .or_else(|| quantity_from_upstream("duration", v.get("duration")).valid())
+        })
     });
     // Unmeasured audio: the provider's figure, at most the hold's bound.
     let reported = reported.map(|r| gateway_models::bounds::reported_at_most("seconds", r, bound));
@@ -201,6 +207,39 @@ pub async fn transcribe(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError
     let mut out = Outcome::new(response, Some(status)).settled(Settlement::ByModeRecords);
     out.records = records;
     Ok(out)
+}
+
+/// The provider's answer for the caller's `format`: OpenAI's as it came
+/// (its JSON read for `json` and `verbose_json`), or a voice vendor's
+/// transcript ([`gateway_models::providers::Adapter::transcript`]) in
+/// OpenAI's shape, with the seconds it claims. The JSON answer, the text
+/// answer's bytes, and the claim.
+fn read_answer(
+    settle: &crate::money::Settle,
+    bytes: bytes::Bytes,
+    format: &str,
+) -> Result<(Option<Value>, bytes::Bytes, Option<Decimal>), ApiError> {
+    let not_json = || {
+        ApiError::BadGateway("the model provider answered a transcription that is not JSON".into())
+    };
+    let verbose = format == "verbose_json";
+    let json_answer = matches!(format, "json" | "verbose_json");
+    let parsed = serde_json::from_slice::<Value>(&bytes).ok();
+    let vendor = match &parsed {
+        Some(v) => settle.provider.adapter.transcript(v)?,
+        None => None,
+    };
+    let Some(t) = vendor else {
+        return match json_answer {
+            true => Ok((Some(parsed.ok_or_else(not_json)?), bytes, None)),
+            false => Ok((None, bytes, None)),
+        };
+    };
+    let claimed = quantity_from_upstream("duration", t.claimed_seconds.as_ref()).valid();
+    match json_answer {
+        true => Ok((Some(t.to_json(verbose)), bytes::Bytes::new(), claimed)),
+        false => Ok((None, bytes::Bytes::from(t.text), claimed)),
+    }
 }
 
 /// Checks `response_format` (its value, `json` when absent) and
@@ -249,48 +288,47 @@ async fn measure(spool: &Spool, head: &[u8]) -> Result<(&'static str, Option<Dec
     Ok((container, secs))
 }
 
-/// Sends the fields and the spooled file (streamed from disk) to the
-/// provider; the spool is removed once sent. The provider's status and
-/// answer.
+/// Sends the spooled file (streamed from disk) to the provider as `call`
+/// says (a form with its fields, or the audio as the body); the spool is
+/// removed once sent. The provider's status and answer.
 async fn send(
     ctx: &Ctx,
     settle: &crate::money::Settle,
     key: &gateway_adapters::upstream::llm::ProviderKey,
-    op: Op,
-    fields: Map<String, Value>,
+    call: Upload,
     (spool, file_name, size): (Spool, String, u64),
 ) -> Result<(u16, bytes::Bytes), ApiError> {
     let p = &settle.provider;
-    let upstream_fields = gateway_models::providers::openai::request(op, &settle.model.id, fields);
-    let mut form = reqwest::multipart::Form::new();
-    for (k, v) in upstream_fields {
-        let text = match v {
-            Value::String(s) => s,
-            other => other.to_string(),
-        };
-        form = form.text(k, text);
-    }
     let opened = tokio::fs::File::open(&spool.path)
         .await
         .map_err(|e| ApiError::internal("reading the spool file", e))?;
     let body = reqwest::Body::wrap_stream(tokio_util::io::ReaderStream::new(opened));
-    let part = reqwest::multipart::Part::stream_with_length(body, size)
-        .file_name(file_name.clone())
-        .mime_str(media::content_type_for(&file_name))
-        .map_err(|e| ApiError::internal("building the file part", e))?;
-    form = form.part("file", part);
-    let answer = ctx
-        .gw
-        .upstream
-        .llm_call(
-            gateway_base::spec::Method::Post,
-            &p.base_url,
-            p.adapter.path(op),
-            key,
-        )
-        .multipart(form)
-        .send()
-        .await?;
+    let content_type = media::content_type_for(&file_name);
+    let path = match &call {
+        Upload::Multipart { path, .. } | Upload::Raw { path } => path.clone(),
+    };
+    let request = ctx.gw.upstream.llm_call_as(
+        gateway_base::spec::Method::Post,
+        &p.base_url,
+        &path,
+        key,
+        p.adapter.key_form(),
+    );
+    let request = match call {
+        Upload::Multipart { fields, .. } => {
+            let mut form = reqwest::multipart::Form::new();
+            for (k, v) in fields {
+                form = form.text(k, v);
+            }
+            let part = reqwest::multipart::Part::stream_with_length(body, size)
+                .file_name(file_name.clone())
+                .mime_str(content_type)
+                .map_err(|e| ApiError::internal("building the file part", e))?;
+            request.multipart(form.part("file", part))
+        }
+        Upload::Raw { .. } => request.body_stream(body, size, content_type),
+    };
+    let answer = request.send().await?;
     drop(spool);
     let status = answer.status();
     let bytes = answer.bytes(MAX_ANSWER_BYTES).await?;

@@ -206,12 +206,30 @@ impl Settle {
     }
 
     /// The records of `seconds` of audio or video at the model's
-    /// `per_second` price.
+    /// `per_second` (or `per_minute`) price.
     pub fn seconds_records(self, unit: &'static str, seconds: Decimal) -> Vec<Record> {
-        let raw = self.model.per_second.map(|p| p * seconds);
+        let raw = self.model.seconds_cost(seconds);
+        self.quantity_records(unit, seconds, raw)
+    }
+
+    /// The records of `chars` characters of speech input at the model's
+    /// `per_1k_chars` price (unit `characters`).
+    pub fn chars_records(self, chars: u64) -> Vec<Record> {
+        let raw = self.model.chars_cost(chars);
+        self.quantity_records("characters", Decimal::from(chars), raw)
+    }
+
+    /// The records of `quantity` of `unit`, costing `raw` before markup
+    /// (`None`: unpriced).
+    fn quantity_records(
+        self,
+        unit: &'static str,
+        quantity: Decimal,
+        raw: Option<Decimal>,
+    ) -> Vec<Record> {
         let usage = Usage {
             unit,
-            quantity: seconds,
+            quantity,
             raw_cost: raw,
             tokens: Tokens::default(),
             counted: false,

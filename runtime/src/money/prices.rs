@@ -86,10 +86,24 @@ pub fn image_cost(p: &Provider, m: &Model, n: u64) -> Decimal {
 
 /// The charge of `seconds` of `m`, markup included, 8 places; `Err`: 500
 /// "pricing calculation failed" when it overflows ([`pricing_failed`]).
+/// (`per_second`, else `per_minute`; unpriced: 0).
 pub fn seconds_cost(p: &Provider, m: &Model, seconds: Decimal) -> Result<Decimal, ApiError> {
-    m.per_second
-        .unwrap_or_default()
-        .checked_mul(seconds)
+    if m.per_second.is_none() && m.per_minute.is_none() {
+        return Ok(Decimal::ZERO);
+    }
+    m.seconds_cost(seconds)
+        .and_then(|raw| checked_markup(raw, p.markup_pct))
+        .ok_or_else(|| pricing_failed(p, m))
+}
+
+/// The charge of `chars` characters of speech input on `m` at its
+/// `per_1k_chars`, markup included, 8 places (unpriced: 0); `Err` as
+/// [`seconds_cost`]'s.
+pub fn chars_cost(p: &Provider, m: &Model, chars: u64) -> Result<Decimal, ApiError> {
+    if m.per_1k_chars.is_none() {
+        return Ok(Decimal::ZERO);
+    }
+    m.chars_cost(chars)
         .and_then(|raw| checked_markup(raw, p.markup_pct))
         .ok_or_else(|| pricing_failed(p, m))
 }
@@ -118,6 +132,8 @@ mod tests {
             cache_write_per_mtok: Some(d("3.75")),
             per_image: None,
             per_second: None,
+            per_minute: None,
+            per_1k_chars: None,
             max_output_tokens: None,
             cache_ttl_secs: None,
             cache_hit_price_pct: Default::default(),
