@@ -45,6 +45,8 @@ pub struct Inner {
     pub stock_voices: owner_cache::StockVoices,
     /// The general gateway's model providers (`GATEWAY_PROVIDERS`).
     pub providers: providers::Providers,
+    /// The speech providers' voice lists, as last read (`GET /audio/voices`).
+    pub speech_voices: providers::speech::VoiceLists,
     /// Open model streams (stop-stream).
     pub streams: Arc<streams::Streams>,
     /// The Redis shared with other instances (`GATEWAY_REDIS_URL`); `None`: a single instance.

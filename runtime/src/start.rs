@@ -98,6 +98,7 @@ impl Gateway {
             limiter,
             owner_cache: Default::default(),
             stock_voices: Default::default(),
+            speech_voices: Default::default(),
             providers,
             streams: Arc::new(streams::Streams::new(cluster.clone())),
             routing: gateway_models::routing::Routing::new(config_routing, cluster.clone()),

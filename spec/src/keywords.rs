@@ -215,6 +215,8 @@ keyword_enum! {
         VideoList = "video_list",
         VideoCancel = "video_cancel",
         Speech = "speech",
+        /// The voices of the speech models: aliases and each provider's own.
+        SpeechVoices = "speech_voices",
         Transcription = "transcription",
         Catalogue = "catalogue",
         CatalogueTrending = "catalogue_trending",

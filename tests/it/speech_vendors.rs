@@ -397,3 +397,60 @@ async fn streamed_speech_arrives_in_pieces_is_stored_from_the_same_bytes_and_bil
     );
     env.wait_no_holds().await;
 }
+
+#[tokio::test]
+async fn voices_lists_the_aliases_and_each_providers_own_read_once_and_free() {
+    let env = vendors_env().await;
+    env.clear_sim_log().await;
+    let voices = env.url("/api/v1/audio/voices");
+    let a = env.call_as(&env.key, "GET", &voices, None).await;
+    a.expect(200);
+    let narrator = &a.json["aliases"][0];
+    assert_eq!(narrator["name"], "narrator");
+    assert_eq!(
+        narrator["voices"]["cart"],
+        "694f9389-aac1-45b6-b726-9d9369183238"
+    );
+    let of = |id: &str| -> Value {
+        a.json["providers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["provider"] == id)
+            .cloned()
+            .unwrap_or_else(|| panic!("no {id}: {}", a.json))
+    };
+    let ids = |p: &Value| -> Vec<String> {
+        p["voices"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v["id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert!(
+        ids(&of("eleven")).contains(&"21m00Tcm4TlvDq8ikWAM".to_owned()),
+        "{}",
+        a.json
+    );
+    assert!(ids(&of("cart")).contains(&"694f9389-aac1-45b6-b726-9d9369183238".to_owned()));
+    assert_eq!(ids(&of("dg")), ["aura-2-thalia-en"]);
+    assert!(ids(&of("sim")).contains(&"alloy".to_owned()));
+    assert_eq!(of("eleven")["kind"], "elevenlabs");
+    // Read from the two providers that list theirs, with their own keys.
+    let calls = env.sim_requests().await;
+    assert_eq!(calls.len(), 2, "{calls:#?}");
+    assert!(calls
+        .iter()
+        .any(|c| c["path"] == "/p/eleven/v1/voices" && c["headers"]["xi-api-key"] == PROVIDER_KEY));
+    assert!(calls.iter().any(|c| c["path"] == "/p/cart/voices"));
+    // Kept: the second listing calls nobody; nothing is charged.
+    env.clear_sim_log().await;
+    env.call_as(&env.key, "GET", &voices, None)
+        .await
+        .expect(200);
+    env.assert_no_upstream_call().await;
+    nothing_charged(&env, d("1")).await;
+    let r = env.client.get(&voices).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 401);
+}

@@ -4,7 +4,7 @@
 use serde_json::{Map, Value};
 
 use super::model::{Model, ModelType};
-use super::speech::{Speak, Transcript, Upload, VoiceUse};
+use super::speech::{Speak, Transcript, Upload, VoiceList, VoiceUse};
 use super::stream::StreamTranslator;
 use gateway_adapters::upstream::llm::KeyForm;
 use gateway_base::errors::ApiError;
@@ -82,6 +82,10 @@ pub trait Adapter: Send + Sync + std::fmt::Debug {
     /// How its speech takes a voice. OpenAI's: optionally.
     fn voice_use(&self) -> VoiceUse {
         VoiceUse::Optional
+    }
+    /// Where its voices are listed. OpenAI's: its fixed voices.
+    fn voice_list(&self) -> VoiceList {
+        VoiceList::Fixed(&super::speech::OPENAI_VOICES)
     }
     /// The speech call of `s` on `m`: path (query included) and body;
     /// `body` is the caller's as [`super::openai::request`] left it.

@@ -13,7 +13,7 @@ use serde_json::{json, Map, Value};
 
 use super::adapter::{Adapter, Native, Op};
 use super::model::{Model, ModelType};
-use super::speech::{self, Speak, VoiceUse};
+use super::speech::{self, Speak, VoiceList, VoiceUse};
 use gateway_adapters::upstream::llm::KeyForm;
 use gateway_base::errors::ApiError;
 
@@ -40,6 +40,15 @@ impl Adapter for Cartesia {
 
     fn voice_use(&self) -> VoiceUse {
         VoiceUse::Required
+    }
+
+    /// `GET /voices`: `{"data": [{"id", "name"}], "has_more"}` (the first
+    /// page).
+    fn voice_list(&self) -> VoiceList {
+        VoiceList::Fetched {
+            path: "/voices",
+            read: |v| speech::voices_of(v.get("data"), "id"),
+        }
     }
 
     fn speech(

@@ -15,7 +15,7 @@ use serde_json::{json, Map, Value};
 
 use super::adapter::{Adapter, Native, Op};
 use super::model::{Model, ModelType};
-use super::speech::{self, Speak, Transcript, Upload, VoiceUse};
+use super::speech::{self, Speak, Transcript, Upload, VoiceList, VoiceUse};
 use gateway_adapters::upstream::encode_segment;
 use gateway_adapters::upstream::llm::KeyForm;
 use gateway_base::errors::ApiError;
@@ -53,6 +53,10 @@ impl Adapter for Deepgram {
 
     fn voice_use(&self) -> VoiceUse {
         VoiceUse::Model
+    }
+
+    fn voice_list(&self) -> VoiceList {
+        VoiceList::Models
     }
 
     fn speech(

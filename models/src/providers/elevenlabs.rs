@@ -13,7 +13,7 @@ use serde_json::{json, Map, Value};
 
 use super::adapter::{Adapter, Native, Op};
 use super::model::{Model, ModelType};
-use super::speech::{self, Speak, Transcript, Upload, VoiceUse};
+use super::speech::{self, Speak, Transcript, Upload, VoiceList, VoiceUse};
 use gateway_adapters::upstream::encode_segment;
 use gateway_adapters::upstream::llm::KeyForm;
 use gateway_base::errors::ApiError;
@@ -42,6 +42,14 @@ impl Adapter for ElevenLabs {
 
     fn voice_use(&self) -> VoiceUse {
         VoiceUse::Required
+    }
+
+    /// `GET /v1/voices`: `{"voices": [{"voice_id", "name"}]}`.
+    fn voice_list(&self) -> VoiceList {
+        VoiceList::Fetched {
+            path: "/v1/voices",
+            read: |v| speech::voices_of(v.get("voices"), "voice_id"),
+        }
     }
 
     fn speech(

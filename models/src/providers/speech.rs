@@ -72,6 +72,42 @@ impl Speak<'_> {
     }
 }
 
+/// Where a kind's voices are listed (`GET /audio/voices`).
+#[derive(Debug, Clone, Copy)]
+pub enum VoiceList {
+    /// A fixed list of voice ids (OpenAI's).
+    Fixed(&'static [&'static str]),
+    /// Each speech model is a voice (Deepgram's Aura models).
+    Models,
+    /// Read from the provider: `GET {base_url}{path}`, its answer read
+    /// into `[{"id", "name"}]` by `read`.
+    Fetched {
+        path: &'static str,
+        read: fn(&Value) -> Vec<Value>,
+    },
+}
+
+/// OpenAI's speech voices.
+pub const OPENAI_VOICES: [&str; 11] = [
+    "alloy", "ash", "ballad", "coral", "echo", "fable", "nova", "onyx", "sage", "shimmer", "verse",
+];
+
+/// The `{"id", "name"}` of each object of `list` (a provider's voice
+/// list), its id and name under `id_key` and `name`.
+pub fn voices_of(list: Option<&Value>, id_key: &str) -> Vec<Value> {
+    list.and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|v| {
+            let id = v.get(id_key)?.as_str()?;
+            let mut out = Map::new();
+            out.insert("id".into(), Value::String(id.to_owned()));
+            out.insert("name".into(), v.get("name").cloned().unwrap_or(Value::Null));
+            Some(Value::Object(out))
+        })
+        .collect()
+}
+
 /// How a kind's speech takes a voice.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum VoiceUse {
@@ -197,5 +233,32 @@ pub fn text_of(v: Value) -> String {
     match v {
         Value::String(s) => s,
         other => other.to_string(),
+    }
+}
+
+/// How long a voice list read from a provider is kept.
+pub const VOICE_LIST_TTL: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// The voice lists read from providers (`GET /audio/voices`), each kept
+/// [`VOICE_LIST_TTL`], by provider id and base URL.
+#[derive(Debug, Default)]
+pub struct VoiceLists(
+    std::sync::Mutex<std::collections::HashMap<String, (std::time::Instant, Vec<Value>)>>,
+);
+
+impl VoiceLists {
+    /// The list kept under `key`, while fresh.
+    pub fn get(&self, key: &str) -> Option<Vec<Value>> {
+        let lists = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        lists
+            .get(key)
+            .filter(|(at, _)| at.elapsed() < VOICE_LIST_TTL)
+            .map(|(_, list)| list.clone())
+    }
+
+    /// Keeps `list` under `key`.
+    pub fn put(&self, key: String, list: Vec<Value>) {
+        let mut lists = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        lists.insert(key, (std::time::Instant::now(), list));
     }
 }

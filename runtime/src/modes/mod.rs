@@ -35,8 +35,9 @@
 //! * [`gemini`] — `gemini`: Gemini's API (generate, stream, count tokens,
 //!   embed) for any model, passed through to a `gemini` provider.
 //! * [`images`] — `image`: generated images copied into the object store.
-//! * [`speech`] — `speech`: text to speech, the audio stored, billed in
-//!   seconds.
+//! * [`speech`] — `speech`: text to speech on any voice vendor, the audio
+//!   stored (or streamed), billed by the character or the second;
+//!   `speech_voices`: the voices to ask for.
 //! * [`transcription`] — `transcription`: speech to text (and translation
 //!   to English), the upload spooled to disk, probed and streamed upstream,
 //!   billed in seconds.
@@ -141,6 +142,7 @@ pub async fn run(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<Out
         Mode::Embedding => embeddings::embed(ctx, req).await,
         Mode::Image => images::generate(ctx, req).await,
         Mode::Speech => speech::speak(ctx, req).await,
+        Mode::SpeechVoices => speech::voices::list(ctx).await,
         Mode::Transcription => transcription::transcribe(ctx, req).await,
         Mode::VideoSubmit => videos::submit(ctx, req).await,
         Mode::VideoGet => videos::get(ctx, params).await,

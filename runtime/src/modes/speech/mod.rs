@@ -11,10 +11,12 @@
 //! characters (as voice vendors count them, markup included), else at its
 //! `per_second` by the seconds measured here (never the provider's claim).
 //! The credit hold is exactly the character charge, or a bound of the
-//! audio's length ([`plan::hold_seconds`]).
+//! audio's length ([`plan::hold_seconds`]). The voices a caller may ask
+//! for are listed by [`voices`].
 
 pub mod plan;
 mod stream;
+pub mod voices;
 
 use http::StatusCode;
 use rust_decimal::Decimal;
