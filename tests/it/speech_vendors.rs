@@ -454,3 +454,84 @@ async fn voices_lists_the_aliases_and_each_providers_own_read_once_and_free() {
     let r = env.client.get(&voices).send().await.unwrap();
     assert_eq!(r.status().as_u16(), 401);
 }
+
+#[tokio::test]
+async fn a_streamed_speech_cut_short_is_billed_for_what_was_made_and_stores_nothing() {
+    let env = vendors_env().await;
+    // Paced slowly: the caller hangs up after the first piece.
+    env.sim_config(json!({"tts_chunk_ms": 300})).await;
+    let mut r = env
+        .client
+        .post(env.url("/api/v1/audio/tts/generations"))
+        .bearer_auth(&env.key)
+        .json(
+            &json!({"model": "eleven/eleven_flash_v2_5", "input": TEXT, "voice": "narrator",
+                      "response_format": "wav", "stream": true}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    assert!(r.chunk().await.unwrap().is_some());
+    drop(r);
+    // By the character: the whole input, which the provider charges.
+    let start = std::time::Instant::now();
+    while env.usage().is_empty() {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(10),
+            "never billed"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let u = env.usage();
+    assert_eq!(
+        (u[0].unit.as_str(), u[0].charged),
+        ("characters", d("0.00468"))
+    );
+    env.wait_no_holds().await;
+    tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
+    assert!(
+        env.store().assets().unwrap().is_empty(),
+        "a cut stream is not stored"
+    );
+    assert_eq!(env.usage().len(), 1, "billed once");
+}
+
+#[tokio::test]
+async fn a_streamed_speech_priced_by_the_second_is_billed_on_the_seconds_it_measured() {
+    let env = vendors_env().await;
+    let mut r = env
+        .client
+        .post(env.url("/api/v1/audio/tts/generations"))
+        .bearer_auth(&env.key)
+        .json(
+            &json!({"model": "sim/sim-tts", "input": "hello world", "voice": "narrator",
+                      "response_format": "wav", "stream": true}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    let mut audio = Vec::new();
+    while let Some(chunk) = r.chunk().await.unwrap() {
+        audio.extend_from_slice(&chunk);
+    }
+    assert_eq!(&audio[..4], b"RIFF");
+    // 11 characters at the simulator's 0.06 s each: 0.66 s, at 0.01 USD, +20 %.
+    let u = env.usage();
+    assert_eq!(u.len(), 1);
+    assert_eq!(
+        (u[0].unit.as_str(), u[0].quantity, u[0].charged),
+        ("audio_seconds", d("0.66"), d("0.00792"))
+    );
+    let call = &env.sim_requests().await[0];
+    assert_eq!(
+        call["json"]["voice"], "alloy",
+        "the alias mapped for OpenAI's kind"
+    );
+    assert!(
+        call["json"].get("stream").is_none(),
+        "stream is the gateway's"
+    );
+    assert_eq!(env.store().assets().unwrap().len(), 1);
+}
