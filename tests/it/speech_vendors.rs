@@ -255,7 +255,8 @@ async fn vendor_errors_are_mapped_and_charge_nothing() {
     let a = env.api("/audio/tts/generations", speak.clone()).await;
     envelope(&a, 429);
     assert_eq!(a.headers["retry-after"].to_str().unwrap(), "7");
-    // ElevenLabs' own validation error names the field.
+    // ElevenLabs' own validation error names the field, as the caller
+    // named it (its `text` is the caller's `input`).
     let detail =
         json!({"detail": [{"loc": ["body", "text"], "msg": "Field required", "type": "missing"}]});
     env.fault(json!({"path": "/p/eleven/*", "fault": {"status": 422, "body": detail}}))
@@ -266,7 +267,7 @@ async fn vendor_errors_are_mapped_and_charge_nothing() {
         a.json["message"]
             .as_str()
             .unwrap()
-            .contains("text: Field required"),
+            .contains("input: Field required"),
         "{}",
         a.json
     );

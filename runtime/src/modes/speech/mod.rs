@@ -74,7 +74,7 @@ pub async fn speak(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
         Ok(started) => started,
         Err(e) => {
             settle.abandon();
-            return Err(e);
+            return Err(in_callers_words(e));
         }
     };
     let served = model_call::served_headers(&settle);
@@ -100,6 +100,35 @@ pub async fn speak(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
     let mut out = answer(ctx, settle, audio, format, chars).await?;
     out.response.headers_mut().extend(served);
     Ok(out)
+}
+
+/// A voice vendor's fields, as the caller named them.
+const CALLERS_FIELDS: [(&str, &str); 6] = [
+    ("text", "input"),
+    ("transcript", "input"),
+    ("model_id", "model"),
+    ("voice_id", "voice"),
+    ("output_format", "response_format"),
+    ("voice_settings", "additional_params.voice_settings"),
+];
+
+/// A provider's refusal (`field: message; …`) naming each of its fields
+/// as the caller named it (ElevenLabs' `text` is the caller's `input`).
+fn in_callers_words(e: ApiError) -> ApiError {
+    let ApiError::UpstreamRejected(message) = e else {
+        return e;
+    };
+    let parts: Vec<String> = message
+        .split("; ")
+        .map(|part| match part.split_once(": ") {
+            Some((field, rest)) => match CALLERS_FIELDS.iter().find(|(f, _)| *f == field) {
+                Some((_, ours)) => format!("{ours}: {rest}"),
+                None => part.to_owned(),
+            },
+            None => part.to_owned(),
+        })
+        .collect();
+    ApiError::UpstreamRejected(parts.join("; "))
 }
 
 /// The content type of a speech `format`.
