@@ -271,6 +271,23 @@ async fn vendor_errors_are_mapped_and_charge_nothing() {
         "{}",
         a.json
     );
+    // Deepgram's and Cartesia's refusals, in their own shapes, map alike.
+    for (prefix, model) in [
+        ("/p/dg/*", "dg/aura-2-thalia-en"),
+        ("/p/cart/*", "cart/sonic-2"),
+    ] {
+        let body = json!({"model": model, "input": "hi", "voice": "narrator"});
+        env.fault(
+            json!({"path": prefix, "fault": {"status": 429, "headers": {"Retry-After": "3"}}}),
+        )
+        .await;
+        let a = env.api("/audio/tts/generations", body.clone()).await;
+        envelope(&a, 429);
+        assert_eq!(a.headers["retry-after"].to_str().unwrap(), "3", "{model}");
+        env.fault(json!({"path": prefix, "fault": {"status": 403}}))
+            .await;
+        envelope(&env.api("/audio/tts/generations", body).await, 500);
+    }
     // The caller's own vendor key for one call.
     env.clear_sim_log().await;
     let mut byok = speak.clone();
