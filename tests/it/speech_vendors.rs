@@ -200,6 +200,22 @@ async fn a_route_fails_over_with_the_voice_mapped_for_the_deployment_that_serves
     assert_eq!(u.len(), 1, "billed once");
     assert_eq!(env.balance(), d("0.99922"));
     env.wait_no_holds().await;
+    // A speed ElevenLabs has not (0.7 to 1.2) skips it: Cartesia serves,
+    // ElevenLabs is never called.
+    env.clear_sim_log().await;
+    let a = env
+        .api(
+            "/audio/tts/generations",
+            json!({"model": "speaker", "input": TEXT, "voice": "narrator", "speed": 1.4}),
+        )
+        .await;
+    a.expect(200);
+    assert_eq!(a.json["model"], "cart/sonic-2");
+    assert!(calls_to(&env, "/p/eleven").await.is_empty());
+    assert_eq!(
+        calls_to(&env, "/p/cart").await[0]["json"]["generation_config"]["speed"],
+        json!(1.4)
+    );
 }
 
 #[tokio::test]

@@ -13,9 +13,8 @@
 //! A Deepgram model is its own voice (`aura-2-thalia-en`): mapping a
 //! Deepgram provider names the model that speaks the alias. Checked once
 //! at start-up ([`build`]): a name given once; every other key a
-//! provider of the file that has speech models,
-//! its value a non-empty string. A mistake names the file, the voice's
-//! line and the key.
+//! provider of the file that has speech models, its value a non-empty
+//! string. A mistake names the file, the voice's line and the key.
 
 use std::collections::BTreeMap;
 
@@ -30,7 +29,7 @@ use super::speech::VoiceUse;
 #[derive(Debug, Clone, PartialEq)]
 pub struct Voice {
     pub name: String,
-    /// `(provider id, voice id)`, in the file's order of keys.
+    /// `(provider id, voice id)`, by provider id.
     pub ids: Vec<(String, String)>,
 }
 

@@ -78,6 +78,12 @@ pub async fn speak(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
         }
     };
     let served = model_call::served_headers(&settle);
+    if started.2.is_none() {
+        settle.abandon();
+        return Err(ApiError::BadGateway(
+            "the model provider answered speech without audio".into(),
+        ));
+    }
     if stream {
         let what = stream::Streamed {
             format,

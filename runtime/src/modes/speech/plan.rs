@@ -3,8 +3,10 @@
 //! deployments, `models: [...]` or one `model`), each with the voice it
 //! speaks the caller's `voice` in ([`gateway_models::providers::voices::voice_for`]:
 //! a deployment that cannot is skipped; none left is a 400 naming the
-//! voice) and its own call ([`gateway_models::providers::Adapter::speech`]),
-//! and the hold of the dearest candidate's most.
+//! voice) and its own call ([`gateway_models::providers::Adapter::speech`]:
+//! a deployment whose vendor cannot take the request, a speed out of its
+//! range, is skipped too; none left is that vendor's 400), and the hold of
+//! the dearest candidate's most.
 //!
 //! A candidate's most: `per_1k_chars` of the input's characters (known
 //! before the call: exactly the charge), else `per_second` of
@@ -67,6 +69,7 @@ pub async fn prepare(
     let mut built = Vec::with_capacity(r.list.len());
     let mut max_cost = Decimal::ZERO;
     let mut first: Option<(&Provider, &Model)> = None;
+    let mut refused: Option<ApiError> = None;
     for &(p, m) in &r.list {
         let Some(voice) = voice_for(voices, asked, p, m, p.adapter.voice_use()) else {
             continue;
@@ -76,7 +79,16 @@ pub async fn prepare(
             ..ask.clone()
         };
         let request = gateway_models::providers::openai::request(Op::Speech, &m.id, body.clone());
-        let native = p.adapter.speech(m, &speak, request)?;
+        // A deployment that cannot take the request (a speed its vendor
+        // has not) is skipped; when none can, the first refusal is the
+        // answer.
+        let native = match p.adapter.speech(m, &speak, request) {
+            Ok(native) => native,
+            Err(e) => {
+                refused.get_or_insert(e);
+                continue;
+            }
+        };
         max_cost = max_cost.max(most(p, m, chars, speed)?);
         first.get_or_insert((p, m));
         built.push(Built {
@@ -89,7 +101,7 @@ pub async fn prepare(
         });
     }
     let Some((p0, m0)) = first else {
-        return Err(no_voice(asked, body));
+        return Err(refused.unwrap_or_else(|| no_voice(asked, body)));
     };
     let route = r.route.map(|r| r.name.as_str());
     let byok = r.byok.as_deref();
