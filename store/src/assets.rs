@@ -51,6 +51,10 @@ pub trait Assets {
 
     fn asset_by_key(&self, key: &str) -> Result<Option<AssetRow>>;
 
+    /// The live speech `owner`'s request `request_id` stored (its
+    /// `source`), at `now`.
+    fn speech_of(&self, owner: i64, request_id: &str, now: &str) -> Result<Option<AssetRow>>;
+
     /// Every asset, oldest first (tests, operators).
     fn assets(&self) -> Result<Vec<AssetRow>>;
 
@@ -114,6 +118,20 @@ impl Assets for Store {
             db.row(
                 &format!("SELECT {ASSET_COLS} FROM assets WHERE object_key = ?1"),
                 p![key],
+                row_to_asset,
+            )
+        })
+    }
+
+    fn speech_of(&self, owner: i64, request_id: &str, now: &str) -> Result<Option<AssetRow>> {
+        self.with(|db| {
+            db.row(
+                &format!(
+                    "SELECT {ASSET_COLS} FROM assets WHERE source = ?1 AND class = 'speech'
+                     AND owner_id = ?2 AND deleted_at IS NULL
+                     AND (expires_at IS NULL OR expires_at > ?3)"
+                ),
+                p![request_id, owner, now],
                 row_to_asset,
             )
         })

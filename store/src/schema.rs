@@ -454,6 +454,12 @@ pub(crate) const MIGRATIONS: &[&[Sql]] = &[
         event        TEXT NOT NULL,
         PRIMARY KEY (response_id, seq)
     );
+    "#)],
+    // 23 (speech, runtime::modes::speech): a request's stored speech, found
+    //     by its request id (`GET /generations/{request_id}` names its
+    //     URL); only speech pays for the index.
+    &[Both(r#"
+    CREATE INDEX assets_speech_source ON assets (source) WHERE class = 'speech';
     "#)],];
 
 /// PostgreSQL's first version is the first this many migrations, applied

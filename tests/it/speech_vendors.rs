@@ -320,6 +320,39 @@ async fn vendor_errors_are_mapped_and_charge_nothing() {
 async fn transcription_bills_the_measured_seconds_whatever_the_provider_claims() {
     let env = vendors_env().await;
     env.sim_config(json!({"stt_duration_factor": 2.0})).await;
+    // Both kinds, both containers: billed on the measured seconds.
+    let (mp3_2s, mp3_secs, _) = sim::audio::mp3_silence(2000, 24000);
+    for model in ["dg/nova-3", "eleven/scribe_v1"] {
+        for (name, file, secs) in [
+            ("b.wav", wav(2.0), 2.0),
+            ("b.mp3", mp3_2s.clone(), mp3_secs),
+        ] {
+            let a = stt(
+                &env,
+                "transcriptions",
+                (name, file),
+                &[("model", model), ("response_format", "verbose_json")],
+            )
+            .await;
+            a.expect(200);
+            let billed: f64 = a.json["billing"]["quantity"]
+                .as_str()
+                .unwrap()
+                .parse()
+                .unwrap();
+            assert!(
+                (billed - secs).abs() < 0.05,
+                "{model} {name}: {billed} vs {secs}"
+            );
+            let claimed = a.json["duration"].as_f64().unwrap_or(0.0);
+            assert!(
+                claimed > billed * 1.5,
+                "{model} {name}: the provider claimed {claimed}"
+            );
+        }
+    }
+    env.clear_sim_log().await;
+    let before = env.usage().len();
     // 3 s of WAV on Deepgram: the audio is the body, the model in the query.
     let a = stt(
         &env,
@@ -362,7 +395,7 @@ async fn transcription_bills_the_measured_seconds_whatever_the_provider_claims()
     assert_eq!(call["path"], "/p/eleven/v1/speech-to-text");
     assert_eq!(call["headers"]["xi-api-key"], PROVIDER_KEY);
     let u = env.usage();
-    assert_eq!(u.len(), 2);
+    assert_eq!(u.len(), before + 2);
     assert!(u.iter().all(|u| u.unit == "audio_seconds"));
     // What a vendor does not take is a 400 before any call.
     env.clear_sim_log().await;
@@ -407,23 +440,56 @@ async fn streamed_speech_arrives_in_pieces_is_stored_from_the_same_bytes_and_bil
         assert_eq!(r.status().as_u16(), 200);
         assert_eq!(r.headers()["content-type"], "audio/wav");
         let url = r.headers()["x-audio-url"].to_str().unwrap().to_owned();
+        let request_id = r.headers()["x-request-id"].to_str().unwrap().to_owned();
+        let billed = env.usage().len();
         let (mut audio, mut pieces) = (Vec::new(), 0);
         while let Some(chunk) = r.chunk().await.unwrap() {
+            if pieces == 0 {
+                // The bill is committed once the provider has finished:
+                // the first piece came before that.
+                assert_eq!(env.usage().len(), billed, "{model}: relayed as it came");
+            }
             pieces += 1;
             audio.extend_from_slice(&chunk);
         }
         assert!(pieces > 1, "{model}: the audio came in {pieces} piece(s)");
+        assert_eq!(
+            env.usage().len(),
+            billed + 1,
+            "{model}: billed before the last byte"
+        );
         assert_eq!(&audio[..4], b"RIFF");
         // Billed and stored before the last byte left.
         let stored = env.client.get(&url).send().await.unwrap();
         assert_eq!(stored.status().as_u16(), 200, "{model}");
         assert_eq!(stored.bytes().await.unwrap().to_vec(), audio, "{model}");
+        // The generation names it too.
+        let g = env
+            .call_as(
+                &env.key,
+                "GET",
+                &env.url(&format!("/api/v1/generations/{request_id}")),
+                None,
+            )
+            .await;
+        g.expect(200);
+        assert_eq!(g.json["unit"], "characters");
+        let again = env
+            .client
+            .get(g.json["audio_url"].as_str().unwrap())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(again.bytes().await.unwrap().to_vec(), audio, "{model}");
     }
     let calls = calls_to(&env, "/p/eleven").await;
     assert!(calls[0]["path"].as_str().unwrap().ends_with("/stream"));
+    // Three speeches billed (beside the free generation reads).
     let u = env.usage();
-    assert_eq!(u.len(), 3);
-    assert!(u.iter().all(|u| u.unit == "characters"));
+    assert_eq!(u.iter().filter(|u| u.unit == "characters").count(), 3);
+    assert!(u
+        .iter()
+        .all(|u| u.unit == "characters" || u.charged == d("0")));
     assert_eq!(env.store().assets().unwrap().len(), 3);
     assert_eq!(
         env.balance(),

@@ -256,6 +256,13 @@ fn responses(table: &Table, row: &Row) -> Value {
             "required": ["data"],
         }});
     }
+    if row.mode == Mode::Speech {
+        // `"stream": true`: the audio itself, in its format (found by
+        // schemathesis).
+        for t in ["audio/mpeg", "audio/wav", "audio/pcm"] {
+            content[t] = json!({"schema": {"type": "string", "format": "binary"}});
+        }
+    }
     if row.mode == Mode::UsageTotals {
         // `format=csv`: the same totals as CSV text (found by schemathesis).
         content["text/csv"] = json!({"schema": {"type": "string"}});

@@ -16,7 +16,7 @@ use gateway_base::body;
 use gateway_base::errors::ApiError;
 use gateway_base::spec::{Auth, PathParams};
 use gateway_models::cost::text;
-use gateway_store::{Generation, GroupBy, History, Keys, Ledger, UsageTotals};
+use gateway_store::{Assets, Generation, GroupBy, History, Keys, Ledger, UsageTotals};
 
 /// Days of usage read when `from` is not given.
 const DEFAULT_DAYS: i64 = 31;
@@ -51,7 +51,31 @@ pub async fn generation(ctx: &mut Ctx, params: &PathParams) -> Result<Outcome, A
         .blocking(move |s| s.generation(user, &id))
         .await?
         .ok_or_else(|| ApiError::NotFound("no such generation".into()))?;
-    Ok(ok(generation_json(&g)))
+    let mut v = generation_json(&g);
+    if g.route_id == "audio.tts" {
+        v["audio_url"] = speech_url(ctx, user, g.request_id).await?;
+    }
+    Ok(ok(v))
+}
+
+/// A fresh presigned URL of the speech request `request_id` stored, while
+/// it is kept (`null` after, or when it stored none).
+async fn speech_url(ctx: &Ctx, user: i64, request_id: String) -> Result<Value, ApiError> {
+    let now = gateway_store::now_rfc3339();
+    let asset = ctx
+        .gw
+        .store
+        .blocking(move |s| s.speech_of(user, &request_id, &now))
+        .await?;
+    let Some(asset) = asset else {
+        return Ok(Value::Null);
+    };
+    let url = ctx
+        .gw
+        .objects
+        .presign_get(&asset.object_key, crate::generated::URL_VALIDITY)
+        .map_err(|e| ApiError::internal("presigning speech", e))?;
+    Ok(Value::String(url))
 }
 
 fn generation_json(g: &Generation) -> Value {
