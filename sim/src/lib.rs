@@ -28,9 +28,12 @@
 //!   Realtime API at `/v1/realtime?model=M` (`Authorization: Bearer K`, or
 //!   the browser's `realtime, openai-insecure-api-key.K` subprotocols;
 //!   session, conversation and responses with text or PCM16 audio deltas
-//!   and documented token counts, see [`realtime`]), also under
-//!   `/p/{name}/`, logged, faultable before the upgrade, its clients'
-//!   messages listed by `GET /__sim/realtime/events`;
+//!   and documented token counts, see [`realtime`]) and Deepgram's live
+//!   transcription at `/v1/listen?encoding=linear16&sample_rate=…`
+//!   (`Authorization: Token K`; a `Results` message a second of audio, a
+//!   `Metadata` message on `CloseStream`, see [`voice::deepgram_live`]);
+//!   both also under `/p/{name}/`, logged, faultable before the upgrade,
+//!   their clients' messages listed by `GET /__sim/realtime/events`;
 //! * `/__sim/...`: the control plane (faults, request log, WebSocket client
 //!   events, jobs, config, webhooks, billing override, reset), never faulted, never logged, no
 //!   credentials;
@@ -77,7 +80,9 @@
 //!   stream, embed, cached contents), both following the reply rules of
 //!   [`llm`];
 //! * [`voice`]: ElevenLabs', Deepgram's and Cartesia's speech and
-//!   transcription APIs (paced audio streams, claimed durations);
+//!   transcription APIs (paced audio streams, claimed durations), with
+//!   Deepgram's live transcription over a WebSocket
+//!   ([`voice::deepgram_live`]);
 //! * [`realtime`]: OpenAI's Realtime API over a WebSocket: the
 //!   [session](realtime::session) and its client events, the
 //!   [response](realtime::response) in flight, the [events](realtime::events)

@@ -10,9 +10,10 @@
 //!    (matched on the whole path; then a named provider's `/p/{name}`
 //!    prefix is dropped, so `/p/a/v1/chat/completions` is served as
 //!    `/v1/chat/completions`: several providers, each failing apart);
-//!    a `GET` with `Upgrade: websocket` to `/v1/realtime` is then answered
-//!    by [`crate::realtime`] (credentials, then `101` and the session:
-//!    [`crate::upgrade`]);
+//!    a `GET` with `Upgrade: websocket` to `/v1/realtime` or `/v1/listen`
+//!    is then answered by [`crate::realtime`] or
+//!    [`crate::voice::deepgram_live`] (credentials, then `101` and the
+//!    session: [`crate::upgrade`]);
 //! 4. Anthropic's `/v1/messages...` → [`crate::anthropic`], Google's
 //!    `/v1beta/...` → [`crate::gemini`] and the voice vendors' paths
 //!    (ElevenLabs, Deepgram, Cartesia) → [`crate::voice`] (each checks its
@@ -168,10 +169,12 @@ pub async fn handle(sh: Arc<Shared>, mut req: Request<Incoming>) -> Result<Resp,
 }
 
 /// A WebSocket API's answer to an upgrade request on its path (it checks
-/// its own credentials): OpenAI's Realtime API. `None`: not a WebSocket path, served as plain HTTP.
+/// its own credentials): OpenAI's Realtime API, Deepgram's live
+/// transcription. `None`: not a WebSocket path, served as plain HTTP.
 fn websocket(sh: &Arc<Shared>, req: &Req, on: hyper::upgrade::OnUpgrade) -> Option<Resp> {
     match req.path.trim_end_matches('/') {
         "/v1/realtime" => Some(crate::realtime::connect(sh, req, on)),
+        "/v1/listen" => Some(crate::voice::deepgram_live::connect(sh, req, on)),
         _ => None,
     }
 }

@@ -1,6 +1,6 @@
 //! WebSocket upgrades on the simulator's one port: a `GET` with
-//! `Upgrade: websocket` to a WebSocket path ([`crate::realtime`]) is
-//! answered `101 Switching Protocols`
+//! `Upgrade: websocket` to a WebSocket path ([`crate::realtime`],
+//! [`crate::voice::deepgram_live`]) is answered `101 Switching Protocols`
 //! (`Sec-WebSocket-Accept` derived from the client's key, the chosen
 //! subprotocol echoed), then the connection hyper hands over is spoken to
 //! as a server-side WebSocket. A request without `Sec-WebSocket-Key`, or

@@ -3,6 +3,7 @@
 
 mod anthropic;
 mod api;
+mod deepgram_live;
 mod gemini;
 mod openai;
 mod realtime;
