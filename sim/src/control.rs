@@ -9,10 +9,11 @@
 //! | GET / DELETE | `/__sim/faults` | `{"faults": [{id, rule, remaining}]}` / clears |
 //! | GET | `/__sim/jobs` | `{"jobs": [{kind, uuid, status, notified}]}` |
 //! | POST | `/__sim/jobs/{uuid}/complete`, `/__sim/jobs/{uuid}/fail` | → `{"success": true, "items": [...]}`, 404 unknown (also OpenAI video ids) |
-//! | GET / POST | `/__sim/config` | `{"job_duration_ms"?, "webhook_url"?, "webhook_secret"?, "api_key"?, "seconds_per_char"?, "stream_delay_ms"?, "stream_linger_ms"?, "background_ms"?, "strict_tokens"?, "tts_chunk_ms"?, "stt_duration_factor"?}` (null clears) → the current config |
+//! | GET / POST | `/__sim/config` | `{"job_duration_ms"?, "webhook_url"?, "webhook_secret"?, "api_key"?, "seconds_per_char"?, "stream_delay_ms"?, "stream_linger_ms"?, "background_ms"?, "strict_tokens"?, "tts_chunk_ms"?, "stt_duration_factor"?, "realtime_delta_ms"?, "realtime_usage_factor"?}` (null clears) → the current config |
+//! | GET / DELETE | `/__sim/realtime/events` | `{"events": [{at, api, session_id, kind, event, bytes}]}`: every message WebSocket clients sent (OpenAI Realtime, Deepgram live), in order (see [`crate::log::ClientEvents`]) / clears |
 //! | GET / DELETE | `/__sim/webhooks` | `{"webhooks": [{url, event, kind, id, signature, attempts, status, error, body}]}` / clears |
 //! | POST | `/__sim/billing_usage` | `{"date": "YYYY-MM-DD", "items": {"synth": "8450", ...}}` replaces that day |
-//! | POST | `/__sim/reset` | forgets all resources, jobs, usage, log, faults and webhook records (and stored OpenAI responses, Anthropic prompt-cache prefixes, Gemini cached contents) |
+//! | POST | `/__sim/reset` | forgets all resources, jobs, usage, log, client events, faults and webhook records (and stored OpenAI responses, Anthropic prompt-cache prefixes, Gemini cached contents) |
 //! | GET | `/__sim/media/{id}.wav` / `.mp3` / `.png` | result audio, generated images (logged and faultable like provider calls) |
 
 use std::sync::Arc;
@@ -69,6 +70,11 @@ pub fn handle(sh: &Arc<Shared>, req: &Req) -> Resp {
             },
             Err(r) => r,
         },
+        ("GET", ["realtime", "events"]) => ok(json!({"events": sh.ws_events.render()})),
+        ("DELETE", ["realtime", "events"]) => {
+            sh.ws_events.clear();
+            done()
+        }
         ("GET", ["webhooks"]) => ok(json!({"webhooks": sh.webhook_log()})),
         ("DELETE", ["webhooks"]) => {
             sh.clear_webhooks();
@@ -78,6 +84,7 @@ pub fn handle(sh: &Arc<Shared>, req: &Req) -> Resp {
         ("POST", ["reset"]) => {
             *sh.store.lock().unwrap() = Store::new();
             sh.log.clear();
+            sh.ws_events.clear();
             sh.faults.clear();
             sh.clear_webhooks();
             done()
@@ -155,6 +162,8 @@ fn config_json(sh: &Shared) -> Value {
         "seconds_per_char": c.seconds_per_char,
         "tts_chunk_ms": c.tts_chunk_ms,
         "stt_duration_factor": c.stt_duration_factor,
+        "realtime_delta_ms": c.realtime_delta_ms,
+        "realtime_usage_factor": c.realtime_usage_factor,
         "stream_delay_ms": sh.stream_delay_ms.load(std::sync::atomic::Ordering::Relaxed),
         "stream_linger_ms": sh.stream_linger_ms.load(std::sync::atomic::Ordering::Relaxed),
         "background_ms": sh.background_ms.load(std::sync::atomic::Ordering::Relaxed),
@@ -171,21 +180,12 @@ fn set_config(sh: &Shared, v: &Value) -> Result<(), Resp> {
             Some(_) => Err(bad_field(key, "must be a string or null")),
         }
     };
-    let duration = match v.get("job_duration_ms") {
-        None => None,
-        Some(d) => Some(Duration::from_millis(d.as_u64().ok_or_else(|| {
-            bad_field("job_duration_ms", "must be a non-negative integer")
-        })?)),
-    };
+    let duration = non_negative_int(v, "job_duration_ms")?.map(Duration::from_millis);
     let spc = non_negative(v, "seconds_per_char")?;
     let factor = non_negative(v, "stt_duration_factor")?;
-    let chunk_ms = match v.get("tts_chunk_ms") {
-        None => None,
-        Some(d) => Some(
-            d.as_u64()
-                .ok_or_else(|| bad_field("tts_chunk_ms", "must be a non-negative integer"))?,
-        ),
-    };
+    let chunk_ms = non_negative_int(v, "tts_chunk_ms")?;
+    let delta_ms = non_negative_int(v, "realtime_delta_ms")?;
+    let usage_factor = non_negative(v, "realtime_usage_factor")?;
     let (url, secret, key) = (
         opt_string("webhook_url")?,
         opt_string("webhook_secret")?,
@@ -223,6 +223,12 @@ fn set_config(sh: &Shared, v: &Value) -> Result<(), Resp> {
     if let Some(ms) = chunk_ms {
         c.tts_chunk_ms = ms;
     }
+    if let Some(ms) = delta_ms {
+        c.realtime_delta_ms = ms;
+    }
+    if let Some(f) = usage_factor {
+        c.realtime_usage_factor = f;
+    }
     if let Some(u) = url {
         c.webhook_url = u;
     }
@@ -233,6 +239,17 @@ fn set_config(sh: &Shared, v: &Value) -> Result<(), Resp> {
         c.api_key = k;
     }
     Ok(())
+}
+
+/// `v[key]` when present: a non-negative integer, else a 400.
+fn non_negative_int(v: &Value, key: &str) -> Result<Option<u64>, Resp> {
+    match v.get(key) {
+        None => Ok(None),
+        Some(d) => d
+            .as_u64()
+            .map(Some)
+            .ok_or_else(|| bad_field(key, "must be a non-negative integer")),
+    }
 }
 
 /// `v[key]` when present: a non-negative number, else a 400.

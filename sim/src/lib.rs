@@ -24,8 +24,18 @@
 //!   `/v1/listen`, `/v1/speak` (`Authorization: Token K`) and Cartesia's
 //!   `/tts/bytes`, `/voices` (`X-API-Key` or `Authorization: Bearer`, and
 //!   `Cartesia-Version`), all with [`Sim::url`] as their base, see [`voice`];
-//! * `/__sim/...`: the control plane (faults, request log, jobs, config,
-//!   webhooks, billing override, reset), never faulted, never logged, no
+//! * WebSockets (a `GET` with `Upgrade: websocket`, [`upgrade`]): OpenAI's
+//!   Realtime API at `/v1/realtime?model=M` (`Authorization: Bearer K`, or
+//!   the browser's `realtime, openai-insecure-api-key.K` subprotocols;
+//!   session, conversation and responses with text or PCM16 audio deltas
+//!   and documented token counts, see [`realtime`]) and Deepgram's live
+//!   transcription at `/v1/listen?encoding=linear16&sample_rate=…`
+//!   (`Authorization: Token K`; a `Results` message a second of audio, a
+//!   `Metadata` message on `CloseStream`, see [`voice::deepgram_live`]);
+//!   both also under `/p/{name}/`, logged, faultable before the upgrade,
+//!   their clients' messages listed by `GET /__sim/realtime/events`;
+//! * `/__sim/...`: the control plane (faults, request log, WebSocket client
+//!   events, jobs, config, webhooks, billing override, reset), never faulted, never logged, no
 //!   credentials;
 //! * `/__sim/media/{id}.{wav|mp3|png}`: result media (no credentials, but
 //!   logged and faultable like any upstream call, since the gateway downloads it).
@@ -70,7 +80,15 @@
 //!   stream, embed, cached contents), both following the reply rules of
 //!   [`llm`];
 //! * [`voice`]: ElevenLabs', Deepgram's and Cartesia's speech and
-//!   transcription APIs (paced audio streams, claimed durations);
+//!   transcription APIs (paced audio streams, claimed durations), with
+//!   Deepgram's live transcription over a WebSocket
+//!   ([`voice::deepgram_live`]);
+//! * [`realtime`]: OpenAI's Realtime API over a WebSocket: the
+//!   [session](realtime::session) and its client events, the
+//!   [response](realtime::response) in flight, the [events](realtime::events)
+//!   and usage (token rules);
+//! * [`upgrade`]: the WebSocket handshake over hyper's upgrade (`101`,
+//!   `Sec-WebSocket-Accept`, the subprotocol) and the session task;
 //! * [`webhook`]: HMAC signing and delivery with retries;
 //! * [`stripe`]: Stripe's side of buying credits (sessions, signed events);
 //! * [`faults`]: fault-injection rules and matching;
@@ -92,6 +110,7 @@ pub mod jobs;
 pub mod llm;
 pub mod log;
 pub mod openai;
+pub mod realtime;
 pub mod request;
 pub mod resources;
 pub mod response;
@@ -99,6 +118,7 @@ pub mod schema;
 pub mod server;
 pub mod shared;
 pub mod stripe;
+pub mod upgrade;
 pub mod voice;
 pub mod webhook;
 
@@ -131,6 +151,12 @@ pub struct SimConfig {
     /// (Deepgram `metadata.duration`, ElevenLabs word timings, OpenAI
     /// `usage.seconds`); the measured one stays in `x-sim-audio-duration`.
     pub stt_duration_factor: f64,
+    /// Pause between the delta events of a Realtime API response
+    /// ([`realtime`]), ms.
+    pub realtime_delta_ms: u64,
+    /// Factor on every figure of a Realtime API response's `usage` (1.0:
+    /// the documented counts), so a gateway meets implausible reports.
+    pub realtime_usage_factor: f64,
 }
 
 impl Default for SimConfig {
@@ -143,6 +169,8 @@ impl Default for SimConfig {
             seconds_per_char: 0.06,
             tts_chunk_ms: 20,
             stt_duration_factor: 1.0,
+            realtime_delta_ms: 5,
+            realtime_usage_factor: 1.0,
         }
     }
 }

@@ -4,6 +4,11 @@
 //! Appending is cheap (a header-map clone and a reference-counted body under a
 //! short lock); JSON is only built when the log is read. The log keeps the most
 //! recent [`CAPACITY`] entries.
+//!
+//! WebSocket sessions log their upgrade request here like any request, and
+//! every message their client sends in [`ClientEvents`] (`GET
+//! /__sim/realtime/events`), so a test can see what a gateway forwarded
+//! upstream over a socket, and what it did not.
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
@@ -206,4 +211,43 @@ fn render_entry(e: &Entry) -> Value {
         }
     }
     out
+}
+
+/// The messages WebSocket clients sent, oldest first (at most
+/// [`CAPACITY`]): `{at, api, session_id, kind, event, bytes}` where `api`
+/// is `openai-realtime` or `deepgram-live`, `kind` is `text` or `binary`,
+/// `event` the text message as JSON (a string when it is not JSON; `null`
+/// for a binary one) and `bytes` its length.
+#[derive(Default)]
+pub struct ClientEvents {
+    /// Oldest first.
+    entries: Mutex<VecDeque<Value>>,
+}
+
+impl ClientEvents {
+    /// Records a text message (`Some(text)`) or a binary one of `bytes`.
+    pub fn push(&self, api: &str, session_id: &str, text: Option<&str>, bytes: usize) {
+        let event = match text {
+            Some(t) => serde_json::from_str(t).unwrap_or_else(|_| Value::String(t.to_owned())),
+            None => Value::Null,
+        };
+        let at = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+        let kind = if text.is_some() { "text" } else { "binary" };
+        let entry = json!({"at": at, "api": api, "session_id": session_id, "kind": kind, "event": event, "bytes": bytes});
+        let mut entries = self.entries.lock().unwrap();
+        if entries.len() >= CAPACITY {
+            entries.pop_front();
+        }
+        entries.push_back(entry);
+    }
+
+    /// Every entry, oldest first.
+    pub fn render(&self) -> Vec<Value> {
+        self.entries.lock().unwrap().iter().cloned().collect()
+    }
+
+    /// Forgets every entry.
+    pub fn clear(&self) {
+        self.entries.lock().unwrap().clear();
+    }
 }

@@ -1,7 +1,7 @@
 //! Serving: the accept loop and the per-request pipeline.
 //!
 //! Each accepted socket gets `TCP_NODELAY` and a hyper 1 HTTP/1.1 connection
-//! (keep-alive). A request then goes through:
+//! (keep-alive, upgrades served: WebSockets). A request then goes through:
 //!
 //! 1. `/__sim/...` (except media) → [`crate::control`], untouched by the rest;
 //! 2. buffer the body, parse multipart parts, append to the [request log](crate::log);
@@ -10,6 +10,10 @@
 //!    (matched on the whole path; then a named provider's `/p/{name}`
 //!    prefix is dropped, so `/p/a/v1/chat/completions` is served as
 //!    `/v1/chat/completions`: several providers, each failing apart);
+//!    a `GET` with `Upgrade: websocket` to `/v1/realtime` or `/v1/listen`
+//!    is then answered by [`crate::realtime`] or
+//!    [`crate::voice::deepgram_live`] (credentials, then `101` and the
+//!    session: [`crate::upgrade`]);
 //! 4. Anthropic's `/v1/messages...` → [`crate::anthropic`], Google's
 //!    `/v1beta/...` → [`crate::gemini`] and the voice vendors' paths
 //!    (ElevenLabs, Deepgram, Cartesia) → [`crate::voice`] (each checks its
@@ -65,6 +69,7 @@ pub async fn accept_loop(listener: TcpListener, sh: Arc<Shared>) {
             let _ = hyper::server::conn::http1::Builder::new()
                 .keep_alive(true)
                 .serve_connection(TokioIo::new(stream), svc)
+                .with_upgrades()
                 .await;
         });
     }
@@ -84,7 +89,9 @@ impl std::fmt::Display for Reset {
 impl std::error::Error for Reset {}
 
 /// Handles one request (the whole pipeline described in the module docs).
-pub async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, Reset> {
+pub async fn handle(sh: Arc<Shared>, mut req: Request<Incoming>) -> Result<Resp, Reset> {
+    let upgrade = crate::upgrade::requested(req.method(), req.headers())
+        .then(|| hyper::upgrade::on(&mut req));
     let is_media = req.uri().path().starts_with("/__sim/media/");
     let control =
         !is_media && (req.uri().path().starts_with("/__sim/") || req.uri().path() == "/__sim");
@@ -123,6 +130,9 @@ pub async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, Res
     // Several named providers on one port: `/p/{name}/v1/...` is served
     // as `/v1/...` after its own faults (matched on the whole path).
     req.unprefixed();
+    if let Some(resp) = upgrade.and_then(|on| websocket(&sh, &req, on)) {
+        return Ok(resp);
+    }
     if is_media {
         return Ok(crate::control::media(&sh, &req));
     }
@@ -156,6 +166,17 @@ pub async fn handle(sh: Arc<Shared>, req: Request<Incoming>) -> Result<Resp, Res
         return Ok(break_body(crate::openai::route(&sh, &req), body_break).await);
     }
     Ok(crate::resources::route(&sh, &req))
+}
+
+/// A WebSocket API's answer to an upgrade request on its path (it checks
+/// its own credentials): OpenAI's Realtime API, Deepgram's live
+/// transcription. `None`: not a WebSocket path, served as plain HTTP.
+fn websocket(sh: &Arc<Shared>, req: &Req, on: hyper::upgrade::OnUpgrade) -> Option<Resp> {
+    match req.path.trim_end_matches('/') {
+        "/v1/realtime" => Some(crate::realtime::connect(sh, req, on)),
+        "/v1/listen" => Some(crate::voice::deepgram_live::connect(sh, req, on)),
+        _ => None,
+    }
 }
 
 /// The answer of a `Respond` fault: its body (text when a string, JSON

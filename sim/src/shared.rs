@@ -45,6 +45,8 @@ pub struct Shared {
     pub store: Mutex<Store>,
     /// Request log.
     pub log: crate::log::RequestLog,
+    /// What WebSocket clients sent (`GET /__sim/realtime/events`).
+    pub ws_events: crate::log::ClientEvents,
     /// Fault rules.
     pub faults: crate::faults::Faults,
     /// Outbound HTTP client (webhooks, URL probes).
@@ -84,6 +86,7 @@ impl Shared {
             config: RwLock::new(config),
             store: Mutex::new(Store::new()),
             log: Default::default(),
+            ws_events: Default::default(),
             faults: Default::default(),
             client,
             stream_delay_ms: std::sync::atomic::AtomicU64::new(15),

@@ -27,7 +27,7 @@ use crate::shared::Shared;
 type R = Result<Resp, Resp>;
 
 /// The model uuid every answer names (one per simulator, like a release).
-const MODEL_UUID: &str = "3b3aabe4-608a-46ac-9585-7960a25daf1a";
+pub(super) const MODEL_UUID: &str = "3b3aabe4-608a-46ac-9585-7960a25daf1a";
 
 /// Deepgram's `err_code` for an error status.
 fn err_code(status: StatusCode) -> &'static str {
@@ -47,7 +47,8 @@ pub fn error_body(status: StatusCode, message: &str) -> Value {
     json!({"err_code": err_code(status), "err_msg": message, "request_id": common::request_id()})
 }
 
-fn err(status: StatusCode, message: &str) -> Resp {
+/// Deepgram's error answer.
+pub(super) fn err(status: StatusCode, message: &str) -> Resp {
     json_response(status, &error_body(status, message))
 }
 
@@ -55,16 +56,28 @@ fn bad(message: &str) -> Resp {
     err(StatusCode::BAD_REQUEST, message)
 }
 
-/// Answers one Deepgram request.
-pub async fn route(sh: &Arc<Shared>, req: &Req) -> Resp {
-    let auth = req
-        .headers
+/// The key of `Authorization: Token K`.
+pub(super) fn token(headers: &http::HeaderMap) -> Option<&str> {
+    headers
         .get(http::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().split_once(' '))
         .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("token"))
-        .map(|(_, key)| key);
-    if !common::key_ok(sh, auth) {
+        .map(|(_, key)| key)
+}
+
+/// The model's name in `model_info` (`base`: `general`, else
+/// `general-<model>`).
+pub(super) fn model_name(model: &str) -> String {
+    match model {
+        "base" => "general".to_owned(),
+        m => format!("general-{m}"),
+    }
+}
+
+/// Answers one Deepgram request.
+pub async fn route(sh: &Arc<Shared>, req: &Req) -> Resp {
+    if !common::key_ok(sh, token(&req.headers)) {
         return err(StatusCode::UNAUTHORIZED, "Invalid credentials.");
     }
     let out = match (req.method.as_str(), req.path.trim_end_matches('/')) {
@@ -79,7 +92,7 @@ pub async fn route(sh: &Arc<Shared>, req: &Req) -> Resp {
 }
 
 /// A query flag set to `true`.
-fn flag(req: &Req, name: &str) -> bool {
+pub(super) fn flag(req: &Req, name: &str) -> bool {
     req.query_param(name).is_some_and(|v| v == "true")
 }
 
@@ -133,10 +146,7 @@ async fn listen(sh: &Arc<Shared>, req: &Req) -> R {
         bare.join(" ")
     };
     let request_id = common::request_id();
-    let name = match model.as_str() {
-        "base" => "general".to_owned(),
-        m => format!("general-{m}"),
-    };
+    let name = model_name(&model);
     let body = json!({
         "metadata": {
             "transaction_key": "deprecated",

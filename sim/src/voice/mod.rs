@@ -11,6 +11,7 @@
 //! | ElevenLabs | POST | `/v1/speech-to-text` | multipart `model_id` (`scribe_v1`, `scribe_v2`), `file` or `cloud_storage_url` ([`elevenlabs_stt`]) |
 //! | ElevenLabs | GET | `/v1/voices`, `/v2/voices` | five premade voices |
 //! | Deepgram | POST | `/v1/listen` | raw audio or JSON `{"url"}`; query `model`, `punctuate`, `smart_format` (punctuated words), others accepted ([`deepgram`]) |
+//! | Deepgram | GET (WebSocket) | `/v1/listen` | live transcription: `encoding` (`linear16`, `linear32`, `mulaw`, `alaw`) with `sample_rate`, or none for a WAV stream; binary audio, a `Results` message a second, `KeepAlive`, `Finalize`, `CloseStream` (then `Metadata` and a normal close) ([`deepgram_live`]) |
 //! | Deepgram | POST | `/v1/speak` | JSON `{"text"}`; query `model` (`aura-…`, else 400), `encoding` (`mp3` default, `linear16`), `container` (`wav`, `none`), `sample_rate`; paced; headers `dg-model-name`, `dg-model-uuid`, `dg-char-count`, `dg-request-id` |
 //! | Cartesia | POST | `/tts/bytes` | JSON `model_id`, `transcript`, `voice` `{"mode": "id", "id"}`, `output_format` (all required), `language`, `speed`; paced ([`cartesia`]) |
 //! | Cartesia | GET | `/voices` | three public voices |
@@ -27,6 +28,7 @@
 pub mod cartesia;
 pub mod common;
 pub mod deepgram;
+pub mod deepgram_live;
 pub mod elevenlabs;
 pub mod elevenlabs_stt;
 
