@@ -21,6 +21,12 @@ pub const FORMATS: [&str; 3] = ["mp3", "wav", "pcm"];
 /// The sample rate of `pcm` (and of the WAV the gateway asks for).
 pub const PCM_RATE: u32 = 24_000;
 
+/// Seconds of `bytes` of the gateway's `pcm` (16-bit mono at
+/// [`PCM_RATE`]).
+pub fn pcm_seconds(bytes: u64) -> rust_decimal::Decimal {
+    gateway_base::audio::seconds_of(bytes / 2, PCM_RATE)
+}
+
 /// A text-to-speech request, as the gateway reads it.
 #[derive(Debug, Clone)]
 pub struct Speak<'a> {

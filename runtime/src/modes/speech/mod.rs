@@ -43,9 +43,8 @@ pub const SPEECH_RETENTION_DAYS: i64 = 7;
 /// 16-bit, mono).
 async fn measure(audio: &[u8], format: &'static str) -> Option<Decimal> {
     if format == "pcm" {
-        return Some(gateway_base::audio::seconds_of(
-            audio.len() as u64 / 2,
-            gateway_models::providers::speech::PCM_RATE,
+        return Some(gateway_models::providers::speech::pcm_seconds(
+            audio.len() as u64
         ));
     }
     gateway_base::audio::measure(audio, format).await

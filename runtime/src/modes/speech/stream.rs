@@ -101,10 +101,12 @@ pub(super) async fn answer(
         held: None,
         copy: Some(copy),
         store: Some(store),
-        spool: spool.map(|(path, file)| (SpoolFile { path }, file)),
-        bill: Some(settle),
-        format,
-        chars,
+        billing: Some(Billing {
+            bill: settle,
+            spool: spool.map(|(path, file)| (SpoolFile { path }, file)),
+            format,
+            chars,
+        }),
         done: false,
     };
     // The relay runs in a task of its own, one chunk ahead of the caller:
@@ -161,14 +163,42 @@ struct Relay {
     held: Option<Bytes>,
     copy: Option<mpsc::Sender<std::io::Result<Bytes>>>,
     store: Option<Copying>,
-    /// Where a per-second model's audio is measured from.
-    spool: Option<(SpoolFile, tokio::fs::File)>,
     /// Taken when billed.
-    bill: Option<Settle>,
-    format: &'static str,
-    /// The input's characters.
-    chars: u64,
+    billing: Option<Billing>,
     done: bool,
+}
+
+/// What a streamed speech is billed on: its bill, the spool a per-second
+/// model's audio is measured from, its format and its input's characters.
+struct Billing {
+    bill: Settle,
+    spool: Option<(SpoolFile, tokio::fs::File)>,
+    format: &'static str,
+    chars: u64,
+}
+
+impl Billing {
+    /// The records of what was made: by the character, the whole input;
+    /// by the second, what the spool holds, measured.
+    async fn records(self) -> Vec<Record> {
+        let Billing {
+            bill,
+            spool,
+            format,
+            chars,
+        } = self;
+        if bill.model.per_1k_chars.is_some() {
+            return bill.chars_records(chars);
+        }
+        let seconds = match spool {
+            Some((spool, mut file)) => {
+                let _ = file.flush().await;
+                measured(spool, format).await
+            }
+            None => Decimal::ZERO,
+        };
+        bill.seconds_records("audio_seconds", seconds)
+    }
 }
 
 impl Relay {
@@ -216,7 +246,7 @@ impl Relay {
         if let Some(copy) = &self.copy {
             let _ = copy.send(Ok(c.clone())).await;
         }
-        if let Some((_, file)) = &mut self.spool {
+        if let Some((_, file)) = self.billing.as_mut().and_then(|b| b.spool.as_mut()) {
             if let Err(e) = file.write_all(c).await {
                 tracing::warn!(error = %e, "spooling speech failed");
             }
@@ -235,7 +265,9 @@ impl Relay {
         };
         let stored = stored?;
         let mut records = stored.records;
-        records.extend(self.bill_records().await);
+        if let Some(billing) = self.billing.take() {
+            records.extend(billing.records().await);
+        }
         let committed = crate::relay::settle(self.gw.store.clone(), records).await;
         match committed {
             Ok(Ok(())) => Ok(()),
@@ -246,48 +278,19 @@ impl Relay {
         }
     }
 
-    /// The bill of what was made: by the character, the whole input; by
-    /// the second, what the spool holds, measured.
-    async fn bill_records(&mut self) -> Vec<Record> {
-        let Some(bill) = self.bill.take() else {
-            return Vec::new();
-        };
-        if bill.model.per_1k_chars.is_some() {
-            return bill.chars_records(self.chars);
-        }
-        let seconds = match self.spool.take() {
-            Some((spool, mut file)) => {
-                let _ = file.flush().await;
-                measured(spool, self.format).await
-            }
-            None => Decimal::ZERO,
-        };
-        bill.seconds_records("audio_seconds", seconds)
-    }
-
     /// The audio was cut (the provider broke off, or the caller hung up):
     /// the copy is abandoned (an object that landed anyway is deleted:
     /// no record names it) and what was made is billed, in a task of its
     /// own.
     fn cut(&mut self) {
         let (copy, store) = (self.copy.take(), self.store.take());
-        let Some(bill) = self.bill.take() else { return };
+        let Some(billing) = self.billing.take() else {
+            return;
+        };
         let Ok(rt) = tokio::runtime::Handle::try_current() else {
             return;
         };
-        let mut relay = Relay {
-            gw: self.gw.clone(),
-            upstream: Box::pin(futures_util::stream::empty()),
-            next: None,
-            held: None,
-            copy: None,
-            store: None,
-            spool: self.spool.take(),
-            bill: Some(bill),
-            format: self.format,
-            chars: self.chars,
-            done: true,
-        };
+        let gw = self.gw.clone();
         rt.spawn(async move {
             if let Some(copy) = copy {
                 let _ = copy
@@ -298,10 +301,10 @@ impl Relay {
                 Some(store) => Some(store.await),
                 None => None,
             } {
-                crate::generated::forget(&relay.gw, stored.key);
+                crate::generated::forget(&gw, stored.key);
             }
-            let records = relay.bill_records().await;
-            let _ = crate::relay::settle(relay.gw.store.clone(), records).await;
+            let records = billing.records().await;
+            let _ = crate::relay::settle(gw.store.clone(), records).await;
         });
     }
 }
@@ -312,10 +315,7 @@ async fn measured(spool: SpoolFile, format: &'static str) -> Decimal {
     let secs = tokio::task::spawn_blocking(move || {
         if format == "pcm" {
             let len = std::fs::metadata(&path).map_or(0, |m| m.len());
-            return Some(gateway_base::audio::seconds_of(
-                len / 2,
-                gateway_models::providers::speech::PCM_RATE,
-            ));
+            return Some(gateway_models::providers::speech::pcm_seconds(len));
         }
         gateway_base::audio::file_seconds(&path, format)
             .ok()
