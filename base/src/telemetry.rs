@@ -20,6 +20,9 @@
 //! | `gateway_record_commit_duration_seconds` | histogram | — (one group commit) |
 //! | `gateway_mirror_copies_total` | counter | — (job results copied into the object store) |
 //! | `gateway_open_streams` | gauge | — (model streams being relayed) |
+//! | `gateway_open_sessions` | gauge | — (live WebSocket sessions: realtime, live transcription) |
+//! | `gateway_session_frames_total` | counter | `direction`: `up` (caller to provider), `down` |
+//! | `gateway_session_seconds_billed_total` | counter | — (seconds of live audio committed) |
 //! | `gateway_route_attempts_total` | counter | `deployment` (`provider/model` of the providers file), `outcome` (`ok` or the failure's kind as above) |
 //! | `gateway_route_skipped_total` | counter | `deployment` (skipped while cooling down) |
 //! | `gateway_route_cooldowns_total` | counter | `deployment` (cool-downs started) |
@@ -186,6 +189,23 @@ pub fn mirror_copy() {
 /// A model stream opened (`+1.0`) or ended (`-1.0`).
 pub fn open_streams(delta: f64) {
     metrics::gauge!("gateway_open_streams").increment(delta);
+}
+
+/// A live session opened (`+1.0`) or ended (`-1.0`).
+pub fn open_sessions(delta: f64) {
+    metrics::gauge!("gateway_open_sessions").increment(delta);
+}
+
+/// `n` WebSocket messages of live sessions relayed, toward the provider
+/// (`up`) or the caller.
+pub fn session_frames(up: bool, n: u64) {
+    let direction = if up { "up" } else { "down" };
+    metrics::counter!("gateway_session_frames_total", "direction" => direction).increment(n);
+}
+
+/// Seconds of live audio committed.
+pub fn session_seconds_billed(seconds: f64) {
+    metrics::counter!("gateway_session_seconds_billed_total").increment(seconds.max(0.0) as u64);
 }
 
 /// A response cache look-up: `what` is `hits`, `misses` or `bypasses`.

@@ -21,6 +21,7 @@ pub mod cost;
 pub mod gemini_api;
 pub mod messages_api;
 pub mod providers;
+pub mod realtime;
 pub mod responses_api;
 pub mod restream;
 pub mod routing;

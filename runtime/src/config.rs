@@ -94,6 +94,9 @@ pub struct Config {
     /// (`GATEWAY_RESPONSES_SCOPE`): `false` the user's (any of its keys),
     /// `true` only the presented key's.
     pub responses_by_key: bool,
+    /// The limits of live WebSocket sessions (`GATEWAY_REALTIME_*`,
+    /// `GATEWAY_STREAM_BILLING_SECS`).
+    pub sessions: SessionLimits,
     /// UTC time of the nightly reconciliation; `None` disables it.
     pub reconcile_at: Option<chrono::NaiveTime>,
     /// How often the job follower looks for due jobs; `None` disables it.
@@ -253,6 +256,7 @@ impl Config {
             stock_voices: Vec::new(),
             sweep_interval: Some(Duration::from_secs(3600)),
             responses_retention: Duration::from_secs(30 * 86_400),
+            sessions: SessionLimits::default(),
             responses_by_key: false,
             reconcile_at: chrono::NaiveTime::from_hms_opt(0, 30, 0),
             job_follow_interval: Some(Duration::from_secs(2)),
@@ -341,6 +345,7 @@ impl Config {
         c.read_provider(&mut v);
         c.read_server(&mut v);
         c.read_background(&mut v);
+        c.read_sessions(&mut v);
         c.read_services(&mut v);
         v.finish(c)
     }
@@ -438,6 +443,23 @@ impl Config {
             u32::try_from(parse_positive(x)?).map_err(|e| format!("{x:?}: {e}"))
         });
         v.set(&mut s.cooldown, r::GATEWAY_COOLDOWN_SECS, secs);
+    }
+
+    /// The limits of live sessions.
+    fn read_sessions(&mut self, v: &mut Vars<impl Fn(&str) -> Option<String>>) {
+        let s = &mut self.sessions;
+        let secs = |t: &str| parse_positive(t).map(Duration::from_secs);
+        v.set(&mut s.max_duration, GATEWAY_REALTIME_MAX_SECS, secs);
+        v.set(&mut s.idle, GATEWAY_REALTIME_IDLE_SECS, secs);
+        v.set(&mut s.max_frame, GATEWAY_REALTIME_MAX_FRAME_BYTES, |t| {
+            parse_positive(t).map(|n| n as usize)
+        });
+        v.set(&mut s.per_user, GATEWAY_REALTIME_MAX_SESSIONS, |t| {
+            parse_positive(t).map(|n| n as usize)
+        });
+        v.set(&mut s.billing_period, GATEWAY_STREAM_BILLING_SECS, |t| {
+            parse_positive(t).map(|n| n as u32)
+        });
     }
 
     /// The background tasks: sweeper, reconciliation, job follower.
@@ -794,5 +816,35 @@ mod tests {
                 .is_none(),
             "both local: fine"
         );
+    }
+}
+
+/// The limits of live WebSocket sessions (`modes::realtime`,
+/// `modes::stt_stream`); each ends a session with a close code naming it.
+#[derive(Debug, Clone, Copy)]
+pub struct SessionLimits {
+    /// Longest session (`GATEWAY_REALTIME_MAX_SECS`, 3600 s).
+    pub max_duration: Duration,
+    /// Longest silence from the caller (`GATEWAY_REALTIME_IDLE_SECS`, 300 s).
+    pub idle: Duration,
+    /// Largest message either way (`GATEWAY_REALTIME_MAX_FRAME_BYTES`, 4 MiB).
+    pub max_frame: usize,
+    /// Sessions one user holds open on an instance
+    /// (`GATEWAY_REALTIME_MAX_SESSIONS`, 8).
+    pub per_user: usize,
+    /// Seconds of live audio held and committed at a time
+    /// (`GATEWAY_STREAM_BILLING_SECS`, 10).
+    pub billing_period: u32,
+}
+
+impl Default for SessionLimits {
+    fn default() -> SessionLimits {
+        SessionLimits {
+            max_duration: Duration::from_secs(3600),
+            idle: Duration::from_secs(300),
+            max_frame: 4 << 20,
+            per_user: 8,
+            billing_period: 10,
+        }
     }
 }

@@ -277,6 +277,9 @@ pub enum Later {
     /// The requests that submit, read, list or cancel such a job write no
     /// usage record of their own.
     Job,
+    /// A live session (`101`): each of its turns commits its own records
+    /// ([`crate::sessions::commit_turn`]); the upgrade writes none.
+    Session,
 }
 
 impl Settlement {

@@ -84,6 +84,7 @@ pub mod retention;
 pub mod router;
 pub mod server;
 pub mod services;
+pub mod sessions;
 pub mod shape;
 pub mod start;
 pub mod videos;

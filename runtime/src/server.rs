@@ -379,8 +379,10 @@ pub async fn serve(
     tracing::info!("shutting down: draining requests in flight");
     let _ = stop_tx.send(true);
     let all = u32::try_from(limits.max_connections).unwrap_or(u32::MAX);
+    // Live sessions settle and close ("going away") beside the drain.
+    let sessions = gw.sessions.clone();
     tokio::select! {
-        _ = permits.acquire_many(all) => {}
+        _ = async { tokio::join!(permits.acquire_many(all), sessions.shut_down()) } => {}
         _ = tokio::time::sleep(DRAIN) => tracing::warn!("drain timed out"),
     }
 }

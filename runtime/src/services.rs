@@ -49,6 +49,8 @@ pub struct Inner {
     pub speech_voices: providers::speech::VoiceLists,
     /// Open model streams (stop-stream).
     pub streams: Arc<streams::Streams>,
+    /// Open live WebSocket sessions ([`crate::sessions`]).
+    pub sessions: Arc<crate::sessions::Sessions>,
     /// The Redis shared with other instances (`GATEWAY_REDIS_URL`); `None`: a single instance.
     pub cluster: Option<cluster::Cluster>,
     /// The sign-in (OpenID Connect) providers (`GATEWAY_OAUTH_PROVIDERS`).

@@ -77,6 +77,7 @@ impl Gateway {
         let stripe =
             gateway_adapters::stripe::Stripe::new(config.stripe.clone(), config.upstream_timeout);
         let config_routing = config.routing.clone();
+        let sessions_per_user = config.sessions.per_user;
         let traces = match &config.traces {
             Some(t) => Some(gateway_base::traces::Traces::start(t).map_err(StartError::Traces)?),
             None => None,
@@ -101,6 +102,7 @@ impl Gateway {
             speech_voices: Default::default(),
             providers,
             streams: Arc::new(streams::Streams::new(cluster.clone())),
+            sessions: crate::sessions::Sessions::new(sessions_per_user),
             routing: gateway_models::routing::Routing::new(config_routing, cluster.clone()),
             response_cache,
             cluster,

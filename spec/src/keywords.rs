@@ -218,6 +218,14 @@ keyword_enum! {
         /// The voices of the speech models: aliases and each provider's own.
         SpeechVoices = "speech_voices",
         Transcription = "transcription",
+        /// OpenAI's Realtime API over a WebSocket (`GET` with `Upgrade`),
+        /// relayed to a realtime model's own WebSocket; each response held
+        /// before it is forwarded and billed before its `response.done`.
+        Realtime = "realtime",
+        /// Live transcription over a WebSocket (Deepgram's live protocol),
+        /// relayed to a `deepgram` model's live `/v1/listen`, billed per
+        /// period of audio received.
+        SttStream = "stt_stream",
         Catalogue = "catalogue",
         CatalogueTrending = "catalogue_trending",
         CatalogueModel = "catalogue_model",
@@ -456,6 +464,11 @@ keyword_enum! {
         XApiKey = "x_api_key",
         /// As `bearer`, or the API key in `x-goog-api-key` (Google's clients).
         GoogApiKey = "goog_api_key",
+        /// A WebSocket's: as `bearer` (or `Authorization: Token <key>`, as
+        /// Deepgram's clients send it), or the API key in the
+        /// `Sec-WebSocket-Protocol` list, as browsers must send it: OpenAI's
+        /// `openai-insecure-api-key.<key>` or Deepgram's `token, <key>`.
+        WebSocket = "websocket",
     }
 }
 

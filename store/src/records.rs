@@ -273,4 +273,8 @@ pub enum OutsideRecordPhase {
     /// ends, before its last event (`modes::responses`), or by its
     /// background run.
     StoredResponse,
+    /// A live session's turn: a realtime response's, or a period of a live
+    /// transcription's audio (usage, debit, release of its hold, audit
+    /// record), before the event that reports it (`sessions`).
+    SessionTurn,
 }

@@ -30,8 +30,18 @@ fn user(dir: &TempDir) -> (runtime::store::Store, i64, String) {
 /// Starts `gateway serve` on `dir` with the test providers file and
 /// `extra` variables; returns the child and its address.
 fn serve(dir: &TempDir, sim: &sim::Sim, extra: &[(&str, &str)]) -> (Child, String) {
+    serve_providers(dir, sim, &providers_toml(&sim.llm_url()), extra)
+}
+
+/// [`serve`] with the providers file `toml`.
+pub(crate) fn serve_providers(
+    dir: &TempDir,
+    sim: &sim::Sim,
+    toml: &str,
+    extra: &[(&str, &str)],
+) -> (Child, String) {
     let providers = dir.0.join("providers.toml");
-    std::fs::write(&providers, providers_toml(&sim.llm_url())).unwrap();
+    std::fs::write(&providers, toml).unwrap();
     let mut c = Command::new(BIN);
     c.env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())

@@ -440,6 +440,7 @@ modes::uploads 1 UploadedAsset
 money::hold 2 Hold HoldEnd
 pipeline commits
 relay 1 StreamSettlement
+sessions 1 SessionTurn
 store writer 3
 videos 2 VideoJobEnd";
 

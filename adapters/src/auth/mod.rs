@@ -107,6 +107,7 @@ impl Auth {
             // Google's clients send the key in `x-goog-api-key`.
             RowAuth::GoogApiKey => self.key_header_or_bearer(headers, X_GOOG_API_KEY).await,
             RowAuth::AccessToken => self.caller(headers, true).await.map(Some),
+            RowAuth::WebSocket => self.socket_caller(headers).await.map(Some),
             RowAuth::Admin => {
                 if let Some(v) = headers.get(ADMIN_KEY_HEADER) {
                     let ok = match (&self.admin_key, v.to_str()) {
@@ -141,6 +142,25 @@ impl Auth {
                 self.key_user(key).await.map(Some)
             }
             _ => self.caller(headers, false).await.map(Some),
+        }
+    }
+
+    /// A WebSocket's caller: `Authorization: Bearer` (or `Token`, as
+    /// Deepgram's clients send it), else the API key in the
+    /// `Sec-WebSocket-Protocol` list ([`socket_key`]).
+    async fn socket_caller(&self, headers: &HeaderMap) -> Result<User, ApiError> {
+        if let Some(v) = headers.get(http::header::AUTHORIZATION) {
+            let v = v.to_str().map_err(|_| Cause::MalformedHeader)?.trim();
+            if let Some((scheme, key)) = v.split_once(' ') {
+                if scheme.eq_ignore_ascii_case("token") && !key.trim().is_empty() {
+                    return self.key_user(key.trim()).await;
+                }
+            }
+            return self.caller(headers, false).await;
+        }
+        match socket_key(headers) {
+            Some(key) => self.key_user(&key).await,
+            None => Err(Cause::NoCredentials.into()),
         }
     }
 
@@ -281,6 +301,29 @@ fn same_secret(a: &str, b: &str) -> bool {
 }
 
 /// The credential of `Authorization: Bearer <credential>`.
+/// The API key a browser's WebSocket offers among its subprotocols (it
+/// cannot set headers): OpenAI's `openai-insecure-api-key.<key>`, or
+/// Deepgram's pair `token, <key>` (the entry after `token`).
+pub fn socket_key(headers: &HeaderMap) -> Option<String> {
+    let offered: Vec<&str> = headers
+        .get_all(http::header::SEC_WEBSOCKET_PROTOCOL)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(str::trim)
+        .collect();
+    if let Some(k) = offered
+        .iter()
+        .find_map(|p| p.strip_prefix("openai-insecure-api-key."))
+    {
+        return Some(k.to_owned());
+    }
+    offered
+        .windows(2)
+        .find(|w| w[0].eq_ignore_ascii_case("token"))
+        .map(|w| w[1].to_owned())
+}
+
 fn bearer(headers: &HeaderMap) -> Result<&str, Cause> {
     let value = headers
         .get(http::header::AUTHORIZATION)

@@ -44,6 +44,8 @@ pub(crate) type Hyper =
 pub(crate) struct Clients {
     pub hyper: Hyper,
     pub reqwest: reqwest::Client,
+    /// The TLS configuration of both, for WebSockets too ([`super::socket`]).
+    pub tls: Arc<rustls::ClientConfig>,
 }
 
 impl Clients {
@@ -61,7 +63,7 @@ impl Clients {
             .with_root_certificates(roots)
             .with_no_client_auth();
         let https = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_tls_config(tls)
+            .with_tls_config(tls.clone())
             .https_or_http()
             .enable_http1()
             .wrap_connector(http);
@@ -80,7 +82,11 @@ impl Clients {
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .expect("building the upstream HTTP client");
-        Arc::new(Clients { hyper, reqwest })
+        Arc::new(Clients {
+            hyper,
+            reqwest,
+            tls: Arc::new(tls),
+        })
     }
 }
 

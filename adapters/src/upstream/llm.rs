@@ -40,6 +40,11 @@ impl ProviderKey {
         ProviderKey::new(key.trim(), true)
     }
 
+    /// The key's scrubber searcher.
+    pub(super) fn secret(&self) -> &Arc<Key> {
+        &self.0
+    }
+
     fn new(key: &str, callers: bool) -> ProviderKey {
         let bearer = HeaderValue::try_from(format!("Bearer {key}"))
             .ok()
@@ -98,48 +103,63 @@ impl Upstream {
             key: Some(key.0.clone()),
             callers_key: key.2,
         };
-        // A key no header can carry is refused before the call (the BYOK
-        // 400 of `modes`); an empty value then fails as a 401 upstream.
-        let raw = || {
-            HeaderValue::from_str(key.0.as_str())
+        let ((name, value), version) = key_headers(key, form);
+        let call = Call::new(self, method.to_http(), url, name, value, mapping);
+        match version {
+            Some((name, value)) => call.with_header(name, value),
+            None => call,
+        }
+    }
+}
+
+/// The headers presenting `key` in `form`: the credential, and the API
+/// version header a form carries with it. The one maker of a provider
+/// key's headers (HTTP calls and WebSockets, [`super::socket`]).
+pub(super) fn key_headers(key: &ProviderKey, form: KeyForm) -> (Header, Option<Header>) {
+    // A key no header can carry is refused before the call (the BYOK
+    // 400 of `modes`); an empty value then fails as a 401 upstream.
+    let raw = || {
+        HeaderValue::from_str(key.0.as_str())
+            .map(|mut v| {
+                v.set_sensitive(true);
+                v
+            })
+            .unwrap_or_else(|_| HeaderValue::from_static(""))
+    };
+    let credential = match form {
+        KeyForm::Bearer => (
+            header::AUTHORIZATION,
+            key.1
+                .clone()
+                .unwrap_or_else(|| HeaderValue::from_static("")),
+        ),
+        KeyForm::XApiKey { .. } => (header::HeaderName::from_static("x-api-key"), raw()),
+        KeyForm::GoogApiKey => (header::HeaderName::from_static("x-goog-api-key"), raw()),
+        KeyForm::XiApiKey => (header::HeaderName::from_static("xi-api-key"), raw()),
+        KeyForm::Cartesia { .. } => (header::HeaderName::from_static("x-api-key"), raw()),
+        KeyForm::Token => (
+            header::AUTHORIZATION,
+            HeaderValue::from_str(&format!("Token {}", key.0.as_str()))
                 .map(|mut v| {
                     v.set_sensitive(true);
                     v
                 })
-                .unwrap_or_else(|_| HeaderValue::from_static(""))
-        };
-        let (name, value) = match form {
-            KeyForm::Bearer => (
-                header::AUTHORIZATION,
-                key.1
-                    .clone()
-                    .unwrap_or_else(|| HeaderValue::from_static("")),
-            ),
-            KeyForm::XApiKey { .. } => (header::HeaderName::from_static("x-api-key"), raw()),
-            KeyForm::GoogApiKey => (header::HeaderName::from_static("x-goog-api-key"), raw()),
-            KeyForm::XiApiKey => (header::HeaderName::from_static("xi-api-key"), raw()),
-            KeyForm::Cartesia { .. } => (header::HeaderName::from_static("x-api-key"), raw()),
-            KeyForm::Token => (
-                header::AUTHORIZATION,
-                HeaderValue::from_str(&format!("Token {}", key.0.as_str()))
-                    .map(|mut v| {
-                        v.set_sensitive(true);
-                        v
-                    })
-                    .unwrap_or_else(|_| HeaderValue::from_static("")),
-            ),
-        };
-        let call = Call::new(self, method.to_http(), url, name, value, mapping);
-        match form {
-            KeyForm::XApiKey { version } => call.with_header(
-                header::HeaderName::from_static("anthropic-version"),
-                HeaderValue::from_static(version),
-            ),
-            KeyForm::Cartesia { version } => call.with_header(
-                header::HeaderName::from_static("cartesia-version"),
-                HeaderValue::from_static(version),
-            ),
-            _ => call,
-        }
-    }
+                .unwrap_or_else(|_| HeaderValue::from_static("")),
+        ),
+    };
+    let version = match form {
+        KeyForm::XApiKey { version } => Some((
+            header::HeaderName::from_static("anthropic-version"),
+            HeaderValue::from_static(version),
+        )),
+        KeyForm::Cartesia { version } => Some((
+            header::HeaderName::from_static("cartesia-version"),
+            HeaderValue::from_static(version),
+        )),
+        _ => None,
+    };
+    (credential, version)
 }
+
+/// A header's name and value.
+pub(super) type Header = (header::HeaderName, HeaderValue);

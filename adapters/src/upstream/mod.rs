@@ -26,6 +26,7 @@ pub mod errors;
 mod failed;
 pub mod llm;
 pub mod scrub;
+pub mod socket;
 #[cfg(test)]
 mod tests;
 

@@ -217,6 +217,7 @@ fn security(auth: Auth) -> Value {
         Auth::Bearer => json!([{"bearerAuth": []}]),
         Auth::XApiKey => json!([{"bearerAuth": []}, {"xApiKey": []}]),
         Auth::GoogApiKey => json!([{"bearerAuth": []}, {"googApiKey": []}]),
+        Auth::WebSocket => json!([{"bearerAuth": []}]),
         Auth::AccessToken => json!([{"accessToken": []}]),
         Auth::Admin => json!([{"adminKey": []}, {"accessToken": []}]),
         Auth::Signature => json!([{"webhookSignature": []}]),

@@ -35,6 +35,13 @@ pub trait Adapter: Send + Sync + std::fmt::Debug {
         let _ = t;
         true
     }
+    /// The path of the provider's WebSocket for models of type `t` (a
+    /// realtime session, a live transcription), under its base URL;
+    /// `None`: it has none.
+    fn live_path(&self, t: ModelType) -> Option<&'static str> {
+        let _ = t;
+        None
+    }
     /// How the provider's key is presented.
     fn key_form(&self) -> KeyForm {
         KeyForm::Bearer

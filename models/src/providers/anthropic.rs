@@ -534,6 +534,8 @@ mod tests {
             per_second: None,
             per_minute: None,
             per_1k_chars: None,
+            input_audio_per_mtok: None,
+            output_audio_per_mtok: None,
             max_output_tokens: Some(321),
             cache_ttl_secs: None,
             cache_hit_price_pct: Default::default(),

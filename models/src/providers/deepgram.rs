@@ -51,6 +51,10 @@ impl Adapter for Deepgram {
         KeyForm::Token
     }
 
+    fn live_path(&self, t: ModelType) -> Option<&'static str> {
+        (t == ModelType::Stt).then_some("/v1/listen")
+    }
+
     fn voice_use(&self) -> VoiceUse {
         VoiceUse::Model
     }

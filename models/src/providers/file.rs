@@ -74,6 +74,8 @@ struct ModelDoc {
     per_second: Option<String>,
     per_minute: Option<String>,
     per_1k_chars: Option<String>,
+    input_audio_per_mtok: Option<String>,
+    output_audio_per_mtok: Option<String>,
     max_output_tokens: Option<u64>,
     cache_ttl_secs: Option<u64>,
     cache_hit_price_pct: Option<String>,
@@ -242,11 +244,12 @@ fn model(
     }
     let kind = ModelType::parse(&m.kind).ok_or_else(|| {
         ProvidersError(format!(
-            "{file}: {at}: type {:?} is not one of chat, completion, embedding, image, video, tts, stt",
+            "{file}: {at}: type {:?} is not one of chat, completion, embedding, image, video, tts, stt, realtime",
             m.kind
         ))
     })?;
-    if !adapter.supports(kind) {
+    if !adapter.supports(kind) || (kind == ModelType::Realtime && adapter.live_path(kind).is_none())
+    {
         return Err(ProvidersError(format!(
             "{file}: {at}: a {provider_kind} provider has no {} models",
             kind.as_str()
@@ -262,6 +265,14 @@ fn model(
     if m.per_second.is_some() && m.per_minute.is_some() {
         return Err(ProvidersError(format!(
             "{file}: {at}: per_second and per_minute: give one price of the audio's length"
+        )));
+    }
+    if (m.input_audio_per_mtok.is_some() || m.output_audio_per_mtok.is_some())
+        && kind != ModelType::Realtime
+    {
+        return Err(ProvidersError(format!(
+            "{file}: {at}: input_audio_per_mtok and output_audio_per_mtok price a realtime model's audio; this is a {} model",
+            kind.as_str()
         )));
     }
     if m.per_1k_chars.is_some() && kind != ModelType::Tts {
@@ -282,6 +293,8 @@ fn model(
         per_second: price(file, at, "per_second", m.per_second)?,
         per_minute: price(file, at, "per_minute", m.per_minute)?,
         per_1k_chars: price(file, at, "per_1k_chars", m.per_1k_chars)?,
+        input_audio_per_mtok: price(file, at, "input_audio_per_mtok", m.input_audio_per_mtok)?,
+        output_audio_per_mtok: price(file, at, "output_audio_per_mtok", m.output_audio_per_mtok)?,
         id: m.id,
         kind,
         context_window: m.context_window,

@@ -604,6 +604,8 @@ mod tests {
             per_second: None,
             per_minute: None,
             per_1k_chars: None,
+            input_audio_per_mtok: None,
+            output_audio_per_mtok: None,
             max_output_tokens: None,
             cache_ttl_secs: None,
             cache_hit_price_pct: Default::default(),

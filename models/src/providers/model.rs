@@ -13,10 +13,12 @@ pub enum ModelType {
     Video,
     Tts,
     Stt,
+    /// A speech-to-speech session over a WebSocket (OpenAI's Realtime API).
+    Realtime,
 }
 
 impl ModelType {
-    pub const ALL: [ModelType; 7] = [
+    pub const ALL: [ModelType; 8] = [
         ModelType::Chat,
         ModelType::Completion,
         ModelType::Embedding,
@@ -24,6 +26,7 @@ impl ModelType {
         ModelType::Video,
         ModelType::Tts,
         ModelType::Stt,
+        ModelType::Realtime,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -35,6 +38,7 @@ impl ModelType {
             ModelType::Video => "video",
             ModelType::Tts => "tts",
             ModelType::Stt => "stt",
+            ModelType::Realtime => "realtime",
         }
     }
 
@@ -57,6 +61,10 @@ pub struct Model {
     pub cache_read_per_mtok: Option<Decimal>,
     /// Prompt tokens written to the provider's cache (default: the input price).
     pub cache_write_per_mtok: Option<Decimal>,
+    /// Audio tokens of a realtime session's input and output (beside the
+    /// text prices; `None`: the text price).
+    pub input_audio_per_mtok: Option<Decimal>,
+    pub output_audio_per_mtok: Option<Decimal>,
     pub per_image: Option<Decimal>,
     /// USD per second of audio or video.
     pub per_second: Option<Decimal>,

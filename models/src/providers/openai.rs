@@ -6,6 +6,7 @@
 use serde_json::{Map, Value};
 
 use super::adapter::{Adapter, Op};
+use super::model::ModelType;
 
 /// Fields the gateway consumes and never sends upstream.
 const GATEWAY_FIELDS: [&str; 3] = ["byok_api_key", "additional_params", "models"];
@@ -25,6 +26,10 @@ impl Adapter for OpenAi {
             Op::Translation => "/audio/translations",
             Op::Video => "/videos",
         }
+    }
+
+    fn live_path(&self, t: ModelType) -> Option<&'static str> {
+        (t == ModelType::Realtime).then_some("/realtime")
     }
 }
 

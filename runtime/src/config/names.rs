@@ -62,6 +62,16 @@ pub const GATEWAY_STOCK_VOICES: &str = "GATEWAY_STOCK_VOICES";
 pub const GATEWAY_SWEEP_INTERVAL_SECS: &str = "GATEWAY_SWEEP_INTERVAL_SECS";
 /// Days a stored response of the Responses API is kept. Default 30.
 pub const GATEWAY_RESPONSES_RETENTION_DAYS: &str = "GATEWAY_RESPONSES_RETENTION_DAYS";
+/// Longest live WebSocket session (realtime, live transcription), in seconds. Default 3600.
+pub const GATEWAY_REALTIME_MAX_SECS: &str = "GATEWAY_REALTIME_MAX_SECS";
+/// Seconds a live session may go without a message from its caller. Default 300.
+pub const GATEWAY_REALTIME_IDLE_SECS: &str = "GATEWAY_REALTIME_IDLE_SECS";
+/// Largest WebSocket message of a live session, in bytes. Default 4 MiB.
+pub const GATEWAY_REALTIME_MAX_FRAME_BYTES: &str = "GATEWAY_REALTIME_MAX_FRAME_BYTES";
+/// Live sessions one user may hold open on an instance at once. Default 8.
+pub const GATEWAY_REALTIME_MAX_SESSIONS: &str = "GATEWAY_REALTIME_MAX_SESSIONS";
+/// Seconds of a live transcription's audio held and committed at a time. Default 10.
+pub const GATEWAY_STREAM_BILLING_SECS: &str = "GATEWAY_STREAM_BILLING_SECS";
 /// Whose stored responses a caller reaches: `user` (default) or `key`.
 pub const GATEWAY_RESPONSES_SCOPE: &str = "GATEWAY_RESPONSES_SCOPE";
 /// UTC time (`HH:MM`) of the nightly reconciliation, or `off`. Default `00:30`.

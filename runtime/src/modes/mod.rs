@@ -41,6 +41,10 @@
 //! * [`transcription`] — `transcription`: speech to text (and translation
 //!   to English), the upload spooled to disk, probed and streamed upstream,
 //!   billed in seconds.
+//! * [`realtime`] — `realtime`: OpenAI's Realtime API over a WebSocket,
+//!   each response held and billed as it ends ([`crate::sessions`]).
+//! * [`stt_stream`] — `stt_stream`: live transcription over a WebSocket,
+//!   billed per period of audio received.
 //! * [`payments`] — `stripe_checkout`, `stripe_webhook`,
 //!   `stripe_purchases`: buying credits through Stripe Checkout.
 //! * [`videos`] — `video_submit`, `video_get`, `video_list`,
@@ -74,8 +78,10 @@ pub mod lists;
 pub mod media_files;
 pub mod payments;
 pub mod proxy;
+pub mod realtime;
 pub mod search;
 pub mod speech;
+pub mod stt_stream;
 pub mod synthesis;
 pub mod transcription;
 pub mod uploads;
@@ -144,6 +150,8 @@ pub async fn run(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<Out
         Mode::Speech => speech::speak(ctx, req).await,
         Mode::SpeechVoices => speech::voices::list(ctx).await,
         Mode::Transcription => transcription::transcribe(ctx, req).await,
+        Mode::Realtime => realtime::open(ctx, req).await,
+        Mode::SttStream => stt_stream::open(ctx, req).await,
         Mode::VideoSubmit => videos::submit(ctx, req).await,
         Mode::VideoGet => videos::get(ctx, params).await,
         Mode::VideoList => videos::list(ctx).await,

@@ -4,10 +4,11 @@
 use rust_decimal::Decimal;
 
 use super::hold::Hold;
-use super::prices::raw_token_cost;
+use super::prices::{raw_token_cost, realtime_raw_cost};
 use crate::ctx::{Caller, Metered};
 use gateway_base::billing::{with_markup, Charge};
 use gateway_models::providers::{Model, Provider, Tokens};
+use gateway_models::realtime::RealtimeUsage;
 use gateway_store::{ModelUsageRecord, Record, UsageRecord};
 
 /// What a request owes.
@@ -183,6 +184,24 @@ impl Settle {
         settle(Bill::Model {
             settle: self,
             usage: tokens,
+            ended: ended.to_owned(),
+        })
+    }
+
+    /// The records of a realtime response's usage `u` (already within its
+    /// bound), each kind at its price ([`super::prices`]), ended as `ended`.
+    pub fn realtime_records(self, u: &RealtimeUsage, ended: &str) -> Vec<Record> {
+        let tokens = u.tokens();
+        let usage = Usage {
+            unit: "tokens",
+            quantity: Decimal::from(tokens.prompt() + tokens.output),
+            raw_cost: Some(realtime_raw_cost(&self.model, u)),
+            tokens,
+            counted: true,
+        };
+        settle(Bill::Model {
+            settle: self,
+            usage,
             ended: ended.to_owned(),
         })
     }

@@ -67,4 +67,7 @@ pub mod prices;
 pub use bill::{settle, Bill, Served, Settle};
 pub use budgets::over_budget;
 pub use hold::{hold_release, hold_voice, reserve, Hold};
-pub use prices::{bound_cost, chars_cost, image_cost, pricing_failed, seconds_cost, token_cost};
+pub use prices::{
+    bound_cost, chars_cost, image_cost, pricing_failed, realtime_bound_cost, seconds_cost,
+    token_cost,
+};

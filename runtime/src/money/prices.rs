@@ -6,6 +6,7 @@ use rust_decimal::Decimal;
 use gateway_base::billing::with_markup;
 use gateway_base::errors::ApiError;
 use gateway_models::providers::{Model, Provider, Tokens};
+use gateway_models::realtime::{RealtimeUsage, ResponseBound};
 
 const MTOK: Decimal = Decimal::from_parts(1_000_000, 0, 0, false, 0);
 
@@ -76,6 +77,51 @@ pub(super) fn raw_token_cost(m: &Model, t: Tokens) -> Decimal {
         + at(m.cache_write_price(), t.cache_write)
 }
 
+/// What a realtime response used on `m`, before markup: text and audio
+/// tokens each at its price (audio at `input_audio_per_mtok` /
+/// `output_audio_per_mtok`, the text price when the model gives none),
+/// cached input at the cache-read price.
+pub(super) fn realtime_raw_cost(m: &Model, u: &RealtimeUsage) -> Decimal {
+    let at = |price: Option<Decimal>, n: u64| price.unwrap_or_default() * Decimal::from(n) / MTOK;
+    let audio_in = m.input_audio_per_mtok.or(m.input_per_mtok);
+    let audio_out = m.output_audio_per_mtok.or(m.output_per_mtok);
+    at(m.input_per_mtok, u.text_in - u.cached_text)
+        + at(audio_in, u.audio_in - u.cached_audio)
+        + at(m.cache_read_price(), u.cached_text + u.cached_audio)
+        + at(m.output_per_mtok, u.text_out)
+        + at(audio_out, u.audio_out)
+}
+
+/// The most a realtime response of bound `b` can cost on `m` of `p`,
+/// markup included (what is held): each input at the higher of its price
+/// and the cache price, the output cap at the higher output price.
+pub fn realtime_bound_cost(
+    p: &Provider,
+    m: &Model,
+    b: &ResponseBound,
+) -> Result<Decimal, ApiError> {
+    let max = |a: Option<Decimal>, b: Option<Decimal>| a.into_iter().chain(b).max();
+    let per = |price: Option<Decimal>, n: u64| {
+        price
+            .unwrap_or_default()
+            .checked_mul(Decimal::from(n))
+            .map(|c| c / MTOK)
+    };
+    let cache = m.cache_read_per_mtok;
+    let text_in = max(m.input_per_mtok, cache);
+    let audio_in = max(m.input_audio_per_mtok.or(m.input_per_mtok), cache);
+    let out = max(m.output_per_mtok, m.output_audio_per_mtok);
+    [
+        per(text_in, b.text_in),
+        per(audio_in, b.audio_in),
+        per(out, b.output),
+    ]
+    .into_iter()
+    .try_fold(Decimal::ZERO, |sum, c| c.and_then(|c| sum.checked_add(c)))
+    .and_then(|raw| checked_markup(raw, p.markup_pct))
+    .ok_or_else(|| pricing_failed(p, m))
+}
+
 /// The charge of `n` images of `m`, markup included, 8 places.
 pub fn image_cost(p: &Provider, m: &Model, n: u64) -> Decimal {
     with_markup(
@@ -134,6 +180,8 @@ mod tests {
             per_second: None,
             per_minute: None,
             per_1k_chars: None,
+            input_audio_per_mtok: None,
+            output_audio_per_mtok: None,
             max_output_tokens: None,
             cache_ttl_secs: None,
             cache_hit_price_pct: Default::default(),

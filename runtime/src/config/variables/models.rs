@@ -39,6 +39,41 @@ pub(super) const VARIABLES: &[Variable] = &[
         scope: Scope::Gateway,
     },
     Variable {
+        name: "GATEWAY_REALTIME_MAX_SECS",
+        default: r#"`3600`"#,
+        meaning: r#"longest live WebSocket session (`/realtime`, `/audio/stt/stream`); then it is
+            settled and closed with code 1008 (see [Realtime sessions](models.md#realtime-sessions))"#,
+        scope: Scope::Gateway,
+    },
+    Variable {
+        name: "GATEWAY_REALTIME_IDLE_SECS",
+        default: r#"`300`"#,
+        meaning: r#"seconds a live session may go without a message from its caller before it is
+            closed (code 1000, the reason naming the time-out)"#,
+        scope: Scope::Gateway,
+    },
+    Variable {
+        name: "GATEWAY_REALTIME_MAX_FRAME_BYTES",
+        default: r#"`4194304`"#,
+        meaning: r#"largest WebSocket message of a live session, either way; a larger one closes
+            the session with code 1009"#,
+        scope: Scope::Gateway,
+    },
+    Variable {
+        name: "GATEWAY_REALTIME_MAX_SESSIONS",
+        default: r#"`8`"#,
+        meaning: r#"live sessions one user may hold open on an instance at once; one more is
+            refused with 429 before the upgrade"#,
+        scope: Scope::Gateway,
+    },
+    Variable {
+        name: "GATEWAY_STREAM_BILLING_SECS",
+        default: r#"`10`"#,
+        meaning: r#"seconds of a live transcription's audio held before they are relayed and
+            committed once received; a period that cannot be held closes the session"#,
+        scope: Scope::Gateway,
+    },
+    Variable {
         name: "GATEWAY_RETRY_MAX",
         default: r#"`2`"#,
         meaning: r#"retries of a model call after its first attempt, before any byte went to

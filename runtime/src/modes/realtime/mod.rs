@@ -1,0 +1,85 @@
+//! `realtime`: OpenAI's Realtime API over a WebSocket (`GET /realtime?model=…`
+//! with `Upgrade: websocket`), relayed to a realtime model's own WebSocket.
+//!
+//! Before the upgrade, with plain HTTP errors in the row's format: the
+//! caller's key (the pipeline; a browser's in the subprotocol list, never
+//! sent on), the model (`type = "realtime"` of an `openai` provider, and
+//! the key's allow-list), the handshake, a place among the user's open
+//! sessions (`GATEWAY_REALTIME_MAX_SESSIONS`, 429), and the provider's
+//! socket opened with the provider's key. Then `101` (the `realtime`
+//! subprotocol when offered) and the session runs in a task of its own:
+//! [`relay`] moves the events, [`turns`] holds and bills each response.
+
+mod relay;
+mod turns;
+
+use crate::ctx::{Ctx, Later, Outcome, Settlement};
+use crate::sessions;
+use gateway_adapters::upstream::encode_segment;
+use gateway_base::body::Request;
+use gateway_base::errors::ApiError;
+use gateway_models::providers::ModelType;
+
+/// The subprotocol OpenAI's clients offer, answered.
+const PROTOCOL: &str = "realtime";
+
+/// Opens a realtime session (see the module).
+pub async fn open(ctx: &mut Ctx, mut req: Request) -> Result<Outcome, ApiError> {
+    let (user, name) = sessions::caller_and_model(ctx.user.as_ref(), &ctx.query)?;
+    let name = name.ok_or_else(|| ApiError::BadRequest("model: required (`?model=…`)".into()))?;
+    let (p, m) = ctx.gw.providers.resolve(Some(&name), ModelType::Realtime)?;
+    crate::model_call::allowed(&ctx.caller(), p, m, None)?;
+    let key = p
+        .key
+        .clone()
+        .ok_or_else(|| gateway_models::providers::config_missing(p))?;
+    let handshake = sessions::handshake_key(req.headers())?;
+    let slot = ctx.gw.sessions.take(user.id)?;
+    let limits = ctx.gw.config.sessions;
+    let live = p
+        .adapter
+        .live_path(ModelType::Realtime)
+        .ok_or_else(|| ApiError::bug("a realtime model without its provider's socket"))?;
+    let path = format!("{live}?model={}", encode_segment(&m.id));
+    let up = ctx
+        .gw
+        .upstream
+        .socket(
+            &p.base_url,
+            &path,
+            &key,
+            p.adapter.key_form(),
+            limits.max_frame,
+        )
+        .await?;
+    let payer = turns::Payer {
+        gw: ctx.gw.clone(),
+        user,
+        route_id: ctx.spec.id,
+        capability: ctx.spec.capability,
+        path: req.uri().path().to_owned(),
+        provider: p.clone(),
+        model: m.clone(),
+        session_id: ctx.request_id.clone(),
+        trace: ctx.trace.take(),
+    };
+    let clock = sessions::Clock::start(limits, ctx.gw.sessions.going_away());
+    let resp = sessions::accept(
+        &mut req,
+        handshake,
+        Some(PROTOCOL),
+        limits.max_frame,
+        move |caller| {
+            relay::run(relay::Session {
+                caller,
+                up,
+                turns: turns::Turns::new(payer),
+                clock,
+                slot,
+                counts: Default::default(),
+                caller_open: true,
+            })
+        },
+    );
+    Ok(Outcome::new(resp, Some(101)).settled(Settlement::Later(Later::Session)))
+}

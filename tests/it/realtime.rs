@@ -1,0 +1,436 @@
+//! Realtime sessions over WebSocket (issue #42): `GET /api/v1/realtime`
+//! relayed to the simulator's OpenAI Realtime socket, each response held
+//! before its `response.create` goes upstream and billed (usage record,
+//! debit, audit record) before its `response.done` reaches the caller; a
+//! response the credit or the key's budget cannot hold refused with
+//! `insufficient_credits` and nothing sent; the browser's subprotocol
+//! key; a wrong key refused before the upgrade; `kill -9` mid-response
+//! losing no committed turn and freeing the hold on restart.
+
+use std::time::Duration;
+
+use base64::Engine;
+use futures_util::{SinkExt, StreamExt};
+use runtime::store::{Accounts, History, Ledger};
+use rust_decimal::Decimal;
+use serde_json::{json, Value};
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::Message;
+
+use crate::harness::*;
+
+/// The test providers plus a realtime model (audio priced apart, cache
+/// reads cheaper) and a Deepgram provider for live transcription.
+pub(crate) fn realtime_toml(llm_url: &str) -> String {
+    let root = llm_url.trim_end_matches("/v1");
+    format!(
+        r#"{}
+[[provider.model]]
+id = "gpt-realtime"
+type = "realtime"
+input_per_mtok = "4.00"
+output_per_mtok = "16.00"
+input_audio_per_mtok = "32.00"
+output_audio_per_mtok = "64.00"
+cache_read_per_mtok = "0.40"
+
+[[provider]]
+id = "dg"
+kind = "deepgram"
+base_url = "{root}/p/dg"
+api_key_env = "{LLM_KEY_VAR}"
+[[provider.model]]
+id = "nova-3"
+type = "stt"
+per_minute = "0.0043"
+"#,
+        providers_toml(llm_url)
+    )
+}
+
+pub(crate) async fn realtime_env() -> Env {
+    env_with_providers(realtime_toml, |_| {}).await
+}
+
+pub(crate) type Ws =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// Opens `path` (with its query) on the gateway as a WebSocket, the key
+/// in `Authorization: Bearer` (or nothing when `None`) and `protocols`
+/// offered; the socket, or the refusal's status and body.
+pub(crate) async fn open(
+    env: &Env,
+    path: &str,
+    key: Option<&str>,
+    protocols: Option<&str>,
+) -> Result<(Ws, http::HeaderMap), (u16, Value)> {
+    let url = env.url(path).replacen("http://", "ws://", 1);
+    let mut req = url.into_client_request().unwrap();
+    if let Some(k) = key {
+        req.headers_mut()
+            .insert("authorization", format!("Bearer {k}").parse().unwrap());
+    }
+    if let Some(p) = protocols {
+        req.headers_mut()
+            .insert("sec-websocket-protocol", p.parse().unwrap());
+    }
+    match tokio_tungstenite::connect_async(req).await {
+        Ok((ws, resp)) => Ok((ws, resp.headers().clone())),
+        Err(tokio_tungstenite::tungstenite::Error::Http(resp)) => {
+            let body = resp.body().clone().unwrap_or_default();
+            Err((
+                resp.status().as_u16(),
+                serde_json::from_slice(&body).unwrap_or(Value::Null),
+            ))
+        }
+        Err(e) => panic!("connect: {e}"),
+    }
+}
+
+pub(crate) async fn send(ws: &mut Ws, v: Value) {
+    ws.send(Message::Text(v.to_string().into())).await.unwrap();
+}
+
+/// The next text event (JSON), within 10 s.
+pub(crate) async fn next_event(ws: &mut Ws) -> Value {
+    loop {
+        let m = tokio::time::timeout(Duration::from_secs(10), ws.next())
+            .await
+            .expect("an event in time")
+            .expect("the socket open")
+            .unwrap();
+        if let Message::Text(t) = m {
+            return serde_json::from_str(t.as_str()).unwrap();
+        }
+        assert!(!m.is_close(), "closed: {m:?}");
+    }
+}
+
+/// Events until one of type `kind` (that one included).
+async fn until(ws: &mut Ws, kind: &str) -> Vec<Value> {
+    let mut out = Vec::new();
+    loop {
+        let e = next_event(ws).await;
+        let done = e["type"] == kind;
+        out.push(e);
+        if done {
+            return out;
+        }
+    }
+}
+
+fn user_text(text: &str) -> Value {
+    json!({"type": "conversation.item.create", "item": {"type": "message", "role": "user",
+        "content": [{"type": "input_text", "text": text}]}})
+}
+
+/// A response's charge from its reported usage at the test model's
+/// prices, +20 %, to the 8th decimal.
+pub(crate) fn priced(usage: &Value) -> Decimal {
+    let n = |p: &str| Decimal::from(usage.pointer(p).and_then(Value::as_u64).unwrap_or(0));
+    let ct = n("/input_token_details/cached_tokens_details/text_tokens");
+    let ca = n("/input_token_details/cached_tokens_details/audio_tokens");
+    let raw = (n("/input_token_details/text_tokens") - ct) * d("4")
+        + (n("/input_token_details/audio_tokens") - ca) * d("32")
+        + (ct + ca) * d("0.40")
+        + n("/output_token_details/text_tokens") * d("16")
+        + n("/output_token_details/audio_tokens") * d("64");
+    (raw / d("1000000") * d("1.2")).round_dp(8)
+}
+
+/// The simulator's logged client events of the realtime API.
+pub(crate) async fn sim_events(env: &Env) -> Vec<Value> {
+    let v: Value = env
+        .client
+        .get(format!("{}/__sim/realtime/events", env.sim.url()))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    v.as_array()
+        .cloned()
+        .or_else(|| v["events"].as_array().cloned())
+        .unwrap_or_default()
+}
+
+fn of_type(events: &[Value], kind: &str) -> usize {
+    events
+        .iter()
+        .filter(|e| e.to_string().contains(&format!("\"type\":\"{kind}\"")))
+        .count()
+}
+
+/// One text turn: the item, the response (capped at `cap` when given),
+/// its `response.done`; asserts it was billed before it arrived.
+async fn text_turn(env: &Env, ws: &mut Ws, text: &str, cap: Option<u64>, n: usize) -> Value {
+    send(ws, user_text(text)).await;
+    let mut create = json!({"type": "response.create"});
+    if let Some(c) = cap {
+        create["response"] = json!({"max_output_tokens": c});
+    }
+    send(ws, create).await;
+    let done = until(ws, "response.done").await.pop().unwrap();
+    // Committed before the event left: the row is there as it arrives.
+    assert_eq!(env.usage().len(), n, "billed before response.done");
+    done
+}
+
+#[tokio::test]
+async fn text_and_audio_turns_are_billed_at_their_prices_before_each_response_done() {
+    let env = realtime_env().await;
+    env.grant("5");
+    let (mut ws, h) = open(
+        &env,
+        "/api/v1/realtime?model=sim/gpt-realtime",
+        Some(&env.key),
+        None,
+    )
+    .await
+    .unwrap();
+    assert!(h.get("x-request-id").is_some());
+    let created = next_event(&mut ws).await;
+    assert_eq!(created["type"], "session.created");
+    send(
+        &mut ws,
+        json!({"type": "session.update", "session": {"type": "realtime",
+        "output_modalities": ["text"], "instructions": "Be brief."}}),
+    )
+    .await;
+    until(&mut ws, "session.updated").await;
+    let mut charged = Decimal::ZERO;
+    for (i, text) in ["Hello there", "What is the weather", "Thanks a lot"]
+        .iter()
+        .enumerate()
+    {
+        let done = text_turn(&env, &mut ws, text, None, i + 1).await;
+        let usage = &done["response"]["usage"];
+        let cost = priced(usage);
+        assert_eq!(d(&usage["cost"].to_string()), cost, "the event's cost");
+        let row = env.usage().pop().unwrap();
+        assert_eq!(row.charged, cost, "turn {i}");
+        assert_eq!(row.unit, "tokens");
+        charged += cost;
+        if i > 0 {
+            assert!(
+                usage["input_token_details"]["cached_tokens"]
+                    .as_u64()
+                    .unwrap()
+                    > 0
+            );
+        }
+    }
+    // An audio turn: a second of PCM16 at 24 kHz appended in two pieces.
+    let pcm = base64::engine::general_purpose::STANDARD.encode(vec![0u8; 24_000]);
+    for _ in 0..2 {
+        send(
+            &mut ws,
+            json!({"type": "input_audio_buffer.append", "audio": pcm}),
+        )
+        .await;
+    }
+    send(&mut ws, json!({"type": "input_audio_buffer.commit"})).await;
+    until(&mut ws, "input_audio_buffer.committed").await;
+    send(
+        &mut ws,
+        json!({"type": "response.create",
+        "response": {"output_modalities": ["audio"]}}),
+    )
+    .await;
+    let events = until(&mut ws, "response.done").await;
+    assert!(events
+        .iter()
+        .any(|e| e["type"] == "response.output_audio.delta"));
+    let usage = &events.last().unwrap()["response"]["usage"];
+    assert_eq!(usage["input_token_details"]["audio_tokens"], 10);
+    assert!(
+        usage["output_token_details"]["audio_tokens"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+    let cost = priced(usage);
+    assert_eq!(env.usage().pop().unwrap().charged, cost);
+    charged += cost;
+    assert_eq!(env.balance(), d("5") - charged);
+    // Four turns, four audit records, no hold left; the key never upstream.
+    let audit = env.audit();
+    assert_eq!(audit.iter().filter(|a| a.route_id == "realtime").count(), 4);
+    assert!(env.store().holds_of(env.user_id).unwrap().is_empty());
+    let sent = sim_events(&env).await;
+    assert_eq!(of_type(&sent, "response.create"), 4);
+    assert!(!serde_json::to_string(&sent).unwrap().contains(&env.key));
+    assert!(sent
+        .iter()
+        .filter(|e| e.to_string().contains("response.create"))
+        .all(|e| e.to_string().contains("max_output_tokens")));
+}
+
+#[tokio::test]
+async fn a_response_the_credit_cannot_hold_is_refused_and_nothing_goes_upstream() {
+    let env = realtime_env().await;
+    env.grant("0.01");
+    let (mut ws, _) = open(
+        &env,
+        "/api/v1/realtime?model=sim/gpt-realtime",
+        Some(&env.key),
+        None,
+    )
+    .await
+    .unwrap();
+    next_event(&mut ws).await;
+    for i in 0..2 {
+        text_turn(&env, &mut ws, "Hello", Some(12), i + 1).await;
+    }
+    let balance = env.balance();
+    // The third asks for the default cap (4,096 tokens): more than is left.
+    send(&mut ws, user_text("And again")).await;
+    send(
+        &mut ws,
+        json!({"type": "response.create", "event_id": "evt_3"}),
+    )
+    .await;
+    let e = until(&mut ws, "error").await.pop().unwrap();
+    assert_eq!(e["error"]["code"], "insufficient_credits");
+    assert_eq!(e["error"]["event_id"], "evt_3");
+    assert_eq!(env.usage().len(), 2);
+    assert_eq!(env.balance(), balance, "nothing charged for it");
+    assert!(env.store().holds_of(env.user_id).unwrap().is_empty());
+    assert_eq!(of_type(&sim_events(&env).await, "response.create"), 2);
+    // The session stays open: a response that fits goes on.
+    text_turn(&env, &mut ws, "Short one", Some(12), 3).await;
+}
+
+#[tokio::test]
+async fn a_budget_reached_mid_session_refuses_the_next_response() {
+    let env = realtime_env().await;
+    env.grant("5");
+    let b = runtime::store::Budget::parse("0.005", "total").unwrap();
+    let (_, key) =
+        runtime::auth::create_named_key(env.store(), env.user_id, None, Some(b)).unwrap();
+    let (mut ws, _) = open(
+        &env,
+        "/api/v1/realtime?model=sim/gpt-realtime",
+        Some(&key),
+        None,
+    )
+    .await
+    .unwrap();
+    next_event(&mut ws).await;
+    text_turn(&env, &mut ws, "Hello", Some(12), 1).await;
+    send(&mut ws, json!({"type": "response.create"})).await;
+    let e = until(&mut ws, "error").await.pop().unwrap();
+    assert_eq!(e["error"]["code"], "insufficient_credits");
+    assert!(e["error"]["message"].as_str().unwrap().contains("budget"));
+    assert_eq!(env.usage().len(), 1);
+    assert_eq!(of_type(&sim_events(&env).await, "response.create"), 1);
+}
+
+#[tokio::test]
+async fn the_browser_form_of_the_key_works_and_a_wrong_key_is_refused_before_the_upgrade() {
+    let env = realtime_env().await;
+    env.grant("1");
+    let offered = format!("realtime, openai-insecure-api-key.{}", env.key);
+    let (mut ws, h) = open(
+        &env,
+        "/api/v1/realtime?model=sim/gpt-realtime",
+        None,
+        Some(&offered),
+    )
+    .await
+    .unwrap();
+    assert_eq!(h["sec-websocket-protocol"], "realtime");
+    assert_eq!(next_event(&mut ws).await["type"], "session.created");
+    text_turn(&env, &mut ws, "Hi", Some(12), 1).await;
+    let sent = serde_json::to_string(&env.sim_requests().await).unwrap();
+    assert!(!sent.contains(&env.key), "the caller's key never upstream");
+    // A wrong key, a missing key: 401 in OpenAI's shape, no session.
+    env.clear_sim_log().await;
+    let bad = "realtime, openai-insecure-api-key.gw_wrongwrongwrongwrongwrongwrong";
+    let (status, body) = open(
+        &env,
+        "/api/v1/realtime?model=sim/gpt-realtime",
+        None,
+        Some(bad),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(status, 401);
+    assert!(body["error"]["message"].is_string());
+    let (status, _) = open(&env, "/api/v1/realtime?model=sim/gpt-realtime", None, None)
+        .await
+        .unwrap_err();
+    assert_eq!(status, 401);
+    env.assert_no_upstream_call().await;
+    // Not a realtime model; not a WebSocket: refused as HTTP.
+    let (status, _) = open(&env, "/api/v1/realtime?model=sim-gpt", Some(&env.key), None)
+        .await
+        .unwrap_err();
+    assert_eq!(status, 404);
+    let a = env
+        .call_as(
+            &env.key,
+            "GET",
+            &env.url("/api/v1/realtime?model=sim/gpt-realtime"),
+            None,
+        )
+        .await;
+    a.expect(400);
+    assert!(a.json["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("WebSocket"));
+}
+
+#[tokio::test]
+async fn kill_9_mid_response_keeps_the_committed_turns_and_frees_the_hold_on_restart() {
+    let sim = start_sim().await;
+    let dir = TempDir::new("realtime-crash");
+    let store = runtime::store::Store::open_at(&dir.database()).unwrap();
+    let user = store.create_user("rt@example.com", false).unwrap();
+    let key = runtime::auth::create_key(&store, user).unwrap();
+    store.grant_credit(user, d("5"), Some("test")).unwrap();
+    let toml = realtime_toml(&sim.llm_url());
+    let (mut child, addr) = crate::crash_holds::serve_providers(&dir, &sim, &toml, &[]);
+    let url = format!("ws://{addr}/api/v1/realtime?model=sim/gpt-realtime");
+    let mut req = url.into_client_request().unwrap();
+    req.headers_mut()
+        .insert("authorization", format!("Bearer {key}").parse().unwrap());
+    let (mut ws, _) = tokio_tungstenite::connect_async(req).await.unwrap();
+    next_event(&mut ws).await;
+    for _ in 0..2 {
+        send(&mut ws, user_text("Hello")).await;
+        send(
+            &mut ws,
+            json!({"type": "response.create", "response": {"max_output_tokens": 12}}),
+        )
+        .await;
+        until(&mut ws, "response.done").await;
+    }
+    // The third response runs slowly: the process dies while it is held.
+    reqwest::Client::new()
+        .post(format!("{}/__sim/config", sim.url()))
+        .json(&json!({"realtime_delta_ms": 2000}))
+        .send()
+        .await
+        .unwrap();
+    send(&mut ws, user_text("Hello")).await;
+    send(&mut ws, json!({"type": "response.create"})).await;
+    until(&mut ws, "response.created").await;
+    assert_eq!(store.holds_of(user).unwrap().len(), 1);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    drop(ws);
+    let (mut again, _) = crate::crash_holds::serve_providers(&dir, &sim, &toml, &[]);
+    assert!(
+        store.holds_of(user).unwrap().is_empty(),
+        "the hold freed at start"
+    );
+    let usage = store.usage_rows_of(user).unwrap();
+    assert_eq!(usage.len(), 2, "the committed turns kept");
+    let charged: Decimal = usage.iter().map(|u| u.charged).sum();
+    assert_eq!(store.balance(user).unwrap(), d("5") - charged);
+    again.kill().unwrap();
+    again.wait().unwrap();
+}
