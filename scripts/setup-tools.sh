@@ -18,6 +18,9 @@
 #   openai        (PyPI, pinned) OpenAI's official Python SDK driving /api/v1/responses
 #                 (tests/openai_sdk/responses.py, run by tests/it/responses.rs); after
 #                 litellm, whose range (openai>=2.20,<4) it is in
+#   websockets    (PyPI, pinned) the `openai[realtime]` extra: the SDK's
+#                 client.realtime.connect (tests/openai_sdk/realtime.py, run by
+#                 tests/it/realtime.rs)
 #   google-genai  (PyPI, pinned) Google's official Python SDK driving /api/v1/gemini
 #                 (tests/genai_sdk/check.py, run by tests/it/gemini_door.rs)
 #   oauth2-mock-server (npm, pinned by tests/oidc/package-lock.json) the
@@ -33,6 +36,7 @@ ANTHROPIC_SDK_VERSION=0.76.0
 LITELLM_VERSION=1.110.2
 GENAI_SDK_VERSION=3.6.1
 OPENAI_SDK_VERSION=3.57.0
+WEBSOCKETS_VERSION=15.0.1
 export PATH="$HOME/.local/bin:$PATH"
 
 need_apt=()
@@ -91,6 +95,12 @@ if [ "$(python3 -c 'import openai; print(openai.__version__)' 2>/dev/null || tru
     echo "setup-tools: installing openai $OPENAI_SDK_VERSION (pip)" >&2
     python3 -m pip install -q "openai==$OPENAI_SDK_VERSION" 2>/dev/null ||
         python3 -m pip install -q --user --break-system-packages "openai==$OPENAI_SDK_VERSION"
+fi
+
+if [ "$(python3 -c 'import websockets; print(websockets.__version__)' 2>/dev/null || true)" != "$WEBSOCKETS_VERSION" ]; then
+    echo "setup-tools: installing websockets $WEBSOCKETS_VERSION (pip)" >&2
+    python3 -m pip install -q "websockets==$WEBSOCKETS_VERSION" 2>/dev/null ||
+        python3 -m pip install -q --user --break-system-packages "websockets==$WEBSOCKETS_VERSION"
 fi
 
 if [ "$(python3 -c 'from google import genai; print(genai.__version__)' 2>/dev/null || true)" != "$GENAI_SDK_VERSION" ]; then

@@ -3,8 +3,9 @@
 //! before its `response.create` goes upstream and billed (usage record,
 //! debit, audit record) before its `response.done` reaches the caller; a
 //! response the credit or the key's budget cannot hold refused with
-//! `insufficient_credits` and nothing sent; the browser's subprotocol
-//! key; a wrong key refused before the upgrade; `kill -9` mid-response
+//! `insufficient_credits` and nothing sent; OpenAI's official Python SDK
+//! (`client.realtime.connect`, tests/openai_sdk/realtime.py) through three
+//! text turns and an audio turn; the browser's subprotocol key; a wrong key refused before the upgrade; `kill -9` mid-response
 //! losing no committed turn and freeing the hold on restart.
 
 use std::time::Duration;
@@ -265,6 +266,33 @@ async fn text_and_audio_turns_are_billed_at_their_prices_before_each_response_do
         .iter()
         .filter(|e| e.to_string().contains("response.create"))
         .all(|e| e.to_string().contains("max_output_tokens")));
+}
+
+#[tokio::test]
+async fn the_openai_sdk_runs_text_and_audio_turns_each_billed_before_its_response_done() {
+    let env = realtime_env().await;
+    env.grant("5");
+    let vars = vec![
+        ("GATEWAY_BASE_URL", env.url("/api/v1")),
+        ("GATEWAY_KEY", env.key.clone()),
+        ("GATEWAY_MODEL", "sim/gpt-realtime".to_owned()),
+    ];
+    let out = run_script("python3", "tests/openai_sdk/realtime.py", vars).await;
+    let ok = checks(&out);
+    let rows: Vec<_> = env.usage().into_iter().filter(|u| u.route_id == "realtime").collect();
+    assert_eq!(rows.len(), 4, "{out}");
+    let mut balance = d("5");
+    for (i, name) in ["turn1", "turn2", "turn3", "audio"].into_iter().enumerate() {
+        let seen = &ok[name];
+        let cost = priced(&seen["usage"]);
+        assert_eq!(d(seen["cost"].as_str().unwrap()), cost, "{name}: {seen}");
+        assert_eq!(rows[i].charged, cost, "{name}");
+        balance -= cost;
+        // Read when response.done arrived: the debit was already there.
+        assert_eq!(d(seen["balance"].as_str().unwrap()), balance, "{name}");
+    }
+    assert!(ok["audio"]["usage"]["output_token_details"]["audio_tokens"].as_u64().unwrap() > 0);
+    assert_eq!(env.balance(), balance);
 }
 
 #[tokio::test]
