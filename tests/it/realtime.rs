@@ -279,7 +279,11 @@ async fn the_openai_sdk_runs_text_and_audio_turns_each_billed_before_its_respons
     ];
     let out = run_script("python3", "tests/openai_sdk/realtime.py", vars).await;
     let ok = checks(&out);
-    let rows: Vec<_> = env.usage().into_iter().filter(|u| u.route_id == "realtime").collect();
+    let rows: Vec<_> = env
+        .usage()
+        .into_iter()
+        .filter(|u| u.route_id == "realtime")
+        .collect();
     assert_eq!(rows.len(), 4, "{out}");
     let mut balance = d("5");
     for (i, name) in ["turn1", "turn2", "turn3", "audio"].into_iter().enumerate() {
@@ -291,7 +295,12 @@ async fn the_openai_sdk_runs_text_and_audio_turns_each_billed_before_its_respons
         // Read when response.done arrived: the debit was already there.
         assert_eq!(d(seen["balance"].as_str().unwrap()), balance, "{name}");
     }
-    assert!(ok["audio"]["usage"]["output_token_details"]["audio_tokens"].as_u64().unwrap() > 0);
+    assert!(
+        ok["audio"]["usage"]["output_token_details"]["audio_tokens"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
     assert_eq!(env.balance(), balance);
 }
 
@@ -461,4 +470,52 @@ async fn kill_9_mid_response_keeps_the_committed_turns_and_frees_the_hold_on_res
     assert_eq!(store.balance(user).unwrap(), d("5") - charged);
     again.kill().unwrap();
     again.wait().unwrap();
+}
+
+#[tokio::test]
+async fn server_vad_responses_are_created_by_the_gateway_after_their_hold() {
+    let env = realtime_env().await;
+    env.grant("5");
+    let (mut ws, _) = open(
+        &env,
+        "/api/v1/realtime?model=sim/gpt-realtime",
+        Some(&env.key),
+        None,
+    )
+    .await
+    .unwrap();
+    next_event(&mut ws).await;
+    // Turn detection on, responses wanted (OpenAI's default): the provider
+    // is told not to create them; the caller sees its own setting.
+    send(&mut ws, json!({"type": "session.update", "session": {"type": "realtime",
+        "output_modalities": ["text"], "audio": {"input": {"turn_detection": {"type": "server_vad"}}}}}))
+    .await;
+    let updated = until(&mut ws, "session.updated").await.pop().unwrap();
+    let td = &updated["session"]["audio"]["input"]["turn_detection"];
+    assert_eq!(td["create_response"], true);
+    let sent = sim_events(&env).await;
+    assert!(sent
+        .iter()
+        .any(|e| e.to_string().contains(r#""create_response":false"#)));
+    // The provider commits the speech: the gateway holds and creates the
+    // response, billed as any.
+    let pcm = base64::engine::general_purpose::STANDARD.encode(vec![0u8; 48_000]);
+    send(
+        &mut ws,
+        json!({"type": "input_audio_buffer.append", "audio": pcm}),
+    )
+    .await;
+    send(&mut ws, json!({"type": "input_audio_buffer.commit"})).await;
+    let done = until(&mut ws, "response.done").await.pop().unwrap();
+    assert_eq!(
+        done["response"]["usage"]["input_token_details"]["audio_tokens"],
+        10
+    );
+    let row = env
+        .usage()
+        .into_iter()
+        .find(|u| u.route_id == "realtime")
+        .unwrap();
+    assert_eq!(row.charged, priced(&done["response"]["usage"]));
+    assert_eq!(of_type(&sim_events(&env).await, "response.create"), 1);
 }

@@ -291,6 +291,17 @@ fn responses(table: &Table, row: &Row) -> Value {
             },
         });
     }
+    if matches!(row.mode, Mode::Realtime | Mode::SttStream) {
+        // A WebSocket: the upgrade's answer; the session's messages are
+        // the protocol's (docs/models.md, "Realtime sessions").
+        responses["101"] = json!({
+            "description": "Switching Protocols: the WebSocket session (a GET with `Upgrade: websocket`)",
+            "headers": {
+                "Sec-WebSocket-Accept": {"schema": {"type": "string"}},
+                "X-Request-Id": {"$ref": "#/components/headers/X-Request-Id"},
+            },
+        });
+    }
     if row.mode == Mode::StripeWebhook {
         // Stripe's webhook: every unsigned (or badly signed) body, which
         // is all a caller without the secret can send, is answered 400.

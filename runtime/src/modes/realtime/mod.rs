@@ -8,10 +8,12 @@
 //! sessions (`GATEWAY_REALTIME_MAX_SESSIONS`, 429), and the provider's
 //! socket opened with the provider's key. Then `101` (the `realtime`
 //! subprotocol when offered) and the session runs in a task of its own:
-//! [`relay`] moves the events, [`turns`] holds and bills each response.
+//! [`relay`] moves the events, [`turns`] holds and bills each response,
+//! [`vad`] keeps the responses server VAD would start to the gateway.
 
 mod relay;
 mod turns;
+mod vad;
 
 use crate::ctx::{Ctx, Later, Outcome, Settlement};
 use crate::sessions;
@@ -78,6 +80,7 @@ pub async fn open(ctx: &mut Ctx, mut req: Request) -> Result<Outcome, ApiError> 
                 slot,
                 counts: Default::default(),
                 caller_open: true,
+                vad: Default::default(),
             })
         },
     );

@@ -41,6 +41,7 @@ pub(super) struct Session {
     /// The caller still listens (after it left, a response in flight is
     /// still settled).
     pub caller_open: bool,
+    pub vad: super::vad::Vad,
 }
 
 /// The reason of a session its caller left.
@@ -161,18 +162,17 @@ impl Session {
         self.counts.bytes_up += text.len() as u64;
         let kind = kind_of(text.as_str()).map(Cow::into_owned);
         match kind.as_deref() {
-            Some("response.create") => {
-                let event: Value = match serde_json::from_str(text.as_str()) {
+            Some(k @ ("response.create" | "session.update")) => {
+                let mut event: Value = match serde_json::from_str(text.as_str()) {
                     Ok(v) => v,
                     Err(_) => return self.up_send(Message::Text(text)).await,
                 };
-                match self.turns.create(event).await {
-                    Ok(e) => self.up_send(Message::Text(e.to_string().into())).await,
-                    Err(refusal) => {
-                        self.down_send(Message::Text(refusal.to_string().into()))
-                            .await
-                    }
+                if k == "response.create" {
+                    return self.create(event).await;
                 }
+                self.vad.client_update(&mut event);
+                self.turns.conversation.client_event(k, &event);
+                self.up_send(Message::Text(event.to_string().into())).await
             }
             Some(k) => {
                 if let Ok(event) = serde_json::from_str::<Value>(text.as_str()) {
@@ -215,15 +215,38 @@ impl Session {
                         "the gateway could not record a response",
                     ));
                 }
-                if k == "response.done" {
-                    Message::Text(event.to_string().into())
-                } else {
-                    Message::Text(text)
+                match k {
+                    "session.created" | "session.updated" => {
+                        if let Some(fix) = self.vad.server_session(&mut event) {
+                            self.up_send(Message::Text(fix.to_string().into())).await?;
+                        }
+                        Message::Text(event.to_string().into())
+                    }
+                    "response.done" => Message::Text(event.to_string().into()),
+                    "input_audio_buffer.committed" if self.vad.responds() => {
+                        self.down_send(Message::Text(text)).await?;
+                        return self
+                            .create(serde_json::json!({"type": "response.create"}))
+                            .await;
+                    }
+                    _ => Message::Text(text),
                 }
             }
             None => Message::Text(text),
         };
         self.down_send(out).await
+    }
+
+    /// A `response.create` (the caller's, or the gateway's for server
+    /// VAD, [`super::vad`]): held and sent on, or refused to the caller.
+    async fn create(&mut self, event: Value) -> Result<(), End> {
+        match self.turns.create(event).await {
+            Ok(e) => self.up_send(Message::Text(e.to_string().into())).await,
+            Err(refusal) => {
+                self.down_send(Message::Text(refusal.to_string().into()))
+                    .await
+            }
+        }
     }
 
     async fn up_send(&mut self, m: Message) -> Result<(), End> {
