@@ -142,7 +142,8 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    fn empty() -> Outcome {
+    /// Nothing measured yet.
+    pub fn empty() -> Outcome {
         Outcome {
             hist: new_histogram(),
             ttfb: new_histogram(),

@@ -35,7 +35,7 @@
 //! * [`procs`]: finding binaries, CPU pinning, starting and stopping the
 //!   simulator, the gateway and the forwarder;
 //! * [`measure`]: CPU time and peak RSS from `/proc`, machine description;
-//! * [`scenarios`]: the scenarios (free, billed, upload, mirror, chat, chat_stream, chat_anthropic, chat_failover, chat_cached, responses, tts_stream) and their three targets;
+//! * [`scenarios`]: the scenarios (free, billed, upload, mirror, chat, chat_stream, chat_anthropic, chat_failover, chat_cached, responses, tts_stream, realtime) and their three targets ([`realtime`]: the WebSocket sessions);
 //! * [`row`]: one run's result and where its requests went;
 //! * [`report`]: overheads, the targets, markdown and JSON of the rows;
 //! * [`pg`]: a fresh PostgreSQL schema per gateway;
@@ -45,8 +45,11 @@
 mod forwarder;
 mod load;
 mod measure;
+mod mirror;
 mod pg;
+mod plan;
 mod procs;
+mod realtime;
 mod report;
 mod row;
 mod scenarios;
@@ -59,7 +62,7 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 
-use crate::scenarios::{Plan, Scenario};
+use crate::plan::{Plan, Scenario};
 
 /// Command line.
 #[derive(Parser, Debug)]
@@ -362,7 +365,7 @@ async fn run(cli: &Cli, plan: Plan, pinning: Option<procs::Pinning>) -> Result<b
         fwd.pid(),
     );
     let data_fs = measure::filesystem_of(&main.data.path);
-    let env = scenarios::Env {
+    let env = plan::Env {
         sim: (sim.addr, sim.pid()),
         forwarder: (fwd.addr, fwd.pid()),
         gateway: (main.gateway.proc.addr, main.gateway.proc.pid()),
@@ -381,7 +384,7 @@ async fn run(cli: &Cli, plan: Plan, pinning: Option<procs::Pinning>) -> Result<b
     if let Some(plan2) = other_sync_plan(cli, &plan) {
         eprintln!("gateway-bench: a second gateway under GATEWAY_DB_SYNC={other_sync}");
         let g = GatewayRun::start(cli, &bin_dir, sim.addr, proxy_cpu, 1, Some(other_sync)).await?;
-        let env2 = scenarios::Env {
+        let env2 = plan::Env {
             gateway: (g.gateway.proc.addr, g.gateway.proc.pid()),
             key: g.gateway.key.clone(),
             ..env

@@ -48,13 +48,17 @@ pub const FAILOVER_ROUTE: &str = "failover";
 /// The benchmarked gateway's providers file: the simulator's chat model,
 /// as an `openai` provider (`chat`) and as an `anthropic` one
 /// (`chat_anthropic`), and [`FAILOVER_ROUTE`] over it and its twin `b`;
-/// the simulator's ElevenLabs speech (`tts_stream`).
+/// the simulator's ElevenLabs speech (`tts_stream`); its realtime model
+/// (`realtime`).
 fn providers_file(data_dir: &Path, sim: SocketAddr) -> std::path::PathBuf {
     let path = data_dir.join("providers.toml");
     let text = format!(
         "[[provider]]\nid = \"sim\"\nkind = \"openai\"\nbase_url = \"http://{sim}/v1\"\napi_key_env = \"{LLM_KEY_VAR}\"\n\n\
          [[provider.model]]\nid = \"sim-gpt\"\ntype = \"chat\"\ncontext_window = 8192\n\
          input_per_mtok = \"2.00\"\noutput_per_mtok = \"8.00\"\n\n\
+         [[provider.model]]\nid = \"gpt-realtime\"\ntype = \"realtime\"\n\
+         input_per_mtok = \"4.00\"\noutput_per_mtok = \"16.00\"\n\
+         input_audio_per_mtok = \"32.00\"\noutput_audio_per_mtok = \"64.00\"\n\n\
          [[provider]]\nid = \"claude\"\nkind = \"anthropic\"\nbase_url = \"http://{sim}\"\napi_key_env = \"{LLM_KEY_VAR}\"\n\n\
          [[provider.model]]\nid = \"claude-sim\"\ntype = \"chat\"\ncontext_window = 8192\n\
          input_per_mtok = \"2.00\"\noutput_per_mtok = \"8.00\"\n\n\

@@ -12,6 +12,7 @@
 //! | `chat_failover` | as `chat` | as `chat` | `chat` on the route `failover` (two deployments 1:1, `b` failing every other request with 503 before its first byte: those fail over to the other) |
 //! | `responses` | as `chat` (the call the gateway makes) | same, through the forwarder | `POST /api/v1/responses` (model `sim/sim-gpt`, `input` a string: translated to `chat` and back, the response stored) |
 //! | `tts_stream` | `POST /v1/text-to-speech/{voice}/stream` (ElevenLabs' shape, `xi-api-key`, paced audio): time to first and to last byte | same, through the forwarder | `POST /api/v1/audio/tts/generations` with `stream: true` (model `eleven/eleven_flash_v2_5`: relayed, copied to the store, billed per character before the last byte) |
+//! | `realtime` | `GET /v1/realtime` (WebSocket): sessions × turns, a turn from `response.create` to `response.done` | — (the forwarder relays HTTP only) | `GET /api/v1/realtime` (model `sim/gpt-realtime`: each response held, then billed before its `response.done`; [`crate::realtime`]) |
 //! | `chat_cached` | as `chat` (nothing to cache) | same, through the forwarder | `chat` with `X-Gateway-Cache: use`: after the first, every request a response-cache hit (no upstream call, no hold) |
 //!
 //! `chat_stream` sets the simulator's delay between events to
@@ -22,16 +23,16 @@
 //! lowest (it measures latency); `upload` sends one file at a time for the
 //! whole duration (at least one), after a 1 MiB warm-up upload.
 
-use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http::header::{HeaderName, HeaderValue, AUTHORIZATION};
+use http::header::{HeaderName, HeaderValue};
 use http::Method;
 use serde_json::json;
 
 use crate::load::{self, Event, FileContent, Load, Spec};
 use crate::measure::{Probe, ProbeResult};
+use crate::plan::{Env, Plan, Scenario};
 use crate::row::{Row, Target};
 
 /// The stock voice of the simulator.
@@ -42,157 +43,12 @@ const TEXT: &str = "Hello world";
 const CHAT_TOKENS: u64 = 16;
 /// The simulator's delay between streamed events in `chat_stream` (ms).
 pub const STREAM_DELAY_MS: u64 = 2;
+/// The simulator's pace of a realtime reply's deltas in `realtime` (ms a word).
+pub const REALTIME_DELTA_MS: u64 = 1;
 /// The ElevenLabs voice of `tts_stream` (one the simulator has).
 const ELEVEN_VOICE: &str = "21m00Tcm4TlvDq8ikWAM";
 /// The simulator's pace of streamed audio chunks in `tts_stream` (ms).
 pub const TTS_CHUNK_MS: u64 = 2;
-
-/// A scenario, as named on the command line.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Scenario {
-    /// Free pass-through GET of one voice.
-    Free,
-    /// Billed synthesis (audio stored, audit and usage committed).
-    Billed,
-    /// Streamed upload of a large file.
-    Upload,
-    /// Later GETs of a completed, mirrored enhance job.
-    Mirror,
-    /// A chat completion (JSON answer).
-    Chat,
-    /// A streamed chat completion (time to first and to last byte).
-    #[value(name = "chat_stream")]
-    ChatStream,
-    /// The `chat` through the `anthropic` adapter (translation both ways).
-    #[value(name = "chat_anthropic")]
-    ChatAnthropic,
-    /// `chat` through a route whose second deployment fails half its
-    /// requests before the first byte.
-    #[value(name = "chat_failover")]
-    ChatFailover,
-    /// A chat completion answered from the gateway's response cache.
-    #[value(name = "chat_cached")]
-    ChatCached,
-    /// `chat` through the Responses API (translated both ways, stored).
-    Responses,
-    /// Streamed speech from an ElevenLabs deployment (time to first and
-    /// to last audio byte).
-    #[value(name = "tts_stream")]
-    TtsStream,
-}
-
-impl Scenario {
-    /// Every scenario, in running order. The upload runs first, on the
-    /// fresh gateway, so that its peak RSS is what the upload itself costs
-    /// rather than the heap and idle connections the c=64 runs leave behind
-    /// (those show in their own rows' peak RSS).
-    pub const ALL: [Scenario; 11] = [
-        Scenario::Upload,
-        Scenario::Free,
-        Scenario::Billed,
-        Scenario::Mirror,
-        Scenario::Chat,
-        Scenario::ChatStream,
-        Scenario::ChatAnthropic,
-        Scenario::ChatFailover,
-        Scenario::ChatCached,
-        Scenario::Responses,
-        Scenario::TtsStream,
-    ];
-
-    /// Its name in tables and JSON.
-    pub fn name(self) -> &'static str {
-        match self {
-            Scenario::Free => "free",
-            Scenario::Billed => "billed",
-            Scenario::Upload => "upload",
-            Scenario::Mirror => "mirror",
-            Scenario::Chat => "chat",
-            Scenario::ChatStream => "chat_stream",
-            Scenario::ChatAnthropic => "chat_anthropic",
-            Scenario::ChatFailover => "chat_failover",
-            Scenario::ChatCached => "chat_cached",
-            Scenario::Responses => "responses",
-            Scenario::TtsStream => "tts_stream",
-        }
-    }
-}
-
-/// What to run.
-#[derive(Clone, Debug)]
-pub struct Plan {
-    /// Scenarios, in order.
-    pub scenarios: Vec<Scenario>,
-    /// Concurrencies of `free` and `billed`.
-    pub concurrency: Vec<usize>,
-    /// Measured time per run.
-    pub duration: Duration,
-    /// Warm-up per run.
-    pub warmup: Duration,
-    /// Open-loop rate (requests/s), closed loop when `None`.
-    pub rate: Option<f64>,
-    /// Size of the uploaded file (bytes).
-    pub upload_bytes: u64,
-    /// Longest time one request may take.
-    pub timeout: Duration,
-    /// The targets each scenario runs at, in order (all three; the gateway
-    /// alone for the second sync mode's runs).
-    pub targets: Vec<Target>,
-}
-
-/// The running pieces.
-pub struct Env {
-    /// Simulator address and pid.
-    pub sim: (SocketAddr, u32),
-    /// Forwarder address and pid.
-    pub forwarder: (SocketAddr, u32),
-    /// Gateway address and pid.
-    pub gateway: (SocketAddr, u32),
-    /// API key of the gateway user.
-    pub key: String,
-}
-
-impl Env {
-    fn bearer(key: &str) -> Vec<(HeaderName, HeaderValue)> {
-        vec![(
-            AUTHORIZATION,
-            HeaderValue::from_str(&format!("Bearer {key}")).expect("key is a valid header value"),
-        )]
-    }
-
-    /// Headers for the gateway.
-    fn gateway_auth(&self) -> Vec<(HeaderName, HeaderValue)> {
-        Env::bearer(&self.key)
-    }
-
-    /// Headers for the simulator (direct, or through the forwarder).
-    fn sim_auth(&self) -> Vec<(HeaderName, HeaderValue)> {
-        Env::bearer(crate::procs::SIM_KEY)
-    }
-
-    /// Anthropic's headers for the simulator.
-    fn sim_anthropic_auth(&self) -> Vec<(HeaderName, HeaderValue)> {
-        vec![
-            (
-                HeaderName::from_static("x-api-key"),
-                HeaderValue::from_static(crate::procs::SIM_KEY),
-            ),
-            (
-                HeaderName::from_static("anthropic-version"),
-                HeaderValue::from_static("2023-06-01"),
-            ),
-        ]
-    }
-
-    /// Address and pid of the process under test for `target` (the simulator for `direct`).
-    fn endpoint(&self, target: Target) -> (SocketAddr, u32) {
-        match target {
-            Target::Direct => self.sim,
-            Target::Forwarder => self.forwarder,
-            Target::Gateway => self.gateway,
-        }
-    }
-}
 
 /// Runs `plan`, printing progress to stderr; returns one row per run.
 pub async fn run_all(env: &Env, plan: &Plan) -> Vec<Row> {
@@ -229,7 +85,7 @@ pub async fn run_all(env: &Env, plan: &Plan) -> Vec<Row> {
             }
             Scenario::Mirror => {
                 let c = plan.concurrency.iter().copied().min().unwrap_or(1);
-                match mirror_setup(env, plan.timeout).await {
+                match crate::mirror::mirror_setup(env, plan.timeout).await {
                     Ok(job_id) => {
                         for &target in &plan.targets {
                             let spec = request_spec(env, scenario, target, Some(&job_id));
@@ -243,6 +99,10 @@ pub async fn run_all(env: &Env, plan: &Plan) -> Vec<Row> {
                         format!("set-up failed: {e}"),
                     )),
                 }
+            }
+            Scenario::Realtime => {
+                set_sim_config(env, json!({"realtime_delta_ms": REALTIME_DELTA_MS})).await;
+                rows.extend(crate::realtime::rows(env, plan).await);
             }
             Scenario::Upload => {
                 for &target in plan.targets.iter().filter(|t| **t != Target::Direct) {
@@ -347,7 +207,9 @@ fn request_spec(env: &Env, scenario: Scenario, target: Target, job_id: Option<&s
             )],
             &json!({"text": TEXT, "model_id": "eleven_flash_v2_5"}),
         ),
-        (Scenario::Upload, _) => unreachable!("uploads are not repeated requests"),
+        (Scenario::Upload | Scenario::Realtime, _) => {
+            unreachable!("uploads and realtime sessions are not repeated requests")
+        }
     }
 }
 
@@ -505,107 +367,4 @@ fn check_upload(
         ));
     }
     Ok(took)
-}
-
-/// Creates a completed enhance job and performs its first (copying) GET;
-/// returns the job id.
-async fn mirror_setup(env: &Env, timeout: Duration) -> Result<String, String> {
-    let gw = env.gateway.0;
-    let req = load::upload_request(
-        gw,
-        "/api/v1/voice/uploads",
-        &env.gateway_auth(),
-        "noisy.wav",
-        Some("audio_job_input"),
-        &FileContent::Bytes(wav_1s()),
-    );
-    let (status, body, _) = load::upload(gw, req, timeout).await?;
-    if !status.is_success() {
-        return Err(format!(
-            "upload -> {status}: {}",
-            String::from_utf8_lossy(&body)
-        ));
-    }
-    let up: serde_json::Value =
-        serde_json::from_slice(&body).map_err(|e| format!("upload answer: {e}"))?;
-    let url = up["url"].as_str().ok_or("upload answer has no url")?;
-    let job = load::call_json(
-        gw,
-        &Spec::post_json(
-            "/api/v1/voice/enhance",
-            env.gateway_auth(),
-            &json!({"audio_url": url}),
-        ),
-        timeout,
-    )
-    .await?;
-    let job_id = job["job_id"]
-        .as_str()
-        .ok_or_else(|| format!("enhance answer has no job_id: {job}"))?
-        .to_owned();
-    let complete = Spec {
-        method: Method::POST,
-        path: format!("/__sim/jobs/{job_id}/complete"),
-        headers: Vec::new(),
-        body: Bytes::new(),
-    };
-    load::call_json(env.sim.0, &complete, timeout).await?;
-    let first = load::call_json(
-        gw,
-        &Spec::get(
-            format!("/api/v1/voice/enhance/{job_id}"),
-            env.gateway_auth(),
-        ),
-        timeout,
-    )
-    .await?;
-    if first.get("audio_url").and_then(|v| v.as_str()).is_none() {
-        return Err(format!("the first GET did not mirror the result: {first}"));
-    }
-    Ok(job_id)
-}
-
-/// One second of a 440 Hz tone, 16 kHz mono 16-bit PCM WAV.
-fn wav_1s() -> Bytes {
-    let rate: u32 = 16_000;
-    let samples: Vec<i16> = (0..rate)
-        .map(|i| ((i as f64 * 440.0 * std::f64::consts::TAU / rate as f64).sin() * 8000.0) as i16)
-        .collect();
-    let data_len = (samples.len() * 2) as u32;
-    let mut w = Vec::with_capacity(44 + data_len as usize);
-    w.extend_from_slice(b"RIFF");
-    w.extend_from_slice(&(36 + data_len).to_le_bytes());
-    w.extend_from_slice(b"WAVEfmt ");
-    w.extend_from_slice(&16u32.to_le_bytes()); // fmt chunk size
-    w.extend_from_slice(&1u16.to_le_bytes()); // PCM
-    w.extend_from_slice(&1u16.to_le_bytes()); // mono
-    w.extend_from_slice(&rate.to_le_bytes());
-    w.extend_from_slice(&(rate * 2).to_le_bytes()); // byte rate
-    w.extend_from_slice(&2u16.to_le_bytes()); // block align
-    w.extend_from_slice(&16u16.to_le_bytes()); // bits per sample
-    w.extend_from_slice(b"data");
-    w.extend_from_slice(&data_len.to_le_bytes());
-    for s in samples {
-        w.extend_from_slice(&s.to_le_bytes());
-    }
-    w.into()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn wav_header_is_consistent() {
-        let w = wav_1s();
-        assert_eq!(&w[..4], b"RIFF");
-        assert_eq!(
-            u32::from_le_bytes(w[4..8].try_into().unwrap()) as usize,
-            w.len() - 8
-        );
-        assert_eq!(
-            u32::from_le_bytes(w[40..44].try_into().unwrap()) as usize,
-            w.len() - 44
-        );
-    }
 }

@@ -52,6 +52,7 @@ impl Report {
         ));
         self.runs_table(&mut s);
         self.streams_table(&mut s);
+        self.realtime_table(&mut s);
         self.uploads_table(&mut s);
         self.second_markdown(&mut s);
         let ratios = self.billed_to_free();
@@ -98,6 +99,45 @@ impl Report {
                 f_opt(r.sim_cpu_us_per_req, 0),
                 mib(r.peak_rss_kib),
                 r.errors
+            ));
+        }
+    }
+
+    /// The realtime turns (`response.create` to `response.done`) at each
+    /// target, and what the gateway adds to the direct run at the same
+    /// concurrency, when they ran.
+    fn realtime_table(&self, s: &mut String) {
+        let rows: Vec<&Row> = self
+            .rows
+            .iter()
+            .filter(|r| r.scenario == "realtime")
+            .collect();
+        if rows.is_empty() {
+            return;
+        }
+        s.push_str("\n| realtime | c | turns/s | turn p50 ms | turn p99 ms | added p50 ms | added p99 ms |\n");
+        s.push_str("|---|---:|---:|---:|---:|---:|---:|\n");
+        for r in &rows {
+            let direct = rows
+                .iter()
+                .find(|d| d.target == Target::Direct && d.concurrency == r.concurrency)
+                .and_then(|d| d.latency_ms);
+            let (p50, p99) = r
+                .latency_ms
+                .map_or(("—".into(), "—".into()), |l| (f_ms(l[0]), f_ms(l[1])));
+            let added = match (r.latency_ms, direct) {
+                (Some(l), Some(d)) if r.target != Target::Direct => {
+                    (f_ms(l[0] - d[0]), f_ms(l[1] - d[1]))
+                }
+                _ => ("—".into(), "—".into()),
+            };
+            s.push_str(&format!(
+                "| {} | {} | {:.0} | {p50} | {p99} | {} | {} |\n",
+                r.target.name(),
+                r.concurrency,
+                r.rps,
+                added.0,
+                added.1
             ));
         }
     }

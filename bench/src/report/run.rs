@@ -4,9 +4,9 @@
 //! modules.
 
 use crate::measure::Machine;
+use crate::plan::Plan;
 use crate::procs::Pinning;
 use crate::row::{Row, Target};
-use crate::scenarios::Plan;
 
 /// Everything a run produced.
 pub struct Report {
