@@ -61,6 +61,15 @@ type = "embedding"
 input_per_mtok = "0.10"
 
 [[provider.model]]
+id = "gpt-realtime"
+type = "realtime"
+input_per_mtok = "4.00"
+output_per_mtok = "16.00"
+input_audio_per_mtok = "32.00"
+output_audio_per_mtok = "64.00"
+cache_read_per_mtok = "0.40"
+
+[[provider.model]]
 id = "sim-image"
 type = "image"
 per_image = "0.04"

@@ -293,6 +293,36 @@ impl Span {
         *o.served.lock().unwrap_or_else(|p| p.into_inner()) = Some(cx);
     }
 
+    /// A live session's turn (`name`: `response 3`): a child span of the
+    /// session's, ended by [`Span::turn_end`].
+    pub fn turn(&self, name: String) -> Attempt {
+        let Some(o) = &self.0 else {
+            return Attempt(None);
+        };
+        let span = o
+            .tracer
+            .span_builder(name)
+            .with_kind(SpanKind::Internal)
+            .start_with_context(&o.tracer, &o.request);
+        Attempt(Some(o.request.with_span(span)))
+    }
+
+    /// A turn ended (`outcome`: `complete`, `stopped`, `refused`, ...)
+    /// with its tokens and charge (`None`: nothing billed).
+    pub fn turn_end(&self, t: Attempt, outcome: &str, usage: Option<(u64, u64, String)>) {
+        let Some(cx) = t.0 else { return };
+        let span = cx.span();
+        span.set_attribute(KeyValue::new("gateway.outcome", outcome.to_owned()));
+        if let Some((input, output, cost)) = usage {
+            span.set_attributes([
+                KeyValue::new("gen_ai.usage.input_tokens", clamp(input)),
+                KeyValue::new("gen_ai.usage.output_tokens", clamp(output)),
+                KeyValue::new("gateway.cost", cost),
+            ]);
+        }
+        span.end();
+    }
+
     /// The upstream's status of the attempt that served.
     pub fn upstream_status(&self, status: u16) {
         self.on_served(|s| {

@@ -82,7 +82,13 @@ where
 
 /// The client's `Sec-WebSocket-Key` of a well-formed upgrade request
 /// (asked before anything is opened for it); else 400.
-pub fn handshake_key(h: &HeaderMap) -> Result<String, ApiError> {
+pub fn handshake_key(req: &Request) -> Result<String, ApiError> {
+    if req.version() != http::Version::HTTP_11 {
+        return Err(ApiError::BadRequest(
+            "this route is a WebSocket: it is opened over HTTP/1.1".into(),
+        ));
+    }
+    let h = req.headers();
     let has = |name: http::header::HeaderName, want: &str| {
         h.get_all(name)
             .iter()

@@ -88,6 +88,14 @@ pub(crate) async fn open(
     }
 }
 
+/// A realtime session of `key` on the test model, its `session.created` read.
+pub(crate) async fn session(env: &Env, key: &str) -> (Ws, http::HeaderMap) {
+    let path = "/api/v1/realtime?model=sim/gpt-realtime";
+    let (mut ws, h) = open(env, path, Some(key), None).await.unwrap();
+    assert_eq!(next_event(&mut ws).await["type"], "session.created");
+    (ws, h)
+}
+
 pub(crate) async fn send(ws: &mut Ws, v: Value) {
     ws.send(Message::Text(v.to_string().into())).await.unwrap();
 }
@@ -182,17 +190,8 @@ async fn text_turn(env: &Env, ws: &mut Ws, text: &str, cap: Option<u64>, n: usiz
 async fn text_and_audio_turns_are_billed_at_their_prices_before_each_response_done() {
     let env = realtime_env().await;
     env.grant("5");
-    let (mut ws, h) = open(
-        &env,
-        "/api/v1/realtime?model=sim/gpt-realtime",
-        Some(&env.key),
-        None,
-    )
-    .await
-    .unwrap();
+    let (mut ws, h) = session(&env, &env.key).await;
     assert!(h.get("x-request-id").is_some());
-    let created = next_event(&mut ws).await;
-    assert_eq!(created["type"], "session.created");
     send(
         &mut ws,
         json!({"type": "session.update", "session": {"type": "realtime",
@@ -308,15 +307,7 @@ async fn the_openai_sdk_runs_text_and_audio_turns_each_billed_before_its_respons
 async fn a_response_the_credit_cannot_hold_is_refused_and_nothing_goes_upstream() {
     let env = realtime_env().await;
     env.grant("0.01");
-    let (mut ws, _) = open(
-        &env,
-        "/api/v1/realtime?model=sim/gpt-realtime",
-        Some(&env.key),
-        None,
-    )
-    .await
-    .unwrap();
-    next_event(&mut ws).await;
+    let (mut ws, _) = session(&env, &env.key).await;
     for i in 0..2 {
         text_turn(&env, &mut ws, "Hello", Some(12), i + 1).await;
     }
@@ -346,15 +337,7 @@ async fn a_budget_reached_mid_session_refuses_the_next_response() {
     let b = runtime::store::Budget::parse("0.005", "total").unwrap();
     let (_, key) =
         runtime::auth::create_named_key(env.store(), env.user_id, None, Some(b)).unwrap();
-    let (mut ws, _) = open(
-        &env,
-        "/api/v1/realtime?model=sim/gpt-realtime",
-        Some(&key),
-        None,
-    )
-    .await
-    .unwrap();
-    next_event(&mut ws).await;
+    let (mut ws, _) = session(&env, &key).await;
     text_turn(&env, &mut ws, "Hello", Some(12), 1).await;
     send(&mut ws, json!({"type": "response.create"})).await;
     let e = until(&mut ws, "error").await.pop().unwrap();
@@ -476,15 +459,7 @@ async fn kill_9_mid_response_keeps_the_committed_turns_and_frees_the_hold_on_res
 async fn server_vad_responses_are_created_by_the_gateway_after_their_hold() {
     let env = realtime_env().await;
     env.grant("5");
-    let (mut ws, _) = open(
-        &env,
-        "/api/v1/realtime?model=sim/gpt-realtime",
-        Some(&env.key),
-        None,
-    )
-    .await
-    .unwrap();
-    next_event(&mut ws).await;
+    let (mut ws, _) = session(&env, &env.key).await;
     // Turn detection on, responses wanted (OpenAI's default): the provider
     // is told not to create them; the caller sees its own setting.
     send(&mut ws, json!({"type": "session.update", "session": {"type": "realtime",
@@ -518,4 +493,94 @@ async fn server_vad_responses_are_created_by_the_gateway_after_their_hold() {
         .unwrap();
     assert_eq!(row.charged, priced(&done["response"]["usage"]));
     assert_eq!(of_type(&sim_events(&env).await, "response.create"), 1);
+}
+
+/// The close frame a session ends with (code, reason), within 10 s.
+pub(crate) async fn closed(ws: &mut Ws) -> (u16, String) {
+    loop {
+        let m = tokio::time::timeout(Duration::from_secs(10), ws.next())
+            .await
+            .expect("closed in time");
+        match m {
+            Some(Ok(Message::Close(Some(f)))) => return (u16::from(f.code), f.reason.to_string()),
+            Some(Ok(Message::Close(None))) | None | Some(Err(_)) => return (1005, String::new()),
+            Some(Ok(_)) => {}
+        }
+    }
+}
+
+#[tokio::test]
+async fn limits_close_a_session_with_a_code_naming_them() {
+    let env = env_with_providers(realtime_toml, |c| {
+        c.sessions.idle = Duration::from_secs(1);
+        c.sessions.max_frame = 4096;
+        c.sessions.per_user = 1;
+    })
+    .await;
+    env.grant("1");
+    let path = "/api/v1/realtime?model=sim/gpt-realtime";
+    // One open session a user: the second is refused before the upgrade.
+    let (mut ws, _) = open(&env, path, Some(&env.key), None).await.unwrap();
+    next_event(&mut ws).await;
+    let (status, _) = open(&env, path, Some(&env.key), None).await.unwrap_err();
+    assert_eq!(status, 429);
+    // A message over the largest: 1009.
+    let big = json!({"type": "conversation.item.create", "item": {"type": "message",
+        "role": "user", "content": [{"type": "input_text", "text": "x".repeat(5000)}]}});
+    send(&mut ws, big).await;
+    let (code, reason) = closed(&mut ws).await;
+    assert_eq!(code, 1009, "{reason}");
+    assert!(
+        reason.contains("GATEWAY_REALTIME_MAX_FRAME_BYTES"),
+        "{reason}"
+    );
+    // Its place is free again; a silent caller is closed after the idle time-out.
+    let (mut ws, _) = wait_open(&env, path).await;
+    next_event(&mut ws).await;
+    let (code, reason) = closed(&mut ws).await;
+    assert_eq!(code, 1000);
+    assert!(reason.contains("idle"), "{reason}");
+    assert!(env.usage().is_empty(), "nothing billed");
+}
+
+/// Opens `path` once the user's place among the open sessions is free.
+async fn wait_open(env: &Env, path: &str) -> (Ws, http::HeaderMap) {
+    for _ in 0..100 {
+        match open(env, path, Some(&env.key), None).await {
+            Ok(o) => return o,
+            Err((429, _)) => tokio::time::sleep(Duration::from_millis(20)).await,
+            Err(e) => panic!("{e:?}"),
+        }
+    }
+    panic!("the session's place was never given back");
+}
+
+#[tokio::test]
+async fn a_graceful_shutdown_settles_the_response_in_flight_and_says_going_away() {
+    let env = realtime_env().await;
+    env.grant("1");
+    env.sim_config(json!({"realtime_delta_ms": 200})).await;
+    let (mut ws, _) = session(&env, &env.key).await;
+    send(&mut ws, user_text("Hello")).await;
+    send(
+        &mut ws,
+        json!({"type": "response.create", "response": {"max_output_tokens": 12}}),
+    )
+    .await;
+    until(&mut ws, "response.created").await;
+    let Env { gw, sim, dir, .. } = env;
+    let store = gw.gateway.store.clone();
+    let stopping = tokio::spawn(gw.stop());
+    // The response in flight is cancelled upstream, settled, passed on.
+    let done = until(&mut ws, "response.done").await.pop().unwrap();
+    assert_eq!(done["response"]["status"], "cancelled");
+    let (code, reason) = closed(&mut ws).await;
+    assert_eq!(code, 1001);
+    assert!(reason.contains("going away"), "{reason}");
+    stopping.await.unwrap();
+    use runtime::store::History;
+    let rows = store.usage_rows().unwrap();
+    assert_eq!(rows.len(), 1, "the cancelled response billed once");
+    assert_eq!(rows[0].charged, priced(&done["response"]["usage"]));
+    drop((sim, dir));
 }

@@ -99,7 +99,9 @@ async fn request_spans(recv: &Receiver, request_id: &str, attempts: usize) -> (S
                 .cloned()
                 .collect();
             if children.len() >= attempts {
-                children.sort_by_key(|s| int(s, "gateway.attempt"));
+                children.sort_by_key(|s| {
+                    attr(s, "gateway.attempt").and_then(|a| a.parse::<i64>().ok())
+                });
                 return (req.clone(), children);
             }
         }
@@ -398,4 +400,49 @@ async fn when_every_attempt_fails_the_request_span_carries_each_attempts_error_w
         "a usage row for a failed request"
     );
     stop(env).await;
+}
+
+/// A realtime session (issue #42): its span (named for the model, ended at
+/// the session's end with status 101) and a child span per response, each
+/// with its tokens and its charge, the usage record's.
+#[tokio::test]
+async fn a_realtime_session_exports_its_span_and_one_child_per_response() {
+    use crate::realtime::{next_event, send};
+    let recv = crate::harness::receiver(0).await;
+    let endpoint = format!("{}/v1/traces", recv.url.trim_end_matches("/hook"));
+    let env = crate::harness::env_with_providers(crate::realtime::realtime_toml, |c| {
+        c.traces = Some(runtime::traces::Settings {
+            endpoint,
+            schedule_delay: Some(Duration::from_millis(50)),
+        })
+    })
+    .await;
+    env.grant("1");
+    let (mut ws, h) = crate::realtime::session(&env, &env.key).await;
+    let session = h["x-request-id"].to_str().unwrap().to_owned();
+    for _ in 0..2 {
+        send(
+            &mut ws,
+            json!({"type": "response.create", "response": {"max_output_tokens": 12}}),
+        )
+        .await;
+        while next_event(&mut ws).await["type"] != "response.done" {}
+    }
+    drop(ws);
+    let (span, children) = request_spans(&recv, &session, 2).await;
+    assert_eq!(span.name, "realtime sim/gpt-realtime");
+    let mut names: Vec<_> = children.iter().map(|c| c.name.clone()).collect();
+    names.sort();
+    assert_eq!(names, ["response 1", "response 2"]);
+    for c in &children {
+        let id = format!("{session}.{}", c.name.trim_start_matches("response "));
+        let charged = env
+            .usage()
+            .into_iter()
+            .find(|u| u.request_id == id)
+            .unwrap()
+            .charged;
+        assert_eq!(attr(c, "gateway.cost").unwrap(), format!("{charged:.8}"));
+        assert!(int(c, "gen_ai.usage.output_tokens") > 0);
+    }
 }

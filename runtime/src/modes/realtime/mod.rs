@@ -35,7 +35,7 @@ pub async fn open(ctx: &mut Ctx, mut req: Request) -> Result<Outcome, ApiError> 
         .key
         .clone()
         .ok_or_else(|| gateway_models::providers::config_missing(p))?;
-    let handshake = sessions::handshake_key(req.headers())?;
+    let handshake = sessions::handshake_key(&req)?;
     let slot = ctx.gw.sessions.take(user.id)?;
     let limits = ctx.gw.config.sessions;
     let live = p
@@ -54,6 +54,8 @@ pub async fn open(ctx: &mut Ctx, mut req: Request) -> Result<Outcome, ApiError> 
             limits.max_frame,
         )
         .await?;
+    ctx.trace
+        .model("realtime", Some(&format!("{}/{}", p.id, m.id)), None);
     let payer = turns::Payer {
         gw: ctx.gw.clone(),
         user,

@@ -95,6 +95,7 @@ pub(super) async fn run(mut s: Session) {
         s.settle_in_flight().await;
     }
     s.turns.end();
+    s.turns.payer.trace.end(101);
     let _ = s
         .caller
         .close(Some(CloseFrame {

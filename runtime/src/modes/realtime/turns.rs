@@ -54,6 +54,8 @@ struct Turn {
     bound: ResponseBound,
     settle: Settle,
     started: Instant,
+    /// Its span, a child of the session's.
+    span: gateway_base::traces::Attempt,
 }
 
 /// The session's responses and what they cost.
@@ -115,6 +117,7 @@ impl Turns {
         let hold = held.map_err(|e| refusal(&event_id, &e))?;
         let mut settle = Settle::new(&c, &p.provider, &p.model, false, hold);
         settle.streamed = true;
+        let span = p.trace.turn(format!("response {}", self.made));
         self.pending.push_back(Turn {
             request_id,
             event_id,
@@ -122,6 +125,7 @@ impl Turns {
             bound,
             settle,
             started: Instant::now(),
+            span,
         });
         Ok(event)
     }
@@ -147,6 +151,7 @@ impl Turns {
                     .position(|t| t.response_id.is_none() && refused == Some(t.event_id.as_str()))
                 {
                     if let Some(t) = self.pending.remove(i) {
+                        self.payer.trace.turn_end(t.span, "refused", None);
                         t.settle.abandon();
                     }
                 }
@@ -186,10 +191,14 @@ impl Turns {
             other => other,
         };
         let audit = self.audit(&turn);
+        let tokens = used.tokens();
         let mut records = turn.settle.realtime_records(&used, ended);
         records.push(Record::Audit(audit));
         let cost = Cost::of(&records);
         crate::sessions::commit_turn(&self.payer.gw.store, records).await?;
+        let charged = cost.as_ref().map_or_else(String::new, Cost::text);
+        let counts = (tokens.prompt(), tokens.output, charged);
+        self.payer.trace.turn_end(turn.span, ended, Some(counts));
         self.conversation.answered(&used);
         self.settled += 1;
         if let (Some(c), Some(r)) = (cost, event.get_mut("response")) {
@@ -213,6 +222,7 @@ impl Turns {
     /// The session ended: responses never done release their holds.
     pub fn end(&mut self) {
         for t in self.pending.drain(..) {
+            self.payer.trace.turn_end(t.span, "unfinished", None);
             t.settle.abandon();
         }
     }

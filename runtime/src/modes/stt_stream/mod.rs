@@ -58,7 +58,7 @@ pub async fn open(ctx: &mut Ctx, mut req: Request) -> Result<Outcome, ApiError> 
         .key
         .clone()
         .ok_or_else(|| gateway_models::providers::config_missing(p))?;
-    let handshake = sessions::handshake_key(req.headers())?;
+    let handshake = sessions::handshake_key(&req)?;
     let slot = ctx.gw.sessions.take(user.id)?;
     let limits = ctx.gw.config.sessions;
     let mut periods = Periods {
