@@ -36,7 +36,7 @@ pub const SIM_KEY: &str = "sk-bench-provider-key";
 /// `GATEWAY_RATE_LIMITS` of the benchmarked gateway: the capabilities the
 /// scenarios use, limited far above anything a run can send.
 pub const RATE_LIMITS: &str =
-    "tts=1000000/s,enhance=1000000/s,uploads=1000000/s,chat=1000000/s,completions=1000000/s,audio=1000000/s";
+    "tts=1000000/s,enhance=1000000/s,uploads=1000000/s,chat=1000000/s,completions=1000000/s,audio=1000000/s,realtime=1000000/s";
 
 /// Variable holding the provider key named by the benchmark's providers file.
 pub const LLM_KEY_VAR: &str = "BENCH_LLM_KEY";
@@ -358,6 +358,8 @@ fn gateway_env(cmd: &mut Command, data_dir: &Path, sim: SocketAddr, vars: &Vars)
         // The limiter stays on the hot path (its cost is measured) but with
         // quotas no run reaches.
         .env("GATEWAY_RATE_LIMITS", RATE_LIMITS)
+        // The `realtime` scenario's sessions are one user's, up to c=64.
+        .env("GATEWAY_REALTIME_MAX_SESSIONS", "1000000")
         // Warnings only, plus the one `listening on` line of `serve`.
         .env("RUST_LOG", "warn,app::cli=info")
         .env("NO_COLOR", "1")
