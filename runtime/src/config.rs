@@ -94,6 +94,8 @@ pub struct Config {
     /// (`GATEWAY_RESPONSES_SCOPE`): `false` the user's (any of its keys),
     /// `true` only the presented key's.
     pub responses_by_key: bool,
+    /// Largest file of `POST /files` (`GATEWAY_MAX_FILE_BYTES`, 200 MiB).
+    pub max_file_bytes: u64,
     /// The limits of live WebSocket sessions (`GATEWAY_REALTIME_*`,
     /// `GATEWAY_STREAM_BILLING_SECS`).
     pub sessions: SessionLimits,
@@ -257,6 +259,7 @@ impl Config {
             sweep_interval: Some(Duration::from_secs(3600)),
             responses_retention: Duration::from_secs(30 * 86_400),
             sessions: SessionLimits::default(),
+            max_file_bytes: 200 << 20,
             responses_by_key: false,
             reconcile_at: chrono::NaiveTime::from_hms_opt(0, 30, 0),
             job_follow_interval: Some(Duration::from_secs(2)),
@@ -447,6 +450,11 @@ impl Config {
 
     /// The limits of live sessions.
     fn read_sessions(&mut self, v: &mut Vars<impl Fn(&str) -> Option<String>>) {
+        v.set(
+            &mut self.max_file_bytes,
+            GATEWAY_MAX_FILE_BYTES,
+            parse_positive,
+        );
         let s = &mut self.sessions;
         let secs = |t: &str| parse_positive(t).map(Duration::from_secs);
         v.set(&mut s.max_duration, GATEWAY_REALTIME_MAX_SECS, secs);

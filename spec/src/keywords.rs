@@ -222,6 +222,13 @@ keyword_enum! {
         /// relayed to a realtime model's own WebSocket; each response held
         /// before it is forwarded and billed before its `response.done`.
         Realtime = "realtime",
+        /// OpenAI's Files API: a file uploaded (multipart, streamed into
+        /// the object store), listed, read, its content streamed, deleted.
+        FileUpload = "file_upload",
+        FileList = "file_list",
+        FileGet = "file_get",
+        FileContent = "file_content",
+        FileDelete = "file_delete",
         /// Live transcription over a WebSocket (Deepgram's live protocol),
         /// relayed to a `deepgram` model's live `/v1/listen`, billed per
         /// period of audio received.
@@ -317,6 +324,7 @@ impl Mode {
         matches!(self, Mode::Upload | Mode::Webhook)
             || self.is_account()
             || self.is_media()
+            || self.is_file()
             || self.is_payment()
             || self.is_history()
     }
@@ -345,6 +353,19 @@ impl Mode {
         matches!(
             self,
             Mode::MediaUpload | Mode::MediaGet | Mode::MediaList | Mode::MediaDelete
+        )
+    }
+
+    /// The file modes (`/files`): served by the gateway from its database
+    /// and object store.
+    pub fn is_file(self) -> bool {
+        matches!(
+            self,
+            Mode::FileUpload
+                | Mode::FileList
+                | Mode::FileGet
+                | Mode::FileContent
+                | Mode::FileDelete
         )
     }
 

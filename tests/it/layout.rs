@@ -435,7 +435,7 @@ const DOOR: &str = "follower 1 FollowedJob
 mirror 1 MirroredCopy
 modes::chat::responses::background 2 StoredResponse
 modes::chat::responses::stored 1 StoredResponse
-modes::media_files 1 UploadedAsset
+modes::common 1 UploadedAsset
 modes::uploads 1 UploadedAsset
 money::hold 2 Hold HoldEnd
 pipeline commits

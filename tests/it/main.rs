@@ -28,6 +28,7 @@ mod docs;
 mod edges;
 mod errors;
 mod faults_under_load;
+mod files;
 mod follower;
 mod format1_errors;
 mod forwarding;

@@ -175,6 +175,10 @@ fn multipart_form(fields: Value, required: &[&str]) -> Value {
 fn request_body(row: &Row) -> Option<Value> {
     match row.mode {
         Mode::Upload => return Some(multipart_form(json!({"purpose": {"type": "string"}}), &[])),
+        Mode::FileUpload => {
+            let purpose = json!({"purpose": {"type": "string", "enum": ["batch", "user_data"]}});
+            return Some(multipart_form(purpose, &["purpose"]));
+        }
         Mode::MediaUpload => {
             let file_type = json!({"file_type": {"type": "string", "enum": ["image", "audio"]}});
             return Some(multipart_form(file_type, &["file_type"]));
@@ -263,6 +267,10 @@ fn responses(table: &Table, row: &Row) -> Value {
         for t in ["audio/mpeg", "audio/wav", "audio/pcm"] {
             content[t] = json!({"schema": {"type": "string", "format": "binary"}});
         }
+    }
+    if row.mode == Mode::FileContent {
+        // The file as it was uploaded, in the type it was given.
+        content["*/*"] = json!({"schema": {"type": "string", "format": "binary"}});
     }
     if row.mode == Mode::UsageTotals {
         // `format=csv`: the same totals as CSV text (found by schemathesis).

@@ -62,6 +62,8 @@ pub const GATEWAY_STOCK_VOICES: &str = "GATEWAY_STOCK_VOICES";
 pub const GATEWAY_SWEEP_INTERVAL_SECS: &str = "GATEWAY_SWEEP_INTERVAL_SECS";
 /// Days a stored response of the Responses API is kept. Default 30.
 pub const GATEWAY_RESPONSES_RETENTION_DAYS: &str = "GATEWAY_RESPONSES_RETENTION_DAYS";
+/// Largest file of `POST /files`, in bytes. Default 200 MiB.
+pub const GATEWAY_MAX_FILE_BYTES: &str = "GATEWAY_MAX_FILE_BYTES";
 /// Longest live WebSocket session (realtime, live transcription), in seconds. Default 3600.
 pub const GATEWAY_REALTIME_MAX_SECS: &str = "GATEWAY_REALTIME_MAX_SECS";
 /// Seconds a live session may go without a message from its caller. Default 300.

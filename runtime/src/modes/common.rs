@@ -2,7 +2,7 @@
 //! request's body read and validated ([`read_body`]), the row's upstream
 //! call ([`call`]), the user's JSON, the answer carrying a secret
 //! (no-store), the multipart opener and its errors, query numbers for
-//! paging. A mode may import this file (the one exception to "a mode never
+//! paging, a caller's stored file recorded and deleted (media, files). A mode may import this file (the one exception to "a mode never
 //! imports a sibling"); it imports no mode, so that the dispatcher
 //! (`modes/mod.rs`) stays the only file that names the modes.
 
@@ -17,7 +17,7 @@ use gateway_base::body::{self, Request};
 use gateway_base::errors::ApiError;
 use gateway_base::spec::{Method, PathParams};
 use gateway_base::validate;
-use gateway_store::{Accounts, UserRow};
+use gateway_store::{Accounts, AssetRecord, AssetRow, Assets, OutsideRecordPhase, Record, UserRow};
 
 /// Whether the row's method carries a request body.
 pub(crate) fn has_body(m: Method) -> bool {
@@ -215,4 +215,54 @@ pub(crate) fn query_str<'a>(ctx: &'a Ctx, name: &str) -> Option<&'a str> {
         .iter()
         .find(|(k, _)| k == name)
         .map(|(_, v)| v.as_str())
+}
+
+/// Commits the asset record of a caller's file whose object is stored
+/// (`/media`, `/files`) and reads it back.
+pub(crate) async fn commit_owned_asset(
+    ctx: &Ctx,
+    record: AssetRecord,
+) -> Result<AssetRow, ApiError> {
+    let committed = ctx
+        .gw
+        .store
+        .commit_outside_record_phase(
+            OutsideRecordPhase::UploadedAsset,
+            vec![Record::Asset(record)],
+        )
+        .await?;
+    let id = committed
+        .asset_ids
+        .first()
+        .copied()
+        .ok_or_else(|| ApiError::bug("asset id missing"))?;
+    ctx.gw
+        .store
+        .blocking(move |st| st.asset(id))
+        .await?
+        .ok_or_else(|| ApiError::bug("a file missing after its commit"))
+}
+
+/// Deletes a caller's file: its object at once (so that no URL answered
+/// before serves it), then its record marked deleted; `false` when a
+/// concurrent delete marked it first.
+pub(crate) async fn delete_owned_asset(
+    ctx: &Ctx,
+    user: i64,
+    class: &'static str,
+    row: &AssetRow,
+) -> Result<bool, ApiError> {
+    if let Err(e) = ctx.gw.objects.delete(&row.object_key).await {
+        return Err(crate::generated::stored_failed(
+            format!("deleting a {class} object"),
+            e,
+        ));
+    }
+    let now = gateway_store::now_rfc3339();
+    let id = row.id;
+    Ok(ctx
+        .gw
+        .store
+        .blocking(move |s| s.delete_owned_asset(user, class, id, &now))
+        .await?)
 }

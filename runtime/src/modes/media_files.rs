@@ -36,7 +36,7 @@ use gateway_adapters::objects::ByteStream;
 use gateway_base::body::{json, Request};
 use gateway_base::errors::ApiError;
 use gateway_base::spec::{Mode, PathParams};
-use gateway_store::{AssetRecord, AssetRow, Assets, OutsideRecordPhase, Record};
+use gateway_store::{AssetRecord, AssetRow, Assets};
 
 /// The asset class of media files.
 pub const MEDIA_CLASS: &str = "media";
@@ -317,25 +317,7 @@ async fn commit(
         pack: None,
         pack_offset: None,
     };
-    let committed = ctx
-        .gw
-        .store
-        .commit_outside_record_phase(
-            OutsideRecordPhase::UploadedAsset,
-            vec![Record::Asset(record)],
-        )
-        .await?;
-    let id = committed
-        .asset_ids
-        .first()
-        .copied()
-        .ok_or_else(|| ApiError::bug("asset id missing"))?;
-    let row = ctx
-        .gw
-        .store
-        .blocking(move |st| st.asset(id))
-        .await?
-        .ok_or_else(|| ApiError::bug("media file missing after its commit"))?;
+    let row = common::commit_owned_asset(ctx, record).await?;
     let v = media_json(ctx, &row)?;
     Ok(Outcome::new(json(StatusCode::OK, &v), None))
 }
@@ -400,20 +382,8 @@ pub async fn list(ctx: &mut Ctx) -> Result<Outcome, ApiError> {
 /// the module docs).
 pub async fn delete(ctx: &mut Ctx, params: &PathParams) -> Result<Outcome, ApiError> {
     let (user, row) = own_file(ctx, params).await?;
-    if let Err(e) = ctx.gw.objects.delete(&row.object_key).await {
-        return Err(crate::generated::stored_failed(
-            "deleting a media file's object".into(),
-            e,
-        ));
-    }
-    let now = gateway_store::now_rfc3339();
     let id = row.id;
-    let deleted = ctx
-        .gw
-        .store
-        .blocking(move |s| s.delete_owned_asset(user, MEDIA_CLASS, id, &now))
-        .await?;
-    if !deleted {
+    if !common::delete_owned_asset(ctx, user, MEDIA_CLASS, &row).await? {
         // Deleted by a concurrent request meanwhile.
         return Err(ApiError::NotFound(NOT_FOUND.into()));
     }

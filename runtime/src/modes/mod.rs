@@ -13,6 +13,9 @@
 //! * [`synthesis`] — `synthesize`: the spec §2 synthesis answer, stored audio.
 //! * [`jobs`] — `job_submit`, `job_get`, `job_list`.
 //! * [`uploads`] — `upload`: multipart streamed into the object store.
+//! * [`files`] — `file_upload`, `file_list`, `file_get`, `file_content`,
+//!   `file_delete`: OpenAI's Files API, the caller's files (a batch's
+//!   input among them).
 //! * [`media_files`] — `media_upload`, `media_get`, `media_list`,
 //!   `media_delete`: the caller's image and audio files (`/media`).
 //! * [`webhook`] — `webhook`: the provider's signed notifications.
@@ -69,6 +72,7 @@ pub mod catalogue;
 pub mod chat;
 pub mod common;
 pub mod embeddings;
+pub mod files;
 pub mod gemini;
 pub mod history;
 pub mod images;
@@ -163,6 +167,11 @@ pub async fn run(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<Out
         Mode::MediaGet => media_files::get(ctx, params).await,
         Mode::MediaList => media_files::list(ctx).await,
         Mode::MediaDelete => media_files::delete(ctx, params).await,
+        Mode::FileUpload => files::upload(ctx, req).await,
+        Mode::FileList => files::list(ctx).await,
+        Mode::FileGet => files::get(ctx, params).await,
+        Mode::FileContent => files::content(ctx, params).await,
+        Mode::FileDelete => files::delete(ctx, params).await,
     }
 }
 
@@ -176,6 +185,11 @@ pub fn refuse_declared_over(mode: Mode, gw: &Gateway, req: &Request) -> Result<(
     match mode {
         Mode::Upload | Mode::Transcription | Mode::MediaUpload => {
             let max_file = gw.table.limit(mode);
+            shape::refuse_declared_over(body, max_file + common::MULTIPART_FRAMING)
+                .map_err(|_| common::file_too_large(max_file))
+        }
+        Mode::FileUpload => {
+            let max_file = gw.config.max_file_bytes;
             shape::refuse_declared_over(body, max_file + common::MULTIPART_FRAMING)
                 .map_err(|_| common::file_too_large(max_file))
         }

@@ -8,6 +8,13 @@ use super::row::{Scope, Variable};
 /// In the page's order.
 pub(super) const VARIABLES: &[Variable] = &[
     Variable {
+        name: "GATEWAY_MAX_FILE_BYTES",
+        default: r#"`209715200` (200 MiB)"#,
+        meaning: r#"largest file of `POST /api/v1/files` (OpenAI's Files API), streamed into the
+            object store; a larger one is refused with 413 and nothing is kept"#,
+        scope: Scope::Gateway,
+    },
+    Variable {
         name: "GATEWAY_OBJECT_STORE",
         default: r#"`local`"#,
         meaning: r#"`local` (under `$GATEWAY_DATA_DIR/objects`) or `s3`"#,
