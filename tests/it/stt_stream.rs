@@ -81,6 +81,17 @@ async fn a_30_second_wav_is_billed_30_seconds_in_three_commits() {
         call["headers"]["authorization"],
         format!("Token {PROVIDER_KEY}")
     );
+    // The sessions' metrics (one recorder per process: present, counted).
+    let metrics = env.client.get(env.url("/metrics")).send().await.unwrap();
+    let text = metrics.text().await.unwrap();
+    for m in [
+        "gateway_open_sessions",
+        "gateway_session_frames_total{direction=\"up\"}",
+        "gateway_session_frames_total{direction=\"down\"}",
+        "gateway_session_seconds_billed_total",
+    ] {
+        assert!(text.contains(m), "{m} missing from /metrics");
+    }
 }
 
 #[tokio::test]
