@@ -27,7 +27,7 @@ use hyper_util::rt::TokioIo;
 use tokio::sync::{watch, Notify};
 use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
-use tokio_tungstenite::tungstenite::protocol::{Role, WebSocketConfig};
+use tokio_tungstenite::tungstenite::protocol::Role;
 use tokio_tungstenite::WebSocketStream;
 
 use gateway_base::body::{Request, Response};
@@ -52,9 +52,7 @@ where
     Fut: Future<Output = ()> + Send + 'static,
 {
     let on = hyper::upgrade::on(&mut *req);
-    let config = WebSocketConfig::default()
-        .max_message_size(Some(max_frame))
-        .max_frame_size(Some(max_frame));
+    let config = gateway_adapters::upstream::socket::socket_config(max_frame);
     tokio::spawn(tracing::Instrument::in_current_span(async move {
         match on.await {
             Ok(up) => {

@@ -63,9 +63,7 @@ impl Upstream {
         if let Some((name, value)) = version {
             req.headers_mut().insert(name, value);
         }
-        let config = WebSocketConfig::default()
-            .max_message_size(Some(max_message))
-            .max_frame_size(Some(max_message));
+        let config = socket_config(max_message);
         let connector = Connector::Rustls(self.clients.tls.clone());
         let opened = tokio::time::timeout(
             self.timeout.min(Duration::from_secs(30)),
@@ -106,6 +104,22 @@ impl Upstream {
         }
     }
 }
+
+/// A live socket's configuration: messages and frames at most `max`, and
+/// a read buffer of [`READ_BUFFER`].
+pub fn socket_config(max: usize) -> WebSocketConfig {
+    WebSocketConfig::default()
+        .read_buffer_size(READ_BUFFER)
+        .max_message_size(Some(max))
+        .max_frame_size(Some(max))
+}
+
+/// Bytes read from a socket at a time. tungstenite zero-fills this much
+/// before every read (128 KiB by default): a realtime turn's twenty-odd
+/// reads of small events zeroed 3.5 MB a turn, 79 % of the gateway's
+/// instructions in a profile (`docs/performance.md`). A larger message
+/// takes more reads.
+pub const READ_BUFFER: usize = 16 << 10;
 
 impl UpSocket {
     /// The next message from the provider, scrubbed of the key; `None`

@@ -64,6 +64,21 @@ struct Kind<'a> {
 }
 
 fn kind_of(text: &str) -> Option<Cow<'_, str>> {
+    // OpenAI's events begin with their type (or their `event_id`, then
+    // their type): read it without scanning the rest (a delta's base64
+    // audio); any other form is parsed whole.
+    let head = match text.strip_prefix(r#"{"event_id":""#) {
+        Some(rest) => rest.split_once(r#"",""#),
+        None => text.strip_prefix('{').map(|tail| ("", tail)),
+    };
+    if let Some(rest) = head
+        .filter(|(id, _)| !id.contains(['"', '\\']))
+        .and_then(|(_, tail)| tail.strip_prefix(r#""type":""#))
+    {
+        if let Some((k, _)) = rest.split_once('"').filter(|(k, _)| !k.contains('\\')) {
+            return Some(Cow::Borrowed(k));
+        }
+    }
     serde_json::from_str::<Kind<'_>>(text)
         .ok()
         .and_then(|k| k.kind)
@@ -315,5 +330,28 @@ fn provider_gone(frame: Option<CloseFrame>) -> End {
             format!("the model provider closed the session: {}", f.reason),
         ),
         None => End::new(CloseCode::Error, "the model provider's socket ended"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::kind_of;
+
+    #[test]
+    fn an_events_type_is_read_fast_or_parsed() {
+        assert_eq!(
+            kind_of(r#"{"type":"response.done","x":1}"#).unwrap(),
+            "response.done"
+        );
+        assert_eq!(kind_of(r#"{ "x": 1, "type": "error" }"#).unwrap(), "error");
+        assert_eq!(kind_of(r#"{"type":"a\"b"}"#).unwrap(), "a\"b");
+        let after_id = r#"{"event_id":"event_1","type":"response.created"}"#;
+        assert_eq!(kind_of(after_id).unwrap(), "response.created");
+        assert_eq!(
+            kind_of(r#"{"event_id":"e","x":{"type":"no"},"type":"yes"}"#).unwrap(),
+            "yes"
+        );
+        assert!(kind_of(r#"{"type":"unterminated"#).is_none());
+        assert!(kind_of("not json").is_none());
     }
 }
