@@ -133,9 +133,19 @@ impl End {
         }
     }
 
-    /// The credit (or the key's budget) cannot cover what comes next.
-    pub fn credit(e: &ApiError) -> End {
-        End::new(CloseCode::Policy, format!("insufficient credits: {e}"))
+    /// What comes next could not be held: the credit (or the key's
+    /// budget) cannot cover it (1008, naming it), or the hold failed
+    /// (1011).
+    pub fn unheld(e: &ApiError) -> End {
+        match e {
+            ApiError::InsufficientCredits { .. } | ApiError::PaymentRequired(_) => {
+                End::new(CloseCode::Policy, format!("insufficient credits: {e}"))
+            }
+            _ => End::new(
+                CloseCode::Error,
+                "the gateway could not hold the next period",
+            ),
+        }
     }
 }
 

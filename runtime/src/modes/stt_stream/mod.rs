@@ -309,7 +309,7 @@ impl Live {
                 self.periods
                     .hold_next()
                     .await
-                    .map_err(|e| End::credit(&e))?;
+                    .map_err(|e| End::unheld(&e))?;
             }
         }
         Ok(())
