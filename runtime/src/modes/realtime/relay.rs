@@ -168,14 +168,16 @@ impl Session {
             Some(Err(e)) => return Err(caller_error(e)),
             Some(Ok(m)) => m,
         };
+        if matches!(m, Message::Text(_) | Message::Binary(_)) {
+            self.counts.frames_up += 1;
+            self.counts.bytes_up += m.len() as u64;
+        }
         let text = match m {
             Message::Text(t) => t,
             Message::Close(_) => return Err(End::new(CloseCode::Normal, "")),
             Message::Binary(b) => return self.up_send(Message::Binary(b)).await,
             _ => return Ok(()),
         };
-        self.counts.frames_up += 1;
-        self.counts.bytes_up += text.len() as u64;
         let kind = kind_of(text.as_str()).map(Cow::into_owned);
         match kind.as_deref() {
             Some(k @ ("response.create" | "session.update")) => {
