@@ -49,21 +49,25 @@ async fn the_openai_sdk_creates_lists_reads_and_deletes_files() {
     ];
     let out = run_script("python3", "tests/openai_sdk/files.py", vars).await;
     let ok = checks(&out);
-    for name in ["create", "list", "content", "delete"] {
+    for name in ["create", "expires", "list", "content", "delete"] {
         assert!(ok.contains_key(name), "{name}: {out}");
     }
     // The deleted file's object is gone; the other is kept, the caller's.
     let kept = live_files(&env);
+    // The hour-long file was deleted by the script too.
     assert_eq!(kept.len(), 1, "{kept:?}");
     assert!(kept[0].starts_with(&format!("files/{}/", env.user_id)));
-    let deleted = env
+    let deleted: Vec<_> = env
         .store()
         .assets()
         .unwrap()
         .into_iter()
-        .find(|a| a.class == "file" && a.deleted_at.is_some())
-        .unwrap();
-    assert!(!env.object_keys().contains(&deleted.object_key));
+        .filter(|a| a.class == "file" && a.deleted_at.is_some())
+        .collect();
+    assert_eq!(deleted.len(), 2);
+    assert!(deleted
+        .iter()
+        .all(|d| !env.object_keys().contains(&d.object_key)));
     assert!(env.object_keys().contains(&kept[0]));
     env.assert_no_upstream_call().await;
 }
@@ -140,4 +144,45 @@ async fn bad_uploads_keep_nothing() {
     page.expect(200);
     assert_eq!(page.json["data"][0]["id"], ids[1].as_str());
     assert_eq!(page.json["has_more"], true);
+}
+
+#[tokio::test]
+async fn an_expired_file_is_swept_and_expiry_fields_are_checked() {
+    let env = llm_env(|_| {}).await;
+    for (anchor, seconds, param) in [
+        ("created_at", "10", "expires_after[seconds]"),
+        ("last_active_at", "3600", "expires_after[anchor]"),
+    ] {
+        let form = reqwest::multipart::Form::new()
+            .text("purpose", "batch")
+            .text("expires_after[anchor]", anchor)
+            .text("expires_after[seconds]", seconds)
+            .part(
+                "file",
+                reqwest::multipart::Part::bytes(b"{}\n".to_vec()).file_name("a.jsonl"),
+            );
+        let r = env.post_form(&env.url("/api/v1/files"), form).await;
+        r.expect(400);
+        assert_eq!(r.json["error"]["param"], param, "{}", r.json);
+    }
+    assert!(live_files(&env).is_empty());
+    // A batch file past its expiry is swept: its object removed, then 404.
+    let a = upload(&env, &env.key, "old.jsonl", b"{}\n".to_vec(), Some("batch")).await;
+    a.expect(200);
+    let id = a.json["id"].as_str().unwrap().to_owned();
+    let n: i64 = id.trim_start_matches("file-").parse().unwrap();
+    env.store()
+        .set_asset_expiry(n, Some("2020-01-01T00:00:00Z"))
+        .unwrap();
+    runtime::retention::sweep_once(&env.gw.gateway).await;
+    assert!(live_files(&env).is_empty());
+    let r = env
+        .call_as(
+            &env.key,
+            "GET",
+            &env.url(&format!("/api/v1/files/{id}")),
+            None,
+        )
+        .await;
+    r.expect(404);
 }

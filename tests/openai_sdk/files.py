@@ -30,9 +30,20 @@ data = "".join(json.dumps(l) + "\n" for l in lines).encode()
 f = client.files.create(file=("lines.jsonl", data), purpose="batch")
 assert f.object == "file" and f.purpose == "batch" and f.bytes == len(data), f
 assert f.filename == "lines.jsonl" and f.id.startswith("file-"), f
+# A batch file expires after 30 days unless told otherwise (OpenAI's rule).
+assert f.expires_at == f.created_at + 30 * 86400, f
 print("ok create", json.dumps({"id": f.id, "bytes": f.bytes}), flush=True)
 
 other = client.files.create(file=("notes.txt", b"hello"), purpose="user_data")
+assert other.expires_at is None, other
+hourly = client.files.create(
+    file=("hour.jsonl", b"{}\n"),
+    purpose="batch",
+    expires_after={"anchor": "created_at", "seconds": 3600},
+)
+assert hourly.expires_at == hourly.created_at + 3600, hourly
+client.files.delete(hourly.id)
+print("ok expires", json.dumps({"id": hourly.id}), flush=True)
 batch_ids = [x.id for x in client.files.list(purpose="batch")]
 assert batch_ids == [f.id], batch_ids
 every = [x.id for x in client.files.list(order="asc")]

@@ -8,9 +8,12 @@
 //! = `batch` | `user_data`, in either order), the file streamed into the
 //! object store as it arrives (never held whole) under
 //! `GATEWAY_MAX_FILE_BYTES` (413 past it, the partial object removed); a
-//! bad `purpose` is a 400 and whatever was stored is removed. Files are
-//! kept until their owner deletes them; `DELETE` removes the object at
-//! once, then marks the record deleted. The content is streamed back as
+//! bad `purpose` is a 400 and whatever was stored is removed. A file
+//! expires as OpenAI's do: `expires_after[anchor]` (`created_at`) and
+//! `expires_after[seconds]` (3,600 to 2,592,000) set when; without them a
+//! `batch` file expires after 30 days and a `user_data` file is kept; the
+//! retention sweeper removes an expired file (404 from then on). `DELETE`
+//! removes the object at once, then marks the record deleted. The content is streamed back as
 //! it was stored. Another user's id, an unknown or a deleted one: 404
 //! ("No such File object"), as OpenAI answers it.
 
@@ -33,6 +36,10 @@ const PREFIX: &str = "files/";
 const PURPOSES: [&str; 2] = ["batch", "user_data"];
 /// Largest text field (`purpose`).
 const MAX_TEXT_FIELD: u64 = 64;
+/// A `batch` file's life when the upload sets none (OpenAI's default).
+const BATCH_FILE_SECS: i64 = 30 * 86_400;
+/// The bounds of `expires_after[seconds]`.
+const EXPIRES_AFTER: std::ops::RangeInclusive<i64> = 3_600..=2_592_000;
 /// Most files a list answers at once (OpenAI's limit).
 const MAX_LIST: u32 = 10_000;
 
@@ -43,9 +50,9 @@ fn not_found(id: &str) -> ApiError {
 
 /// A file as answered (OpenAI's `FileObject`).
 fn file_json(a: &AssetRow) -> Value {
-    let created = chrono::DateTime::parse_from_rfc3339(&a.created_at)
-        .map(|t| t.timestamp())
-        .unwrap_or(0);
+    let unix = |t: &str| chrono::DateTime::parse_from_rfc3339(t).map(|t| t.timestamp());
+    let created = unix(&a.created_at).unwrap_or(0);
+    let expires = a.expires_at.as_deref().and_then(|t| unix(t).ok());
     json!({
         "id": format!("file-{}", a.id),
         "object": "file",
@@ -54,7 +61,7 @@ fn file_json(a: &AssetRow) -> Value {
         "filename": a.file_name,
         "purpose": a.purpose,
         "status": "processed",
-        "expires_at": null,
+        "expires_at": expires,
         "status_details": null,
     })
 }
@@ -73,13 +80,16 @@ struct Stored {
 pub async fn upload(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
     let user_id = ctx.require_user("file upload")?;
     let max = ctx.gw.config.max_file_bytes;
-    let limits = multer::SizeLimit::new().for_field("purpose", MAX_TEXT_FIELD);
+    let limits = multer::SizeLimit::new()
+        .for_field("purpose", MAX_TEXT_FIELD)
+        .for_field("expires_after[anchor]", MAX_TEXT_FIELD)
+        .for_field("expires_after[seconds]", MAX_TEXT_FIELD);
     let form = common::open_multipart(req, max, limits)?;
-    let mut purpose = None;
+    let mut fields = Fields::default();
     let mut stored = None;
-    let read = read_form(ctx, user_id, form, &mut purpose, &mut stored).await;
+    let read = read_form(ctx, user_id, form, &mut fields, &mut stored).await;
     let outcome = match read {
-        Ok(()) => finish(ctx, user_id, purpose, stored.as_ref()).await,
+        Ok(()) => finish(ctx, user_id, fields, stored.as_ref()).await,
         Err(e) => Err(e),
     };
     if outcome.is_err() {
@@ -90,20 +100,37 @@ pub async fn upload(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
     outcome
 }
 
-/// Reads the form: `purpose`, one `file` (streamed into the object
-/// store), other fields read and ignored.
+/// The upload's text fields.
+#[derive(Default)]
+struct Fields {
+    purpose: Option<String>,
+    anchor: Option<String>,
+    seconds: Option<String>,
+}
+
+/// Reads the form: `purpose`, `expires_after[…]`, one `file` (streamed
+/// into the object store), other fields read and ignored.
 async fn read_form(
     ctx: &Ctx,
     user_id: i64,
     mut form: multer::Multipart<'static>,
-    purpose: &mut Option<String>,
+    fields: &mut Fields,
     stored: &mut Option<Stored>,
 ) -> Result<(), ApiError> {
     let max = ctx.gw.config.max_file_bytes;
     let bad = |e| common::multipart_error(e, max);
     while let Some(field) = form.next_field().await.map_err(bad)? {
+        let slot = match field.name() {
+            Some("purpose") => Some(&mut fields.purpose),
+            Some("expires_after[anchor]") => Some(&mut fields.anchor),
+            Some("expires_after[seconds]") => Some(&mut fields.seconds),
+            _ => None,
+        };
+        if let Some(slot) = slot {
+            *slot = Some(field.text().await.map_err(bad)?.trim().to_owned());
+            continue;
+        }
         match field.name() {
-            Some("purpose") => *purpose = Some(field.text().await.map_err(bad)?.trim().to_owned()),
             Some("file") if stored.is_none() => {
                 *stored = Some(store_file(ctx, user_id, field).await?);
             }
@@ -158,10 +185,10 @@ async fn store_file(
 async fn finish(
     ctx: &Ctx,
     user_id: i64,
-    purpose: Option<String>,
+    fields: Fields,
     stored: Option<&Stored>,
 ) -> Result<Outcome, ApiError> {
-    let purpose = match purpose.as_deref() {
+    let purpose = match fields.purpose.as_deref() {
         Some(p) if PURPOSES.contains(&p) => p.to_owned(),
         Some(p) => {
             return Err(ApiError::BadRequest(format!(
@@ -170,7 +197,9 @@ async fn finish(
         }
         None => return Err(ApiError::BadRequest("purpose: required".into())),
     };
+    let life = expires_after(&fields, &purpose)?;
     let s = stored.ok_or_else(|| ApiError::BadRequest("file: required".into()))?;
+    let now = chrono::Utc::now();
     let record = AssetRecord {
         owner_id: Some(user_id),
         object_key: s.key.clone(),
@@ -180,14 +209,38 @@ async fn finish(
         content_type: s.content_type.clone(),
         file_name: Some(s.name.clone()),
         source: Some(ctx.request_id.clone()),
-        created_at: gateway_store::now_rfc3339(),
-        // Kept until its owner deletes it.
-        expires_at: None,
+        created_at: gateway_store::rfc3339(now),
+        expires_at: life.map(|secs| gateway_store::rfc3339(now + chrono::Duration::seconds(secs))),
         pack: None,
         pack_offset: None,
     };
     let row = common::commit_owned_asset(ctx, record).await?;
     Ok(Outcome::new(json(StatusCode::OK, &file_json(&row)), None))
+}
+
+/// A file's life in seconds from its creation (`None`: kept until
+/// deleted): `expires_after`, else 30 days for a `batch` file.
+fn expires_after(f: &Fields, purpose: &str) -> Result<Option<i64>, ApiError> {
+    let bad = |field: &str, why: &str| ApiError::BadRequest(format!("{field}: {why}"));
+    match (f.anchor.as_deref(), f.seconds.as_deref()) {
+        (None, None) => Ok((purpose == "batch").then_some(BATCH_FILE_SECS)),
+        (Some("created_at"), Some(s)) => match s.parse::<i64>() {
+            Ok(n) if EXPIRES_AFTER.contains(&n) => Ok(Some(n)),
+            _ => Err(bad(
+                "expires_after[seconds]",
+                "must be a whole number from 3600 to 2592000",
+            )),
+        },
+        (Some("created_at"), None) => Err(bad(
+            "expires_after[seconds]",
+            "required with expires_after[anchor]",
+        )),
+        (Some(_), _) => Err(bad("expires_after[anchor]", "must be created_at")),
+        (None, Some(_)) => Err(bad(
+            "expires_after[anchor]",
+            "required with expires_after[seconds]",
+        )),
+    }
 }
 
 /// The caller's live file named by `{file_id}` (404 otherwise).
