@@ -220,6 +220,10 @@ impl Conversation {
             let r = obj
                 .entry("response")
                 .or_insert_with(|| Value::Object(Map::new()));
+            // `"response": null` is no response object: one with the cap.
+            if r.is_null() {
+                *r = Value::Object(Map::new());
+            }
             if let Some(r) = r.as_object_mut() {
                 r.insert("max_output_tokens".into(), output.into());
             }
