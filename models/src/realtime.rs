@@ -134,6 +134,18 @@ pub struct Conversation {
 }
 
 impl Conversation {
+    /// Whether the client events of `kind` change the bound (the others
+    /// need not be read).
+    pub fn follows(kind: &str) -> bool {
+        matches!(
+            kind,
+            "session.update"
+                | "input_audio_buffer.append"
+                | "input_audio_buffer.clear"
+                | "conversation.item.create"
+        )
+    }
+
     /// A client event seen on its way upstream (`session.update`,
     /// `input_audio_buffer.*`, `conversation.item.create`).
     pub fn client_event(&mut self, kind: &str, event: &Value) {

@@ -12,7 +12,8 @@
 //!   it owes and closes with 1001 ("going away"); the drain waits for them.
 //! * [`commit_turn`] — a turn's records (its usage record and debit, the
 //!   end of its hold, its audit record), committed before the event that
-//!   reports the turn leaves for the caller.
+//!   reports the turn leaves for the caller (who pays, and how a turn is
+//!   held, is `modes::common::LivePayer`).
 //! * [`End`] — why a session ended: its close code and reason; [`Clock`]
 //!   — the limits that end it (longest duration, idle caller, shut-down).
 
@@ -292,42 +293,4 @@ impl Clock {
             ),
         }
     }
-}
-
-/// The audit record of a session's turn (`request_id`, `user`'s, on the
-/// session's route and path), ended now after `started`.
-pub fn turn_audit(
-    request_id: String,
-    user: i64,
-    route_id: &str,
-    path: &str,
-    started: std::time::Instant,
-) -> gateway_store::AuditRecord {
-    gateway_store::AuditRecord {
-        request_id,
-        user_id: Some(user),
-        route_id: route_id.to_owned(),
-        method: "GET".to_owned(),
-        path: path.to_owned(),
-        status: 200,
-        upstream_status: Some(101),
-        latency_ms: started.elapsed().as_millis() as u64,
-        created_at: gateway_store::now_rfc3339(),
-    }
-}
-
-/// A session's caller (sessions are authenticated rows) and the `model`
-/// its query names, if any.
-pub fn caller_and_model(
-    user: Option<&gateway_store::User>,
-    query: &[(String, String)],
-) -> Result<(gateway_store::User, Option<String>), ApiError> {
-    let user = user
-        .cloned()
-        .ok_or_else(|| ApiError::bug("a live session without a user"))?;
-    let model = query
-        .iter()
-        .find(|(k, _)| k == "model")
-        .map(|(_, v)| v.clone());
-    Ok((user, model))
 }

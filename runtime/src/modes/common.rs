@@ -2,7 +2,9 @@
 //! request's body read and validated ([`read_body`]), the row's upstream
 //! call ([`call`]), the user's JSON, the answer carrying a secret
 //! (no-store), the multipart opener and its errors, query numbers for
-//! paging, a caller's stored file recorded and deleted (media, files). A mode may import this file (the one exception to "a mode never
+//! paging, a caller's stored file recorded and deleted (media, files), who
+//! pays for a live session's turns ([`LivePayer`]: realtime, live
+//! transcription). A mode may import this file (the one exception to "a mode never
 //! imports a sibling"); it imports no mode, so that the dispatcher
 //! (`modes/mod.rs`) stays the only file that names the modes.
 
@@ -265,4 +267,119 @@ pub(crate) async fn delete_owned_asset(
         .store
         .blocking(move |s| s.delete_owned_asset(user, class, id, &now))
         .await?)
+}
+
+/// Who pays for a live session's turns (a realtime response, a period of
+/// live audio), and for what: each turn is a request of its own, under
+/// the session's request id and its number (`res_….3`), held before it
+/// starts and settled with an audit record of its own.
+pub(crate) struct LivePayer {
+    pub gw: crate::services::Gateway,
+    pub user: gateway_store::User,
+    pub route_id: &'static str,
+    pub capability: &'static str,
+    pub path: String,
+    pub provider: gateway_models::providers::Provider,
+    pub model: gateway_models::providers::Model,
+    /// The session's request id (the upgrade's).
+    pub session_id: String,
+    /// The session's span (taken from the upgrade's request).
+    pub trace: gateway_base::traces::Span,
+}
+
+impl LivePayer {
+    /// The session of `ctx`'s caller on `model` of its query (resolved as
+    /// a model of type `want`, allowed to the key, its provider keyed).
+    pub(crate) fn of(
+        ctx: &mut Ctx,
+        path: &str,
+        want: gateway_models::providers::ModelType,
+    ) -> Result<LivePayer, ApiError> {
+        let user = ctx
+            .user
+            .clone()
+            .ok_or_else(|| ApiError::bug("a live session without a user"))?;
+        let name = query_str(ctx, "model").map(str::to_owned);
+        let (p, m) = ctx.gw.providers.resolve(name.as_deref(), want)?;
+        crate::model_call::allowed(&ctx.caller(), p, m, None)?;
+        p.key
+            .as_ref()
+            .ok_or_else(|| gateway_models::providers::config_missing(p))?;
+        Ok(LivePayer {
+            gw: ctx.gw.clone(),
+            user,
+            route_id: ctx.spec.id,
+            capability: ctx.spec.capability,
+            path: path.to_owned(),
+            provider: p.clone(),
+            model: m.clone(),
+            session_id: ctx.request_id.clone(),
+            trace: ctx.trace.take(),
+        })
+    }
+
+    /// Opens the provider's socket at `path` (under its base URL) with the
+    /// provider's key; messages at most `max_frame` bytes.
+    pub(crate) async fn socket(
+        &self,
+        path: &str,
+        max_frame: usize,
+    ) -> Result<gateway_adapters::upstream::socket::UpSocket, ApiError> {
+        let p = &self.provider;
+        let key = p
+            .key
+            .as_ref()
+            .ok_or_else(|| gateway_models::providers::config_missing(p))?;
+        self.gw
+            .upstream
+            .socket(&p.base_url, path, key, p.adapter.key_form(), max_frame)
+            .await
+    }
+
+    /// The request id of the session's turn `n`.
+    pub(crate) fn turn_id(&self, n: u64) -> String {
+        format!("{}.{n}", self.session_id)
+    }
+
+    /// Holds `amount` for the turn `request_id` (402 when the balance or
+    /// the key's budget cannot cover it): its bill, to be settled when
+    /// the turn ends.
+    pub(crate) async fn hold(
+        &self,
+        request_id: &str,
+        amount: rust_decimal::Decimal,
+    ) -> Result<crate::money::Settle, ApiError> {
+        let c = crate::ctx::Caller {
+            gw: &self.gw,
+            user: Some(&self.user),
+            request_id,
+            route_id: self.route_id,
+            capability: self.capability,
+            started: std::time::Instant::now(),
+            trace: &self.trace,
+        };
+        let hold = crate::money::reserve(&c, amount, false).await?;
+        let mut settle = crate::money::Settle::new(&c, &self.provider, &self.model, false, hold);
+        settle.streamed = true;
+        Ok(settle)
+    }
+
+    /// The audit record of the turn `request_id`, ended now after `started`.
+    pub(crate) fn audit(
+        &self,
+        request_id: String,
+        started: std::time::Instant,
+    ) -> gateway_store::AuditRecord {
+        gateway_store::AuditRecord {
+            request_id,
+            user_id: Some(self.user.id),
+            route_id: self.route_id.to_owned(),
+            method: "GET".to_owned(),
+            path: self.path.clone(),
+            status: 200,
+            upstream_status: Some(101),
+            latency_ms: started.elapsed().as_millis() as u64,
+            created_at: gateway_store::now_rfc3339(),
+        }
+    }
 }

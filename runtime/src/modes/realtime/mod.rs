@@ -16,6 +16,7 @@ mod turns;
 mod vad;
 
 use crate::ctx::{Ctx, Later, Outcome, Settlement};
+use crate::modes::common;
 use crate::sessions;
 use gateway_adapters::upstream::encode_segment;
 use gateway_base::body::Request;
@@ -27,46 +28,28 @@ const PROTOCOL: &str = "realtime";
 
 /// Opens a realtime session (see the module).
 pub async fn open(ctx: &mut Ctx, mut req: Request) -> Result<Outcome, ApiError> {
-    let (user, name) = sessions::caller_and_model(ctx.user.as_ref(), &ctx.query)?;
-    let name = name.ok_or_else(|| ApiError::BadRequest("model: required (`?model=…`)".into()))?;
-    let (p, m) = ctx.gw.providers.resolve(Some(&name), ModelType::Realtime)?;
-    crate::model_call::allowed(&ctx.caller(), p, m, None)?;
-    let key = p
-        .key
-        .clone()
-        .ok_or_else(|| gateway_models::providers::config_missing(p))?;
+    if common::query_str(ctx, "model").is_none() {
+        return Err(ApiError::BadRequest("model: required (`?model=…`)".into()));
+    }
+    let path = req.uri().path().to_owned();
+    let payer = common::LivePayer::of(ctx, &path, ModelType::Realtime)?;
     let handshake = sessions::handshake_key(&req)?;
-    let slot = ctx.gw.sessions.take(user.id)?;
+    let slot = ctx.gw.sessions.take(payer.user.id)?;
     let limits = ctx.gw.config.sessions;
+    let (p, m) = (&payer.provider, &payer.model);
     let live = p
         .adapter
         .live_path(ModelType::Realtime)
         .ok_or_else(|| ApiError::bug("a realtime model without its provider's socket"))?;
-    let path = format!("{live}?model={}", encode_segment(&m.id));
-    let up = ctx
-        .gw
-        .upstream
+    let up = payer
         .socket(
-            &p.base_url,
-            &path,
-            &key,
-            p.adapter.key_form(),
+            &format!("{live}?model={}", encode_segment(&m.id)),
             limits.max_frame,
         )
         .await?;
-    ctx.trace
+    payer
+        .trace
         .model("realtime", Some(&format!("{}/{}", p.id, m.id)), None);
-    let payer = turns::Payer {
-        gw: ctx.gw.clone(),
-        user,
-        route_id: ctx.spec.id,
-        capability: ctx.spec.capability,
-        path: req.uri().path().to_owned(),
-        provider: p.clone(),
-        model: m.clone(),
-        session_id: ctx.request_id.clone(),
-        trace: ctx.trace.take(),
-    };
     let clock = sessions::Clock::start(limits, ctx.gw.sessions.going_away());
     let resp = sessions::accept(
         &mut req,

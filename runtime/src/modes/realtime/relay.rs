@@ -26,6 +26,7 @@ use tokio_tungstenite::tungstenite::Message;
 use super::turns::Turns;
 use crate::sessions::{Clock, End, Slot, Socket};
 use gateway_adapters::upstream::socket::UpSocket;
+use gateway_models::realtime::Conversation;
 
 /// How long the end of a session waits for its responses in flight.
 const SETTLE_WAIT: Duration = Duration::from_secs(5);
@@ -192,13 +193,13 @@ impl Session {
                 self.turns.conversation.client_event(k, &event);
                 self.up_send(Message::Text(event.to_string().into())).await
             }
-            Some(k) => {
+            Some(k) if Conversation::follows(k) => {
                 if let Ok(event) = serde_json::from_str::<Value>(text.as_str()) {
                     self.turns.conversation.client_event(k, &event);
                 }
                 self.up_send(Message::Text(text)).await
             }
-            None => self.up_send(Message::Text(text)).await,
+            _ => self.up_send(Message::Text(text)).await,
         }
     }
 

@@ -20,28 +20,12 @@ use std::time::Instant;
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
 
-use crate::ctx::Caller;
+use crate::modes::common::LivePayer;
 use crate::money::{self, Settle};
-use crate::services::Gateway;
 use gateway_base::errors::ApiError;
 use gateway_models::cost::Cost;
-use gateway_models::providers::{Model, Provider};
 use gateway_models::realtime::{Conversation, RealtimeUsage, ResponseBound};
-use gateway_store::{AuditRecord, Record, User};
-
-/// Who pays for a session's responses, and for what.
-pub(super) struct Payer {
-    pub gw: Gateway,
-    pub user: User,
-    pub route_id: &'static str,
-    pub capability: &'static str,
-    pub path: String,
-    pub provider: Provider,
-    pub model: Model,
-    /// The session's request id (the upgrade's).
-    pub session_id: String,
-    pub trace: gateway_base::traces::Span,
-}
+use gateway_store::Record;
 
 /// A response held and sent, not yet done.
 struct Turn {
@@ -60,7 +44,7 @@ struct Turn {
 
 /// The session's responses and what they cost.
 pub(super) struct Turns {
-    pub payer: Payer,
+    pub payer: LivePayer,
     pub conversation: Conversation,
     pending: VecDeque<Turn>,
     made: u64,
@@ -70,7 +54,7 @@ pub(super) struct Turns {
 }
 
 impl Turns {
-    pub fn new(payer: Payer) -> Turns {
+    pub fn new(payer: LivePayer) -> Turns {
         Turns {
             payer,
             conversation: Conversation::default(),
@@ -90,7 +74,7 @@ impl Turns {
     /// to go upstream; or the `error` event that refuses it.
     pub async fn create(&mut self, mut event: Value) -> Result<Value, Value> {
         self.made += 1;
-        let request_id = format!("{}.{}", self.payer.session_id, self.made);
+        let request_id = self.payer.turn_id(self.made);
         let event_id = match event.get("event_id").and_then(Value::as_str) {
             Some(id) => id.to_owned(),
             None => {
@@ -101,22 +85,11 @@ impl Turns {
         };
         let bound = self.conversation.response(&mut event);
         let p = &self.payer;
-        let c = Caller {
-            gw: &p.gw,
-            user: Some(&p.user),
-            request_id: &request_id,
-            route_id: p.route_id,
-            capability: p.capability,
-            started: Instant::now(),
-            trace: &p.trace,
-        };
         let held = match money::realtime_bound_cost(&p.provider, &p.model, &bound) {
-            Ok(amount) => money::reserve(&c, amount, false).await,
+            Ok(amount) => p.hold(&request_id, amount).await,
             Err(e) => Err(e),
         };
-        let hold = held.map_err(|e| refusal(&event_id, &e))?;
-        let mut settle = Settle::new(&c, &p.provider, &p.model, false, hold);
-        settle.streamed = true;
+        let settle = held.map_err(|e| refusal(&event_id, &e))?;
         let span = p.trace.turn(format!("response {}", self.made));
         self.pending.push_back(Turn {
             request_id,
@@ -190,7 +163,7 @@ impl Turns {
             "cancelled" => "stopped",
             other => other,
         };
-        let audit = self.audit(&turn);
+        let audit = self.payer.audit(turn.request_id.clone(), turn.started);
         let tokens = used.tokens();
         let mut records = turn.settle.realtime_records(&used, ended);
         records.push(Record::Audit(audit));
@@ -206,17 +179,6 @@ impl Turns {
             c.annotate(r);
         }
         Ok(())
-    }
-
-    fn audit(&self, turn: &Turn) -> AuditRecord {
-        let p = &self.payer;
-        crate::sessions::turn_audit(
-            turn.request_id.clone(),
-            p.user.id,
-            p.route_id,
-            &p.path,
-            turn.started,
-        )
     }
 
     /// The session ended: responses never done release their holds.

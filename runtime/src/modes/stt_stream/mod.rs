@@ -24,16 +24,16 @@ use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::Message;
 
-use crate::ctx::{Caller, Ctx, Later, Outcome, Settlement};
+use crate::ctx::{Ctx, Later, Outcome, Settlement};
+use crate::modes::common::{self, LivePayer};
 use crate::money::{self, Settle};
-use crate::services::Gateway;
 use crate::sessions::{self, Clock, End, Slot, Socket};
 use gateway_adapters::upstream::encode_segment;
 use gateway_adapters::upstream::socket::UpSocket;
 use gateway_base::body::Request;
 use gateway_base::errors::ApiError;
-use gateway_models::providers::{Model, ModelType, Provider};
-use gateway_store::{Record, User};
+use gateway_models::providers::ModelType;
+use gateway_store::Record;
 use meter::Meter;
 
 /// The subprotocol Deepgram's browser clients offer with the key.
@@ -44,32 +44,25 @@ const LAST_RESULTS: Duration = Duration::from_secs(5);
 
 /// Opens a live transcription (see the module).
 pub async fn open(ctx: &mut Ctx, mut req: Request) -> Result<Outcome, ApiError> {
-    let (user, name) = sessions::caller_and_model(ctx.user.as_ref(), &ctx.query)?;
-    let (p, m) = ctx.gw.providers.resolve(name.as_deref(), ModelType::Stt)?;
+    let path = req.uri().path().to_owned();
+    let payer = common::LivePayer::of(ctx, &path, ModelType::Stt)?;
+    let (p, m) = (&payer.provider, &payer.model);
     let Some(live) = p.adapter.live_path(ModelType::Stt) else {
         return Err(ApiError::BadRequest(format!(
             "model: {}/{} has no live transcription (a deepgram model has)",
             p.id, m.id
         )));
     };
-    crate::model_call::allowed(&ctx.caller(), p, m, None)?;
+    let mut path = format!("{live}?model={}", encode_segment(&m.id));
+    for (k, v) in ctx.query.iter().filter(|(k, _)| k != "model") {
+        path.push_str(&format!("&{}={}", encode_segment(k), encode_segment(v)));
+    }
     let meter = Meter::of(&ctx.query).map_err(ApiError::BadRequest)?;
-    let key = p
-        .key
-        .clone()
-        .ok_or_else(|| gateway_models::providers::config_missing(p))?;
     let handshake = sessions::handshake_key(&req)?;
-    let slot = ctx.gw.sessions.take(user.id)?;
+    let slot = ctx.gw.sessions.take(payer.user.id)?;
     let limits = ctx.gw.config.sessions;
     let mut periods = Periods {
-        gw: ctx.gw.clone(),
-        user,
-        route_id: ctx.spec.id,
-        capability: ctx.spec.capability,
-        path: req.uri().path().to_owned(),
-        provider: p.clone(),
-        model: m.clone(),
-        session_id: ctx.request_id.clone(),
+        payer,
         made: 0,
         current: None,
         held_secs: 0,
@@ -78,21 +71,7 @@ pub async fn open(ctx: &mut Ctx, mut req: Request) -> Result<Outcome, ApiError> 
         period: u64::from(limits.billing_period),
     };
     periods.hold_next().await?;
-    let mut path = format!("{live}?model={}", encode_segment(&m.id));
-    for (k, v) in ctx.query.iter().filter(|(k, _)| k != "model") {
-        path.push_str(&format!("&{}={}", encode_segment(k), encode_segment(v)));
-    }
-    let up = ctx
-        .gw
-        .upstream
-        .socket(
-            &p.base_url,
-            &path,
-            &key,
-            p.adapter.key_form(),
-            limits.max_frame,
-        )
-        .await?;
+    let up = periods.payer.socket(&path, limits.max_frame).await?;
     let clock = sessions::Clock::start(limits, ctx.gw.sessions.going_away());
     let resp = sessions::accept(
         &mut req,
@@ -116,14 +95,8 @@ pub async fn open(ctx: &mut Ctx, mut req: Request) -> Result<Outcome, ApiError> 
 
 /// A live transcription's periods: the one held, and what was committed.
 struct Periods {
-    gw: Gateway,
-    user: User,
-    route_id: &'static str,
-    capability: &'static str,
-    path: String,
-    provider: Provider,
-    model: Model,
-    session_id: String,
+    /// Who pays, and the session's span (ended with the session).
+    payer: LivePayer,
     made: u64,
     /// The period held now, and when it began.
     current: Option<(Settle, Instant)>,
@@ -139,21 +112,10 @@ impl Periods {
     /// Holds the next period's seconds under a request id of its own.
     async fn hold_next(&mut self) -> Result<(), ApiError> {
         self.made += 1;
-        let request_id = format!("{}.{}", self.session_id, self.made);
-        let span = gateway_base::traces::Span::default();
-        let c = Caller {
-            gw: &self.gw,
-            user: Some(&self.user),
-            request_id: &request_id,
-            route_id: self.route_id,
-            capability: self.capability,
-            started: Instant::now(),
-            trace: &span,
-        };
-        let amount = money::seconds_cost(&self.provider, &self.model, Decimal::from(self.period))?;
-        let hold = money::reserve(&c, amount, false).await?;
-        let mut settle = Settle::new(&c, &self.provider, &self.model, false, hold);
-        settle.streamed = true;
+        let request_id = self.payer.turn_id(self.made);
+        let p = &self.payer;
+        let amount = money::seconds_cost(&p.provider, &p.model, Decimal::from(self.period))?;
+        let settle = p.hold(&request_id, amount).await?;
         self.current = Some((settle, Instant::now()));
         self.held_secs += self.period;
         Ok(())
@@ -173,15 +135,9 @@ impl Periods {
         }
         let request_id = settle.request_id.clone();
         let mut records = settle.seconds_records("audio_seconds", seconds);
-        records.push(Record::Audit(sessions::turn_audit(
-            request_id,
-            self.user.id,
-            self.route_id,
-            &self.path,
-            started,
-        )));
+        records.push(Record::Audit(self.payer.audit(request_id, started)));
         let cost = gateway_models::cost::Cost::of(&records);
-        sessions::commit_turn(&self.gw.store, records).await?;
+        sessions::commit_turn(&self.payer.gw.store, records).await?;
         self.billed = to;
         self.cost += cost.map_or(Decimal::ZERO, |c| c.charged);
         gateway_base::telemetry::session_seconds_billed(
@@ -223,9 +179,9 @@ async fn run(mut s: Live) {
     s.up.close().await;
     tracing::info!(
         target: "access",
-        route = s.periods.route_id,
-        request_id = %s.periods.session_id,
-        user_id = s.periods.user.id,
+        route = s.periods.payer.route_id,
+        request_id = %s.periods.payer.session_id,
+        user_id = s.periods.payer.user.id,
         duration_ms = started.elapsed().as_millis() as u64,
         frames = s.frames,
         audio_bytes = s.meter.audio,
@@ -235,6 +191,7 @@ async fn run(mut s: Live) {
         reason = %end.reason,
         "session"
     );
+    s.periods.payer.trace.end(101);
     drop(s.slot);
 }
 
