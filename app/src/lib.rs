@@ -67,8 +67,8 @@ pub fn gateway(routes: Routes, config: Config) -> Result<Gateway, StartError> {
 }
 
 /// Starts a gateway on `listener` with `config`, with its background tasks
-/// (retention sweeper, job follower, nightly reconciliation, the cluster
-/// bus) when configured.
+/// (the batch executor; retention sweeper, job follower, nightly
+/// reconciliation, the cluster bus when configured).
 pub fn start(
     routes: Routes,
     mut config: Config,
@@ -85,6 +85,11 @@ pub fn start(
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let gw = gateway.clone();
     let mut background = Vec::new();
+    // Batches are run by every instance: lines claimed from the database.
+    background.push(tokio::spawn(runtime::batches::run(
+        gw.clone(),
+        identity.id.clone(),
+    )));
     background.push(tokio::spawn(runtime::instance::keep_lease(
         gw.store.clone(),
         identity,

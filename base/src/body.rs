@@ -51,6 +51,15 @@ pub fn json_text(status: http::StatusCode, text: String) -> http::Response<Body>
     out
 }
 
+/// The whole body of an answer made in memory (a batch line's), as text
+/// (lossy where it is not UTF-8; what could not be read is left out).
+pub async fn collect_text(response: http::Response<Body>) -> String {
+    match response.into_body().collect().await {
+        Ok(c) => String::from_utf8_lossy(&c.to_bytes()).into_owned(),
+        Err(_) => String::new(),
+    }
+}
+
 /// Seconds a request body may take to arrive, plus one second per
 /// [`BODY_MIN_RATE`] bytes it delivered: a slower body is cut with 408.
 pub const GATEWAY_BODY_TIMEOUT_SECS: &str = "GATEWAY_BODY_TIMEOUT_SECS";
@@ -79,7 +88,7 @@ pub trait Connection: Send + Sync {
 /// with [`BodyTimedOut`] (408 where the body is read). The timer is
 /// allocated only when the body first has to wait.
 pub struct ReqBody {
-    inner: hyper::body::Incoming,
+    inner: Inner,
     started: tokio::time::Instant,
     timeout: std::time::Duration,
     received: u64,
@@ -89,6 +98,23 @@ pub struct ReqBody {
     conn: Option<std::sync::Arc<dyn Connection>>,
     /// Counted as arriving on `conn` and not ended yet.
     arriving: bool,
+}
+
+/// Where a request body comes from: a connection, or memory (a batch's
+/// line, run inside the gateway as a request of its own).
+enum Inner {
+    Incoming(hyper::body::Incoming),
+    /// The whole body; taken by the first read.
+    Whole(Option<Bytes>),
+}
+
+impl Inner {
+    fn is_end_stream(&self) -> bool {
+        match self {
+            Inner::Incoming(i) => http_body::Body::is_end_stream(i),
+            Inner::Whole(b) => b.is_none(),
+        }
+    }
 }
 
 /// The error of a body that arrived too slowly.
@@ -106,9 +132,24 @@ impl std::error::Error for BodyTimedOut {}
 impl ReqBody {
     pub fn new(inner: hyper::body::Incoming, timeout: std::time::Duration) -> ReqBody {
         ReqBody {
-            inner,
+            inner: Inner::Incoming(inner),
             started: tokio::time::Instant::now(),
             timeout,
+            received: 0,
+            timer: None,
+            timed_out: false,
+            conn: None,
+            arriving: false,
+        }
+    }
+
+    /// A body already whole in memory (a batch line's): no connection,
+    /// never timed out.
+    pub fn whole(bytes: Bytes) -> ReqBody {
+        ReqBody {
+            inner: Inner::Whole(Some(bytes)),
+            started: tokio::time::Instant::now(),
+            timeout: std::time::Duration::from_secs(3600),
             received: 0,
             timer: None,
             timed_out: false,
@@ -182,12 +223,16 @@ impl http_body::Body for ReqBody {
         if this.timed_out {
             return Poll::Ready(None);
         }
-        match std::pin::Pin::new(&mut this.inner).poll_frame(cx) {
+        let inner = match &mut this.inner {
+            Inner::Incoming(i) => i,
+            Inner::Whole(b) => return Poll::Ready(b.take().map(|b| Ok(http_body::Frame::data(b)))),
+        };
+        match std::pin::Pin::new(&mut *inner).poll_frame(cx) {
             Poll::Ready(Some(Ok(frame))) => {
                 if let Some(d) = frame.data_ref() {
                     this.received += d.len() as u64;
                 }
-                if this.inner.is_end_stream() {
+                if inner.is_end_stream() {
                     this.ended();
                 }
                 Poll::Ready(Some(Ok(frame)))
@@ -223,7 +268,12 @@ impl http_body::Body for ReqBody {
     }
 
     fn size_hint(&self) -> http_body::SizeHint {
-        self.inner.size_hint()
+        match &self.inner {
+            Inner::Incoming(i) => i.size_hint(),
+            Inner::Whole(b) => {
+                http_body::SizeHint::with_exact(b.as_ref().map_or(0, |b| b.len() as u64))
+            }
+        }
     }
 }
 

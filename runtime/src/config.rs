@@ -15,12 +15,14 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 mod error;
+mod limits;
 mod names;
 mod parse;
 pub mod variables;
 mod vars;
 
 pub use error::ConfigError;
+pub use limits::{BatchLimits, SessionLimits};
 pub use names::*;
 use parse::*;
 use vars::Vars;
@@ -99,6 +101,8 @@ pub struct Config {
     /// The limits of live WebSocket sessions (`GATEWAY_REALTIME_*`,
     /// `GATEWAY_STREAM_BILLING_SECS`).
     pub sessions: SessionLimits,
+    /// How batches run (`GATEWAY_BATCH_*`).
+    pub batches: BatchLimits,
     /// UTC time of the nightly reconciliation; `None` disables it.
     pub reconcile_at: Option<chrono::NaiveTime>,
     /// How often the job follower looks for due jobs; `None` disables it.
@@ -259,6 +263,7 @@ impl Config {
             sweep_interval: Some(Duration::from_secs(3600)),
             responses_retention: Duration::from_secs(30 * 86_400),
             sessions: SessionLimits::default(),
+            batches: BatchLimits::default(),
             max_file_bytes: 200 << 20,
             responses_by_key: false,
             reconcile_at: chrono::NaiveTime::from_hms_opt(0, 30, 0),
@@ -455,6 +460,18 @@ impl Config {
             GATEWAY_MAX_FILE_BYTES,
             parse_positive,
         );
+        let b = &mut self.batches;
+        let count = |t: &str| parse_positive(t).map(|n| n as usize);
+        v.set(&mut b.max_lines, GATEWAY_BATCH_MAX_LINES, count);
+        v.set(&mut b.concurrency, GATEWAY_BATCH_CONCURRENCY, count);
+        v.set(
+            &mut b.per_instance,
+            GATEWAY_BATCH_INSTANCE_CONCURRENCY,
+            count,
+        );
+        v.set(&mut b.window, GATEWAY_BATCH_WINDOW_SECS, |t| {
+            parse_positive(t).map(|n| Some(Duration::from_secs(n)))
+        });
         let s = &mut self.sessions;
         let secs = |t: &str| parse_positive(t).map(Duration::from_secs);
         v.set(&mut s.max_duration, GATEWAY_REALTIME_MAX_SECS, secs);
@@ -824,35 +841,5 @@ mod tests {
                 .is_none(),
             "both local: fine"
         );
-    }
-}
-
-/// The limits of live WebSocket sessions (`modes::realtime`,
-/// `modes::stt_stream`); each ends a session with a close code naming it.
-#[derive(Debug, Clone, Copy)]
-pub struct SessionLimits {
-    /// Longest session (`GATEWAY_REALTIME_MAX_SECS`, 3600 s).
-    pub max_duration: Duration,
-    /// Longest silence from the caller (`GATEWAY_REALTIME_IDLE_SECS`, 300 s).
-    pub idle: Duration,
-    /// Largest message either way (`GATEWAY_REALTIME_MAX_FRAME_BYTES`, 4 MiB).
-    pub max_frame: usize,
-    /// Sessions one user holds open on an instance
-    /// (`GATEWAY_REALTIME_MAX_SESSIONS`, 8).
-    pub per_user: usize,
-    /// Seconds of live audio held and committed at a time
-    /// (`GATEWAY_STREAM_BILLING_SECS`, 10).
-    pub billing_period: u32,
-}
-
-impl Default for SessionLimits {
-    fn default() -> SessionLimits {
-        SessionLimits {
-            max_duration: Duration::from_secs(3600),
-            idle: Duration::from_secs(300),
-            max_frame: 4 << 20,
-            per_user: 8,
-            billing_period: 10,
-        }
     }
 }

@@ -74,6 +74,9 @@ pub struct Ctx {
     pub metered: Option<(Metered, Charge)>,
     /// The request's span ([`gateway_base::traces`]): nothing when traces are off.
     pub trace: gateway_base::traces::Span,
+    /// A batch's line run as this request ([`crate::batches`]): its
+    /// once-key (`batch_…#n`). Priced at the batch price and charged once.
+    pub line: Option<String>,
 }
 
 /// What the phases below a driver are handed of a request: who it is for,
@@ -92,6 +95,8 @@ pub struct Caller<'a> {
     pub capability: &'static str,
     pub started: Instant,
     pub trace: &'a gateway_base::traces::Span,
+    /// A batch line's once-key ([`Ctx::line`]).
+    pub line: Option<&'a str>,
 }
 
 impl Caller<'_> {
@@ -124,6 +129,7 @@ impl Ctx {
             capability: self.spec.capability,
             started: self.started,
             trace: &self.trace,
+            line: self.line.as_deref(),
         }
     }
 
@@ -306,6 +312,9 @@ pub enum Deferred {
         uri: String,
         body: serde_json::Value,
     },
+    /// A batch was made or cancelled: the executor looks at once
+    /// ([`crate::batches`]).
+    BatchStarted,
 }
 
 impl Deferred {
@@ -324,6 +333,7 @@ impl Deferred {
                     crate::callbacks::deliver(gw, kind, job_id, user_id, uri, body),
                 ));
             }
+            Deferred::BatchStarted => gw.batch_wake.notify_one(),
         }
     }
 }

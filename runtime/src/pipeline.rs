@@ -80,6 +80,7 @@ pub async fn handle(
         query,
         metered: None,
         trace,
+        line: None,
     };
     let result = run(&mut ctx, &path, req, params)
         .instrument(span.clone())
@@ -167,6 +168,143 @@ async fn run(
     }
     // 8. answer
     Ok(outcome.response)
+}
+
+/// A batch's line to run as a request of its own ([`run_line`]).
+pub(crate) struct Line {
+    pub batch_id: String,
+    /// Its number in the batch's input file (from 1).
+    pub line: i64,
+    /// Its request body (JSON).
+    pub body: bytes::Bytes,
+    /// The rate-limit capability its lines count against (the batch
+    /// creation row's).
+    pub capability: &'static str,
+}
+
+/// How a line's request ended.
+pub(crate) enum LineRun {
+    /// Answered 2xx: its result committed with its usage and debit.
+    Done,
+    /// Answered with an error, nothing charged: the request that ran it,
+    /// its status and body (in `spec`'s error format), for the line's
+    /// result. `NoCredit` when the balance or the key's budget could not
+    /// hold it (402).
+    Failed {
+        request_id: String,
+        status: u16,
+        body: String,
+        no_credit: bool,
+    },
+    /// Over its rate limit: to be tried again after this many seconds.
+    Wait(u64),
+}
+
+/// Runs a batch's line as `user`'s request of `spec` (a model row): the
+/// rate limit of the batch's capability, the row's mode on the line's body
+/// (priced at the batch price, charged once under the line's once-key:
+/// [`Ctx::line`]), then phase 7, whose commit holds the line's result
+/// beside its usage and debit. The pipeline's phases 1 to 5 are the
+/// batch's: its caller was authenticated, and its lines validated, when
+/// it was made.
+pub(crate) async fn run_line(
+    gw: Gateway,
+    spec: &'static EndpointSpec,
+    user: gateway_store::User,
+    line: Line,
+) -> LineRun {
+    if let Err(ApiError::RateLimited { retry_after, .. }) =
+        gw.limiter.enforce(user.id, line.capability).await
+    {
+        return LineRun::Wait(retry_after.max(1));
+    }
+    let request_id = new_request_id();
+    let span = tracing::info_span!("request", request_id = %request_id, route = spec.id, batch = %line.batch_id);
+    let mut ctx = Ctx {
+        spec,
+        gw,
+        request_id,
+        user: Some(user),
+        started: Instant::now(),
+        query: Vec::new(),
+        metered: None,
+        trace: Default::default(),
+        line: Some(format!("{}#{}", line.batch_id, line.line)),
+    };
+    let ran = run_line_mode(&mut ctx, &line).instrument(span).await;
+    let (status, body) = match ran {
+        Ok(()) => return LineRun::Done,
+        Err(Ok(response)) => {
+            let status = response.status().as_u16();
+            (status, gateway_base::body::collect_text(response).await)
+        }
+        Err(Err(e)) => {
+            let response = e
+                .in_mode(spec.mode)
+                .into_response(spec.errors, &ctx.request_id);
+            let status = response.status().as_u16();
+            (status, gateway_base::body::collect_text(response).await)
+        }
+    };
+    LineRun::Failed {
+        request_id: ctx.request_id,
+        no_credit: status == 402,
+        status,
+        body,
+    }
+}
+
+/// The line's mode and record phase; `Err(Ok(answer))`: a non-2xx answer.
+async fn run_line_mode(ctx: &mut Ctx, line: &Line) -> Result<(), Result<Response, ApiError>> {
+    let spec = ctx.spec;
+    let mut req = http::Request::new(gateway_base::body::ReqBody::whole(line.body.clone()));
+    *req.method_mut() = http::Method::POST;
+    req.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    let mut outcome = modes::run(ctx, req, &PathParams::default())
+        .await
+        .map_err(Err)?;
+    if !outcome.response.status().is_success() {
+        return Err(Ok(outcome.response));
+    }
+    let status = outcome.response.status().as_u16();
+    let body = std::mem::replace(outcome.response.body_mut(), gateway_base::body::empty());
+    let text = gateway_base::body::collect_text(http::Response::new(body)).await;
+    outcome
+        .records
+        .push(Record::BatchLine(gateway_store::LineEnd {
+            batch_id: line.batch_id.clone(),
+            line: line.line,
+            state: "done",
+            request_id: Some(ctx.request_id.clone()),
+            status_code: Some(status),
+            result: text,
+        }));
+    let user = ctx.user.as_ref();
+    let audit = AuditRecord {
+        request_id: ctx.request_id.clone(),
+        user_id: user.map(|u| u.id),
+        route_id: spec.id.to_owned(),
+        method: spec.method.as_str().to_owned(),
+        path: spec.path.to_owned(),
+        status,
+        upstream_status: outcome.upstream_status,
+        latency_ms: ctx.started.elapsed().as_millis() as u64,
+        created_at: gateway_store::now_rfc3339(),
+    };
+    let usage = match outcome.settlement.by_pipeline() {
+        true => usage_records(&ctx.gw, spec, user, &ctx.request_id, ctx.metered.take()),
+        false => Vec::new(),
+    };
+    record(&ctx.gw, spec, &ctx.trace, audit, usage, &mut outcome)
+        .await
+        .map_err(Err)?;
+    for d in outcome.deferred {
+        d.start(ctx.gw.clone());
+    }
+    Ok(())
 }
 
 /// Phases 1 to 5, up to the row's mode: the caller authenticated, the

@@ -51,6 +51,9 @@ pub struct Inner {
     pub streams: Arc<streams::Streams>,
     /// Open live WebSocket sessions ([`crate::sessions`]).
     pub sessions: Arc<crate::sessions::Sessions>,
+    /// Wakes the batch executor ([`crate::batches`]) when a batch is made
+    /// or cancelled on this instance.
+    pub batch_wake: tokio::sync::Notify,
     /// The Redis shared with other instances (`GATEWAY_REDIS_URL`); `None`: a single instance.
     pub cluster: Option<cluster::Cluster>,
     /// The sign-in (OpenID Connect) providers (`GATEWAY_OAUTH_PROVIDERS`).

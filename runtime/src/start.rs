@@ -103,6 +103,7 @@ impl Gateway {
             providers,
             streams: Arc::new(streams::Streams::new(cluster.clone())),
             sessions: crate::sessions::Sessions::new(sessions_per_user),
+            batch_wake: Default::default(),
             routing: gateway_models::routing::Routing::new(config_routing, cluster.clone()),
             response_cache,
             cluster,

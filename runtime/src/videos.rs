@@ -235,6 +235,7 @@ async fn finish(
         // A job's charge is made by its observer, after the request.
         api_key_id: None,
         served: Default::default(),
+        line: None,
     };
     let mut records = vec![Record::Asset(AssetRecord {
         owner_id: Some(job.user_id),

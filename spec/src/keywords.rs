@@ -229,6 +229,13 @@ keyword_enum! {
         FileGet = "file_get",
         FileContent = "file_content",
         FileDelete = "file_delete",
+        /// OpenAI's Batch API: a batch of a file's requests made (its lines
+        /// validated first), listed, read, cancelled; the gateway runs the
+        /// lines itself, each a request of its own.
+        BatchCreate = "batch_create",
+        BatchList = "batch_list",
+        BatchGet = "batch_get",
+        BatchCancel = "batch_cancel",
         /// Live transcription over a WebSocket (Deepgram's live protocol),
         /// relayed to a `deepgram` model's live `/v1/listen`, billed per
         /// period of audio received.
@@ -366,6 +373,10 @@ impl Mode {
                 | Mode::FileGet
                 | Mode::FileContent
                 | Mode::FileDelete
+                | Mode::BatchCreate
+                | Mode::BatchList
+                | Mode::BatchGet
+                | Mode::BatchCancel
         )
     }
 

@@ -53,6 +53,11 @@ impl Instances for Store {
                  WHERE instance = ?1 AND status IN ('queued', 'in_progress')",
                 p![id, now],
             )?;
+            // The batch lines it was running go back to the pool.
+            tx.exec(
+                "UPDATE batch_lines SET state = 'waiting', owner = NULL WHERE state = 'claimed' AND owner = ?1",
+                p![id],
+            )?;
             tx.exec("DELETE FROM credit_holds WHERE instance = ?1", p![id])
         })?;
         self.writer.set_instance(id);

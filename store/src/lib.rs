@@ -27,6 +27,7 @@ use sqlite::{configure, open_and_migrate};
 mod accounts;
 mod assets;
 mod balances;
+mod batches;
 mod budgets;
 mod history;
 mod instances;
@@ -55,6 +56,9 @@ use sql::{Db, Row};
 
 pub use accounts::{Accounts, PasswordReset, Registration, UserRow};
 pub use assets::{AssetRow, Assets};
+pub use batches::{
+    BatchRow, Batches, ClaimedLine, LineCounts, LineEnd, LineRow, NewBatch, NewLine,
+};
 pub use budgets::{Budget, KeyBudget, Period};
 pub use history::{
     Generation, GroupBy, History, LedgerLine, ModelDetail, ModelUsageRow, UsageRow, UsageTotals,

@@ -189,6 +189,11 @@ pub enum Record {
     /// (a background run's status and answer): with its request's usage
     /// and debit when it settles with them.
     ResponseSave(Box<super::responses::ResponseRow>),
+    /// A batch made, its lines with it (the create request's record).
+    BatchCreate(Box<super::batches::NewBatch>),
+    /// A batch line ended: its result, committed with its request's usage
+    /// and debit when it answered.
+    BatchLine(super::batches::LineEnd),
     /// A file (a packed object's segment) to fdatasync before the group
     /// holding this record commits; written nothing. See [`sync_files`].
     SyncFile(std::sync::Arc<std::fs::File>),
@@ -277,4 +282,10 @@ pub enum OutsideRecordPhase {
     /// transcription's audio (usage, debit, release of its hold, audit
     /// record), before the event that reports it (`sessions`).
     SessionTurn,
+    /// A batch line that ended without a charge (an error answer, or not
+    /// run: cancelled, expired, no credit), by the batch executor
+    /// (`batches`).
+    BatchLine,
+    /// A batch's output and error files, at its end (`batches`).
+    BatchResults,
 }

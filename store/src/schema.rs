@@ -460,6 +460,53 @@ pub(crate) const MIGRATIONS: &[&[Sql]] = &[
     //     URL); only speech pays for the index.
     &[Both(r#"
     CREATE INDEX assets_speech_source ON assets (source) WHERE class = 'speech';
+    "#)],
+    // 24 (batches, store::batches): a batch, its caller's rights as they
+    //     were when it was made, its status and times; each of its lines
+    //     with its body, its state (`waiting`, `claimed` by an instance,
+    //     `done`, `failed`) and its result, written with its charge.
+    &[Both(r#"
+    CREATE TABLE batches (
+        id                TEXT PRIMARY KEY,
+        user_id           INTEGER NOT NULL REFERENCES users(id),
+        key_id            INTEGER,
+        budget_key        INTEGER,
+        models            TEXT,
+        endpoint          TEXT NOT NULL,
+        route_id          TEXT NOT NULL,
+        input_file_id     TEXT NOT NULL,
+        completion_window TEXT NOT NULL,
+        metadata          TEXT,
+        status            TEXT NOT NULL,
+        ending            TEXT,
+        owner             TEXT,
+        errors            TEXT,
+        total             INTEGER NOT NULL,
+        output_file_id    TEXT,
+        error_file_id     TEXT,
+        created_at        TEXT NOT NULL,
+        expires_at        TEXT NOT NULL,
+        in_progress_at    TEXT,
+        finalizing_at     TEXT,
+        ended_at          TEXT,
+        cancelling_at     TEXT
+    );
+    CREATE INDEX batches_by_user ON batches (user_id, id);
+    CREATE INDEX batches_running ON batches (status) WHERE status IN ('in_progress', 'cancelling', 'finalizing');
+    CREATE TABLE batch_lines (
+        batch_id     TEXT NOT NULL,
+        line         INTEGER NOT NULL,
+        custom_id    TEXT NOT NULL,
+        body         TEXT NOT NULL,
+        state        TEXT NOT NULL,
+        owner        TEXT,
+        request_id   TEXT,
+        status_code  INTEGER,
+        result       TEXT,
+        PRIMARY KEY (batch_id, line)
+    );
+    CREATE INDEX batch_lines_by_state ON batch_lines (batch_id, state, line);
+    CREATE INDEX batch_lines_claimed ON batch_lines (owner) WHERE state = 'claimed';
     "#)],];
 
 /// PostgreSQL's first version is the first this many migrations, applied

@@ -76,6 +76,8 @@ pub(super) fn write_record(
         )?),
         Record::HoldRelease { request_id } => balances.release(tx, request_id)?,
         Record::SyncFile(_) => {}
+        Record::BatchCreate(b) => super::batches::insert_batch(tx, b)?,
+        Record::BatchLine(l) => super::batches::end_line(tx, l)?,
         Record::ResponseSave(r) => save_response(tx, r, balances.instance())?,
         Record::WebhookEvent(e) => {
             tx.defer(

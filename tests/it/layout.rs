@@ -431,7 +431,9 @@ fn only_upstream_presents_the_provider_key() {
 /// `Store::commit_unflushed`), or through the door, `Store::commit_outside_record_phase`, by these
 /// callers (module, calls, reasons); the store reaches its writer those three ways. A new caller
 /// is a decision, made here and in ARCHITECTURE.md.
-const DOOR: &str = "follower 1 FollowedJob
+const DOOR: &str = "batches 1 BatchLine
+batches::results 1 BatchResults
+follower 1 FollowedJob
 mirror 1 MirroredCopy
 modes::chat::responses::background 2 StoredResponse
 modes::chat::responses::stored 1 StoredResponse

@@ -13,6 +13,7 @@ mod adapter_gemini;
 mod adapter_openai;
 mod audit;
 mod auth;
+mod batches;
 mod budgets;
 mod budgets_edit;
 mod budgets_voice;

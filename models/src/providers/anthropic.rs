@@ -539,6 +539,7 @@ mod tests {
             max_output_tokens: Some(321),
             cache_ttl_secs: None,
             cache_hit_price_pct: Default::default(),
+            batch_price_pct: Default::default(),
         }
     }
 

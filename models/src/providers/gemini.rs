@@ -609,6 +609,7 @@ mod tests {
             max_output_tokens: None,
             cache_ttl_secs: None,
             cache_hit_price_pct: Default::default(),
+            batch_price_pct: Default::default(),
         }
     }
 

@@ -84,9 +84,36 @@ pub struct Model {
     /// A cache hit costs this percentage of the original's charge
     /// (`cache_hit_price_pct`, default 0).
     pub cache_hit_price_pct: Decimal,
+    /// A batch's line costs this percentage of the list price
+    /// (`batch_price_pct`, default [`DEFAULT_BATCH_PRICE_PCT`]).
+    pub batch_price_pct: Decimal,
 }
 
+/// A batch line's price when the providers file sets none: half the list price.
+pub const DEFAULT_BATCH_PRICE_PCT: Decimal = Decimal::from_parts(50, 0, 0, false, 0);
+
 impl Model {
+    /// This model at its batch price: every price times
+    /// `batch_price_pct` / 100, so that a batch line's bound, hold and
+    /// charge are all priced alike (one rounding, at the charge).
+    pub fn at_batch_price(&self) -> Model {
+        let f = self.batch_price_pct / Decimal::ONE_HUNDRED;
+        let at = |p: Option<Decimal>| p.map(|p| p * f);
+        Model {
+            input_per_mtok: at(self.input_per_mtok),
+            output_per_mtok: at(self.output_per_mtok),
+            cache_read_per_mtok: at(self.cache_read_per_mtok),
+            cache_write_per_mtok: at(self.cache_write_per_mtok),
+            input_audio_per_mtok: at(self.input_audio_per_mtok),
+            output_audio_per_mtok: at(self.output_audio_per_mtok),
+            per_image: at(self.per_image),
+            per_second: at(self.per_second),
+            per_minute: at(self.per_minute),
+            per_1k_chars: at(self.per_1k_chars),
+            ..self.clone()
+        }
+    }
+
     /// The price of cache reads: `cache_read_per_mtok`, else the input price.
     pub fn cache_read_price(&self) -> Option<Decimal> {
         self.cache_read_per_mtok.or(self.input_per_mtok)

@@ -64,6 +64,10 @@ pub const GATEWAY_SWEEP_INTERVAL_SECS: &str = "GATEWAY_SWEEP_INTERVAL_SECS";
 pub const GATEWAY_RESPONSES_RETENTION_DAYS: &str = "GATEWAY_RESPONSES_RETENTION_DAYS";
 /// Largest file of `POST /files`, in bytes. Default 200 MiB.
 pub const GATEWAY_MAX_FILE_BYTES: &str = "GATEWAY_MAX_FILE_BYTES";
+pub const GATEWAY_BATCH_MAX_LINES: &str = "GATEWAY_BATCH_MAX_LINES";
+pub const GATEWAY_BATCH_CONCURRENCY: &str = "GATEWAY_BATCH_CONCURRENCY";
+pub const GATEWAY_BATCH_INSTANCE_CONCURRENCY: &str = "GATEWAY_BATCH_INSTANCE_CONCURRENCY";
+pub const GATEWAY_BATCH_WINDOW_SECS: &str = "GATEWAY_BATCH_WINDOW_SECS";
 /// Longest live WebSocket session (realtime, live transcription), in seconds. Default 3600.
 pub const GATEWAY_REALTIME_MAX_SECS: &str = "GATEWAY_REALTIME_MAX_SECS";
 /// Seconds a live session may go without a message from its caller. Default 300.

@@ -38,7 +38,7 @@ where
         .run(&gw.upstream, plan, deadline, c.trace, attempt)
         .await?;
     bill.provider = served.provider;
-    bill.model = served.model;
+    bill.model = bill.priced(served.model);
     bill.bound = served.bound;
     bill.served = money::Served { attempts, route };
     Ok((v, served.own))

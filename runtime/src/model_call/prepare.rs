@@ -131,7 +131,7 @@ pub(super) async fn prepare<O: Operation>(
         };
         let shape = own.map_or(p.adapter.shape(), |o| o.shape);
         let bound = op.bound(m, &native.body, shape)?;
-        max_cost = max_cost.max(money::bound_cost(p, m, &bound)?);
+        max_cost = max_cost.max(bound_cost(c, p, m, &bound)?);
         candidates.push(Built {
             name,
             p,
@@ -159,6 +159,15 @@ pub(super) async fn prepare<O: Operation>(
         settle,
         cache: miss,
     }))
+}
+
+/// What holding `bound` on `m` of `p` costs the caller `c` (a batch's
+/// line: at the model's batch price).
+fn bound_cost(c: &Caller<'_>, p: &Provider, m: &Model, bound: &Bound) -> Result<Decimal, ApiError> {
+    match c.line {
+        Some(_) => money::bound_cost(p, &m.at_batch_price(), bound),
+        None => money::bound_cost(p, m, bound),
+    }
 }
 
 /// A hit of `entry`, served by the candidate it names (through `route`,

@@ -219,6 +219,10 @@ pub(crate) fn query_str<'a>(ctx: &'a Ctx, name: &str) -> Option<&'a str> {
         .map(|(_, v)| v.as_str())
 }
 
+/// The asset class of the Files API's files (`modes::files`), a batch's
+/// input and results among them.
+pub const FILE_CLASS: &str = "file";
+
 /// Commits the asset record of a caller's file whose object is stored
 /// (`/media`, `/files`) and reads it back.
 pub(crate) async fn commit_owned_asset(
@@ -357,6 +361,7 @@ impl LivePayer {
             capability: self.capability,
             started: std::time::Instant::now(),
             trace: &self.trace,
+            line: None,
         };
         let hold = crate::money::reserve(&c, amount, false).await?;
         let mut settle = crate::money::Settle::new(&c, &self.provider, &self.model, false, hold);

@@ -28,8 +28,7 @@ use gateway_base::errors::ApiError;
 use gateway_base::spec::PathParams;
 use gateway_store::{AssetRecord, AssetRow, Assets};
 
-/// The asset class of files.
-pub const FILE_CLASS: &str = "file";
+use super::common::FILE_CLASS;
 /// Object key prefix of files (`files/<user>/<yyyy/mm/dd>/<random>`).
 const PREFIX: &str = "files/";
 /// The purposes a file may have.

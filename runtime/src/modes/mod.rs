@@ -16,6 +16,9 @@
 //! * [`files`] — `file_upload`, `file_list`, `file_get`, `file_content`,
 //!   `file_delete`: OpenAI's Files API, the caller's files (a batch's
 //!   input among them).
+//! * [`batches`] — `batch_create`, `batch_list`, `batch_get`,
+//!   `batch_cancel`: OpenAI's Batch API; the lines are run by
+//!   [`crate::batches`].
 //! * [`media_files`] — `media_upload`, `media_get`, `media_list`,
 //!   `media_delete`: the caller's image and audio files (`/media`).
 //! * [`webhook`] — `webhook`: the provider's signed notifications.
@@ -68,6 +71,7 @@
 
 pub mod account;
 pub mod admin;
+pub mod batches;
 pub mod catalogue;
 pub mod chat;
 pub mod common;
@@ -172,6 +176,10 @@ pub async fn run(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<Out
         Mode::FileGet => files::get(ctx, params).await,
         Mode::FileContent => files::content(ctx, params).await,
         Mode::FileDelete => files::delete(ctx, params).await,
+        Mode::BatchCreate => batches::create(ctx, req).await,
+        Mode::BatchList => batches::list(ctx).await,
+        Mode::BatchGet => batches::get(ctx, params).await,
+        Mode::BatchCancel => batches::cancel(ctx, params).await,
     }
 }
 

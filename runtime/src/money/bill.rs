@@ -102,6 +102,9 @@ pub struct Settle {
     pub api_key_id: Option<i64>,
     /// What served it, after how many attempts ([`gateway_models::routing`]).
     pub served: Served,
+    /// A batch line's once-key: its model is at its batch price
+    /// ([`Model::at_batch_price`]) and its usage record is written once.
+    pub line: Option<String>,
 }
 
 /// What served a model request.
@@ -131,7 +134,7 @@ impl Settle {
             route_id: c.route_id,
             capability: c.capability,
             provider: p.clone(),
-            model: m.clone(),
+            model: at_price(c.line.is_some(), m.clone()),
             byok,
             hold,
             bound: None,
@@ -139,7 +142,13 @@ impl Settle {
             streamed: false,
             api_key_id: c.user.and_then(|u| u.key_id),
             served: Served::default(),
+            line: c.line.map(str::to_owned),
         }
+    }
+
+    /// `m` as this request pays for it (a batch line, at its batch price).
+    pub fn priced(&self, m: Model) -> Model {
+        at_price(self.line.is_some(), m)
     }
 
     /// A bill that no answer took (the model call failed): its hold, if
@@ -261,6 +270,14 @@ impl Settle {
     }
 }
 
+/// `m`, at its batch price when `line` (a batch's line).
+fn at_price(line: bool, m: Model) -> Model {
+    match line {
+        true => m.at_batch_price(),
+        false => m,
+    }
+}
+
 /// What a request used, before markup.
 pub struct Usage {
     unit: &'static str,
@@ -285,6 +302,7 @@ fn model_records(bill: Settle, usage: Usage, ended: &str) -> Vec<Record> {
         streamed,
         api_key_id,
         served,
+        line,
     } = bill;
     let mut charged = usage
         .raw_cost
@@ -319,7 +337,7 @@ fn model_records(bill: Settle, usage: Usage, ended: &str) -> Vec<Record> {
             unit_price,
             markup_pct: provider.markup_pct,
             charged,
-            once_key: None,
+            once_key: line,
             created_at: now.clone(),
             // The key of the hold, if any, at its release.
             key_id: None,

@@ -185,6 +185,7 @@ mod tests {
             max_output_tokens: None,
             cache_ttl_secs: None,
             cache_hit_price_pct: Default::default(),
+            batch_price_pct: Default::default(),
         };
         let p = Provider {
             id: "claude".into(),

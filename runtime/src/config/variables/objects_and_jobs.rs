@@ -15,6 +15,33 @@ pub(super) const VARIABLES: &[Variable] = &[
         scope: Scope::Gateway,
     },
     Variable {
+        name: "GATEWAY_BATCH_MAX_LINES",
+        default: r#"`50000`"#,
+        meaning: r#"most lines of a batch's input file (`POST /api/v1/batches`); a longer file
+            fails the batch before anything runs"#,
+        scope: Scope::Gateway,
+    },
+    Variable {
+        name: "GATEWAY_BATCH_CONCURRENCY",
+        default: r#"`8`"#,
+        meaning: r#"lines of one batch an instance runs at once"#,
+        scope: Scope::Gateway,
+    },
+    Variable {
+        name: "GATEWAY_BATCH_INSTANCE_CONCURRENCY",
+        default: r#"`16`"#,
+        meaning: r#"lines of all batches an instance runs at once; each interactive request in
+            flight takes one place from them (at least one line runs)"#,
+        scope: Scope::Gateway,
+    },
+    Variable {
+        name: "GATEWAY_BATCH_WINDOW_SECS",
+        default: r#"the batch's `completion_window` (24 hours)"#,
+        meaning: r#"how long a batch may run before it ends `expired` (its lines not run yet
+            fail with `batch_expired`); for operators and tests"#,
+        scope: Scope::Gateway,
+    },
+    Variable {
         name: "GATEWAY_OBJECT_STORE",
         default: r#"`local`"#,
         meaning: r#"`local` (under `$GATEWAY_DATA_DIR/objects`) or `s3`"#,

@@ -66,6 +66,7 @@ pub(super) async fn start<O: Operation + Send + 'static>(
         query: Vec::new(),
         metered: None,
         trace: Default::default(),
+        line: None,
     };
     tokio::spawn(run_to_end(run, op, body, id, queued.clone()));
     // The run settles the request when its stream ends (a run that fails
