@@ -263,7 +263,7 @@ impl Batches for Store {
         let sql = concat!(
             "SELECT ",
             cols!(),
-            " FROM batches WHERE user_id = ?1 AND (?2 IS NULL OR id < ?2) ORDER BY id DESC LIMIT ?3"
+            " FROM batches WHERE user_id = ?1 AND (id < ?2 OR ?2 IS NULL) ORDER BY id DESC LIMIT ?3"
         );
         self.with(|db| db.rows(sql, p![user_id, after, limit as i64], row))
     }
@@ -320,13 +320,14 @@ impl Batches for Store {
         let mut lines = self.with(|db| {
             let sql = match db.dialect() {
                 // Two instances claiming at once never take the same line:
-                // a locked line is skipped, and rechecked once unlocked.
+                // a locked line is skipped. The lines are chosen once, in a
+                // CTE (an `IN (subquery … FOR UPDATE)` may run per row).
                 Dialect::Postgres => concat!(
-                    "UPDATE batch_lines SET state = 'claimed', owner = ?2 WHERE batch_id = ?1 AND ",
+                    "WITH c AS (SELECT line FROM batch_lines WHERE batch_id = ?1 AND ",
                     "(state = 'waiting' OR (state = 'claimed' AND owner NOT IN (SELECT id FROM instances WHERE lease_until > ?3)))",
-                    " AND line IN (SELECT line FROM batch_lines WHERE batch_id = ?1 AND ",
-                    "(state = 'waiting' OR (state = 'claimed' AND owner NOT IN (SELECT id FROM instances WHERE lease_until > ?3)))",
-                    " ORDER BY line LIMIT ?4 FOR UPDATE SKIP LOCKED) RETURNING line, custom_id, body"
+                    " ORDER BY line LIMIT ?4 FOR UPDATE SKIP LOCKED) ",
+                    "UPDATE batch_lines b SET state = 'claimed', owner = ?2 FROM c WHERE b.batch_id = ?1 AND b.line = c.line ",
+                    "RETURNING b.line, b.custom_id, b.body"
                 ),
                 // One writer at a time: the statement sees what it updates.
                 Dialect::Sqlite => concat!(

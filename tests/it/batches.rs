@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use runtime::store::{Batches, History, Ledger};
+use runtime::store::{History, Ledger};
 use rust_decimal::Decimal;
 use serde_json::{json, Value};
 
@@ -215,4 +215,325 @@ async fn a_malformed_line_fails_the_batch_before_anything_is_held() {
     assert!(env.usage().iter().all(|u| u.charged.is_zero()));
     assert!(env.store().holds_of(env.user_id).unwrap().is_empty());
     assert_eq!(env.balance(), d("10"));
+}
+
+/// The four prices and the markup of a model of [`native_toml`].
+fn list_prices(model: &str) -> ([Decimal; 4], u32) {
+    match model {
+        "sim/sim-gpt" => ([d("2.00"), d("8.00"), d("2.00"), d("2.00")], 20),
+        other => (native_prices(other), 10),
+    }
+}
+
+/// What a line's tokens cost at half its model's list price, to the 8th decimal.
+fn half_of_list(m: &runtime::store::ModelUsageRow) -> Decimal {
+    let ([pi, po, pr, pw], markup) = list_prices(&m.model);
+    let n = |v: i64| Decimal::from(v);
+    let raw = (n(m.input_tokens) * pi
+        + n(m.output_tokens) * po
+        + n(m.cache_read_tokens) * pr
+        + n(m.cache_write_tokens) * pw)
+        / Decimal::from(1_000_000);
+    runtime::billing::with_markup(raw * d("0.5"), Decimal::from(markup)).round_dp(8)
+}
+
+#[tokio::test]
+async fn the_openai_sdk_runs_a_thousand_line_batch_over_three_provider_kinds() {
+    let env = native_env().await;
+    env.sim_config(json!({"api_key": PROVIDER_KEY})).await;
+    env.grant("100");
+    let vars = vec![
+        ("GATEWAY_BASE_URL", env.url("/api/v1")),
+        ("GATEWAY_KEY", env.key.clone()),
+        ("BATCH_LINES", "1000".to_owned()),
+    ];
+    let out = run_script("python3", "tests/openai_sdk/batches.py", vars).await;
+    let ok = checks(&out);
+    for name in ["create", "completed", "list", "output", "errors"] {
+        assert!(ok.contains_key(name), "{name}: {out}");
+    }
+    assert_eq!(ok["completed"]["completed"], 990, "{out}");
+    assert_eq!(ok["completed"]["failed"], 10, "{out}");
+    let output = ok["output"].as_object().unwrap();
+    let errors = ok["errors"].as_object().unwrap();
+    // One result line per input line, matched by custom_id.
+    assert_eq!(output.len() + errors.len(), 1000);
+    for i in 0..1000 {
+        let id = format!("req-{i}");
+        assert_eq!(output.contains_key(&id), i % 100 != 99, "{id}");
+        assert_eq!(
+            errors.get(&id).map(|s| s == 400),
+            (i % 100 == 99).then_some(true),
+            "{id}"
+        );
+    }
+    // Every line's usage record: half its model's list price, to the 8th
+    // decimal; the batch's cost is their sum, and what the balance lost.
+    let usage = env.usage();
+    let models = env.store().model_usage_rows().unwrap();
+    let mut total = Decimal::ZERO;
+    let mut kinds = std::collections::HashSet::new();
+    for (custom, rid) in output {
+        let rid = rid.as_str().unwrap();
+        let u = usage
+            .iter()
+            .find(|u| u.request_id == rid)
+            .expect("usage record");
+        let m = models
+            .iter()
+            .find(|m| m.request_id == rid)
+            .expect("token record");
+        assert_eq!(u.charged, half_of_list(m), "{custom}: {m:?}");
+        assert!(u.charged > Decimal::ZERO);
+        kinds.insert(m.model.split('/').next().unwrap().to_owned());
+        total += u.charged;
+    }
+    assert_eq!(kinds.len(), 3, "{kinds:?}");
+    assert_eq!(models.len(), 990, "no line ran twice, none is missing");
+    assert_eq!(
+        ok["completed"]["cost"],
+        runtime::billing::format_money(total).as_str()
+    );
+    assert_eq!(env.balance(), d("100") - total);
+    assert!(env.store().holds_of(env.user_id).unwrap().is_empty());
+}
+
+/// One identical line, `n` times (each the same charge and hold).
+fn same_lines(n: usize) -> Vec<u8> {
+    let mut out = Vec::new();
+    for i in 0..n {
+        let line = json!({
+            "custom_id": format!("c-{i}"), "method": "POST", "url": "/v1/chat/completions",
+            "body": {"model": "sim/sim-gpt", "max_tokens": 16, "messages": [{"role": "user", "content": "Say hello"}]},
+        });
+        out.extend_from_slice(line.to_string().as_bytes());
+        out.push(b'\n');
+    }
+    out
+}
+
+#[tokio::test]
+async fn a_balance_that_covers_300_lines_bills_exactly_300() {
+    let env = llm_env(|_| {}).await;
+    env.grant("0.001");
+    // One line, slowed down, shows its hold while it runs and its charge.
+    env.fault(json!({"path": "/v1/chat/completions", "fault": {"delay_ms": 1500}}))
+        .await;
+    let file = batch_file(&env, &env.key, same_lines(1)).await;
+    let probe = create(&env, &env.key, &file).await;
+    let probe_id = probe.json["id"].as_str().unwrap().to_owned();
+    let start = Instant::now();
+    let hold = loop {
+        let held = env.store().held(env.user_id).unwrap();
+        if held > Decimal::ZERO {
+            break held;
+        }
+        assert!(start.elapsed() < Duration::from_secs(10), "no hold seen");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    wait_for(&env, &env.key, &probe_id, &["completed"]).await;
+    let charge = d("0.001") - env.balance();
+    assert!(charge > Decimal::ZERO && hold >= charge, "{hold} {charge}");
+    // The balance covers 300 lines: 299 charges and the last one's hold.
+    let covers = Decimal::from(299) * charge + hold;
+    let now = env.balance();
+    env.store()
+        .grant_credit(env.user_id, covers - now, Some("test"))
+        .unwrap();
+    assert_eq!(env.balance(), covers);
+    let file = batch_file(&env, &env.key, same_lines(400)).await;
+    let a = create(&env, &env.key, &file).await;
+    let id = a.json["id"].as_str().unwrap().to_owned();
+    let b = wait_for(&env, &env.key, &id, &["completed"]).await;
+    assert_eq!(
+        b["request_counts"],
+        json!({"total": 400, "completed": 300, "failed": 100}),
+        "{b}"
+    );
+    let err = file_lines(&env, &env.key, &b["error_file_id"]).await;
+    assert_eq!(err.len(), 100);
+    assert!(
+        err.values()
+            .all(|l| l["error"]["code"] == "insufficient_credits"),
+        "{err:?}"
+    );
+    let out = file_lines(&env, &env.key, &b["output_file_id"]).await;
+    assert_eq!(out.len(), 300);
+    assert_eq!(env.balance(), covers - Decimal::from(300) * charge);
+    assert!(env.balance() >= Decimal::ZERO);
+    assert_eq!(
+        b["cost"],
+        runtime::billing::format_money(Decimal::from(300) * charge)
+    );
+    let lines = env.store().ledger(env.user_id).unwrap();
+    assert!(
+        lines.iter().all(|l| l.balance_after >= Decimal::ZERO),
+        "never overdrawn"
+    );
+    assert!(env.store().holds_of(env.user_id).unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn cancel_stops_new_lines_and_bills_those_that_ran() {
+    let env = llm_env(|_| {}).await;
+    env.grant("10");
+    env.fault(json!({"path": "/v1/chat/completions", "fault": {"delay_ms": 200}, "count": 0}))
+        .await;
+    let file = batch_file(&env, &env.key, same_lines(200)).await;
+    let id = create(&env, &env.key, &file).await.json["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let start = Instant::now();
+    loop {
+        let a = env
+            .call_as(
+                &env.key,
+                "GET",
+                &env.url(&format!("/api/v1/batches/{id}")),
+                None,
+            )
+            .await;
+        if a.json["request_counts"]["completed"].as_i64().unwrap() >= 8 {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(30));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let url = env.url(&format!("/api/v1/batches/{id}/cancel"));
+    let c = env.call_as(&env.key, "POST", &url, None).await;
+    c.expect(200);
+    assert_eq!(c.json["status"], "cancelling", "{}", c.json);
+    assert!(c.json["cancelling_at"].is_i64());
+    let b = wait_for(&env, &env.key, &id, &["cancelled"]).await;
+    assert!(b["cancelled_at"].is_i64(), "{b}");
+    let done = b["request_counts"]["completed"].as_i64().unwrap();
+    let failed = b["request_counts"]["failed"].as_i64().unwrap();
+    assert_eq!(done + failed, 200);
+    assert!((8..200).contains(&done), "{b}");
+    let err = file_lines(&env, &env.key, &b["error_file_id"]).await;
+    assert!(err
+        .values()
+        .all(|l| l["error"]["code"] == "batch_cancelled"));
+    // Each line that ran (those in flight at the cancel too) is billed once.
+    let billed = env.store().model_usage_rows().unwrap().len() as i64;
+    assert_eq!(billed, done);
+    let cost: Decimal = env.usage().iter().map(|u| u.charged).sum();
+    assert_eq!(b["cost"], runtime::billing::format_money(cost));
+    assert_eq!(env.balance(), d("10") - cost);
+    // An ended batch cannot be cancelled again.
+    let again = env.call_as(&env.key, "POST", &url, None).await;
+    again.expect(200);
+    assert_eq!(again.json["status"], "cancelled");
+}
+
+#[tokio::test]
+async fn a_batch_past_its_window_expires_with_its_done_lines_billed() {
+    let env = llm_env(|c| c.batches.window = Some(Duration::from_secs(3))).await;
+    env.grant("10");
+    env.fault(json!({"path": "/v1/chat/completions", "fault": {"delay_ms": 200}, "count": 0}))
+        .await;
+    let file = batch_file(&env, &env.key, same_lines(300)).await;
+    let a = create(&env, &env.key, &file).await;
+    let id = a.json["id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        a.json["expires_at"].as_i64().unwrap() - a.json["created_at"].as_i64().unwrap(),
+        3
+    );
+    let b = wait_for(&env, &env.key, &id, &["expired"]).await;
+    assert!(b["expired_at"].is_i64(), "{b}");
+    let done = b["request_counts"]["completed"].as_i64().unwrap();
+    assert!(done > 0 && done < 300, "{b}");
+    let out = file_lines(&env, &env.key, &b["output_file_id"]).await;
+    let err = file_lines(&env, &env.key, &b["error_file_id"]).await;
+    assert_eq!(out.len() as i64, done);
+    assert_eq!(out.len() + err.len(), 300);
+    assert!(
+        err.values().all(|l| l["error"]["code"] == "batch_expired"),
+        "{err:?}"
+    );
+    assert_eq!(env.store().model_usage_rows().unwrap().len() as i64, done);
+}
+
+#[tokio::test]
+async fn another_users_batch_and_file_are_404s_and_bad_requests_keep_nothing() {
+    let env = llm_env(|_| {}).await;
+    env.grant("10");
+    let file = batch_file(&env, &env.key, same_lines(2)).await;
+    let id = create(&env, &env.key, &file).await.json["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    wait_for(&env, &env.key, &id, &["completed"]).await;
+    let (_, other) = env.new_user("bob@example.com");
+    let get = env
+        .call_as(
+            &other,
+            "GET",
+            &env.url(&format!("/api/v1/batches/{id}")),
+            None,
+        )
+        .await;
+    get.expect(404);
+    assert_eq!(
+        get.json["error"]["message"],
+        format!("No such Batch object: {id}")
+    );
+    let url = env.url(&format!("/api/v1/batches/{id}/cancel"));
+    env.call_as(&other, "POST", &url, None).await.expect(404);
+    let list = env
+        .call_as(&other, "GET", &env.url("/api/v1/batches"), None)
+        .await;
+    assert_eq!(list.json["data"], json!([]));
+    // Another user's file cannot be a batch's input.
+    let theirs = create(&env, &other, &file).await;
+    theirs.expect(404);
+    assert_eq!(
+        theirs.json["error"]["message"],
+        format!("No such File object: {file}")
+    );
+    // Nor a file of another purpose, nor an endpoint that is not batched.
+    let form = reqwest::multipart::Form::new()
+        .text("purpose", "user_data")
+        .part(
+            "file",
+            reqwest::multipart::Part::bytes(same_lines(1)).file_name("u.jsonl"),
+        );
+    let r = env
+        .client
+        .post(env.url("/api/v1/files"))
+        .bearer_auth(&env.key)
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
+    let user_data = Answer::from(r).await.json["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let a = create(&env, &env.key, &user_data).await;
+    a.expect(400);
+    assert!(
+        a.json["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("purpose user_data"),
+        "{}",
+        a.json
+    );
+    let body = json!({"input_file_id": file, "endpoint": "/v1/images/generations", "completion_window": "24h"});
+    let a = env
+        .call_as(&env.key, "POST", &env.url("/api/v1/batches"), Some(body))
+        .await;
+    a.expect(400);
+    let list = env
+        .call_as(&env.key, "GET", &env.url("/api/v1/batches"), None)
+        .await;
+    assert_eq!(
+        list.json["data"].as_array().unwrap().len(),
+        1,
+        "{}",
+        list.json
+    );
+    assert_eq!(list.json["data"][0]["id"], id.as_str());
 }
