@@ -31,16 +31,15 @@ pub(crate) fn chat_lines(n: usize, model_of: impl Fn(usize) -> &'static str) -> 
 }
 
 /// Uploads `lines` as a batch file; its id.
-pub(crate) async fn batch_file(env: &Env, key: &str, lines: Vec<u8>) -> String {
+pub(crate) async fn batch_file(base: &str, key: &str, lines: Vec<u8>) -> String {
     let form = reqwest::multipart::Form::new()
         .text("purpose", "batch")
         .part(
             "file",
             reqwest::multipart::Part::bytes(lines).file_name("in.jsonl"),
         );
-    let r = env
-        .client
-        .post(env.url("/api/v1/files"))
+    let r = reqwest::Client::new()
+        .post(format!("{base}/api/v1/files"))
         .bearer_auth(key)
         .multipart(form)
         .send()
@@ -52,19 +51,34 @@ pub(crate) async fn batch_file(env: &Env, key: &str, lines: Vec<u8>) -> String {
 }
 
 /// Creates a chat batch of `file` as `key`.
-pub(crate) async fn create(env: &Env, key: &str, file: &str) -> Answer {
+pub(crate) async fn create(base: &str, key: &str, file: &str) -> Answer {
     let body = json!({"input_file_id": file, "endpoint": "/v1/chat/completions", "completion_window": "24h"});
-    env.call_as(key, "POST", &env.url("/api/v1/batches"), Some(body))
+    let r = reqwest::Client::new()
+        .post(format!("{base}/api/v1/batches"))
+        .bearer_auth(key)
+        .json(&body)
+        .send()
         .await
+        .unwrap();
+    Answer::from(r).await
+}
+
+/// Batch `id` as `key` reads it.
+pub(crate) async fn get(base: &str, key: &str, id: &str) -> Answer {
+    let r = reqwest::Client::new()
+        .get(format!("{base}/api/v1/batches/{id}"))
+        .bearer_auth(key)
+        .send()
+        .await
+        .unwrap();
+    Answer::from(r).await
 }
 
 /// Polls batch `id` until its status is one of `ends` (60 s at most).
-pub(crate) async fn wait_for(env: &Env, key: &str, id: &str, ends: &[&str]) -> Value {
+pub(crate) async fn wait_for(base: &str, key: &str, id: &str, ends: &[&str]) -> Value {
     let start = Instant::now();
     loop {
-        let a = env
-            .call_as(key, "GET", &env.url(&format!("/api/v1/batches/{id}")), None)
-            .await;
+        let a = get(base, key, id).await;
         a.expect(200);
         if ends.contains(&a.json["status"].as_str().unwrap_or_default()) {
             return a.json;
@@ -79,13 +93,12 @@ pub(crate) async fn wait_for(env: &Env, key: &str, id: &str, ends: &[&str]) -> V
 }
 
 /// The JSONL lines of file `id`, by `custom_id`.
-pub(crate) async fn file_lines(env: &Env, key: &str, id: &Value) -> HashMap<String, Value> {
+pub(crate) async fn file_lines(base: &str, key: &str, id: &Value) -> HashMap<String, Value> {
     let Some(id) = id.as_str() else {
         return HashMap::new();
     };
-    let r = env
-        .client
-        .get(env.url(&format!("/api/v1/files/{id}/content")))
+    let r = reqwest::Client::new()
+        .get(format!("{base}/api/v1/files/{id}/content"))
         .bearer_auth(key)
         .send()
         .await
@@ -122,20 +135,20 @@ async fn a_batch_runs_every_line_at_half_price_and_publishes_its_files() {
     lines.extend_from_slice(
         br#"{"custom_id": "bad", "method": "POST", "url": "/v1/chat/completions", "body": {"model": "sim/sim-gpt", "byok_api_key": "sk-wrong-key-0123456789", "messages": [{"role": "user", "content": "hi"}]}}"#,
     );
-    let file = batch_file(&env, &env.key, lines).await;
-    let a = create(&env, &env.key, &file).await;
+    let file = batch_file(&env.gw.url(), &env.key, lines).await;
+    let a = create(&env.gw.url(), &env.key, &file).await;
     a.expect(200);
     assert_eq!(a.json["object"], "batch");
     assert_eq!(a.json["status"], "in_progress", "{}", a.json);
     let id = a.json["id"].as_str().unwrap().to_owned();
-    let b = wait_for(&env, &env.key, &id, &["completed"]).await;
+    let b = wait_for(&env.gw.url(), &env.key, &id, &["completed"]).await;
     assert_eq!(
         b["request_counts"],
         json!({"total": 31, "completed": 30, "failed": 1}),
         "{b}"
     );
-    let out = file_lines(&env, &env.key, &b["output_file_id"]).await;
-    let err = file_lines(&env, &env.key, &b["error_file_id"]).await;
+    let out = file_lines(&env.gw.url(), &env.key, &b["output_file_id"]).await;
+    let err = file_lines(&env.gw.url(), &env.key, &b["error_file_id"]).await;
     assert_eq!(out.len(), 30);
     assert_eq!(err.len(), 1);
     assert_eq!(err["bad"]["response"]["status_code"], 400, "{}", err["bad"]);
@@ -180,8 +193,8 @@ async fn a_malformed_line_fails_the_batch_before_anything_is_held() {
     lines.extend_from_slice(
         br#"{"custom_id": "m", "method": "POST", "url": "/v1/chat/completions", "body": {"model": "nope/none", "messages": []}}"#,
     );
-    let file = batch_file(&env, &env.key, lines).await;
-    let a = create(&env, &env.key, &file).await;
+    let file = batch_file(&env.gw.url(), &env.key, lines).await;
+    let a = create(&env.gw.url(), &env.key, &file).await;
     a.expect(200);
     assert_eq!(a.json["status"], "failed", "{}", a.json);
     let errors = a.json["errors"]["data"].as_array().unwrap();
@@ -319,8 +332,8 @@ async fn a_balance_that_covers_300_lines_bills_exactly_300() {
     // One line, slowed down, shows its hold while it runs and its charge.
     env.fault(json!({"path": "/v1/chat/completions", "fault": {"delay_ms": 1500}}))
         .await;
-    let file = batch_file(&env, &env.key, same_lines(1)).await;
-    let probe = create(&env, &env.key, &file).await;
+    let file = batch_file(&env.gw.url(), &env.key, same_lines(1)).await;
+    let probe = create(&env.gw.url(), &env.key, &file).await;
     let probe_id = probe.json["id"].as_str().unwrap().to_owned();
     let start = Instant::now();
     let hold = loop {
@@ -331,7 +344,7 @@ async fn a_balance_that_covers_300_lines_bills_exactly_300() {
         assert!(start.elapsed() < Duration::from_secs(10), "no hold seen");
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
-    wait_for(&env, &env.key, &probe_id, &["completed"]).await;
+    wait_for(&env.gw.url(), &env.key, &probe_id, &["completed"]).await;
     let charge = d("0.001") - env.balance();
     assert!(charge > Decimal::ZERO && hold >= charge, "{hold} {charge}");
     // The balance covers 300 lines: 299 charges and the last one's hold.
@@ -341,23 +354,23 @@ async fn a_balance_that_covers_300_lines_bills_exactly_300() {
         .grant_credit(env.user_id, covers - now, Some("test"))
         .unwrap();
     assert_eq!(env.balance(), covers);
-    let file = batch_file(&env, &env.key, same_lines(400)).await;
-    let a = create(&env, &env.key, &file).await;
+    let file = batch_file(&env.gw.url(), &env.key, same_lines(400)).await;
+    let a = create(&env.gw.url(), &env.key, &file).await;
     let id = a.json["id"].as_str().unwrap().to_owned();
-    let b = wait_for(&env, &env.key, &id, &["completed"]).await;
+    let b = wait_for(&env.gw.url(), &env.key, &id, &["completed"]).await;
     assert_eq!(
         b["request_counts"],
         json!({"total": 400, "completed": 300, "failed": 100}),
         "{b}"
     );
-    let err = file_lines(&env, &env.key, &b["error_file_id"]).await;
+    let err = file_lines(&env.gw.url(), &env.key, &b["error_file_id"]).await;
     assert_eq!(err.len(), 100);
     assert!(
         err.values()
             .all(|l| l["error"]["code"] == "insufficient_credits"),
         "{err:?}"
     );
-    let out = file_lines(&env, &env.key, &b["output_file_id"]).await;
+    let out = file_lines(&env.gw.url(), &env.key, &b["output_file_id"]).await;
     assert_eq!(out.len(), 300);
     assert_eq!(env.balance(), covers - Decimal::from(300) * charge);
     assert!(env.balance() >= Decimal::ZERO);
@@ -379,8 +392,8 @@ async fn cancel_stops_new_lines_and_bills_those_that_ran() {
     env.grant("10");
     env.fault(json!({"path": "/v1/chat/completions", "fault": {"delay_ms": 200}, "count": 0}))
         .await;
-    let file = batch_file(&env, &env.key, same_lines(200)).await;
-    let id = create(&env, &env.key, &file).await.json["id"]
+    let file = batch_file(&env.gw.url(), &env.key, same_lines(200)).await;
+    let id = create(&env.gw.url(), &env.key, &file).await.json["id"]
         .as_str()
         .unwrap()
         .to_owned();
@@ -405,13 +418,13 @@ async fn cancel_stops_new_lines_and_bills_those_that_ran() {
     c.expect(200);
     assert_eq!(c.json["status"], "cancelling", "{}", c.json);
     assert!(c.json["cancelling_at"].is_i64());
-    let b = wait_for(&env, &env.key, &id, &["cancelled"]).await;
+    let b = wait_for(&env.gw.url(), &env.key, &id, &["cancelled"]).await;
     assert!(b["cancelled_at"].is_i64(), "{b}");
     let done = b["request_counts"]["completed"].as_i64().unwrap();
     let failed = b["request_counts"]["failed"].as_i64().unwrap();
     assert_eq!(done + failed, 200);
     assert!((8..200).contains(&done), "{b}");
-    let err = file_lines(&env, &env.key, &b["error_file_id"]).await;
+    let err = file_lines(&env.gw.url(), &env.key, &b["error_file_id"]).await;
     assert!(err
         .values()
         .all(|l| l["error"]["code"] == "batch_cancelled"));
@@ -433,19 +446,19 @@ async fn a_batch_past_its_window_expires_with_its_done_lines_billed() {
     env.grant("10");
     env.fault(json!({"path": "/v1/chat/completions", "fault": {"delay_ms": 200}, "count": 0}))
         .await;
-    let file = batch_file(&env, &env.key, same_lines(300)).await;
-    let a = create(&env, &env.key, &file).await;
+    let file = batch_file(&env.gw.url(), &env.key, same_lines(300)).await;
+    let a = create(&env.gw.url(), &env.key, &file).await;
     let id = a.json["id"].as_str().unwrap().to_owned();
     assert_eq!(
         a.json["expires_at"].as_i64().unwrap() - a.json["created_at"].as_i64().unwrap(),
         3
     );
-    let b = wait_for(&env, &env.key, &id, &["expired"]).await;
+    let b = wait_for(&env.gw.url(), &env.key, &id, &["expired"]).await;
     assert!(b["expired_at"].is_i64(), "{b}");
     let done = b["request_counts"]["completed"].as_i64().unwrap();
     assert!(done > 0 && done < 300, "{b}");
-    let out = file_lines(&env, &env.key, &b["output_file_id"]).await;
-    let err = file_lines(&env, &env.key, &b["error_file_id"]).await;
+    let out = file_lines(&env.gw.url(), &env.key, &b["output_file_id"]).await;
+    let err = file_lines(&env.gw.url(), &env.key, &b["error_file_id"]).await;
     assert_eq!(out.len() as i64, done);
     assert_eq!(out.len() + err.len(), 300);
     assert!(
@@ -459,12 +472,12 @@ async fn a_batch_past_its_window_expires_with_its_done_lines_billed() {
 async fn another_users_batch_and_file_are_404s_and_bad_requests_keep_nothing() {
     let env = llm_env(|_| {}).await;
     env.grant("10");
-    let file = batch_file(&env, &env.key, same_lines(2)).await;
-    let id = create(&env, &env.key, &file).await.json["id"]
+    let file = batch_file(&env.gw.url(), &env.key, same_lines(2)).await;
+    let id = create(&env.gw.url(), &env.key, &file).await.json["id"]
         .as_str()
         .unwrap()
         .to_owned();
-    wait_for(&env, &env.key, &id, &["completed"]).await;
+    wait_for(&env.gw.url(), &env.key, &id, &["completed"]).await;
     let (_, other) = env.new_user("bob@example.com");
     let get = env
         .call_as(
@@ -486,7 +499,7 @@ async fn another_users_batch_and_file_are_404s_and_bad_requests_keep_nothing() {
         .await;
     assert_eq!(list.json["data"], json!([]));
     // Another user's file cannot be a batch's input.
-    let theirs = create(&env, &other, &file).await;
+    let theirs = create(&env.gw.url(), &other, &file).await;
     theirs.expect(404);
     assert_eq!(
         theirs.json["error"]["message"],
@@ -511,7 +524,7 @@ async fn another_users_batch_and_file_are_404s_and_bad_requests_keep_nothing() {
         .as_str()
         .unwrap()
         .to_owned();
-    let a = create(&env, &env.key, &user_data).await;
+    let a = create(&env.gw.url(), &env.key, &user_data).await;
     a.expect(400);
     assert!(
         a.json["error"]["message"]

@@ -20,6 +20,7 @@ mod budgets_voice;
 mod cache;
 mod cli;
 mod clients;
+mod crash_batches;
 mod crash_holds;
 mod dashboard;
 mod database;
