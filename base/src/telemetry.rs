@@ -191,6 +191,17 @@ pub fn open_streams(delta: f64) {
     metrics::gauge!("gateway_open_streams").increment(delta);
 }
 
+/// A batch's line ended on this instance: `done` (answered 2xx) or
+/// `failed` (an error answer, or not run).
+pub fn batch_line(state: &'static str, n: u64) {
+    metrics::counter!("gateway_batch_lines_total", "state" => state).increment(n);
+}
+
+/// The lines of the batches in progress that no instance runs yet.
+pub fn batch_lines_waiting(n: u64) {
+    metrics::gauge!("gateway_batch_lines_waiting").set(n as f64);
+}
+
 /// A live session opened (`+1.0`) or ended (`-1.0`).
 pub fn open_sessions(delta: f64) {
     metrics::gauge!("gateway_open_sessions").increment(delta);

@@ -199,6 +199,9 @@ pub trait Batches {
     /// The batches being run (or ended by an instance that stopped).
     fn running_batches(&self) -> Result<Vec<String>>;
 
+    /// The lines of the batches in progress that wait for an instance.
+    fn waiting_lines(&self) -> Result<u64>;
+
     /// How many of its lines are in each state.
     fn line_counts(&self, id: &str) -> Result<LineCounts>;
 
@@ -276,6 +279,18 @@ impl Batches for Store {
                 |r| r.get(0),
             )
         })
+    }
+
+    fn waiting_lines(&self) -> Result<u64> {
+        self.with(|db| {
+            db.row(
+                "SELECT COUNT(*) FROM batch_lines l JOIN batches b ON b.id = l.batch_id
+                 WHERE b.status = 'in_progress' AND l.state = 'waiting'",
+                &[],
+                |r| r.get::<i64>(0),
+            )
+        })
+        .map(|n| n.unwrap_or(0).max(0) as u64)
     }
 
     fn line_counts(&self, id: &str) -> Result<LineCounts> {

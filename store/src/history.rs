@@ -51,6 +51,9 @@ pub enum GroupBy {
     /// The API key the request came with (its id; `""` for requests made
     /// with an access token and for charges a job's observer made later).
     Key,
+    /// The batch a request was a line of (its id; `""` for requests that
+    /// were not): read from the usage record's once-key, `batch_…#n`.
+    Batch,
 }
 
 /// The totals of one group.
@@ -262,7 +265,7 @@ impl History for Store {
     ) -> Result<BTreeMap<String, UsageTotals>> {
         let rows = self.with(|db| {
             db.rows(
-                "SELECT created_at, product, route_id, unit, quantity, charged, api_key_id FROM usage
+                "SELECT created_at, product, route_id, unit, quantity, charged, api_key_id, once_key FROM usage
                  WHERE user_id = ?1 AND created_at >= ?2 AND created_at < ?3 AND unit != 'free'",
                 p![user_id, from, to],
                 |r| {
@@ -274,17 +277,24 @@ impl History for Store {
                         r.dec(4)?,
                         r.dec(5)?,
                         r.get::<Option<i64>>(6)?,
+                        r.get::<Option<String>>(7)?,
                     ))
                 },
             )
         })?;
         let mut groups: BTreeMap<String, UsageTotals> = BTreeMap::new();
-        for (at, product, route, unit, quantity, charged, key) in rows {
+        for (at, product, route, unit, quantity, charged, key, once) in rows {
             let key = match by {
                 GroupBy::Day => at.get(..10).unwrap_or(&at).to_owned(),
                 GroupBy::Model => product,
                 GroupBy::Route => route,
                 GroupBy::Key => key.map(|k| k.to_string()).unwrap_or_default(),
+                GroupBy::Batch => once
+                    .as_deref()
+                    .filter(|k| k.starts_with("batch_"))
+                    .and_then(|k| k.split_once('#'))
+                    .map(|(batch, _)| batch.to_owned())
+                    .unwrap_or_default(),
             };
             let t = groups.entry(key).or_default();
             t.requests += 1;

@@ -181,6 +181,40 @@ async fn a_batch_runs_every_line_at_half_price_and_publishes_its_files() {
     // No hold is left.
     let holds = env.store().holds_of(env.user_id).unwrap();
     assert!(holds.is_empty(), "{holds:?}");
+    // `/usage` groups the batch's lines by its id, apart from the others.
+    let chat = json!({"model": "sim/sim-gpt", "messages": [{"role": "user", "content": "hi"}]});
+    env.api("/chat/completions", chat).await.expect(200);
+    let u = env
+        .call_as(
+            &env.key,
+            "GET",
+            &env.url("/api/v1/usage?group_by=batch"),
+            None,
+        )
+        .await;
+    u.expect(200);
+    let groups = u.json["data"].as_array().unwrap();
+    let ours = groups
+        .iter()
+        .find(|g| g["batch"] == id.as_str())
+        .expect("the batch's group");
+    assert_eq!(ours["requests"], 30, "{}", u.json);
+    assert_eq!(ours["cost"], runtime::billing::format_money(total));
+    assert!(
+        groups.iter().any(|g| g["batch"].is_null()),
+        "the other requests: {}",
+        u.json
+    );
+    // Lines done and failed, and those waiting, are metrics.
+    let metrics = env.client.get(env.url("/metrics")).send().await.unwrap();
+    let text = metrics.text().await.unwrap();
+    for m in [
+        "gateway_batch_lines_total{state=\"done\"}",
+        "gateway_batch_lines_total{state=\"failed\"}",
+        "gateway_batch_lines_waiting",
+    ] {
+        assert!(text.contains(m), "{m} missing from /metrics");
+    }
 }
 
 #[tokio::test]

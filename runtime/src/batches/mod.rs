@@ -61,6 +61,9 @@ pub async fn run(gw: Gateway, instance: String) {
     });
     loop {
         let ids = gw.store.blocking(|s| s.running_batches()).await;
+        if let Ok(n) = gw.store.blocking(|s| s.waiting_lines()).await {
+            gateway_base::telemetry::batch_lines_waiting(n);
+        }
         for id in ids.unwrap_or_default() {
             if lock(&shared.running).insert(id.clone()) {
                 tokio::spawn(run_batch(shared.clone(), id));
@@ -323,7 +326,11 @@ impl Batch {
         run: LineRun,
     ) -> Result<(), gateway_store::StoreError> {
         match run {
-            LineRun::Done | LineRun::Wait(_) => Ok(()),
+            LineRun::Done => {
+                gateway_base::telemetry::batch_line("done", 1);
+                Ok(())
+            }
+            LineRun::Wait(_) => Ok(()),
             LineRun::Failed {
                 no_credit: true, ..
             } => {
@@ -406,8 +413,9 @@ impl Batch {
                 OutsideRecordPhase::BatchLine,
                 vec![Record::BatchLine(end)],
             )
-            .await
-            .map(drop)
+            .await?;
+        gateway_base::telemetry::batch_line("failed", 1);
+        Ok(()).map(drop)
     }
 
     /// Ends every waiting line failed with `code`.
@@ -418,11 +426,13 @@ impl Batch {
     ) -> Result<(), gateway_store::StoreError> {
         let result = json!({"code": code, "message": message}).to_string();
         let (id, now) = (self.id.clone(), gateway_store::now_rfc3339());
-        self.gw()
+        let n = self
+            .gw()
             .store
             .blocking(move |s| s.fail_waiting_lines(&id, &result, &now))
-            .await
-            .map(drop)
+            .await?;
+        gateway_base::telemetry::batch_line("failed", n);
+        Ok(())
     }
 
     /// Takes the batch's end when no line is open and writes it; `true`

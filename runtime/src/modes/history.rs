@@ -149,10 +149,11 @@ fn range(ctx: &Ctx) -> Result<(NaiveDate, NaiveDate), ApiError> {
     Ok((from, to))
 }
 
-/// `GET /usage?from=&to=&group_by=day|model|route|key&format=json|csv`.
+/// `GET /usage?from=&to=&group_by=day|model|route|key|batch&format=json|csv`.
 /// By key, a group is the API key's id (`null`: requests made with an
 /// access token, and charges a job's observer made after the request),
-/// with the key's `key_name` and `key_prefix` in JSON.
+/// with the key's `key_name` and `key_prefix` in JSON. By batch, a group
+/// is a batch's lines (`null`: the requests that were no batch's lines).
 pub async fn usage(ctx: &mut Ctx, params: &PathParams) -> Result<Outcome, ApiError> {
     let user = whose(ctx, params).await?;
     let (from, to) = range(ctx)?;
@@ -160,6 +161,7 @@ pub async fn usage(ctx: &mut Ctx, params: &PathParams) -> Result<Outcome, ApiErr
         "model" => (GroupBy::Model, "model"),
         "route" => (GroupBy::Route, "route"),
         "key" => (GroupBy::Key, "key"),
+        "batch" => (GroupBy::Batch, "batch"),
         _ => (GroupBy::Day, "day"),
     };
     let (start, end) = (
@@ -189,6 +191,9 @@ pub async fn usage(ctx: &mut Ctx, params: &PathParams) -> Result<Outcome, ApiErr
                 "images": t.images.normalize().to_string(),
                 "cost": text(t.cost),
             });
+            if by == GroupBy::Batch && k.is_empty() {
+                row[by_name] = Value::Null;
+            }
             if by == GroupBy::Key {
                 let key = keys.iter().find(|r| r.id.to_string() == *k);
                 row[by_name] = key.map_or(Value::Null, |r| json!(r.id));
