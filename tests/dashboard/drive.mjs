@@ -61,6 +61,7 @@ try {
   seen.unavailable = await page.locator(".unavailable").allTextContents();
   seen.by_model = await page.locator("#by-model tbody tr").allInnerTexts();
   seen.by_key = await page.locator("#by-key tbody tr").allInnerTexts();
+  seen.batches = await page.locator("#batches tbody tr").allInnerTexts();
   seen.focused_after_sign_in = await page.evaluate(() => document.activeElement?.id);
 
   // A key: created (its secret shown once), then revoked.

@@ -191,7 +191,7 @@ async fn dashboard_in_headless_chromium() {
     a.expect(201);
     let uid = a.json["id"].as_i64().unwrap();
     env.store().grant_credit(uid, d("25"), None).unwrap();
-    // Two requests of dora's, the first moved three days back.
+    // Two requests of dora's (the first moved three days back), then a batch.
     let key = runtime::auth::create_key(env.store(), uid).unwrap();
     let chat = env.url("/api/v1/chat/completions");
     for text in ["Hello there", "Hello again, a little longer this time"] {
@@ -200,9 +200,16 @@ async fn dashboard_in_headless_chromium() {
             .await
             .expect(200);
     }
+    // A batch of two lines of dora's, done (listed, and two more charges).
+    let lines = crate::batches::chat_lines(2, |_| "sim/sim-gpt");
+    let file = crate::batches::batch_file(&env.gw.url(), &key, lines).await;
+    let batch = crate::batches::create(&env.gw.url(), &key, &file).await;
+    let batch_id = batch.json["id"].as_str().unwrap().to_owned();
+    let batch = crate::batches::wait_for(&env.gw.url(), &key, &batch_id, &["completed"]).await;
     let mine = |env: &Env| -> Vec<runtime::store::UsageRow> {
         let rows = env.usage().into_iter();
-        rows.filter(|u| u.user_id == Some(uid)).collect()
+        rows.filter(|u| u.user_id == Some(uid) && u.unit != "free")
+            .collect()
     };
     let first = mine(&env)[0].request_id.clone();
     let earlier = (chrono::Utc::now() - chrono::Duration::days(3))
@@ -213,7 +220,8 @@ async fn dashboard_in_headless_chromium() {
     );
     own_sql(&env, &sql, &sql).await;
     let usage = mine(&env);
-    assert_eq!(usage.len(), 2);
+    assert_eq!(usage.len(), 4);
+    let newest = usage.last().unwrap();
     let days = spend_per_day(&usage);
     assert_eq!(days.len(), 2, "{days:?}");
     // A key of keys (the one made above) listed before the page's own.
@@ -257,17 +265,17 @@ async fn dashboard_in_headless_chromium() {
     // The latest requests, newest first; the newest's details say its cost.
     let listed = seen["requests"].to_string();
     assert!(
-        listed.contains(&usage[1].request_id) && listed.contains(&first),
+        listed.contains(&newest.request_id) && listed.contains(&first),
         "{r:#}"
     );
     assert_eq!(
         seen["generation"]["request_id"],
-        json!(usage[1].request_id),
+        json!(newest.request_id),
         "{r:#}"
     );
     assert_eq!(
         seen["generation"]["cost"],
-        json!(format!("{:.8}", usage[1].charged)),
+        json!(format!("{:.8}", newest.charged)),
         "{r:#}"
     );
 
@@ -309,7 +317,7 @@ async fn dashboard_in_headless_chromium() {
     assert_eq!(by_key.len(), 1, "{r:#}");
     assert!(by_key[0].starts_with(&prefix), "{r:#}");
     let spent: rust_decimal::Decimal = usage.iter().map(|u| u.charged).sum();
-    assert!(by_key[0].ends_with(&format!("\t2\t{spent:.8}")), "{r:#}");
+    assert!(by_key[0].ends_with(&format!("\t4\t{spent:.8}")), "{r:#}");
     assert!(
         seen["by_model"].to_string().contains("sim/sim-gpt"),
         "{r:#}"
@@ -335,6 +343,15 @@ async fn dashboard_in_headless_chromium() {
     let url = seen["checkout_url"].as_str().unwrap_or_default();
     assert!(
         url.contains("/c/pay/") && url.contains(&p.session_id),
+        "{r:#}"
+    );
+
+    // The batch: its status, its lines ended of all, its cost.
+    let batches: Vec<String> = serde_json::from_value(seen["batches"].clone()).unwrap();
+    assert_eq!(batches.len(), 1, "{r:#}");
+    let cost = batch["cost"].as_str().unwrap();
+    assert!(
+        batches[0].starts_with(&format!("{batch_id}\tcompleted\t2 / 2\t{cost}\t")),
         "{r:#}"
     );
 

@@ -131,7 +131,7 @@
   async function loadAll() {
     await Promise.all([
       loadBalance(), loadDaily(), loadGroups("model"), loadGroups("key"),
-      loadRequests(), loadKeys(),
+      loadRequests(), loadBatches(), loadKeys(),
     ].map((p) => p.catch(() => {})));
     document.body.dataset.loaded = "1";
   }
@@ -286,6 +286,27 @@
       target.replaceChildren(t);
     } catch (e) {
       failed(target, "Latest requests", e);
+    }
+  }
+
+  // The latest batches: each with its status, its lines ended of all, and
+  // what they cost so far.
+  async function loadBatches() {
+    const target = body("batches");
+    if (!has("GET /api/v1/batches")) return unavailable(target, "GET /api/v1/batches");
+    try {
+      const rows = groups(await api("GET", "/batches?limit=20"));
+      if (rows.length === 0) return target.replaceChildren(el("p", {}, "No batches yet."));
+      target.replaceChildren(table(["Batch", "Status", "Progress", "Cost (USD)", "Created"], rows.map((b) => {
+        const c = b.request_counts || {};
+        const ended = (c.completed ?? 0) + (c.failed ?? 0);
+        const progress = `${ended} / ${c.total ?? 0}` + (c.failed ? ` (${c.failed} failed)` : "");
+        const created = b.created_at
+          ? new Date(b.created_at * 1000).toISOString().slice(0, 16).replace("T", " ") : "";
+        return [b.id, b.status, progress, String(b.cost ?? ""), created];
+      })));
+    } catch (e) {
+      failed(target, "Batches", e);
     }
   }
 
