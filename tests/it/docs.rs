@@ -144,6 +144,7 @@ const NOT_READ: &[(&str, &str)] = &[
     ("GATEWAY_FALLBACK", "set for the Python SDK check of the Responses API (tests/openai_sdk/)"),
     ("GATEWAY_SIM_URL", "set for the Python SDK check of the Responses API (tests/openai_sdk/)"),
     ("GATEWAY_FAULT", "set for the Python SDK check of the Responses API (tests/openai_sdk/)"),
+    ("BATCH_LINES", "set for the Python SDK check of the Batch API (tests/openai_sdk/batches.py)"),
     ("GATEWAY_BIN", "set for the accounts probe's script"),
     ("DASHBOARD_URL", "set for the dashboard's browser script (tests/dashboard/)"),
     ("DASHBOARD_USER", "set for the dashboard's browser script"),

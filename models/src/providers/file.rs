@@ -380,6 +380,32 @@ input_per_mtok = "0.10"
     }
 
     #[test]
+    fn a_batch_price_is_half_the_list_price_unless_the_file_says() {
+        let p = parse(GOOD, "p.toml", Decimal::ZERO).unwrap();
+        let (_, m) = p.resolve(Some("sim/sim-gpt"), ModelType::Chat).unwrap();
+        assert_eq!(m.batch_price_pct, Decimal::from(50));
+        let half = m.at_batch_price();
+        assert_eq!(half.input_per_mtok, Some(Decimal::from(1)));
+        assert_eq!(half.output_per_mtok, Some(Decimal::from(4)));
+        let set = GOOD.replace(
+            "output_per_mtok = \"8.00\"",
+            "output_per_mtok = \"8.00\"\nbatch_price_pct = \"25\"",
+        );
+        let p = parse(&set, "p.toml", Decimal::ZERO).unwrap();
+        let (_, m) = p.resolve(Some("sim/sim-gpt"), ModelType::Chat).unwrap();
+        assert_eq!(m.at_batch_price().output_per_mtok, Some(Decimal::from(2)));
+        let over = GOOD.replace(
+            "output_per_mtok = \"8.00\"",
+            "output_per_mtok = \"8.00\"\nbatch_price_pct = \"101\"",
+        );
+        let e = parse(&over, "p.toml", Decimal::ZERO).unwrap_err();
+        assert!(
+            e.0.contains("batch_price_pct must be from 0 to 100") && e.0.contains("sim-gpt"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn errors_name_the_file_and_the_key() {
         let e = parse("[[provider]]\nid = 3\n", "p.toml", Decimal::ZERO).unwrap_err();
         assert!(e.0.contains("p.toml") && e.0.contains("line 2"), "{e}");
