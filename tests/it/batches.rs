@@ -584,3 +584,67 @@ async fn another_users_batch_and_file_are_404s_and_bad_requests_keep_nothing() {
     );
     assert_eq!(list.json["data"][0]["id"], id.as_str());
 }
+
+#[tokio::test]
+async fn embeddings_completions_and_responses_batch_too() {
+    let env = llm_env(|_| {}).await;
+    env.grant("10");
+    let cases = [
+        (
+            "/v1/embeddings",
+            json!({"model": "sim/sim-embed", "input": "The quick brown fox"}),
+            "list",
+        ),
+        (
+            "/v1/completions",
+            json!({"model": "sim/sim-instruct", "prompt": "Once upon", "max_tokens": 8}),
+            "text_completion",
+        ),
+        (
+            "/v1/responses",
+            json!({"model": "sim/sim-gpt", "input": "Hello", "max_output_tokens": 16}),
+            "response",
+        ),
+    ];
+    for (url, body, object) in cases {
+        let mut lines = Vec::new();
+        for i in 0..3 {
+            let line =
+                json!({"custom_id": format!("x-{i}"), "method": "POST", "url": url, "body": body});
+            lines.extend_from_slice(format!("{line}\n").as_bytes());
+        }
+        let base = env.gw.url();
+        let file = batch_file(&base, &env.key, lines).await;
+        let req = json!({"input_file_id": file, "endpoint": url, "completion_window": "24h"});
+        let a = env
+            .call_as(&env.key, "POST", &env.url("/api/v1/batches"), Some(req))
+            .await;
+        a.expect(200);
+        assert_eq!(a.json["endpoint"], url);
+        let id = a.json["id"].as_str().unwrap().to_owned();
+        let b = wait_for(&base, &env.key, &id, &["completed"]).await;
+        assert_eq!(b["request_counts"]["completed"], 3, "{url}: {b}");
+        let out = file_lines(&base, &env.key, &b["output_file_id"]).await;
+        for line in out.values() {
+            assert_eq!(line["response"]["body"]["object"], object, "{url}: {line}");
+            let rid = line["response"]["request_id"].as_str().unwrap();
+            let u = env
+                .usage()
+                .into_iter()
+                .find(|u| u.request_id == rid)
+                .expect("usage");
+            assert!(u.charged > Decimal::ZERO, "{url}");
+        }
+    }
+    // A line's url must be the batch's endpoint.
+    let line = json!({"custom_id": "a", "method": "POST", "url": "/v1/embeddings",
+                      "body": {"model": "sim/sim-gpt", "messages": []}});
+    let file = batch_file(&env.gw.url(), &env.key, format!("{line}\n").into_bytes()).await;
+    let a = create(&env.gw.url(), &env.key, &file).await;
+    assert_eq!(a.json["status"], "failed");
+    assert_eq!(
+        a.json["errors"]["data"][0]["code"], "mismatched_url",
+        "{}",
+        a.json
+    );
+}

@@ -140,7 +140,7 @@ async fn two_instances_share_one_batch() {
     env.grant("10");
     env.fault(json!({"path": "/v1/chat/completions", "fault": {"delay_ms": 100}, "count": 0}))
         .await;
-    const N: usize = 160;
+    const N: usize = 240;
     let file = batch_file(&env.gw.url(), &env.key, lines(N)).await;
     let id = create(&env.gw.url(), &env.key, &file).await.json["id"]
         .as_str()
