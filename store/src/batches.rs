@@ -221,6 +221,10 @@ pub trait Batches {
     /// waiting, or claimed by an instance whose lease lapsed; how many.
     fn fail_waiting_lines(&self, id: &str, result: &str, now: &str) -> Result<u64>;
 
+    /// Puts the lines of batch `id` claimed by `instance` back in the
+    /// pool (none of them runs there).
+    fn release_claims(&self, id: &str, instance: &str) -> Result<u64>;
+
     /// Marks the user's batch cancelling, if it is in progress; the row
     /// as it is after.
     fn cancel_batch(&self, user_id: i64, id: &str, now: &str) -> Result<Option<BatchRow>>;
@@ -370,6 +374,16 @@ impl Batches for Store {
                 "UPDATE batch_lines SET state = 'failed', result = ?2, owner = NULL WHERE batch_id = ?1 AND
                  (state = 'waiting' OR (state = 'claimed' AND owner NOT IN (SELECT id FROM instances WHERE lease_until > ?3)))",
                 p![id, result, now],
+            )
+        })
+    }
+
+    fn release_claims(&self, id: &str, instance: &str) -> Result<u64> {
+        self.with(|db| {
+            db.exec(
+                "UPDATE batch_lines SET state = 'waiting', owner = NULL
+                 WHERE batch_id = ?1 AND state = 'claimed' AND owner = ?2",
+                p![id, instance],
             )
         })
     }

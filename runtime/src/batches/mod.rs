@@ -34,7 +34,7 @@
 
 mod results;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -96,13 +96,17 @@ async fn run_batch(shared: Arc<Shared>, id: String) {
         shared: shared.clone(),
         id: id.clone(),
         in_flight: tokio::task::JoinSet::new(),
+        lines: HashMap::new(),
         refused: Vec::new(),
     };
     if let Err(e) = batch.run().await {
         tracing::warn!(batch = %id, error = %e, "a batch's round failed; it is taken up again");
+        // The lines in flight finish here, their ends recorded if the
+        // database lets them (else their claims are released later).
+        while !batch.in_flight.is_empty() {
+            let _ = batch.join_one().await;
+        }
     }
-    // Whatever is in flight finishes and commits on its own.
-    batch.in_flight.detach_all();
     lock(&shared.running).remove(&id);
 }
 
@@ -111,6 +115,8 @@ struct Batch {
     shared: Arc<Shared>,
     id: String,
     in_flight: tokio::task::JoinSet<(ClaimedLine, LineRun)>,
+    /// The line each task in flight runs.
+    lines: HashMap<tokio::task::Id, i64>,
     /// Lines refused for credit, to be tried again alone.
     refused: Vec<ClaimedLine>,
 }
@@ -164,11 +170,7 @@ impl Batch {
                 continue;
             }
             tokio::select! {
-                done = self.in_flight.join_next() => {
-                    if let Some(Ok((line, run))) = done {
-                        self.ended(line, run).await?;
-                    }
-                }
+                done = self.join_one() => done?,
                 _ = tokio::time::sleep(POLL) => {}
             }
         }
@@ -299,7 +301,8 @@ impl Batch {
         let gw = self.shared.gw.clone();
         let places = self.shared.places.clone();
         let batch_id = row.id.clone();
-        self.in_flight.spawn(async move {
+        let n = line.line;
+        let task = self.in_flight.spawn(async move {
             let _place = places.acquire_owned().await;
             yield_to_interactive(gw.config.batches.per_instance).await;
             let run = loop {
@@ -316,6 +319,39 @@ impl Batch {
             };
             (line, run)
         });
+        self.lines.insert(task.id(), n);
+    }
+
+    /// Waits for a line in flight to end and does what its end leaves to
+    /// do ([`Batch::ended`]).
+    async fn join_one(&mut self) -> Result<(), gateway_store::StoreError> {
+        match self.join_ran().await? {
+            Some((line, run)) => self.ended(line, run).await,
+            None => Ok(()),
+        }
+    }
+
+    /// The next line in flight to end, and how it ran; a line whose task
+    /// failed (a panic) ends failed here (`None`).
+    async fn join_ran(
+        &mut self,
+    ) -> Result<Option<(ClaimedLine, LineRun)>, gateway_store::StoreError> {
+        match self.in_flight.join_next_with_id().await {
+            Some(Ok((id, ran))) => {
+                self.lines.remove(&id);
+                Ok(Some(ran))
+            }
+            Some(Err(e)) => {
+                let Some(n) = self.lines.remove(&e.id()) else {
+                    return Ok(None);
+                };
+                tracing::error!(batch = %self.id, line = n, error = %e, "a batch line's task failed");
+                let why = json!({"code": "server_error", "message": "the request failed inside the gateway"});
+                self.record_failed(n, None, None, why.to_string()).await?;
+                Ok(None)
+            }
+            None => Ok(None),
+        }
     }
 
     /// What a line's run left to do: an error answer recorded, a refusal
@@ -353,14 +389,25 @@ impl Batch {
     /// first refused again ends itself, the others and every waiting line
     /// `insufficient_credits`.
     async fn retry_refused(&mut self, row: &BatchRow) -> Result<(), gateway_store::StoreError> {
-        let Round::Claim(spec, user) = self.round_for_retry(row).await? else {
+        let active = row.status == "in_progress" && row.ending.is_none();
+        let retry = match active {
+            true => self.round_for_retry(row).await?,
+            false => Round::Drain,
+        };
+        let mut refused = std::mem::take(&mut self.refused).into_iter();
+        let Round::Claim(spec, user) = retry else {
+            // Not tried again (cancelled, expired, its key revoked): they
+            // end as they were refused.
+            for l in refused {
+                self.record_failed(l.line, None, None, no_credit_error())
+                    .await?;
+            }
             return Ok(());
         };
         let capability = create_capability(self.gw());
-        let mut refused = std::mem::take(&mut self.refused).into_iter();
         while let Some(line) = refused.next() {
             self.start(spec, user.clone(), line, capability, row);
-            let Some(Ok((line, run))) = self.in_flight.join_next().await else {
+            let Some((line, run)) = self.join_ran().await? else {
                 continue;
             };
             if let LineRun::Failed {
@@ -458,6 +505,15 @@ impl Batch {
             .store
             .blocking(move |s| s.line_counts(&id))
             .await?;
+        if counts.claimed > 0 {
+            // Nothing runs here: a line still claimed by this instance lost
+            // its end (the database failed to take it); it goes back.
+            let (id, instance) = (self.id.clone(), self.shared.instance.clone());
+            self.gw()
+                .store
+                .blocking(move |s| s.release_claims(&id, &instance))
+                .await?;
+        }
         // Lines open elsewhere: this instance waits for them (their
         // instance may stop); none: another instance is ending it.
         Ok(counts.open() == 0 && row.status != "in_progress")
