@@ -648,3 +648,19 @@ async fn embeddings_completions_and_responses_batch_too() {
         a.json
     );
 }
+
+#[tokio::test]
+async fn a_file_over_the_line_limit_fails_the_batch() {
+    let env = llm_env(|c| c.batches.max_lines = 5).await;
+    env.grant("1");
+    let base = env.gw.url();
+    let file = batch_file(&base, &env.key, chat_lines(6, |_| "sim/sim-gpt")).await;
+    let a = create(&base, &env.key, &file).await;
+    assert_eq!(a.json["status"], "failed", "{}", a.json);
+    assert_eq!(a.json["errors"]["data"][0]["code"], "too_many_requests");
+    let file = batch_file(&base, &env.key, chat_lines(5, |_| "sim/sim-gpt")).await;
+    let a = create(&base, &env.key, &file).await;
+    assert_eq!(a.json["status"], "in_progress", "{}", a.json);
+    let id = a.json["id"].as_str().unwrap();
+    wait_for(&base, &env.key, id, &["completed"]).await;
+}
