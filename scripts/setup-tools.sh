@@ -36,6 +36,7 @@ ANTHROPIC_SDK_VERSION=0.76.0
 LITELLM_VERSION=1.110.2
 GENAI_SDK_VERSION=3.6.1
 OPENAI_SDK_VERSION=3.57.0
+MCP_SDK_VERSION=2.3.0
 WEBSOCKETS_VERSION=15.0.1
 export PATH="$HOME/.local/bin:$PATH"
 
@@ -95,6 +96,12 @@ if [ "$(python3 -c 'import openai; print(openai.__version__)' 2>/dev/null || tru
     echo "setup-tools: installing openai $OPENAI_SDK_VERSION (pip)" >&2
     python3 -m pip install -q "openai==$OPENAI_SDK_VERSION" 2>/dev/null ||
         python3 -m pip install -q --user --break-system-packages "openai==$OPENAI_SDK_VERSION"
+fi
+
+if [ "$(python3 -c 'from importlib.metadata import version; print(version("mcp"))' 2>/dev/null || true)" != "$MCP_SDK_VERSION" ]; then
+    echo "setup-tools: installing mcp $MCP_SDK_VERSION (pip: the MCP gateway's client and servers)" >&2
+    python3 -m pip install -q "mcp==$MCP_SDK_VERSION" 2>/dev/null ||
+        python3 -m pip install -q --user --break-system-packages "mcp==$MCP_SDK_VERSION"
 fi
 
 if [ "$(python3 -c 'import websockets; print(websockets.__version__)' 2>/dev/null || true)" != "$WEBSOCKETS_VERSION" ]; then

@@ -19,6 +19,7 @@ pub mod bounds;
 pub mod cache;
 pub mod cost;
 pub mod gemini_api;
+pub mod mcp;
 pub mod messages_api;
 pub mod providers;
 pub mod realtime;

@@ -22,7 +22,7 @@ pub mod variables;
 mod vars;
 
 pub use error::ConfigError;
-pub use limits::{BatchLimits, SessionLimits};
+pub use limits::{BatchLimits, McpConfig, SessionLimits};
 pub use names::*;
 use parse::*;
 use vars::Vars;
@@ -137,6 +137,8 @@ pub struct Config {
     pub stripe: gateway_adapters::stripe::StripeConfig,
     /// The providers file (`GATEWAY_PROVIDERS`).
     pub providers_file: Option<PathBuf>,
+    /// The MCP gateway (`GATEWAY_MCP_*`).
+    pub mcp: McpConfig,
     /// Idle time-out of model streams (`GATEWAY_STREAM_TIMEOUT_SECS`).
     pub stream_timeout: Duration,
     /// Retries and cool-downs of model calls (`GATEWAY_RETRY_MAX`,
@@ -281,6 +283,7 @@ impl Config {
             accounts: Default::default(),
             stripe: Default::default(),
             providers_file: None,
+            mcp: McpConfig::default(),
             stream_timeout: Duration::from_secs(30),
             routing: Default::default(),
             traces: None,
@@ -380,6 +383,7 @@ impl Config {
         }
         self.public_url = v.parse(GATEWAY_PUBLIC_URL, parse_url);
         self.providers_file = v.raw(GATEWAY_PROVIDERS).map(PathBuf::from);
+        limits::read_mcp(&mut self.mcp, v);
     }
 
     /// The listener, the database and request limits.
@@ -460,18 +464,7 @@ impl Config {
             GATEWAY_MAX_FILE_BYTES,
             parse_positive,
         );
-        let b = &mut self.batches;
-        let count = |t: &str| parse_positive(t).map(|n| n as usize);
-        v.set(&mut b.max_lines, GATEWAY_BATCH_MAX_LINES, count);
-        v.set(&mut b.concurrency, GATEWAY_BATCH_CONCURRENCY, count);
-        v.set(
-            &mut b.per_instance,
-            GATEWAY_BATCH_INSTANCE_CONCURRENCY,
-            count,
-        );
-        v.set(&mut b.window, GATEWAY_BATCH_WINDOW_SECS, |t| {
-            parse_positive(t).map(|n| Some(Duration::from_secs(n)))
-        });
+        limits::read_batches(&mut self.batches, v);
         let s = &mut self.sessions;
         let secs = |t: &str| parse_positive(t).map(Duration::from_secs);
         v.set(&mut s.max_duration, GATEWAY_REALTIME_MAX_SECS, secs);

@@ -45,6 +45,8 @@ pub struct Inner {
     pub stock_voices: owner_cache::StockVoices,
     /// The general gateway's model providers (`GATEWAY_PROVIDERS`).
     pub providers: providers::Providers,
+    /// The MCP servers (`GATEWAY_MCP_SERVERS`, [`crate::modes::mcp`]).
+    pub mcp: gateway_models::mcp::McpServers,
     /// The speech providers' voice lists, as last read (`GET /audio/voices`).
     pub speech_voices: providers::speech::VoiceLists,
     /// Open model streams (stop-stream).

@@ -236,6 +236,10 @@ keyword_enum! {
         BatchList = "batch_list",
         BatchGet = "batch_get",
         BatchCancel = "batch_cancel",
+        /// The Model Context Protocol's Streamable HTTP transport (`POST`,
+        /// `GET`, `DELETE`), relayed to an MCP server of the servers file
+        /// with the caller's tool permissions, holds and records.
+        Mcp = "mcp",
         /// Live transcription over a WebSocket (Deepgram's live protocol),
         /// relayed to a `deepgram` model's live `/v1/listen`, billed per
         /// period of audio received.
@@ -328,7 +332,7 @@ impl Mode {
 
     /// Modes the gateway serves itself; an `upstream` on them is a mistake.
     pub fn forbids_upstream(self) -> bool {
-        matches!(self, Mode::Upload | Mode::Webhook)
+        matches!(self, Mode::Upload | Mode::Webhook | Mode::Mcp)
             || self.is_account()
             || self.is_media()
             || self.is_file()

@@ -21,6 +21,18 @@ pub struct KeyRow {
     pub revoked_at: Option<String>,
     /// Its budget and what it spent (`None`: no budget).
     pub budget: Option<super::KeyBudget>,
+    /// Its MCP allow-list (`server/tool`, `server/*`; `None`: every tool).
+    pub mcp_tools: Option<Vec<String>>,
+}
+
+/// A comma-separated list as stored (`models`, `mcp_tools`).
+fn list_of(v: Option<String>) -> Option<Vec<String>> {
+    v.map(|m| {
+        m.split(',')
+            .map(|s| s.trim().to_owned())
+            .filter(|s| !s.is_empty())
+            .collect()
+    })
 }
 
 /// API keys: stored as hashes, found by hash for authentication, listed
@@ -64,6 +76,11 @@ pub trait Keys {
     fn set_key_models(&self, key_hash: &str, models: Option<&str>) -> Result<bool>;
 
     fn revoke_key_hash(&self, key_hash: &str) -> Result<bool>;
+
+    /// Sets the MCP allow-list of the user's live key `key_id`
+    /// (comma-separated; `None`: every tool); `false` when there is no
+    /// such key.
+    fn set_key_mcp_tools(&self, user_id: i64, key_id: i64, tools: Option<&str>) -> Result<bool>;
 }
 
 impl Keys for Store {
@@ -92,18 +109,14 @@ impl Keys for Store {
         self.with(|db| {
             db.row(
                 "SELECT u.id, u.email, u.is_admin, u.disabled, u.deleted_at IS NOT NULL, k.revoked_at IS NOT NULL, k.models,
-                        CASE WHEN k.budget_usd IS NULL THEN NULL ELSE k.id END, k.id
+                        CASE WHEN k.budget_usd IS NULL THEN NULL ELSE k.id END, k.id, k.mcp_tools
                  FROM api_keys k JOIN users u ON u.id = k.user_id WHERE k.key_hash = ?1",
                 p![key_hash],
                 |r| {
                     let mut user = row_to_user(r)?;
                     // The models the key may use (`provider/model` or `provider/*`, comma-separated).
-                    user.models = r.get::<Option<String>>(6)?.map(|m| {
-                        m.split(',')
-                            .map(|s| s.trim().to_owned())
-                            .filter(|s| !s.is_empty())
-                            .collect()
-                    });
+                    user.models = list_of(r.get(6)?);
+                    user.mcp_tools = list_of(r.get(9)?);
                     user.budget_key = r.get(7)?;
                     user.key_id = r.get(8)?;
                     Ok(KeyOwner {
@@ -118,7 +131,7 @@ impl Keys for Store {
     fn keys_of(&self, user_id: i64) -> Result<Vec<KeyRow>> {
         self.with(|db| {
             let rows = db.rows(
-                "SELECT id, name, prefix, created_at, revoked_at, budget_usd, budget_period
+                "SELECT id, name, prefix, created_at, revoked_at, budget_usd, budget_period, mcp_tools
                  FROM api_keys WHERE user_id = ?1 ORDER BY id",
                 p![user_id],
                 |r| {
@@ -129,6 +142,7 @@ impl Keys for Store {
                         created_at: r.get(3)?,
                         revoked_at: r.get(4)?,
                         budget: None,
+                        mcp_tools: list_of(r.get(7)?),
                     };
                     Ok((key, r.get(5)?, r.get(6)?))
                 },
@@ -193,6 +207,16 @@ impl Keys for Store {
             )
         })
         .map(|n| n == 1)
+    }
+
+    fn set_key_mcp_tools(&self, user_id: i64, key_id: i64, tools: Option<&str>) -> Result<bool> {
+        self.with(|db| {
+            db.exec(
+                "UPDATE api_keys SET mcp_tools = ?3 WHERE user_id = ?1 AND id = ?2 AND revoked_at IS NULL",
+                p![user_id, key_id, tools],
+            )
+            .map(|n| n == 1)
+        })
     }
 
     fn revoke_key_hash(&self, key_hash: &str) -> Result<bool> {

@@ -33,6 +33,7 @@ mod history;
 mod instances;
 mod jobs;
 mod keys;
+mod mcp;
 mod money;
 mod oauth;
 mod owners;
@@ -66,6 +67,7 @@ pub use history::{
 pub use instances::Instances;
 pub use jobs::{JobRow, Jobs};
 pub use keys::{KeyOwner, KeyRow, Keys};
+pub use mcp::{McpCallRecord, McpSessionRow, McpSessions};
 pub use money::{Ledger, LedgerRow, Reserved};
 pub use oauth::{OauthSignIn, OauthUser, ProviderSignIns};
 pub use owners::Owners;
@@ -148,6 +150,9 @@ pub struct User {
     /// key); usage records name it (`group_by=key`). Only set by a key
     /// lookup.
     pub key_id: Option<i64>,
+    /// The presented API key's MCP allow-list (`server/tool`, `server/*`;
+    /// `None`: every exposed tool). Only set by a key lookup.
+    pub mcp_tools: Option<Vec<String>>,
 }
 
 /// Creates `dir` (and missing parents) readable by the owner only (0700 on
@@ -373,6 +378,7 @@ fn row_to_user(r: &Row<'_>) -> Result<User> {
         models: None,
         budget_key: None,
         key_id: None,
+        mcp_tools: None,
     })
 }
 

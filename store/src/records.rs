@@ -194,6 +194,8 @@ pub enum Record {
     /// A batch line ended: its result, committed with its request's usage
     /// and debit when it answered.
     BatchLine(super::batches::LineEnd),
+    /// An MCP tool call's record (with its usage and debit when priced).
+    McpCall(super::mcp::McpCallRecord),
     /// A file (a packed object's segment) to fdatasync before the group
     /// holding this record commits; written nothing. See [`sync_files`].
     SyncFile(std::sync::Arc<std::fs::File>),
@@ -288,4 +290,7 @@ pub enum OutsideRecordPhase {
     BatchLine,
     /// A batch's output and error files, at its end (`batches`).
     BatchResults,
+    /// An MCP tool call answered in a stream: its record, usage and debit
+    /// before the event carrying its result (`modes::mcp`).
+    ToolCall,
 }

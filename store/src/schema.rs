@@ -467,46 +467,41 @@ pub(crate) const MIGRATIONS: &[&[Sql]] = &[
     //     `done`, `failed`) and its result, written with its charge.
     &[Both(r#"
     CREATE TABLE batches (
-        id                TEXT PRIMARY KEY,
-        user_id           INTEGER NOT NULL REFERENCES users(id),
-        key_id            INTEGER,
-        budget_key        INTEGER,
-        models            TEXT,
-        endpoint          TEXT NOT NULL,
-        route_id          TEXT NOT NULL,
-        input_file_id     TEXT NOT NULL,
-        completion_window TEXT NOT NULL,
-        metadata          TEXT,
-        status            TEXT NOT NULL,
-        ending            TEXT,
-        owner             TEXT,
-        errors            TEXT,
-        total             INTEGER NOT NULL,
-        output_file_id    TEXT,
-        error_file_id     TEXT,
-        created_at        TEXT NOT NULL,
-        expires_at        TEXT NOT NULL,
-        in_progress_at    TEXT,
-        finalizing_at     TEXT,
-        ended_at          TEXT,
-        cancelling_at     TEXT
+        id TEXT PRIMARY KEY, user_id INTEGER NOT NULL REFERENCES users(id), key_id INTEGER,
+        budget_key INTEGER, models TEXT, endpoint TEXT NOT NULL, route_id TEXT NOT NULL,
+        input_file_id TEXT NOT NULL, completion_window TEXT NOT NULL, metadata TEXT,
+        status TEXT NOT NULL, ending TEXT, owner TEXT, errors TEXT, total INTEGER NOT NULL,
+        output_file_id TEXT, error_file_id TEXT, created_at TEXT NOT NULL, expires_at TEXT NOT NULL,
+        in_progress_at TEXT, finalizing_at TEXT, ended_at TEXT, cancelling_at TEXT
     );
     CREATE INDEX batches_by_user ON batches (user_id, id);
     CREATE INDEX batches_running ON batches (status) WHERE status IN ('in_progress', 'cancelling', 'finalizing');
     CREATE TABLE batch_lines (
-        batch_id     TEXT NOT NULL,
-        line         INTEGER NOT NULL,
-        custom_id    TEXT NOT NULL,
-        body         TEXT NOT NULL,
-        state        TEXT NOT NULL,
-        owner        TEXT,
-        request_id   TEXT,
-        status_code  INTEGER,
-        result       TEXT,
+        batch_id TEXT NOT NULL, line INTEGER NOT NULL, custom_id TEXT NOT NULL, body TEXT NOT NULL,
+        state TEXT NOT NULL, owner TEXT, request_id TEXT, status_code INTEGER, result TEXT,
         PRIMARY KEY (batch_id, line)
     );
     CREATE INDEX batch_lines_by_state ON batch_lines (batch_id, state, line);
     CREATE INDEX batch_lines_claimed ON batch_lines (owner) WHERE state = 'claimed';
+    "#)],
+    // 25 (the MCP gateway, store::mcp): an API key's MCP allow-list
+    //     (`server/tool` or `server/*`, comma-separated); a caller's MCP
+    //     session (the gateway's id, its user and key, the server or ""
+    //     for the virtual one, the servers' own session ids as JSON); each
+    //     tool call's record (arguments and results only when logged).
+    &[Both(r#"
+    ALTER TABLE api_keys ADD COLUMN mcp_tools TEXT;
+    CREATE TABLE mcp_sessions (
+        id TEXT PRIMARY KEY, user_id INTEGER NOT NULL REFERENCES users(id), key_id INTEGER,
+        server TEXT NOT NULL, upstream TEXT NOT NULL, created_at TEXT NOT NULL, ended_at TEXT
+    );
+    CREATE INDEX mcp_sessions_open ON mcp_sessions (user_id) WHERE ended_at IS NULL;
+    CREATE TABLE mcp_calls (
+        request_id TEXT PRIMARY KEY, user_id INTEGER NOT NULL, session_id TEXT, server TEXT NOT NULL,
+        tool TEXT NOT NULL, duration_ms INTEGER NOT NULL, outcome TEXT NOT NULL, charged TEXT,
+        arguments TEXT, result TEXT, created_at TEXT NOT NULL
+    );
+    CREATE INDEX mcp_calls_by_user ON mcp_calls (user_id, created_at);
     "#)],];
 
 /// PostgreSQL's first version is the first this many migrations, applied

@@ -78,6 +78,7 @@ pub(super) fn write_record(
         Record::SyncFile(_) => {}
         Record::BatchCreate(b) => super::batches::insert_batch(tx, b)?,
         Record::BatchLine(l) => super::batches::end_line(tx, l)?,
+        Record::McpCall(c) => super::mcp::insert_call(tx, c)?,
         Record::ResponseSave(r) => save_response(tx, r, balances.instance())?,
         Record::WebhookEvent(e) => {
             tx.defer(

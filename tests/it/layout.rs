@@ -438,6 +438,7 @@ mirror 1 MirroredCopy
 modes::chat::responses::background 2 StoredResponse
 modes::chat::responses::stored 1 StoredResponse
 modes::common 1 UploadedAsset
+modes::mcp::relay 1 ToolCall
 modes::uploads 1 UploadedAsset
 money::hold 2 Hold HoldEnd
 pipeline commits

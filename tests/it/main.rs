@@ -41,6 +41,7 @@ mod hardening;
 mod integrity;
 mod isolation;
 mod layout;
+mod mcp;
 mod media;
 mod media_files;
 mod messages;

@@ -25,6 +25,7 @@ pub mod client;
 pub mod errors;
 mod failed;
 pub mod llm;
+pub mod mcp;
 pub mod scrub;
 pub mod socket;
 #[cfg(test)]
@@ -416,6 +417,11 @@ impl Answer {
     /// The upstream's status (2xx).
     pub fn status(&self) -> u16 {
         self.resp.status().as_u16()
+    }
+
+    /// A header of the answer.
+    pub fn header(&self, name: &str) -> Option<&HeaderValue> {
+        self.resp.headers().get(name)
     }
 
     /// Reads the whole body, at most `limit` bytes (502 beyond). A body

@@ -462,7 +462,7 @@ impl Batch {
             )
             .await?;
         gateway_base::telemetry::batch_line("failed", 1);
-        Ok(()).map(drop)
+        Ok(())
     }
 
     /// Ends every waiting line failed with `code`.

@@ -1,6 +1,39 @@
-//! The limits of live sessions and of batches.
+//! The limits of live sessions, of batches and of the MCP gateway, and
+//! their variables.
 
+use std::path::PathBuf;
 use std::time::Duration;
+
+use super::names::*;
+use super::parse::{parse_bool, parse_positive};
+use super::vars::Vars;
+
+/// Reads how batches run.
+pub(super) fn read_batches(b: &mut BatchLimits, v: &mut Vars<impl Fn(&str) -> Option<String>>) {
+    let count = |t: &str| parse_positive(t).map(|n| n as usize);
+    v.set(&mut b.max_lines, GATEWAY_BATCH_MAX_LINES, count);
+    v.set(&mut b.concurrency, GATEWAY_BATCH_CONCURRENCY, count);
+    v.set(
+        &mut b.per_instance,
+        GATEWAY_BATCH_INSTANCE_CONCURRENCY,
+        count,
+    );
+    v.set(&mut b.window, GATEWAY_BATCH_WINDOW_SECS, |t| {
+        parse_positive(t).map(|n| Some(Duration::from_secs(n)))
+    });
+}
+
+/// Reads the MCP gateway's variables.
+pub(super) fn read_mcp(m: &mut McpConfig, v: &mut Vars<impl Fn(&str) -> Option<String>>) {
+    m.servers_file = v.raw(GATEWAY_MCP_SERVERS).map(PathBuf::from);
+    v.set(&mut m.log_arguments, GATEWAY_MCP_LOG_ARGUMENTS, parse_bool);
+    v.set(&mut m.call_timeout, GATEWAY_MCP_CALL_TIMEOUT_SECS, |t| {
+        parse_positive(t).map(Duration::from_secs)
+    });
+    v.set(&mut m.sessions_per_user, GATEWAY_MCP_MAX_SESSIONS, |t| {
+        parse_positive(t).map(|n| n as usize)
+    });
+}
 
 /// The limits of live WebSocket sessions (`modes::realtime`,
 /// `modes::stt_stream`); each ends a session with a close code naming it.
@@ -55,6 +88,32 @@ impl Default for BatchLimits {
             concurrency: 8,
             per_instance: 16,
             window: None,
+        }
+    }
+}
+
+/// The MCP gateway (`modes::mcp`).
+#[derive(Debug, Clone)]
+pub struct McpConfig {
+    /// The MCP servers file (`GATEWAY_MCP_SERVERS`; `None`: no servers).
+    pub servers_file: Option<PathBuf>,
+    /// Tool calls' arguments and results kept in their records
+    /// (`GATEWAY_MCP_LOG_ARGUMENTS`, off).
+    pub log_arguments: bool,
+    /// Longest a server may take to answer a request, its stream included
+    /// (`GATEWAY_MCP_CALL_TIMEOUT_SECS`, 120 s).
+    pub call_timeout: Duration,
+    /// Open MCP sessions per user (`GATEWAY_MCP_MAX_SESSIONS`, 32).
+    pub sessions_per_user: usize,
+}
+
+impl Default for McpConfig {
+    fn default() -> McpConfig {
+        McpConfig {
+            servers_file: None,
+            log_arguments: false,
+            call_timeout: Duration::from_secs(120),
+            sessions_per_user: 32,
         }
     }
 }

@@ -100,6 +100,10 @@ pub const GATEWAY_INSTANCE_LEASE_SECS: &str = "GATEWAY_INSTANCE_LEASE_SECS";
 /// The general gateway's providers file (TOML; see [`gateway_models::providers`]).
 /// Default: unset (no models; model routes answer 404).
 pub const GATEWAY_PROVIDERS: &str = "GATEWAY_PROVIDERS";
+pub const GATEWAY_MCP_SERVERS: &str = "GATEWAY_MCP_SERVERS";
+pub const GATEWAY_MCP_LOG_ARGUMENTS: &str = "GATEWAY_MCP_LOG_ARGUMENTS";
+pub const GATEWAY_MCP_CALL_TIMEOUT_SECS: &str = "GATEWAY_MCP_CALL_TIMEOUT_SECS";
+pub const GATEWAY_MCP_MAX_SESSIONS: &str = "GATEWAY_MCP_MAX_SESSIONS";
 /// Seconds a model stream may stay idle (before its first byte: 504; once
 /// streaming: an error event ends it). Default 30 (spec §8).
 pub const GATEWAY_STREAM_TIMEOUT_SECS: &str = "GATEWAY_STREAM_TIMEOUT_SECS";

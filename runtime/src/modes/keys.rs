@@ -35,7 +35,34 @@ fn key_json(k: &KeyRow) -> Value {
         "spent_usd": b.map(|b| format_money(b.spent)),
         "held_usd": b.map(|b| format_money(b.held)),
         "period_end": b.and_then(|b| b.period_end).map(gateway_store::rfc3339),
+        "mcp_tools": k.mcp_tools,
     })
+}
+
+/// `mcp_tools` as asked: `None` not given, `Some(None)` null (every
+/// tool), `Some(Some(list))` the allow-list (comma-separated as stored),
+/// each entry `server/tool` or `server/*` (400 naming the entry).
+fn mcp_tools_of(obj: &serde_json::Map<String, Value>) -> Result<Option<Option<String>>, ApiError> {
+    let bad = |why: String| ApiError::BadRequest(format!("mcp_tools: {why}"));
+    match obj.get("mcp_tools") {
+        None => Ok(None),
+        Some(Value::Null) => Ok(Some(None)),
+        Some(Value::Array(items)) => {
+            let mut list = Vec::with_capacity(items.len());
+            for i in items {
+                let e = i
+                    .as_str()
+                    .ok_or_else(|| bad("a list of strings".into()))?
+                    .trim();
+                gateway_models::mcp::check_allow_entry(e).map_err(bad)?;
+                list.push(e.to_owned());
+            }
+            Ok(Some(Some(list.join(","))))
+        }
+        Some(_) => Err(bad(
+            "a list of server/tool or server/* entries, or null".into()
+        )),
+    }
 }
 
 /// The budget asked for on create: `budget_usd` (a decimal string or a
@@ -88,12 +115,17 @@ pub async fn create(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
         .map(|s| s.trim().to_owned())
         .filter(|s| !s.is_empty());
     let budget = budget_of(&obj)?;
+    let tools = mcp_tools_of(&obj)?.flatten();
     let (id, key) = ctx
         .gw
         .store
         .blocking(move |s| {
-            auth::create_named_key(s, uid, name.as_deref(), budget)
-                .map_err(gateway_store::StoreError::driver)
+            let (id, key) = auth::create_named_key(s, uid, name.as_deref(), budget)
+                .map_err(gateway_store::StoreError::driver)?;
+            if let Some(t) = &tools {
+                s.set_key_mcp_tools(uid, id, Some(t))?;
+            }
+            Ok((id, key))
         })
         .await?;
     let row = ctx
@@ -137,19 +169,21 @@ pub async fn update(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<
     let uid = ctx.require_user("key update")?;
     let key_id: Option<i64> = params.get("key_id").and_then(|v| v.parse().ok());
     let obj = read_body(ctx, req).await?;
-    let budget = match obj.get("budget_usd") {
-        None => {
-            return Err(ApiError::BadRequest(
-                "budget_usd: required (null removes the key's budget)".into(),
-            ))
-        }
-        Some(Value::Null) if obj.get("budget_period").is_some_and(|p| !p.is_null()) => {
-            return Err(ApiError::BadRequest(
-                "budget_period: not with budget_usd null (the budget is removed)".into(),
-            ))
-        }
-        Some(_) => budget_of(&obj)?,
-    };
+    let tools = mcp_tools_of(&obj)?;
+    let budget =
+        match obj.get("budget_usd") {
+            None if tools.is_some() => None,
+            None => return Err(ApiError::BadRequest(
+                "budget_usd: required (null removes the key's budget), unless mcp_tools is given"
+                    .into(),
+            )),
+            Some(Value::Null) if obj.get("budget_period").is_some_and(|p| !p.is_null()) => {
+                return Err(ApiError::BadRequest(
+                    "budget_period: not with budget_usd null (the budget is removed)".into(),
+                ))
+            }
+            Some(_) => Some(budget_of(&obj)?),
+        };
     let key_id = key_id.ok_or_else(|| ApiError::NotFound("no such key".into()))?;
     // Set, then read back as listed: `None` when no live key of the
     // caller's has this id (nothing changed).
@@ -157,8 +191,15 @@ pub async fn update(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<
         .gw
         .store
         .blocking(move |s| {
-            if !s.set_key_budget(Some(uid), key_id, budget)? {
-                return Ok(None);
+            if let Some(budget) = budget {
+                if !s.set_key_budget(Some(uid), key_id, budget)? {
+                    return Ok(None);
+                }
+            }
+            if let Some(t) = &tools {
+                if !s.set_key_mcp_tools(uid, key_id, t.as_deref())? {
+                    return Ok(None);
+                }
             }
             Ok(s.keys_of(uid)?.into_iter().find(|k| k.id == key_id))
         })

@@ -19,6 +19,9 @@
 //! * [`batches`] — `batch_create`, `batch_list`, `batch_get`,
 //!   `batch_cancel`: OpenAI's Batch API; the lines are run by
 //!   [`crate::batches`].
+//! * [`mcp`] — `mcp`: the Model Context Protocol's Streamable HTTP
+//!   transport relayed to the MCP servers, with per-key tool permissions,
+//!   holds and records.
 //! * [`media_files`] — `media_upload`, `media_get`, `media_list`,
 //!   `media_delete`: the caller's image and audio files (`/media`).
 //! * [`webhook`] — `webhook`: the provider's signed notifications.
@@ -83,6 +86,7 @@ pub mod images;
 pub mod jobs;
 pub mod keys;
 pub mod lists;
+pub mod mcp;
 pub mod media_files;
 pub mod payments;
 pub mod proxy;
@@ -180,6 +184,7 @@ pub async fn run(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<Out
         Mode::BatchList => batches::list(ctx).await,
         Mode::BatchGet => batches::get(ctx, params).await,
         Mode::BatchCancel => batches::cancel(ctx, params).await,
+        Mode::Mcp => mcp::serve(ctx, req, params).await,
     }
 }
 

@@ -14,6 +14,34 @@ pub(super) const VARIABLES: &[Variable] = &[
         scope: Scope::Gateway,
     },
     Variable {
+        name: "GATEWAY_MCP_SERVERS",
+        default: r#"none"#,
+        meaning: r#"the MCP servers file (TOML, see [The MCP gateway](models.md#the-mcp-gateway));
+            unset: no MCP servers (`/api/v1/mcp` answers 404)"#,
+        scope: Scope::Gateway,
+    },
+    Variable {
+        name: "GATEWAY_MCP_LOG_ARGUMENTS",
+        default: r#"`false`"#,
+        meaning: r#"keep each MCP tool call's arguments and result in its record (off: the
+            record says server, tool, duration and outcome only)"#,
+        scope: Scope::Gateway,
+    },
+    Variable {
+        name: "GATEWAY_MCP_CALL_TIMEOUT_SECS",
+        default: r#"`120`"#,
+        meaning: r#"longest an MCP server may take to answer a request (its stream included);
+            past it the caller gets a JSON-RPC error and a priced call is not charged"#,
+        scope: Scope::Gateway,
+    },
+    Variable {
+        name: "GATEWAY_MCP_MAX_SESSIONS",
+        default: r#"`32`"#,
+        meaning: r#"open MCP sessions one user may hold; one more `initialize` is refused with
+            429"#,
+        scope: Scope::Gateway,
+    },
+    Variable {
         name: "GATEWAY_OAUTH_PROVIDERS",
         default: r#"none"#,
         meaning: r#"the sign-in providers file (OpenID Connect; TOML, see [Sign-in with OpenID

@@ -1,0 +1,286 @@
+//! The MCP gateway (issue #44): the official `mcp` Python SDK's Streamable
+//! HTTP client (tests/mcp_sdk/client.py) through the gateway to two MCP
+//! servers started with the same SDK (tests/mcp_sdk/server.py): the key's
+//! allow-list filters `tools/list` and refuses a call outside it (never
+//! forwarded), a priced call is charged to the 8th decimal and recorded
+//! without its arguments, progress arrives before the result, the
+//! server's credential never reaches a caller; another user's session is a
+//! 404; a server that is down is a JSON-RPC error naming it.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use runtime::store::{Keys, Ledger, McpSessions};
+use serde_json::{json, Value};
+
+use crate::harness::*;
+
+/// The credential the servers require (sent by the gateway only).
+const TOKEN: &str = "mcp-upstream-secret-0123456789";
+const TOKEN_VAR: &str = "GW_IT_MCP_AUTH";
+
+/// An MCP server of tests/mcp_sdk/server.py on a free port, and what it
+/// printed (one line per tool it ran).
+struct Server {
+    child: Child,
+    port: u16,
+    out: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl Server {
+    fn start(name: &str) -> Server {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut child = Command::new("python3")
+            .arg(workspace_root().join("tests/mcp_sdk/server.py"))
+            .args([name, &port.to_string()])
+            .env("MCP_TEST_TOKEN", TOKEN)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("python3 runs tests/mcp_sdk/server.py (scripts/setup-tools.sh installs mcp)");
+        let out = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let lines = BufReader::new(child.stdout.take().unwrap());
+        let o = out.clone();
+        std::thread::spawn(move || {
+            for l in lines.lines().map_while(Result::ok) {
+                o.lock().unwrap().push(l);
+            }
+        });
+        let start = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "the MCP server {name} did not start"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Server { child, port, out }
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/mcp", self.port)
+    }
+
+    fn printed(&self) -> Vec<String> {
+        self.out.lock().unwrap().clone()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A gateway with the two servers (and one that is down) in its MCP file.
+async fn mcp_env(docs: &Server, github: &Server) -> Env {
+    std::env::set_var(TOKEN_VAR, format!("Bearer {TOKEN}"));
+    let down = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let file = format!(
+        r#"
+[[server]]
+id = "docs"
+url = "{}"
+headers_env = {{ Authorization = "{TOKEN_VAR}" }}
+tools = ["add", "slow", "whoami"]
+
+[[server]]
+id = "github"
+url = "{}"
+headers_env = {{ Authorization = "{TOKEN_VAR}" }}
+per_call = {{ create_issue = "0.01" }}
+tools = ["create_issue", "search"]
+
+[[server]]
+id = "down"
+url = "http://127.0.0.1:{down}/mcp"
+"#,
+        docs.url(),
+        github.url()
+    );
+    llm_env(move |c| {
+        let path = c.data_dir.join("mcp.toml");
+        std::fs::write(&path, file).unwrap();
+        c.mcp.servers_file = Some(path);
+    })
+    .await
+}
+
+/// Runs tests/mcp_sdk/client.py as `key` (its checks by name).
+async fn client(env: &Env, key: &str, step: &str) -> std::collections::HashMap<String, Value> {
+    let vars = vec![
+        ("GATEWAY_MCP_URL", env.url("/api/v1/mcp")),
+        ("GATEWAY_KEY", key.to_owned()),
+        ("MCP_STEP", step.to_owned()),
+    ];
+    let out = run_script("python3", "tests/mcp_sdk/client.py", vars).await;
+    assert!(
+        !out.contains(TOKEN),
+        "the server's credential reached the caller: {out}"
+    );
+    checks(&out)
+}
+
+#[tokio::test]
+async fn the_mcp_sdk_reaches_two_servers_through_the_gateway() {
+    let (docs, github) = (Server::start("docs"), Server::start("github"));
+    let env = mcp_env(&docs, &github).await;
+    env.grant("1");
+    let key_id = env.store().keys_of(env.user_id).unwrap()[0].id;
+    let allow = "docs/*,github/create_issue";
+    assert!(env
+        .store()
+        .set_key_mcp_tools(env.user_id, key_id, Some(allow))
+        .unwrap());
+    let ok = client(&env, &env.key, "all").await;
+    // The allow-list and the servers' `tools` filter what is listed.
+    assert_eq!(ok["docs_tools"], json!(["add", "slow", "whoami"]));
+    assert_eq!(ok["github_tools"], json!(["create_issue"]));
+    assert_eq!(ok["add"], json!({"text": "5", "error": false}));
+    // Progress before the result, each step.
+    assert_eq!(ok["slow"]["text"], "slow done");
+    assert_eq!(
+        ok["slow"]["progress"],
+        json!([[1.0, 3.0], [2.0, 3.0], [3.0, 3.0]])
+    );
+    // The server saw its credential; the caller sees it scrubbed.
+    assert_eq!(
+        ok["whoami"]["text"], "Bearer [redacted]",
+        "{:?}",
+        ok["whoami"]
+    );
+    assert_eq!(ok["create_issue"]["text"], "issue opened: hello");
+    assert_eq!(
+        ok["search_refused"]["refused"], true,
+        "{:?}",
+        ok["search_refused"]
+    );
+    // Refused calls never reached the server.
+    let ran = github.printed();
+    assert!(
+        ran.iter().any(|l| l == "called create_issue hello"),
+        "{ran:?}"
+    );
+    assert!(
+        !ran.iter().any(|l| l.starts_with("called search")),
+        "{ran:?}"
+    );
+    // Records: every call, none with its arguments; the priced one charged.
+    let calls = env.store().mcp_calls().unwrap();
+    let seen: Vec<(&str, &str, &str)> = calls
+        .iter()
+        .map(|c| (c.server.as_str(), c.tool.as_str(), c.outcome.as_str()))
+        .collect();
+    assert_eq!(
+        seen,
+        vec![
+            ("docs", "add", "ok"),
+            ("docs", "slow", "ok"),
+            ("docs", "whoami", "ok"),
+            ("github", "create_issue", "ok"),
+            ("github", "search", "refused"),
+        ]
+    );
+    assert!(calls
+        .iter()
+        .all(|c| c.arguments.is_none() && c.result.is_none()));
+    let priced = calls.iter().find(|c| c.tool == "create_issue").unwrap();
+    assert_eq!(priced.charged.as_deref(), Some("0.01000000"));
+    let usage: Vec<_> = env
+        .usage()
+        .into_iter()
+        .filter(|u| u.product.starts_with("mcp:"))
+        .collect();
+    assert_eq!(usage.len(), 1, "{usage:?}");
+    assert_eq!(usage[0].product, "mcp:github/create_issue");
+    assert_eq!(usage[0].charged, d("0.01"));
+    assert_eq!(usage[0].request_id, priced.request_id);
+    assert_eq!(env.balance(), d("0.99"));
+    assert!(env.store().holds_of(env.user_id).unwrap().is_empty());
+}
+
+/// A raw `initialize` as `key`; the answer.
+async fn initialize(env: &Env, key: &str, server: &str) -> reqwest::Response {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}});
+    env.client
+        .post(env.url(&format!("/api/v1/mcp/{server}")))
+        .bearer_auth(key)
+        .header("accept", "application/json, text/event-stream")
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn unpaid_calls_other_users_sessions_and_servers_down_are_refused() {
+    let (docs, github) = (Server::start("docs"), Server::start("github"));
+    let env = mcp_env(&docs, &github).await;
+    // No credit: the priced call is refused and never forwarded.
+    let ok = client(&env, &env.key, "nocredit").await;
+    assert_eq!(ok["unpaid"]["refused"], true, "{:?}", ok["unpaid"]);
+    assert!(
+        ok["unpaid"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("payment required"),
+        "{:?}",
+        ok["unpaid"]
+    );
+    assert!(!github.printed().iter().any(|l| l.contains("unpaid")));
+    assert!(env.usage().iter().all(|u| !u.product.starts_with("mcp:")));
+    // Another user's session id is a 404.
+    let r = initialize(&env, &env.key, "docs").await;
+    assert_eq!(r.status(), 200);
+    let session = r.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+    assert!(session.starts_with("mcp_"), "{session}");
+    let (_, other) = env.new_user("mallory@example.com");
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    let r = env
+        .client
+        .post(env.url("/api/v1/mcp/docs"))
+        .bearer_auth(&other)
+        .header("mcp-session-id", &session)
+        .header("accept", "application/json, text/event-stream")
+        .json(&list)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
+    // A server that is down: a JSON-RPC error naming it.
+    let r = initialize(&env, &env.key, "down").await;
+    assert_eq!(r.status(), 200);
+    let v: Value = r.json().await.unwrap();
+    let message = v["error"]["message"].as_str().unwrap();
+    assert!(message.contains("MCP server down"), "{v}");
+    assert!(!v.to_string().contains(TOKEN));
+    // An unknown server: 404.
+    let r = initialize(&env, &env.key, "nope").await;
+    assert_eq!(r.status(), 404);
+    // The sessions opened are the caller's: ended with DELETE.
+    let r = env
+        .client
+        .delete(env.url("/api/v1/mcp/docs"))
+        .bearer_auth(&env.key)
+        .header("mcp-session-id", &session)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 204);
+    assert!(env
+        .store()
+        .mcp_session(env.user_id, &session)
+        .unwrap()
+        .is_none());
+}
