@@ -134,6 +134,7 @@ const NOT_READ: &[(&str, &str)] = &[
     // Cargo's, read at build time by env!().
     ("CARGO_MANIFEST_DIR", "Cargo's, at build time"),
     ("CARGO_TARGET_TMPDIR", "Cargo's, at build time"),
+    ("CARGO_PKG_VERSION", "Cargo's, at build time (the virtual MCP server's version)"),
     // The system's, or set for programs the tests and the bench start.
     ("PATH", "the system's search path: tests find chromium, redis-server and PostgreSQL's binaries in it"),
     ("NO_COLOR", "set on child processes to keep their logs plain; read by tracing-subscriber"),

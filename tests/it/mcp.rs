@@ -165,6 +165,27 @@ async fn the_mcp_sdk_reaches_two_servers_through_the_gateway() {
         "{:?}",
         ok["search_refused"]
     );
+    // The virtual server: every server as one, names prefixed, calls
+    // routed to their server, the allow-list applied the same way.
+    assert_eq!(
+        ok["virtual_tools"],
+        json!([
+            "docs__add",
+            "docs__slow",
+            "docs__whoami",
+            "github__create_issue"
+        ])
+    );
+    assert_eq!(ok["virtual_add"], json!({"text": "42", "error": false}));
+    assert_eq!(
+        ok["virtual_slow"]["progress"],
+        json!([[1.0, 2.0], [2.0, 2.0]])
+    );
+    assert_eq!(
+        ok["virtual_issue"]["text"],
+        "issue opened: through the virtual server"
+    );
+    assert_eq!(ok["virtual_refused"]["refused"], true);
     // Refused calls never reached the server.
     let ran = github.printed();
     assert!(
@@ -189,23 +210,31 @@ async fn the_mcp_sdk_reaches_two_servers_through_the_gateway() {
             ("docs", "whoami", "ok"),
             ("github", "create_issue", "ok"),
             ("github", "search", "refused"),
+            ("docs", "add", "ok"),
+            ("docs", "slow", "ok"),
+            ("github", "create_issue", "ok"),
+            ("github", "search", "refused"),
         ]
     );
     assert!(calls
         .iter()
         .all(|c| c.arguments.is_none() && c.result.is_none()));
-    let priced = calls.iter().find(|c| c.tool == "create_issue").unwrap();
-    assert_eq!(priced.charged.as_deref(), Some("0.01000000"));
+    let priced: Vec<_> = calls.iter().filter(|c| c.tool == "create_issue").collect();
+    assert!(priced
+        .iter()
+        .all(|c| c.charged.as_deref() == Some("0.01000000")));
     let usage: Vec<_> = env
         .usage()
         .into_iter()
         .filter(|u| u.product.starts_with("mcp:"))
         .collect();
-    assert_eq!(usage.len(), 1, "{usage:?}");
-    assert_eq!(usage[0].product, "mcp:github/create_issue");
-    assert_eq!(usage[0].charged, d("0.01"));
-    assert_eq!(usage[0].request_id, priced.request_id);
-    assert_eq!(env.balance(), d("0.99"));
+    assert_eq!(usage.len(), 2, "{usage:?}");
+    for (u, c) in usage.iter().zip(&priced) {
+        assert_eq!(u.product, "mcp:github/create_issue");
+        assert_eq!(u.charged, d("0.01"));
+        assert_eq!(u.request_id, c.request_id);
+    }
+    assert_eq!(env.balance(), d("0.98"));
     assert!(env.store().holds_of(env.user_id).unwrap().is_empty());
 }
 

@@ -2,7 +2,9 @@
 `mcp` Python SDK's Streamable HTTP client, unchanged but for its URL and
 the gateway key in `Authorization`: initialize, list (filtered by the key's
 allow-list), call a free tool, a priced one, one outside the allow-list,
-a slow one reporting progress. Prints `ok NAME {json}` per check.
+a slow one reporting progress; then the same through the virtual server
+(`/api/v1/mcp`, tools named `{server}__{tool}`). Prints `ok NAME {json}`
+per check.
 
 Run by tests/it/mcp.rs with GATEWAY_MCP_URL (the gateway's `/api/v1/mcp`),
 GATEWAY_KEY and MCP_STEP (which checks to run: `all`, or `nocredit`).
@@ -26,8 +28,9 @@ def text(result):
 
 async def session(server, body):
     http = create_mcp_http_client(headers={"Authorization": f"Bearer {key}"})
+    url = f"{base}/{server}" if server else base
     async with http:
-        async with streamable_http_client(f"{base}/{server}", http_client=http) as streams:
+        async with streamable_http_client(url, http_client=http) as streams:
             async with ClientSession(streams[0], streams[1]) as s:
                 await s.initialize()
                 await body(s)
@@ -61,6 +64,27 @@ async def github(s):
         print("ok search_refused", json.dumps({"refused": True, "message": str(e)}), flush=True)
 
 
+async def virtual(s):
+    tools = sorted(t.name for t in (await s.list_tools()).tools)
+    print("ok virtual_tools", json.dumps(tools), flush=True)
+    r = await s.call_tool("docs__add", {"a": 20, "b": 22})
+    print("ok virtual_add", json.dumps({"text": text(r), "error": r.is_error}), flush=True)
+    seen = []
+
+    async def progress(p, total, message):
+        seen.append([p, total])
+
+    r = await s.call_tool("docs__slow", {"steps": 2}, progress_callback=progress)
+    print("ok virtual_slow", json.dumps({"text": text(r), "progress": seen}), flush=True)
+    r = await s.call_tool("github__create_issue", {"title": "through the virtual server"})
+    print("ok virtual_issue", json.dumps({"text": text(r), "error": r.is_error}), flush=True)
+    try:
+        await s.call_tool("github__search", {"q": "x"})
+        print("ok virtual_refused", json.dumps({"refused": False}), flush=True)
+    except Exception as e:
+        print("ok virtual_refused", json.dumps({"refused": True, "message": str(e)}), flush=True)
+
+
 async def nocredit(s):
     try:
         r = await s.call_tool("create_issue", {"title": "unpaid"})
@@ -75,6 +99,7 @@ async def main():
         return
     await session("docs", docs)
     await session("github", github)
+    await session(None, virtual)
 
 
 asyncio.run(main())
