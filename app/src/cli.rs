@@ -119,10 +119,14 @@ pub enum KeysCommand {
         /// The budget's period: `day` (UTC), `month` (calendar, UTC) or `total`.
         #[arg(long, requires = "budget_usd", value_parser = ["day", "month", "total"])]
         budget_period: Option<String>,
+        /// Limit the key's MCP tool calls to these (comma-separated
+        /// `server/tool` or `server/*`); others are refused.
+        #[arg(long)]
+        mcp_tools: Option<String>,
     },
     /// List a user's API keys (never the keys), one per line: id, prefix,
     /// state, name, then budget, period, spent, held and period end (`-`
-    /// where there is no budget).
+    /// where there is no budget), and the MCP allow-list (`-`: every tool).
     List {
         #[arg(long)]
         user: i64,
@@ -133,15 +137,20 @@ pub enum KeysCommand {
         key: String,
     },
     /// Set a live key's budget (by its id, as `keys list` prints it), or
-    /// remove it (--no-budget). What it spent in the period stays.
+    /// remove it (--no-budget); set its MCP allow-list (--mcp-tools), or
+    /// remove it (--no-mcp-tools). What it spent in the period stays.
     Update {
         id: i64,
         #[arg(long, requires = "budget_period", conflicts_with = "no_budget")]
         budget_usd: Option<String>,
         #[arg(long, requires = "budget_usd", value_parser = ["day", "month", "total"])]
         budget_period: Option<String>,
-        #[arg(long, required_unless_present = "budget_usd")]
+        #[arg(long, required_unless_present_any = ["budget_usd", "mcp_tools", "no_mcp_tools"])]
         no_budget: bool,
+        #[arg(long, conflicts_with = "no_mcp_tools")]
+        mcp_tools: Option<String>,
+        #[arg(long)]
+        no_mcp_tools: bool,
     },
 }
 
@@ -325,16 +334,20 @@ fn keys(command: KeysCommand) -> CliResult {
             models,
             budget_usd,
             budget_period,
+            mcp_tools,
         } => {
             let budget = match (budget_usd, budget_period) {
                 (Some(usd), Some(period)) => Some(runtime::store::Budget::parse(&usd, &period)?),
                 _ => None,
             };
-            let key = runtime::auth::create_named_key(&store, user, None, budget)
-                .map_err(|e| e.message())?
-                .1;
+            let tools = mcp_tools.as_deref().map(allow_list).transpose()?;
+            let (id, key) = runtime::auth::create_named_key(&store, user, None, budget)
+                .map_err(|e| e.message())?;
             if let Some(m) = models.as_deref() {
                 store.set_key_models(&runtime::auth::hash_key(&key), Some(m))?;
+            }
+            if let Some(t) = tools.as_deref() {
+                store.set_key_mcp_tools(Some(user), id, Some(t))?;
             }
             println!("{key}");
         }
@@ -350,14 +363,23 @@ fn keys(command: KeysCommand) -> CliResult {
             id,
             budget_usd,
             budget_period,
-            no_budget: _,
+            no_budget,
+            mcp_tools,
+            no_mcp_tools,
         } => {
             let budget = match (budget_usd, budget_period) {
                 (Some(usd), Some(period)) => Some(runtime::store::Budget::parse(&usd, &period)?),
                 _ => None,
             };
-            if !store.set_key_budget(None, id, budget)? {
-                return Err(format!("no live key with id {id}").into());
+            let tools = mcp_tools.as_deref().map(allow_list).transpose()?;
+            let missing = || format!("no live key with id {id}");
+            if (budget.is_some() || no_budget) && !store.set_key_budget(None, id, budget)? {
+                return Err(missing().into());
+            }
+            if (tools.is_some() || no_mcp_tools)
+                && !store.set_key_mcp_tools(None, id, tools.as_deref())?
+            {
+                return Err(missing().into());
             }
             eprintln!("updated");
             tell_running_instances(&config)?;
@@ -465,6 +487,21 @@ fn key_line(k: &runtime::store::KeyRow) -> String {
         b.map_or_else(dash, |b| format_money(b.held)),
         b.and_then(|b| b.period_end)
             .map_or_else(dash, runtime::store::rfc3339),
+        k.mcp_tools.as_ref().map_or_else(dash, |t| t.join(",")),
     ]
     .join("\t")
+}
+
+/// A key's MCP allow-list as given on the command line (each entry
+/// `server/tool` or `server/*`), as stored.
+fn allow_list(list: &str) -> Result<String, String> {
+    let entries: Vec<&str> = list
+        .split(',')
+        .map(str::trim)
+        .filter(|e| !e.is_empty())
+        .collect();
+    for e in &entries {
+        runtime::mcp::check_allow_entry(e).map_err(|why| format!("--mcp-tools: {why}"))?;
+    }
+    Ok(entries.join(","))
 }

@@ -100,7 +100,7 @@ pub use gateway_base::{
     access, audio, billing, body, errors, media, net, owner_cache, secret_file, signing, spec,
     spool, store_error, telemetry, tls, traces, validate, watchdog,
 };
-pub use gateway_models::{bounds, cache, cost, messages_api, providers, routing, usage_tail};
+pub use gateway_models::{bounds, cache, cost, mcp, messages_api, providers, routing, usage_tail};
 pub use gateway_store as store;
 
 // For the `server` crate and tests; nothing in the runtime imports these

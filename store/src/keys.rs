@@ -77,10 +77,15 @@ pub trait Keys {
 
     fn revoke_key_hash(&self, key_hash: &str) -> Result<bool>;
 
-    /// Sets the MCP allow-list of the user's live key `key_id`
-    /// (comma-separated; `None`: every tool); `false` when there is no
-    /// such key.
-    fn set_key_mcp_tools(&self, user_id: i64, key_id: i64, tools: Option<&str>) -> Result<bool>;
+    /// Sets the MCP allow-list of the live key `key_id` (the user's, when
+    /// `user_id` is given: the operator's CLI gives none), comma-separated;
+    /// `None`: every tool. `false` when there is no such key.
+    fn set_key_mcp_tools(
+        &self,
+        user_id: Option<i64>,
+        key_id: i64,
+        tools: Option<&str>,
+    ) -> Result<bool>;
 }
 
 impl Keys for Store {
@@ -209,10 +214,15 @@ impl Keys for Store {
         .map(|n| n == 1)
     }
 
-    fn set_key_mcp_tools(&self, user_id: i64, key_id: i64, tools: Option<&str>) -> Result<bool> {
+    fn set_key_mcp_tools(
+        &self,
+        user_id: Option<i64>,
+        key_id: i64,
+        tools: Option<&str>,
+    ) -> Result<bool> {
         self.with(|db| {
             db.exec(
-                "UPDATE api_keys SET mcp_tools = ?3 WHERE user_id = ?1 AND id = ?2 AND revoked_at IS NULL",
+                "UPDATE api_keys SET mcp_tools = ?3 WHERE (user_id = ?1 OR ?1 IS NULL) AND id = ?2 AND revoked_at IS NULL",
                 p![user_id, key_id, tools],
             )
             .map(|n| n == 1)

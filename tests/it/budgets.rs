@@ -431,5 +431,41 @@ async fn the_cli_creates_and_lists_budgeted_keys() {
         ["active", "-", "5", "day", "0.00000000", "0.00000000"]
     );
     assert_eq!(lines[0][8], format!("{tomorrow}T00:00:00.000Z"), "{list}");
-    assert_eq!(&lines[1][4..], ["-", "-", "-", "-", "-"]);
+    assert_eq!(&lines[1][4..], ["-", "-", "-", "-", "-", "-"]);
+    // The MCP allow-list (#44): set on create, changed, removed; a bad
+    // entry refused.
+    ok(gateway(&[
+        "keys",
+        "create",
+        "--user",
+        user,
+        "--mcp-tools",
+        "docs/*, github/create_issue",
+    ]));
+    let bad = gateway(&["keys", "create", "--user", user, "--mcp-tools", "docs"]);
+    assert!(!bad.status.success());
+    let mcp_column = |gateway: &dyn Fn(&[&str]) -> std::process::Output| {
+        let list = succeeded(gateway(&["keys", "list", "--user", user]));
+        list.lines()
+            .last()
+            .unwrap()
+            .split('\t')
+            .last()
+            .unwrap()
+            .to_owned()
+    };
+    assert_eq!(mcp_column(&gateway), "docs/*,github/create_issue");
+    let id = succeeded(gateway(&["keys", "list", "--user", user]));
+    let id = id
+        .lines()
+        .last()
+        .unwrap()
+        .split('\t')
+        .next()
+        .unwrap()
+        .to_owned();
+    ok(gateway(&["keys", "update", &id, "--mcp-tools", "docs/add"]));
+    assert_eq!(mcp_column(&gateway), "docs/add");
+    ok(gateway(&["keys", "update", &id, "--no-mcp-tools"]));
+    assert_eq!(mcp_column(&gateway), "-");
 }

@@ -80,6 +80,15 @@ impl Drop for Server {
 
 /// A gateway with the two servers (and one that is down) in its MCP file.
 async fn mcp_env(docs: &Server, github: &Server) -> Env {
+    mcp_env_with(docs, github, |_| {}).await
+}
+
+/// [`mcp_env`], its configuration adjusted by `f`.
+async fn mcp_env_with(
+    docs: &Server,
+    github: &Server,
+    f: impl FnOnce(&mut runtime::config::Config),
+) -> Env {
     std::env::set_var(TOKEN_VAR, format!("Bearer {TOKEN}"));
     let down = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -112,6 +121,7 @@ url = "http://127.0.0.1:{down}/mcp"
         let path = c.data_dir.join("mcp.toml");
         std::fs::write(&path, file).unwrap();
         c.mcp.servers_file = Some(path);
+        f(c);
     })
     .await
 }
@@ -140,7 +150,7 @@ async fn the_mcp_sdk_reaches_two_servers_through_the_gateway() {
     let allow = "docs/*,github/create_issue";
     assert!(env
         .store()
-        .set_key_mcp_tools(env.user_id, key_id, Some(allow))
+        .set_key_mcp_tools(Some(env.user_id), key_id, Some(allow))
         .unwrap());
     let ok = client(&env, &env.key, "all").await;
     // The allow-list and the servers' `tools` filter what is listed.
@@ -312,4 +322,97 @@ async fn unpaid_calls_other_users_sessions_and_servers_down_are_refused() {
         .mcp_session(env.user_id, &session)
         .unwrap()
         .is_none());
+}
+
+/// A raw message to `/mcp/{server}` in `session`: the answer (from JSON,
+/// or from the event carrying it).
+async fn raw(env: &Env, key: &str, server: &str, session: &str, body: Value) -> Value {
+    let r = env
+        .client
+        .post(env.url(&format!("/api/v1/mcp/{server}")))
+        .bearer_auth(key)
+        .header("mcp-session-id", session)
+        .header("mcp-protocol-version", "2025-11-25")
+        .header("accept", "application/json, text/event-stream")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let text = r.text().await.unwrap();
+    match serde_json::from_str(&text) {
+        Ok(v) => v,
+        Err(_) => text
+            .lines()
+            .filter_map(|l| l.strip_prefix("data: "))
+            .filter_map(|d| serde_json::from_str::<Value>(d).ok())
+            .find(|v| v.get("result").is_some() || v.get("error").is_some())
+            .unwrap_or_else(|| panic!("no answer in {text}")),
+    }
+}
+
+/// The tools `/mcp/docs` lists to `key` (a session of its own).
+async fn listed(env: &Env, key: &str) -> Vec<String> {
+    let r = initialize(env, key, "docs").await;
+    assert_eq!(r.status(), 200);
+    let session = r.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+    let v = raw(
+        env,
+        key,
+        "docs",
+        &session,
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+    )
+    .await;
+    let mut names: Vec<String> = v["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[tokio::test]
+async fn a_keys_mcp_tools_are_set_over_http_and_apply_at_once() {
+    let (docs, github) = (Server::start("docs"), Server::start("github"));
+    let jwt = |c: &mut runtime::config::Config| {
+        c.accounts.jwt_secret = Some(b"test-jwt-secret-0123456789".to_vec())
+    };
+    let env = mcp_env_with(&docs, &github, jwt).await;
+    let token = env.gw.gateway.auth.issue(env.user_id).access_token;
+    let body = json!({"name": "agent", "mcp_tools": ["docs/add"]});
+    let a = env
+        .call_as(&token, "POST", &env.url("/api/v1/keys"), Some(body))
+        .await;
+    a.expect(201);
+    assert_eq!(a.json["mcp_tools"], json!(["docs/add"]));
+    let (id, key) = (
+        a.json["id"].as_i64().unwrap(),
+        a.json["key"].as_str().unwrap().to_owned(),
+    );
+    assert_eq!(listed(&env, &key).await, ["add"]);
+    let url = env.url(&format!("/api/v1/keys/{id}"));
+    let a = env
+        .call_as(
+            &token,
+            "PATCH",
+            &url,
+            Some(json!({"mcp_tools": ["docs/*"]})),
+        )
+        .await;
+    a.expect(200);
+    assert_eq!(listed(&env, &key).await, ["add", "slow", "whoami"]);
+    let a = env
+        .call_as(&token, "PATCH", &url, Some(json!({"mcp_tools": ["docs"]})))
+        .await;
+    a.expect(400);
+    assert!(a.text.contains("mcp_tools"), "{}", a.text);
+    let a = env
+        .call_as(&token, "PATCH", &url, Some(json!({"mcp_tools": null})))
+        .await;
+    a.expect(200);
+    assert_eq!(a.json["mcp_tools"], Value::Null);
+    assert_eq!(listed(&env, &key).await, ["add", "slow", "whoami"]);
 }

@@ -123,7 +123,7 @@ pub async fn create(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
             let (id, key) = auth::create_named_key(s, uid, name.as_deref(), budget)
                 .map_err(gateway_store::StoreError::driver)?;
             if let Some(t) = &tools {
-                s.set_key_mcp_tools(uid, id, Some(t))?;
+                s.set_key_mcp_tools(Some(uid), id, Some(t))?;
             }
             Ok((id, key))
         })
@@ -197,7 +197,7 @@ pub async fn update(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<
                 }
             }
             if let Some(t) = &tools {
-                if !s.set_key_mcp_tools(uid, key_id, t.as_deref())? {
+                if !s.set_key_mcp_tools(Some(uid), key_id, t.as_deref())? {
                     return Ok(None);
                 }
             }
