@@ -54,6 +54,9 @@ pub enum GroupBy {
     /// The batch a request was a line of (its id; `""` for requests that
     /// were not): read from the usage record's once-key, `batch_…#n`.
     Batch,
+    /// An MCP tool (`server/tool`): every call sent, from the calls'
+    /// records (free ones too), with what each was charged.
+    Tool,
 }
 
 /// The totals of one group.
@@ -263,6 +266,9 @@ impl History for Store {
         to: &str,
         by: GroupBy,
     ) -> Result<BTreeMap<String, UsageTotals>> {
+        if by == GroupBy::Tool {
+            return super::mcp::call_totals(self, user_id, from, to);
+        }
         let rows = self.with(|db| {
             db.rows(
                 "SELECT created_at, product, route_id, unit, quantity, charged, api_key_id, once_key FROM usage
@@ -295,6 +301,7 @@ impl History for Store {
                     .and_then(|k| k.split_once('#'))
                     .map(|(batch, _)| batch.to_owned())
                     .unwrap_or_default(),
+                GroupBy::Tool => product,
             };
             let t = groups.entry(key).or_default();
             t.requests += 1;

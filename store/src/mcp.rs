@@ -174,3 +174,30 @@ impl McpSessions for Store {
         })
     }
 }
+
+/// The user's tool calls sent between `from` and `to` (refused ones left
+/// out), totalled by `server/tool`: how many, and what they were charged.
+pub(super) fn call_totals(
+    store: &Store,
+    user_id: i64,
+    from: &str,
+    to: &str,
+) -> Result<std::collections::BTreeMap<String, super::UsageTotals>> {
+    let rows: Vec<(String, String, Option<String>)> = store.with(|db| {
+        db.rows(
+            "SELECT server, tool, charged FROM mcp_calls
+             WHERE user_id = ?1 AND created_at >= ?2 AND created_at < ?3 AND outcome != 'refused'",
+            p![user_id, from, to],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+    })?;
+    let mut groups: std::collections::BTreeMap<String, super::UsageTotals> = Default::default();
+    for (server, tool, charged) in rows {
+        let t = groups.entry(format!("{server}/{tool}")).or_default();
+        t.requests += 1;
+        if let Some(c) = charged {
+            t.cost += super::sql::parse_dec(&c)?;
+        }
+    }
+    Ok(groups)
+}

@@ -245,6 +245,37 @@ async fn the_mcp_sdk_reaches_two_servers_through_the_gateway() {
         assert_eq!(u.request_id, c.request_id);
     }
     assert_eq!(env.balance(), d("0.98"));
+    // `/usage` by tool: every call sent (free ones too), what it cost.
+    let u = env
+        .call_as(
+            &env.key,
+            "GET",
+            &env.url("/api/v1/usage?group_by=tool"),
+            None,
+        )
+        .await;
+    u.expect(200);
+    let by: std::collections::BTreeMap<String, (u64, String)> = u.json["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| {
+            let tool = g["tool"].as_str().unwrap().to_owned();
+            (
+                tool,
+                (
+                    g["requests"].as_u64().unwrap(),
+                    g["cost"].as_str().unwrap().to_owned(),
+                ),
+            )
+        })
+        .collect();
+    assert_eq!(by["docs/add"], (2, "0.00000000".to_owned()), "{}", u.json);
+    assert_eq!(by["github/create_issue"], (2, "0.02000000".to_owned()));
+    assert!(
+        !by.contains_key("github/search"),
+        "refused calls were not sent"
+    );
     assert!(env.store().holds_of(env.user_id).unwrap().is_empty());
 }
 

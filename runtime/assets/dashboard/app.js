@@ -130,7 +130,7 @@
 
   async function loadAll() {
     await Promise.all([
-      loadBalance(), loadDaily(), loadGroups("model"), loadGroups("key"),
+      loadBalance(), loadDaily(), loadGroups("model"), loadGroups("key"), loadGroups("tool"),
       loadRequests(), loadBatches(), loadKeys(),
     ].map((p) => p.catch(() => {})));
     document.body.dataset.loaded = "1";
@@ -259,7 +259,8 @@
     try {
       const rows = await usage(by, lastDays(30));
       if (rows.length === 0) return target.replaceChildren(el("p", {}, "No usage in the last 30 days."));
-      target.replaceChildren(table([by === "key" ? "Key" : "Model", "Requests", "Cost (USD)"],
+      const head = { key: "Key", tool: "Tool" }[by] || "Model";
+      target.replaceChildren(table([head, by === "tool" ? "Calls" : "Requests", "Cost (USD)"],
         rows.map((g) => [label(g, by), String(g.requests ?? ""), String(g.cost ?? "")])));
     } catch (e) {
       failed(target, `Spend by ${by}`, e);
@@ -351,10 +352,11 @@
                 "aria-label": `Set key ${who}'s budget to the budget above (empty removes it)` },
               "Set budget")
               : "");
-        return [k.name || "(unnamed)", String(k.prefix ?? ""), budget, action];
+        const tools = Array.isArray(k.mcp_tools) ? k.mcp_tools.join(", ") : "all";
+        return [k.name || "(unnamed)", String(k.prefix ?? ""), budget, tools, action];
       });
       if (rows.length === 0) return target.replaceChildren(el("p", {}, "No keys yet."));
-      target.replaceChildren(table(["Name", "Prefix", "Budget", ""], rows));
+      target.replaceChildren(table(["Name", "Prefix", "Budget", "MCP tools", ""], rows));
     } catch (e) {
       failed(target, "Keys", e);
     }
@@ -372,12 +374,15 @@
       data.budget_usd = budget;
       data.budget_period = $("key-period").value;
     }
+    const tools = $("key-mcp").value.split(",").map((t) => t.trim()).filter((t) => t);
+    if (tools.length) data.mcp_tools = tools;
     try {
       const k = await api("POST", "/keys", data);
       $("new-key-value").textContent = k.key;
       $("new-key").hidden = false;
       $("key-name").value = "";
       $("key-budget").value = "";
+      $("key-mcp").value = "";
       await loadKeys();
     } catch (e) {
       out.textContent = `Creating the key failed: ${e.message}`;

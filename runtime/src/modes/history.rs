@@ -149,11 +149,13 @@ fn range(ctx: &Ctx) -> Result<(NaiveDate, NaiveDate), ApiError> {
     Ok((from, to))
 }
 
-/// `GET /usage?from=&to=&group_by=day|model|route|key|batch&format=json|csv`.
+/// `GET /usage?from=&to=&group_by=day|model|route|key|batch|tool&format=json|csv`.
 /// By key, a group is the API key's id (`null`: requests made with an
 /// access token, and charges a job's observer made after the request),
 /// with the key's `key_name` and `key_prefix` in JSON. By batch, a group
 /// is a batch's lines (`null`: the requests that were no batch's lines).
+/// By tool, a group is an MCP tool (`server/tool`): its calls sent, free
+/// ones too, and what they were charged.
 pub async fn usage(ctx: &mut Ctx, params: &PathParams) -> Result<Outcome, ApiError> {
     let user = whose(ctx, params).await?;
     let (from, to) = range(ctx)?;
@@ -162,6 +164,7 @@ pub async fn usage(ctx: &mut Ctx, params: &PathParams) -> Result<Outcome, ApiErr
         "route" => (GroupBy::Route, "route"),
         "key" => (GroupBy::Key, "key"),
         "batch" => (GroupBy::Batch, "batch"),
+        "tool" => (GroupBy::Tool, "tool"),
         _ => (GroupBy::Day, "day"),
     };
     let (start, end) = (
