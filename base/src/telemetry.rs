@@ -202,6 +202,18 @@ pub fn batch_lines_waiting(n: u64) {
     metrics::gauge!("gateway_batch_lines_waiting").set(n as f64);
 }
 
+/// An MCP tool call ended (`outcome`: `ok`, `tool_error`, `error`,
+/// `refused`) after `elapsed` (refused calls: none).
+pub fn mcp_call(server: &str, outcome: &'static str, elapsed: Duration) {
+    let server = intern(server);
+    metrics::counter!("gateway_mcp_calls_total", "server" => server, "outcome" => outcome)
+        .increment(1);
+    if outcome != "refused" {
+        metrics::histogram!("gateway_mcp_call_duration_seconds", "server" => server)
+            .record(elapsed.as_secs_f64());
+    }
+}
+
 /// A live session opened (`+1.0`) or ended (`-1.0`).
 pub fn open_sessions(delta: f64) {
     metrics::gauge!("gateway_open_sessions").increment(delta);

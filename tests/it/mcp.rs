@@ -245,6 +245,16 @@ async fn the_mcp_sdk_reaches_two_servers_through_the_gateway() {
         assert_eq!(u.request_id, c.request_id);
     }
     assert_eq!(env.balance(), d("0.98"));
+    // Metrics per call.
+    let metrics = env.client.get(env.url("/metrics")).send().await.unwrap();
+    let text = metrics.text().await.unwrap();
+    for m in [
+        "gateway_mcp_calls_total{server=\"github\",outcome=\"refused\"}",
+        "gateway_mcp_calls_total{server=\"docs\",outcome=\"ok\"}",
+        "gateway_mcp_call_duration_seconds",
+    ] {
+        assert!(text.contains(m), "{m} missing from /metrics");
+    }
     // `/usage` by tool: every call sent (free ones too), what it cost.
     let u = env
         .call_as(
@@ -446,4 +456,42 @@ async fn a_keys_mcp_tools_are_set_over_http_and_apply_at_once() {
     a.expect(200);
     assert_eq!(a.json["mcp_tools"], Value::Null);
     assert_eq!(listed(&env, &key).await, ["add", "slow", "whoami"]);
+}
+
+#[tokio::test]
+async fn arguments_are_kept_only_when_asked_and_sessions_are_limited_per_user() {
+    let (docs, github) = (Server::start("docs"), Server::start("github"));
+    let env = mcp_env_with(&docs, &github, |c| {
+        c.mcp.log_arguments = true;
+        c.mcp.sessions_per_user = 1;
+    })
+    .await;
+    let r = initialize(&env, &env.key, "docs").await;
+    assert_eq!(r.status(), 200);
+    let session = r.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+    // One session per user here: a second initialize is refused.
+    assert_eq!(initialize(&env, &env.key, "docs").await.status(), 429);
+    let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                      "params": {"name": "add", "arguments": {"a": 1, "b": 2}}});
+    let v = raw(&env, &env.key, "docs", &session, call).await;
+    assert_eq!(v["result"]["content"][0]["text"], "3", "{v}");
+    let calls = env.store().mcp_calls().unwrap();
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0].arguments.as_deref(), Some(r#"{"a":1,"b":2}"#));
+    assert!(
+        calls[0].result.as_deref().unwrap().contains("\"3\""),
+        "{:?}",
+        calls[0].result
+    );
+    // Ended, the session frees its place.
+    let r = env
+        .client
+        .delete(env.url("/api/v1/mcp/docs"))
+        .bearer_auth(&env.key)
+        .header("mcp-session-id", &session)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 204);
+    assert_eq!(initialize(&env, &env.key, "docs").await.status(), 200);
 }

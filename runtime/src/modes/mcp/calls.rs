@@ -33,6 +33,8 @@ pub struct Pending {
     pub hold: Option<Hold>,
     pub started: Instant,
     pub arguments: Option<String>,
+    /// Its trace span, a child of its request's (nothing when traces are off).
+    pub span: gateway_base::traces::Attempt,
 }
 
 /// A JSON-RPC error answer to request `id`.
@@ -88,6 +90,7 @@ pub async fn admit(
         hold,
         started: Instant::now(),
         arguments,
+        span: c.trace.turn(format!("tools/call {name}")),
     })
 }
 
@@ -111,12 +114,13 @@ pub fn settle(
     answer: Option<&Value>,
     log_arguments: bool,
 ) -> Vec<Record> {
-    let outcome = match answer {
+    let outcome: &'static str = match answer {
         None => "error",
         Some(a) if a.get("error").is_some() => "error",
         Some(a) if a["result"]["isError"] == json!(true) => "tool_error",
         Some(_) => "ok",
     };
+    gateway_base::telemetry::mcp_call(&server.id, outcome, p.started.elapsed());
     let mut records = Vec::new();
     let user = c.user_id().unwrap_or_default();
     let charged = match (p.price, outcome) {
@@ -126,6 +130,8 @@ pub fn settle(
         }
         _ => None,
     };
+    let usage = charged.clone().map(|c| (0, 0, c));
+    gateway_base::traces::Span::default().turn_end(p.span, outcome, usage);
     if let Some(h) = p.hold {
         records.push(h.into_release());
     }
@@ -153,6 +159,7 @@ pub fn refused(
     request_id: String,
     tool: &str,
 ) -> Record {
+    gateway_base::telemetry::mcp_call(&server.id, "refused", std::time::Duration::ZERO);
     Record::McpCall(McpCallRecord {
         request_id,
         user_id: c.user_id().unwrap_or_default(),
