@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use crate::harness::*;
 
-fn gateway(dir: &TempDir) -> Command {
+pub(crate) fn gateway(dir: &TempDir) -> Command {
     let mut c = Command::new(BIN);
     c.env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
@@ -17,7 +17,7 @@ fn gateway(dir: &TempDir) -> Command {
     c
 }
 
-fn stdout_of(mut c: Command) -> String {
+pub(crate) fn stdout_of(mut c: Command) -> String {
     let out = c.output().unwrap();
     assert!(
         out.status.success(),
@@ -27,7 +27,7 @@ fn stdout_of(mut c: Command) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
-fn terminate(child: &mut Child) -> std::process::ExitStatus {
+pub(crate) fn terminate(child: &mut Child) -> std::process::ExitStatus {
     Command::new("kill")
         .arg("-TERM")
         .arg(child.id().to_string())
@@ -47,7 +47,7 @@ fn terminate(child: &mut Child) -> std::process::ExitStatus {
 }
 
 /// Reads lines from `r` until one contains `needle`; returns all lines read.
-fn read_until(r: &mut impl BufRead, needle: &str) -> Vec<String> {
+pub(crate) fn read_until(r: &mut impl BufRead, needle: &str) -> Vec<String> {
     let mut lines = Vec::new();
     loop {
         let mut line = String::new();

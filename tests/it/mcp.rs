@@ -495,3 +495,91 @@ async fn arguments_are_kept_only_when_asked_and_sessions_are_limited_per_user() 
     assert_eq!(r.status(), 204);
     assert_eq!(initialize(&env, &env.key, "docs").await.status(), 200);
 }
+
+/// `gateway serve` (a process of its own, logging at debug) with the MCP
+/// servers: after the SDK's session (its `whoami` echoes the credential)
+/// and a server that is down, the credential is in no log line.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_servers_credential_is_never_logged() {
+    use crate::cli::{gateway, read_until, stdout_of, terminate};
+    let (docs, github) = (Server::start("docs"), Server::start("github"));
+    let dir = TempDir::new("mcp-log");
+    let mut c = gateway(&dir);
+    c.args(["users", "create", "--email", "agent@example.com"]);
+    let id = stdout_of(c);
+    let mut c = gateway(&dir);
+    c.args([
+        "keys",
+        "create",
+        "--user",
+        id.trim(),
+        "--mcp-tools",
+        "docs/*,down/*",
+    ]);
+    let key = stdout_of(c).trim().to_owned();
+    let file = dir.0.join("mcp.toml");
+    let down = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let text = format!(
+        "[[server]]\nid = \"docs\"\nurl = \"{}\"\nheaders_env = {{ Authorization = \"{TOKEN_VAR}\" }}\n\n\
+         [[server]]\nid = \"down\"\nurl = \"http://127.0.0.1:{down}/mcp\"\nheaders_env = {{ Authorization = \"{TOKEN_VAR}\" }}\n\n\
+         [[server]]\nid = \"github\"\nurl = \"{}\"\n",
+        docs.url(),
+        github.url()
+    );
+    std::fs::write(&file, text).unwrap();
+    let mut c = gateway(&dir);
+    c.arg("serve")
+        .env("RUST_LOG", "debug")
+        .env("GATEWAY_ADDR", "127.0.0.1:0")
+        .env("GATEWAY_MCP_SERVERS", &file)
+        .env(TOKEN_VAR, format!("Bearer {TOKEN}"))
+        .stderr(Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let lines = read_until(&mut err, "listening on");
+    let addr = lines
+        .last()
+        .unwrap()
+        .rsplit("listening on ")
+        .next()
+        .unwrap()
+        .trim()
+        .to_owned();
+    let base = format!("http://{addr}/api/v1/mcp");
+    let vars = vec![
+        ("GATEWAY_MCP_URL", base.clone()),
+        ("GATEWAY_KEY", key.clone()),
+        ("MCP_STEP", "docs".to_owned()),
+    ];
+    let out = run_script("python3", "tests/mcp_sdk/client.py", vars).await;
+    assert!(
+        checks(&out)["whoami"]["text"] == "Bearer [redacted]",
+        "{out}"
+    );
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}});
+    let r = reqwest::Client::new()
+        .post(format!("{base}/down"))
+        .bearer_auth(&key)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert!(r.text().await.unwrap().contains("MCP server down"));
+    assert!(terminate(&mut child).success());
+    let rest: Vec<String> = err.lines().map_while(Result::ok).collect();
+    let logged: Vec<&String> = lines
+        .iter()
+        .chain(&rest)
+        .filter(|l| l.contains(TOKEN))
+        .collect();
+    assert!(logged.is_empty(), "the credential was logged: {logged:#?}");
+    assert!(
+        rest.iter().any(|l| l.contains("MCP server down")),
+        "the failure is logged: {rest:#?}"
+    );
+}

@@ -7,7 +7,7 @@ a slow one reporting progress; then the same through the virtual server
 per check.
 
 Run by tests/it/mcp.rs with GATEWAY_MCP_URL (the gateway's `/api/v1/mcp`),
-GATEWAY_KEY and MCP_STEP (which checks to run: `all`, or `nocredit`).
+GATEWAY_KEY and MCP_STEP (which checks to run: `all`, `docs` or `nocredit`).
 """
 
 import asyncio
@@ -96,6 +96,9 @@ async def nocredit(s):
 async def main():
     if step == "nocredit":
         await session("github", nocredit)
+        return
+    if step == "docs":
+        await session("docs", docs)
         return
     await session("docs", docs)
     await session("github", github)
