@@ -252,13 +252,9 @@ pub async fn relay_answer(
         .unwrap_or_default()
         .to_owned();
     if kind.starts_with("text/event-stream") {
-        if !refusals.is_empty() {
-            tracing::debug!(
-                "refused calls beside a streamed answer are answered in its stream's place"
-            );
-        }
         let priced = relay.pending.values().any(|p| p.price.is_some());
-        let body = relay::events(relay, answer.byte_stream());
+        // The refusals lead the stream, each an event of its own.
+        let body = relay::events(relay, refusals, answer.byte_stream());
         let mut resp = http::Response::new(body);
         *resp.status_mut() = status;
         resp.headers_mut().insert(

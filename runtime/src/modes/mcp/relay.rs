@@ -134,16 +134,23 @@ pub fn whole(relay: &mut Relay, body: &[u8]) -> Result<(String, Vec<Record>), St
     Ok((text, records))
 }
 
-/// A server-sent event stream relayed event by event: each message
+/// A server-sent event stream relayed event by event (after `first`,
+/// the gateway's own answers to requests it refused): each message
 /// through [`Relay::message`], a tool call's records committed before the
 /// event carrying its answer leaves; at the end, the calls left
 /// unanswered are ended (their holds released, nothing charged).
 pub fn events(
     relay: Relay,
+    first: Vec<Value>,
     upstream: gateway_adapters::upstream::ByteStream,
 ) -> gateway_base::body::Body {
     use eventsource_stream::Eventsource;
     let events = upstream.eventsource();
+    let first = futures_util::stream::iter(
+        first
+            .into_iter()
+            .map(|v| Ok::<Bytes, std::io::Error>(Bytes::from(format!("data: {v}\n\n")))),
+    );
     let stream = futures_util::stream::unfold(
         (relay, Box::pin(events), false),
         |(mut relay, mut events, done)| async move {
@@ -167,7 +174,7 @@ pub fn events(
             }
         },
     );
-    let bytes: gateway_adapters::objects::ByteStream = Box::pin(stream);
+    let bytes: gateway_adapters::objects::ByteStream = Box::pin(first.chain(stream));
     gateway_adapters::objects::stream_body(bytes)
 }
 
