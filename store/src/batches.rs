@@ -320,7 +320,9 @@ impl Batches for Store {
     fn batch_cost(&self, id: &str) -> Result<Decimal> {
         let charges: Vec<Decimal> = self.with(|db| {
             db.rows(
-                "SELECT u.charged FROM batch_lines l JOIN usage u ON u.request_id = l.request_id
+                // `unit != 'free'`: the partial index `usage_by_request`
+                // serves the join (without it, a scan of usage per line).
+                "SELECT u.charged FROM batch_lines l JOIN usage u ON u.request_id = l.request_id AND u.unit != 'free'
                  WHERE l.batch_id = ?1 AND l.request_id IS NOT NULL",
                 p![id],
                 |r| r.dec(0),
@@ -336,27 +338,35 @@ impl Batches for Store {
         now: &str,
         n: usize,
     ) -> Result<Vec<ClaimedLine>> {
-        let mut lines = self.with(|db| {
+        let mut lines = self.transaction(|db| {
+            // Lines of an instance whose lease lapsed go back to the pool
+            // first (few, found by `batch_lines_by_state`); then waiting
+            // lines are claimed in order, by the same index. (One condition
+            // for both kept the database off the index: each claim walked
+            // the batch from its first line.)
+            db.exec(
+                "UPDATE batch_lines SET state = 'waiting', owner = NULL WHERE batch_id = ?1 AND state = 'claimed'
+                 AND owner NOT IN (SELECT id FROM instances WHERE lease_until > ?2)",
+                p![id, now],
+            )?;
             let sql = match db.dialect() {
                 // Two instances claiming at once never take the same line:
                 // a locked line is skipped. The lines are chosen once, in a
                 // CTE (an `IN (subquery … FOR UPDATE)` may run per row).
                 Dialect::Postgres => concat!(
-                    "WITH c AS (SELECT line FROM batch_lines WHERE batch_id = ?1 AND ",
-                    "(state = 'waiting' OR (state = 'claimed' AND owner NOT IN (SELECT id FROM instances WHERE lease_until > ?3)))",
-                    " ORDER BY line LIMIT ?4 FOR UPDATE SKIP LOCKED) ",
+                    "WITH c AS (SELECT line FROM batch_lines WHERE batch_id = ?1 AND state = 'waiting'",
+                    " ORDER BY line LIMIT ?3 FOR UPDATE SKIP LOCKED) ",
                     "UPDATE batch_lines b SET state = 'claimed', owner = ?2 FROM c WHERE b.batch_id = ?1 AND b.line = c.line ",
                     "RETURNING b.line, b.custom_id, b.body"
                 ),
                 // One writer at a time: the statement sees what it updates.
                 Dialect::Sqlite => concat!(
                     "UPDATE batch_lines SET state = 'claimed', owner = ?2 WHERE batch_id = ?1",
-                    " AND line IN (SELECT line FROM batch_lines WHERE batch_id = ?1 AND ",
-                    "(state = 'waiting' OR (state = 'claimed' AND owner NOT IN (SELECT id FROM instances WHERE lease_until > ?3)))",
-                    " ORDER BY line LIMIT ?4) RETURNING line, custom_id, body"
+                    " AND line IN (SELECT line FROM batch_lines WHERE batch_id = ?1 AND state = 'waiting'",
+                    " ORDER BY line LIMIT ?3) RETURNING line, custom_id, body"
                 ),
             };
-            db.rows(sql, p![id, instance, now, n as i64], |r| {
+            db.rows(sql, p![id, instance, n as i64], |r| {
                 Ok(ClaimedLine {
                     line: r.get(0)?,
                     custom_id: r.get(1)?,

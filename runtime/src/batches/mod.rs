@@ -35,6 +35,7 @@
 mod results;
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -58,6 +59,7 @@ pub async fn run(gw: Gateway, instance: String) {
         instance,
         running: Mutex::new(HashSet::new()),
         places: Arc::new(tokio::sync::Semaphore::new(gw.config.batches.per_instance)),
+        lines_running: Arc::new(AtomicUsize::new(0)),
     });
     loop {
         let ids = gw.store.blocking(|s| s.running_batches()).await;
@@ -84,6 +86,8 @@ struct Shared {
     running: Mutex<HashSet<String>>,
     /// The places of lines in flight on this instance.
     places: Arc<tokio::sync::Semaphore>,
+    /// The lines running on this instance now.
+    lines_running: Arc<AtomicUsize>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -300,11 +304,13 @@ impl Batch {
     ) {
         let gw = self.shared.gw.clone();
         let places = self.shared.places.clone();
+        let running = self.shared.lines_running.clone();
         let batch_id = row.id.clone();
         let n = line.line;
         let task = self.in_flight.spawn(async move {
             let _place = places.acquire_owned().await;
-            yield_to_interactive(gw.config.batches.per_instance).await;
+            yield_to_interactive(gw.config.batches.per_instance, &running).await;
+            let _running = Running::start(&running);
             let run = loop {
                 let l = Line {
                     batch_id: batch_id.clone(),
@@ -537,13 +543,35 @@ fn create_capability(gw: &Gateway) -> &'static str {
         .map_or("batch", |r| r.capability)
 }
 
-/// Waits (up to a second) while the interactive requests in flight take
-/// every place of the instance's lines: batch lines yield to them.
-async fn yield_to_interactive(places: usize) {
+/// Waits (up to a second) before a line starts while interactive requests
+/// are in flight: batch lines yield to them (a quarter of the places while
+/// any is, none while they take every place).
+async fn yield_to_interactive(places: usize, running: &AtomicUsize) {
+    // While any interactive request is in flight, a quarter of the places
+    // (at least one line); none while they take every place.
+    let shared = (places / 4).max(1);
     for _ in 0..200 {
-        if gateway_base::watchdog::requests_in_flight() < places {
+        let interactive = gateway_base::watchdog::requests_in_flight();
+        let lines = running.load(Ordering::Relaxed);
+        if interactive < places && (interactive == 0 || lines < shared) {
             return;
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// Counts a line running while it lives.
+struct Running<'a>(&'a AtomicUsize);
+
+impl<'a> Running<'a> {
+    fn start(n: &'a AtomicUsize) -> Running<'a> {
+        n.fetch_add(1, Ordering::Relaxed);
+        Running(n)
+    }
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
     }
 }
