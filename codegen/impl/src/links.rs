@@ -17,7 +17,11 @@
 //!   `audio_url` the rows with a `file_field` fetch;
 //! * `register`: an account, at `/id` (the admin rows' `{user_id}`), whose
 //!   username and password (from the request) a `login` takes; `login`: a
-//!   refresh token (`/refresh_token`) that `token_refresh` takes.
+//!   refresh token (`/refresh_token`) that `token_refresh` takes;
+//! * `file_upload`: a file, at `/id`, that the file rows take as
+//!   `{file_id}` and `batch_create` as `input_file_id` (its other required
+//!   fields with fixed values take the first); `batch_create`: a batch, at
+//!   `/id`, that `batch_get` and `batch_cancel` take.
 //!
 //! Who takes it ([`takers`]): for an owned kind, every row with an owner
 //! check of that kind (`owner_checks`: path parameters named in
@@ -44,6 +48,10 @@ enum Made<'a> {
     Account,
     /// A login's token pair.
     Tokens,
+    /// A file of the Files API.
+    File,
+    /// A batch of the Batch API.
+    Batch,
 }
 
 /// What `row` creates and the JSON pointer of its id in the answer.
@@ -63,6 +71,8 @@ fn made(row: &Row) -> Option<(Made<'_>, &'static str)> {
         Mode::Upload => Some((Made::Upload, "/url")),
         Mode::Register => Some((Made::Account, "/id")),
         Mode::Login => Some((Made::Tokens, "/refresh_token")),
+        Mode::FileUpload => Some((Made::File, "/id")),
+        Mode::BatchCreate => Some((Made::Batch, "/id")),
         _ => None,
     }
 }
@@ -105,6 +115,13 @@ fn takers<'t>(table: &'t Table, source: &Row, made: &Made<'_>) -> Vec<(&'t Row, 
                 .flatten(),
             Made::Tokens => (t.mode == Mode::TokenRefresh)
                 .then(|| slot_of(t, "refresh_token"))
+                .flatten(),
+            Made::File if t.mode == Mode::BatchCreate => slot_of(t, "input_file_id"),
+            Made::File => matches!(t.mode, Mode::FileGet | Mode::FileContent | Mode::FileDelete)
+                .then(|| path_slot(t, "file_id"))
+                .flatten(),
+            Made::Batch => matches!(t.mode, Mode::BatchGet | Mode::BatchCancel)
+                .then(|| path_slot(t, "batch_id"))
                 .flatten(),
         };
         if let Some(slot) = slot {
@@ -177,7 +194,18 @@ fn link(source: &Row, target: &Row, slot: &Slot<'_>, pointer: &str) -> Value {
         {
             body = Some(json!({ "fields": { *b: value } }));
         }
-        Slot::Body(b) => body = Some(json!({ *b: value })),
+        Slot::Body(b) => {
+            // The target's other required fields with fixed values take
+            // the first (a batch's `endpoint` and `completion_window`).
+            let mut fields = Map::new();
+            for r in target.body.iter().filter(|r| r.required && r.name != *b) {
+                if let Some(first) = r.one_of.first() {
+                    fields.insert(r.name.clone(), json!(first));
+                }
+            }
+            fields.insert((*b).to_owned(), json!(value));
+            body = Some(Value::Object(fields));
+        }
         Slot::Credentials => {
             body = Some(json!({
                 "username": "$request.body#/username",

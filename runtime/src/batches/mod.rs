@@ -102,6 +102,7 @@ async fn run_batch(shared: Arc<Shared>, id: String) {
         in_flight: tokio::task::JoinSet::new(),
         lines: HashMap::new(),
         refused: Vec::new(),
+        last: None,
     };
     if let Err(e) = batch.run().await {
         tracing::warn!(batch = %id, error = %e, "a batch's round failed; it is taken up again");
@@ -123,9 +124,17 @@ struct Batch {
     lines: HashMap<tokio::task::Id, i64>,
     /// Lines refused for credit, to be tried again alone.
     refused: Vec<ClaimedLine>,
+    /// The last round that claimed, while lines run: reused for
+    /// [`ROUND_TTL`] (a round reads the batch and its caller's key).
+    last: Option<(std::time::Instant, BatchRow, Round)>,
 }
 
+/// How long a claiming round's reads are reused while lines run (a
+/// cancel, an expiry or a revoked key is seen within it).
+const ROUND_TTL: Duration = Duration::from_millis(500);
+
 /// What the next round of a batch does.
+#[derive(Clone)]
 enum Round {
     /// Claim lines and run them.
     Claim(&'static EndpointSpec, User),
@@ -148,16 +157,10 @@ impl Batch {
 
     async fn run(&mut self) -> Result<(), gateway_store::StoreError> {
         loop {
-            let id = self.id.clone();
-            let Some(row) = self
-                .gw()
-                .store
-                .blocking(move |s| s.batch_by_id(&id))
-                .await?
-            else {
+            let Some((row, round)) = self.next_round().await? else {
                 return Ok(());
             };
-            match self.round(&row).await? {
+            match round {
                 Round::Leave => return Ok(()),
                 Round::Claim(spec, user) => self.claim(spec, &user, &row).await?,
                 Round::Drain => {}
@@ -178,6 +181,30 @@ impl Batch {
                 _ = tokio::time::sleep(POLL) => {}
             }
         }
+    }
+
+    /// The batch and what this round may do: the last claiming round's
+    /// while lines run and it is fresh, else read now (`None`: the batch
+    /// is gone).
+    async fn next_round(&mut self) -> Result<Option<(BatchRow, Round)>, gateway_store::StoreError> {
+        if let Some((at, row, round)) = &self.last {
+            if at.elapsed() < ROUND_TTL && !self.in_flight.is_empty() {
+                return Ok(Some((row.clone(), round.clone())));
+            }
+        }
+        let id = self.id.clone();
+        let Some(row) = self
+            .gw()
+            .store
+            .blocking(move |s| s.batch_by_id(&id))
+            .await?
+        else {
+            return Ok(None);
+        };
+        let round = self.round(&row).await?;
+        self.last = matches!(round, Round::Claim(..))
+            .then(|| (std::time::Instant::now(), row.clone(), round.clone()));
+        Ok(Some((row, round)))
     }
 
     /// What this round may do: the batch's status, its window, its
@@ -273,7 +300,10 @@ impl Batch {
             .concurrency
             .saturating_sub(self.in_flight.len())
             .min(self.shared.places.available_permits());
-        if free == 0 {
+        // Claimed a few at a time: a claim is a write of its own.
+        let available = self.shared.places.available_permits().max(1);
+        let enough = (limits.concurrency / 2).max(1).min(available);
+        if free == 0 || (free < enough && !self.in_flight.is_empty()) {
             return Ok(());
         }
         let (id, instance, now) = (

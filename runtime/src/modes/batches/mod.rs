@@ -270,8 +270,8 @@ pub async fn list(ctx: &mut Ctx) -> Result<Outcome, ApiError> {
 
 /// `batch_cancel`: an in-progress batch becomes `cancelling` (no line
 /// starts from now; the executor ends it `cancelled` once the lines in
-/// flight finished); a batch already cancelling is answered as it is; an
-/// ended one is a 400.
+/// flight finished); a batch already cancelling or ended is answered as it
+/// is (a cancel is idempotent: its answer says the batch's status).
 pub async fn cancel(ctx: &mut Ctx, params: &PathParams) -> Result<Outcome, ApiError> {
     let (user, id, _) = own_batch(ctx, params).await?;
     let now = gateway_store::now_rfc3339();
@@ -282,12 +282,6 @@ pub async fn cancel(ctx: &mut Ctx, params: &PathParams) -> Result<Outcome, ApiEr
         .blocking(move |s| s.cancel_batch(user, &key, &now))
         .await?
         .ok_or_else(|| not_found(&id))?;
-    if !matches!(row.status.as_str(), "cancelling" | "cancelled") {
-        return Err(ApiError::BadRequest(format!(
-            "cannot cancel a batch that is {}",
-            row.status
-        )));
-    }
     let v = answered(ctx, row).await?;
     let mut outcome = Outcome::new(json(StatusCode::OK, &v), None);
     outcome.deferred.push(Deferred::BatchStarted);

@@ -38,7 +38,7 @@ pub async fn serve(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
         .ok_or_else(|| ApiError::bug("an MCP request without a user"))?;
     match ctx.spec.method {
         Method::Post => post(ctx, req, user).await,
-        Method::Get => Ok(Outcome::new(status(StatusCode::METHOD_NOT_ALLOWED), None)),
+        Method::Get => Err(ApiError::MethodNotAllowed("POST, DELETE")),
         _ => delete(ctx, req, user).await,
     }
 }
