@@ -363,6 +363,14 @@ async fn unpaid_calls_other_users_sessions_and_servers_down_are_refused() {
         .mcp_session(env.user_id, &session)
         .unwrap()
         .is_none());
+    // None is left open: the SDK's ended its own, the failed initialize
+    // kept none.
+    let sql = format!(
+        "SELECT CAST(COUNT(*) AS TEXT) FROM mcp_sessions WHERE user_id = {} AND ended_at IS NULL",
+        env.user_id
+    );
+    let open = own_query(&env, &sql).await;
+    assert_eq!(open[0][0], "0", "{open:?}");
 }
 
 /// A raw message to `/mcp/{server}` in `session`: the answer (from JSON,

@@ -64,9 +64,17 @@ async fn post(
     let answer = match call.try_send().await {
         Ok(a) => a,
         Err(f) => {
+            if initialize {
+                // No session was made at the server: none is kept here.
+                let (uid, id, now) = (row.user_id, row.id.clone(), gateway_store::now_rfc3339());
+                ctx.gw
+                    .store
+                    .blocking(move |s| s.end_mcp_session(uid, &id, &now))
+                    .await?;
+            }
             return Ok(door::failed(
                 &mut relay, &row.id, refusals, records, &f.error,
-            ))
+            ));
         }
     };
     if initialize {
