@@ -10,9 +10,9 @@
 //!
 //! * **Claims.** Lines are claimed from the database a few at a time, as
 //!   places free up: at most `GATEWAY_BATCH_CONCURRENCY` of a batch and
-//!   `GATEWAY_BATCH_INSTANCE_CONCURRENCY` of all batches on an instance,
-//!   one place fewer per interactive request in flight (at least one line
-//!   runs). A claim is a lease of the instance's own lease: a crashed
+//!   `GATEWAY_BATCH_INSTANCE_CONCURRENCY` of all batches on an instance.
+//!   Lines yield to interactive traffic: a line starts when no interactive
+//!   request is in flight on the instance, or after waiting a second. A claim is a lease of the instance's own lease: a crashed
 //!   instance's lines return to the pool once it lapses (or at once when
 //!   it restarts), so several instances share a batch and none loses one.
 //! * **Money.** A line is a model request like any other (held, routed,
@@ -35,7 +35,6 @@
 mod results;
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -59,7 +58,6 @@ pub async fn run(gw: Gateway, instance: String) {
         instance,
         running: Mutex::new(HashSet::new()),
         places: Arc::new(tokio::sync::Semaphore::new(gw.config.batches.per_instance)),
-        lines_running: Arc::new(AtomicUsize::new(0)),
     });
     loop {
         let ids = gw.store.blocking(|s| s.running_batches()).await;
@@ -86,8 +84,6 @@ struct Shared {
     running: Mutex<HashSet<String>>,
     /// The places of lines in flight on this instance.
     places: Arc<tokio::sync::Semaphore>,
-    /// The lines running on this instance now.
-    lines_running: Arc<AtomicUsize>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -334,13 +330,11 @@ impl Batch {
     ) {
         let gw = self.shared.gw.clone();
         let places = self.shared.places.clone();
-        let running = self.shared.lines_running.clone();
         let batch_id = row.id.clone();
         let n = line.line;
         let task = self.in_flight.spawn(async move {
             let _place = places.acquire_owned().await;
-            yield_to_interactive(gw.config.batches.per_instance, &running).await;
-            let _running = Running::start(&running);
+            yield_to_interactive().await;
             let run = loop {
                 let l = Line {
                     batch_id: batch_id.clone(),
@@ -574,34 +568,14 @@ fn create_capability(gw: &Gateway) -> &'static str {
 }
 
 /// Waits (up to a second) before a line starts while interactive requests
-/// are in flight: batch lines yield to them (a quarter of the places while
-/// any is, none while they take every place).
-async fn yield_to_interactive(places: usize, running: &AtomicUsize) {
-    // While any interactive request is in flight, a quarter of the places
-    // (at least one line); none while they take every place.
-    let shared = (places / 4).max(1);
+/// are in flight: batch lines yield to them. A line starts when none is
+/// in flight, or after that second (so a busy instance still runs a
+/// batch, slowly, and no batch starves).
+async fn yield_to_interactive() {
     for _ in 0..200 {
-        let interactive = gateway_base::watchdog::requests_in_flight();
-        let lines = running.load(Ordering::Relaxed);
-        if interactive < places && (interactive == 0 || lines < shared) {
+        if gateway_base::watchdog::requests_in_flight() == 0 {
             return;
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-}
-
-/// Counts a line running while it lives.
-struct Running<'a>(&'a AtomicUsize);
-
-impl<'a> Running<'a> {
-    fn start(n: &'a AtomicUsize) -> Running<'a> {
-        n.fetch_add(1, Ordering::Relaxed);
-        Running(n)
-    }
-}
-
-impl Drop for Running<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::Relaxed);
     }
 }

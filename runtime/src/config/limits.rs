@@ -73,8 +73,8 @@ pub struct BatchLimits {
     /// Lines of one batch in flight on an instance (`GATEWAY_BATCH_CONCURRENCY`, 8).
     pub concurrency: usize,
     /// Lines of all batches in flight on an instance
-    /// (`GATEWAY_BATCH_INSTANCE_CONCURRENCY`, 16), fewer while interactive
-    /// requests are in flight.
+    /// (`GATEWAY_BATCH_INSTANCE_CONCURRENCY`, 16); a line yields to the
+    /// interactive requests in flight (up to a second).
     pub per_instance: usize,
     /// Every batch's window instead of its `completion_window`
     /// (`GATEWAY_BATCH_WINDOW_SECS`; `None`: 24 hours).

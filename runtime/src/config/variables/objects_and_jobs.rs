@@ -30,8 +30,8 @@ pub(super) const VARIABLES: &[Variable] = &[
     Variable {
         name: "GATEWAY_BATCH_INSTANCE_CONCURRENCY",
         default: r#"`16`"#,
-        meaning: r#"lines of all batches an instance runs at once; each interactive request in
-            flight takes one place from them (at least one line runs)"#,
+        meaning: r#"lines of all batches an instance runs at once; a line starts only when no
+            interactive request is in flight on the instance, or after waiting a second"#,
         scope: Scope::Gateway,
     },
     Variable {
