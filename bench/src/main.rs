@@ -35,13 +35,14 @@
 //! * [`procs`]: finding binaries, CPU pinning, starting and stopping the
 //!   simulator, the gateway and the forwarder;
 //! * [`measure`]: CPU time and peak RSS from `/proc`, machine description;
-//! * [`scenarios`]: the scenarios (free, billed, upload, mirror, chat, chat_stream, chat_anthropic, chat_failover, chat_cached, responses, tts_stream, realtime) and their three targets ([`realtime`]: the WebSocket sessions);
+//! * [`scenarios`]: the scenarios (free, billed, upload, mirror, chat, chat_stream, chat_anthropic, chat_failover, chat_cached, responses, tts_stream, realtime, batch) and their three targets ([`realtime`]: the WebSocket sessions; [`batch`]: batches run by the gateway);
 //! * [`row`]: one run's result and where its requests went;
 //! * [`report`]: overheads, the targets, markdown and JSON of the rows;
 //! * [`pg`]: a fresh PostgreSQL schema per gateway;
 //! * [`seed`]: `--seed-usage-rows`, history written into the gateway's
 //!   database, through its store, before it starts.
 
+mod batch;
 mod forwarder;
 mod load;
 mod measure;

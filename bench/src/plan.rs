@@ -42,14 +42,18 @@ pub enum Scenario {
     TtsStream,
     /// Realtime sessions over WebSocket, turns back to back (time per turn).
     Realtime,
+    /// A batch of chat lines run by the gateway (lines/s against the same
+    /// lines in a closed loop), and `chat`'s latency while one runs.
+    Batch,
 }
 
 impl Scenario {
     /// Every scenario, in running order. The upload runs first, on the
     /// fresh gateway, so that its peak RSS is what the upload itself costs
     /// rather than the heap and idle connections the c=64 runs leave behind
-    /// (those show in their own rows' peak RSS).
-    pub const ALL: [Scenario; 12] = [
+    /// (those show in their own rows' peak RSS). The batches run last: the
+    /// lines they leave in the database are no other scenario's.
+    pub const ALL: [Scenario; 13] = [
         Scenario::Upload,
         Scenario::Free,
         Scenario::Billed,
@@ -62,6 +66,7 @@ impl Scenario {
         Scenario::Responses,
         Scenario::TtsStream,
         Scenario::Realtime,
+        Scenario::Batch,
     ];
 
     /// Its name in tables and JSON.
@@ -79,6 +84,7 @@ impl Scenario {
             Scenario::Responses => "responses",
             Scenario::TtsStream => "tts_stream",
             Scenario::Realtime => "realtime",
+            Scenario::Batch => "batch",
         }
     }
 }

@@ -34,9 +34,12 @@ const START_TIMEOUT: Duration = Duration::from_secs(60);
 pub const SIM_KEY: &str = "sk-bench-provider-key";
 
 /// `GATEWAY_RATE_LIMITS` of the benchmarked gateway: the capabilities the
-/// scenarios use, limited far above anything a run can send.
+/// scenarios use, limited far above anything a run can send (`batch`: a
+/// batch's lines, 60,000 a minute by default; `batches`: reading one, which
+/// the `batch` scenario polls; `files`: its input file).
 pub const RATE_LIMITS: &str =
-    "tts=1000000/s,enhance=1000000/s,uploads=1000000/s,chat=1000000/s,completions=1000000/s,audio=1000000/s,realtime=1000000/s";
+    "tts=1000000/s,enhance=1000000/s,uploads=1000000/s,chat=1000000/s,completions=1000000/s,audio=1000000/s,realtime=1000000/s,\
+     files=1000000/s,batches=1000000/s,batch=1000000/s";
 
 /// Variable holding the provider key named by the benchmark's providers file.
 pub const LLM_KEY_VAR: &str = "BENCH_LLM_KEY";

@@ -67,6 +67,9 @@ pub struct Row {
     pub start_rss_kib: Option<u64>,
     /// Upload throughput (MB/s) and file size (bytes), for uploads.
     pub upload: Option<(f64, u64)>,
+    /// A remark on how the run went that is not an error (the `batch`
+    /// scenario's: a background batch that ended before the load did).
+    pub note: Option<String>,
 }
 
 fn ms(h: &Histogram<u64>, q: f64) -> f64 {
@@ -115,6 +118,39 @@ impl Row {
             peak_rss_kib: proc_m.map(|m| m.peak_rss_kib),
             start_rss_kib: proc_m.map(|m| m.start_rss_kib),
             upload: None,
+            note: None,
+        }
+    }
+
+    /// A row of a batch (the `batch` scenario): `done` lines completed and
+    /// `failed` failed over `elapsed`, `concurrency` lines at a time; no
+    /// latency (a line's own time is the gateway's to know).
+    pub fn from_batch(
+        scenario: &'static str,
+        concurrency: usize,
+        (done, failed): (u64, u64),
+        error_samples: Vec<String>,
+        elapsed: Duration,
+        m: Option<ProbeResult>,
+    ) -> Row {
+        let secs = elapsed.as_secs_f64();
+        Row {
+            scenario,
+            target: Target::Gateway,
+            concurrency,
+            requests: done,
+            errors: failed,
+            error_samples,
+            seconds: secs,
+            rps: if secs > 0.0 { done as f64 / secs } else { 0.0 },
+            latency_ms: None,
+            ttfb_ms: None,
+            cpu_us_per_req: m.and_then(|m| per_req_us(m.cpu_seconds, done)),
+            sim_cpu_us_per_req: None,
+            peak_rss_kib: m.map(|m| m.peak_rss_kib),
+            start_rss_kib: m.map(|m| m.start_rss_kib),
+            upload: None,
+            note: None,
         }
     }
 
@@ -152,6 +188,7 @@ impl Row {
             peak_rss_kib: Some(m.peak_rss_kib),
             start_rss_kib: Some(m.start_rss_kib),
             upload: Some((mbps, file_bytes)),
+            note: None,
         }
     }
 
@@ -174,6 +211,7 @@ impl Row {
             peak_rss_kib: None,
             start_rss_kib: None,
             upload: None,
+            note: None,
         }
     }
 
@@ -209,8 +247,13 @@ impl Row {
         } else {
             String::new()
         };
+        let note = self
+            .note
+            .as_ref()
+            .map(|n| format!(" ({n})"))
+            .unwrap_or_default();
         format!(
-            "{:<11} c={:<3} {:<9} {:>9.1} req/s {lat}{first}{up}{errs}",
+            "{:<11} c={:<3} {:<9} {:>9.1} req/s {lat}{first}{up}{errs}{note}",
             self.scenario,
             self.concurrency,
             self.target.name(),

@@ -14,6 +14,7 @@
 //! | `tts_stream` | `POST /v1/text-to-speech/{voice}/stream` (ElevenLabs' shape, `xi-api-key`, paced audio): time to first and to last byte | same, through the forwarder | `POST /api/v1/audio/tts/generations` with `stream: true` (model `eleven/eleven_flash_v2_5`: relayed, copied to the store, billed per character before the last byte) |
 //! | `realtime` | `GET /v1/realtime` (WebSocket): sessions × turns, a turn from `response.create` to `response.done` | — (the forwarder relays HTTP only) | `GET /api/v1/realtime` (model `sim/gpt-realtime`: each response held, then billed before its `response.done`; [`crate::realtime`]) |
 //! | `chat_cached` | as `chat` (nothing to cache) | same, through the forwarder | `chat` with `X-Gateway-Cache: use`: after the first, every request a response-cache hit (no upstream call, no hold) |
+//! | `batch` | — | — | `chat`'s body as the lines of a batch (`POST /api/v1/files`, `POST /api/v1/batches`, polled to `completed`) against the same lines in a closed loop at the batch concurrency, and `chat` at each concurrency alone and while a batch runs ([`crate::batch`]) |
 //!
 //! `chat_stream` sets the simulator's delay between events to
 //! [`STREAM_DELAY_MS`] first, so that a run streams for real but quickly;
@@ -104,6 +105,12 @@ pub async fn run_all(env: &Env, plan: &Plan) -> Vec<Row> {
                 set_sim_config(env, json!({"realtime_delta_ms": REALTIME_DELTA_MS})).await;
                 rows.extend(crate::realtime::rows(env, plan).await);
             }
+            Scenario::Batch if plan.targets.contains(&Target::Gateway) => {
+                clear_sim_log(env).await;
+                let chat = request_spec(env, Scenario::Chat, Target::Gateway, None);
+                rows.extend(crate::batch::rows(env, plan, &chat).await);
+            }
+            Scenario::Batch => {}
             Scenario::Upload => {
                 for &target in plan.targets.iter().filter(|t| **t != Target::Direct) {
                     rows.push(upload_row(env, plan, target).await);
@@ -207,8 +214,8 @@ fn request_spec(env: &Env, scenario: Scenario, target: Target, job_id: Option<&s
             )],
             &json!({"text": TEXT, "model_id": "eleven_flash_v2_5"}),
         ),
-        (Scenario::Upload | Scenario::Realtime, _) => {
-            unreachable!("uploads and realtime sessions are not repeated requests")
+        (Scenario::Upload | Scenario::Realtime | Scenario::Batch, _) => {
+            unreachable!("uploads, realtime sessions and batches are not repeated requests")
         }
     }
 }

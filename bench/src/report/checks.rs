@@ -32,6 +32,7 @@ impl Report {
         self.cpu_checks(&mut out);
         self.upload_check(&mut out);
         self.second_checks(&mut out);
+        self.batch_checks(&mut out);
         let errors = self.errors();
         out.push(Check {
             name: "zero errors in every scenario".into(),

@@ -41,6 +41,7 @@ impl Report {
             "rows": rows,
             "other_sync": self.second.as_ref().map(|s| json!({"db_sync": s.sync, "rows": self.json_rows(&s.rows)})),
             "billed_over_free": ratios,
+            "batch": self.batch_json(),
             "targets": checks,
             "errors": self.errors(),
         })
@@ -70,6 +71,7 @@ impl Report {
                     "start_rss_kib": r.start_rss_kib,
                     "upload_mb_per_s": r.upload.map(|u| u.0),
                     "upload_file_bytes": r.upload.map(|u| u.1),
+                    "note": r.note,
                 })
             })
             .collect()

@@ -1,5 +1,6 @@
 //! The markdown report ([`Report::markdown`]) printed to stdout: the
-//! machine and run lines, the table of runs, the stream and upload tables,
+//! machine and run lines, the table of runs, the stream, realtime, batch
+//! ([`super::batch`]) and upload tables,
 //! the other sync mode's table, the checks and the errors seen.
 
 use super::format::{f_opt, f_signed_ms, mib, pct};
@@ -53,6 +54,7 @@ impl Report {
         self.runs_table(&mut s);
         self.streams_table(&mut s);
         self.realtime_table(&mut s);
+        self.batch_table(&mut s);
         self.uploads_table(&mut s);
         self.second_markdown(&mut s);
         let ratios = self.billed_to_free();

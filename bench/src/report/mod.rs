@@ -10,8 +10,10 @@
 //! [`run`] holds the [`Report`] and the figures read across its rows; the
 //! checks ([`checks`]), the markdown ([`markdown`]) and the JSON ([`json`])
 //! are each written from it by a module of their own, with the number
-//! formats in [`format`].
+//! formats in [`format`]; the `batch` scenario's figures (its table, JSON
+//! and reported checks) in [`batch`].
 
+mod batch;
 mod checks;
 mod format;
 mod json;
