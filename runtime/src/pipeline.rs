@@ -188,7 +188,7 @@ pub(crate) enum LineRun {
     Done,
     /// Answered with an error, nothing charged: the request that ran it,
     /// its status and body (in `spec`'s error format), for the line's
-    /// result. `NoCredit` when the balance or the key's budget could not
+    /// result; `no_credit` when the balance or the key's budget could not
     /// hold it (402).
     Failed {
         request_id: String,
