@@ -62,12 +62,13 @@ pub async fn admit(
             &format!("tool {name} is not allowed for this API key"),
         ));
     }
-    if let Err(ApiError::RateLimited { message, .. }) =
-        c.gw.limiter
-            .enforce(user.id, static_capability(c, server))
-            .await
-    {
-        return Err(error(id, REFUSED, &message));
+    // A server of the door's own capability was counted with the request.
+    let capability = static_capability(c, server);
+    if capability != c.capability {
+        let limited = c.gw.limiter.enforce(user.id, capability).await;
+        if let Err(ApiError::RateLimited { message, .. }) = limited {
+            return Err(error(id, REFUSED, &message));
+        }
     }
     let price = server.price_of(tool);
     let hold = match price {
