@@ -131,6 +131,39 @@ def _clip():
     return project, _api("POST", f"/voice/projects/{project}/clips", json={"fields": fields})["item"]["uuid"]
 
 
+def _file():
+    """A file of the Files API: one batch line (the demo's chat model)."""
+    line = {"custom_id": "fx", "method": "POST", "url": "/v1/chat/completions",
+            "body": {"model": "sim/sim-gpt", "max_tokens": 8,
+                     "messages": [{"role": "user", "content": "hi"}]}}
+    files = {"file": ("lines.jsonl", (json.dumps(line) + "\n").encode(), "application/jsonl")}
+    return _api("POST", "/files", files=files, data={"purpose": "batch"})["id"]
+
+
+def _batch():
+    """A batch of that file (in progress, or done: a cancel answers either)."""
+    body = {"input_file_id": _file(), "endpoint": "/v1/chat/completions", "completion_window": "24h"}
+    return _api("POST", "/batches", json=body)["id"]
+
+
+def _request_id():
+    """The id of a chat request of the demo user's (its usage is recorded)."""
+    body = {"model": "sim/sim-gpt", "max_tokens": 8, "messages": [{"role": "user", "content": "hi"}]}
+    r = requests.post(f"{BASE}/api/v1/chat/completions", json=body,
+                      headers={"Authorization": f"Bearer {KEY}"}, timeout=60)
+    r.raise_for_status()
+    return r.headers["x-request-id"]
+
+
+def _clip_create(case, kwargs):
+    _path(case, project_uuid=_project())
+    _body_fields(case, {"title": "t", "body": "Some text.", "voice_uuid": "stock-voice-1"})
+
+
+def _batch_create(case, kwargs):
+    case.body = {"input_file_id": _file(), "endpoint": "/v1/chat/completions", "completion_window": "24h"}
+
+
 def _agent():
     return _api("POST", "/voice/agents", json={"fields": {"name": "fixture"}})["item"]["uuid"]
 
@@ -382,6 +415,16 @@ REWRITES = {
     "stripe.webhook": _stripe_event,
     "webhooks.provider": _provider_event,
     "keys.update": _key_update,
+    "files.get": _one(_file, "file_id"),
+    "files.content": _one(_file, "file_id"),
+    "files.delete": _one(_file, "file_id"),
+    "batches.create": _batch_create,
+    "projects.get": _one(_project, "project_uuid"),
+    "clips.list": _one(_project, "project_uuid"),
+    "clips.create": _clip_create,
+    "generations.get": _one(_request_id, "request_id"),
+    "batches.get": _one(_batch, "batch_id"),
+    "batches.cancel": _one(_batch, "batch_id"),
 }
 
 _calls = {}
