@@ -145,26 +145,7 @@ async fn run(
     }
     // 7. record
     if outcome.response.status().is_success() {
-        let user = ctx.user.as_ref();
-        let audit = AuditRecord {
-            request_id: ctx.request_id.clone(),
-            user_id: user.map(|u| u.id),
-            route_id: ctx.spec.id.to_owned(),
-            method: ctx.spec.method.as_str().to_owned(),
-            path: path.to_owned(),
-            status: outcome.response.status().as_u16(),
-            upstream_status: outcome.upstream_status,
-            latency_ms: ctx.started.elapsed().as_millis() as u64,
-            created_at: gateway_store::now_rfc3339(),
-        };
-        let usage = match outcome.settlement.by_pipeline() {
-            true => usage_records(&ctx.gw, ctx.spec, user, &ctx.request_id, ctx.metered.take()),
-            false => Vec::new(),
-        };
-        record(&ctx.gw, ctx.spec, &ctx.trace, audit, usage, &mut outcome).await?;
-        for d in outcome.deferred {
-            d.start(ctx.gw.clone());
-        }
+        commit_phase(ctx, path, &mut outcome).await?;
     }
     // 8. answer
     Ok(outcome.response)
@@ -282,14 +263,29 @@ async fn run_line_mode(ctx: &mut Ctx, line: &Line) -> Result<(), Result<Response
             status_code: Some(status),
             result: text,
         }));
+    commit_phase(ctx, spec.path, &mut outcome)
+        .await
+        .map_err(Err)?;
+    Ok(())
+}
+
+/// Phase 7 of a successful outcome: its audit record (of `path`), its
+/// usage record when the pipeline settles it, and the mode's records, in
+/// one commit ([`record`]); then its deferred work.
+async fn commit_phase(
+    ctx: &mut Ctx,
+    path: &str,
+    outcome: &mut crate::ctx::Outcome,
+) -> Result<(), ApiError> {
+    let spec = ctx.spec;
     let user = ctx.user.as_ref();
     let audit = AuditRecord {
         request_id: ctx.request_id.clone(),
         user_id: user.map(|u| u.id),
         route_id: spec.id.to_owned(),
         method: spec.method.as_str().to_owned(),
-        path: spec.path.to_owned(),
-        status,
+        path: path.to_owned(),
+        status: outcome.response.status().as_u16(),
         upstream_status: outcome.upstream_status,
         latency_ms: ctx.started.elapsed().as_millis() as u64,
         created_at: gateway_store::now_rfc3339(),
@@ -298,10 +294,8 @@ async fn run_line_mode(ctx: &mut Ctx, line: &Line) -> Result<(), Result<Response
         true => usage_records(&ctx.gw, spec, user, &ctx.request_id, ctx.metered.take()),
         false => Vec::new(),
     };
-    record(&ctx.gw, spec, &ctx.trace, audit, usage, &mut outcome)
-        .await
-        .map_err(Err)?;
-    for d in outcome.deferred {
+    record(&ctx.gw, spec, &ctx.trace, audit, usage, outcome).await?;
+    for d in std::mem::take(&mut outcome.deferred) {
         d.start(ctx.gw.clone());
     }
     Ok(())

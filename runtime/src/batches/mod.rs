@@ -61,7 +61,12 @@ pub async fn run(gw: Gateway, instance: String) {
     });
     loop {
         let ids = gw.store.blocking(|s| s.running_batches()).await;
-        if let Ok(n) = gw.store.blocking(|s| s.waiting_lines()).await {
+        // No batch running: nothing waits (no query).
+        let waiting = match &ids {
+            Ok(ids) if !ids.is_empty() => gw.store.blocking(|s| s.waiting_lines()).await.ok(),
+            _ => Some(0),
+        };
+        if let Some(n) = waiting {
             gateway_base::telemetry::batch_lines_waiting(n);
         }
         for id in ids.unwrap_or_default() {

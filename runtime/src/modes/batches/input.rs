@@ -64,11 +64,15 @@ pub(super) async fn read(
     while let Some(chunk) = stream.next().await {
         let chunk = chunk.map_err(|e| ApiError::internal("reading a batch's input file", e))?;
         pending.extend_from_slice(&chunk);
-        while let Some(end) = pending.iter().position(|b| *b == b'\n') {
-            let text: Vec<u8> = pending.drain(..=end).collect();
+        // The whole lines of what arrived, then what is left of the last
+        // kept for the next chunk (one shift per chunk, not per line).
+        let mut start = 0;
+        while let Some(end) = pending[start..].iter().position(|b| *b == b'\n') {
             number += 1;
-            check.line(number, &text[..end]);
+            check.line(number, &pending[start..start + end]);
+            start += end + 1;
         }
+        pending.drain(..start);
         if pending.len() > max_line {
             number += 1;
             check.error(
