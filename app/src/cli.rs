@@ -126,7 +126,8 @@ pub enum KeysCommand {
     },
     /// List a user's API keys (never the keys), one per line: id, prefix,
     /// state, name, then budget, period, spent, held and period end (`-`
-    /// where there is no budget), and the MCP allow-list (`-`: every tool).
+    /// where there is no budget), the MCP allow-list (`-`: every tool), rpm
+    /// and tpm (`-`: no limit).
     List {
         #[arg(long)]
         user: i64,
@@ -138,19 +139,24 @@ pub enum KeysCommand {
     },
     /// Set a live key's budget (by its id, as `keys list` prints it), or
     /// remove it (--no-budget); set its MCP allow-list (--mcp-tools), or
-    /// remove it (--no-mcp-tools). What it spent in the period stays.
+    /// remove it (--no-mcp-tools); set its requests and tokens per minute
+    /// (--rpm, --tpm; 0 removes the limit). What it spent in the period stays.
     Update {
         id: i64,
         #[arg(long, requires = "budget_period", conflicts_with = "no_budget")]
         budget_usd: Option<String>,
         #[arg(long, requires = "budget_usd", value_parser = ["day", "month", "total"])]
         budget_period: Option<String>,
-        #[arg(long, required_unless_present_any = ["budget_usd", "mcp_tools", "no_mcp_tools"])]
+        #[arg(long, required_unless_present_any = ["budget_usd", "mcp_tools", "no_mcp_tools", "rpm", "tpm"])]
         no_budget: bool,
         #[arg(long, conflicts_with = "no_mcp_tools")]
         mcp_tools: Option<String>,
         #[arg(long)]
         no_mcp_tools: bool,
+        #[arg(long)]
+        rpm: Option<u64>,
+        #[arg(long)]
+        tpm: Option<u64>,
     },
 }
 
@@ -366,6 +372,8 @@ fn keys(command: KeysCommand) -> CliResult {
             no_budget,
             mcp_tools,
             no_mcp_tools,
+            rpm,
+            tpm,
         } => {
             let budget = match (budget_usd, budget_period) {
                 (Some(usd), Some(period)) => Some(runtime::store::Budget::parse(&usd, &period)?),
@@ -380,6 +388,13 @@ fn keys(command: KeysCommand) -> CliResult {
                 && !store.set_key_mcp_tools(None, id, tools.as_deref())?
             {
                 return Err(missing().into());
+            }
+            use runtime::store::KeyLimit;
+            for (which, v) in [(KeyLimit::Rpm, rpm), (KeyLimit::Tpm, tpm)] {
+                let Some(v) = v else { continue };
+                if !store.set_key_limit(None, id, which, (v > 0).then_some(v))? {
+                    return Err(missing().into());
+                }
             }
             eprintln!("updated");
             tell_running_instances(&config)?;
@@ -488,6 +503,8 @@ fn key_line(k: &runtime::store::KeyRow) -> String {
         b.and_then(|b| b.period_end)
             .map_or_else(dash, runtime::store::rfc3339),
         k.mcp_tools.as_ref().map_or_else(dash, |t| t.join(",")),
+        k.rpm.map_or_else(dash, |n| n.to_string()),
+        k.tpm.map_or_else(dash, |n| n.to_string()),
     ]
     .join("\t")
 }

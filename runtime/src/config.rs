@@ -125,6 +125,9 @@ pub struct Config {
     /// Rate-limit overrides per capability (`GATEWAY_RATE_LIMITS`), applied over
     /// the route table's defaults when the gateway starts.
     pub rate_limits: gateway_adapters::ratelimit::Limits,
+    /// The window of keys' and models' `rpm` and `tpm` limits
+    /// (`GATEWAY_LIMIT_WINDOW_SECS`, 60 s).
+    pub limit_window: Duration,
     /// The Redis shared by several instances (`GATEWAY_REDIS_URL`,
     /// `GATEWAY_REDIS_PREFIX`); `None`: one instance, nothing shared.
     pub redis: Option<gateway_adapters::cluster::RedisConfig>,
@@ -278,6 +281,7 @@ impl Config {
             objects: gateway_adapters::objects::ObjectConfig::default(),
             db_sync_full: true,
             rate_limits: gateway_adapters::ratelimit::Limits::default(),
+            limit_window: gateway_adapters::ratelimit::windows::WINDOW,
             redis: None,
             limiter_store: None,
             accounts: Default::default(),
@@ -541,6 +545,9 @@ impl Config {
             Ok(l) => self.rate_limits = l,
             Err(reason) => v.bad(gateway_adapters::ratelimit::GATEWAY_RATE_LIMITS, reason),
         }
+        v.set(&mut self.limit_window, GATEWAY_LIMIT_WINDOW_SECS, |t| {
+            parse_positive(t).map(Duration::from_secs)
+        });
         let prefix = v.raw(GATEWAY_REDIS_PREFIX);
         self.redis = v.parse(GATEWAY_REDIS_URL, |url| {
             gateway_adapters::cluster::RedisConfig::parse(url, prefix.as_deref())

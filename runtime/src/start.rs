@@ -184,7 +184,7 @@ fn limiter(
         (None, None) => ratelimit::RateLimiter::in_process(capabilities, limits),
     }
     .map_err(|reason| config::ConfigError::new(ratelimit::GATEWAY_RATE_LIMITS, reason))?;
-    Ok(limiter)
+    Ok(limiter.with_window(config.limit_window))
 }
 
 /// Accounts and tokens, signed with the configured JWT secret or the one

@@ -236,6 +236,7 @@ async fn finish(
         api_key_id: None,
         served: Default::default(),
         line: None,
+        admission: None,
     };
     let mut records = vec![Record::Asset(AssetRecord {
         owner_id: Some(job.user_id),

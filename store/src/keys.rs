@@ -23,6 +23,9 @@ pub struct KeyRow {
     pub budget: Option<super::KeyBudget>,
     /// Its MCP allow-list (`server/tool`, `server/*`; `None`: every tool).
     pub mcp_tools: Option<Vec<String>>,
+    /// Its requests and tokens per window (`None`: no such limit).
+    pub rpm: Option<u64>,
+    pub tpm: Option<u64>,
 }
 
 /// A comma-separated list as stored (`models`, `mcp_tools`).
@@ -86,6 +89,29 @@ pub trait Keys {
         key_id: i64,
         tools: Option<&str>,
     ) -> Result<bool>;
+
+    /// Sets the `rpm` or `tpm` limit (`which`) of the live key `key_id`
+    /// (the user's, when `user_id` is given); `None` removes it. `false`
+    /// when there is no such key.
+    fn set_key_limit(
+        &self,
+        user_id: Option<i64>,
+        key_id: i64,
+        which: KeyLimit,
+        value: Option<u64>,
+    ) -> Result<bool>;
+}
+
+/// Which of a key's limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyLimit {
+    Rpm,
+    Tpm,
+}
+
+/// A stored limit (a count, never negative).
+fn limit_of(v: Option<i64>) -> Option<u64> {
+    v.and_then(|n| u64::try_from(n).ok())
 }
 
 impl Keys for Store {
@@ -114,7 +140,7 @@ impl Keys for Store {
         self.with(|db| {
             db.row(
                 "SELECT u.id, u.email, u.is_admin, u.disabled, u.deleted_at IS NOT NULL, k.revoked_at IS NOT NULL, k.models,
-                        CASE WHEN k.budget_usd IS NULL THEN NULL ELSE k.id END, k.id, k.mcp_tools
+                        CASE WHEN k.budget_usd IS NULL THEN NULL ELSE k.id END, k.id, k.mcp_tools, k.rpm, k.tpm
                  FROM api_keys k JOIN users u ON u.id = k.user_id WHERE k.key_hash = ?1",
                 p![key_hash],
                 |r| {
@@ -122,6 +148,8 @@ impl Keys for Store {
                     // The models the key may use (`provider/model` or `provider/*`, comma-separated).
                     user.models = list_of(r.get(6)?);
                     user.mcp_tools = list_of(r.get(9)?);
+                    user.rpm = limit_of(r.get(10)?);
+                    user.tpm = limit_of(r.get(11)?);
                     user.budget_key = r.get(7)?;
                     user.key_id = r.get(8)?;
                     Ok(KeyOwner {
@@ -136,7 +164,7 @@ impl Keys for Store {
     fn keys_of(&self, user_id: i64) -> Result<Vec<KeyRow>> {
         self.with(|db| {
             let rows = db.rows(
-                "SELECT id, name, prefix, created_at, revoked_at, budget_usd, budget_period, mcp_tools
+                "SELECT id, name, prefix, created_at, revoked_at, budget_usd, budget_period, mcp_tools, rpm, tpm
                  FROM api_keys WHERE user_id = ?1 ORDER BY id",
                 p![user_id],
                 |r| {
@@ -148,6 +176,8 @@ impl Keys for Store {
                         revoked_at: r.get(4)?,
                         budget: None,
                         mcp_tools: list_of(r.get(7)?),
+                        rpm: limit_of(r.get(8)?),
+                        tpm: limit_of(r.get(9)?),
                     };
                     Ok((key, r.get(5)?, r.get(6)?))
                 },
@@ -227,6 +257,21 @@ impl Keys for Store {
             )
             .map(|n| n == 1)
         })
+    }
+
+    fn set_key_limit(
+        &self,
+        user_id: Option<i64>,
+        key_id: i64,
+        which: KeyLimit,
+        value: Option<u64>,
+    ) -> Result<bool> {
+        let value = value.map(|v| i64::try_from(v).unwrap_or(i64::MAX));
+        let sql = match which {
+            KeyLimit::Rpm => "UPDATE api_keys SET rpm = ?3 WHERE (user_id = ?1 OR ?1 IS NULL) AND id = ?2 AND revoked_at IS NULL",
+            KeyLimit::Tpm => "UPDATE api_keys SET tpm = ?3 WHERE (user_id = ?1 OR ?1 IS NULL) AND id = ?2 AND revoked_at IS NULL",
+        };
+        self.with(|db| db.exec(sql, p![user_id, key_id, value]).map(|n| n == 1))
     }
 
     fn revoke_key_hash(&self, key_hash: &str) -> Result<bool> {

@@ -66,7 +66,7 @@ pub use history::{
 };
 pub use instances::Instances;
 pub use jobs::{JobRow, Jobs};
-pub use keys::{KeyOwner, KeyRow, Keys};
+pub use keys::{KeyLimit, KeyOwner, KeyRow, Keys};
 pub use mcp::{McpCallRecord, McpSessionRow, McpSessions};
 pub use money::{Ledger, LedgerRow, Reserved};
 pub use oauth::{OauthSignIn, OauthUser, ProviderSignIns};
@@ -153,6 +153,10 @@ pub struct User {
     /// The presented API key's MCP allow-list (`server/tool`, `server/*`;
     /// `None`: every exposed tool). Only set by a key lookup.
     pub mcp_tools: Option<Vec<String>>,
+    /// The presented API key's requests and tokens per window (`rpm`,
+    /// `tpm`; `None`: no such limit). Only set by a key lookup.
+    pub rpm: Option<u64>,
+    pub tpm: Option<u64>,
 }
 
 /// Creates `dir` (and missing parents) readable by the owner only (0700 on
@@ -379,6 +383,8 @@ fn row_to_user(r: &Row<'_>) -> Result<User> {
         budget_key: None,
         key_id: None,
         mcp_tools: None,
+        rpm: None,
+        tpm: None,
     })
 }
 

@@ -502,6 +502,12 @@ pub(crate) const MIGRATIONS: &[&[Sql]] = &[
         arguments TEXT, result TEXT, created_at TEXT NOT NULL
     );
     CREATE INDEX mcp_calls_by_user ON mcp_calls (user_id, created_at);
+    "#)],
+    // 26 (token limits, adapters::ratelimit::windows): an API key's
+    //     requests and tokens per window (`rpm`, `tpm`; NULL: none).
+    &[Both(r#"
+    ALTER TABLE api_keys ADD COLUMN rpm INTEGER;
+    ALTER TABLE api_keys ADD COLUMN tpm INTEGER;
     "#)],];
 
 /// PostgreSQL's first version is the first this many migrations, applied

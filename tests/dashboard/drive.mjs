@@ -85,6 +85,12 @@ try {
     await page.waitForFunction(() => document.querySelector("#keys tbody")?.innerText.includes("$7 per month"));
     seen.keys_budget_set = await page.locator("#keys tbody tr").allInnerTexts();
   }
+  // Its limits: requests and tokens per minute, "Set limits".
+  await page.getByLabel("Requests per minute (optional)").fill("60");
+  await page.getByLabel("Tokens per minute (optional)").fill("100000");
+  await page.getByRole("button", { name: /^Set key dashboard key's limits/ }).click();
+  await page.waitForFunction(() => document.querySelector("#keys tbody")?.innerText.includes("60 requests, 100000 tokens per minute"));
+  seen.keys_limits_set = await page.locator("#keys tbody tr").allInnerTexts();
   // Revoked with the keyboard: focus the button, press Enter.
   await page.getByRole("button", { name: "Revoke key dashboard key" }).focus();
   await page.keyboard.press("Enter");

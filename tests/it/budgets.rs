@@ -431,7 +431,7 @@ async fn the_cli_creates_and_lists_budgeted_keys() {
         ["active", "-", "5", "day", "0.00000000", "0.00000000"]
     );
     assert_eq!(lines[0][8], format!("{tomorrow}T00:00:00.000Z"), "{list}");
-    assert_eq!(&lines[1][4..], ["-", "-", "-", "-", "-", "-"]);
+    assert_eq!(&lines[1][4..], ["-", "-", "-", "-", "-", "-", "-", "-"]);
     // The MCP allow-list (#44): set on create, changed, removed; a bad
     // entry refused.
     ok(gateway(&[
@@ -450,7 +450,7 @@ async fn the_cli_creates_and_lists_budgeted_keys() {
             .last()
             .unwrap()
             .split('\t')
-            .last()
+            .nth(9)
             .unwrap()
             .to_owned()
     };

@@ -292,6 +292,7 @@ async fn dashboard_in_headless_chromium() {
         (budget.budget.usd, budget.budget.period.as_str()),
         (d("7"), "month")
     );
+    assert_eq!((k.rpm, k.tpm), (Some(60), Some(100000)));
     let prefix = k.prefix.as_deref().unwrap();
     assert!(secret.starts_with(prefix) && secret.len() > prefix.len() + 16);
     assert!(k.revoked_at.is_some(), "{keys:?}");
@@ -307,6 +308,9 @@ async fn dashboard_in_headless_chromium() {
     // Its budget was changed on the page before: 7 per month, stored.
     let changed = seen["keys_budget_set"].to_string();
     assert!(changed.contains("$7 per month"), "{r:#}");
+    // Its limits set on the page: 60 requests and 100,000 tokens a minute, stored.
+    let limits = seen["keys_limits_set"].to_string();
+    assert!(limits.contains("60 requests, 100000 tokens per minute"), "{r:#}");
 
     // Spend by key: the one key the two requests came with, by its prefix
     // (it has no name); by model.

@@ -69,6 +69,7 @@ mod stripe;
 mod stt_stream;
 mod synthesis;
 mod tls;
+mod token_limits;
 mod traces;
 mod trust_accounts;
 mod trust_bounds;

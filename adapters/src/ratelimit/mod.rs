@@ -73,11 +73,13 @@ mod redis_tests;
 mod store;
 #[cfg(test)]
 mod tests;
+pub mod windows;
 
 pub use decision::{CheckFuture, Decision, LimiterStore, StoreUnavailable};
 pub use quota::{Limits, Quota, Quotas};
 pub use redis_store::{RedisStore, GCRA, REST};
 pub use store::{InProcessStore, Store, SWEEP_EVERY};
+pub use windows::{Admission, Limit, Report, Unit, Windows};
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -104,6 +106,8 @@ pub const WARN_EVERY: Duration = Duration::from_secs(10);
 pub struct RateLimiter {
     quotas: Quotas,
     store: Store,
+    /// Request and token limits per window (`rpm`, `tpm`), beside the quotas.
+    windows: Arc<Windows>,
     /// Reference point of `next_warning`.
     epoch: Instant,
     /// Milliseconds since `epoch` before which no store warning is logged.
@@ -157,10 +161,22 @@ impl RateLimiter {
         limits: &Limits,
         cluster: Cluster,
     ) -> Result<RateLimiter, String> {
-        Ok(RateLimiter::with_quotas(
+        let mut limiter = RateLimiter::with_quotas(
             Quotas::resolve(capabilities, limits)?,
-            Store::Redis(RedisStore::new(cluster)),
-        ))
+            Store::Redis(RedisStore::new(cluster.clone())),
+        );
+        limiter.windows = Arc::new(Windows::redis(cluster, windows::WINDOW));
+        Ok(limiter)
+    }
+
+    /// The same limiter, its `rpm`/`tpm` windows `window` long (60 s
+    /// unless `GATEWAY_LIMIT_WINDOW_SECS` says otherwise).
+    pub fn with_window(mut self, window: Duration) -> RateLimiter {
+        self.windows = Arc::new(match &self.store {
+            Store::Redis(s) => Windows::redis(s.cluster().clone(), window),
+            _ => Windows::local(window),
+        });
+        self
     }
 
     /// `quotas`, already resolved, on `store`.
@@ -168,6 +184,7 @@ impl RateLimiter {
         RateLimiter {
             quotas,
             store,
+            windows: Arc::new(Windows::local(windows::WINDOW)),
             epoch: Instant::now(),
             next_warning: AtomicU64::new(0),
             suppressed: AtomicU64::new(0),
@@ -226,6 +243,37 @@ impl RateLimiter {
                 message: format!("rate limit exceeded for {capability}; retry in {retry_after} s"),
                 retry_after,
             })
+    }
+
+    /// Counts a request against `limits` (its `rpm` and `tpm`: 1 request,
+    /// `tokens` its bound) ([`windows`]): the admission to settle with the
+    /// tokens used, or 429 with `Retry-After` (the rest of the window)
+    /// naming the limit. A store that fails admits (fail open, logged as
+    /// [`check`](Self::check)'s failures are).
+    pub async fn admit(&self, limits: &[Limit], tokens: u64) -> Result<Admission, ApiError> {
+        match self.windows.admit(limits, tokens).await {
+            Ok(a) => Ok(a),
+            Err(Some(r)) => {
+                let retry_after = retry_after_secs(r.report.reset);
+                let unit = match r.limit.unit {
+                    Unit::Requests => "requests",
+                    Unit::Tokens => "tokens",
+                };
+                Err(ApiError::RateLimited {
+                    message: format!(
+                        "rate limit exceeded: {} {unit} per {} s ({}); retry in {retry_after} s",
+                        r.limit.ceiling,
+                        self.windows.window().as_secs(),
+                        r.limit.scope
+                    ),
+                    retry_after,
+                })
+            }
+            Err(None) => {
+                self.store_failed(0, "rpm/tpm", &StoreUnavailable("Redis failed".into()));
+                Ok(Admission::free())
+            }
+        }
     }
 
     fn store_failed(&self, user_id: i64, capability: &str, error: &StoreUnavailable) {

@@ -66,6 +66,11 @@ impl RedisStore {
         }
     }
 
+    /// The Redis it asks.
+    pub fn cluster(&self) -> &Cluster {
+        &self.cluster
+    }
+
     /// The key of `user_id`'s state for `quota` of `capability`.
     pub fn key(&self, user_id: i64, capability: &str, quota: &Quota) -> String {
         self.cluster.key(&format!(

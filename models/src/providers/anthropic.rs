@@ -540,6 +540,7 @@ mod tests {
             cache_ttl_secs: None,
             cache_hit_price_pct: Default::default(),
             batch_price_pct: Default::default(),
+            limits: Default::default(),
         }
     }
 

@@ -80,6 +80,8 @@ struct ModelDoc {
     cache_ttl_secs: Option<u64>,
     cache_hit_price_pct: Option<String>,
     batch_price_pct: Option<String>,
+    rpm: Option<u64>,
+    tpm: Option<u64>,
 }
 
 fn price(
@@ -295,7 +297,10 @@ fn model(
             kind.as_str()
         )));
     }
+    let limits = super::model::UserLimits::read(m.rpm, m.tpm)
+        .map_err(|e| ProvidersError(format!("{file}: {at}: {e}")))?;
     Ok(Model {
+        limits,
         cache_ttl_secs,
         cache_hit_price_pct,
         batch_price_pct: pct(file, at, "batch_price_pct", m.batch_price_pct)?

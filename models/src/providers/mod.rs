@@ -66,7 +66,7 @@ use serde_json::{json, Map, Value};
 pub use adapter::{Adapter, Native, Op};
 pub use file::ProvidersError;
 use gateway_base::errors::ApiError;
-pub use model::{Model, ModelType};
+pub use model::{Model, ModelType, UserLimits};
 pub use provider::Provider;
 pub use registry::Providers;
 pub use routes::{Deployment, Route, Strategy, Target};

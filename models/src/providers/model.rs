@@ -87,6 +87,29 @@ pub struct Model {
     /// A batch's line costs this percentage of the list price
     /// (`batch_price_pct`, default [`DEFAULT_BATCH_PRICE_PCT`]).
     pub batch_price_pct: Decimal,
+    /// Limits per user of the model (`rpm`, `tpm`).
+    pub limits: UserLimits,
+}
+
+/// A model's or a route's limits per user, in the providers file: `rpm`
+/// requests and `tpm` tokens per window (a minute); a key's own `rpm` and
+/// `tpm` apply beside them ([`gateway_adapters::ratelimit::windows`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct UserLimits {
+    pub rpm: Option<u64>,
+    pub tpm: Option<u64>,
+}
+
+impl UserLimits {
+    /// `rpm` and `tpm` as read from the providers file: each at least 1.
+    pub fn read(rpm: Option<u64>, tpm: Option<u64>) -> Result<UserLimits, String> {
+        for (name, v) in [("rpm", rpm), ("tpm", tpm)] {
+            if v == Some(0) {
+                return Err(format!("{name} must be at least 1"));
+            }
+        }
+        Ok(UserLimits { rpm, tpm })
+    }
 }
 
 /// A batch line's price when the providers file sets none: half the list price.

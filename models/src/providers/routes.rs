@@ -71,6 +71,8 @@ pub struct Route {
     /// Answers are cached this long unless a request says otherwise
     /// (`cache_ttl_secs`, as a model's; keyed by the route's name).
     pub cache_ttl_secs: Option<u64>,
+    /// Limits per user of the route (`rpm`, `tpm`), beside its deployments'.
+    pub limits: super::model::UserLimits,
 }
 
 #[derive(Deserialize)]
@@ -82,6 +84,8 @@ pub(super) struct RouteDoc {
     #[serde(default)]
     fallbacks: Vec<String>,
     cache_ttl_secs: Option<u64>,
+    rpm: Option<u64>,
+    tpm: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -190,7 +194,10 @@ fn route(
             format!("must be from 1 to {}", crate::cache::MAX_TTL.as_secs()),
         ));
     }
+    let limits =
+        super::model::UserLimits::read(doc.rpm, doc.tpm).map_err(|e| format!("{at}: {e}"))?;
     Ok(Route {
+        limits,
         name,
         strategy,
         targets,

@@ -109,6 +109,7 @@ mod tests {
     fn route(strategy: Strategy, weights: &[u32]) -> Route {
         Route {
             name: "r".into(),
+            limits: Default::default(),
             strategy,
             targets: weights
                 .iter()

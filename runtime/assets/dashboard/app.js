@@ -351,12 +351,20 @@
               ? el("button", { type: "button", "data-budget": String(k.id),
                 "aria-label": `Set key ${who}'s budget to the budget above (empty removes it)` },
               "Set budget")
+              : "",
+            has("PATCH /api/v1/keys/{key_id}")
+              ? el("button", { type: "button", "data-limits": String(k.id),
+                "aria-label": `Set key ${who}'s limits to the requests and tokens per minute above (empty removes them)` },
+              "Set limits")
               : "");
         const tools = Array.isArray(k.mcp_tools) ? k.mcp_tools.join(", ") : "all";
-        return [k.name || "(unnamed)", String(k.prefix ?? ""), budget, tools, action];
+        const limits = k.rpm == null && k.tpm == null ? "none"
+          : [k.rpm != null ? `${k.rpm} requests` : "", k.tpm != null ? `${k.tpm} tokens` : ""]
+            .filter((t) => t).join(", ") + " per minute";
+        return [k.name || "(unnamed)", String(k.prefix ?? ""), budget, limits, tools, action];
       });
       if (rows.length === 0) return target.replaceChildren(el("p", {}, "No keys yet."));
-      target.replaceChildren(table(["Name", "Prefix", "Budget", "MCP tools", ""], rows));
+      target.replaceChildren(table(["Name", "Prefix", "Budget", "Limits", "MCP tools", ""], rows));
     } catch (e) {
       failed(target, "Keys", e);
     }
@@ -376,6 +384,7 @@
     }
     const tools = $("key-mcp").value.split(",").map((t) => t.trim()).filter((t) => t);
     if (tools.length) data.mcp_tools = tools;
+    for (const [field, v] of Object.entries(limitsAsked())) if (v != null) data[field] = v;
     try {
       const k = await api("POST", "/keys", data);
       $("new-key-value").textContent = k.key;
@@ -383,6 +392,8 @@
       $("key-name").value = "";
       $("key-budget").value = "";
       $("key-mcp").value = "";
+      $("key-rpm").value = "";
+      $("key-tpm").value = "";
       await loadKeys();
     } catch (e) {
       out.textContent = `Creating the key failed: ${e.message}`;
@@ -397,6 +408,26 @@
       await api("PATCH", `/keys/${encodeURIComponent(id)}`, data);
     } catch (e) {
       $("key-error").textContent = `Setting the budget failed: ${e.message}`;
+    }
+    await loadKeys();
+    $("keys-title").focus();
+  }
+
+  /** The limits typed in the form: a number each, or null (none). */
+  function limitsAsked() {
+    const n = (id) => {
+      const v = $(id).value.trim();
+      return v === "" ? null : Number(v);
+    };
+    return { rpm: n("key-rpm"), tpm: n("key-tpm") };
+  }
+
+  async function setLimits(id) {
+    $("key-error").textContent = "";
+    try {
+      await api("PATCH", `/keys/${encodeURIComponent(id)}`, limitsAsked());
+    } catch (e) {
+      $("key-error").textContent = `Setting the limits failed: ${e.message}`;
     }
     await loadKeys();
     $("keys-title").focus();
@@ -438,6 +469,7 @@
       if (!t) return;
       if (t.dataset.revoke) revokeKey(t.dataset.revoke);
       if (t.dataset.budget) setBudget(t.dataset.budget);
+      if (t.dataset.limits) setLimits(t.dataset.limits);
       if (t.dataset.request) showGeneration(t.dataset.request);
     });
     try {

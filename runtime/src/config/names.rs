@@ -124,3 +124,6 @@ pub const GATEWAY_DB_SYNC: &str = "GATEWAY_DB_SYNC";
 
 pub const DEFAULT_BASE_URL: &str = "https://app.resemble.ai/api/v2";
 pub const DEFAULT_SYNTH_URL: &str = "https://f.cluster.resemble.ai";
+
+/// The window of `rpm` and `tpm` limits, in seconds (60).
+pub const GATEWAY_LIMIT_WINDOW_SECS: &str = "GATEWAY_LIMIT_WINDOW_SECS";

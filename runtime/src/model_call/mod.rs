@@ -21,8 +21,10 @@
 //! 3. **cache lookup** — the response cache, when the request asks for it:
 //!    a hit is answered from its entry, at the serving deployment's prices
 //!    ([`answer::hit`]).
-//! 4. **hold** — the caller's credit for that cost (402 when it does not
-//!    fit; nothing with BYOK) and the key the call is sent with.
+//! 4. **hold** — the request counted against its key's and its model's
+//!    `rpm`/`tpm` limits (429; [`limits`]), then the caller's credit for
+//!    that cost (402 when it does not fit; nothing with BYOK) and the key
+//!    the call is sent with.
 //! 5. **attempt** — the routing loop: each candidate in turn until one
 //!    answers, retried where the failure allows ([`attempt`]).
 //! 6. **read or relay** — a whole answer read and what it used
@@ -32,7 +34,8 @@
 //!    ([`crate::money::Settle`]), committed by the request pipeline's
 //!    record phase with the answer.
 //! 8. **annotate** — the cost in `usage.cost`, the trace's usage, the
-//!    response cache's entry, `X-Gateway-Model` and `X-Gateway-Attempts`.
+//!    response cache's entry, `X-Gateway-Model`, `X-Gateway-Attempts` and
+//!    the limits' `x-ratelimit-*`.
 //! 9. **done** — always runs, with the error when there is one (pingora's
 //!    `logging`): a bill that no answer took is handed to the money code,
 //!    which ends its hold ([`crate::money::Settle::abandon`]); the hold's
@@ -46,6 +49,7 @@
 
 mod answer;
 mod attempt;
+mod limits;
 mod operation;
 mod prepare;
 mod resolve;
@@ -102,6 +106,7 @@ pub(crate) async fn run<O: Operation>(
         Ok(Err(hit)) => return done(None, answer::hit(&c, op, hit).await),
         Err(e) => return done(None, Err(e)),
     };
+    let limits = ready.settle.admission.as_ref().map(|a| a.report);
     let mut bill = Some(ready.settle);
     // 5–8: attempt, read or relay, settle, annotate.
     let result = if op.streamed() {
@@ -113,6 +118,12 @@ pub(crate) async fn run<O: Operation>(
     } else {
         answer::read(&c, op, ready.plan, &mut bill, ready.cache).await
     };
+    let result = result.map(|mut o| {
+        if let Some(r) = &limits {
+            limits::annotate(&mut o.response, r);
+        }
+        o
+    });
     // 9: done.
     done(bill, result)
 }

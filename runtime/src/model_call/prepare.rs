@@ -148,10 +148,13 @@ pub(super) async fn prepare<O: Operation>(
             Begun::Go(m) => miss = m,
         }
     }
-    // 4. hold
+    // 4. limits, then hold
     let (p0, m0) = r.list[0];
+    let bounds = candidates.iter().map(|b| &b.bound);
+    let admission = super::limits::admit(c, route, (p0, m0), bounds).await?;
     let allowed_as = route.map(|r| r.name.as_str());
-    let (settle, key) = hold_for(c, p0, m0, allowed_as, byok, max_cost).await?;
+    let (mut settle, key) = hold_for(c, p0, m0, allowed_as, byok, max_cost).await?;
+    settle.admission = Some(admission);
     let headers = op.own().map(|o| o.headers.as_slice()).unwrap_or_default();
     let plan = plan(route, candidates, &settle, key, headers);
     Ok(Ok(Prepared {

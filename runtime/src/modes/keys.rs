@@ -4,7 +4,7 @@
 //! if asked: `store::budgets`), `key_revoke` (refused at once on
 //! this instance: the key cache is dropped; on the others as soon as the
 //! cluster bus tells them, with Redis), `key_update` (a live key's budget
-//! set or removed, the key caches dropped the same way so that the next
+//! set or removed, its `rpm`/`tpm` limits and MCP tools set, the key caches dropped the same way so that the next
 //! request sees it).
 
 use http::StatusCode;
@@ -19,7 +19,7 @@ use gateway_base::body;
 use gateway_base::body::Request;
 use gateway_base::errors::ApiError;
 use gateway_base::spec::PathParams;
-use gateway_store::{Budget, KeyRow, Keys};
+use gateway_store::{Budget, KeyLimit, KeyRow, Keys};
 
 fn key_json(k: &KeyRow) -> Value {
     let b = k.budget.as_ref();
@@ -36,7 +36,33 @@ fn key_json(k: &KeyRow) -> Value {
         "held_usd": b.map(|b| format_money(b.held)),
         "period_end": b.and_then(|b| b.period_end).map(gateway_store::rfc3339),
         "mcp_tools": k.mcp_tools,
+        "rpm": k.rpm,
+        "tpm": k.tpm,
     })
+}
+
+/// `rpm` and `tpm` as asked: each `None` not given, `Some(None)` null
+/// (no limit), `Some(Some(n))` requests or tokens per minute (a whole
+/// number from 1; 400 naming the field otherwise).
+fn limits_of(
+    obj: &serde_json::Map<String, Value>,
+) -> Result<Vec<(KeyLimit, Option<u64>)>, ApiError> {
+    let mut out = Vec::new();
+    for (name, which) in [("rpm", KeyLimit::Rpm), ("tpm", KeyLimit::Tpm)] {
+        match obj.get(name) {
+            None => {}
+            Some(Value::Null) => out.push((which, None)),
+            Some(v) => match v.as_u64().filter(|n| *n >= 1 && *n <= i64::MAX as u64) {
+                Some(n) => out.push((which, Some(n))),
+                None => {
+                    return Err(ApiError::BadRequest(format!(
+                        "{name}: a whole number from 1, or null (no limit)"
+                    )))
+                }
+            },
+        }
+    }
+    Ok(out)
 }
 
 /// `mcp_tools` as asked: `None` not given, `Some(None)` null (every
@@ -116,6 +142,7 @@ pub async fn create(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
         .filter(|s| !s.is_empty());
     let budget = budget_of(&obj)?;
     let tools = mcp_tools_of(&obj)?.flatten();
+    let limits = limits_of(&obj)?;
     let (id, key) = ctx
         .gw
         .store
@@ -124,6 +151,9 @@ pub async fn create(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
                 .map_err(gateway_store::StoreError::driver)?;
             if let Some(t) = &tools {
                 s.set_key_mcp_tools(Some(uid), id, Some(t))?;
+            }
+            for (which, v) in limits {
+                s.set_key_limit(Some(uid), id, which, v)?;
             }
             Ok((id, key))
         })
@@ -170,11 +200,12 @@ pub async fn update(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<
     let key_id: Option<i64> = params.get("key_id").and_then(|v| v.parse().ok());
     let obj = read_body(ctx, req).await?;
     let tools = mcp_tools_of(&obj)?;
+    let limits = limits_of(&obj)?;
     let budget =
         match obj.get("budget_usd") {
-            None if tools.is_some() => None,
+            None if tools.is_some() || !limits.is_empty() => None,
             None => return Err(ApiError::BadRequest(
-                "budget_usd: required (null removes the key's budget), unless mcp_tools is given"
+                "budget_usd: required (null removes the key's budget), unless mcp_tools, rpm or tpm is given"
                     .into(),
             )),
             Some(Value::Null) if obj.get("budget_period").is_some_and(|p| !p.is_null()) => {
@@ -198,6 +229,11 @@ pub async fn update(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<
             }
             if let Some(t) = &tools {
                 if !s.set_key_mcp_tools(Some(uid), key_id, t.as_deref())? {
+                    return Ok(None);
+                }
+            }
+            for (which, v) in limits {
+                if !s.set_key_limit(Some(uid), key_id, which, v)? {
                     return Ok(None);
                 }
             }

@@ -73,10 +73,15 @@ pub fn settle(bill: Bill) -> Vec<Record> {
             api_key_id,
         })],
         Bill::Model {
-            settle,
+            mut settle,
             usage,
             ended,
-        } => model_records(settle, usage, &ended),
+        } => {
+            if let Some(a) = settle.admission.take() {
+                a.settle(usage.tokens.prompt() + usage.tokens.output);
+            }
+            model_records(settle, usage, &ended)
+        }
     }
 }
 
@@ -105,6 +110,9 @@ pub struct Settle {
     /// A batch line's once-key: its model is at its batch price
     /// ([`Model::at_batch_price`]) and its usage record is written once.
     pub line: Option<String>,
+    /// The request as counted against its `rpm`/`tpm` limits: its tokens
+    /// corrected to what it used when it settles.
+    pub admission: Option<gateway_adapters::ratelimit::Admission>,
 }
 
 /// What served a model request.
@@ -143,6 +151,7 @@ impl Settle {
             api_key_id: c.user.and_then(|u| u.key_id),
             served: Served::default(),
             line: c.line.map(str::to_owned),
+            admission: None,
         }
     }
 
@@ -297,12 +306,12 @@ fn model_records(bill: Settle, usage: Usage, ended: &str) -> Vec<Record> {
         model,
         byok,
         hold,
-        bound: _,
         started,
         streamed,
         api_key_id,
         served,
         line,
+        ..
     } = bill;
     let mut charged = usage
         .raw_cost

@@ -143,4 +143,11 @@ pub(super) const VARIABLES: &[Variable] = &[
         meaning: r#"per-capability quotas, e.g. `tts=60/m,stt=30/m,detect=600/h,webhook=off`"#,
         scope: Scope::Gateway,
     },
+    Variable {
+        name: "GATEWAY_LIMIT_WINDOW_SECS",
+        default: r#"`60`"#,
+        meaning: r#"the window of keys' and models' `rpm` and `tpm` limits, in seconds (see
+            [Token limits](operations.md#token-limits)); other than 60 only for tests"#,
+        scope: Scope::Gateway,
+    },
 ];
