@@ -90,6 +90,8 @@ pub fn start(
         gw.clone(),
         identity.id.clone(),
     )));
+    // Spend alerts: charged users checked, due deliveries sent.
+    background.push(tokio::spawn(runtime::alerts::run(gw.clone())));
     background.push(tokio::spawn(runtime::instance::keep_lease(
         gw.store.clone(),
         identity,

@@ -72,7 +72,8 @@ pub async fn deliver(
         };
         tokio::time::sleep(delay).await;
         attempts += 1;
-        match attempt(&gw, &uri, &payload, &signature).await {
+        let signed = [(gateway_base::signing::SIGNATURE_HEADER, signature.clone())];
+        match post(&gw, "callback_uri", &uri, &payload, &signed).await {
             Ok(()) => break "delivered",
             Err(Permanent(e)) => {
                 tracing::warn!(job = %job_id, error = %e, "callback refused; not retried");
@@ -89,26 +90,37 @@ pub async fn deliver(
     finish(&gw, &kind, &job_id, state, attempts).await;
 }
 
-enum Failure {
+/// Why a delivery failed: worth trying again, or not.
+pub(crate) enum Failure {
     Retry(String),
     Permanent(String),
 }
 use Failure::{Permanent, Retry};
 
-async fn attempt(gw: &Gateway, uri: &str, payload: &str, signature: &str) -> Result<(), Failure> {
+/// POSTs the JSON `payload` with `headers` to a caller's `uri` (the
+/// field `what` named it), without SSRF (see the module docs): a
+/// callback's attempt, or a spend alert's webhook.
+pub(crate) async fn post(
+    gw: &Gateway,
+    what: &str,
+    uri: &str,
+    payload: &str,
+    headers: &[(&str, String)],
+) -> Result<(), Failure> {
     let (client, url) =
         crate::fetch::pinned_client(uri, gw.config.allow_private_fetch, ATTEMPT_TIMEOUT)
             .await
             .map_err(|r| match r {
-                crate::fetch::Refusal::Unresolved => {
-                    Retry(format!("callback_uri {}", r.describe()))
-                }
-                other => Permanent(format!("callback_uri {}", other.describe())),
+                crate::fetch::Refusal::Unresolved => Retry(format!("{what} {}", r.describe())),
+                other => Permanent(format!("{what} {}", other.describe())),
             })?;
-    let resp = client
+    let mut request = client
         .post(url)
-        .header(http::header::CONTENT_TYPE, "application/json")
-        .header(gateway_base::signing::SIGNATURE_HEADER, signature)
+        .header(http::header::CONTENT_TYPE, "application/json");
+    for (name, value) in headers {
+        request = request.header(*name, value);
+    }
+    let resp = request
         .body(payload.to_owned())
         .send()
         .await

@@ -62,6 +62,7 @@
 
 #[doc(hidden)]
 pub mod __private;
+pub mod alerts;
 pub mod batches;
 pub mod callbacks;
 pub mod config;

@@ -56,6 +56,9 @@ pub struct Inner {
     /// Wakes the batch executor ([`crate::batches`]) when a batch is made
     /// or cancelled on this instance.
     pub batch_wake: tokio::sync::Notify,
+    /// The users charged since the spend alerts' last round (told by the
+    /// record writer, `crate::alerts`).
+    pub charged: Arc<crate::alerts::charged::Charged>,
     /// The Redis shared with other instances (`GATEWAY_REDIS_URL`); `None`: a single instance.
     pub cluster: Option<cluster::Cluster>,
     /// The sign-in (OpenID Connect) providers (`GATEWAY_OAUTH_PROVIDERS`).

@@ -115,7 +115,10 @@ impl Gateway {
             config.cache_max_mb.saturating_mul(1 << 20),
             cluster.clone(),
         );
+        let charged = Arc::new(crate::alerts::charged::Charged::default());
+        store.on_charge(crate::alerts::listener(charged.clone()));
         Ok(Gateway(Arc::new(Inner {
+            charged,
             stripe,
             config,
             spool,

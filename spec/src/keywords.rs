@@ -276,6 +276,12 @@ keyword_enum! {
         KeyRevoke = "key_revoke",
         /// Sets or removes the budget of one of the caller's API keys.
         KeyUpdate = "key_update",
+        /// The caller's spend-alert settings, read.
+        AlertSettingsGet = "alert_settings_get",
+        /// The caller's spend-alert settings, set (the webhook's secret answered once).
+        AlertSettingsSet = "alert_settings_set",
+        /// The spend alerts sent to the caller, newest first.
+        AlertList = "alert_list",
         /// Admin: every user.
         AdminUsers = "admin_users",
         /// Admin: disables a user.
@@ -402,6 +408,9 @@ impl Mode {
                 | Mode::KeyCreate
                 | Mode::KeyRevoke
                 | Mode::KeyUpdate
+                | Mode::AlertSettingsGet
+                | Mode::AlertSettingsSet
+                | Mode::AlertList
                 | Mode::AdminUsers
                 | Mode::AdminDisable
                 | Mode::AdminEnable

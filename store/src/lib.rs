@@ -25,6 +25,7 @@ use r2d2_sqlite::SqliteConnectionManager;
 use sqlite::{configure, open_and_migrate};
 
 mod accounts;
+mod alerts;
 mod assets;
 mod balances;
 mod batches;
@@ -34,6 +35,7 @@ mod instances;
 mod jobs;
 mod keys;
 mod mcp;
+mod migrations;
 mod money;
 mod oauth;
 mod owners;
@@ -56,6 +58,7 @@ pub use sql::Dialect;
 use sql::{Db, Row};
 
 pub use accounts::{Accounts, PasswordReset, Registration, UserRow};
+pub use alerts::{AlertRow, AlertSettings, Alerts, NewAlert};
 pub use assets::{AssetRow, Assets};
 pub use batches::{
     BatchRow, Batches, ClaimedLine, LineCounts, LineEnd, LineRow, NewBatch, NewLine,
@@ -82,7 +85,7 @@ pub use records::{
     OutsideRecordPhase, Record, UsageRecord, WebhookEventRecord,
 };
 use writer::RecordWriter as Writer;
-pub use writer::RecordWriter;
+pub use writer::{ChargeListener, RecordWriter};
 
 pub use gateway_base::store_error::{Failure, Result, StoreError};
 
@@ -310,6 +313,12 @@ impl Store {
         tokio::task::spawn_blocking(move || f(&store))
             .await
             .map_err(|e| StoreError::caused("blocking task", e))?
+    }
+
+    /// Tells `f` of every user charged by a commit, as soon as it is
+    /// committed (spend alerts; set once, at start).
+    pub fn on_charge(&self, f: ChargeListener) {
+        self.writer.on_charge(f);
     }
 
     /// Commits `records` (in the next group commit) and waits until they are

@@ -66,7 +66,14 @@ struct Shared {
     /// This instance's id, named by the holds it takes (set once at start,
     /// `super::instances`; `None` for a store that serves no requests).
     instance: std::sync::OnceLock<String>,
+    /// Told, after each commit, every user a usage record of it charged
+    /// (set once at start: spend alerts, [`RecordWriter::on_charge`]).
+    on_charge: std::sync::OnceLock<ChargeListener>,
 }
+
+/// What the writer tells of a committed charge: the user charged. Called
+/// on the writer's thread: it must not block.
+pub type ChargeListener = std::sync::Arc<dyn Fn(i64) + Send + Sync>;
 
 impl Shared {
     fn instance(&self) -> Option<&str> {
@@ -128,6 +135,7 @@ impl RecordWriter {
             sync_full,
             owed: Default::default(),
             instance: Default::default(),
+            on_charge: Default::default(),
         });
         let thread_shared = shared.clone();
         std::thread::Builder::new()
@@ -141,6 +149,12 @@ impl RecordWriter {
     /// (once; a second call is ignored).
     pub(super) fn set_instance(&self, id: &str) {
         let _ = self.shared.instance.set(id.to_owned());
+    }
+
+    /// Tells `f` of every user charged by a commit, once it is committed
+    /// (once; a second call is ignored).
+    pub fn on_charge(&self, f: ChargeListener) {
+        let _ = self.shared.on_charge.set(f);
     }
 
     /// Owes the release of the hold of `request_id`, whose delete failed
@@ -381,14 +395,25 @@ fn release_owed(shared: &Shared, conn: &mut Conn) {
 /// new connection. A `COMMIT` in doubt is never retried.
 fn commit_group(conn: &mut Conn, shared: &Shared, group: &[Batch]) -> Result<Vec<Committed>> {
     conn.revive()?;
-    match commit_group_once(conn, shared, group) {
+    let written = match commit_group_once(conn, shared, group) {
         Err(e) if e.failure == super::Failure::Unavailable && conn.is_closed() => {
             tracing::warn!(error = %e, "the database connection broke; retrying the group on a new one");
             conn.revive()?;
             commit_group_once(conn, shared, group)
         }
         written => written,
+    };
+    if let (Ok(_), Some(tell)) = (&written, shared.on_charge.get()) {
+        let charged = group
+            .iter()
+            .flat_map(|b| &b.records)
+            .filter_map(|r| match r {
+                Record::Usage(u) if u.charged > Decimal::ZERO => u.user_id,
+                _ => None,
+            });
+        charged.for_each(|u| tell(u));
     }
+    written
 }
 
 fn commit_group_once(conn: &mut Conn, shared: &Shared, group: &[Batch]) -> Result<Vec<Committed>> {

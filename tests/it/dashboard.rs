@@ -310,7 +310,10 @@ async fn dashboard_in_headless_chromium() {
     assert!(changed.contains("$7 per month"), "{r:#}");
     // Its limits set on the page: 60 requests and 100,000 tokens a minute, stored.
     let limits = seen["keys_limits_set"].to_string();
-    assert!(limits.contains("60 requests, 100000 tokens per minute"), "{r:#}");
+    assert!(
+        limits.contains("60 requests, 100000 tokens per minute"),
+        "{r:#}"
+    );
 
     // Spend by key: the one key the two requests came with, by its prefix
     // (it has no name); by model.

@@ -11,6 +11,7 @@ mod accounts;
 mod adapter_anthropic;
 mod adapter_gemini;
 mod adapter_openai;
+mod alerts;
 mod audit;
 mod auth;
 mod batches;

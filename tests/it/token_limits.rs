@@ -68,7 +68,11 @@ async fn a_keys_tpm_admits_until_the_used_tokens_reach_it_then_429_until_the_win
     for (bad, field) in [(json!({"tpm": 0}), "tpm"), (json!({"rpm": "ten"}), "rpm")] {
         let a = patch_key(&env, key_id, bad).await;
         a.expect(400);
-        assert!(a.json["message"].as_str().unwrap().contains(field), "{}", a.text);
+        assert!(
+            a.json["message"].as_str().unwrap().contains(field),
+            "{}",
+            a.text
+        );
     }
     let a = patch_key(&env, key_id, json!({"tpm": 1000, "rpm": 100})).await;
     a.expect(200);

@@ -74,6 +74,7 @@
 
 pub mod account;
 pub mod admin;
+pub mod alerts;
 pub mod batches;
 pub mod catalogue;
 pub mod chat;
@@ -121,24 +122,7 @@ pub async fn run(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<Out
         Mode::Synthesize => synthesis::synthesize(ctx, req, params).await,
         Mode::Upload => uploads::upload(ctx, req).await,
         Mode::Webhook => webhook::receive(ctx, req).await,
-        Mode::Register => account::register(ctx, req).await,
-        Mode::Login => account::login(ctx, req).await,
-        Mode::TokenRefresh => account::refresh(ctx, req).await,
-        Mode::Logout => account::logout(ctx, req).await,
-        Mode::ConfirmEmail => account::confirm(ctx, req).await,
-        Mode::ResetPassword => account::reset_password(ctx, req).await,
-        Mode::Me => account::me(ctx).await,
-        Mode::OauthAuthorize => account::oauth_authorize(ctx, req, params).await,
-        Mode::OauthCallback => account::oauth_callback(ctx, req, params).await,
-        Mode::KeyList => keys::list(ctx).await,
-        Mode::KeyCreate => keys::create(ctx, req).await,
-        Mode::KeyRevoke => keys::revoke(ctx, params).await,
-        Mode::KeyUpdate => keys::update(ctx, req, params).await,
-        Mode::AdminUsers => admin::users(ctx).await,
-        Mode::AdminDisable => admin::set_disabled(ctx, params, true).await,
-        Mode::AdminEnable => admin::set_disabled(ctx, params, false).await,
-        Mode::AdminDelete => admin::delete(ctx, params).await,
-        Mode::AdminCredits => admin::credits(ctx, req, params).await,
+        m if m.is_account() => account_mode(ctx, req, params).await,
         Mode::Generation => history::generation(ctx, params).await,
         Mode::UsageTotals => history::usage(ctx, params).await,
         Mode::CreditBalance => history::credits(ctx, params).await,
@@ -185,6 +169,40 @@ pub async fn run(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<Out
         Mode::BatchGet => batches::get(ctx, params).await,
         Mode::BatchCancel => batches::cancel(ctx, params).await,
         Mode::Mcp => mcp::serve(ctx, req, params).await,
+        _ => Err(ApiError::bug("a mode without a handler")),
+    }
+}
+
+/// The account modes ([`Mode::is_account`]): accounts, tokens, keys,
+/// alerts, admin, served from the gateway's database.
+async fn account_mode(
+    ctx: &mut Ctx,
+    req: Request,
+    params: &PathParams,
+) -> Result<Outcome, ApiError> {
+    match ctx.spec.mode {
+        Mode::Register => account::register(ctx, req).await,
+        Mode::Login => account::login(ctx, req).await,
+        Mode::TokenRefresh => account::refresh(ctx, req).await,
+        Mode::Logout => account::logout(ctx, req).await,
+        Mode::ConfirmEmail => account::confirm(ctx, req).await,
+        Mode::ResetPassword => account::reset_password(ctx, req).await,
+        Mode::Me => account::me(ctx).await,
+        Mode::OauthAuthorize => account::oauth_authorize(ctx, req, params).await,
+        Mode::OauthCallback => account::oauth_callback(ctx, req, params).await,
+        Mode::KeyList => keys::list(ctx).await,
+        Mode::KeyCreate => keys::create(ctx, req).await,
+        Mode::KeyRevoke => keys::revoke(ctx, params).await,
+        Mode::KeyUpdate => keys::update(ctx, req, params).await,
+        Mode::AdminUsers => admin::users(ctx).await,
+        Mode::AdminDisable => admin::set_disabled(ctx, params, true).await,
+        Mode::AdminEnable => admin::set_disabled(ctx, params, false).await,
+        Mode::AdminDelete => admin::delete(ctx, params).await,
+        Mode::AdminCredits => admin::credits(ctx, req, params).await,
+        Mode::AlertSettingsGet => alerts::get(ctx).await,
+        Mode::AlertSettingsSet => alerts::set(ctx, req).await,
+        Mode::AlertList => alerts::list(ctx).await,
+        _ => Err(ApiError::bug("an account mode without a handler")),
     }
 }
 

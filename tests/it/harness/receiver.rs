@@ -9,6 +9,8 @@ pub type Seen = Arc<Mutex<Vec<(Option<String>, Vec<u8>)>>>;
 pub struct Receiver {
     pub url: String,
     pub seen: Seen,
+    /// Each request's `X-Gateway-Timestamp`, in the order of `seen`.
+    pub times: Arc<Mutex<Vec<Option<String>>>>,
 }
 
 pub async fn receiver(fail_first: usize) -> Receiver {
@@ -17,15 +19,23 @@ pub async fn receiver(fail_first: usize) -> Receiver {
     let url = format!("http://{}/hook", listener.local_addr().unwrap());
     let seen: Seen = Arc::default();
     let seen2 = seen.clone();
+    let times: Arc<Mutex<Vec<Option<String>>>> = Arc::default();
+    let times2 = times.clone();
     tokio::spawn(async move {
         loop {
             let (stream, _) = listener.accept().await.unwrap();
             let seen = seen2.clone();
+            let times = times2.clone();
             tokio::spawn(async move {
                 let service = hyper::service::service_fn(
                     move |req: hyper::Request<hyper::body::Incoming>| {
                         let seen = seen.clone();
+                        let times = times.clone();
                         async move {
+                            let time = req
+                                .headers()
+                                .get("x-gateway-timestamp")
+                                .map(|v| v.to_str().unwrap().to_owned());
                             let sig = req
                                 .headers()
                                 .get("x-provider-signature")
@@ -33,6 +43,7 @@ pub async fn receiver(fail_first: usize) -> Receiver {
                             let body = req.into_body().collect().await.unwrap().to_bytes().to_vec();
                             let n = {
                                 let mut s = seen.lock().unwrap();
+                                times.lock().unwrap().push(time);
                                 s.push((sig, body));
                                 s.len()
                             };
@@ -52,5 +63,5 @@ pub async fn receiver(fail_first: usize) -> Receiver {
             });
         }
     });
-    Receiver { url, seen }
+    Receiver { url, seen, times }
 }
