@@ -87,10 +87,13 @@ pub enum UsersCommand {
 
 #[derive(Subcommand, Debug)]
 pub enum CreditsCommand {
-    /// Add credit (USD) to a user; prints the new balance.
+    /// Add credit (USD) to a user or an organization (--org); prints the
+    /// new balance.
     Grant {
+        #[arg(long, required_unless_present = "org", conflicts_with = "org")]
+        user: Option<i64>,
         #[arg(long)]
-        user: i64,
+        org: Option<i64>,
         /// Decimal amount, e.g. 10.00.
         #[arg(long)]
         amount: String,
@@ -286,7 +289,16 @@ fn credits(command: CreditsCommand) -> CliResult {
     let config = Config::from_env()?;
     let store = open_store(&config)?;
     match command {
-        CreditsCommand::Grant { user, amount } => {
+        CreditsCommand::Grant { user, org, amount } => {
+            let user = match (user, org) {
+                (Some(u), _) => u,
+                (None, Some(o)) if runtime::store::Organizations::is_org(&store, o)? => o,
+                _ => {
+                    return Err(
+                        format!("no organization with id {}", org.unwrap_or_default()).into(),
+                    )
+                }
+            };
             let amount = rust_decimal::Decimal::from_str_exact(amount.trim())
                 .map_err(|e| format!("amount {amount:?} is not a decimal: {e}"))?;
             if amount <= rust_decimal::Decimal::ZERO {

@@ -282,6 +282,17 @@ keyword_enum! {
         AlertSettingsSet = "alert_settings_set",
         /// The spend alerts sent to the caller, newest first.
         AlertList = "alert_list",
+        /// A new organization, its creator the owner.
+        OrgCreate = "org_create",
+        /// The caller's organizations and roles.
+        OrgList = "org_list",
+        /// An invitation into an organization (its token mailed), and its acceptance.
+        OrgInvite = "org_invite",
+        OrgAccept = "org_accept",
+        /// An organization's members.
+        OrgMembers = "org_members",
+        /// A member removed (their keys of the organization revoked).
+        OrgMemberRemove = "org_member_remove",
         /// Admin: every user.
         AdminUsers = "admin_users",
         /// Admin: disables a user.
@@ -411,6 +422,12 @@ impl Mode {
                 | Mode::AlertSettingsGet
                 | Mode::AlertSettingsSet
                 | Mode::AlertList
+                | Mode::OrgCreate
+                | Mode::OrgList
+                | Mode::OrgInvite
+                | Mode::OrgAccept
+                | Mode::OrgMembers
+                | Mode::OrgMemberRemove
                 | Mode::AdminUsers
                 | Mode::AdminDisable
                 | Mode::AdminEnable

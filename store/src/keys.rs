@@ -26,6 +26,8 @@ pub struct KeyRow {
     /// Its requests and tokens per window (`None`: no such limit).
     pub rpm: Option<u64>,
     pub tpm: Option<u64>,
+    /// An organization's key: the member it belongs to.
+    pub member_id: Option<i64>,
 }
 
 /// A comma-separated list as stored (`models`, `mcp_tools`).
@@ -164,7 +166,7 @@ impl Keys for Store {
     fn keys_of(&self, user_id: i64) -> Result<Vec<KeyRow>> {
         self.with(|db| {
             let rows = db.rows(
-                "SELECT id, name, prefix, created_at, revoked_at, budget_usd, budget_period, mcp_tools, rpm, tpm
+                "SELECT id, name, prefix, created_at, revoked_at, budget_usd, budget_period, mcp_tools, rpm, tpm, member_id
                  FROM api_keys WHERE user_id = ?1 ORDER BY id",
                 p![user_id],
                 |r| {
@@ -178,6 +180,7 @@ impl Keys for Store {
                         mcp_tools: list_of(r.get(7)?),
                         rpm: limit_of(r.get(8)?),
                         tpm: limit_of(r.get(9)?),
+                        member_id: r.get(10)?,
                     };
                     Ok((key, r.get(5)?, r.get(6)?))
                 },

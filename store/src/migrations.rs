@@ -492,4 +492,26 @@ pub(crate) const MIGRATIONS: &[&[Sql]] = &[
     );
     CREATE INDEX alerts_by_user ON alerts (user_id, id);
     CREATE INDEX alerts_due ON alerts (next_attempt_at) WHERE next_attempt_at IS NOT NULL;
+    "#)],
+    // 28 (organizations, store::orgs): an organization is an account (a
+    //     `users` row: its balance, holds, ledger, keys and resources are
+    //     an account's) with a name; its members and their roles; the
+    //     invitations mailed (a token's hash, until accepted or expired);
+    //     the member an organization's key belongs to.
+    &[Both(r#"
+    CREATE TABLE organizations (
+        id INTEGER PRIMARY KEY REFERENCES users(id), name TEXT NOT NULL,
+        created_by INTEGER NOT NULL, created_at TEXT NOT NULL
+    );
+    CREATE TABLE org_members (
+        org_id INTEGER NOT NULL, user_id INTEGER NOT NULL, role TEXT NOT NULL,
+        created_at TEXT NOT NULL, PRIMARY KEY (org_id, user_id)
+    );
+    CREATE INDEX org_members_by_user ON org_members (user_id);
+    CREATE TABLE org_invitations (
+        token_hash TEXT PRIMARY KEY, org_id INTEGER NOT NULL, email TEXT NOT NULL,
+        role TEXT NOT NULL, invited_by INTEGER NOT NULL, created_at TEXT NOT NULL,
+        expires_at TEXT NOT NULL, accepted_at TEXT
+    );
+    ALTER TABLE api_keys ADD COLUMN member_id INTEGER;
     "#)],];

@@ -52,6 +52,7 @@ mod money;
 mod oauth;
 mod observe;
 mod openai_client;
+mod orgs;
 mod packs;
 mod probe_accounts;
 mod ratelimit;

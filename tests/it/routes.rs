@@ -173,8 +173,8 @@ fn every_spec_route_is_in_the_table() {
     assert_eq!(history, 4, "issue #27: usage, generations, credits, ledger");
     assert_eq!(
         have.len() - voice - accounts - media - payments - history,
-        44,
-        "B: 15 general-gateway routes; issue #45: /alerts/settings (GET, PUT) and /alerts; issue #25: /messages and /messages/count_tokens; issue #39: /gemini; \
+        56,
+        "B: 15 general-gateway routes; issue #45: /alerts/settings (GET, PUT) and /alerts, /organizations (create, list, accept; invitations, members, member removal, keys: list, create, update, revoke; usage, credits); issue #25: /messages and /messages/count_tokens; issue #39: /gemini; \
          issue #40: /responses, its get, delete, input items and cancel; issue #41: /audio/voices; issue #42: /realtime and /audio/stt/stream; issue #43: /files (create, list, get, content, delete), /batches (create, list, get, cancel); issue #44: /mcp/{{server}} and /mcp (POST, GET, DELETE)"
     );
 }

@@ -388,3 +388,100 @@ impl LivePayer {
         }
     }
 }
+
+/// What a member of an organization may do there, by role
+/// ([`OrgRight::allowed`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum OrgRight {
+    /// Every key of the organization, their budgets and limits, and its
+    /// members: `owner`, `admin`.
+    Manage,
+    /// Keys of one's own against the organization's balance: `owner`,
+    /// `admin`, `member`.
+    OwnKeys,
+    /// Purchases and history (usage, credits, ledger): `owner`, `admin`,
+    /// `billing`.
+    Billing,
+    /// The organization and its members, read: every member.
+    Read,
+}
+
+impl OrgRight {
+    /// Whether `role` has this right.
+    pub(crate) fn allowed(self, role: &str) -> bool {
+        match self {
+            OrgRight::Manage => matches!(role, "owner" | "admin"),
+            OrgRight::OwnKeys => matches!(role, "owner" | "admin" | "member"),
+            OrgRight::Billing => matches!(role, "owner" | "admin" | "billing"),
+            OrgRight::Read => true,
+        }
+    }
+
+    fn roles(self) -> &'static str {
+        match self {
+            OrgRight::Manage => "owner or admin",
+            OrgRight::OwnKeys => "owner, admin or member",
+            OrgRight::Billing => "owner, admin or billing",
+            OrgRight::Read => "any",
+        }
+    }
+}
+
+/// The account a row acts on, and who asks.
+#[derive(Debug, Clone)]
+pub(crate) struct Account {
+    /// The caller's own, or the organization's (`{org_id}`).
+    pub id: i64,
+    /// The caller.
+    pub caller: i64,
+    /// The caller's role when the account is an organization's.
+    pub role: Option<String>,
+}
+
+impl Account {
+    /// Whether the caller may act on every key of the account (their own
+    /// account, or an organization's they manage).
+    pub(crate) fn manages(&self) -> bool {
+        self.role
+            .as_deref()
+            .is_none_or(|r| OrgRight::Manage.allowed(r))
+    }
+}
+
+/// The account of a row: the caller's own; on a row with `{org_id}`, that
+/// organization's, when the caller is a member whose role has `right`
+/// (not a member, or no such organization: 404, as another user's
+/// resource; a member without the right: 403 naming the roles that have it).
+pub(crate) async fn account_for(
+    ctx: &Ctx,
+    params: &PathParams,
+    right: OrgRight,
+) -> Result<Account, ApiError> {
+    let caller = ctx.require_user("an account's resources")?;
+    let Some(org) = params.get("org_id") else {
+        return Ok(Account {
+            id: caller,
+            caller,
+            role: None,
+        });
+    };
+    let none = || ApiError::NotFound("no such organization".into());
+    let org: i64 = org.parse().map_err(|_| none())?;
+    let role = ctx
+        .gw
+        .store
+        .blocking(move |s| gateway_store::Organizations::org_role(s, org, caller))
+        .await?
+        .ok_or_else(none)?;
+    if !right.allowed(&role) {
+        return Err(ApiError::Forbidden(format!(
+            "your role in this organization is {role}; this needs {}",
+            right.roles()
+        )));
+    }
+    Ok(Account {
+        id: org,
+        caller,
+        role: Some(role),
+    })
+}

@@ -10,7 +10,7 @@ use chrono::{Duration, NaiveDate, Utc};
 use http::{header, HeaderValue, StatusCode};
 use serde_json::{json, Value};
 
-use super::common::{addressed_user, query_str, query_u32};
+use super::common::{account_for, addressed_user, query_str, query_u32, OrgRight};
 use crate::ctx::{Ctx, Outcome};
 use gateway_base::body;
 use gateway_base::errors::ApiError;
@@ -29,13 +29,38 @@ fn ok(v: Value) -> Outcome {
     Outcome::new(body::json(StatusCode::OK, &v), None)
 }
 
-/// Whose history the row reads: the addressed user on an admin row, else
-/// the caller.
+/// Whose history the row reads: the addressed user on an admin row, the
+/// organization of `{org_id}` for its owners, admins and billing members,
+/// else the caller.
 async fn whose(ctx: &Ctx, params: &PathParams) -> Result<i64, ApiError> {
     if ctx.spec.auth == Auth::Admin {
         return Ok(addressed_user(ctx, params).await?.id);
     }
-    ctx.require_user("a history read")
+    Ok(account_for(ctx, params, OrgRight::Billing).await?.id)
+}
+
+/// Totals by key regrouped by the member each key belongs to (an
+/// organization's keys; `""`: keys of no member, and requests made with
+/// no key).
+fn by_member(
+    groups: std::collections::BTreeMap<String, UsageTotals>,
+    keys: &[gateway_store::KeyRow],
+) -> std::collections::BTreeMap<String, UsageTotals> {
+    let mut out = std::collections::BTreeMap::<String, UsageTotals>::new();
+    for (k, t) in groups {
+        let member = keys
+            .iter()
+            .find(|r| r.id.to_string() == k)
+            .and_then(|r| r.member_id)
+            .map_or_else(String::new, |m| m.to_string());
+        let e = out.entry(member).or_default();
+        e.requests += t.requests;
+        e.tokens += t.tokens;
+        e.seconds += t.seconds;
+        e.images += t.images;
+        e.cost += t.cost;
+    }
+    out
 }
 
 /// `GET /generations/{request_id}`.
@@ -149,7 +174,9 @@ fn range(ctx: &Ctx) -> Result<(NaiveDate, NaiveDate), ApiError> {
     Ok((from, to))
 }
 
-/// `GET /usage?from=&to=&group_by=day|model|route|key|batch|tool&format=json|csv`.
+/// `GET /usage?from=&to=&group_by=day|model|route|key|member|batch|tool&format=json|csv`
+/// (`/organizations/{org_id}/usage` too). By member, a group is an
+/// organization's member: the requests made with their keys.
 /// By key, a group is the API key's id (`null`: requests made with an
 /// access token, and charges a job's observer made after the request),
 /// with the key's `key_name` and `key_prefix` in JSON. By batch, a group
@@ -163,6 +190,7 @@ pub async fn usage(ctx: &mut Ctx, params: &PathParams) -> Result<Outcome, ApiErr
         "model" => (GroupBy::Model, "model"),
         "route" => (GroupBy::Route, "route"),
         "key" => (GroupBy::Key, "key"),
+        "member" => (GroupBy::Key, "member"),
         "batch" => (GroupBy::Batch, "batch"),
         "tool" => (GroupBy::Tool, "tool"),
         _ => (GroupBy::Day, "day"),
@@ -171,18 +199,25 @@ pub async fn usage(ctx: &mut Ctx, params: &PathParams) -> Result<Outcome, ApiErr
         format!("{from}T00:00:00.000Z"),
         format!("{}T00:00:00.000Z", to + Duration::days(1)),
     );
-    let groups = ctx
+    let (groups, keys) = ctx
         .gw
         .store
-        .blocking(move |s| s.usage_totals_of(user, &start, &end, by))
+        .blocking(move |s| {
+            let groups = s.usage_totals_of(user, &start, &end, by)?;
+            let keys = match by {
+                GroupBy::Key => s.keys_of(user)?,
+                _ => Vec::new(),
+            };
+            Ok((groups, keys))
+        })
         .await?;
+    let groups = match by_name {
+        "member" => by_member(groups, &keys),
+        _ => groups,
+    };
     if query_str(ctx, "format") == Some("csv") {
         return csv(by_name, &groups);
     }
-    let keys = match by {
-        GroupBy::Key => ctx.gw.store.blocking(move |s| s.keys_of(user)).await?,
-        _ => Vec::new(),
-    };
     let data: Vec<Value> = groups
         .iter()
         .map(|(k, t)| {
@@ -197,7 +232,9 @@ pub async fn usage(ctx: &mut Ctx, params: &PathParams) -> Result<Outcome, ApiErr
             if by == GroupBy::Batch && k.is_empty() {
                 row[by_name] = Value::Null;
             }
-            if by == GroupBy::Key {
+            if by_name == "member" {
+                row[by_name] = k.parse::<i64>().map_or(Value::Null, |m| json!(m));
+            } else if by == GroupBy::Key {
                 let key = keys.iter().find(|r| r.id.to_string() == *k);
                 row[by_name] = key.map_or(Value::Null, |r| json!(r.id));
                 row["key_name"] = json!(key.and_then(|r| r.name.clone()));

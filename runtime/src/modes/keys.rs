@@ -10,8 +10,7 @@
 use http::StatusCode;
 use serde_json::{json, Value};
 
-use super::common::read_body;
-use super::common::secret_answer;
+use super::common::{account_for, read_body, secret_answer, Account, OrgRight};
 use crate::ctx::{Ctx, Outcome};
 use gateway_adapters::auth;
 use gateway_base::billing::format_money;
@@ -38,7 +37,20 @@ fn key_json(k: &KeyRow) -> Value {
         "mcp_tools": k.mcp_tools,
         "rpm": k.rpm,
         "tpm": k.tpm,
+        "member_id": k.member_id,
     })
+}
+
+/// The keys of `acc` its caller sees: every one when they manage it, else
+/// their own (an organization's member).
+fn visible(acc: &Account, keys: Vec<KeyRow>) -> Vec<KeyRow> {
+    match acc.manages() {
+        true => keys,
+        false => keys
+            .into_iter()
+            .filter(|k| k.member_id == Some(acc.caller))
+            .collect(),
+    }
 }
 
 /// `rpm` and `tpm` as asked: each `None` not given, `Some(None)` null
@@ -120,20 +132,25 @@ fn budget_of(obj: &serde_json::Map<String, Value>) -> Result<Option<Budget>, Api
     }
 }
 
-/// `GET /keys`.
-pub async fn list(ctx: &mut Ctx) -> Result<Outcome, ApiError> {
-    let uid = ctx.require_user("key list")?;
-    let keys = ctx.gw.store.blocking(move |s| s.keys_of(uid)).await?;
-    let data: Vec<Value> = keys.iter().map(key_json).collect();
+/// `GET /keys`, `GET /organizations/{org_id}/keys` (a member's own).
+pub async fn list(ctx: &mut Ctx, params: &PathParams) -> Result<Outcome, ApiError> {
+    let acc = account_for(ctx, params, OrgRight::OwnKeys).await?;
+    let id = acc.id;
+    let keys = ctx.gw.store.blocking(move |s| s.keys_of(id)).await?;
+    let data: Vec<Value> = visible(&acc, keys).iter().map(key_json).collect();
     Ok(Outcome::new(
         body::json(StatusCode::OK, &json!({ "data": data })),
         None,
     ))
 }
 
-/// `POST /keys` `{name?, budget_usd?, budget_period?}`.
-pub async fn create(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
-    let uid = ctx.require_user("key create")?;
+/// `POST /keys` `{name?, budget_usd?, budget_period?, rpm?, tpm?,
+/// mcp_tools?}`; `POST /organizations/{org_id}/keys`: a key of the
+/// organization, the caller's (its budget and limits set by those who
+/// manage it).
+pub async fn create(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<Outcome, ApiError> {
+    let acc = account_for(ctx, params, OrgRight::OwnKeys).await?;
+    let (uid, member) = (acc.id, acc.role.as_ref().map(|_| acc.caller));
     let obj = read_body(ctx, req).await?;
     let name = obj
         .get("name")
@@ -143,6 +160,11 @@ pub async fn create(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
     let budget = budget_of(&obj)?;
     let tools = mcp_tools_of(&obj)?.flatten();
     let limits = limits_of(&obj)?;
+    if !acc.manages() && (budget.is_some() || !limits.is_empty()) {
+        return Err(ApiError::Forbidden(
+            "a key's budget and limits are set by the organization's owners and admins".into(),
+        ));
+    }
     let (id, key) = ctx
         .gw
         .store
@@ -154,6 +176,9 @@ pub async fn create(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
             }
             for (which, v) in limits {
                 s.set_key_limit(Some(uid), id, which, v)?;
+            }
+            if let Some(m) = member {
+                gateway_store::Organizations::set_key_member(s, id, m)?;
             }
             Ok((id, key))
         })
@@ -169,18 +194,26 @@ pub async fn create(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
     Ok(secret_answer(StatusCode::CREATED, &v))
 }
 
-/// `DELETE /keys/{key_id}`.
+/// `DELETE /keys/{key_id}`, `DELETE /organizations/{org_id}/keys/{key_id}`
+/// (a member's own, or any for those who manage the organization).
 pub async fn revoke(ctx: &mut Ctx, params: &PathParams) -> Result<Outcome, ApiError> {
-    let uid = ctx.require_user("key revoke")?;
+    let acc = account_for(ctx, params, OrgRight::OwnKeys).await?;
+    let uid = acc.id;
     let key_id: i64 = params
         .get("key_id")
         .and_then(|v| v.parse().ok())
         .ok_or_else(|| ApiError::NotFound("no such key".into()))?;
-    let done = ctx
-        .gw
-        .store
-        .blocking(move |s| s.revoke_key(uid, key_id))
-        .await?;
+    let own = (!acc.manages()).then_some(acc.caller);
+    let done =
+        ctx.gw
+            .store
+            .blocking(move |s| {
+                let theirs = s.keys_of(uid)?.iter().any(|k| {
+                    k.id == key_id && own.is_none_or(|caller| k.member_id == Some(caller))
+                });
+                Ok(theirs && s.revoke_key(uid, key_id)?)
+            })
+            .await?;
     if !done {
         return Err(ApiError::NotFound("no such key".into()));
     }
@@ -196,7 +229,7 @@ pub async fn revoke(ctx: &mut Ctx, params: &PathParams) -> Result<Outcome, ApiEr
 /// (as on create). 400 naming the field and nothing changed; another
 /// user's, a revoked or an unknown key: 404.
 pub async fn update(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<Outcome, ApiError> {
-    let uid = ctx.require_user("key update")?;
+    let uid = account_for(ctx, params, OrgRight::Manage).await?.id;
     let key_id: Option<i64> = params.get("key_id").and_then(|v| v.parse().ok());
     let obj = read_body(ctx, req).await?;
     let tools = mcp_tools_of(&obj)?;

@@ -89,6 +89,7 @@ pub mod keys;
 pub mod lists;
 pub mod mcp;
 pub mod media_files;
+pub mod orgs;
 pub mod payments;
 pub mod proxy;
 pub mod realtime;
@@ -190,8 +191,8 @@ async fn account_mode(
         Mode::Me => account::me(ctx).await,
         Mode::OauthAuthorize => account::oauth_authorize(ctx, req, params).await,
         Mode::OauthCallback => account::oauth_callback(ctx, req, params).await,
-        Mode::KeyList => keys::list(ctx).await,
-        Mode::KeyCreate => keys::create(ctx, req).await,
+        Mode::KeyList => keys::list(ctx, params).await,
+        Mode::KeyCreate => keys::create(ctx, req, params).await,
         Mode::KeyRevoke => keys::revoke(ctx, params).await,
         Mode::KeyUpdate => keys::update(ctx, req, params).await,
         Mode::AdminUsers => admin::users(ctx).await,
@@ -202,6 +203,12 @@ async fn account_mode(
         Mode::AlertSettingsGet => alerts::get(ctx).await,
         Mode::AlertSettingsSet => alerts::set(ctx, req).await,
         Mode::AlertList => alerts::list(ctx).await,
+        Mode::OrgCreate => orgs::create(ctx, req).await,
+        Mode::OrgList => orgs::list(ctx).await,
+        Mode::OrgInvite => orgs::invite(ctx, req, params).await,
+        Mode::OrgAccept => orgs::accept(ctx, req).await,
+        Mode::OrgMembers => orgs::members(ctx, params).await,
+        Mode::OrgMemberRemove => orgs::remove(ctx, params).await,
         _ => Err(ApiError::bug("an account mode without a handler")),
     }
 }

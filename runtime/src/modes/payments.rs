@@ -36,12 +36,12 @@ use http::StatusCode;
 use rust_decimal::Decimal;
 use serde_json::{json, Map, Value};
 
-use super::common::query_u32;
-use super::common::read_body;
+use super::common::{account_for, query_u32, read_body, OrgRight};
 use crate::ctx::{Ctx, Outcome};
 use gateway_adapters::stripe::{self, CheckoutRequest, Event, StripeError};
 use gateway_base::body::{self, Request};
 use gateway_base::errors::ApiError;
+use gateway_base::spec::PathParams;
 use gateway_store::{Credited, PurchaseRow, Purchases};
 
 /// The smallest purchase, in USD (spec §8).
@@ -160,9 +160,25 @@ fn shown_status(p: &gateway_store::PurchaseRow, now: chrono::DateTime<chrono::Ut
 
 /// `POST /stripe/checkout`.
 pub async fn checkout(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
-    let user_id = ctx.require_user("a checkout")?;
+    let caller = ctx.require_user("a checkout")?;
     configured(ctx)?;
     let obj = read_body(ctx, req).await?;
+    // With `organization_id`, the organization's balance is credited (its
+    // owners, admins and billing members buy for it).
+    let user_id = match obj.get("organization_id") {
+        None | Some(Value::Null) => caller,
+        Some(v) => {
+            let org = v
+                .as_i64()
+                .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
+                .ok_or_else(|| {
+                    ApiError::BadRequest("organization_id: an organization's id".into())
+                })?;
+            let mut params = PathParams::new();
+            params.push("org_id", &org.to_string());
+            account_for(ctx, &params, OrgRight::Billing).await?.id
+        }
+    };
     let amount = parse_amount(obj.get("amount_usd"))?;
     let amount_usd = format!("{amount:.2}");
     let cents = (amount * Decimal::ONE_HUNDRED)
