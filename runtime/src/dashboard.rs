@@ -6,16 +6,93 @@
 //! table has (`"GET /api/v1/usage"`, ...) and the fixed values of their
 //! query parameters, so that a section whose route (or grouping) is missing
 //! says "not available" without asking for it. The page signs in
-//! through `POST /api/v1/auth/login` and keeps its tokens in its script's
-//! memory; everything it loads comes from here (no CDN), under a strict
-//! Content-Security-Policy that allows no inline script or style.
+//! through `POST /api/v1/auth/login`, then hands its refresh token to
+//! `POST /dashboard/session`, which keeps it in an `HttpOnly`, `Secure`,
+//! `SameSite=Strict` cookie and answers the session's CSRF token: from
+//! then on the page's calls carry the cookie and `X-CSRF-Token`, never a
+//! token its script holds, and a reload asks `GET /dashboard/session` for
+//! the CSRF token again (signed in, without a password). `DELETE
+//! /dashboard/session` signs out (the refresh token revoked, the cookie
+//! dropped). See `gateway_adapters::auth::session`. Everything the page
+//! loads comes from here (no CDN), under a strict Content-Security-Policy
+//! that allows no inline script or style.
 
-use http::{header, HeaderValue, StatusCode};
+use http::{header, HeaderValue, Method, StatusCode};
 use serde_json::json;
 
 use crate::router::Response;
 use crate::services::Gateway;
+use gateway_adapters::auth::session;
+use gateway_adapters::auth::tokens::Typ;
 use gateway_base::body;
+use gateway_base::errors::ApiError;
+
+/// The dashboard's session (see the module docs).
+pub const SESSION: &str = "/dashboard/session";
+
+/// `POST`, `GET` or `DELETE /dashboard/session`.
+pub async fn session_answer(
+    gw: &Gateway,
+    method: &Method,
+    headers: &http::HeaderMap,
+) -> Result<Response, ApiError> {
+    let (status, body, cookie) = match *method {
+        // The refresh token, as a bearer token: the cookie set.
+        Method::POST => {
+            let refresh = headers
+                .get(header::AUTHORIZATION)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.strip_prefix("Bearer "))
+                .map(str::trim)
+                .ok_or_else(|| {
+                    ApiError::Unauthorized("send the refresh token as Authorization: Bearer".into())
+                })?;
+            let (user, v) = gw.auth.token_user(refresh, Typ::Refresh).await?;
+            let csrf = gw.auth.csrf_of(&v);
+            let cookie = session::set_cookie(refresh, gw.auth.session_ttl().as_secs());
+            let answer = json!({"signed_in": true, "user_id": user.id, "csrf_token": csrf});
+            (StatusCode::OK, answer, Some(cookie))
+        }
+        // Signed in or not (a page's first question: never an error).
+        Method::GET => match gw.auth.session(headers).await {
+            Ok((user, _, csrf)) => (
+                StatusCode::OK,
+                json!({"signed_in": true, "user_id": user.id, "csrf_token": csrf}),
+                None,
+            ),
+            Err(_) => {
+                let drop = session::cookie(headers).map(|_| session::set_cookie("", 0));
+                (StatusCode::OK, json!({"signed_in": false}), drop)
+            }
+        },
+        // Signed out: the refresh token revoked (with the CSRF token), the cookie dropped.
+        Method::DELETE => {
+            let (user, v, csrf) = gw.auth.session(headers).await?;
+            let sent = headers
+                .get(session::CSRF_HEADER)
+                .and_then(|h| h.to_str().ok());
+            if sent != Some(csrf.as_str()) {
+                return Err(ApiError::Forbidden(
+                    "X-CSRF-Token: the session's is required".into(),
+                ));
+            }
+            gw.auth.revoke(&v, user.id).await?;
+            (
+                StatusCode::OK,
+                json!({"signed_out": true}),
+                Some(session::set_cookie("", 0)),
+            )
+        }
+        _ => return Err(ApiError::MethodNotAllowed("GET, POST, DELETE")),
+    };
+    let mut r = gateway_base::body::json(status, &body);
+    let h = r.headers_mut();
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    if let Some(c) = cookie.and_then(|c| HeaderValue::from_str(&c).ok()) {
+        h.insert(header::SET_COOKIE, c);
+    }
+    Ok(r)
+}
 
 /// Where the page and its files are served.
 pub const PATH: &str = "/dashboard";

@@ -101,6 +101,11 @@ async fn own_answer(gw: &Gateway, req: &Request, path: &str) -> Option<Result<Re
             )),
         });
     }
+    if path == crate::dashboard::SESSION {
+        let format = gw.table.errors_for_path(path);
+        let answer = crate::dashboard::session_answer(gw, req.method(), req.headers()).await;
+        return Some(answer.map_err(|e| (e, format)));
+    }
     if crate::dashboard::is_dashboard(path) {
         return Some(crate::dashboard::answer(gw, path).ok_or_else(|| {
             gateway_base::telemetry::unmatched(404);

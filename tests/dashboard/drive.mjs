@@ -62,6 +62,24 @@ try {
   seen.by_model = await page.locator("#by-model tbody tr").allInnerTexts();
   seen.by_key = await page.locator("#by-key tbody tr").allInnerTexts();
   seen.batches = await page.locator("#batches tbody tr").allInnerTexts();
+  // The session: a cookie no script reads; a reload keeps it signed in.
+  const cookie = (await page.context().cookies()).find((c) => c.name === "gateway_session");
+  seen.cookie = cookie ? { httpOnly: cookie.httpOnly, secure: cookie.secure, sameSite: cookie.sameSite } : null;
+  seen.script_sees_cookie = await page.evaluate(() => document.cookie.includes("gateway_session"));
+  await page.reload();
+  await page.waitForSelector("body[data-ready]");
+  seen.signed_in_after_reload = await page.locator("#app").isVisible();
+  await page.waitForSelector("body[data-loaded]");
+  // Spend alerts set on the page; an organization created.
+  await page.getByLabel("Budget thresholds (% of each key's budget, comma-separated)").fill("50, 100");
+  await page.getByLabel("E-mail me").check();
+  await page.getByRole("button", { name: "Save alerts" }).click();
+  await page.waitForFunction(() => document.querySelector("#alerts .body")?.innerText.includes("No alerts sent yet"));
+  seen.alert_thresholds = await page.getByLabel("Budget thresholds (% of each key's budget, comma-separated)").inputValue();
+  await page.getByLabel("New organization's name").fill("Dashboard Org");
+  await page.getByRole("button", { name: "Create organization" }).click();
+  await page.waitForFunction(() => document.querySelector("#orgs tbody")?.innerText.includes("Dashboard Org"));
+  seen.orgs = await page.locator("#orgs tbody tr").allInnerTexts();
   seen.focused_after_sign_in = await page.evaluate(() => document.activeElement?.id);
 
   // A key: created (its secret shown once), then revoked.

@@ -308,6 +308,30 @@ async fn dashboard_in_headless_chromium() {
     // Its budget was changed on the page before: 7 per month, stored.
     let changed = seen["keys_budget_set"].to_string();
     assert!(changed.contains("$7 per month"), "{r:#}");
+    // The session: an HttpOnly, Secure, SameSite=Strict cookie the page's
+    // script cannot read; a reload kept it signed in.
+    assert_eq!(
+        seen["cookie"],
+        json!({"httpOnly": true, "secure": true, "sameSite": "Strict"}),
+        "{r:#}"
+    );
+    assert_eq!(seen["script_sees_cookie"], json!(false));
+    assert_eq!(seen["signed_in_after_reload"], json!(true), "{r:#}");
+    // Alerts and an organization set on the page, stored.
+    assert_eq!(seen["alert_thresholds"], json!("50, 100"));
+    let alerts = runtime::store::Alerts::alert_settings(env.store(), uid)
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (alerts.budget_thresholds, alerts.email),
+        (vec![50, 100], true)
+    );
+    assert!(seen["orgs"].to_string().contains("Dashboard Org"), "{r:#}");
+    let orgs = runtime::store::Organizations::orgs_of(env.store(), uid).unwrap();
+    assert_eq!(
+        (orgs[0].name.as_str(), orgs[0].role.as_str()),
+        ("Dashboard Org", "owner")
+    );
     // Its limits set on the page: 60 requests and 100,000 tokens a minute, stored.
     let limits = seen["keys_limits_set"].to_string();
     assert!(
@@ -393,4 +417,80 @@ async fn dashboard_config_says_when_stripe_is_configured() {
         .as_array()
         .unwrap()
         .contains(&json!("POST /api/v1/stripe/checkout")));
+}
+
+/// The dashboard's session over HTTP: set with a refresh token (not an
+/// access token, not an API key), its cookie `HttpOnly; Secure;
+/// SameSite=Strict`; a call it signs in needs the session's CSRF token
+/// (without it 403, nothing done), `Authorization` wins over it; signing
+/// out revokes it.
+#[tokio::test]
+async fn the_session_cookie_signs_in_only_with_its_csrf_token_and_signs_out() {
+    let env = Env::start().await;
+    let pair = env.gw.gateway.auth.issue(env.user_id);
+    let session = env.url("/dashboard/session");
+    let post = |bearer: String| {
+        let c = env.client.post(&session).bearer_auth(bearer);
+        async move { c.send().await.unwrap() }
+    };
+    for wrong in [pair.access_token.clone(), env.key.clone()] {
+        assert_eq!(post(wrong).await.status(), 401);
+    }
+    let r = post(pair.refresh_token.clone()).await;
+    assert_eq!(r.status(), 200);
+    let set = r.headers()["set-cookie"].to_str().unwrap().to_owned();
+    assert!(
+        set.starts_with("gateway_session=")
+            && set.contains("; HttpOnly; Secure; SameSite=Strict; Path=/"),
+        "{set}"
+    );
+    let csrf = r.json::<Value>().await.unwrap()["csrf_token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let cookie = set.split(';').next().unwrap().to_owned();
+    // Signed in or not, as a page asks on load.
+    let a = Answer::from(
+        env.client
+            .get(&session)
+            .header("cookie", &cookie)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (a.json["signed_in"].clone(), a.json["csrf_token"].as_str()),
+        (json!(true), Some(csrf.as_str()))
+    );
+    let a = Answer::from(env.client.get(&session).send().await.unwrap()).await;
+    assert_eq!(a.json, json!({"signed_in": false}));
+    // A call that changes something: refused without the CSRF token, nothing made.
+    let keys = env.url("/api/v1/keys");
+    let before = env.store().keys_of(env.user_id).unwrap().len();
+    let call = |csrf: Option<&str>| {
+        let mut c = env
+            .client
+            .post(&keys)
+            .header("cookie", &cookie)
+            .json(&json!({"name": "s"}));
+        if let Some(t) = csrf {
+            c = c.header("x-csrf-token", t);
+        }
+        async move { Answer::from(c.send().await.unwrap()).await }
+    };
+    call(None).await.expect(403);
+    call(Some("0000")).await.expect(403);
+    assert_eq!(env.store().keys_of(env.user_id).unwrap().len(), before);
+    call(Some(&csrf)).await.expect(201);
+    assert_eq!(env.store().keys_of(env.user_id).unwrap().len(), before + 1);
+    // Signed out: the token revoked, the cookie dropped, the session refused.
+    let out = env.client.delete(&session).header("cookie", &cookie);
+    let r = out.header("x-csrf-token", &csrf).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    assert!(r.headers()["set-cookie"]
+        .to_str()
+        .unwrap()
+        .contains("Max-Age=0"));
+    call(Some(&csrf)).await.expect(401);
 }

@@ -24,11 +24,12 @@ pub mod cause;
 pub mod config;
 pub mod keys;
 pub mod passwords;
+pub mod session;
 pub mod tokens;
 
 use std::collections::HashMap;
 use std::sync::RwLock;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use http::HeaderMap;
 
@@ -167,6 +168,12 @@ impl Auth {
     /// The user behind `Authorization: Bearer` (an API key, or an access
     /// token; only an access token when `token_only`).
     async fn caller(&self, headers: &HeaderMap, token_only: bool) -> Result<User, ApiError> {
+        // The dashboard's session, when no credential is presented.
+        if headers.get(http::header::AUTHORIZATION).is_none() {
+            if let Some(token) = session::cookie(headers) {
+                return self.session_user(headers, token).await;
+            }
+        }
         let value = bearer(headers)?;
         if tokens::looks_like_jwt(value) {
             return self.token_user(value, Typ::Access).await.map(|(u, _)| u);
@@ -222,6 +229,42 @@ impl Auth {
         }
         let user = live(user.ok_or(Cause::UserDeleted)?)?;
         Ok((user, v))
+    }
+
+    /// The user of the session cookie `token` ([`session`]), with the
+    /// session's CSRF token in its header (else 403).
+    async fn session_user(&self, headers: &HeaderMap, token: &str) -> Result<User, ApiError> {
+        let (user, v) = self.token_user(token, Typ::Refresh).await?;
+        let sent = headers
+            .get(session::CSRF_HEADER)
+            .and_then(|h| h.to_str().ok());
+        if !sent.is_some_and(|s| same_secret(&self.tokens.csrf(&v.jti), s.trim())) {
+            return Err(ApiError::Forbidden(
+                "a request the session cookie signs in must carry the session's X-CSRF-Token header"
+                    .into(),
+            ));
+        }
+        Ok(user)
+    }
+
+    /// The session of the cookie in `headers` (no CSRF token asked: the
+    /// dashboard's `GET` and `DELETE /dashboard/session`): its user, its
+    /// verified refresh token and its CSRF token.
+    pub async fn session(&self, headers: &HeaderMap) -> Result<(User, Verified, String), ApiError> {
+        let token = session::cookie(headers).ok_or(Cause::NoCredentials)?;
+        let (user, v) = self.token_user(token, Typ::Refresh).await?;
+        let csrf = self.tokens.csrf(&v.jti);
+        Ok((user, v, csrf))
+    }
+
+    /// The refresh token's life: the session cookie's.
+    pub fn session_ttl(&self) -> Duration {
+        self.tokens.refresh_ttl
+    }
+
+    /// The CSRF token of a verified refresh token.
+    pub fn csrf_of(&self, v: &Verified) -> String {
+        self.tokens.csrf(&v.jti)
     }
 
     /// The verified access token of the request (after authentication).

@@ -94,6 +94,12 @@ pub fn looks_like_jwt(s: &str) -> bool {
 }
 
 impl Tokens {
+    /// The dashboard session's CSRF token for the refresh token `jti`
+    /// ([`super::session`]).
+    pub fn csrf(&self, jti: &str) -> String {
+        super::session::csrf_token(&self.secret, jti)
+    }
+
     pub fn new(secret: Vec<u8>, env: String, access_ttl: Duration, refresh_ttl: Duration) -> Self {
         Tokens {
             secret,

@@ -1,12 +1,14 @@
 // The dashboard's script (served by the gateway at /dashboard/app.js).
-// Tokens live in this closure only: never in storage or cookies, so no other
-// script and no other page can read them; a reload signs out.
+// Signed in, the session is an HttpOnly cookie this script cannot read
+// (set by POST /dashboard/session with the refresh token, which is then
+// forgotten); its calls carry the session's CSRF token, kept in this
+// closure only. A reload asks GET /dashboard/session for it again.
 // Money arrives as decimal strings and is shown as it came; numbers are
 // parsed only to size the chart's bars.
 "use strict";
 (() => {
   const API = "/api/v1";
-  let session = null; // { access, refresh }
+  let session = null; // { csrf }
   let config = { stripe: false, routes: [], choices: {} };
 
   const $ = (id) => document.getElementById(id);
@@ -44,16 +46,15 @@
 
   // ---- HTTP ----
 
-  async function send(method, path, data, token) {
-    const headers = { Accept: "application/json" };
-    if (token) headers.Authorization = `Bearer ${token}`;
+  async function send(method, path, data, headers0, base) {
+    const headers = { Accept: "application/json", ...(headers0 || {}) };
     if (data !== undefined) headers["Content-Type"] = "application/json";
-    const r = await fetch(API + path, {
+    const r = await fetch((base ?? API) + path, {
       method,
       headers,
       body: data === undefined ? undefined : JSON.stringify(data),
       cache: "no-store",
-      credentials: "omit",
+      credentials: "same-origin",
     });
     const text = await r.text();
     let json = null;
@@ -66,18 +67,11 @@
     return (j.error && j.error.message) || j.message || j.detail || `HTTP ${a.status}`;
   }
 
-  // A call with the access token; one refresh on 401, then signed out.
+  // A call signed in by the session cookie, with its CSRF token; 401:
+  // the session ended (signed out elsewhere, or expired).
   async function api(method, path, data) {
     if (!session) throw new Error("signed out");
-    let a = await send(method, path, data, session.access);
-    if (a.status === 401 && session.refresh) {
-      const r = await send("POST", "/auth/refresh", { refresh_token: session.refresh });
-      if (r.status === 200 && r.json && r.json.access_token) {
-        session.access = r.json.access_token;
-        if (r.json.refresh_token) session.refresh = r.json.refresh_token;
-        a = await send(method, path, data, session.access);
-      }
-    }
+    const a = await send(method, path, data, { "X-CSRF-Token": session.csrf });
     if (a.status === 401) {
       signOut("Your session ended: sign in again.");
       throw new Error("signed out");
@@ -97,11 +91,22 @@
     login.password = $("password").value;
     const a = await send("POST", "/auth/login", login);
     $("password").value = "";
-    if (a.status !== 200 || !a.json || !a.json.access_token) {
+    if (a.status !== 200 || !a.json || !a.json.refresh_token) {
       out.textContent = a.status === 401 ? "Wrong username or password." : message(a);
       return;
     }
-    session = { access: a.json.access_token, refresh: a.json.refresh_token };
+    // The refresh token goes into the session cookie and is forgotten here.
+    const s = await send("POST", "/dashboard/session", undefined,
+      { Authorization: `Bearer ${a.json.refresh_token}` }, "");
+    if (s.status !== 200 || !s.json || !s.json.csrf_token) {
+      out.textContent = message(s);
+      return;
+    }
+    await signedIn(s.json.csrf_token);
+  }
+
+  async function signedIn(csrf) {
+    session = { csrf };
     $("signin").hidden = true;
     $("app").hidden = false;
     $("sign-out").hidden = false;
@@ -113,8 +118,8 @@
     const s = session;
     session = null;
     delete document.body.dataset.loaded;
-    if (s && has("POST /api/v1/auth/logout")) {
-      send("POST", "/auth/logout", { refresh_token: s.refresh }, s.access).catch(() => {});
+    if (s) {
+      send("DELETE", "/dashboard/session", undefined, { "X-CSRF-Token": s.csrf }, "").catch(() => {});
     }
     $("app").hidden = true;
     $("sign-out").hidden = true;
@@ -131,7 +136,7 @@
   async function loadAll() {
     await Promise.all([
       loadBalance(), loadDaily(), loadGroups("model"), loadGroups("key"), loadGroups("tool"),
-      loadRequests(), loadBatches(), loadKeys(),
+      loadRequests(), loadBatches(), loadKeys(), loadAlerts(), loadOrgs(),
     ].map((p) => p.catch(() => {})));
     document.body.dataset.loaded = "1";
   }
@@ -311,6 +316,84 @@
     }
   }
 
+  async function loadAlerts() {
+    const target = body("alerts");
+    if (!has("GET /api/v1/alerts/settings")) {
+      $("alert-form").hidden = true;
+      return unavailable(target, "GET /api/v1/alerts/settings");
+    }
+    try {
+      const st = await api("GET", "/alerts/settings");
+      $("alert-thresholds").value = (st.budget_thresholds || []).join(", ");
+      $("alert-floor").value = st.balance_floor_usd ?? "";
+      $("alert-webhook").value = st.webhook_url ?? "";
+      $("alert-email").checked = !!st.email;
+      const sent = groups(await api("GET", "/alerts"));
+      if (sent.length === 0) return target.replaceChildren(el("p", {}, "No alerts sent yet."));
+      target.replaceChildren(table(["Alert", "Threshold", "Sent", "E-mail", "Webhook"], sent.map((a) => [
+        a.type === "balance.floor" ? `Balance ${a.balance_usd} USD` : `Key ${a.key_name || a.key_id}: ${a.spent_usd} of ${a.budget_usd} USD`,
+        a.type === "balance.floor" ? `${a.threshold} USD` : `${a.threshold} %`,
+        String(a.created_at || "").slice(0, 16).replace("T", " "),
+        a.deliveries?.email ?? "", a.deliveries?.webhook ?? "",
+      ])));
+    } catch (e) {
+      failed(target, "Alerts", e);
+    }
+  }
+
+  async function saveAlerts(ev) {
+    ev.preventDefault();
+    $("alert-error").textContent = "";
+    const thresholds = $("alert-thresholds").value.split(",").map((t) => t.trim()).filter((t) => t)
+      .map(Number);
+    const floor = $("alert-floor").value.trim();
+    const hook = $("alert-webhook").value.trim();
+    const data = {
+      budget_thresholds: thresholds,
+      balance_floor_usd: floor || null,
+      webhook_url: hook || null,
+      email: $("alert-email").checked,
+    };
+    try {
+      const r = await api("PUT", "/alerts/settings", data);
+      if (r.webhook_secret) {
+        $("alert-secret-value").textContent = r.webhook_secret;
+        $("alert-secret").hidden = false;
+      }
+    } catch (e) {
+      $("alert-error").textContent = `Saving the alerts failed: ${e.message}`;
+    }
+    await loadAlerts();
+  }
+
+  async function loadOrgs() {
+    const target = body("orgs");
+    if (!has("GET /api/v1/organizations")) {
+      $("org-form").hidden = true;
+      return unavailable(target, "GET /api/v1/organizations");
+    }
+    try {
+      const orgs = groups(await api("GET", "/organizations"));
+      if (orgs.length === 0) return target.replaceChildren(el("p", {}, "No organizations yet."));
+      target.replaceChildren(table(["Organization", "Id", "Your role"],
+        orgs.map((o) => [o.name, String(o.id), o.role])));
+    } catch (e) {
+      failed(target, "Organizations", e);
+    }
+  }
+
+  async function createOrg(ev) {
+    ev.preventDefault();
+    $("org-error").textContent = "";
+    try {
+      await api("POST", "/organizations", { name: $("org-name").value.trim() });
+      $("org-name").value = "";
+    } catch (e) {
+      $("org-error").textContent = `Creating the organization failed: ${e.message}`;
+    }
+    await loadOrgs();
+  }
+
   async function showGeneration(id) {
     const panel = $("generation");
     const dl = $("generation-fields");
@@ -462,6 +545,8 @@
     $("signin-form").addEventListener("submit", signIn);
     $("sign-out").addEventListener("click", () => signOut());
     $("key-form").addEventListener("submit", createKey);
+    $("alert-form").addEventListener("submit", saveAlerts);
+    $("org-form").addEventListener("submit", createOrg);
     $("buy-form").addEventListener("submit", buy);
     $("generation-close").addEventListener("click", () => { $("generation").hidden = true; });
     document.addEventListener("click", (ev) => {
@@ -476,6 +561,11 @@
       const r = await fetch("/dashboard/config.json", { cache: "no-store" });
       if (r.ok) config = await r.json();
     } catch (_) { /* sections then say "not available" */ }
+    // Signed in already (a reload): the session cookie answers.
+    try {
+      const s = await send("GET", "/dashboard/session", undefined, {}, "");
+      if (s.status === 200 && s.json && s.json.signed_in) await signedIn(s.json.csrf_token);
+    } catch (_) { /* the sign-in form stays */ }
     document.body.dataset.ready = "1";
   }
 
