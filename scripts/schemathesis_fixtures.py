@@ -382,7 +382,96 @@ def _provider_event(case, kwargs):
     kwargs["data"] = raw
 
 
+_org_cache = {}
+
+
+def _token_of(email, password):
+    r = requests.post(f"{BASE}/api/v1/auth/login", json={"email": email, "password": password}, timeout=60)
+    r.raise_for_status()
+    return r.json()["access_token"]
+
+
+def _org():
+    """An organization and its owner's access token: a fresh account's,
+    made once per run (no operation deletes an organization)."""
+    with _lock:
+        if "org" not in _org_cache:
+            _, _, email, password = _account()
+            token = _token_of(email, password)
+            org = _api("POST", "/organizations", headers={"Authorization": f"Bearer {token}"},
+                       json={"name": f"org-{_unique()}"})["id"]
+            _org_cache["org"] = (str(org), token)
+        return _org_cache["org"]
+
+
+def _as_org_owner(case, **more):
+    org, token = _org()
+    headers = case.headers if case.headers is not None else {}
+    headers["Authorization"] = f"Bearer {token}"
+    case.headers = headers
+    _path(case, org_id=org, **more)
+    return org, token
+
+
+def _org_plain(case, kwargs):
+    _as_org_owner(case)
+
+
+def _org_invite(case, kwargs):
+    _as_org_owner(case)
+    case.body = {"email": f"{_unique()}@example.com", "role": "member"}
+
+
+def _org_key_create(case, kwargs):
+    _as_org_owner(case)
+    case.body = {"name": f"org-key-{_unique()}"}
+
+
+def _org_key(case, kwargs):
+    org, token = _org()
+    key = _api("POST", f"/organizations/{org}/keys", headers={"Authorization": f"Bearer {token}"},
+               json={"name": f"org-key-{_unique()}"})["id"]
+    _as_org_owner(case, key_id=str(key))
+    if case.method.upper() == "PATCH":
+        case.body = {"budget_usd": "5", "budget_period": "month"}
+
+
+def _org_invitation():
+    """A fresh confirmed account invited into the run's organization: its
+    id, access token and the mailed invitation's token."""
+    org, owner = _org()
+    uid, _, email, password = _account()
+    _api("POST", f"/organizations/{org}/invitations", headers={"Authorization": f"Bearer {owner}"},
+         json={"email": email, "role": "member"})
+    return uid, _token_of(email, password), _mailed_token(email)
+
+
+def _org_accept(case, kwargs):
+    _, token, invitation = _org_invitation()
+    headers = case.headers if case.headers is not None else {}
+    headers["Authorization"] = f"Bearer {token}"
+    case.headers = headers
+    case.body = {"token": invitation}
+
+
+def _org_member_remove(case, kwargs):
+    uid, token, invitation = _org_invitation()
+    _api("POST", "/organizations/invitations/accept", headers={"Authorization": f"Bearer {token}"},
+         json={"token": invitation})
+    _as_org_owner(case, member_id=uid)
+
+
 REWRITES = {
+    "orgs.invitations.create": _org_invite,
+    "orgs.invitations.accept": _org_accept,
+    "orgs.members.list": _org_plain,
+    "orgs.members.remove": _org_member_remove,
+    "orgs.keys.list": _org_plain,
+    "orgs.keys.create": _org_key_create,
+    "orgs.keys.update": _org_key,
+    "orgs.keys.revoke": _org_key,
+    "orgs.usage": _org_plain,
+    "orgs.credits": _org_plain,
     "admin.users.credits": _user,
     "admin.users.usage": _user,
     "admin.users.enable": _user,

@@ -320,3 +320,74 @@ async fn an_organization_bills_its_keys_to_itself_and_keeps_each_role_to_its_rig
         .await
         .expect(200);
 }
+
+/// A checkout with `organization_id` credits the organization: bought by
+/// its billing member, refused to a plain member (403) and to a stranger
+/// (404); nothing recorded for the refused ones.
+#[tokio::test]
+async fn a_checkout_for_an_organization_is_its_billing_members() {
+    const STRIPE_KEY: &str = "sk_test_orgs_5d1e";
+    let env = Env::with(|c| {
+        c.stripe = runtime::stripe::StripeConfig {
+            secret_key: Some(STRIPE_KEY.into()),
+            webhook_secret: None,
+            api_base: Some(c.provider_synth_url.clone()),
+        };
+    })
+    .await;
+    env.sim
+        .shared()
+        .stripe
+        .configure(Some(STRIPE_KEY.into()), None, None);
+    let tok = |u: i64| env.gw.gateway.auth.issue(u).access_token;
+    let (owner, _) = env.new_user("owner@shop.test");
+    let (biller, _) = env.new_user("billing@shop.test");
+    let (member, _) = env.new_user("member@shop.test");
+    let (stranger, _) = env.new_user("stranger@shop.test");
+    let a = env
+        .call_as(
+            &tok(owner),
+            "POST",
+            &env.url("/api/v1/organizations"),
+            Some(json!({"name": "Shop"})),
+        )
+        .await;
+    let org = a.json["id"].as_i64().unwrap();
+    let accept = env.url("/api/v1/organizations/invitations/accept");
+    for (u, email, role) in [
+        (biller, "billing@shop.test", "billing"),
+        (member, "member@shop.test", "member"),
+    ] {
+        let url = env.url(&format!("/api/v1/organizations/{org}/invitations"));
+        env.call_as(
+            &tok(owner),
+            "POST",
+            &url,
+            Some(json!({"email": email, "role": role})),
+        )
+        .await
+        .expect(201);
+        let t = mailed_token(&env, email);
+        env.call_as(&tok(u), "POST", &accept, Some(json!({"token": t})))
+            .await
+            .expect(200);
+    }
+    let checkout = env.url("/api/v1/stripe/checkout");
+    let body = json!({"amount_usd": "20.00", "organization_id": org,
+                      "success_url": "https://example.com/ok", "cancel_url": "https://example.com/no"});
+    env.call_as(&tok(member), "POST", &checkout, Some(body.clone()))
+        .await
+        .expect(403);
+    env.call_as(&tok(stranger), "POST", &checkout, Some(body.clone()))
+        .await
+        .expect(404);
+    use runtime::store::Purchases;
+    assert!(env.store().purchases_of(org, 10).unwrap().is_empty());
+    let a = env
+        .call_as(&tok(biller), "POST", &checkout, Some(body))
+        .await;
+    a.expect(200);
+    let bought = env.store().purchases_of(org, 10).unwrap();
+    assert_eq!(bought.len(), 1);
+    assert!(env.store().purchases_of(biller, 10).unwrap().is_empty());
+}
