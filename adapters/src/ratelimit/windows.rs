@@ -165,11 +165,11 @@ impl Admission {
         let keys = std::mem::take(&mut self.tokens);
         let window = self.window;
         match &w.store {
-            Counters::Local(map) => {
-                let mut m = map.lock().unwrap_or_else(PoisonError::into_inner);
-                for k in keys {
-                    if let Some((at, c)) = m.get_mut(&k) {
-                        if *at == window {
+            Counters::Local(local) => {
+                let mut l = local.lock().unwrap_or_else(PoisonError::into_inner);
+                if l.window == window {
+                    for k in keys {
+                        if let Some(c) = l.counts.get_mut(&k) {
                             *c = c.saturating_sub(back);
                         }
                     }
@@ -192,9 +192,17 @@ impl Drop for Admission {
 }
 
 enum Counters {
-    /// Counter name → (window, count); past windows swept as a new one begins.
-    Local(Mutex<HashMap<String, (u64, u64)>>),
+    /// This process's counters of the current window.
+    Local(Mutex<Local>),
     Redis(Cluster),
+}
+
+/// The current window's counters (counter name → count), emptied when
+/// the next window begins.
+#[derive(Default)]
+struct Local {
+    window: u64,
+    counts: HashMap<String, u64>,
 }
 
 /// The windows' counters: this process's or Redis's.
@@ -208,7 +216,7 @@ pub struct Windows {
 impl Windows {
     /// Counters in this process.
     pub fn local(window: Duration) -> Windows {
-        Windows::with(Counters::Local(Mutex::new(HashMap::new())), window)
+        Windows::with(Counters::Local(Mutex::default()), window)
     }
 
     /// Counters in `cluster`'s Redis, shared by every instance on it.
@@ -242,7 +250,7 @@ impl Windows {
             return Ok(Admission::free());
         }
         let (window, left, counts) = match &self.store {
-            Counters::Local(map) => self.local_admit(map, limits, tokens),
+            Counters::Local(local) => self.local_admit(local, limits, tokens),
             Counters::Redis(c) => self.redis_admit(c, limits, tokens).await?,
         }
         .map_err(Some)?;
@@ -280,7 +288,7 @@ impl Windows {
     #[allow(clippy::type_complexity)]
     fn local_admit(
         &self,
-        map: &Mutex<HashMap<String, (u64, u64)>>,
+        local: &Mutex<Local>,
         limits: &[Limit],
         tokens: u64,
     ) -> Result<(u64, Duration, Vec<u64>), Refused> {
@@ -291,22 +299,23 @@ impl Windows {
         let w = self.window_ms();
         let window = now / w;
         let left = Duration::from_millis((window + 1) * w - now);
-        let mut m = map.lock().unwrap_or_else(PoisonError::into_inner);
-        if m.values().any(|(at, _)| *at != window) {
-            m.retain(|_, (at, _)| *at == window);
+        let mut l = local.lock().unwrap_or_else(PoisonError::into_inner);
+        if l.window != window {
+            l.window = window;
+            l.counts.clear();
         }
         let names: Vec<String> = limits.iter().map(|l| self.counter(l)).collect();
-        for (l, n) in limits.iter().zip(&names) {
-            let c = m.get(n).map_or(0, |(_, c)| *c);
-            if c >= l.ceiling {
-                return Err(refused(l, c, left));
+        for (lim, n) in limits.iter().zip(&names) {
+            let c = l.counts.get(n).copied().unwrap_or(0);
+            if c >= lim.ceiling {
+                return Err(refused(lim, c, left));
             }
         }
         let mut counts = Vec::with_capacity(limits.len());
-        for (l, n) in limits.iter().zip(names) {
-            let e = m.entry(n).or_insert((window, 0));
-            e.1 = e.1.saturating_add(amount(l, tokens));
-            counts.push(e.1);
+        for (lim, n) in limits.iter().zip(names) {
+            let e = l.counts.entry(n).or_insert(0);
+            *e = e.saturating_add(amount(lim, tokens));
+            counts.push(*e);
         }
         Ok((window, left, counts))
     }
