@@ -45,6 +45,13 @@ pub struct Running {
 }
 
 impl Running {
+    /// Asks it to stop (a SIGTERM) without waiting for the end.
+    pub fn begin_stop(&mut self) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+    }
+
     /// Stops accepting, drains requests in flight, and waits for the end.
     pub async fn stop(mut self) {
         if let Some(tx) = self.stop.take() {

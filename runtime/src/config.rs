@@ -128,6 +128,9 @@ pub struct Config {
     /// The window of keys' and models' `rpm` and `tpm` limits
     /// (`GATEWAY_LIMIT_WINDOW_SECS`, 60 s).
     pub limit_window: Duration,
+    /// How long a stopping instance serves on, `/readyz` at 503, before it
+    /// stops accepting and drains (`GATEWAY_SHUTDOWN_DELAY_SECS`, 0).
+    pub shutdown_delay: Duration,
     /// The Redis shared by several instances (`GATEWAY_REDIS_URL`,
     /// `GATEWAY_REDIS_PREFIX`); `None`: one instance, nothing shared.
     pub redis: Option<gateway_adapters::cluster::RedisConfig>,
@@ -282,6 +285,7 @@ impl Config {
             db_sync_full: true,
             rate_limits: gateway_adapters::ratelimit::Limits::default(),
             limit_window: gateway_adapters::ratelimit::windows::WINDOW,
+            shutdown_delay: Duration::ZERO,
             redis: None,
             limiter_store: None,
             accounts: Default::default(),
@@ -547,6 +551,9 @@ impl Config {
         }
         v.set(&mut self.limit_window, GATEWAY_LIMIT_WINDOW_SECS, |t| {
             parse_positive(t).map(Duration::from_secs)
+        });
+        v.set(&mut self.shutdown_delay, GATEWAY_SHUTDOWN_DELAY_SECS, |t| {
+            secs_or_off(t).map(Option::unwrap_or_default)
         });
         let prefix = v.raw(GATEWAY_REDIS_PREFIX);
         self.redis = v.parse(GATEWAY_REDIS_URL, |url| {

@@ -80,6 +80,7 @@ pub mod money;
 pub mod owners;
 pub mod pipeline;
 pub mod progress;
+pub mod ready;
 pub mod reconcile;
 pub mod relay;
 pub mod retention;

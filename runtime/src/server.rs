@@ -113,6 +113,9 @@ async fn own_answer(gw: &Gateway, req: &Request, path: &str) -> Option<Result<Re
             (ApiError::NotFound(message), gw.table.errors_for_path(path))
         }));
     }
+    if path == "/readyz" {
+        return Some(Ok(crate::ready::answer(gw).await));
+    }
     Some(Ok(match path {
         "/healthz" => static_answer(r#"{"status":"ok"}"#, "application/json"),
         "/openapi.json" => static_answer(gw.table.openapi, "application/json"),
@@ -320,6 +323,7 @@ pub async fn serve(
     shutdown: impl Future<Output = ()>,
 ) {
     let limits = Limits::of(&gw.config);
+    let shutdown = draining(gw.clone(), shutdown);
     let permits = std::sync::Arc::new(Semaphore::new(limits.max_connections));
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
@@ -389,6 +393,23 @@ pub async fn serve(
     tokio::select! {
         _ = async { tokio::join!(permits.acquire_many(all), sessions.shut_down()) } => {}
         _ = tokio::time::sleep(DRAIN) => tracing::warn!("drain timed out"),
+    }
+}
+
+/// `shutdown`, then `/readyz` at 503 at once, and the instance serving on
+/// for `GATEWAY_SHUTDOWN_DELAY_SECS` (a balancer's probe sees it and stops
+/// sending) before the accept loop stops and the drain begins.
+async fn draining(gw: Gateway, shutdown: impl Future<Output = ()>) {
+    shutdown.await;
+    gw.draining
+        .store(true, std::sync::atomic::Ordering::Relaxed);
+    let delay = gw.config.shutdown_delay;
+    if !delay.is_zero() {
+        tracing::info!(
+            delay_secs = delay.as_secs(),
+            "shutting down: /readyz answers 503; serving on until the delay ends"
+        );
+        tokio::time::sleep(delay).await;
     }
 }
 

@@ -59,6 +59,8 @@ pub struct Inner {
     /// The users charged since the spend alerts' last round (told by the
     /// record writer, `crate::alerts`).
     pub charged: Arc<crate::alerts::charged::Charged>,
+    /// A graceful shutdown has begun: `/readyz` answers 503 (`crate::ready`).
+    pub draining: std::sync::atomic::AtomicBool,
     /// The Redis shared with other instances (`GATEWAY_REDIS_URL`); `None`: a single instance.
     pub cluster: Option<cluster::Cluster>,
     /// The sign-in (OpenID Connect) providers (`GATEWAY_OAUTH_PROVIDERS`).

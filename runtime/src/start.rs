@@ -119,6 +119,7 @@ impl Gateway {
         store.on_charge(crate::alerts::listener(charged.clone()));
         Ok(Gateway(Arc::new(Inner {
             charged,
+            draining: Default::default(),
             stripe,
             config,
             spool,

@@ -317,6 +317,11 @@ impl Store {
             .map_err(|e| StoreError::caused("blocking task", e))?
     }
 
+    /// Whether the database answers a query (a readiness probe).
+    pub fn ping(&self) -> Result<()> {
+        self.with(|db| db.exists("SELECT 1", &[]).map(drop))
+    }
+
     /// Tells `f` of every user charged by a commit, as soon as it is
     /// committed (spend alerts; set once, at start).
     pub fn on_charge(&self, f: ChargeListener) {

@@ -56,6 +56,7 @@ mod orgs;
 mod packs;
 mod probe_accounts;
 mod ratelimit;
+mod readiness;
 mod realtime;
 mod reconcile;
 mod responses;

@@ -281,6 +281,14 @@ impl Cluster {
         Ok(manager.clone())
     }
 
+    /// Whether Redis answers `PING` (within [`TIMEOUT`]): a readiness probe.
+    pub async fn ping(&self) -> Result<(), String> {
+        self.run(|mut c| async move { redis::cmd("PING").query_async::<String>(&mut c).await })
+            .await
+            .map(drop)
+            .map_err(|e| e.to_string())
+    }
+
     /// Runs `f` on the shared connection, the whole within [`TIMEOUT`].
     pub async fn run<T, F, Fut>(&self, f: F) -> Result<T, Unavailable>
     where

@@ -67,6 +67,19 @@ impl ObjectStore for LocalStore {
         Box::pin(self.delete_inner(key))
     }
 
+    /// The store's directory is there, a directory, and not read-only.
+    fn ready(&self) -> BoxFuture<'_, Result<(), ObjectError>> {
+        Box::pin(async move {
+            let m = tokio::fs::metadata(self.root())
+                .await
+                .map_err(|e| backend(format!("the objects directory: {e}")))?;
+            if !m.is_dir() || m.permissions().readonly() {
+                return Err(backend("the objects directory is not a writable directory"));
+            }
+            Ok(())
+        })
+    }
+
     fn exists<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<bool, ObjectError>> {
         Box::pin(async move {
             let path = self.path_of(key)?;

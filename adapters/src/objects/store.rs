@@ -83,6 +83,13 @@ pub trait ObjectStore: Send + Sync + 'static {
         None
     }
 
+    /// Whether the store can serve (a readiness probe): S3 is asked whether
+    /// a key exists (the bucket answers); the local store's directory must
+    /// be there and writable.
+    fn ready(&self) -> BoxFuture<'_, Result<(), ObjectError>> {
+        Box::pin(async move { self.exists("readyz-probe").await.map(drop) })
+    }
+
     /// Size and content type of `key`, without reading its body.
     ///
     /// The default opens the object and drops the stream; both backends

@@ -127,3 +127,6 @@ pub const DEFAULT_SYNTH_URL: &str = "https://f.cluster.resemble.ai";
 
 /// The window of `rpm` and `tpm` limits, in seconds (60).
 pub const GATEWAY_LIMIT_WINDOW_SECS: &str = "GATEWAY_LIMIT_WINDOW_SECS";
+
+/// How long a stopping instance serves on with `/readyz` at 503, in seconds (0).
+pub const GATEWAY_SHUTDOWN_DELAY_SECS: &str = "GATEWAY_SHUTDOWN_DELAY_SECS";

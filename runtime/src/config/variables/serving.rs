@@ -144,6 +144,14 @@ pub(super) const VARIABLES: &[Variable] = &[
         scope: Scope::Gateway,
     },
     Variable {
+        name: "GATEWAY_SHUTDOWN_DELAY_SECS",
+        default: r#"`0`"#,
+        meaning: r#"on SIGTERM, how long the instance serves on with `/readyz` answering 503
+            before it stops accepting and drains (see [Readiness](operations.md#readiness));
+            set it above the load balancer's probe interval"#,
+        scope: Scope::Gateway,
+    },
+    Variable {
         name: "GATEWAY_LIMIT_WINDOW_SECS",
         default: r#"`60`"#,
         meaning: r#"the window of keys' and models' `rpm` and `tpm` limits, in seconds (see
