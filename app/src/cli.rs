@@ -83,6 +83,16 @@ pub enum UsersCommand {
         #[arg(long)]
         user: i64,
     },
+    /// Delete a user: its credentials answer 401; with --purge its account
+    /// is erased (keys revoked, objects, files, media and stored responses
+    /// deleted, personal fields erased; usage, ledger and audit kept under
+    /// an anonymous id).
+    Delete {
+        #[arg(long)]
+        user: i64,
+        #[arg(long)]
+        purge: bool,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -239,6 +249,9 @@ pub fn run(routes: crate::Routes, command: Command) -> CliResult {
             runtime_block_on(serve(routes, config))
         }
         Command::Demo => runtime_block_on(crate::demo::run(routes)),
+        Command::Users {
+            command: UsersCommand::Delete { user, purge: true },
+        } => runtime_block_on(erase_user(routes, user)),
         Command::Users { command } => users(command),
         Command::Credits { command } => credits(command),
         Command::Sweep => runtime_block_on(async {
@@ -280,7 +293,29 @@ fn users(command: UsersCommand) -> CliResult {
             Some(secret) => println!("{secret}"),
             None => return Err(format!("no user with id {user}").into()),
         },
+        UsersCommand::Delete { user, .. } => {
+            if !store.delete_user(user)? {
+                return Err(format!("no live user with id {user}").into());
+            }
+            tell_running_instances(&config)?;
+            eprintln!("deleted");
+        }
     }
+    Ok(())
+}
+
+/// `gateway users delete --user ID --purge` (the erasure tells the running
+/// instances itself, through the bus).
+async fn erase_user(routes: crate::Routes, user: i64) -> CliResult {
+    let gw = crate::gateway(routes, Config::from_env()?)?;
+    if gw.store.user(user)?.is_none() {
+        return Err(format!("no user with id {user}").into());
+    }
+    let erased = runtime::erase::erase(&gw, user).await?;
+    println!(
+        "erased: {} keys revoked, {} objects and {} stored responses deleted",
+        erased.keys_revoked, erased.objects, erased.responses
+    );
     Ok(())
 }
 

@@ -68,6 +68,7 @@ pub mod callbacks;
 pub mod config;
 pub mod ctx;
 pub mod dashboard;
+pub mod erase;
 pub mod fetch;
 pub mod follower;
 pub mod generated;

@@ -260,8 +260,9 @@ keyword_enum! {
         ConfirmEmail = "confirm_email",
         /// `POST /auth/reset-password`: requests or completes a password reset.
         ResetPassword = "reset_password",
-        /// `GET /auth/me`: the caller and their balance.
+        /// `GET /auth/me`: the caller and their balance; `DELETE`: erased.
         Me = "me",
+        AccountDelete = "account_delete",
         /// `GET /auth/oauth/{provider}/authorize`: a redirect to an OpenID
         /// Connect provider (code flow, PKCE, one-time state and nonce).
         OauthAuthorize = "oauth_authorize",
@@ -276,9 +277,8 @@ keyword_enum! {
         KeyRevoke = "key_revoke",
         /// Sets or removes the budget of one of the caller's API keys.
         KeyUpdate = "key_update",
-        /// The caller's spend-alert settings, read.
+        /// The caller's spend-alert settings, read and set (the webhook's secret answered once).
         AlertSettingsGet = "alert_settings_get",
-        /// The caller's spend-alert settings, set (the webhook's secret answered once).
         AlertSettingsSet = "alert_settings_set",
         /// The spend alerts sent to the caller, newest first.
         AlertList = "alert_list",
@@ -286,12 +286,11 @@ keyword_enum! {
         OrgCreate = "org_create",
         /// The caller's organizations and roles.
         OrgList = "org_list",
-        /// An invitation into an organization (its token mailed), and its acceptance.
+        /// An invitation (its token mailed), and its acceptance.
         OrgInvite = "org_invite",
         OrgAccept = "org_accept",
-        /// An organization's members.
+        /// An organization's members, listed; one removed (their keys of it revoked).
         OrgMembers = "org_members",
-        /// A member removed (their keys of the organization revoked).
         OrgMemberRemove = "org_member_remove",
         /// Admin: every user.
         AdminUsers = "admin_users",
@@ -413,6 +412,7 @@ impl Mode {
                 | Mode::ConfirmEmail
                 | Mode::ResetPassword
                 | Mode::Me
+                | Mode::AccountDelete
                 | Mode::OauthAuthorize
                 | Mode::OauthCallback
                 | Mode::KeyList

@@ -30,6 +30,7 @@ mod assets;
 mod balances;
 mod batches;
 mod budgets;
+mod erasure;
 mod history;
 mod instances;
 mod jobs;
@@ -65,6 +66,7 @@ pub use batches::{
     BatchRow, Batches, ClaimedLine, LineCounts, LineEnd, LineRow, NewBatch, NewLine,
 };
 pub use budgets::{Budget, KeyBudget, Period};
+pub use erasure::{Erased, Erasure};
 pub use history::{
     Generation, GroupBy, History, LedgerLine, ModelDetail, ModelUsageRow, UsageRow, UsageTotals,
 };

@@ -29,6 +29,7 @@ mod database_restart;
 mod dialects;
 mod docs;
 mod edges;
+mod erasure;
 mod errors;
 mod faults_under_load;
 mod files;

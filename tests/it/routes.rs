@@ -145,9 +145,10 @@ fn every_spec_route_is_in_the_table() {
         })
         .count();
     assert_eq!(
-        accounts, 22,
+        accounts, 23,
         "issue #10: 7 auth + 3 keys + 6 admin routes; issue #24: 2 sign-in routes; \
-         issue #27: 3 more admin history routes (usage was one already), a key's budget edit"
+         issue #27: 3 more admin history routes (usage was one already), a key's budget edit; \
+         issue #46: DELETE /auth/me"
     );
     let media = have
         .iter()

@@ -39,6 +39,7 @@ use http::StatusCode;
 use serde_json::{json, Map, Value};
 
 mod answers;
+pub mod delete;
 mod limits;
 mod oauth;
 

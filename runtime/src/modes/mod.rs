@@ -189,6 +189,7 @@ async fn account_mode(
         Mode::ConfirmEmail => account::confirm(ctx, req).await,
         Mode::ResetPassword => account::reset_password(ctx, req).await,
         Mode::Me => account::me(ctx).await,
+        Mode::AccountDelete => account::delete::delete_me(ctx, req).await,
         Mode::OauthAuthorize => account::oauth_authorize(ctx, req, params).await,
         Mode::OauthCallback => account::oauth_callback(ctx, req, params).await,
         Mode::KeyList => keys::list(ctx, params).await,
