@@ -383,6 +383,29 @@ def _provider_event(case, kwargs):
 
 
 _org_cache = {}
+_throwaway = {}
+
+
+def throwaway_token():
+    """The access token of an account made to be deleted: every call of
+    `DELETE /auth/me` carries it, never the run's own (a new one once a
+    call deleted it, `forget_throwaway`)."""
+    with _lock:
+        if "token" not in _throwaway:
+            _, _, email, password = _account()
+            _throwaway.update(token=_token_of(email, password), password=password)
+        return _throwaway["token"]
+
+
+def forget_throwaway(case, response):
+    if case.method.upper() == "DELETE" and case.path == "/api/v1/auth/me" and response.status_code == 200:
+        with _lock:
+            _throwaway.clear()
+
+
+def _account_delete(case, kwargs):
+    throwaway_token()
+    case.body = {"password": _throwaway["password"]}
 
 
 def _token_of(email, password):
@@ -462,6 +485,7 @@ def _org_member_remove(case, kwargs):
 
 
 REWRITES = {
+    "auth.me.delete": _account_delete,
     "orgs.invitations.create": _org_invite,
     "orgs.invitations.accept": _org_accept,
     "orgs.members.list": _org_plain,

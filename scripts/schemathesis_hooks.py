@@ -84,6 +84,9 @@ def before_call(context, case, kwargs):
         headers["X-Admin-Key"] = ADMIN_KEY
     elif "bearerAuth" in schemes:
         headers["Authorization"] = f"Bearer {KEY}"
+    elif "accessToken" in schemes and mode == "account_delete":
+        # Never the run's own account: one made to be deleted.
+        headers["Authorization"] = f"Bearer {schemathesis_fixtures.throwaway_token()}"
     elif "accessToken" in schemes:
         headers["Authorization"] = f"Bearer {_access_token(own=mode == 'logout')}"
     case.headers = headers
@@ -98,6 +101,7 @@ def before_call(context, case, kwargs):
 @schemathesis.hook
 def after_call(context, case, response):
     schemathesis_fixtures.close_stream(case)
+    schemathesis_fixtures.forget_throwaway(case, response)
     line = {
         "operation": _raw(case).get("operationId"),
         "label": case.operation.label,
