@@ -48,6 +48,21 @@ pub enum Command {
     },
     /// Delete expired objects once (the server also sweeps periodically).
     Sweep,
+    /// Copy the embedded default (the SQLite database, consistently, while
+    /// it serves; the local object store; the data directory's keys) into
+    /// a new or empty directory.
+    Backup {
+        #[arg(long)]
+        to: std::path::PathBuf,
+    },
+    /// Put a backup back into the data directory (the gateway stopped;
+    /// --force replaces an existing database).
+    Restore {
+        #[arg(long)]
+        from: std::path::PathBuf,
+        #[arg(long)]
+        force: bool,
+    },
     /// Compare a day's usage with the upstream's billing usage; store and log the result.
     Reconcile {
         /// UTC day, YYYY-MM-DD.
@@ -264,6 +279,10 @@ pub fn run(routes: crate::Routes, command: Command) -> CliResult {
             Ok(())
         }),
         Command::Reconcile { date } => runtime_block_on(reconcile(routes, date)),
+        Command::Backup { to } => crate::backup::backup(&Config::from_env()?, &to),
+        Command::Restore { from, force } => {
+            crate::backup::restore(&Config::from_env()?, &from, force)
+        }
         Command::Keys { command } => keys(command),
     }
 }

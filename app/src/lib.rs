@@ -13,6 +13,7 @@
 //! * [`start`] — binds nothing itself: takes a listener and a configuration,
 //!   returns a handle to the running gateway.
 
+pub mod backup;
 pub mod cli;
 pub mod demo;
 pub mod signal;

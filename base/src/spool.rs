@@ -26,6 +26,27 @@ const DIR_MODE: u32 = 0o700;
 /// Mode of the spool's files (lock files, spooled uploads).
 const FILE_MODE: u32 = 0o600;
 
+/// Whether an instance serves from `data_dir` now: the lock of one of
+/// its spool directories is held (`gateway restore` refuses then).
+pub fn in_use(data_dir: &Path) -> io::Result<bool> {
+    let root = data_dir.join("spool");
+    let entries = match std::fs::read_dir(&root) {
+        Ok(e) => e,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(e),
+    };
+    for e in entries {
+        let path = e?.path();
+        if path.extension().is_some_and(|x| x == "lock") {
+            let file = OpenOptions::new().read(true).write(true).open(&path)?;
+            if !try_lock(&file)? {
+                return Ok(true);
+            }
+        }
+    }
+    Ok(false)
+}
+
 /// This instance's spool directory, held while the value lives.
 #[derive(Debug)]
 pub struct SpoolDir {

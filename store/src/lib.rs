@@ -166,6 +166,40 @@ pub struct User {
     pub tpm: Option<u64>,
 }
 
+/// A consistent copy of the SQLite database `from` at `to` (a new file),
+/// taken while the gateway serves: SQLite's online backup, every page in
+/// one step under one read transaction, so the copy is the database as one
+/// moment saw it (in WAL mode the writer is not held up). The copy is the
+/// owner's only.
+pub fn backup_sqlite(from: &Path, to: &Path) -> Result<()> {
+    use rusqlite::OpenFlags;
+    let src = rusqlite::Connection::open_with_flags(from, OpenFlags::SQLITE_OPEN_READ_ONLY)
+        .map_err(StoreError::driver)?;
+    let mut dst = rusqlite::Connection::open(to).map_err(StoreError::driver)?;
+    {
+        use rusqlite::backup::StepResult;
+        let b = rusqlite::backup::Backup::new(&src, &mut dst).map_err(StoreError::driver)?;
+        // -1: every page in one step (one read transaction, one moment).
+        loop {
+            match b.step(-1).map_err(StoreError::driver)? {
+                StepResult::Done => break,
+                StepResult::More => {}
+                _ => std::thread::sleep(std::time::Duration::from_millis(20)),
+            }
+        }
+    }
+    dst.pragma_update(None, "journal_mode", "DELETE")
+        .map_err(StoreError::driver)?;
+    drop(dst);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(to, std::fs::Permissions::from_mode(0o600))
+            .map_err(StoreError::driver)?;
+    }
+    Ok(())
+}
+
 /// Creates `dir` (and missing parents) readable by the owner only (0700 on
 /// Unix); a directory that exists keeps its mode.
 pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {

@@ -14,6 +14,7 @@ mod adapter_openai;
 mod alerts;
 mod audit;
 mod auth;
+mod backups;
 mod batches;
 mod budgets;
 mod budgets_edit;
