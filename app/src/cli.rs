@@ -48,6 +48,14 @@ pub enum Command {
     },
     /// Delete expired objects once (the server also sweeps periodically).
     Sweep,
+    /// Check everything `serve` reads (the environment, the providers,
+    /// sign-in providers and MCP servers files), listing every problem;
+    /// exits non-zero on any. --connect also asks the database, Redis, the
+    /// object store, SMTP and each provider's model list.
+    CheckConfig {
+        #[arg(long)]
+        connect: bool,
+    },
     /// Copy the embedded default (the SQLite database, consistently, while
     /// it serves; the local object store; the data directory's keys) into
     /// a new or empty directory.
@@ -266,7 +274,7 @@ pub fn run(routes: crate::Routes, command: Command) -> CliResult {
         Command::Demo => runtime_block_on(crate::demo::run(routes)),
         Command::Users {
             command: UsersCommand::Delete { user, purge: true },
-        } => runtime_block_on(erase_user(routes, user)),
+        } => runtime_block_on(crate::ops::erase_user(routes, user)),
         Command::Users { command } => users(command),
         Command::Credits { command } => credits(command),
         Command::Sweep => runtime_block_on(async {
@@ -279,6 +287,7 @@ pub fn run(routes: crate::Routes, command: Command) -> CliResult {
             Ok(())
         }),
         Command::Reconcile { date } => runtime_block_on(reconcile(routes, date)),
+        Command::CheckConfig { connect } => crate::ops::check_config(routes, connect),
         Command::Backup { to } => crate::backup::backup(&Config::from_env()?, &to),
         Command::Restore { from, force } => {
             crate::backup::restore(&Config::from_env()?, &from, force)
@@ -320,21 +329,6 @@ fn users(command: UsersCommand) -> CliResult {
             eprintln!("deleted");
         }
     }
-    Ok(())
-}
-
-/// `gateway users delete --user ID --purge` (the erasure tells the running
-/// instances itself, through the bus).
-async fn erase_user(routes: crate::Routes, user: i64) -> CliResult {
-    let gw = crate::gateway(routes, Config::from_env()?)?;
-    if gw.store.user(user)?.is_none() {
-        return Err(format!("no user with id {user}").into());
-    }
-    let erased = runtime::erase::erase(&gw, user).await?;
-    println!(
-        "erased: {} keys revoked, {} objects and {} stored responses deleted",
-        erased.keys_revoked, erased.objects, erased.responses
-    );
     Ok(())
 }
 

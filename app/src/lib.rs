@@ -16,6 +16,7 @@
 pub mod backup;
 pub mod cli;
 pub mod demo;
+pub mod ops;
 pub mod signal;
 
 use std::net::SocketAddr;

@@ -65,6 +65,7 @@ pub mod __private;
 pub mod alerts;
 pub mod batches;
 pub mod callbacks;
+pub mod check;
 pub mod config;
 pub mod ctx;
 pub mod dashboard;

@@ -35,7 +35,7 @@ pub enum StartError {
 
 /// The MCP servers file (`GATEWAY_MCP_SERVERS`), each server's
 /// capability one of the table's (else start-up stops naming it).
-fn mcp_servers(
+pub(crate) fn mcp_servers(
     config: &config::Config,
     table: &spec::Table,
 ) -> Result<gateway_models::mcp::McpServers, StartError> {

@@ -166,6 +166,36 @@ pub struct User {
     pub tpm: Option<u64>,
 }
 
+/// Whether the database at `location` answers, without writing anything
+/// (`gateway check-config --connect`): a SQLite file opened read-only (one
+/// that does not exist yet is fine: start-up makes it), PostgreSQL
+/// connected to; `SELECT 1` either way.
+pub fn probe(location: &Location) -> Result<String> {
+    match location {
+        Location::Sqlite(path) if !path.exists() => Ok(format!(
+            "{} does not exist yet (made at start-up)",
+            path.display()
+        )),
+        Location::Sqlite(path) => {
+            let c = rusqlite::Connection::open_with_flags(
+                path,
+                rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+            )
+            .map_err(StoreError::driver)?;
+            let v: i64 = c
+                .pragma_query_value(None, "user_version", |r| r.get(0))
+                .map_err(StoreError::driver)?;
+            Ok(format!("SQLite {}: schema version {v}", path.display()))
+        }
+        Location::Postgres(url) => {
+            let config = pg::parse_url(url)?;
+            let mut conn = pg::PgConn::connect(&config, false)?;
+            conn.db().exists("SELECT 1", &[])?;
+            Ok("PostgreSQL answers".into())
+        }
+    }
+}
+
 /// A consistent copy of the SQLite database `from` at `to` (a new file),
 /// taken while the gateway serves: SQLite's online backup, every page in
 /// one step under one read transaction, so the copy is the database as one

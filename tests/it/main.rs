@@ -20,6 +20,7 @@ mod budgets;
 mod budgets_edit;
 mod budgets_voice;
 mod cache;
+mod check_config;
 mod cli;
 mod clients;
 mod crash_batches;

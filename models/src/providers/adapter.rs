@@ -46,6 +46,11 @@ pub trait Adapter: Send + Sync + std::fmt::Debug {
     fn key_form(&self) -> KeyForm {
         KeyForm::Bearer
     }
+    /// Where its API lists its models (`gateway check-config --connect`
+    /// asks it), under `base_url`.
+    fn models_path(&self) -> &'static str {
+        "/models"
+    }
     /// The API its chat bodies speak, which says where an image can be
     /// in them (their bound, [`crate::bounds::chat`]).
     fn shape(&self) -> crate::bounds::Shape {

@@ -466,6 +466,9 @@ impl Adapter for Anthropic {
         matches!(t, ModelType::Chat | ModelType::Completion)
     }
 
+    fn models_path(&self) -> &'static str {
+        "/v1/models"
+    }
     fn key_form(&self) -> KeyForm {
         KeyForm::XApiKey { version: VERSION }
     }

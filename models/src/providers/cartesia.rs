@@ -34,6 +34,9 @@ impl Adapter for Cartesia {
         t == ModelType::Tts
     }
 
+    fn models_path(&self) -> &'static str {
+        "/voices"
+    }
     fn key_form(&self) -> KeyForm {
         KeyForm::Cartesia { version: VERSION }
     }

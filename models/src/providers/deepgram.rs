@@ -47,6 +47,9 @@ impl Adapter for Deepgram {
         matches!(t, ModelType::Tts | ModelType::Stt)
     }
 
+    fn models_path(&self) -> &'static str {
+        "/v1/models"
+    }
     fn key_form(&self) -> KeyForm {
         KeyForm::Token
     }

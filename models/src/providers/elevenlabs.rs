@@ -36,6 +36,9 @@ impl Adapter for ElevenLabs {
         matches!(t, ModelType::Tts | ModelType::Stt)
     }
 
+    fn models_path(&self) -> &'static str {
+        "/v1/models"
+    }
     fn key_form(&self) -> KeyForm {
         KeyForm::XiApiKey
     }

@@ -45,7 +45,7 @@ struct FileDoc {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ProviderDoc {
-    id: String,
+    id: toml::Spanned<String>,
     kind: String,
     base_url: String,
     api_key_env: String,
@@ -60,7 +60,7 @@ struct ProviderDoc {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ModelDoc {
-    id: String,
+    id: toml::Spanned<String>,
     #[serde(rename = "type")]
     kind: String,
     context_window: Option<u64>,
@@ -154,14 +154,29 @@ fn pct(
     Ok(p)
 }
 
+/// The line of a span's start in `text` (from 1).
+fn line_of(text: &str, at: usize) -> usize {
+    text[..at.min(text.len())].matches('\n').count() + 1
+}
+
 /// Parses the text of a providers file named `file`: each provider with its
-/// models, then the routes, which name them.
+/// models, then the routes, which name them. Every mistake of the
+/// providers and their models is found at once (the error holds one line
+/// per mistake, each naming the file, the line and the key); a route or a
+/// voice is checked only when the providers are sound (it names them).
 pub fn parse(text: &str, file: &str, default_markup: Decimal) -> Result<Providers, ProvidersError> {
     let doc: FileDoc = toml::from_str(text).map_err(|e| ProvidersError(format!("{file}: {e}")))?;
     let mut providers: Vec<Provider> = Vec::new();
+    let mut errors: Vec<String> = Vec::new();
     for p in doc.provider {
-        let provider = provider(p, &providers, file, default_markup)?;
-        providers.push(provider);
+        let here = format!("{file}: line {}", line_of(text, p.id.span().start));
+        match provider(p, &providers, &here, default_markup, text, &mut errors) {
+            Ok(provider) => providers.push(provider),
+            Err(e) => errors.push(e.0),
+        }
+    }
+    if !errors.is_empty() {
+        return Err(ProvidersError(errors.join("\n")));
     }
     let routes = super::routes::build(doc.route, &providers, file, text).map_err(ProvidersError)?;
     let voices = super::voices::build(doc.voice, &providers, file, text).map_err(ProvidersError)?;
@@ -178,14 +193,17 @@ fn provider(
     earlier: &[Provider],
     file: &str,
     default_markup: Decimal,
+    text: &str,
+    errors: &mut Vec<String>,
 ) -> Result<Provider, ProvidersError> {
-    let at = format!("provider {:?}", p.id);
-    if p.id.is_empty() || p.id.contains('/') {
+    let id = p.id.into_inner();
+    let at = format!("provider {id:?}");
+    if id.is_empty() || id.contains('/') {
         return Err(ProvidersError(format!(
             "{file}: {at}: id must be non-empty, without '/'"
         )));
     }
-    if earlier.iter().any(|x| x.id == p.id) {
+    if earlier.iter().any(|x| x.id == id) {
         return Err(ProvidersError(format!(
             "{file}: {at}: duplicate provider id"
         )));
@@ -208,16 +226,23 @@ fn provider(
     }
     let key = ProviderKey::from_env(&p.api_key_env);
     if key.is_none() {
-        tracing::warn!(provider = %p.id, variable = %p.api_key_env, "the provider's key variable is unset: only BYOK calls can reach it");
+        tracing::warn!(provider = %id, variable = %p.api_key_env, "the provider's key variable is unset: only BYOK calls can reach it");
     }
     let mut models: Vec<Model> = Vec::new();
+    // A model's mistake is its own line of `errors`; the provider stays
+    // (with its sound models) so that the next providers are checked
+    // against it.
+    let base = file.split(": line ").next().unwrap_or(file);
     for m in p.model {
-        let at = format!("provider {:?} model {:?}", p.id, m.id);
-        let model = model(m, &models, &p.kind, adapter.as_ref(), file, &at)?;
-        models.push(model);
+        let here = format!("{base}: line {}", line_of(text, m.id.span().start));
+        let at = format!("provider {id:?} model {:?}", m.id.get_ref());
+        match model(m, &models, &p.kind, adapter.as_ref(), &here, &at) {
+            Ok(model) => models.push(model),
+            Err(e) => errors.push(e.0),
+        }
     }
     Ok(Provider {
-        id: p.id,
+        id,
         kind: p.kind,
         base_url,
         key,
@@ -250,13 +275,13 @@ fn model(
     file: &str,
     at: &str,
 ) -> Result<Model, ProvidersError> {
-    if m.id.is_empty() {
-        return Err(ProvidersError(format!(
-            "{file}: {at}: id must be non-empty"
-        )));
-    }
-    if earlier.iter().any(|x| x.id == m.id) {
-        return Err(ProvidersError(format!("{file}: {at}: duplicate model id")));
+    let id = m.id.into_inner();
+    if id.is_empty() || earlier.iter().any(|x| x.id == id) {
+        let why = match id.is_empty() {
+            true => "id must be non-empty",
+            false => "duplicate model id",
+        };
+        return Err(ProvidersError(format!("{file}: {at}: {why}")));
     }
     let kind = ModelType::parse(&m.kind).ok_or_else(|| {
         ProvidersError(format!(
@@ -316,7 +341,7 @@ fn model(
         per_1k_chars: price(file, at, "per_1k_chars", m.per_1k_chars)?,
         input_audio_per_mtok: price(file, at, "input_audio_per_mtok", m.input_audio_per_mtok)?,
         output_audio_per_mtok: price(file, at, "output_audio_per_mtok", m.output_audio_per_mtok)?,
-        id: m.id,
+        id,
         kind,
         context_window: m.context_window,
         aliases: m.aliases,

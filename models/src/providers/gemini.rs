@@ -514,6 +514,9 @@ impl Adapter for Gemini {
         matches!(t, ModelType::Chat | ModelType::Embedding)
     }
 
+    fn models_path(&self) -> &'static str {
+        "/v1beta/models"
+    }
     fn key_form(&self) -> KeyForm {
         KeyForm::GoogApiKey
     }
