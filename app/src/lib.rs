@@ -99,6 +99,14 @@ pub fn start(
         gw.clone(),
         identity.id.clone(),
     )));
+    // The catalogue reloaded on SIGHUP; its first price version recorded.
+    background.push(tokio::spawn(runtime::reload::on_sighup(gw.clone())));
+    let first = gw.clone();
+    background.push(tokio::spawn(async move {
+        if let Err(e) = runtime::reload::record_version(&first, &first.catalogue()).await {
+            tracing::warn!(error = %e, "the catalogue's price version is not recorded");
+        }
+    }));
     // Spend alerts: charged users checked, due deliveries sent.
     background.push(tokio::spawn(runtime::alerts::run(gw.clone())));
     background.push(tokio::spawn(runtime::instance::keep_lease(

@@ -60,6 +60,7 @@ pub async fn seed(at: &Location, user: i64, n: u64) -> Result<Seeded, String> {
 /// tokens of `sim/sim-gpt` at 0.000001 a token, answered whole in 12 ms.
 fn request(request_id: String, user: i64, key: Option<i64>, at: String) -> [Record; 2] {
     let usage = UsageRecord {
+        price_version: None,
         request_id: request_id.clone(),
         user_id: Some(user),
         route_id: "chat".into(),

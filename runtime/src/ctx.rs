@@ -77,6 +77,9 @@ pub struct Ctx {
     /// A batch's line run as this request ([`crate::batches`]): its
     /// once-key (`batch_…#n`). Priced at the batch price and charged once.
     pub line: Option<String>,
+    /// The catalogue the request started with (a reload in between changes
+    /// nothing of it: its prices, holds and deployments).
+    pub catalogue: std::sync::Arc<gateway_models::providers::Providers>,
 }
 
 /// What the phases below a driver are handed of a request: who it is for,
@@ -97,6 +100,8 @@ pub struct Caller<'a> {
     pub trace: &'a gateway_base::traces::Span,
     /// A batch line's once-key ([`Ctx::line`]).
     pub line: Option<&'a str>,
+    /// The request's catalogue ([`Ctx::catalogue`]).
+    pub catalogue: &'a gateway_models::providers::Providers,
 }
 
 impl Caller<'_> {
@@ -130,6 +135,7 @@ impl Ctx {
             started: self.started,
             trace: &self.trace,
             line: self.line.as_deref(),
+            catalogue: &self.catalogue,
         }
     }
 

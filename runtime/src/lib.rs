@@ -85,6 +85,7 @@ pub mod progress;
 pub mod ready;
 pub mod reconcile;
 pub mod relay;
+pub mod reload;
 pub mod retention;
 pub mod router;
 pub mod server;

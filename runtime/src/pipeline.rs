@@ -73,6 +73,7 @@ pub async fn handle(
     };
     let mut ctx = Ctx {
         spec,
+        catalogue: gw.catalogue(),
         gw,
         request_id,
         user: None,
@@ -203,6 +204,7 @@ pub(crate) async fn run_line(
     let span = tracing::info_span!("request", request_id = %request_id, route = spec.id, batch = %line.batch_id);
     let mut ctx = Ctx {
         spec,
+        catalogue: gw.catalogue(),
         gw,
         request_id,
         user: Some(user),

@@ -44,7 +44,10 @@ pub struct Inner {
     /// The account's stock voices, as last read from the provider.
     pub stock_voices: owner_cache::StockVoices,
     /// The general gateway's model providers (`GATEWAY_PROVIDERS`).
-    pub providers: providers::Providers,
+    /// The catalogue (the providers file) in force: replaced whole by a
+    /// reload (`crate::reload`); a request reads it once, at its start
+    /// (`Ctx::catalogue`), and keeps that one to its end.
+    pub providers: arc_swap::ArcSwap<providers::Providers>,
     /// The MCP servers (`GATEWAY_MCP_SERVERS`, [`crate::modes::mcp`]).
     pub mcp: gateway_models::mcp::McpServers,
     /// The speech providers' voice lists, as last read (`GET /audio/voices`).
@@ -83,6 +86,11 @@ impl std::ops::Deref for Gateway {
 }
 
 impl Inner {
+    /// The catalogue in force now (a request takes it once: `Ctx::catalogue`).
+    pub fn catalogue(&self) -> Arc<providers::Providers> {
+        self.providers.load_full()
+    }
+
     /// A key revoked or its budget changed, or a user disabled, enabled or deleted: this
     /// instance's key cache is dropped at once, the other instances' through
     /// the bus.

@@ -132,7 +132,7 @@ impl Gateway {
             owner_cache: Default::default(),
             stock_voices: Default::default(),
             speech_voices: Default::default(),
-            providers,
+            providers: arc_swap::ArcSwap::from_pointee(providers),
             mcp,
             streams: Arc::new(streams::Streams::new(cluster.clone())),
             sessions: crate::sessions::Sessions::new(sessions_per_user),
@@ -292,6 +292,7 @@ impl cluster::Listener for Caches {
             cluster::Event::StopStream { id } => {
                 gw.streams.stop_claimed(&id);
             }
+            cluster::Event::Reload { request } => crate::reload::on_request(gw.clone(), request),
         }
     }
 

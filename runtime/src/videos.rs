@@ -70,7 +70,8 @@ fn provider_of(
     gw: &Gateway,
     job: &VideoJobRow,
 ) -> Result<(Provider, Model, ProviderKey), ApiError> {
-    let (p, m) = gw.providers.get(&job.provider, &job.model).ok_or_else(|| {
+    let catalogue = gw.catalogue();
+    let (p, m) = catalogue.get(&job.provider, &job.model).ok_or_else(|| {
         ApiError::Unavailable(format!(
             "the model {}/{} of this job is no longer configured",
             job.provider, job.model
@@ -237,6 +238,7 @@ async fn finish(
         served: Default::default(),
         line: None,
         admission: None,
+        price_version: gw.catalogue().price_version(),
     };
     let mut records = vec![Record::Asset(AssetRecord {
         owner_id: Some(job.user_id),

@@ -14,6 +14,7 @@
 //! Feature `serde` (the generator's only): `Deserialize` for the keywords.
 
 mod keywords;
+mod mode_kinds;
 mod table;
 
 pub use keywords::*;

@@ -25,6 +25,8 @@ pub struct Generation {
     pub created_at: String,
     /// The token detail of a model request.
     pub model: Option<ModelDetail>,
+    /// The price version that priced it (a model request's).
+    pub price_version: Option<String>,
 }
 
 /// A model request's token detail.
@@ -98,6 +100,7 @@ pub struct UsageRow {
     pub unpriced: bool,
     pub once_key: Option<String>,
     pub created_at: String,
+    pub price_version: Option<String>,
 }
 
 /// A model request's token detail as stored.
@@ -210,7 +213,7 @@ impl History for Store {
     fn generation(&self, user_id: i64, request_id: &str) -> Result<Option<Generation>> {
         let rows = self.with(|db| {
             db.rows(
-                "SELECT route_id, product, unit, quantity, charged, created_at FROM usage
+                "SELECT route_id, product, unit, quantity, charged, created_at, price_version FROM usage
                  WHERE request_id = ?1 AND user_id = ?2 AND unit != 'free' ORDER BY id",
                 p![request_id, user_id],
                 |r| {
@@ -221,11 +224,14 @@ impl History for Store {
                         r.dec(3)?,
                         r.dec(4)?,
                         r.get::<String>(5)?,
+                        r.get::<Option<String>>(6)?,
                     ))
                 },
             )
         })?;
-        let Some((route_id, product, unit, quantity, _, created_at)) = rows.first().cloned() else {
+        let Some((route_id, product, unit, quantity, _, created_at, price_version)) =
+            rows.first().cloned()
+        else {
             return Ok(None);
         };
         let charged = rows.iter().map(|r| r.4).sum();
@@ -256,6 +262,7 @@ impl History for Store {
             charged,
             created_at,
             model,
+            price_version,
         }))
     }
 
@@ -385,9 +392,10 @@ fn usage_rows_where(store: &Store, user_id: Option<i64>) -> Result<Vec<UsageRow>
             unpriced: r.get(9)?,
             once_key: r.get(10)?,
             created_at: r.get(11)?,
+            price_version: r.get(12)?,
         })
     };
-    const COLS: &str = "SELECT id, request_id, user_id, route_id, product, unit, quantity, unit_price, charged, unpriced, once_key, created_at FROM usage";
+    const COLS: &str = "SELECT id, request_id, user_id, route_id, product, unit, quantity, unit_price, charged, unpriced, once_key, created_at, price_version FROM usage";
     store.with(|db| match user_id {
         None => db.rows(&format!("{COLS} ORDER BY id"), &[], row),
         Some(u) => db.rows(

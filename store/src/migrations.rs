@@ -514,4 +514,13 @@ pub(crate) const MIGRATIONS: &[&[Sql]] = &[
         expires_at TEXT NOT NULL, accepted_at TEXT
     );
     ALTER TABLE api_keys ADD COLUMN member_id INTEGER;
+    "#)],
+    // 29 (price versions, store::prices): the catalogue's prices under
+    //     their version (a digest of them), kept as long as records name
+    //     it; the version that priced each usage record.
+    &[Both(r#"
+    CREATE TABLE price_versions (
+        version TEXT PRIMARY KEY, prices TEXT NOT NULL, created_at TEXT NOT NULL
+    );
+    ALTER TABLE usage ADD COLUMN price_version TEXT;
     "#)],];

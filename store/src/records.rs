@@ -48,6 +48,9 @@ pub struct UsageRecord {
     /// token, the admin key, or a charge made later by a job's observer):
     /// what `group_by=key` groups by. Counts against nothing.
     pub api_key_id: Option<i64>,
+    /// The catalogue's price version that priced it (a model's request;
+    /// `None`: priced by the route table's prices).
+    pub price_version: Option<String>,
 }
 
 /// A stored object's record.

@@ -114,8 +114,8 @@ fn insert_audit(tx: &mut Db<'_>, a: &AuditRecord) -> Result<()> {
 fn insert_usage(tx: &mut Db<'_>, balances: &mut Balances, u: &UsageRecord) -> Result<bool> {
     let usage_id: Option<i64> = tx.row(
         "INSERT INTO usage (request_id, user_id, route_id, capability, product, unit, quantity, unit_price,
-                            markup_pct, charged, unpriced, once_key, created_at, api_key_id)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)
+                            markup_pct, charged, unpriced, once_key, created_at, api_key_id, price_version)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)
          ON CONFLICT (once_key) DO NOTHING RETURNING id",
         p![
             u.request_id,
@@ -131,7 +131,8 @@ fn insert_usage(tx: &mut Db<'_>, balances: &mut Balances, u: &UsageRecord) -> Re
             u.unit_price.is_none(),
             u.once_key,
             u.created_at,
-            u.api_key_id
+            u.api_key_id,
+            u.price_version
         ],
         |r| r.get(0),
     )?;

@@ -62,6 +62,7 @@ mod ratelimit;
 mod readiness;
 mod realtime;
 mod reconcile;
+mod reload;
 mod responses;
 mod responses_background;
 mod retention;

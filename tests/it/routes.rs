@@ -145,10 +145,10 @@ fn every_spec_route_is_in_the_table() {
         })
         .count();
     assert_eq!(
-        accounts, 23,
+        accounts, 25,
         "issue #10: 7 auth + 3 keys + 6 admin routes; issue #24: 2 sign-in routes; \
          issue #27: 3 more admin history routes (usage was one already), a key's budget edit; \
-         issue #46: DELETE /auth/me"
+         issue #46: DELETE /auth/me, /admin/reload, /admin/prices/{{version}}"
     );
     let media = have
         .iter()

@@ -153,17 +153,10 @@ async fn read_to_last(
 
 /// The charge of `input` + `output` tokens of `model` on `env`'s gateway.
 fn charge_of(env: &Env, model: &str, (input, output): (i64, i64)) -> Decimal {
-    let (p, m) = env
-        .gw
-        .gateway
-        .providers
+    let catalogue = env.gw.gateway.catalogue();
+    let (p, m) = catalogue
         .resolve(Some(model), runtime::providers::ModelType::Chat)
-        .or_else(|_| {
-            env.gw
-                .gateway
-                .providers
-                .resolve(Some(model), runtime::providers::ModelType::Completion)
-        })
+        .or_else(|_| catalogue.resolve(Some(model), runtime::providers::ModelType::Completion))
         .unwrap();
     runtime::money::token_cost(p, m, input as u64, output as u64)
 }

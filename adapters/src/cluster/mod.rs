@@ -165,6 +165,9 @@ pub enum Event {
     Owners { changes: Vec<OwnerRef> },
     /// Stop the stream `id` where it is held (already claimed in Redis).
     StopStream { id: String },
+    /// Reload the configuration files; put the result under the reply
+    /// `request` ([`Cluster::put_reply`]).
+    Reload { request: String },
 }
 
 /// One owned resource.
@@ -343,6 +346,42 @@ impl Cluster {
         }
     }
 
+    /// Puts this instance's `value` under the reply `name` (a hash by
+    /// instance, kept a minute): how an instance answers a request made
+    /// over the bus.
+    pub async fn put_reply(&self, name: &str, value: &str) -> Result<(), Unavailable> {
+        let (key, field, value) = (
+            self.key(&format!("reply:{name}")),
+            self.instance().to_owned(),
+            value.to_owned(),
+        );
+        self.run(|mut c| async move {
+            redis::pipe()
+                .cmd("HSET")
+                .arg(&key)
+                .arg(field)
+                .arg(value)
+                .cmd("EXPIRE")
+                .arg(&key)
+                .arg(60)
+                .query_async::<()>(&mut c)
+                .await
+        })
+        .await
+    }
+
+    /// The replies put under `name` so far, by instance.
+    pub async fn replies(&self, name: &str) -> Result<Vec<(String, String)>, Unavailable> {
+        let key = self.key(&format!("reply:{name}"));
+        self.run(|mut c| async move {
+            redis::cmd("HGETALL")
+                .arg(key)
+                .query_async::<Vec<(String, String)>>(&mut c)
+                .await
+        })
+        .await
+    }
+
     /// Publishes `event` on the bus.
     pub async fn publish(&self, event: Event) -> Result<(), Unavailable> {
         let message = Message {
@@ -381,6 +420,7 @@ fn event_name(event: &Event) -> &'static str {
         Event::Credentials => "credentials",
         Event::Owners { .. } => "owners",
         Event::StopStream { .. } => "stop_stream",
+        Event::Reload { .. } => "reload",
     }
 }
 

@@ -174,7 +174,7 @@ fn errors_name_the_row_and_line() {
              job_submit, job_get, job_list, upload, webhook, owned_search, chat, completion, stop_stream, messages, count_tokens, gemini, responses, response_get, response_delete, response_input_items, response_cancel, embedding, image, video_submit, \
              video_get, video_list, video_cancel, speech, speech_voices, transcription, realtime, file_upload, file_list, file_get, file_content, file_delete, batch_create, batch_list, batch_get, batch_cancel, mcp, stt_stream, catalogue, catalogue_trending, catalogue_model, \
              register, login, token_refresh, logout, confirm_email, reset_password, me, account_delete, oauth_authorize, oauth_callback, key_list, key_create, key_revoke, key_update, alert_settings_get, alert_settings_set, alert_list, org_create, org_list, org_invite, org_accept, org_members, org_member_remove, \
-             admin_users, admin_disable, admin_enable, admin_delete, admin_credits, \
+             admin_users, admin_disable, admin_enable, admin_delete, admin_credits, admin_reload, admin_prices, \
              media_upload, media_get, media_list, media_delete, \
              stripe_checkout, stripe_webhook, stripe_purchases, \
              generation, usage_totals, credit_balance, credit_ledger"

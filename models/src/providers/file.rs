@@ -180,11 +180,14 @@ pub fn parse(text: &str, file: &str, default_markup: Decimal) -> Result<Provider
     }
     let routes = super::routes::build(doc.route, &providers, file, text).map_err(ProvidersError)?;
     let voices = super::voices::build(doc.voice, &providers, file, text).map_err(ProvidersError)?;
-    Ok(Providers {
+    let mut catalogue = Providers {
         providers,
         routes,
         voices,
-    })
+        version: String::new(),
+    };
+    catalogue.version = catalogue.digest();
+    Ok(catalogue)
 }
 
 /// One `[[provider]]`, checked against those before it (`earlier`).

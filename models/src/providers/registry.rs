@@ -14,9 +14,46 @@ pub struct Providers {
     pub routes: Vec<Route>,
     /// The file's `[[voice]]` aliases ([`super::voices`]).
     pub voices: Vec<super::voices::Voice>,
+    /// A digest of every price of the file ([`Providers::prices`]): the
+    /// version usage records name (empty: no providers file).
+    pub version: String,
 }
 
 impl Providers {
+    /// Every model's prices, by `provider/model`, with its provider's
+    /// markup: what [`Providers::version`] digests.
+    pub fn prices(&self) -> serde_json::Value {
+        let mut out = serde_json::Map::new();
+        for (p, m) in self.models() {
+            let d = |v: Option<rust_decimal::Decimal>| v.map(|d| d.normalize().to_string());
+            let prices = serde_json::json!({
+                "markup_pct": p.markup_pct.normalize().to_string(),
+                "input_per_mtok": d(m.input_per_mtok), "output_per_mtok": d(m.output_per_mtok),
+                "cache_read_per_mtok": d(m.cache_read_per_mtok), "cache_write_per_mtok": d(m.cache_write_per_mtok),
+                "input_audio_per_mtok": d(m.input_audio_per_mtok), "output_audio_per_mtok": d(m.output_audio_per_mtok),
+                "per_image": d(m.per_image), "per_second": d(m.per_second), "per_minute": d(m.per_minute),
+                "per_1k_chars": d(m.per_1k_chars),
+                "cache_hit_price_pct": m.cache_hit_price_pct.normalize().to_string(),
+                "batch_price_pct": m.batch_price_pct.normalize().to_string(),
+            });
+            out.insert(format!("{}/{}", p.id, m.id), prices);
+        }
+        serde_json::Value::Object(out)
+    }
+
+    /// The version of these prices: the first 16 hex digits of the SHA-256
+    /// of [`Providers::prices`] (the same prices, the same version).
+    pub fn digest(&self) -> String {
+        use sha2::Digest;
+        let h = sha2::Sha256::digest(self.prices().to_string().as_bytes());
+        hex::encode(h)[..16].to_owned()
+    }
+
+    /// The version a usage record names (`None` without a providers file).
+    pub fn price_version(&self) -> Option<String> {
+        (!self.version.is_empty()).then(|| self.version.clone())
+    }
+
     /// Every (provider, model), in file order.
     pub fn models(&self) -> impl Iterator<Item = (&Provider, &Model)> {
         self.providers

@@ -34,7 +34,7 @@ pub(crate) fn resolve<'a>(
     op: Op,
 ) -> Result<Resolved<'a>, ApiError> {
     gateway_models::bounds::check_additional_params(body)?;
-    let (route, list) = deployments(c.gw, body, want)?;
+    let (route, list) = deployments(c.gw, c.catalogue, body, want)?;
     if c.trace.is_on() {
         c.trace.model(
             operation_name(op),
@@ -49,7 +49,7 @@ pub(crate) fn resolve<'a>(
         .filter(|k| !k.is_empty())
         .map(str::to_owned);
     let list = match byok {
-        Some(_) => gateway_models::routing::byok_candidates(&c.gw.providers, route, list)?,
+        Some(_) => gateway_models::routing::byok_candidates(c.catalogue, route, list)?,
         None => list,
     };
     for (p, m) in &list {
@@ -64,11 +64,11 @@ pub(crate) fn resolve<'a>(
 /// one `model`. The route's name, and the names to check against the API
 /// key's model list (the caller's: a route's name, or each model).
 fn deployments<'a>(
-    gw: &'a Gateway,
+    gw: &Gateway,
+    providers: &'a gateway_models::providers::Providers,
     body: &Map<String, Value>,
     want: ModelType,
 ) -> Result<(Option<&'a Route>, Vec<(&'a Provider, &'a Model)>), ApiError> {
-    let providers = &gw.providers;
     let name = body.get("model").and_then(Value::as_str);
     if let Some(r) = name.and_then(|n| providers.route(n)) {
         if r.kind != want {
@@ -143,7 +143,7 @@ pub(crate) async fn pick_model(
     want: ModelType,
     max_cost: impl FnOnce(&Provider, &Model) -> Result<rust_decimal::Decimal, ApiError>,
 ) -> Result<(Settle, ProviderKey), ApiError> {
-    let (p, m) = c.gw.providers.resolve(name, want)?;
+    let (p, m) = c.catalogue.resolve(name, want)?;
     hold_for(c, p, m, None, byok, max_cost(p, m)?).await
 }
 

@@ -84,3 +84,37 @@ pub async fn credits(
         "balance": format!("{balance:.8}"),
     })))
 }
+
+/// `POST /admin/reload`: the configuration files read again on every
+/// instance (`crate::reload`): each instance's outcome; 422 when this
+/// instance's file has mistakes (nothing changed anywhere it failed).
+pub async fn reload(ctx: &mut Ctx) -> Result<Outcome, ApiError> {
+    let all = crate::reload::everywhere(&ctx.gw).await;
+    let status = match all.first().and_then(|o| o["reloaded"].as_bool()) {
+        Some(true) => http::StatusCode::OK,
+        _ => http::StatusCode::UNPROCESSABLE_ENTITY,
+    };
+    Ok(Outcome::new(
+        gateway_base::body::json(status, &json!({ "instances": all })),
+        None,
+    ))
+}
+
+/// `GET /admin/prices/{version}`: that price version's prices per model.
+pub async fn prices(ctx: &mut Ctx, params: &PathParams) -> Result<Outcome, ApiError> {
+    let version = params
+        .get("version")
+        .map(|v| v.into_owned())
+        .unwrap_or_default();
+    let v = version.clone();
+    let found = ctx
+        .gw
+        .store
+        .blocking(move |s| gateway_store::PriceVersions::price_version(s, &v))
+        .await?
+        .ok_or_else(|| ApiError::NotFound("no such price version".into()))?;
+    let models: Value = serde_json::from_str(&found.0).unwrap_or_default();
+    Ok(ok(
+        json!({ "version": version, "recorded_at": found.1, "models": models }),
+    ))
+}

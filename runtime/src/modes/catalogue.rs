@@ -24,7 +24,7 @@ fn ok(v: Value) -> Result<Outcome, ApiError> {
 /// `GET /models/` and `GET /models`: every provider's models, then the
 /// routes of the providers file.
 pub async fn list(ctx: &mut Ctx) -> Result<Outcome, ApiError> {
-    let providers = &ctx.gw.providers;
+    let providers = &ctx.catalogue;
     let data: Vec<Value> = providers
         .models()
         .map(|(p, m)| model_json(p, m))
@@ -39,12 +39,11 @@ pub async fn model(ctx: &mut Ctx, params: &PathParams) -> Result<Outcome, ApiErr
         params.get("provider_id").unwrap_or_default(),
         params.get("model_id").unwrap_or_default(),
     );
-    if !ctx.gw.providers.providers.iter().any(|x| x.id == *p) {
+    if !ctx.catalogue.providers.iter().any(|x| x.id == *p) {
         return Err(ApiError::NotFound(format!("provider {p:?} not found")));
     }
     let (p, m) = ctx
-        .gw
-        .providers
+        .catalogue
         .get(&p, &m)
         .ok_or_else(|| ApiError::NotFound(format!("model {p}/{m} not found")))?;
     ok(model_json(p, m))
@@ -78,7 +77,7 @@ pub async fn trending(ctx: &mut Ctx) -> Result<Outcome, ApiError> {
         .map(|(i, (name, requests))| {
             let mut v = name
                 .split_once('/')
-                .and_then(|(p, m)| ctx.gw.providers.get(p, m))
+                .and_then(|(p, m)| ctx.catalogue.get(p, m))
                 .map_or_else(
                     || json!({"id": name, "object": "model"}),
                     |(p, m)| model_json(p, m),

@@ -289,6 +289,8 @@ pub(crate) struct LivePayer {
     pub session_id: String,
     /// The session's span (taken from the upgrade's request).
     pub trace: gateway_base::traces::Span,
+    /// The catalogue the session started with (its prices to its end).
+    pub catalogue: std::sync::Arc<gateway_models::providers::Providers>,
 }
 
 impl LivePayer {
@@ -304,7 +306,7 @@ impl LivePayer {
             .clone()
             .ok_or_else(|| ApiError::bug("a live session without a user"))?;
         let name = query_str(ctx, "model").map(str::to_owned);
-        let (p, m) = ctx.gw.providers.resolve(name.as_deref(), want)?;
+        let (p, m) = ctx.catalogue.resolve(name.as_deref(), want)?;
         crate::model_call::allowed(&ctx.caller(), p, m, None)?;
         p.key
             .as_ref()
@@ -319,6 +321,7 @@ impl LivePayer {
             model: m.clone(),
             session_id: ctx.request_id.clone(),
             trace: ctx.trace.take(),
+            catalogue: ctx.catalogue.clone(),
         })
     }
 
@@ -362,6 +365,7 @@ impl LivePayer {
             started: std::time::Instant::now(),
             trace: &self.trace,
             line: None,
+            catalogue: &self.catalogue,
         };
         let hold = crate::money::reserve(&c, amount, false).await?;
         let mut settle = crate::money::Settle::new(&c, &self.provider, &self.model, false, hold);

@@ -347,7 +347,7 @@ impl Operation for Embed {
 /// would be sent). Free: no hold, nothing charged.
 async fn count_tokens(ctx: &mut Ctx, body: Map<String, Value>) -> Result<Outcome, ApiError> {
     let name = body.get("model").and_then(Value::as_str);
-    let (p, m) = ctx.gw.providers.resolve(name, ModelType::Chat)?;
+    let (p, m) = ctx.catalogue.resolve(name, ModelType::Chat)?;
     // The API key's model list, as a generation of the model would meet it.
     model_call::allowed(&ctx.caller(), p, m, None)?;
     let v = if p.adapter.shape() == Shape::Gemini {

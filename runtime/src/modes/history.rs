@@ -135,6 +135,7 @@ fn generation_json(g: &Generation) -> Value {
         "ended": m.map(|m| ended(&m.ended)),
         "latency_ms": m.and_then(|m| m.latency_ms),
         "created_at": g.created_at,
+        "price_version": g.price_version,
     })
 }
 

@@ -201,6 +201,8 @@ async fn account_mode(
         Mode::AdminEnable => admin::set_disabled(ctx, params, false).await,
         Mode::AdminDelete => admin::delete(ctx, params).await,
         Mode::AdminCredits => admin::credits(ctx, req, params).await,
+        Mode::AdminReload => admin::reload(ctx).await,
+        Mode::AdminPrices => admin::prices(ctx, params).await,
         Mode::AlertSettingsGet => alerts::get(ctx).await,
         Mode::AlertSettingsSet => alerts::set(ctx, req).await,
         Mode::AlertList => alerts::list(ctx).await,

@@ -204,8 +204,7 @@ pub async fn cancel(ctx: &mut Ctx, params: &PathParams) -> Result<Outcome, ApiEr
         return Err(not_cancellable(&job));
     }
     let (p, _) = ctx
-        .gw
-        .providers
+        .catalogue
         .get(&job.provider, &job.model)
         .ok_or_else(|| ApiError::Unavailable("the job's model is no longer configured".into()))?;
     let key = p

@@ -71,6 +71,7 @@ pub fn settle(bill: Bill) -> Vec<Record> {
             created_at: gateway_store::now_rfc3339(),
             key_id,
             api_key_id,
+            price_version: None,
         })],
         Bill::Model {
             mut settle,
@@ -113,6 +114,8 @@ pub struct Settle {
     /// The request as counted against its `rpm`/`tpm` limits: its tokens
     /// corrected to what it used when it settles.
     pub admission: Option<gateway_adapters::ratelimit::Admission>,
+    /// The price version of the catalogue the request started with.
+    pub price_version: Option<String>,
 }
 
 /// What served a model request.
@@ -152,6 +155,7 @@ impl Settle {
             served: Served::default(),
             line: c.line.map(str::to_owned),
             admission: None,
+            price_version: c.catalogue.price_version(),
         }
     }
 
@@ -296,6 +300,30 @@ pub struct Usage {
     tokens: Tokens,
     counted: bool,
 }
+/// What `usage` is charged: its cost with the markup, never beyond the
+/// hold (logged when it would be), nothing with BYOK.
+fn charge(
+    usage: &Usage,
+    markup: Decimal,
+    hold: Option<&Hold>,
+    byok: bool,
+    request_id: &str,
+) -> Decimal {
+    let mut charged = usage
+        .raw_cost
+        .map_or(Decimal::ZERO, |raw| with_markup(raw, markup));
+    if let Some(h) = hold {
+        if charged > h.amount {
+            tracing::warn!(request_id = %request_id, %charged, held = %h.amount, "usage beyond the hold; charging the hold");
+            charged = h.amount;
+        }
+    }
+    if byok {
+        charged = Decimal::ZERO;
+    }
+    charged
+}
+
 fn model_records(bill: Settle, usage: Usage, ended: &str) -> Vec<Record> {
     let Settle {
         request_id,
@@ -311,20 +339,16 @@ fn model_records(bill: Settle, usage: Usage, ended: &str) -> Vec<Record> {
         api_key_id,
         served,
         line,
+        price_version,
         ..
     } = bill;
-    let mut charged = usage
-        .raw_cost
-        .map_or(Decimal::ZERO, |raw| with_markup(raw, provider.markup_pct));
-    if let Some(h) = &hold {
-        if charged > h.amount {
-            tracing::warn!(request_id = %request_id, %charged, held = %h.amount, "usage beyond the hold; charging the hold");
-            charged = h.amount;
-        }
-    }
-    if byok {
-        charged = Decimal::ZERO;
-    }
+    let charged = charge(
+        &usage,
+        provider.markup_pct,
+        hold.as_ref(),
+        byok,
+        &request_id,
+    );
     let unit_price = usage.raw_cost.map(|raw| {
         if usage.quantity.is_zero() {
             Decimal::ZERO
@@ -351,6 +375,7 @@ fn model_records(bill: Settle, usage: Usage, ended: &str) -> Vec<Record> {
             // The key of the hold, if any, at its release.
             key_id: None,
             api_key_id,
+            price_version,
         }),
         Record::ModelUsage(ModelUsageRecord {
             request_id,

@@ -141,8 +141,7 @@ pub async fn count_tokens(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiErr
     let headers = own_headers(&req);
     let body = read_body(ctx, req).await?;
     let (p, m) = ctx
-        .gw
-        .providers
+        .catalogue
         .resolve(body.get("model").and_then(Value::as_str), ModelType::Chat)?;
     crate::model_call::allowed(&ctx.caller(), p, m, None)?;
     if p.adapter.shape() == Shape::Anthropic {

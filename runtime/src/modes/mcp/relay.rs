@@ -29,6 +29,8 @@ pub struct Relay {
     pub methods: HashMap<String, String>,
     /// The tool calls sent, by id (JSON text).
     pub pending: HashMap<String, Pending>,
+    /// The catalogue the answer's request started with.
+    pub catalogue: std::sync::Arc<gateway_models::providers::Providers>,
 }
 
 impl Relay {
@@ -42,6 +44,7 @@ impl Relay {
             session: Some(session.to_owned()),
             methods: HashMap::new(),
             pending: HashMap::new(),
+            catalogue: ctx.catalogue.clone(),
         }
     }
 
@@ -55,6 +58,7 @@ impl Relay {
             started: std::time::Instant::now(),
             trace: &NO_SPAN,
             line: None,
+            catalogue: &self.catalogue,
         }
     }
 

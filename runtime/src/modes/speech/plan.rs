@@ -63,7 +63,7 @@ pub async fn prepare(
 ) -> Result<Ready, ApiError> {
     let r = model_call::resolve(c, body, ModelType::Tts, Op::Speech)?;
     let asked = body.get("voice").and_then(Value::as_str);
-    let voices = &c.gw.providers.voices;
+    let voices = &c.catalogue.voices;
     let chars = ask.text.chars().count();
     let speed = ask.speed.unwrap_or(1.0);
     let mut built = Vec::with_capacity(r.list.len());

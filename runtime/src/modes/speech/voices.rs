@@ -20,7 +20,7 @@ use gateway_models::providers::{ModelType, Provider};
 
 /// `speech_voices`.
 pub async fn list(ctx: &mut Ctx) -> Result<Outcome, ApiError> {
-    let providers = &ctx.gw.providers;
+    let providers = &ctx.catalogue;
     let aliases: Vec<Value> = providers
         .voices
         .iter()

@@ -67,6 +67,7 @@ pub(super) async fn start<O: Operation + Send + 'static>(
         metered: None,
         trace: Default::default(),
         line: None,
+        catalogue: ctx.catalogue.clone(),
     };
     tokio::spawn(run_to_end(run, op, body, id, queued.clone()));
     // The run settles the request when its stream ends (a run that fails

@@ -1,0 +1,144 @@
+//! Reloading the catalogue without a restart: `SIGHUP`, or `POST
+//! /admin/reload` (every instance, through the bus, with Redis).
+//!
+//! The providers file is read again whole. A sound file replaces the
+//! catalogue for the requests that start from then on (an `ArcSwap`);
+//! a request in flight keeps the catalogue it started with (`Ctx::catalogue`:
+//! its deployments, prices and hold), so a stream that began before a
+//! price change is billed at the old price. A file with mistakes changes
+//! nothing, and every mistake is answered and logged. Each catalogue's
+//! prices are recorded under their version (a digest of them: the same
+//! prices keep the version), which every usage record names.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use gateway_models::providers::Providers;
+use gateway_store::PriceVersions;
+use serde_json::{json, Value};
+
+use crate::services::Gateway;
+
+/// How long `POST /admin/reload` waits for the other instances' answers.
+pub const REPLY_WAIT: Duration = Duration::from_secs(2);
+
+/// What a reload did.
+#[derive(Debug, Clone)]
+pub struct Reloaded {
+    pub version: String,
+    pub previous: String,
+    pub models: usize,
+}
+
+/// Reads the providers file again and, when it is sound, installs it
+/// (its price version recorded first). `Err`: every mistake, nothing changed.
+pub async fn reload(gw: &Gateway) -> Result<Reloaded, Vec<String>> {
+    let Some(path) = gw.config.providers_file.clone() else {
+        return Err(vec![
+            "no providers file (GATEWAY_PROVIDERS) to reload".into()
+        ]);
+    };
+    let markup = gw.config.prices.markup_pct;
+    let loaded = tokio::task::spawn_blocking(move || Providers::load(&path, markup))
+        .await
+        .map_err(|e| vec![e.to_string()])?
+        .map_err(|e| e.0.lines().map(str::to_owned).collect::<Vec<_>>())?;
+    record_version(gw, &loaded).await.map_err(|e| vec![e])?;
+    let models = loaded.models().count();
+    let version = loaded.version.clone();
+    let previous = gw.providers.swap(Arc::new(loaded));
+    Ok(Reloaded {
+        version,
+        previous: previous.version.clone(),
+        models,
+    })
+}
+
+/// Records the prices of `catalogue` under its version (once).
+pub async fn record_version(gw: &Gateway, catalogue: &Providers) -> Result<(), String> {
+    let Some(version) = catalogue.price_version() else {
+        return Ok(());
+    };
+    let prices = catalogue.prices().to_string();
+    gw.store
+        .blocking(move |s| s.record_price_version(&version, &prices))
+        .await
+        .map_err(|e| format!("recording the price version: {e}"))
+}
+
+/// A reload's result as JSON (and logged).
+pub fn outcome(instance: &str, r: &Result<Reloaded, Vec<String>>) -> Value {
+    match r {
+        Ok(r) => {
+            tracing::info!(version = %r.version, previous = %r.previous, models = r.models, "catalogue reloaded");
+            json!({"instance": instance, "reloaded": true, "version": r.version,
+                   "previous_version": r.previous, "changed": r.version != r.previous, "models": r.models})
+        }
+        Err(errors) => {
+            tracing::warn!(errors = %errors.join("; "), "catalogue not reloaded: the file has mistakes");
+            json!({"instance": instance, "reloaded": false, "errors": errors})
+        }
+    }
+}
+
+/// This instance reloaded, and with Redis every other one through the bus:
+/// each instance's outcome (the others' that answer within [`REPLY_WAIT`]).
+pub async fn everywhere(gw: &Gateway) -> Vec<Value> {
+    let me = gw
+        .cluster
+        .as_ref()
+        .map_or("this instance", |c| c.instance())
+        .to_owned();
+    let mine = outcome(&me, &reload(gw).await);
+    let Some(cluster) = &gw.cluster else {
+        return vec![mine];
+    };
+    let request = uuid::Uuid::new_v4().simple().to_string();
+    if let Err(e) = cluster
+        .publish(gateway_adapters::cluster::Event::Reload {
+            request: request.clone(),
+        })
+        .await
+    {
+        tracing::warn!(error = %e, "the other instances could not be asked to reload");
+        return vec![mine];
+    }
+    tokio::time::sleep(REPLY_WAIT).await;
+    let mut all = vec![mine];
+    if let Ok(replies) = cluster.replies(&request).await {
+        all.extend(
+            replies
+                .into_iter()
+                .filter_map(|(_, v)| serde_json::from_str(&v).ok()),
+        );
+    }
+    all
+}
+
+/// The bus asked this instance to reload: its outcome put under `request`.
+pub fn on_request(gw: Gateway, request: String) {
+    tokio::spawn(async move {
+        let Some(cluster) = gw.cluster.clone() else {
+            return;
+        };
+        let out = outcome(cluster.instance(), &reload(&gw).await);
+        if let Err(e) = cluster.put_reply(&request, &out.to_string()).await {
+            tracing::warn!(error = %e, "a reload's outcome could not be told");
+        }
+    });
+}
+
+/// Reloads on every `SIGHUP` (a background task of `serve`).
+pub async fn on_sighup(gw: Gateway) {
+    let Ok(mut hup) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) else {
+        return;
+    };
+    while hup.recv().await.is_some() {
+        let me = gw
+            .cluster
+            .as_ref()
+            .map_or("this instance", |c| c.instance())
+            .to_owned();
+        outcome(&me, &reload(&gw).await);
+    }
+}
