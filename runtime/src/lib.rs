@@ -75,6 +75,7 @@ pub mod follower;
 pub mod generated;
 pub mod instance;
 pub mod job_bound;
+pub mod mcp_file;
 pub mod mirror;
 pub mod model_call;
 pub mod modes;

@@ -1,7 +1,8 @@
 //! Reloading the catalogue without a restart: `SIGHUP`, or `POST
 //! /admin/reload` (every instance, through the bus, with Redis).
 //!
-//! The providers file is read again whole. A sound file replaces the
+//! The providers file and the MCP servers file are read again whole (the
+//! sign-in providers file and the environment are read at start only). A sound file replaces the
 //! catalogue for the requests that start from then on (an `ArcSwap`);
 //! a request in flight keeps the catalogue it started with (`Ctx::catalogue`:
 //! its deployments, prices and hold), so a stream that began before a
@@ -30,28 +31,57 @@ pub struct Reloaded {
     pub models: usize,
 }
 
-/// Reads the providers file again and, when it is sound, installs it
-/// (its price version recorded first). `Err`: every mistake, nothing changed.
+/// Reads the providers file and the MCP servers file again (those the
+/// configuration names) and, when both are sound, installs them (the
+/// price version recorded first). `Err`: every mistake, nothing changed.
 pub async fn reload(gw: &Gateway) -> Result<Reloaded, Vec<String>> {
-    let Some(path) = gw.config.providers_file.clone() else {
-        return Err(vec![
-            "no providers file (GATEWAY_PROVIDERS) to reload".into()
-        ]);
-    };
-    let markup = gw.config.prices.markup_pct;
-    let loaded = tokio::task::spawn_blocking(move || Providers::load(&path, markup))
+    let g = gw.clone();
+    let (providers, mcp) = tokio::task::spawn_blocking(move || read(&g))
         .await
-        .map_err(|e| vec![e.to_string()])?
-        .map_err(|e| e.0.lines().map(str::to_owned).collect::<Vec<_>>())?;
-    record_version(gw, &loaded).await.map_err(|e| vec![e])?;
-    let models = loaded.models().count();
-    let version = loaded.version.clone();
-    let previous = gw.providers.swap(Arc::new(loaded));
+        .map_err(|e| vec![e.to_string()])??;
+    if providers.is_none() && mcp.is_none() {
+        return Err(vec![
+            "nothing to reload: neither GATEWAY_PROVIDERS nor GATEWAY_MCP_SERVERS is set".into(),
+        ]);
+    }
+    if let Some(p) = &providers {
+        record_version(gw, p).await.map_err(|e| vec![e])?;
+    }
+    if let Some(m) = mcp {
+        gw.mcp.store(Arc::new(m));
+    }
+    let previous = gw.catalogue().version.clone();
+    if let Some(p) = providers {
+        gw.providers.store(Arc::new(p));
+    }
+    let now = gw.catalogue();
     Ok(Reloaded {
-        version,
-        previous: previous.version.clone(),
-        models,
+        version: now.version.clone(),
+        previous,
+        models: now.models().count(),
     })
+}
+
+/// The files read, every mistake of both collected.
+#[allow(clippy::type_complexity)]
+fn read(
+    gw: &Gateway,
+) -> Result<(Option<Providers>, Option<gateway_models::mcp::McpServers>), Vec<String>> {
+    let mut errors = Vec::new();
+    let providers = gw.config.providers_file.as_ref().and_then(|path| {
+        Providers::load(path, gw.config.prices.markup_pct)
+            .map_err(|e| errors.extend(e.0.lines().map(str::to_owned)))
+            .ok()
+    });
+    let mcp = gw.config.mcp.servers_file.as_ref().and_then(|_| {
+        crate::mcp_file::mcp_servers(&gw.config, gw.table)
+            .map_err(|e| errors.push(e.to_string()))
+            .ok()
+    });
+    match errors.is_empty() {
+        true => Ok((providers, mcp)),
+        false => Err(errors),
+    }
 }
 
 /// Records the prices of `catalogue` under its version (once).

@@ -49,7 +49,8 @@ pub struct Inner {
     /// (`Ctx::catalogue`), and keeps that one to its end.
     pub providers: arc_swap::ArcSwap<providers::Providers>,
     /// The MCP servers (`GATEWAY_MCP_SERVERS`, [`crate::modes::mcp`]).
-    pub mcp: gateway_models::mcp::McpServers,
+    /// The MCP servers file in force (replaced whole by a reload).
+    pub mcp: arc_swap::ArcSwap<gateway_models::mcp::McpServers>,
     /// The speech providers' voice lists, as last read (`GET /audio/voices`).
     pub speech_voices: providers::speech::VoiceLists,
     /// Open model streams (stop-stream).

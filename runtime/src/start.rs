@@ -33,31 +33,6 @@ pub enum StartError {
     Traces(String),
 }
 
-/// The MCP servers file (`GATEWAY_MCP_SERVERS`), each server's
-/// capability one of the table's (else start-up stops naming it).
-pub(crate) fn mcp_servers(
-    config: &config::Config,
-    table: &spec::Table,
-) -> Result<gateway_models::mcp::McpServers, StartError> {
-    use gateway_models::mcp::{McpError, McpServers};
-    let Some(path) = &config.mcp.servers_file else {
-        return Ok(McpServers::default());
-    };
-    let servers = McpServers::load(path)?;
-    for s in &servers.servers {
-        if !table.capabilities.iter().any(|c| c.name == s.capability) {
-            return Err(McpError(format!(
-                "{}: server {:?}: capability: {:?} is not a rate-limit capability of the route table",
-                path.display(),
-                s.id,
-                s.capability
-            ))
-            .into());
-        }
-    }
-    Ok(servers)
-}
-
 impl Gateway {
     /// Builds the rate limiter (the table's capabilities overridden by
     /// `config.rate_limits`; an unknown capability is a configuration error
@@ -83,7 +58,7 @@ impl Gateway {
             Some(path) => providers::Providers::load(path, config.prices.markup_pct)?,
             None => providers::Providers::default(),
         };
-        let mcp = mcp_servers(&config, table)?;
+        let mcp = crate::mcp_file::mcp_servers(&config, table)?;
         let store = store::Store::open_at_with(&config.database(), config.db_sync_full)?;
         let auth = accounts(&config, &store)?;
         let upstream = upstream::Upstream::new(config.upstream_settings());
@@ -133,7 +108,7 @@ impl Gateway {
             stock_voices: Default::default(),
             speech_voices: Default::default(),
             providers: arc_swap::ArcSwap::from_pointee(providers),
-            mcp,
+            mcp: arc_swap::ArcSwap::from_pointee(mcp),
             streams: Arc::new(streams::Streams::new(cluster.clone())),
             sessions: crate::sessions::Sessions::new(sessions_per_user),
             batch_wake: Default::default(),

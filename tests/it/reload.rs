@@ -208,3 +208,55 @@ async fn one_admin_call_reloads_two_instances() {
         .clone();
     assert_eq!(version.as_deref(), all[0]["version"].as_str());
 }
+
+/// The MCP servers file is reloaded with the providers file: a server
+/// added is reachable at once; a file with a mistake changes nothing.
+#[tokio::test]
+async fn a_reload_reads_the_mcp_servers_file_too() {
+    let down = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let server =
+        |id: &str| format!("[[server]]\nid = \"{id}\"\nurl = \"http://127.0.0.1:{down}/mcp\"\n\n");
+    let first = server("docs");
+    let env = llm_env(move |c| {
+        c.accounts.admin_key = Some(ADMIN_KEY.into());
+        let path = c.data_dir.join("mcp.toml");
+        std::fs::write(&path, first).unwrap();
+        c.mcp.servers_file = Some(path);
+    })
+    .await;
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                      "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    let status = |name: &'static str| {
+        let env = &env;
+        let init = init.clone();
+        async move {
+            let r = env
+                .client
+                .post(env.url(&format!("/api/v1/mcp/{name}")))
+                .bearer_auth(&env.key)
+                .header("accept", "application/json, text/event-stream")
+                .json(&init)
+                .send()
+                .await
+                .unwrap();
+            r.status().as_u16()
+        }
+    };
+    assert_ne!(status("docs").await, 404);
+    assert_eq!(status("wiki").await, 404);
+    let path = env.dir.0.join("mcp.toml");
+    std::fs::write(&path, format!("{}{}", server("docs"), server("wiki"))).unwrap();
+    admin(&env, "POST", &env.url("/api/v1/admin/reload"))
+        .await
+        .expect(200);
+    assert_ne!(status("wiki").await, 404);
+    // A mistake: nothing changes.
+    std::fs::write(&path, "[[server]]\nid = \"only\"\n").unwrap();
+    let a = admin(&env, "POST", &env.url("/api/v1/admin/reload")).await;
+    a.expect(422);
+    assert_ne!(status("wiki").await, 404);
+}

@@ -22,6 +22,7 @@ pub async fn serve(ctx: &mut Ctx, req: Request, params: &PathParams) -> Result<O
     let server = ctx
         .gw
         .mcp
+        .load()
         .get(&name)
         .cloned()
         .ok_or_else(|| ApiError::NotFound(format!("no MCP server {name:?}")))?;

@@ -52,8 +52,10 @@ fn status(s: StatusCode) -> Response {
 /// The servers the key may use a tool of.
 fn usable(ctx: &Ctx, user: &User) -> Vec<McpServer> {
     let allow = user.mcp_tools.as_deref();
-    let servers = ctx.gw.mcp.servers.iter();
+    let servers = ctx.gw.mcp.load();
     servers
+        .servers
+        .iter()
         .filter(|s| match allow {
             None => true,
             Some(list) => list
@@ -192,7 +194,7 @@ async fn tool_call(
         .to_owned();
     let server = name
         .split_once(VIRTUAL_SEPARATOR)
-        .and_then(|(s, t)| ctx.gw.mcp.get(s).map(|s| (s.clone(), t.to_owned())));
+        .and_then(|(s, t)| ctx.gw.mcp.load().get(s).map(|s| (s.clone(), t.to_owned())));
     let Some((server, tool)) = server else {
         let e = calls::error(
             &id,
@@ -273,8 +275,9 @@ async fn ask(
 async fn delete(ctx: &mut Ctx, req: Request, user: User) -> Result<Outcome, ApiError> {
     let row = door::session(ctx, &req, &user, "").await?;
     let ups: BTreeMap<String, Value> = serde_json::from_str(&row.upstream).unwrap_or_default();
+    let servers = ctx.gw.mcp.load_full();
     for (id, up) in &ups {
-        if let (Some(s), Some(up)) = (ctx.gw.mcp.get(id), up.as_str()) {
+        if let (Some(s), Some(up)) = (servers.get(id), up.as_str()) {
             let c = door::upstream_call(ctx, &req, s, http::Method::DELETE, Some(up));
             let _ = c.try_send().await;
         }
