@@ -32,7 +32,7 @@ pub fn files(config: &mut Config, table: &'static Table) -> Vec<String> {
             problems.extend(e.0.lines().map(str::to_owned));
         }
     }
-    if let Err(e) = crate::mcp_file::mcp_servers(config, table) {
+    if let Err(e) = crate::config_files::mcp_servers(config, table) {
         problems.push(e.to_string());
     }
     problems

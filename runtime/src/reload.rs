@@ -1,8 +1,9 @@
 //! Reloading the catalogue without a restart: `SIGHUP`, or `POST
 //! /admin/reload` (every instance, through the bus, with Redis).
 //!
-//! The providers file and the MCP servers file are read again whole (the
-//! sign-in providers file and the environment are read at start only). A sound file replaces the
+//! The providers file, the MCP servers file and the sign-in providers file
+//! are read again whole, all or none installed (the environment itself is
+//! read at start only: a file a variable names is read again). A sound file replaces the
 //! catalogue for the requests that start from then on (an `ArcSwap`);
 //! a request in flight keeps the catalogue it started with (`Ctx::catalogue`:
 //! its deployments, prices and hold), so a stream that began before a
@@ -36,13 +37,17 @@ pub struct Reloaded {
 /// price version recorded first). `Err`: every mistake, nothing changed.
 pub async fn reload(gw: &Gateway) -> Result<Reloaded, Vec<String>> {
     let g = gw.clone();
-    let (providers, mcp) = tokio::task::spawn_blocking(move || read(&g))
+    let (providers, mcp, sign_in) = tokio::task::spawn_blocking(move || read(&g))
         .await
         .map_err(|e| vec![e.to_string()])??;
-    if providers.is_none() && mcp.is_none() {
+    if providers.is_none() && mcp.is_none() && sign_in.is_none() {
         return Err(vec![
-            "nothing to reload: neither GATEWAY_PROVIDERS nor GATEWAY_MCP_SERVERS is set".into(),
+            "nothing to reload: none of GATEWAY_PROVIDERS, GATEWAY_MCP_SERVERS, GATEWAY_OAUTH_PROVIDERS is set".into(),
         ]);
+    }
+    if let Some(list) = sign_in {
+        gw.oidc
+            .store(Arc::new(crate::config_files::sign_in(&gw.config, &list)));
     }
     if let Some(p) = &providers {
         record_version(gw, p).await.map_err(|e| vec![e])?;
@@ -62,24 +67,39 @@ pub async fn reload(gw: &Gateway) -> Result<Reloaded, Vec<String>> {
     })
 }
 
-/// The files read, every mistake of both collected.
+/// The files read, every mistake of each collected.
 #[allow(clippy::type_complexity)]
 fn read(
     gw: &Gateway,
-) -> Result<(Option<Providers>, Option<gateway_models::mcp::McpServers>), Vec<String>> {
+) -> Result<
+    (
+        Option<Providers>,
+        Option<gateway_models::mcp::McpServers>,
+        Option<Vec<gateway_adapters::oidc::ProviderConfig>>,
+    ),
+    Vec<String>,
+> {
     let mut errors = Vec::new();
+    // The sign-in providers file the environment names, read again (none
+    // named: the providers the gateway started with stay).
+    use gateway_adapters::oidc::config::{from_lookup, GATEWAY_OAUTH_PROVIDERS};
+    let sign_in = std::env::var(GATEWAY_OAUTH_PROVIDERS).ok().and_then(|_| {
+        from_lookup(|n| std::env::var(n).ok())
+            .map_err(|bad| errors.extend(bad.into_iter().map(|(n, why)| format!("{n}: {why}"))))
+            .ok()
+    });
     let providers = gw.config.providers_file.as_ref().and_then(|path| {
         Providers::load(path, gw.config.prices.markup_pct)
             .map_err(|e| errors.extend(e.0.lines().map(str::to_owned)))
             .ok()
     });
     let mcp = gw.config.mcp.servers_file.as_ref().and_then(|_| {
-        crate::mcp_file::mcp_servers(&gw.config, gw.table)
+        crate::config_files::mcp_servers(&gw.config, gw.table)
             .map_err(|e| errors.push(e.to_string()))
             .ok()
     });
     match errors.is_empty() {
-        true => Ok((providers, mcp)),
+        true => Ok((providers, mcp, sign_in)),
         false => Err(errors),
     }
 }

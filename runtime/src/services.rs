@@ -68,7 +68,8 @@ pub struct Inner {
     /// The Redis shared with other instances (`GATEWAY_REDIS_URL`); `None`: a single instance.
     pub cluster: Option<cluster::Cluster>,
     /// The sign-in (OpenID Connect) providers (`GATEWAY_OAUTH_PROVIDERS`).
-    pub oidc: oidc::Oidc,
+    /// The sign-in providers' client (replaced whole by a reload).
+    pub oidc: arc_swap::ArcSwap<oidc::Oidc>,
     /// Stripe's client (buying credits; unconfigured without `STRIPE_SECRET_KEY`).
     pub stripe: stripe::Stripe,
     /// Routing of model calls: cool-downs and latencies of deployments.

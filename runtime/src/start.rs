@@ -9,7 +9,7 @@ use gateway_store::Assets;
 
 use crate::config;
 use crate::services::{Gateway, Inner};
-use gateway_adapters::{auth, cluster, objects, oidc, ratelimit, streams, upstream};
+use gateway_adapters::{auth, cluster, objects, ratelimit, streams, upstream};
 use gateway_base::{spec, spool, telemetry};
 use gateway_models::providers;
 use gateway_store as store;
@@ -58,7 +58,7 @@ impl Gateway {
             Some(path) => providers::Providers::load(path, config.prices.markup_pct)?,
             None => providers::Providers::default(),
         };
-        let mcp = crate::mcp_file::mcp_servers(&config, table)?;
+        let mcp = crate::config_files::mcp_servers(&config, table)?;
         let store = store::Store::open_at_with(&config.database(), config.db_sync_full)?;
         let auth = accounts(&config, &store)?;
         let upstream = upstream::Upstream::new(config.upstream_settings());
@@ -67,15 +67,7 @@ impl Gateway {
             .clone()
             .unwrap_or_else(|| format!("http://{}", config.addr));
         let objects = open_objects(&config, &public_url, &store)?;
-        // Discovery waits for each provider's first use (see `oidc`).
-        let oidc = oidc::Oidc::new(
-            &config.oauth_providers,
-            format!(
-                "{}{}",
-                public_url.trim_end_matches('/'),
-                oidc::CALLBACK_PREFIX
-            ),
-        );
+        let oidc = crate::config_files::sign_in(&config, &config.oauth_providers);
         let spool = claim_spool(&config)?;
         let stripe =
             gateway_adapters::stripe::Stripe::new(config.stripe.clone(), config.upstream_timeout);
@@ -115,7 +107,7 @@ impl Gateway {
             routing: gateway_models::routing::Routing::new(config_routing, cluster.clone()),
             response_cache,
             cluster,
-            oidc,
+            oidc: arc_swap::ArcSwap::from_pointee(oidc),
             traces,
         })))
     }

@@ -166,6 +166,7 @@ const NOT_READ: &[(&str, &str)] = &[
     ("BENCH_LLM_KEY", "gateway-bench's providers file's api_key_env"),
     ("GW_IT_SIM_LLM_KEY", "the tests' providers file's api_key_env"),
     ("GW_IT_CHECK_KEY", "check-config's test providers file's api_key_env"),
+    ("GW_IT_RELOAD_SECRET", "the reload test's sign-in providers file's client_secret_env"),
     ("GW_IT_UNSET_PROVIDER_KEY", "a tests' api_key_env left unset"),
     ("GW_TEST_UNSET_KEY_VAR", "a tests' api_key_env left unset"),
     ("GOOGLE_CLIENT_SECRET", "a client_secret_env in an example sign-in file"),

@@ -260,3 +260,57 @@ async fn a_reload_reads_the_mcp_servers_file_too() {
     a.expect(422);
     assert_ne!(status("wiki").await, 404);
 }
+
+/// `SIGHUP` reloads a running `gateway serve`, the sign-in providers file
+/// the environment names included: a provider added answers at once.
+#[tokio::test]
+async fn sighup_reloads_the_sign_in_providers_file_of_a_running_gateway() {
+    let dir = TempDir::new("reload-sighup");
+    let sim = start_sim().await;
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let idp = |id: &str| {
+        format!("[[provider]]\nid = \"{id}\"\nissuer = \"http://127.0.0.1:{closed}\"\nclient_id = \"c\"\nclient_secret_env = \"GW_IT_RELOAD_SECRET\"\n\n")
+    };
+    let file = dir.0.join("oauth.toml");
+    std::fs::write(&file, idp("first")).unwrap();
+    let file_var = file.display().to_string();
+    let (mut child, addr) = crate::crash_holds::serve_providers(
+        &dir,
+        &sim,
+        &providers_toml(&sim.llm_url()),
+        &[
+            ("GATEWAY_OAUTH_PROVIDERS", &file_var),
+            ("GW_IT_RELOAD_SECRET", "s"),
+        ],
+    );
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let status = |id: &'static str| {
+        let (client, addr) = (&client, &addr);
+        async move {
+            let url = format!("http://{addr}/api/v1/auth/oauth/{id}/authorize");
+            client.get(url).send().await.unwrap().status().as_u16()
+        }
+    };
+    assert_ne!(status("first").await, 404);
+    assert_eq!(status("second").await, 404);
+    std::fs::write(&file, format!("{}{}", idp("first"), idp("second"))).unwrap();
+    let hup = std::process::Command::new("kill")
+        .args(["-HUP", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(hup.success());
+    let start = std::time::Instant::now();
+    while status("second").await == 404 {
+        assert!(start.elapsed() < Duration::from_secs(10), "not reloaded");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}

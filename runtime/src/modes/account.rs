@@ -406,6 +406,7 @@ pub async fn oauth_authorize(
     let a = ctx
         .gw
         .oidc
+        .load_full()
         .authorize(&provider)
         .await
         .map_err(oauth::oidc_error)?;

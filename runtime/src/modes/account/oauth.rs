@@ -40,7 +40,7 @@ pub(super) fn oidc_error(e: OidcError) -> ApiError {
 /// The row's `{provider}`, a configured one (else 404).
 pub(super) fn oauth_provider(ctx: &Ctx, params: &PathParams) -> Result<String, ApiError> {
     let id = params.get("provider").unwrap_or_default().into_owned();
-    if !ctx.gw.oidc.knows(&id) {
+    if !ctx.gw.oidc.load().knows(&id) {
         return Err(oidc_error(OidcError::UnknownProvider));
     }
     Ok(id)
@@ -113,6 +113,7 @@ pub(super) async fn identify(
     let id = ctx
         .gw
         .oidc
+        .load_full()
         .sign_in(provider, code, verifier, nonce)
         .await
         .map_err(oidc_error)?;

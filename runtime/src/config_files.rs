@@ -1,8 +1,25 @@
-//! The MCP servers file read and checked against the route table (at
-//! start, by a reload, by `check-config`).
+//! The configuration files a reload reads again, read and checked (at
+//! start, by a reload, by `check-config`): the MCP servers file against
+//! the route table, the sign-in providers file into its client.
 
 use crate::config;
+use gateway_adapters::oidc;
 use gateway_base::spec;
+
+/// The sign-in providers' client for `providers` (callbacks under the
+/// gateway's public URL). Discovery waits for each provider's first use.
+pub(crate) fn sign_in(config: &config::Config, providers: &[oidc::ProviderConfig]) -> oidc::Oidc {
+    let public_url = config
+        .public_url
+        .clone()
+        .unwrap_or_else(|| format!("http://{}", config.addr));
+    let base = format!(
+        "{}{}",
+        public_url.trim_end_matches('/'),
+        oidc::CALLBACK_PREFIX
+    );
+    oidc::Oidc::new(providers, base)
+}
 
 /// The MCP servers file (`GATEWAY_MCP_SERVERS`), each server's
 /// capability one of the table's (else start-up stops naming it).
