@@ -383,6 +383,12 @@ def _provider_event(case, kwargs):
 
 
 _org_cache = {}
+
+
+def _price_version():
+    """The price version that priced a chat (what its generation names)."""
+    return _api("GET", f"/generations/{_request_id()}")["price_version"]
+
 _throwaway = {}
 
 
@@ -485,6 +491,7 @@ def _org_member_remove(case, kwargs):
 
 
 REWRITES = {
+    "admin.prices.get": _one(_price_version, "version"),
     "auth.me.delete": _account_delete,
     "orgs.invitations.create": _org_invite,
     "orgs.invitations.accept": _org_accept,
