@@ -8,6 +8,8 @@ use std::sync::{Mutex, PoisonError};
 #[derive(Default)]
 pub struct Charged {
     users: Mutex<HashSet<i64>>,
+    /// Users whose settings changed on this instance since the last round.
+    changed: Mutex<HashSet<i64>>,
     wake: tokio::sync::Notify,
 }
 
@@ -18,6 +20,20 @@ impl Charged {
         if users.insert(user) && users.len() == 1 {
             self.wake.notify_one();
         }
+    }
+
+    /// `user`'s alert settings changed here: checked at the next round,
+    /// whatever was known of them.
+    pub fn settings_changed(&self, user: i64) {
+        self.changed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(user);
+        self.tell(user);
+    }
+
+    pub(super) fn take_changed(&self) -> HashSet<i64> {
+        std::mem::take(&mut *self.changed.lock().unwrap_or_else(PoisonError::into_inner))
     }
 
     /// Resolves when a first user is told after a round's take.

@@ -9,8 +9,9 @@ use serde_json::json;
 
 use crate::services::Gateway;
 
-/// Checks `user` (see the module docs): alerts inserted, due at once.
-pub(super) async fn user(gw: &Gateway, user: i64) -> Result<(), ApiError> {
+/// Checks `user` (see the module docs): alerts inserted, due at once;
+/// `false` when the user has no settings.
+pub(super) async fn user(gw: &Gateway, user: i64) -> Result<bool, ApiError> {
     let found = gw
         .store
         .blocking(move |s| {
@@ -29,7 +30,7 @@ pub(super) async fn user(gw: &Gateway, user: i64) -> Result<(), ApiError> {
         })
         .await?;
     let Some((settings, keys, balance)) = found else {
-        return Ok(());
+        return Ok(false);
     };
     let now = chrono::Utc::now();
     let mut new = Vec::new();
@@ -61,7 +62,7 @@ pub(super) async fn user(gw: &Gateway, user: i64) -> Result<(), ApiError> {
     }
     let floor = floor_alert(gw, user, &settings, balance).await?;
     if new.is_empty() && floor.is_none() {
-        return Ok(());
+        return Ok(true);
     }
     gw.store
         .blocking(move |s| {
@@ -74,7 +75,7 @@ pub(super) async fn user(gw: &Gateway, user: i64) -> Result<(), ApiError> {
             Ok(())
         })
         .await?;
-    Ok(())
+    Ok(true)
 }
 
 /// The balance floor's alert when `balance` is below it; at or above it,

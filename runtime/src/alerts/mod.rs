@@ -28,9 +28,9 @@ pub mod charged;
 mod check;
 pub mod deliver;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use charged::Charged;
 
@@ -39,9 +39,14 @@ use crate::services::Gateway;
 /// How often charged users are checked and due deliveries looked for.
 const ROUND: Duration = Duration::from_secs(1);
 
+/// How long a user found without settings is not asked again (settings
+/// set on another instance are seen within it; on this one at once).
+const NO_SETTINGS_TTL: Duration = Duration::from_secs(10);
+
 /// The alerts task of one instance (see the module docs).
 pub async fn run(gw: Gateway) {
     let mut previous = HashSet::new();
+    let mut without: HashMap<i64, Instant> = HashMap::new();
     loop {
         tokio::select! {
             _ = gw.charged.woken() => {
@@ -51,9 +56,22 @@ pub async fn run(gw: Gateway) {
             _ = tokio::time::sleep(ROUND) => {}
         }
         let now = gw.charged.take();
+        for user in gw.charged.take_changed() {
+            without.remove(&user);
+        }
+        without.retain(|_, at| at.elapsed() < NO_SETTINGS_TTL);
         for user in now.union(&previous) {
-            if let Err(e) = check::user(&gw, *user).await {
-                tracing::warn!(user_id = user, error = %e, "spend alerts: a check failed");
+            if without.contains_key(user) {
+                continue;
+            }
+            match check::user(&gw, *user).await {
+                Ok(false) => {
+                    without.insert(*user, Instant::now());
+                }
+                Ok(true) => {}
+                Err(e) => {
+                    tracing::warn!(user_id = user, error = %e, "spend alerts: a check failed")
+                }
             }
         }
         previous = now;

@@ -148,7 +148,7 @@ pub async fn set(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> {
         })
         .await?;
     // A check now: a threshold already passed fires without waiting for a charge.
-    ctx.gw.charged.tell(uid);
+    ctx.gw.charged.settings_changed(uid);
     let mut v = settings_json(&settings);
     if let Some(secret) = made {
         v["webhook_secret"] = json!(secret);
