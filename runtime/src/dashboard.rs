@@ -60,10 +60,14 @@ pub async fn session_answer(
                 json!({"signed_in": true, "user_id": user.id, "csrf_token": csrf}),
                 None,
             ),
-            Err(_) => {
+            // No session, or one that ended: signed out (the cookie
+            // dropped). Any other failure (the database down) is answered
+            // as such, the cookie kept.
+            Err(ApiError::Unauthorized(_) | ApiError::Forbidden(_)) => {
                 let drop = session::cookie(headers).map(|_| session::set_cookie("", 0));
                 (StatusCode::OK, json!({"signed_in": false}), drop)
             }
+            Err(e) => return Err(e),
         },
         // Signed out: the refresh token revoked (with the CSRF token), the cookie dropped.
         Method::DELETE => {
