@@ -4,7 +4,7 @@
 //! records there, balances equal their ledger's sums, every object a live
 //! record names is readable through a gateway serving the restored data.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use futures_util::future::join_all;
@@ -51,8 +51,9 @@ async fn a_backup_under_billed_load_restores_every_answered_request_its_balances
     let to = TempDir::new("backup");
     let target = to.0.join("copy");
     let stop = AtomicBool::new(false);
+    let served = AtomicUsize::new(0);
     let load = join_all((0..8).map(|w| {
-        let stop = &stop;
+        let (stop, served) = (&stop, &served);
         let env = &env;
         async move {
             let mut answered = Vec::new();
@@ -61,6 +62,7 @@ async fn a_backup_under_billed_load_restores_every_answered_request_its_balances
                 let a = billed(env, w, i).await;
                 if (200..300).contains(&a.status) {
                     answered.push((Instant::now(), a.header("x-request-id").unwrap().to_owned()));
+                    served.fetch_add(1, Ordering::Relaxed);
                 }
                 i += 1;
             }
@@ -68,7 +70,11 @@ async fn a_backup_under_billed_load_restores_every_answered_request_its_balances
         }
     }));
     let backup = async {
-        tokio::time::sleep(Duration::from_millis(400)).await;
+        // Under way: at least 16 answered (however slow the machine).
+        let start = Instant::now();
+        while served.load(Ordering::Relaxed) < 16 && start.elapsed() < Duration::from_secs(30) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
         let began = Instant::now();
         let mut cmd = sqlite_cli(&env.dir, &["backup", "--to", target.to_str().unwrap()]);
         let out = tokio::task::spawn_blocking(move || cmd.output().unwrap())

@@ -70,8 +70,24 @@ async fn a_reload_under_load_bills_the_streams_begun_before_at_the_old_price_and
     // Streams slow enough to be in flight across the reload.
     env.sim_config(json!({"stream_delay_ms": 150})).await;
     let reload = env.url("/api/v1/admin/reload");
-    let (before, answer) = tokio::join!(join_all((0..8).map(|_| streamed(&env))), async {
-        tokio::time::sleep(Duration::from_millis(200)).await;
+    // The reload once all 8 have started (their answers' headers came):
+    // each is in flight, its catalogue taken.
+    let started = std::sync::atomic::AtomicUsize::new(0);
+    let streams = join_all((0..8).map(|_| {
+        let (env, started) = (&env, &started);
+        async move {
+            let r = env.stream_chat(&env.key, chat(true)).await;
+            assert_eq!(r.status(), 200);
+            started.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let id = r.headers()["x-request-id"].to_str().unwrap().to_owned();
+            assert!(r.text().await.unwrap().contains("[DONE]"));
+            id
+        }
+    }));
+    let (before, answer) = tokio::join!(streams, async {
+        while started.load(std::sync::atomic::Ordering::SeqCst) < 8 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
         write_price(&path, "20.00");
         admin(&env, "POST", &reload).await
     });
