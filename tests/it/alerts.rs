@@ -239,7 +239,19 @@ async fn a_balance_floor_fires_once_until_the_balance_is_above_it_again_and_bad_
     // then below again: a second alert.
     env.grant("0.2");
     env.api("/images/generations", image()).await.expect(200); // 1.008
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+                                                               // The alerts task's check of that charge re-arms the floor.
+    let start = Instant::now();
+    while runtime::store::Alerts::alert_settings(env.store(), env.user_id)
+        .unwrap()
+        .unwrap()
+        .floor_alerted
+    {
+        assert!(
+            start.elapsed() < Duration::from_secs(15),
+            "the floor was not re-armed"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     for _ in 0..2 {
         env.api("/images/generations", image()).await.expect(200); // 0.912
     }
