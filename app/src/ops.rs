@@ -16,8 +16,11 @@ pub fn check_config(routes: crate::Routes, connect: bool) -> CliResult {
             None
         }
     };
+    let mut catalogue = None;
     if let Some(c) = &mut config {
-        problems.extend(runtime::check::files(c, routes.table));
+        let files = runtime::check::files(c, routes.table);
+        problems.extend(files.problems);
+        catalogue = files.catalogue;
     }
     for p in &problems {
         println!("error: {p}");
@@ -27,7 +30,7 @@ pub fn check_config(routes: crate::Routes, connect: bool) -> CliResult {
         let checks = tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build()?
-            .block_on(runtime::check::connect(c));
+            .block_on(runtime::check::connect(c, catalogue.as_ref()));
         for (what, r) in checks {
             match r {
                 Ok(ok) => println!("ok: {what}: {ok}"),

@@ -11,10 +11,19 @@ use crate::config::Config;
 use gateway_base::spec::{Method, Table};
 use gateway_models::providers::Providers;
 
-/// The problems of the files `config` names, one line each (empty: none).
+/// What the files `config` names hold: their problems, one line each
+/// (empty: none), and the catalogue when the providers file is sound
+/// (what `connect` asks the providers of).
+pub struct Files {
+    pub problems: Vec<String>,
+    pub catalogue: Option<Providers>,
+}
+
+/// The files `config` names, read and checked ([`Files`]).
 /// `config`'s prices get the table's defaults, as at start-up.
-pub fn files(config: &mut Config, table: &'static Table) -> Vec<String> {
+pub fn files(config: &mut Config, table: &'static Table) -> Files {
     let mut problems = Vec::new();
+    let mut catalogue = None;
     match config.prices.clone().with_defaults(table.prices) {
         Ok(p) => config.prices = p,
         Err(e) => problems.push(format!("{}: {}", crate::config::GATEWAY_PRICES, e.0)),
@@ -28,18 +37,26 @@ pub fn files(config: &mut Config, table: &'static Table) -> Vec<String> {
         ));
     }
     if let Some(path) = &config.providers_file {
-        if let Err(e) = Providers::load(path, config.prices.markup_pct) {
-            problems.extend(e.0.lines().map(str::to_owned));
+        match Providers::load(path, config.prices.markup_pct) {
+            Ok(p) => catalogue = Some(p),
+            Err(e) => problems.extend(e.0.lines().map(str::to_owned)),
         }
     }
     if let Err(e) = crate::config_files::mcp_servers(config, table) {
         problems.push(e.to_string());
     }
-    problems
+    Files {
+        problems,
+        catalogue,
+    }
 }
 
-/// Each dependency asked, in order: (what, its answer or why it failed).
-pub async fn connect(config: &Config) -> Vec<(String, Result<String, String>)> {
+/// Each dependency asked, in order: (what, its answer or why it failed);
+/// each provider of `catalogue` (the one [`files`] read) for its models.
+pub async fn connect(
+    config: &Config,
+    catalogue: Option<&Providers>,
+) -> Vec<(String, Result<String, String>)> {
     let mut out = Vec::new();
     let location = config.database();
     let db = tokio::task::spawn_blocking(move || gateway_store::probe(&location)).await;
@@ -64,12 +81,10 @@ pub async fn connect(config: &Config) -> Vec<(String, Result<String, String>)> {
     if let Some(url) = &config.accounts.smtp_url {
         out.push(("smtp".to_owned(), smtp(url).await));
     }
-    if let Some(path) = &config.providers_file {
-        if let Ok(providers) = Providers::load(path, config.prices.markup_pct) {
-            let up = gateway_adapters::upstream::Upstream::new(config.upstream_settings());
-            for p in &providers.providers {
-                out.push((format!("provider {}", p.id), provider(&up, p).await));
-            }
+    if let Some(providers) = catalogue {
+        let up = gateway_adapters::upstream::Upstream::new(config.upstream_settings());
+        for p in &providers.providers {
+            out.push((format!("provider {}", p.id), provider(&up, p).await));
         }
     }
     out
@@ -91,10 +106,7 @@ async fn objects(config: &Config) -> Result<String, String> {
             )),
         };
     }
-    let public = config
-        .public_url
-        .clone()
-        .unwrap_or_else(|| format!("http://{}", config.addr));
+    let public = config.public_base();
     let store = gateway_adapters::objects::open(
         &config.objects,
         &config.data_dir,

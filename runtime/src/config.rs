@@ -344,6 +344,13 @@ impl Config {
 }
 
 impl Config {
+    /// The gateway's own URL (`GATEWAY_PUBLIC_URL`, else `http://<addr>`).
+    pub fn public_base(&self) -> String {
+        self.public_url
+            .clone()
+            .unwrap_or_else(|| format!("http://{}", self.addr))
+    }
+
     /// Reads the process environment.
     pub fn from_env() -> Result<Config, ConfigError> {
         Config::from_lookup(|name| std::env::var(name).ok())

@@ -9,10 +9,7 @@ use gateway_base::spec;
 /// The sign-in providers' client for `providers` (callbacks under the
 /// gateway's public URL). Discovery waits for each provider's first use.
 pub(crate) fn sign_in(config: &config::Config, providers: &[oidc::ProviderConfig]) -> oidc::Oidc {
-    let public_url = config
-        .public_url
-        .clone()
-        .unwrap_or_else(|| format!("http://{}", config.addr));
+    let public_url = config.public_base();
     let base = format!(
         "{}{}",
         public_url.trim_end_matches('/'),

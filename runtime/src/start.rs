@@ -62,10 +62,7 @@ impl Gateway {
         let store = store::Store::open_at_with(&config.database(), config.db_sync_full)?;
         let auth = accounts(&config, &store)?;
         let upstream = upstream::Upstream::new(config.upstream_settings());
-        let public_url = config
-            .public_url
-            .clone()
-            .unwrap_or_else(|| format!("http://{}", config.addr));
+        let public_url = config.public_base();
         let objects = open_objects(&config, &public_url, &store)?;
         let oidc = crate::config_files::sign_in(&config, &config.oauth_providers);
         let spool = claim_spool(&config)?;

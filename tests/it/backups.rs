@@ -32,15 +32,8 @@ async fn billed(env: &Env, w: usize, i: usize) -> Answer {
 /// `gateway ARGS` on `dir`'s data, on SQLite whatever the suite runs on
 /// (a backup is of the embedded default).
 fn sqlite_cli(dir: &TempDir, args: &[&str]) -> std::process::Command {
-    let mut c = std::process::Command::new(BIN);
-    c.env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .envs(
-            dir.gateway_env()
-                .into_iter()
-                .filter(|(k, _)| *k != "GATEWAY_DATABASE_URL"),
-        )
-        .args(args);
+    let mut c = dir.cli(true);
+    c.args(args);
     c
 }
 

@@ -33,12 +33,7 @@ fn budget_key(env: &Env, user: i64, usd: &str, period: &str) -> (i64, String) {
 
 /// Runs `gateway ARGS` on `dir`'s data, as an operator would.
 pub(crate) fn gateway_cli(dir: &TempDir, args: &[&str]) -> std::process::Output {
-    let mut c = std::process::Command::new(BIN);
-    c.env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .envs(dir.gateway_env())
-        .args(args);
-    c.output().unwrap()
+    dir.cli(false).args(args).output().unwrap()
 }
 
 /// The standard output of a command that must have succeeded.

@@ -44,15 +44,8 @@ max_output_tokens = 0
 
 /// `gateway check-config ARGS` on a fresh data directory with `vars`.
 fn check(dir: &TempDir, vars: &[(&str, String)], args: &[&str]) -> (bool, String) {
-    let mut c = std::process::Command::new(BIN);
-    c.env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .envs(
-            dir.gateway_env()
-                .into_iter()
-                .filter(|(k, _)| *k != "GATEWAY_DATABASE_URL"),
-        )
-        .envs(vars.iter().map(|(k, v)| (*k, v.as_str())))
+    let mut c = dir.cli(true);
+    c.envs(vars.iter().map(|(k, v)| (*k, v.as_str())))
         .arg("check-config")
         .args(args);
     let out = c.output().unwrap();

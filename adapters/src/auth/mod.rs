@@ -235,10 +235,7 @@ impl Auth {
     /// session's CSRF token in its header (else 403).
     async fn session_user(&self, headers: &HeaderMap, token: &str) -> Result<User, ApiError> {
         let (user, v) = self.token_user(token, Typ::Refresh).await?;
-        let sent = headers
-            .get(session::CSRF_HEADER)
-            .and_then(|h| h.to_str().ok());
-        if !sent.is_some_and(|s| same_secret(&self.tokens.csrf(&v.jti), s.trim())) {
+        if !self.csrf_ok(headers, &v) {
             return Err(ApiError::Forbidden(
                 "a request the session cookie signs in must carry the session's X-CSRF-Token header"
                     .into(),
@@ -260,6 +257,15 @@ impl Auth {
     /// The refresh token's life: the session cookie's.
     pub fn session_ttl(&self) -> Duration {
         self.tokens.refresh_ttl
+    }
+
+    /// Whether `headers` carry the CSRF token of the session `v` (compared
+    /// in constant time).
+    pub fn csrf_ok(&self, headers: &HeaderMap, v: &Verified) -> bool {
+        let sent = headers
+            .get(session::CSRF_HEADER)
+            .and_then(|h| h.to_str().ok());
+        sent.is_some_and(|s| same_secret(&self.tokens.csrf(&v.jti), s.trim()))
     }
 
     /// The CSRF token of a verified refresh token.

@@ -26,13 +26,14 @@ pub(crate) fn has_body(m: Method) -> bool {
     matches!(m, Method::Post | Method::Put | Method::Patch)
 }
 
-/// Reads and validates the JSON body of a row (empty for GET/DELETE):
+/// Reads and validates the JSON body of a row (empty for GET, and for a
+/// DELETE whose row declares no body field):
 /// field rules, then owned fields, then, on a row whose upstream fetches
 /// `audio_url` itself (no `file_field`), that URL's policy
 /// ([`crate::fetch::check_own`]: the caller's own object, or an http(s) URL
 /// that reaches no private address). Every mode that takes a body reads it here.
 pub(crate) async fn read_body(ctx: &Ctx, req: Request) -> Result<Map<String, Value>, ApiError> {
-    if !has_body(ctx.spec.method) {
+    if !has_body(ctx.spec.method) && ctx.spec.body.is_empty() {
         return Ok(Map::new());
     }
     let asked = asked(ctx);
@@ -461,8 +462,17 @@ pub(crate) async fn account_for(
     params: &PathParams,
     right: OrgRight,
 ) -> Result<Account, ApiError> {
+    account_of(ctx, params.get("org_id").as_deref(), right).await
+}
+
+/// [`account_for`] of the organization `org` (`None`: the caller's own).
+pub(crate) async fn account_of(
+    ctx: &Ctx,
+    org: Option<&str>,
+    right: OrgRight,
+) -> Result<Account, ApiError> {
     let caller = ctx.require_user("an account's resources")?;
-    let Some(org) = params.get("org_id") else {
+    let Some(org) = org else {
         return Ok(Account {
             id: caller,
             caller,

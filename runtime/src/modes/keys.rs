@@ -204,16 +204,23 @@ pub async fn revoke(ctx: &mut Ctx, params: &PathParams) -> Result<Outcome, ApiEr
         .and_then(|v| v.parse().ok())
         .ok_or_else(|| ApiError::NotFound("no such key".into()))?;
     let own = (!acc.manages()).then_some(acc.caller);
-    let done =
-        ctx.gw
-            .store
-            .blocking(move |s| {
-                let theirs = s.keys_of(uid)?.iter().any(|k| {
-                    k.id == key_id && own.is_none_or(|caller| k.member_id == Some(caller))
-                });
-                Ok(theirs && s.revoke_key(uid, key_id)?)
-            })
-            .await?;
+    let done = ctx
+        .gw
+        .store
+        .blocking(move |s| {
+            // A member revokes only their own key of the organization.
+            if let Some(caller) = own {
+                let keys = s.keys_of(uid)?;
+                if !keys
+                    .iter()
+                    .any(|k| k.id == key_id && k.member_id == Some(caller))
+                {
+                    return Ok(false);
+                }
+            }
+            s.revoke_key(uid, key_id)
+        })
+        .await?;
     if !done {
         return Err(ApiError::NotFound("no such key".into()));
     }

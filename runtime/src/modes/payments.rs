@@ -36,12 +36,11 @@ use http::StatusCode;
 use rust_decimal::Decimal;
 use serde_json::{json, Map, Value};
 
-use super::common::{account_for, query_u32, read_body, OrgRight};
+use super::common::{account_of, query_u32, read_body, OrgRight};
 use crate::ctx::{Ctx, Outcome};
 use gateway_adapters::stripe::{self, CheckoutRequest, Event, StripeError};
 use gateway_base::body::{self, Request};
 use gateway_base::errors::ApiError;
-use gateway_base::spec::PathParams;
 use gateway_store::{Credited, PurchaseRow, Purchases};
 
 /// The smallest purchase, in USD (spec §8).
@@ -174,9 +173,9 @@ pub async fn checkout(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError> 
                 .ok_or_else(|| {
                     ApiError::BadRequest("organization_id: an organization's id".into())
                 })?;
-            let mut params = PathParams::new();
-            params.push("org_id", &org.to_string());
-            account_for(ctx, &params, OrgRight::Billing).await?.id
+            account_of(ctx, Some(&org.to_string()), OrgRight::Billing)
+                .await?
+                .id
         }
     };
     let amount = parse_amount(obj.get("amount_usd"))?;

@@ -118,6 +118,18 @@ impl TempDir {
 
     /// The variables pointing a `gateway` command at this directory
     /// (`GATEWAY_DATA_DIR`) and its database (`Command::envs`).
+    /// `gateway` (the binary) on this directory's data, with no other
+    /// environment than `PATH`; on SQLite whatever the suite runs on when
+    /// `sqlite` (the embedded default's own commands).
+    pub fn cli(&self, sqlite: bool) -> std::process::Command {
+        let mut c = std::process::Command::new(BIN);
+        let vars = self.gateway_env().into_iter();
+        c.env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .envs(vars.filter(|(k, _)| !sqlite || *k != "GATEWAY_DATABASE_URL"));
+        c
+    }
+
     pub fn gateway_env(&self) -> Vec<(&'static str, std::ffi::OsString)> {
         let mut vars = vec![("GATEWAY_DATA_DIR", self.0.clone().into_os_string())];
         if let Some(url) = self.database_url() {

@@ -9,6 +9,7 @@
 use serde_json::{json, Value};
 
 use crate::ctx::{Ctx, Outcome};
+use crate::modes::common::read_body;
 use gateway_adapters::auth::backoff::LoginKey;
 use gateway_base::body::Request;
 use gateway_base::errors::ApiError;
@@ -22,10 +23,7 @@ pub async fn delete_me(ctx: &mut Ctx, req: Request) -> Result<Outcome, ApiError>
     let uid = ctx.require_user("an account's deletion")?;
     let headers = req.headers().clone();
     let from = super::limits::client_addr(&req).map_or(0, super::limits::address_key);
-    // A DELETE's body is not read by `read_body` (DELETE rows take none):
-    // this one carries the password.
-    let obj = crate::shape::read_json_object(req.into_body(), ctx.gw.config.max_json_bytes).await?;
-    gateway_base::validate::body(ctx.spec.body, &obj)?;
+    let obj = read_body(ctx, req).await?;
     let stored = ctx
         .gw
         .store
