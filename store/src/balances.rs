@@ -104,6 +104,35 @@ impl Balances {
         Ok(balance)
     }
 
+    /// On PostgreSQL, whose several writers write groups at once
+    /// (`writer::PG_WRITERS`): locks the balance of every user `records`
+    /// hold or charge, in the order of user ids, before anything else is
+    /// written, so that two groups wait for each other and never deadlock.
+    /// SQLite's one writer locks the whole database: nothing to do.
+    pub(super) fn lock_in_order<'a>(
+        &mut self,
+        tx: &mut Db<'_>,
+        records: impl Iterator<Item = &'a super::Record>,
+    ) -> Result<()> {
+        if tx.dialect() != Dialect::Postgres {
+            return Ok(());
+        }
+        let mut users: Vec<i64> = records
+            .filter_map(|r| match r {
+                super::Record::Hold { user_id, .. } => Some(*user_id),
+                super::Record::Usage(u) if !u.charged.is_zero() => u.user_id,
+                _ => None,
+            })
+            .collect();
+        users.sort_unstable();
+        users.dedup();
+        let at = super::now_rfc3339();
+        for user in users {
+            self.balance(tx, user, &at)?;
+        }
+        Ok(())
+    }
+
     fn account(&mut self, user_id: i64) -> &mut Account {
         self.accounts
             .get_mut(&user_id)

@@ -322,6 +322,8 @@ impl Batches for Store {
             db.rows(
                 // `unit != 'free'`: the partial index `usage_by_request`
                 // serves the join (without it, a scan of usage per line).
+                // Charges only: `usage`, not `usage_records` (the usage
+                // folded into audit rows charges nothing).
                 "SELECT u.charged FROM batch_lines l JOIN usage u ON u.request_id = l.request_id AND u.unit != 'free'
                  WHERE l.batch_id = ?1 AND l.request_id IS NOT NULL",
                 p![id],

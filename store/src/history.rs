@@ -213,7 +213,7 @@ impl History for Store {
     fn generation(&self, user_id: i64, request_id: &str) -> Result<Option<Generation>> {
         let rows = self.with(|db| {
             db.rows(
-                "SELECT route_id, product, unit, quantity, charged, created_at, price_version FROM usage
+                "SELECT route_id, product, unit, quantity, charged, created_at, price_version FROM usage_records
                  WHERE request_id = ?1 AND user_id = ?2 AND unit != 'free' ORDER BY id",
                 p![request_id, user_id],
                 |r| {
@@ -278,7 +278,7 @@ impl History for Store {
         }
         let rows = self.with(|db| {
             db.rows(
-                "SELECT created_at, product, route_id, unit, quantity, charged, api_key_id, once_key FROM usage
+                "SELECT created_at, product, route_id, unit, quantity, charged, api_key_id, once_key FROM usage_records
                  WHERE user_id = ?1 AND created_at >= ?2 AND created_at < ?3 AND unit != 'free'",
                 p![user_id, from, to],
                 |r| {
@@ -395,11 +395,11 @@ fn usage_rows_where(store: &Store, user_id: Option<i64>) -> Result<Vec<UsageRow>
             price_version: r.get(12)?,
         })
     };
-    const COLS: &str = "SELECT id, request_id, user_id, route_id, product, unit, quantity, unit_price, charged, unpriced, once_key, created_at, price_version FROM usage";
+    const COLS: &str = "SELECT id, request_id, user_id, route_id, product, unit, quantity, unit_price, charged, unpriced, once_key, created_at, price_version FROM usage_records";
     store.with(|db| match user_id {
-        None => db.rows(&format!("{COLS} ORDER BY id"), &[], row),
+        None => db.rows(&format!("{COLS} ORDER BY created_at, id"), &[], row),
         Some(u) => db.rows(
-            &format!("{COLS} WHERE user_id = ?1 ORDER BY id"),
+            &format!("{COLS} WHERE user_id = ?1 ORDER BY created_at, id"),
             p![u],
             row,
         ),

@@ -246,7 +246,7 @@ pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
 fn open_and_migrate_pg(url: &str, sync_full: bool) -> Result<(pg::PgConn, pg_tls::Target)> {
     let config = pg::parse_url(url)?;
     let mut conn = pg::PgConn::connect(&config, sync_full)?;
-    schema::migrate_postgres(&mut conn.db())?;
+    schema::migrate_postgres_to(&mut conn.db(), schema::MIGRATIONS.len())?;
     Ok((conn, config))
 }
 
@@ -286,9 +286,20 @@ impl Store {
     /// Creates and migrates the database, then closes it: what
     /// `gateway serve` does before it listens.
     pub fn migrate(location: &Location) -> Result<()> {
+        Store::migrate_to(location, schema::MIGRATIONS.len())
+    }
+
+    /// Runs the first `n` migrations only: a database of an earlier shape,
+    /// for the tests of the later migrations on data written before them.
+    #[doc(hidden)]
+    pub fn migrate_to(location: &Location, n: usize) -> Result<()> {
         match location {
-            Location::Sqlite(path) => open_and_migrate(path).map(drop),
-            Location::Postgres(url) => open_and_migrate_pg(url, true).map(drop),
+            Location::Sqlite(path) => sqlite::open_and_migrate_to(path, n).map(drop),
+            Location::Postgres(url) => {
+                let config = pg::parse_url(url)?;
+                let mut conn = pg::PgConn::connect(&config, true)?;
+                schema::migrate_postgres_to(&mut conn.db(), n)
+            }
         }
     }
 
@@ -327,6 +338,13 @@ impl Store {
             }
             Location::Postgres(url) => {
                 let (writer_conn, config) = open_and_migrate_pg(url, sync_full)?;
+                // Several writers, each a connection: groups in flight at once.
+                let mut conns = vec![writer::Conn::Postgres(writer_conn)];
+                for _ in 1..writer::PG_WRITERS {
+                    conns.push(writer::Conn::Postgres(pg::PgConn::connect(
+                        &config, sync_full,
+                    )?));
+                }
                 let manager = pg::PgManager { config, sync_full };
                 let pool = r2d2::Pool::builder()
                     .max_size(8)
@@ -336,7 +354,7 @@ impl Store {
                     .map_err(StoreError::driver)?;
                 Ok(Store {
                     pool: Pool::Postgres(pool),
-                    writer: Writer::start(writer::Conn::Postgres(writer_conn), sync_full),
+                    writer: Writer::start_many(conns, sync_full),
                 })
             }
         }
@@ -432,13 +450,13 @@ impl Store {
         self.writer.commit(records).await
     }
 
-    /// Every table's columns, `(table, column)` sorted: the schema as the
+    /// Every table's and view's columns, `(table, column)` sorted: the schema as the
     /// database sees it (both databases' migrations must describe the same).
     pub fn schema_columns(&self) -> Result<Vec<(String, String)>> {
         let mut cols = self.with(|db| match db.dialect() {
             Dialect::Sqlite => db.rows(
                 "SELECT m.name, p.name FROM sqlite_master m, pragma_table_info(m.name) p
-                 WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite_%'",
+                 WHERE m.type IN ('table', 'view') AND m.name NOT LIKE 'sqlite_%'",
                 &[],
                 |r| Ok((r.get(0)?, r.get(1)?)),
             ),

@@ -523,4 +523,34 @@ pub(crate) const MIGRATIONS: &[&[Sql]] = &[
         version TEXT PRIMARY KEY, prices TEXT NOT NULL, created_at TEXT NOT NULL
     );
     ALTER TABLE usage ADD COLUMN price_version TEXT;
-    "#)],];
+    "#)],
+    // 30 (one record per request, store::writes): a request's usage
+    //     record that charges nothing (a free request's, most of all
+    //     requests) is written into its audit row, not as a usage row of
+    //     its own; `usage_records` reads both tables as one. Rows written
+    //     before stay where they are (no history is rewritten: an upgrade
+    //     costs no time however large the database). Only the folded rows
+    //     that are not `free` (a BYOK or unpriced model call's) are found
+    //     by request id; the others are read by user and time through
+    //     `audit_by_user`.
+    &[Both(r#"
+    ALTER TABLE audit ADD COLUMN capability TEXT;
+    ALTER TABLE audit ADD COLUMN product TEXT;
+    ALTER TABLE audit ADD COLUMN unit TEXT;
+    ALTER TABLE audit ADD COLUMN quantity TEXT;
+    ALTER TABLE audit ADD COLUMN unit_price TEXT;
+    ALTER TABLE audit ADD COLUMN markup_pct TEXT;
+    ALTER TABLE audit ADD COLUMN unpriced INTEGER;
+    ALTER TABLE audit ADD COLUMN api_key_id INTEGER;
+    ALTER TABLE audit ADD COLUMN price_version TEXT;
+    CREATE INDEX audit_usage_by_request ON audit (request_id) WHERE unit != 'free';
+    CREATE VIEW usage_records AS
+        SELECT id, request_id, user_id, route_id, capability, product, unit, quantity, unit_price,
+               markup_pct, charged, unpriced, once_key, created_at, api_key_id, price_version
+        FROM usage
+        UNION ALL
+        SELECT -id, request_id, user_id, route_id, capability, product, unit, quantity, unit_price,
+               markup_pct, '0.00000000', unpriced, NULL, created_at, api_key_id, price_version
+        FROM audit WHERE unit IS NOT NULL;
+    "#)],
+];

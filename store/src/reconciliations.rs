@@ -37,7 +37,7 @@ impl Reconciliations for Store {
         let (from, to) = day_bounds(day)?;
         let rows = self.with(|db| {
             db.rows(
-                "SELECT product, unit, quantity FROM usage WHERE created_at >= ?1 AND created_at < ?2 AND quantity != '0'",
+                "SELECT product, unit, quantity FROM usage_records WHERE created_at >= ?1 AND created_at < ?2 AND quantity != '0'",
                 p![from, to],
                 |r| Ok((r.get::<String>(0)?, r.get::<String>(1)?, r.dec(2)?)),
             )

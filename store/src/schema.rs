@@ -84,10 +84,10 @@ pub(crate) fn render(m: &[Sql], dialect: Dialect) -> String {
 /// database.
 const MIGRATION_LOCK: i64 = 0x6761_7465_7761_7901;
 
-/// Runs PostgreSQL's pending migrations in one transaction under an
-/// advisory lock, so that instances starting together wait for each other
-/// and the second finds nothing to do.
-pub(super) fn migrate_postgres(db: &mut Db<'_>) -> Result<()> {
+/// Runs PostgreSQL's pending migrations, up to the first `n`, in one
+/// transaction under an advisory lock, so that instances starting together
+/// wait for each other and the second finds nothing to do.
+pub(super) fn migrate_postgres_to(db: &mut Db<'_>, n: usize) -> Result<()> {
     db.transaction(|db| {
         db.exec(
             "SELECT pg_advisory_xact_lock(?1)",
@@ -100,14 +100,14 @@ pub(super) fn migrate_postgres(db: &mut Db<'_>) -> Result<()> {
             })?
             .unwrap_or(0) as usize;
         let applied = postgres_applied(version);
-        for m in MIGRATIONS.iter().skip(applied) {
+        for m in MIGRATIONS.iter().take(n).skip(applied) {
             db.batch(&render(m, Dialect::Postgres))?;
         }
-        if applied < MIGRATIONS.len() {
+        if applied < n {
             db.exec("DELETE FROM gateway_schema", &[])?;
             db.exec(
                 "INSERT INTO gateway_schema (version) VALUES (?1)",
-                &[P::Int(postgres_version(MIGRATIONS.len()) as i64)],
+                &[P::Int(postgres_version(n) as i64)],
             )?;
         }
         Ok(())

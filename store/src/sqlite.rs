@@ -61,6 +61,11 @@ fn set_wal(conn: &Connection) -> Result<()> {
 /// one `BEGIN IMMEDIATE` transaction, so a second process waits for the
 /// first (busy time-out) and then finds nothing to do.
 pub(super) fn open_and_migrate(path: &Path) -> Result<Connection> {
+    open_and_migrate_to(path, MIGRATIONS.len())
+}
+
+/// [`open_and_migrate`] running the first `n` migrations only.
+pub(super) fn open_and_migrate_to(path: &Path, n: usize) -> Result<Connection> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         create_private_dir(dir)
             .map_err(|e| StoreError::caused(format!("creating {}", dir.display()), e))?;
@@ -76,12 +81,12 @@ pub(super) fn open_and_migrate(path: &Path) -> Result<Connection> {
     let version: usize = tx
         .pragma_query_value(None, "user_version", |r| r.get::<_, i64>(0))
         .map_err(StoreError::driver)? as usize;
-    for m in MIGRATIONS.iter().skip(version) {
+    for m in MIGRATIONS.iter().take(n).skip(version) {
         tx.execute_batch(&render(m, Dialect::Sqlite))
             .map_err(StoreError::driver)?;
     }
-    if version < MIGRATIONS.len() {
-        tx.pragma_update(None, "user_version", MIGRATIONS.len() as i64)
+    if version < n {
+        tx.pragma_update(None, "user_version", n as i64)
             .map_err(StoreError::driver)?;
     }
     tx.commit().map_err(StoreError::driver)?;

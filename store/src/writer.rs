@@ -1,12 +1,17 @@
-//! Group commit: the one thread that writes the records that must not be lost.
+//! Group commit: the writer threads that write the records that must not be lost.
 //!
 //! Requests hand their records ([`Record`], in [`super::records`]) to
-//! [`RecordWriter::commit`] and wait. The writer thread takes whatever has
+//! [`RecordWriter::commit`] and wait. A writer thread takes whatever has
 //! queued up (up to [`MAX_GROUP`] batches; under load it waits up to
 //! [`GATHER`] for more), writes it in one `BEGIN IMMEDIATE` transaction,
 //! commits (one fsync for the whole group, `synchronous=FULL`), then wakes
 //! every waiting request. If the group fails, each batch is retried alone,
-//! so one bad batch cannot fail its neighbours.
+//! so one bad batch cannot fail its neighbours. What of a group needs no
+//! flush (holds, a stream's audit record before its first byte) is
+//! committed first, in a transaction of its own, so that it never waits
+//! for another request's fsync. SQLite has one writer; PostgreSQL
+//! [`PG_WRITERS`], each on its own connection, taking groups from the one
+//! queue, so that several groups are in flight at once.
 //!
 //! Batching adapts to load: a commit alone in flight that needs no fsync,
 //! while no other request is in flight, is written by its caller directly
@@ -32,7 +37,7 @@ use rust_decimal::Decimal;
 use super::balances::Balances;
 use super::records::*;
 use super::sql::{p, Db};
-use super::writes::write_record;
+use super::writes::write_batch;
 use super::{Result, StoreError};
 
 struct Batch {
@@ -128,20 +133,38 @@ impl RecordWriter {
     /// (`GATEWAY_DB_SYNC=full`); groups of holds alone are committed
     /// without the flush even then (see [`needs_flush`]).
     pub(super) fn start(conn: Conn, sync_full: bool) -> RecordWriter {
+        RecordWriter::start_many(vec![conn], sync_full)
+    }
+
+    /// A writer thread per connection of `conns` (the first is the one
+    /// lent to a lone caller, see [`RecordWriter::commit`]), taking groups
+    /// from one queue: while one group waits for its commit, the next is
+    /// written on another connection (PostgreSQL, [`PG_WRITERS`]).
+    pub(super) fn start_many(conns: Vec<Conn>, sync_full: bool) -> RecordWriter {
         let (tx, rx) = mpsc::channel::<Batch>();
+        let rx = std::sync::Arc::new(std::sync::Mutex::new(rx));
+        let mut conns = conns.into_iter();
+        let first = conns.next().expect("a writer needs a connection");
         let shared = std::sync::Arc::new(Shared {
-            conn: std::sync::Mutex::new(conn),
+            conn: std::sync::Mutex::new(first),
             in_flight: Default::default(),
             sync_full,
             owed: Default::default(),
             instance: Default::default(),
             on_charge: Default::default(),
         });
-        let thread_shared = shared.clone();
-        std::thread::Builder::new()
-            .name("record-writer".into())
-            .spawn(move || writer_loop(&thread_shared, rx))
-            .expect("spawn record writer");
+        let spawn = |conn: Option<Conn>| {
+            let (shared, rx) = (shared.clone(), rx.clone());
+            std::thread::Builder::new()
+                .name("record-writer".into())
+                .spawn(move || {
+                    let own = conn.map(std::sync::Mutex::new);
+                    writer_loop(&shared, &rx, own.as_ref().unwrap_or(&shared.conn))
+                })
+                .expect("spawn record writer");
+        };
+        spawn(None);
+        conns.for_each(|c| spawn(Some(c)));
         RecordWriter { tx, shared }
     }
 
@@ -256,10 +279,58 @@ fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-fn writer_loop(shared: &Shared, rx: mpsc::Receiver<Batch>) {
+/// How many writers (connections) a PostgreSQL store commits with: groups
+/// of different requests in flight at once, each waiting for its own
+/// commit. Every writer of a balance or its holds locks the user's balance
+/// row first ([`Balances`]), in the order of user ids ([`write_in`]), so
+/// two groups of one user wait for each other and never deadlock. SQLite
+/// has one: it writes one transaction at a time anyway.
+pub const PG_WRITERS: usize = 4;
+
+/// A writer thread: takes a group from the shared queue `rx` and commits
+/// it on `conn`, until every sender is gone.
+fn writer_loop(
+    shared: &Shared,
+    rx: &std::sync::Mutex<mpsc::Receiver<Batch>>,
+    conn: &std::sync::Mutex<Conn>,
+) {
     let mut last_group = 1;
-    // Waits for work (retrying owed releases meanwhile); ends when every
-    // sender is gone.
+    loop {
+        let Some(group) = gather(shared, &lock(rx), conn, &mut last_group) else {
+            break;
+        };
+        gateway_base::telemetry::record_queue(-(group.len() as f64));
+        let group = sync_files(group);
+        let mut conn = lock(conn);
+        release_owed(shared, &mut conn);
+        // What needs no flush is committed first, on its own: a hold or a
+        // stream's audit record (before its first byte) waits for no other
+        // request's fsync.
+        let (quick, flushed): (Vec<Batch>, Vec<Batch>) = if shared.sync_full {
+            group.into_iter().partition(|b| !needs_flush(b))
+        } else {
+            (Vec::new(), group)
+        };
+        for group in [quick, flushed] {
+            if group.is_empty() {
+                continue;
+            }
+            let started = std::time::Instant::now();
+            let written = commit_group(&mut conn, shared, &group);
+            gateway_base::telemetry::record_commit(started.elapsed());
+            answer(shared, &mut conn, group, written);
+        }
+    }
+}
+
+/// The next group from the queue (waiting for work, retrying owed
+/// releases meanwhile); `None` when every sender is gone.
+fn gather(
+    shared: &Shared,
+    rx: &mpsc::Receiver<Batch>,
+    conn: &std::sync::Mutex<Conn>,
+    last_group: &mut usize,
+) -> Option<Vec<Batch>> {
     loop {
         let first = match rx.recv_timeout(OWED_RETRY) {
             Ok(b) => b,
@@ -268,18 +339,18 @@ fn writer_loop(shared: &Shared, rx: mpsc::Receiver<Batch>) {
                 // idle writer holding it would push requests' inline
                 // commits onto the queue.
                 if !lock(&shared.owed).is_empty() {
-                    release_owed(shared, &mut lock(&shared.conn));
+                    release_owed(shared, &mut lock(conn));
                 }
                 continue;
             }
-            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            Err(mpsc::RecvTimeoutError::Disconnected) => return None,
         };
         let mut group = vec![first];
         let deadline = std::time::Instant::now() + GATHER;
         while group.len() < MAX_GROUP {
             match rx.try_recv() {
                 Ok(b) => group.push(b),
-                Err(mpsc::TryRecvError::Empty) if last_group > 1 => {
+                Err(mpsc::TryRecvError::Empty) if *last_group > 1 => {
                     let left = deadline.saturating_duration_since(std::time::Instant::now());
                     match rx.recv_timeout(left) {
                         Ok(b) => group.push(b),
@@ -289,46 +360,42 @@ fn writer_loop(shared: &Shared, rx: mpsc::Receiver<Batch>) {
                 Err(_) => break,
             }
         }
-        last_group = group.len();
-        gateway_base::telemetry::record_queue(-(group.len() as f64));
-        let group = sync_files(group);
-        if group.is_empty() {
-            continue;
+        *last_group = group.len();
+        return Some(group);
+    }
+}
+
+/// Tells each batch of a written group its outcome; a failed group of
+/// several batches is written again batch by batch, so that one bad batch
+/// fails alone.
+fn answer(shared: &Shared, conn: &mut Conn, group: Vec<Batch>, written: Result<Vec<Committed>>) {
+    match written {
+        Ok(results) => {
+            for (b, r) in group.into_iter().zip(results) {
+                count_charges(&b.records, &r);
+                let _ = b.done.send(Ok(r));
+            }
         }
-        let mut conn = lock(&shared.conn);
-        release_owed(shared, &mut conn);
-        let started = std::time::Instant::now();
-        let written = commit_group(&mut conn, shared, &group);
-        gateway_base::telemetry::record_commit(started.elapsed());
-        match written {
-            Ok(results) => {
-                for (b, r) in group.into_iter().zip(results) {
-                    count_charges(&b.records, &r);
-                    let _ = b.done.send(Ok(r));
-                }
+        Err(e) if group.len() == 1 || e.is_unavailable() => {
+            tracing::error!(error = %e, batches = group.len(), "commit failed");
+            for b in group {
+                owe_holds(shared, &b);
+                let _ = b.done.send(Err(e.clone()));
             }
-            Err(e) if group.len() == 1 || e.is_unavailable() => {
-                tracing::error!(error = %e, batches = group.len(), "commit failed");
-                for b in group {
-                    owe_holds(shared, &b);
-                    let _ = b.done.send(Err(e.clone()));
-                }
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, batches = group.len(), "group commit failed; retrying batches one by one");
-                for b in group {
-                    let r =
-                        write_group(&mut conn.db(), shared.instance(), std::slice::from_ref(&b))
-                            .map(|mut v| v.pop().unwrap_or_default());
-                    match &r {
-                        Ok(c) => count_charges(&b.records, c),
-                        Err(e) => {
-                            tracing::error!(error = %e, "commit failed");
-                            owe_holds(shared, &b);
-                        }
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, batches = group.len(), "group commit failed; retrying batches one by one");
+            for b in group {
+                let r = write_group(&mut conn.db(), shared.instance(), std::slice::from_ref(&b))
+                    .map(|mut v| v.pop().unwrap_or_default());
+                match &r {
+                    Ok(c) => count_charges(&b.records, c),
+                    Err(e) => {
+                        tracing::error!(error = %e, "commit failed");
+                        owe_holds(shared, &b);
                     }
-                    let _ = b.done.send(r);
                 }
+                let _ = b.done.send(r);
             }
         }
     }
@@ -506,12 +573,11 @@ fn write_group(db: &mut Db<'_>, instance: Option<&str>, group: &[Batch]) -> Resu
 /// The body of [`write_group`]'s transaction.
 fn write_in(tx: &mut Db<'_>, instance: Option<&str>, group: &[Batch]) -> Result<Vec<Committed>> {
     let mut balances = Balances::of_instance(instance);
+    balances.lock_in_order(tx, group.iter().flat_map(|b| &b.records))?;
     let mut results = Vec::with_capacity(group.len());
     for batch in group {
         let mut committed = Committed::default();
-        for record in &batch.records {
-            write_record(tx, &mut balances, record, &mut committed)?;
-        }
+        write_batch(tx, &mut balances, &batch.records, &mut committed)?;
         results.push(committed);
     }
     balances.flush(tx)?;

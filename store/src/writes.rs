@@ -9,16 +9,64 @@ use super::records::*;
 use super::sql::{p, Db};
 use super::{Result, StoreError};
 
+/// Writes a batch (one request's records, or one commit's), noting in
+/// `committed` what the caller learns of it. A usage record that charges
+/// nothing is folded into its request's audit row ([`folded_usage`]): one
+/// row, read as an audit record and, through the `usage_records` view, as
+/// a usage record.
+pub(super) fn write_batch(
+    tx: &mut Db<'_>,
+    balances: &mut Balances,
+    records: &[Record],
+    committed: &mut Committed,
+) -> Result<()> {
+    let folded = folded_usage(records);
+    for (i, record) in records.iter().enumerate() {
+        match (record, folded) {
+            (Record::Audit(a), Some((audit, usage))) if i == audit => {
+                let Record::Usage(u) = &records[usage] else {
+                    unreachable!("folded_usage names a usage record")
+                };
+                insert_audit(tx, a, Some(u))?;
+            }
+            (Record::Usage(_), Some((_, usage))) if i == usage => {
+                committed.usage_written.push(true)
+            }
+            _ => write_record(tx, balances, record, committed)?,
+        }
+    }
+    Ok(())
+}
+
+/// The audit record and the usage record of `records` written as one row
+/// (their indexes): the first usage record of the audit's request, route
+/// and user that charges nothing and has no once-key (a once-keyed record
+/// must meet its unique index; a charge is referenced by its ledger line).
+fn folded_usage(records: &[Record]) -> Option<(usize, usize)> {
+    let (audit, a) = records.iter().enumerate().find_map(|(i, r)| match r {
+        Record::Audit(a) => Some((i, a)),
+        _ => None,
+    })?;
+    let usage = records.iter().position(|r| {
+        matches!(r, Record::Usage(u) if u.charged.is_zero()
+            && u.once_key.is_none()
+            && u.request_id == a.request_id
+            && u.user_id == a.user_id
+            && u.route_id == a.route_id)
+    })?;
+    Some((audit, usage))
+}
+
 /// Writes one record of a batch, noting in `committed` what the caller
 /// learns of it (asset ids, whether a usage record was written).
-pub(super) fn write_record(
+fn write_record(
     tx: &mut Db<'_>,
     balances: &mut Balances,
     record: &Record,
     committed: &mut Committed,
 ) -> Result<()> {
     match record {
-        Record::Audit(a) => insert_audit(tx, a)?,
+        Record::Audit(a) => insert_audit(tx, a, None)?,
         Record::Usage(u) => committed.usage_written.push(insert_usage(tx, balances, u)?),
         Record::Asset(a) => committed.asset_ids.push(insert_asset(tx, a)?),
         Record::JobCreate(j) => insert_job(tx, j)?,
@@ -91,10 +139,11 @@ pub(super) fn write_record(
     Ok(())
 }
 
-fn insert_audit(tx: &mut Db<'_>, a: &AuditRecord) -> Result<()> {
+fn insert_audit(tx: &mut Db<'_>, a: &AuditRecord, u: Option<&UsageRecord>) -> Result<()> {
     tx.defer(
-        "INSERT INTO audit (request_id, user_id, route_id, method, path, status, upstream_status, latency_ms, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        "INSERT INTO audit (request_id, user_id, route_id, method, path, status, upstream_status, latency_ms, created_at,
+                            capability, product, unit, quantity, unit_price, markup_pct, unpriced, api_key_id, price_version)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
         p![
             a.request_id,
             a.user_id,
@@ -104,7 +153,16 @@ fn insert_audit(tx: &mut Db<'_>, a: &AuditRecord) -> Result<()> {
             a.status,
             a.upstream_status,
             a.latency_ms,
-            a.created_at
+            a.created_at,
+            u.map(|u| &u.capability),
+            u.map(|u| &u.product),
+            u.map(|u| &u.unit),
+            u.map(|u| u.quantity.to_string()),
+            u.and_then(|u| u.unit_price).map(|p| p.to_string()),
+            u.map(|u| u.markup_pct.to_string()),
+            u.map(|u| u.unit_price.is_none()),
+            u.and_then(|u| u.api_key_id),
+            u.and_then(|u| u.price_version.as_ref())
         ],
     )?;
     Ok(())

@@ -224,7 +224,11 @@ impl Env {
     /// A gateway on a simulator already started (and perhaps prepared), its
     /// configuration adjusted by `f` before start.
     pub async fn on_sim(sim: sim::Sim, f: impl FnOnce(&mut Config)) -> Env {
-        let dir = TempDir::new("env");
+        Env::on_dir(sim, TempDir::new("env"), f).await
+    }
+
+    /// [`Env::on_sim`] on a data directory (and database) prepared before.
+    pub async fn on_dir(sim: sim::Sim, dir: TempDir, f: impl FnOnce(&mut Config)) -> Env {
         let mut config = config_for(&sim, &dir);
         f(&mut config);
         let store = Store::open_at(&config.database()).unwrap();
@@ -403,14 +407,19 @@ impl Answer {
 /// Runs `pg` (PostgreSQL) or `lite` (SQLite) on the env's database through
 /// a connection of the test's own.
 pub async fn own_sql(env: &Env, pg: &str, lite: &str) {
-    match env.dir.database_url() {
+    own_sql_in(&env.dir, pg, lite).await
+}
+
+/// [`own_sql`] on the database of `dir`.
+pub async fn own_sql_in(dir: &TempDir, pg: &str, lite: &str) {
+    match dir.database_url() {
         Some(url) => {
             let (client, driver) = own_pg(&url).await;
             client.batch_execute(pg).await.unwrap();
             drop(client);
             let _ = driver.await;
         }
-        None => own_lite(env).execute_batch(lite).unwrap(),
+        None => own_lite_in(dir).execute_batch(lite).unwrap(),
     }
 }
 
@@ -454,7 +463,12 @@ async fn own_pg(
 
 /// A SQLite connection of the test's own to the env's database file.
 fn own_lite(env: &Env) -> rusqlite::Connection {
-    let conn = rusqlite::Connection::open(env.dir.0.join("gateway.db")).unwrap();
+    own_lite_in(&env.dir)
+}
+
+/// A SQLite connection of the test's own to `dir`'s database file.
+fn own_lite_in(dir: &TempDir) -> rusqlite::Connection {
+    let conn = rusqlite::Connection::open(dir.0.join("gateway.db")).unwrap();
     conn.busy_timeout(std::time::Duration::from_secs(10))
         .unwrap();
     conn
