@@ -116,6 +116,7 @@ async fn load_row(
     let outcome = load::run(&load, spec, |ev| match ev {
         Event::MeasureStart => probes = Some((Probe::start(pid), Probe::start(sim_pid))),
         Event::MeasureEnd => measured = probes.take().map(|(p, s)| (p.finish(), s.finish())),
+        Event::WindowEnd(_) => {}
     })
     .await;
     let (m, sim_m) = measured.unwrap_or_default();

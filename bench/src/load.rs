@@ -16,34 +16,30 @@
 //! network level, times out, or answers anything but 2xx — in the warm-up
 //! too; the connection is then replaced.
 //!
-//! Uploads use [`GeneratedBody`], a multipart body produced as a stream of
-//! one reused chunk: a 500 MiB upload never exists in memory.
+//! [`run_windows`] drives several loads at once on one clock and cuts the
+//! measurement into windows (the soak's minutes, [`crate::soak`]): a request
+//! belongs to the window in which it was sent, each window has histograms
+//! of its own, and the connections live on from one window to the next.
+//! [`run`] is one load in one window.
+//!
+//! What a run measured is an [`Outcome`] ([`crate::outcome`]); uploads are
+//! [`crate::upload`]'s.
 
-use std::collections::VecDeque;
-use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::pin::Pin;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use hdrhistogram::Histogram;
-use http::header::{HeaderName, HeaderValue, CONTENT_LENGTH, CONTENT_TYPE, HOST};
+use http::header::{HeaderName, HeaderValue, CONTENT_TYPE, HOST};
 use http::{Method, Request, StatusCode};
-use http_body::{Body, Frame, SizeHint};
+use http_body::Body;
 use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http1::SendRequest;
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
 
-/// Error samples kept per run.
-const MAX_ERROR_SAMPLES: usize = 5;
-/// Size of the chunk a generated upload is made of.
-const UPLOAD_CHUNK: usize = 256 * 1024;
-/// Multipart boundary of uploads.
-const BOUNDARY: &str = "gateway-bench-boundary-7d1f3c";
+pub use crate::outcome::{new_histogram, Outcome, Windows};
 
 /// One request, sent again and again.
 #[derive(Clone, Debug)]
@@ -118,82 +114,17 @@ pub struct Load {
 pub enum Event {
     /// Recording starts now.
     MeasureStart,
+    /// The time of window `k` (from 0) is up and the next one starts now
+    /// (the last window's: nothing more is sent); requests it sent may
+    /// still be in flight.
+    WindowEnd(usize),
     /// Every recorded request has completed.
     MeasureEnd,
 }
 
-/// What a run measured.
-#[derive(Debug)]
-pub struct Outcome {
-    /// Latencies of successful measured requests (ns).
-    pub hist: Histogram<u64>,
-    /// Times to the first byte of the answer's body (ns).
-    pub ttfb: Histogram<u64>,
-    /// Successful measured requests.
-    pub ok: u64,
-    /// Failed requests (warm-up included).
-    pub errors: u64,
-    /// The first few error messages.
-    pub error_samples: Vec<String>,
-    /// From the start of the measurement to the end of its last request.
-    pub elapsed: Duration,
-    /// Response body bytes read in the measurement.
-    pub bytes: u64,
-}
-
-impl Outcome {
-    /// Nothing measured yet.
-    pub fn empty() -> Outcome {
-        Outcome {
-            hist: new_histogram(),
-            ttfb: new_histogram(),
-            ok: 0,
-            errors: 0,
-            error_samples: Vec::new(),
-            elapsed: Duration::ZERO,
-            bytes: 0,
-        }
-    }
-
-    fn error(&mut self, msg: String) {
-        self.errors += 1;
-        if self.error_samples.len() < MAX_ERROR_SAMPLES {
-            self.error_samples.push(msg);
-        }
-    }
-
-    fn merge(&mut self, o: Outcome) {
-        let _ = self.hist.add(&o.hist);
-        let _ = self.ttfb.add(&o.ttfb);
-        self.ok += o.ok;
-        self.bytes += o.bytes;
-        self.errors += o.errors;
-        for m in o.error_samples {
-            if self.error_samples.len() < MAX_ERROR_SAMPLES {
-                self.error_samples.push(m);
-            }
-        }
-    }
-
-    /// Successful requests per second.
-    pub fn rps(&self) -> f64 {
-        let s = self.elapsed.as_secs_f64();
-        if s > 0.0 {
-            self.ok as f64 / s
-        } else {
-            0.0
-        }
-    }
-}
-
-/// A latency histogram: 1 µs to 10 min, in ns, 3 significant digits.
-pub fn new_histogram() -> Histogram<u64> {
-    Histogram::new_with_bounds(1_000, 600_000_000_000, 3).expect("valid histogram bounds")
-}
-
-const WARMUP: u8 = 0;
-const MEASURE: u8 = 1;
-const STOP: u8 = 2;
+/// The run's phase: warm-up, then window `k` as `k + 1`, then stop.
+const WARMUP: u32 = 0;
+const STOP: u32 = u32::MAX;
 
 /// Opens a keep-alive HTTP/1.1 connection with `TCP_NODELAY`.
 pub async fn connect<B>(addr: SocketAddr) -> Result<SendRequest<B>, String>
@@ -220,7 +151,7 @@ where
 /// Sends `req` on `sender` and reads the whole answer: status and body
 /// (only its first `keep` bytes are kept; all are counted), and when its
 /// first body byte arrived.
-async fn exchange<B>(
+pub(crate) async fn exchange<B>(
     sender: &mut SendRequest<B>,
     req: Request<B>,
     keep: usize,
@@ -296,44 +227,113 @@ pub async fn call_json(
         .map_err(|e| format!("{} {}: answer is not JSON ({e})", spec.method, spec.path))
 }
 
+/// When a windowed run measures: after `warmup`, for `duration`, cut into
+/// windows of `window` (the last one shorter when it does not divide).
+#[derive(Clone, Copy, Debug)]
+pub struct Schedule {
+    /// Unrecorded warm-up.
+    pub warmup: Duration,
+    /// Measured time, all windows together.
+    pub duration: Duration,
+    /// Length of a window.
+    pub window: Duration,
+}
+
+impl Schedule {
+    /// How many windows (at least one).
+    pub fn windows(&self) -> usize {
+        let (d, w) = (self.duration.as_nanos(), self.window.as_nanos());
+        if w == 0 {
+            return 1;
+        }
+        (d.div_ceil(w) as usize).max(1)
+    }
+
+    /// When window `k` ends, from the start of the measurement.
+    fn end_of(&self, k: usize) -> Duration {
+        let k = u32::try_from(k + 1).unwrap_or(u32::MAX);
+        self.window.saturating_mul(k).min(self.duration)
+    }
+}
+
 /// State shared by the workers of one run.
 struct Shared {
-    phase: AtomicU8,
+    phase: AtomicU32,
     start: Instant,
+    windows: Windows,
 }
 
 /// Runs `spec` against `load.addr`: warm-up, then measurement; `on` is told
 /// when the measurement window opens and when its last request has ended.
 pub async fn run(load: &Load, spec: &Spec, mut on: impl FnMut(Event)) -> Outcome {
-    let shared = Arc::new(Shared {
-        phase: AtomicU8::new(WARMUP),
-        start: Instant::now(),
-    });
-    let spec = Arc::new(spec.clone());
-    let workers: Vec<_> = (0..load.concurrency.max(1))
-        .map(|i| tokio::spawn(worker(i, load.clone(), spec.clone(), shared.clone())))
-        .collect();
-    tokio::time::sleep(load.warmup).await;
-    on(Event::MeasureStart);
-    let t0 = Instant::now();
-    shared.phase.store(MEASURE, Ordering::SeqCst);
-    tokio::time::sleep(load.duration).await;
-    shared.phase.store(STOP, Ordering::SeqCst);
-    let mut total = Outcome::empty();
-    for w in workers {
-        match w.await {
-            Ok(o) => total.merge(o),
-            Err(e) => total.error(format!("worker panicked: {e}")),
-        }
-    }
-    total.elapsed = t0.elapsed();
-    on(Event::MeasureEnd);
-    total
+    let schedule = Schedule {
+        warmup: load.warmup,
+        duration: load.duration,
+        window: load.duration,
+    };
+    let mut outcomes = run_windows(&[(load.clone(), spec.clone())], schedule, |ev, _| on(ev)).await;
+    outcomes
+        .pop()
+        .and_then(|mut w| w.pop())
+        .unwrap_or_else(Outcome::empty)
 }
 
-/// One worker: one connection at a time, requests until the run stops.
-async fn worker(index: usize, load: Load, spec: Arc<Spec>, shared: Arc<Shared>) -> Outcome {
+/// Runs every `(load, spec)` at once on one clock (their own `warmup` and
+/// `duration` are not read: `schedule`'s are), measuring in windows; `on`
+/// is told when the measurement opens, when each window's time is up, and
+/// when the last request has ended. Returns each load's windows, in order
+/// (a window's `elapsed` is its length; the last one's lasts until its
+/// last request ended). A warm-up's errors count in the first window.
+pub async fn run_windows(
+    loads: &[(Load, Spec)],
+    schedule: Schedule,
+    mut on: impl FnMut(Event, &Windows),
+) -> Vec<Vec<Outcome>> {
+    let shared = Arc::new(Shared {
+        phase: AtomicU32::new(WARMUP),
+        start: Instant::now(),
+        windows: Windows::new(loads.len()),
+    });
+    let mut workers = Vec::new();
+    for (which, (load, spec)) in loads.iter().enumerate() {
+        let spec = Arc::new(spec.clone());
+        for i in 0..load.concurrency.max(1) {
+            let w = worker(i, which, load.clone(), spec.clone(), shared.clone());
+            workers.push((which, tokio::spawn(w)));
+        }
+    }
+    tokio::time::sleep(schedule.warmup).await;
+    on(Event::MeasureStart, &shared.windows);
+    let t0 = Instant::now();
+    shared.phase.store(1, Ordering::SeqCst);
+    let n = schedule.windows();
+    let mut ends = Vec::with_capacity(n);
+    for k in 0..n {
+        tokio::time::sleep_until((t0 + schedule.end_of(k)).into()).await;
+        ends.push(t0.elapsed());
+        let next = u32::try_from(k + 2).ok().filter(|_| k + 1 < n);
+        shared.phase.store(next.unwrap_or(STOP), Ordering::SeqCst);
+        on(Event::WindowEnd(k), &shared.windows);
+    }
+    for (which, w) in workers {
+        if let Err(e) = w.await {
+            let msg = format!("worker panicked: {e}");
+            shared.windows.with(which, n - 1, |o| o.error(msg));
+        }
+    }
+    if let Some(last) = ends.last_mut() {
+        *last = t0.elapsed();
+    }
+    on(Event::MeasureEnd, &shared.windows);
+    shared.windows.take(&ends)
+}
+
+/// One worker: one connection at a time, requests until the run stops;
+/// what it measures goes to the window its request was sent in.
+async fn worker(index: usize, which: usize, load: Load, spec: Arc<Spec>, shared: Arc<Shared>) {
     let mut out = Outcome::empty();
+    // The window `out` holds (the warm-up's errors count in the first).
+    let mut window = 0;
     let mut sender: Option<SendRequest<Full<Bytes>>> = None;
     let workers = load.concurrency.max(1) as u64;
     let mut k: u64 = 0;
@@ -353,6 +353,12 @@ async fn worker(index: usize, load: Load, spec: Arc<Spec>, shared: Arc<Shared>) 
         if phase == STOP {
             break;
         }
+        let w = phase.saturating_sub(1) as usize;
+        if w != window {
+            shared.windows.add(which, window, &out);
+            out.clear();
+            window = w;
+        }
         let s = match sender.take() {
             Some(s) if !s.is_closed() => Some(s),
             _ => match connect(load.addr).await {
@@ -364,221 +370,135 @@ async fn worker(index: usize, load: Load, spec: Arc<Spec>, shared: Arc<Shared>) 
                 }
             },
         };
-        let Some(mut s) = s else { continue };
-        let req = spec.request(load.addr, Full::new(spec.body.clone()));
-        let result = tokio::time::timeout(load.timeout, exchange(&mut s, req, 300)).await;
-        let latency = intended.elapsed();
-        match result {
-            Ok(Ok((status, _, n, first))) if status.is_success() => {
-                if phase == MEASURE {
-                    out.hist.saturating_record(latency.as_nanos() as u64);
-                    let ttfb = first.map_or(latency, |f| f.saturating_duration_since(intended));
-                    out.ttfb.saturating_record(ttfb.as_nanos() as u64);
-                    out.ok += 1;
-                    out.bytes += n;
-                }
-                sender = Some(s);
+        let Some(s) = s else { continue };
+        sender = send(&load, &spec, s, intended, phase != WARMUP, &mut out).await;
+    }
+    shared.windows.add(which, window, &out);
+}
+
+/// Sends `spec` once on `s` and counts the answer in `out` (its latency
+/// from `intended` only when `record`); gives the connection back when it
+/// may serve the next request.
+async fn send(
+    load: &Load,
+    spec: &Spec,
+    mut s: SendRequest<Full<Bytes>>,
+    intended: Instant,
+    record: bool,
+    out: &mut Outcome,
+) -> Option<SendRequest<Full<Bytes>>> {
+    let req = spec.request(load.addr, Full::new(spec.body.clone()));
+    let result = tokio::time::timeout(load.timeout, exchange(&mut s, req, 300)).await;
+    let latency = intended.elapsed();
+    match result {
+        Ok(Ok((status, _, n, first))) if status.is_success() => {
+            if record {
+                out.hist.saturating_record(latency.as_nanos() as u64);
+                let ttfb = first.map_or(latency, |f| f.saturating_duration_since(intended));
+                out.ttfb.saturating_record(ttfb.as_nanos() as u64);
+                out.ok += 1;
+                out.bytes += n;
             }
-            Ok(Ok((status, body, _, _))) => {
-                out.error(format!(
-                    "{} {} -> {status}: {}",
-                    spec.method,
-                    spec.path,
-                    String::from_utf8_lossy(&body)
-                ));
-                sender = Some(s);
-            }
-            Ok(Err(e)) => out.error(format!("{} {}: {e}", spec.method, spec.path)),
-            Err(_) => out.error(format!(
+            Some(s)
+        }
+        Ok(Ok((status, body, _, _))) => {
+            out.error(format!(
+                "{} {} -> {status}: {}",
+                spec.method,
+                spec.path,
+                String::from_utf8_lossy(&body)
+            ));
+            Some(s)
+        }
+        Ok(Err(e)) => {
+            out.error(format!("{} {}: {e}", spec.method, spec.path));
+            None
+        }
+        Err(_) => {
+            out.error(format!(
                 "{} {}: timed out after {:?}",
                 spec.method, spec.path, load.timeout
-            )),
+            ));
+            None
         }
     }
-    out
-}
-
-/// One piece of a [`GeneratedBody`].
-enum Part {
-    /// Bytes as they are.
-    Bytes(Bytes),
-    /// `remaining` bytes of filler, produced chunk by chunk.
-    Fill(u64),
-}
-
-/// A request body made of fixed parts and generated filler, produced on
-/// demand (constant memory whatever its length), with an exact length.
-pub struct GeneratedBody {
-    parts: VecDeque<Part>,
-    chunk: Bytes,
-}
-
-impl GeneratedBody {
-    fn len(&self) -> u64 {
-        self.parts
-            .iter()
-            .map(|p| match p {
-                Part::Bytes(b) => b.len() as u64,
-                Part::Fill(n) => *n,
-            })
-            .sum()
-    }
-}
-
-impl Body for GeneratedBody {
-    type Data = Bytes;
-    type Error = Infallible;
-
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        _cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        let this = self.get_mut();
-        loop {
-            match this.parts.front_mut() {
-                None => return Poll::Ready(None),
-                Some(Part::Bytes(_)) => {
-                    let Some(Part::Bytes(b)) = this.parts.pop_front() else {
-                        unreachable!()
-                    };
-                    if !b.is_empty() {
-                        return Poll::Ready(Some(Ok(Frame::data(b))));
-                    }
-                }
-                Some(Part::Fill(remaining)) => {
-                    if *remaining == 0 {
-                        this.parts.pop_front();
-                        continue;
-                    }
-                    let n = (*remaining).min(this.chunk.len() as u64);
-                    *remaining -= n;
-                    return Poll::Ready(Some(Ok(Frame::data(this.chunk.slice(..n as usize)))));
-                }
-            }
-        }
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.len() == 0
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        SizeHint::with_exact(self.len())
-    }
-}
-
-/// What an upload sends as its file.
-#[derive(Clone, Debug)]
-pub enum FileContent {
-    /// This many generated bytes.
-    Generated(u64),
-    /// These bytes.
-    Bytes(Bytes),
-}
-
-/// A multipart upload request: form field `file` named `file_name`, an
-/// optional `purpose` field before it.
-pub fn upload_request(
-    addr: SocketAddr,
-    path: &str,
-    headers: &[(HeaderName, HeaderValue)],
-    file_name: &str,
-    purpose: Option<&str>,
-    content: &FileContent,
-) -> Request<GeneratedBody> {
-    let mut head = String::new();
-    if let Some(p) = purpose {
-        head.push_str(&format!(
-            "--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"purpose\"\r\n\r\n{p}\r\n"
-        ));
-    }
-    head.push_str(&format!(
-        "--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{file_name}\"\r\nContent-Type: application/octet-stream\r\n\r\n"
-    ));
-    let mut parts = VecDeque::from([Part::Bytes(Bytes::from(head))]);
-    parts.push_back(match content {
-        FileContent::Generated(n) => Part::Fill(*n),
-        FileContent::Bytes(b) => Part::Bytes(b.clone()),
-    });
-    parts.push_back(Part::Bytes(Bytes::from(format!("\r\n--{BOUNDARY}--\r\n"))));
-    // Filler: a repeating byte pattern (not all zeros, in case anything compresses).
-    let chunk: Bytes = (0..UPLOAD_CHUNK)
-        .map(|i| (i % 251) as u8)
-        .collect::<Vec<u8>>()
-        .into();
-    let body = GeneratedBody { parts, chunk };
-    let len = body.len();
-    let mut b = Request::builder()
-        .method(Method::POST)
-        .uri(path)
-        .header(HOST, addr.to_string())
-        .header(
-            CONTENT_TYPE,
-            format!("multipart/form-data; boundary={BOUNDARY}"),
-        )
-        .header(CONTENT_LENGTH, len);
-    for (k, v) in headers {
-        b = b.header(k, v);
-    }
-    b.body(body).expect("valid request parts")
-}
-
-/// Sends one upload on a fresh connection: status, answer, time taken.
-pub async fn upload(
-    addr: SocketAddr,
-    req: Request<GeneratedBody>,
-    timeout: Duration,
-) -> Result<(StatusCode, Vec<u8>, Duration), String> {
-    let started = Instant::now();
-    let fut = async {
-        let mut sender = connect::<GeneratedBody>(addr).await?;
-        let (status, body, _, _) = exchange(&mut sender, req, 64 * 1024).await?;
-        Ok::<_, String>((status, body))
-    };
-    let (status, body) = tokio::time::timeout(timeout, fut)
-        .await
-        .map_err(|_| format!("upload timed out after {timeout:?}"))??;
-    Ok((status, body, started.elapsed()))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// A server answering every request (no body) `200 ok`, keeping connections alive.
+    async fn server() -> SocketAddr {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        tokio::spawn(async move {
+            while let Ok((mut c, _)) = l.accept().await {
+                tokio::spawn(async move {
+                    let (mut buf, mut chunk) = (Vec::new(), [0u8; 1024]);
+                    while let Ok(n @ 1..) = c.read(&mut chunk).await {
+                        buf.extend_from_slice(&chunk[..n]);
+                        while let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                            buf.drain(..i + 4);
+                            let ok = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
+                            if c.write_all(ok).await.is_err() {
+                                return;
+                            }
+                        }
+                    }
+                });
+            }
+        });
+        addr
+    }
 
     #[tokio::test]
-    async fn generated_body_is_exact_and_streamed() {
-        let req = upload_request(
-            "127.0.0.1:1".parse().unwrap(),
-            "/up",
-            &[],
-            "a.wav",
-            Some("x"),
-            &FileContent::Generated(3 * UPLOAD_CHUNK as u64 + 5),
+    async fn windows_cut_open_loops_on_one_clock() {
+        let addr = server().await;
+        let ms = Duration::from_millis;
+        let (warmup, duration, timeout) = (ms(50), ms(500), ms(5000));
+        let load = |rate| Load {
+            addr,
+            concurrency: 4,
+            warmup,
+            duration,
+            rate: Some(rate),
+            timeout,
+        };
+        let spec = Spec::get("/x", Vec::new());
+        let schedule = Schedule {
+            warmup,
+            duration,
+            window: ms(200),
+        };
+        assert_eq!((schedule.windows(), schedule.end_of(2)), (3, duration));
+        let mut events = Vec::new();
+        let loads = [(load(200.0), spec.clone()), (load(100.0), spec)];
+        let out = run_windows(&loads, schedule, |e, _| events.push(e)).await;
+        use Event::*;
+        assert_eq!(
+            events,
+            [
+                MeasureStart,
+                WindowEnd(0),
+                WindowEnd(1),
+                WindowEnd(2),
+                MeasureEnd
+            ]
         );
-        let declared: u64 = req.headers()[CONTENT_LENGTH]
-            .to_str()
-            .unwrap()
-            .parse()
-            .unwrap();
-        let mut body = req.into_body();
-        assert_eq!(body.size_hint().exact(), Some(declared));
-        let mut n = 0u64;
-        let mut frames = 0;
-        let mut all = Vec::new();
-        while let Some(f) = body.frame().await {
-            let d = f.unwrap().into_data().unwrap();
-            n += d.len() as u64;
-            frames += 1;
-            if all.len() < 400 {
-                all.extend_from_slice(&d[..d.len().min(400)]);
-            }
+        for (windows, rate) in out.iter().zip([200.0, 100.0]) {
+            assert_eq!(windows.len(), 3);
+            assert!(windows
+                .iter()
+                .all(|w| w.errors == 0 && w.ok > 0 && !w.hist.is_empty()));
+            assert!(windows[0].elapsed >= ms(190) && windows[1].elapsed >= ms(190));
+            let total: u64 = windows.iter().map(|w| w.ok).sum();
+            let want = rate * 0.5;
+            assert!(
+                (total as f64 - want).abs() <= want * 0.25,
+                "{total} requests at {rate}/s"
+            );
         }
-        assert_eq!(n, declared);
-        assert!(frames >= 6, "streamed in chunks");
-        assert!(body.is_end_stream());
-        let text = String::from_utf8_lossy(&all);
-        assert!(
-            text.contains("name=\"purpose\"\r\n\r\nx\r\n") && text.contains("filename=\"a.wav\"")
-        );
     }
 }

@@ -14,9 +14,16 @@
 //! `GATEWAY_DATABASE_URL` set, each gateway gets a fresh schema of that
 //! PostgreSQL database ([`pg`]) and the report names the store.
 //!
+//! `--soak MINUTES` runs a soak instead ([`soak`]): `chat`, `free` and
+//! `billed` at once through one gateway, each an open loop at half its
+//! rate when the three run together at c=64, for that many minutes, reported minute by minute
+//! and against the soak's goals (no errors, flat RSS, flat p99). It is not
+//! part of CI.
+//!
 //! ```text
 //! cargo build --release --bins && target/release/gateway-bench          # full run, ~3.5 min
 //! target/debug/gateway-bench --quick --out /tmp/bench.json              # 1-second smoke run (CI)
+//! target/release/gateway-bench --soak 30 --out /tmp/soak.json           # the 30-minute soak
 //! ```
 //!
 //! The gateway and simulator binaries are taken from the directory of this
@@ -24,12 +31,16 @@
 //! forwarder run pinned to one CPU and the load generator and the simulator
 //! to another (`--no-pin` to disable), so that the figures compare on a
 //! two-core machine. It never asserts timing: the exit code is non-zero only
-//! when a request failed or a scenario could not run.
+//! when a request failed or a scenario could not run (a soak's missed goal
+//! neither).
 //!
 //! # Layout
 //!
 //! * [`load`]: the load generator (hyper client connections, closed or open
-//!   loop, warm-up, HDR histograms) and the streamed multipart upload body;
+//!   loop, warm-up, HDR histograms; several loads on one clock, measured in
+//!   windows, for the soak);
+//! * [`outcome`]: what a load run measured (histograms, requests, errors), per window;
+//! * [`upload`]: the streamed multipart upload body, and sending one;
 //! * [`forwarder`]: the bare forwarder, run as the hidden `forwarder`
 //!   subcommand of this binary;
 //! * [`procs`]: finding binaries, CPU pinning, starting and stopping the
@@ -40,13 +51,16 @@
 //! * [`report`]: overheads, the issue's targets, markdown and JSON of the rows;
 //! * [`pg`]: a fresh PostgreSQL schema per gateway;
 //! * [`seed`]: `--seed-usage-rows`, history written into the gateway's
-//!   database, through its store, before it starts.
+//!   database, through its store, before it starts;
+//! * [`soak`]: `--soak MINUTES`, its calibration, its minutes and its
+//!   report (goals checked, never asserted).
 
 mod batch;
 mod forwarder;
 mod load;
 mod measure;
 mod mirror;
+mod outcome;
 mod pg;
 mod plan;
 mod procs;
@@ -55,6 +69,8 @@ mod report;
 mod row;
 mod scenarios;
 mod seed;
+mod soak;
+mod upload;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -128,6 +144,18 @@ struct Cli {
     /// Longest time one request may take before it counts as an error (seconds).
     #[arg(long, value_name = "SECS", default_value_t = 60.0)]
     timeout: f64,
+    /// Soak instead of the runs: chat, free and billed at once through one
+    /// gateway, each an open loop at half its req/s when the three run
+    /// together in closed loops at c=64 in all (measured first, for
+    /// --duration s after --warmup s,
+    /// default 5 and 1; --rate: that rate each, no calibration), for MINUTES
+    /// minutes (fractions allowed), reported per minute. Not for CI.
+    #[arg(
+        long,
+        value_name = "MINUTES",
+        conflicts_with_all = ["quick", "scenario", "concurrency", "one_sync", "upload_mib"]
+    )]
+    soak: Option<f64>,
 }
 
 /// Hidden subcommands.
@@ -156,7 +184,7 @@ fn main() -> ExitCode {
             }
         };
     }
-    let plan = match plan(&cli) {
+    let (plan, soak) = match plan(&cli).and_then(|p| Ok((p, soak::Settings::of(&cli)?))) {
         Ok(p) => p,
         Err(e) => {
             eprintln!("gateway-bench: {e}");
@@ -187,7 +215,11 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match rt.block_on(run(&cli, plan, pinning)) {
+    let result = match soak {
+        Some(soak) => rt.block_on(soak::run(&cli, soak, pinning)),
+        None => rt.block_on(run(&cli, plan, pinning)),
+    };
+    match result {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::FAILURE,
         Err(e) => {

@@ -8,14 +8,15 @@ use bytes::Bytes;
 use http::Method;
 use serde_json::json;
 
-use crate::load::{self, FileContent, Spec};
+use crate::load::{self, Spec};
 use crate::plan::Env;
+use crate::upload::{self, FileContent};
 
 /// Creates a completed enhance job and performs its first (copying) GET;
 /// returns the job id.
 pub async fn mirror_setup(env: &Env, timeout: Duration) -> Result<String, String> {
     let gw = env.gateway.0;
-    let req = load::upload_request(
+    let req = upload::upload_request(
         gw,
         "/api/v1/voice/uploads",
         &env.gateway_auth(),
@@ -23,7 +24,7 @@ pub async fn mirror_setup(env: &Env, timeout: Duration) -> Result<String, String
         Some("audio_job_input"),
         &FileContent::Bytes(wav_1s()),
     );
-    let (status, body, _) = load::upload(gw, req, timeout).await?;
+    let (status, body, _) = upload::upload(gw, req, timeout).await?;
     if !status.is_success() {
         return Err(format!(
             "upload -> {status}: {}",

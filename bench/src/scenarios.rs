@@ -31,10 +31,11 @@ use http::header::{HeaderName, HeaderValue};
 use http::Method;
 use serde_json::json;
 
-use crate::load::{self, Event, FileContent, Load, Spec};
+use crate::load::{self, Event, Load, Spec};
 use crate::measure::{Probe, ProbeResult};
 use crate::plan::{Env, Plan, Scenario};
 use crate::row::{Row, Target};
+use crate::upload::{self, FileContent};
 
 /// The stock voice of the simulator.
 const VOICE: &str = "stock-voice-1";
@@ -122,7 +123,12 @@ pub async fn run_all(env: &Env, plan: &Plan) -> Vec<Row> {
 }
 
 /// The repeated request of `scenario` at `target` (`job_id` for `mirror`).
-fn request_spec(env: &Env, scenario: Scenario, target: Target, job_id: Option<&str>) -> Spec {
+pub(crate) fn request_spec(
+    env: &Env,
+    scenario: Scenario,
+    target: Target,
+    job_id: Option<&str>,
+) -> Spec {
     let job_id = job_id.unwrap_or("");
     match (scenario, target) {
         (Scenario::Free, Target::Gateway) => Spec::get(
@@ -221,7 +227,7 @@ fn request_spec(env: &Env, scenario: Scenario, target: Target, job_id: Option<&s
 }
 
 /// Empties the simulator's request log (bounded, but no need to fill it).
-async fn clear_sim_log(env: &Env) {
+pub(crate) async fn clear_sim_log(env: &Env) {
     let spec = Spec {
         method: Method::DELETE,
         path: "/__sim/requests".into(),
@@ -280,6 +286,7 @@ async fn measure(
     let outcome = load::run(&load, spec, |ev| match ev {
         Event::MeasureStart => probes = Some((Probe::start(pid), Probe::start(sim_pid))),
         Event::MeasureEnd => measured = probes.take().map(|(p, s)| (p.finish(), s.finish())),
+        Event::WindowEnd(_) => {}
     })
     .await;
     let (proc_m, sim_m) = measured.unwrap_or_default();
@@ -304,8 +311,8 @@ async fn upload_row(env: &Env, plan: &Plan, target: Target) -> Row {
     };
     let timeout = plan.timeout.max(Duration::from_secs(600));
     let send = |content: FileContent| {
-        let req = load::upload_request(addr, path, &headers, "bench.wav", purpose, &content);
-        async move { load::upload(addr, req, timeout).await }
+        let req = upload::upload_request(addr, path, &headers, "bench.wav", purpose, &content);
+        async move { upload::upload(addr, req, timeout).await }
     };
     // Warm-up: one small upload.
     if let Err(e) = check_upload(target, send(FileContent::Generated(1 << 20)).await, 1 << 20) {

@@ -53,8 +53,10 @@ mod schema;
 pub(crate) mod sql;
 mod sqlite;
 mod videos;
+mod wal_sync;
 mod webhooks;
 mod writer;
+mod writer_conn;
 mod writes;
 
 pub use sql::Dialect;
@@ -317,14 +319,12 @@ impl Store {
         match location {
             Location::Sqlite(path) => {
                 let writer_conn = open_and_migrate(path)?;
-                // FULL: a committed record survives a power cut ("must not lose a
-                // record"); NORMAL (WAL): it survives a crash of the process.
+                // NORMAL (WAL): a commit survives a crash of the process.
+                // `sync_full`: it survives a power cut too ("must not lose a
+                // record"), the log flushed before a commit is acknowledged
+                // (`wal_sync`, off the write lock; or FULL if that cannot run).
                 writer_conn
-                    .pragma_update(
-                        None,
-                        "synchronous",
-                        if sync_full { "FULL" } else { "NORMAL" },
-                    )
+                    .pragma_update(None, "synchronous", "NORMAL")
                     .map_err(StoreError::driver)?;
                 let manager = SqliteConnectionManager::file(path).with_init(configure);
                 let pool = r2d2::Pool::builder()

@@ -4,12 +4,16 @@
 //! [`RecordWriter::commit`] and wait. A writer thread takes whatever has
 //! queued up (up to [`MAX_GROUP`] batches; under load it waits up to
 //! [`GATHER`] for more), writes it in one `BEGIN IMMEDIATE` transaction,
-//! commits (one fsync for the whole group, `synchronous=FULL`), then wakes
-//! every waiting request. If the group fails, each batch is retried alone,
-//! so one bad batch cannot fail its neighbours. What of a group needs no
-//! flush (holds, a stream's audit record before its first byte) is
-//! committed first, in a transaction of its own, so that it never waits
-//! for another request's fsync. SQLite has one writer; PostgreSQL
+//! commits, then wakes every waiting request. If the group fails, each
+//! batch is retried alone, so one bad batch cannot fail its neighbours.
+//! Under `GATEWAY_DB_SYNC=full` a group is acknowledged once it is on disk:
+//! SQLite commits without an fsync under its write lock and
+//! [`super::wal_sync`]'s thread flushes the log (one fsync for every group
+//! committed meanwhile) while the writer goes on with the next group;
+//! PostgreSQL's commit flushes. What of a group needs no flush (holds, a
+//! stream's audit record before its first byte) is committed first, in a
+//! transaction of its own, and acknowledged at once: it never waits for
+//! another request's fsync. SQLite has one writer; PostgreSQL
 //! [`PG_WRITERS`], each on its own connection, taking groups from the one
 //! queue, so that several groups are in flight at once.
 //!
@@ -34,10 +38,10 @@ use std::sync::mpsc;
 
 use rust_decimal::Decimal;
 
-use super::balances::Balances;
 use super::records::*;
 use super::sql::{p, Db};
-use super::writes::write_batch;
+pub(super) use super::writer_conn::Conn;
+use super::writes::write_in;
 use super::{Result, StoreError};
 
 struct Batch {
@@ -74,6 +78,10 @@ struct Shared {
     /// Told, after each commit, every user a usage record of it charged
     /// (set once at start: spend alerts, [`RecordWriter::on_charge`]).
     on_charge: std::sync::OnceLock<ChargeListener>,
+    /// SQLite under `sync_full`: the thread that flushes the log after a
+    /// commit, before it is acknowledged (`None`: PostgreSQL, whose commit
+    /// flushes; SQLite under NORMAL; or SQLite whose connection is FULL).
+    wal: Option<super::wal_sync::WalSync>,
 }
 
 /// What the writer tells of a committed charge: the user charged. Called
@@ -100,34 +108,6 @@ impl Drop for InFlight<'_> {
 /// Most batches folded into one transaction.
 pub const MAX_GROUP: usize = 512;
 
-/// The writer's own connection.
-pub(super) enum Conn {
-    Sqlite(rusqlite::Connection),
-    Postgres(super::pg::PgConn),
-}
-
-impl Conn {
-    fn db(&mut self) -> Db<'_> {
-        match self {
-            Conn::Sqlite(c) => Db::lite(c),
-            Conn::Postgres(c) => c.db(),
-        }
-    }
-
-    /// Reopens a PostgreSQL connection the server closed (a restart, a
-    /// failover); fails, as unavailable, while the server is down.
-    fn revive(&mut self) -> Result<()> {
-        match self {
-            Conn::Postgres(c) if c.is_closed() => c.reopen(),
-            _ => Ok(()),
-        }
-    }
-
-    fn is_closed(&self) -> bool {
-        matches!(self, Conn::Postgres(c) if c.is_closed())
-    }
-}
-
 impl RecordWriter {
     /// `sync_full`: the database is flushed at each commit
     /// (`GATEWAY_DB_SYNC=full`); groups of holds alone are committed
@@ -145,6 +125,10 @@ impl RecordWriter {
         let rx = std::sync::Arc::new(std::sync::Mutex::new(rx));
         let mut conns = conns.into_iter();
         let first = conns.next().expect("a writer needs a connection");
+        let wal = match &first {
+            Conn::Sqlite(c) if sync_full => wal_sync_of(c),
+            _ => None,
+        };
         let shared = std::sync::Arc::new(Shared {
             conn: std::sync::Mutex::new(first),
             in_flight: Default::default(),
@@ -152,6 +136,7 @@ impl RecordWriter {
             owed: Default::default(),
             instance: Default::default(),
             on_charge: Default::default(),
+            wal,
         });
         let spawn = |conn: Option<Conn>| {
             let (shared, rx) = (shared.clone(), rx.clone());
@@ -282,7 +267,7 @@ fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// How many writers (connections) a PostgreSQL store commits with: groups
 /// of different requests in flight at once, each waiting for its own
 /// commit. Every writer of a balance or its holds locks the user's balance
-/// row first ([`Balances`]), in the order of user ids ([`write_in`]), so
+/// row first, in the order of user ids ([`Balances::lock_in_order`]), so
 /// two groups of one user wait for each other and never deadlock. SQLite
 /// has one: it writes one transaction at a time anyway.
 pub const PG_WRITERS: usize = 4;
@@ -318,7 +303,46 @@ fn writer_loop(
             let started = std::time::Instant::now();
             let written = commit_group(&mut conn, shared, &group);
             gateway_base::telemetry::record_commit(started.elapsed());
-            answer(shared, &mut conn, group, written);
+            match (written, &shared.wal) {
+                (Ok(results), Some(wal)) if group.iter().any(needs_flush) => {
+                    wal.after_flush(Box::new(move |flushed| {
+                        acknowledge(group, results, flushed)
+                    }))
+                }
+                (written, _) => answer(shared, &mut conn, group, written),
+            }
+        }
+    }
+}
+
+/// A SQLite writer's log flusher ([`super::wal_sync`]); without one, the
+/// connection flushes in its commits (`synchronous=FULL`).
+fn wal_sync_of(c: &rusqlite::Connection) -> Option<super::wal_sync::WalSync> {
+    let wal = c.path().and_then(super::wal_sync::WalSync::start);
+    if wal.is_none() {
+        if let Err(e) = c.pragma_update(None, "synchronous", "FULL") {
+            tracing::error!(error = %e, "setting synchronous=FULL");
+        }
+    }
+    wal
+}
+
+/// Tells a committed group's batches, once the log is on disk: committed,
+/// or in doubt when the flush failed (committed, perhaps not durable).
+fn acknowledge(group: Vec<Batch>, results: Vec<Committed>, flushed: std::io::Result<()>) {
+    match flushed {
+        Ok(()) => {
+            for (b, r) in group.into_iter().zip(results) {
+                count_charges(&b.records, &r);
+                let _ = b.done.send(Ok(r));
+            }
+        }
+        Err(e) => {
+            let e = StoreError::caused("flushing the write-ahead log", e)
+                .with_failure(super::Failure::InDoubt);
+            for b in group {
+                let _ = b.done.send(Err(e.clone()));
+            }
         }
     }
 }
@@ -484,38 +508,11 @@ fn commit_group(conn: &mut Conn, shared: &Shared, group: &[Batch]) -> Result<Vec
 }
 
 fn commit_group_once(conn: &mut Conn, shared: &Shared, group: &[Batch]) -> Result<Vec<Committed>> {
-    if shared.sync_full && !group.iter().any(needs_flush) {
-        write_unflushed(conn, shared.instance(), group)
+    let flushed_by_commit = shared.sync_full && shared.wal.is_none();
+    if flushed_by_commit && !group.iter().any(needs_flush) {
+        conn.write_unflushed(shared.instance(), &records_of(group))
     } else {
         write_group(&mut conn.db(), shared.instance(), group)
-    }
-}
-
-/// [`write_group`] without flushing the commit to disk: SQLite's
-/// `synchronous` is NORMAL for that one transaction (a later flushed
-/// commit flushes its WAL frames too), PostgreSQL's `synchronous_commit`
-/// is off for it. The database itself stays consistent either way.
-fn write_unflushed(
-    conn: &mut Conn,
-    instance: Option<&str>,
-    group: &[Batch],
-) -> Result<Vec<Committed>> {
-    match conn {
-        Conn::Sqlite(c) => {
-            c.pragma_update(None, "synchronous", "NORMAL")
-                .map_err(StoreError::driver)?;
-            let written = write_group(&mut Db::lite(c), instance, group);
-            c.pragma_update(None, "synchronous", "FULL")
-                .map_err(StoreError::driver)?;
-            written
-        }
-        Conn::Postgres(c) => {
-            let mut db = c.db();
-            db.transaction(|tx| {
-                tx.batch("SET LOCAL synchronous_commit TO OFF")?;
-                write_in(tx, instance, group)
-            })
-        }
     }
 }
 
@@ -564,22 +561,12 @@ fn count_charges(records: &[Record], committed: &Committed) {
     }
 }
 
-/// Writes a group in one transaction. One [`Balances`] serves the whole
-/// group: each user's balance is read (and locked) once and written once.
+/// Writes a group in one transaction ([`write_in`]).
 fn write_group(db: &mut Db<'_>, instance: Option<&str>, group: &[Batch]) -> Result<Vec<Committed>> {
-    db.transaction(|tx| write_in(tx, instance, group))
+    db.transaction(|tx| write_in(tx, instance, &records_of(group)))
 }
 
-/// The body of [`write_group`]'s transaction.
-fn write_in(tx: &mut Db<'_>, instance: Option<&str>, group: &[Batch]) -> Result<Vec<Committed>> {
-    let mut balances = Balances::of_instance(instance);
-    balances.lock_in_order(tx, group.iter().flat_map(|b| &b.records))?;
-    let mut results = Vec::with_capacity(group.len());
-    for batch in group {
-        let mut committed = Committed::default();
-        write_batch(tx, &mut balances, &batch.records, &mut committed)?;
-        results.push(committed);
-    }
-    balances.flush(tx)?;
-    Ok(results)
+/// Each batch's records.
+fn records_of(group: &[Batch]) -> Vec<&[Record]> {
+    group.iter().map(|b| &b.records[..]).collect()
 }

@@ -9,12 +9,32 @@ use super::records::*;
 use super::sql::{p, Db};
 use super::{Result, StoreError};
 
+/// Writes a group of batches inside one transaction, noting what each
+/// batch's caller learns of it. One [`Balances`] serves the whole group:
+/// each user's balance is read (and locked) once and written once.
+pub(super) fn write_in(
+    tx: &mut Db<'_>,
+    instance: Option<&str>,
+    group: &[&[Record]],
+) -> Result<Vec<Committed>> {
+    let mut balances = Balances::of_instance(instance);
+    balances.lock_in_order(tx, group.iter().flat_map(|b| b.iter()))?;
+    let mut results = Vec::with_capacity(group.len());
+    for records in group {
+        let mut committed = Committed::default();
+        write_batch(tx, &mut balances, records, &mut committed)?;
+        results.push(committed);
+    }
+    balances.flush(tx)?;
+    Ok(results)
+}
+
 /// Writes a batch (one request's records, or one commit's), noting in
 /// `committed` what the caller learns of it. A usage record that charges
 /// nothing is folded into its request's audit row ([`folded_usage`]): one
 /// row, read as an audit record and, through the `usage_records` view, as
 /// a usage record.
-pub(super) fn write_batch(
+fn write_batch(
     tx: &mut Db<'_>,
     balances: &mut Balances,
     records: &[Record],
@@ -42,6 +62,8 @@ pub(super) fn write_batch(
 /// (their indexes): the first usage record of the audit's request, route
 /// and user that charges nothing and has no once-key (a once-keyed record
 /// must meet its unique index; a charge is referenced by its ledger line).
+/// The row's time is the audit record's (both are taken as the request
+/// ends).
 fn folded_usage(records: &[Record]) -> Option<(usize, usize)> {
     let (audit, a) = records.iter().enumerate().find_map(|(i, r)| match r {
         Record::Audit(a) => Some((i, a)),

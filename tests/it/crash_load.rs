@@ -42,6 +42,18 @@ async fn caller(n: usize, url: String, key: String, answered: Arc<Mutex<Vec<Stri
     }
 }
 
+/// The gateway process, killed if the test fails before it does.
+struct KillOnDrop(Option<std::process::Child>);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if let Some(c) = &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_kill_9_under_billed_load_loses_no_record_of_an_answered_request() {
     let dir = TempDir::new("crash-load");
@@ -52,7 +64,7 @@ async fn a_kill_9_under_billed_load_loses_no_record_of_an_answered_request() {
     store
         .grant_credit(user, Decimal::from(1_000), Some("test"))
         .unwrap();
-    let (mut child, addr) = serve_providers(
+    let (child, addr) = serve_providers(
         &dir,
         &sim,
         &providers_toml(&sim.llm_url()),
@@ -61,6 +73,7 @@ async fn a_kill_9_under_billed_load_loses_no_record_of_an_answered_request() {
             ("GATEWAY_RATE_LIMITS", "chat=1000000/m"),
         ],
     );
+    let mut killed_on_drop = KillOnDrop(Some(child));
     let url = format!("http://{addr}/api/v1/chat/completions");
     let answered = Arc::new(Mutex::new(Vec::new()));
     let callers: Vec<_> = (0..CALLERS)
@@ -75,6 +88,7 @@ async fn a_kill_9_under_billed_load_loses_no_record_of_an_answered_request() {
         );
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
+    let mut child = killed_on_drop.0.take().unwrap();
     child.kill().unwrap(); // SIGKILL, requests in flight
     child.wait().unwrap();
     for c in callers {

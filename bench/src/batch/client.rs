@@ -21,8 +21,9 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use serde_json::{json, Value};
 
-use crate::load::{self, FileContent, Spec};
+use crate::load::{self, Spec};
 use crate::plan::Env;
+use crate::upload::{self, FileContent};
 
 /// How often a running batch is looked at.
 pub const POLL: Duration = Duration::from_millis(100);
@@ -105,7 +106,7 @@ impl Client<'_> {
     /// Uploads `n` lines as a file of purpose `batch`: its id.
     pub async fn upload(&self, n: usize) -> Result<String, String> {
         let gw = self.env.gateway.0;
-        let req = load::upload_request(
+        let req = upload::upload_request(
             gw,
             "/api/v1/files",
             &self.env.gateway_auth(),
@@ -113,7 +114,7 @@ impl Client<'_> {
             Some("batch"),
             &FileContent::Bytes(self.jsonl(n)),
         );
-        let (status, body, _) = load::upload(gw, req, self.timeout).await?;
+        let (status, body, _) = upload::upload(gw, req, self.timeout).await?;
         let text = String::from_utf8_lossy(&body);
         if !status.is_success() {
             return Err(format!("POST /api/v1/files -> {status}: {text}"));

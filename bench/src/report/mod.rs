@@ -20,6 +20,7 @@ mod json;
 mod markdown;
 mod run;
 
+pub use markdown::machine_text;
 pub use run::{Report, SyncRun};
 
 pub use crate::row::Target;
