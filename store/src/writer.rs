@@ -288,14 +288,14 @@ fn writer_loop(
         let group = sync_files(group);
         let mut conn = lock(conn);
         release_owed(shared, &mut conn);
-        // What needs no flush is committed first, on its own: a hold or a
-        // stream's audit record (before its first byte) waits for no other
-        // request's fsync.
-        let (quick, flushed): (Vec<Batch>, Vec<Batch>) = if shared.sync_full {
-            group.into_iter().partition(|b| !needs_flush(b))
-        } else {
-            (Vec::new(), group)
-        };
+        // What needs no flush is committed first, on its own, and answered
+        // at once: a hold (its request calls the provider meanwhile) or a
+        // stream's audit record (before its first byte) waits for neither
+        // the group's other writes nor another request's fsync. Under
+        // either mode: without the split a hold waits for the settlements
+        // beside it (measured: chat c=64 under `normal` 22 % below `full`).
+        let (quick, flushed): (Vec<Batch>, Vec<Batch>) =
+            group.into_iter().partition(|b| !needs_flush(b));
         for group in [quick, flushed] {
             if group.is_empty() {
                 continue;
