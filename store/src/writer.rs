@@ -14,8 +14,8 @@
 //! stream's audit record before its first byte) is committed first, in a
 //! transaction of its own, and acknowledged at once: it never waits for
 //! another request's fsync. SQLite has one writer; PostgreSQL
-//! [`PG_WRITERS`], each on its own connection, taking groups from the one
-//! queue, so that several groups are in flight at once.
+//! [`PG_WRITERS`], each on its own connection and queue, so that several
+//! groups are in flight at once (a user's money always on one of them).
 //!
 //! Batching adapts to load: a commit alone in flight that needs no fsync,
 //! while no other request is in flight, is written by its caller directly
@@ -54,7 +54,8 @@ struct Batch {
 /// Handle to the writer thread. Cloning shares the thread.
 #[derive(Clone)]
 pub struct RecordWriter {
-    tx: mpsc::Sender<Batch>,
+    /// Each writer thread's queue ([`writer_for`] picks one).
+    tx: Vec<mpsc::Sender<Batch>>,
     shared: std::sync::Arc<Shared>,
 }
 
@@ -82,6 +83,8 @@ struct Shared {
     /// commit, before it is acknowledged (`None`: PostgreSQL, whose commit
     /// flushes; SQLite under NORMAL; or SQLite whose connection is FULL).
     wal: Option<super::wal_sync::WalSync>,
+    /// The writer the next batch without money goes to ([`writer_for`]).
+    next: std::sync::atomic::AtomicUsize,
 }
 
 /// What the writer tells of a committed charge: the user charged. Called
@@ -117,12 +120,10 @@ impl RecordWriter {
     }
 
     /// A writer thread per connection of `conns` (the first is the one
-    /// lent to a lone caller, see [`RecordWriter::commit`]), taking groups
-    /// from one queue: while one group waits for its commit, the next is
-    /// written on another connection (PostgreSQL, [`PG_WRITERS`]).
+    /// lent to a lone caller, see [`RecordWriter::commit`]), each with its
+    /// queue ([`writer_for`]): while one group waits for its commit, others
+    /// are written on the other connections (PostgreSQL, [`PG_WRITERS`]).
     pub(super) fn start_many(conns: Vec<Conn>, sync_full: bool) -> RecordWriter {
-        let (tx, rx) = mpsc::channel::<Batch>();
-        let rx = std::sync::Arc::new(std::sync::Mutex::new(rx));
         let mut conns = conns.into_iter();
         let first = conns.next().expect("a writer needs a connection");
         let wal = match &first {
@@ -137,9 +138,13 @@ impl RecordWriter {
             instance: Default::default(),
             on_charge: Default::default(),
             wal,
+            next: Default::default(),
         });
-        let spawn = |conn: Option<Conn>| {
-            let (shared, rx) = (shared.clone(), rx.clone());
+        let mut tx = Vec::new();
+        let mut spawn = |conn: Option<Conn>| {
+            let (sender, rx) = mpsc::channel::<Batch>();
+            tx.push(sender);
+            let shared = shared.clone();
             std::thread::Builder::new()
                 .name("record-writer".into())
                 .spawn(move || {
@@ -243,7 +248,7 @@ impl RecordWriter {
                 }
             }
         }
-        self.tx
+        self.tx[writer_for(&batch.records, self.tx.len(), &shared.next)]
             .send(batch)
             .map_err(|_| StoreError::msg("record writer stopped"))?;
         gateway_base::telemetry::record_queue(1.0);
@@ -266,22 +271,38 @@ fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 /// How many writers (connections) a PostgreSQL store commits with: groups
 /// of different requests in flight at once, each waiting for its own
-/// commit. Every writer of a balance or its holds locks the user's balance
-/// row first, in the order of user ids ([`Balances::lock_in_order`]), so
-/// two groups of one user wait for each other and never deadlock. SQLite
+/// commit. A user's holds and charges go to one writer ([`writer_for`]);
+/// every writer of a balance or its holds locks the user's balance row
+/// first, in the order of user ids ([`Balances::lock_in_order`]), so two
+/// groups that share users wait for each other and never deadlock. SQLite
 /// has one: it writes one transaction at a time anyway.
 pub const PG_WRITERS: usize = 4;
 
-/// A writer thread: takes a group from the shared queue `rx` and commits
-/// it on `conn`, until every sender is gone.
-fn writer_loop(
-    shared: &Shared,
-    rx: &std::sync::Mutex<mpsc::Receiver<Batch>>,
-    conn: &std::sync::Mutex<Conn>,
-) {
+/// Which writer's queue takes a batch: a batch that holds or charges goes
+/// to its user's writer, so one user's money is written one group at a
+/// time, in groups as big as one writer's, and the user's balance row is
+/// not fought over; the others go to each writer in turn.
+fn writer_for(records: &[Record], writers: usize, next: &std::sync::atomic::AtomicUsize) -> usize {
+    if writers <= 1 {
+        return 0;
+    }
+    let user = records.iter().find_map(|r| match r {
+        Record::Hold { user_id, .. } => Some(*user_id),
+        Record::Usage(u) if !u.charged.is_zero() => u.user_id,
+        _ => None,
+    });
+    match user {
+        Some(u) => u.rem_euclid(writers as i64) as usize,
+        None => next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % writers,
+    }
+}
+
+/// A writer thread: takes a group from its queue `rx` and commits it on
+/// `conn`, until every sender is gone.
+fn writer_loop(shared: &Shared, rx: &mpsc::Receiver<Batch>, conn: &std::sync::Mutex<Conn>) {
     let mut last_group = 1;
     loop {
-        let Some(group) = gather(shared, &lock(rx), conn, &mut last_group) else {
+        let Some(group) = gather(shared, rx, conn, &mut last_group) else {
             break;
         };
         gateway_base::telemetry::record_queue(-(group.len() as f64));
