@@ -431,14 +431,16 @@ async fn run(cli: &Cli, plan: Plan, pinning: Option<procs::Pinning>) -> Result<b
     }
 
     let report = report::Report {
-        command: std::env::args().collect::<Vec<_>>().join(" "),
-        machine: measure::machine(),
-        pinning,
-        bin_dir: bin_dir.display().to_string(),
-        data_fs,
-        store: store_label(),
-        sync,
-        others_cpus,
+        ctx: report::Context {
+            command: std::env::args().collect::<Vec<_>>().join(" "),
+            machine: measure::machine(),
+            pinning,
+            bin_dir: bin_dir.display().to_string(),
+            data_fs,
+            store: store_label(),
+            sync,
+            others_cpus,
+        },
         plan,
         rows,
         second,
@@ -451,10 +453,19 @@ async fn run(cli: &Cli, plan: Plan, pinning: Option<procs::Pinning>) -> Result<b
             eprintln!("last output of {}:\n{}", p.name, p.tail.render());
         }
     }
-    println!("{}", report.markdown());
-    let json = serde_json::to_string_pretty(&report.json()).map_err(|e| e.to_string())?;
-    std::fs::write(&cli.out, json + "\n")
-        .map_err(|e| format!("cannot write {}: {e}", cli.out.display()))?;
-    eprintln!("gateway-bench: results written to {}", cli.out.display());
+    publish(&cli.out, &report.markdown(), &report.json())?;
     Ok(errors == 0)
+}
+
+/// Prints a report's markdown on stdout and writes its JSON to `out`.
+pub(crate) fn publish(
+    out: &std::path::Path,
+    markdown: &str,
+    json: &serde_json::Value,
+) -> Result<(), String> {
+    println!("{markdown}");
+    let json = serde_json::to_string_pretty(json).map_err(|e| e.to_string())?;
+    std::fs::write(out, json + "\n").map_err(|e| format!("cannot write {}: {e}", out.display()))?;
+    eprintln!("gateway-bench: results written to {}", out.display());
+    Ok(())
 }

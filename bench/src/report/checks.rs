@@ -54,7 +54,7 @@ impl Report {
     /// Free at the lowest concurrency: the gateway's overhead (p50, p99)
     /// against the forwarder's.
     fn overhead_checks(&self, lo: usize, out: &mut Vec<Check>) {
-        let sync = &self.sync;
+        let sync = &self.ctx.sync;
         let (Some(f), Some(g)) = self.pair("free", lo) else {
             return;
         };
@@ -209,7 +209,7 @@ impl Report {
         let Some(second) = &self.second else {
             return;
         };
-        let (a, b) = (&self.sync, &second.sync);
+        let (a, b) = (&self.ctx.sync, &second.sync);
         for r in &second.rows {
             let (s, c) = (r.scenario, r.concurrency);
             let share = if s == "billed" { 25 } else { 60 };

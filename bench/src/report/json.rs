@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use super::run::Report;
+use super::run::{object, Report};
 use crate::row::Row;
 
 impl Report {
@@ -20,16 +20,8 @@ impl Report {
             .into_iter()
             .map(|(c, t, r)| json!({"concurrency": c, "target": t.name(), "billed_over_free_throughput": r}))
             .collect();
-        let m = &self.machine;
-        json!({
-            "command": self.command,
-            "machine": {"cpus": m.cpus, "cpu_model": m.cpu_model, "kernel": m.kernel, "mem_mib": m.mem_mib},
-            "pinning": self.pinning.map(|p| json!({"proxy_cpu": p.proxy_cpu, "load_cpu": p.load_cpu})),
-            "bin_dir": self.bin_dir,
-            "data_fs": self.data_fs,
-            "store": self.store,
-            "db_sync": self.sync,
-            "other_processes_cpus": self.others_cpus,
+        let mut doc = self.ctx.json();
+        doc.extend(object(json!({
             "plan": {
                 "scenarios": self.plan.scenarios.iter().map(|s| s.name()).collect::<Vec<_>>(),
                 "concurrency": self.plan.concurrency,
@@ -44,7 +36,8 @@ impl Report {
             "batch": self.batch_json(),
             "targets": checks,
             "errors": self.errors(),
-        })
+        })));
+        Value::Object(doc)
     }
 
     /// Rows as JSON (overheads against the main runs' direct rows).

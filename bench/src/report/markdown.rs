@@ -12,7 +12,7 @@ use crate::row::{f_ms, Row, Target};
 /// The machine line of a report (a normal run's, a soak's): the machine,
 /// the pinning, the gateway's data file system and database, its
 /// `GATEWAY_DB_SYNC`, where the binaries came from.
-pub fn machine_text(
+pub(super) fn machine_text(
     m: &Machine,
     pinning: Option<Pinning>,
     data_fs: &str,
@@ -36,14 +36,7 @@ pub fn machine_text(
 impl Report {
     /// The machine line.
     pub fn machine_line(&self) -> String {
-        machine_text(
-            &self.machine,
-            self.pinning,
-            &self.data_fs,
-            &self.store,
-            &self.sync,
-            &self.bin_dir,
-        )
+        self.ctx.machine_line()
     }
 
     fn plan_line(&self) -> String {
@@ -52,10 +45,7 @@ impl Report {
             Some(r) => format!("open loop at {r} req/s"),
             None => "closed loop".into(),
         };
-        let noise = match self.others_cpus {
-            Some(n) => format!("; other processes kept {n:.2} CPUs busy on average"),
-            None => String::new(),
-        };
+        let noise = self.ctx.noise();
         format!(
             "{mode}, {:.1} s measured per run after {:.1} s warm-up; upload file {} MiB{noise}",
             p.duration.as_secs_f64(),
@@ -71,7 +61,7 @@ impl Report {
             "Machine: {}  \nRun: {}  \nCommand: `{}`\n\n",
             self.machine_line(),
             self.plan_line(),
-            self.command
+            self.ctx.command
         ));
         self.runs_table(&mut s);
         self.streams_table(&mut s);
@@ -269,7 +259,7 @@ impl Report {
         };
         s.push_str(&format!(
             "\nThe gateway under GATEWAY_DB_SYNC={} (a second gateway, fresh data; the table above ran under {}):\n\n",
-            second.sync, self.sync
+            second.sync, self.ctx.sync
         ));
         s.push_str("| scenario | c | GATEWAY_DB_SYNC | req/s | p50 ms | p99 ms | CPU µs/req | % of forwarder | req/s under the first mode | peak RSS MiB | errors |\n");
         s.push_str("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");

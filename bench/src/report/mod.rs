@@ -20,7 +20,6 @@ mod json;
 mod markdown;
 mod run;
 
-pub use markdown::machine_text;
-pub use run::{Report, SyncRun};
+pub use run::{object, Context, Report, SyncRun};
 
 pub use crate::row::Target;

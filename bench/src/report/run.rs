@@ -8,8 +8,8 @@ use crate::plan::Plan;
 use crate::procs::Pinning;
 use crate::row::{Row, Target};
 
-/// Everything a run produced.
-pub struct Report {
+/// Where and how a run or a soak ran: what every report opens with.
+pub struct Context {
     /// The command line.
     pub command: String,
     /// The machine.
@@ -22,10 +22,62 @@ pub struct Report {
     pub data_fs: String,
     /// The gateway's database (SQLite, or PostgreSQL with a fresh schema).
     pub store: String,
-    /// The main runs' `GATEWAY_DB_SYNC` (inherited; `full` when unset).
+    /// The (main) gateway's `GATEWAY_DB_SYNC` (inherited; `full` when unset).
     pub sync: String,
     /// CPUs kept busy by other processes during the run, on average.
     pub others_cpus: Option<f64>,
+}
+
+impl Context {
+    /// The machine line.
+    pub fn machine_line(&self) -> String {
+        super::markdown::machine_text(
+            &self.machine,
+            self.pinning,
+            &self.data_fs,
+            &self.store,
+            &self.sync,
+            &self.bin_dir,
+        )
+    }
+
+    /// The run line's last clause: how busy other processes kept the machine.
+    pub fn noise(&self) -> String {
+        match self.others_cpus {
+            Some(n) => format!("; other processes kept {n:.2} CPUs busy on average"),
+            None => String::new(),
+        }
+    }
+
+    /// The JSON fields every report starts with.
+    pub fn json(&self) -> serde_json::Map<String, serde_json::Value> {
+        let m = &self.machine;
+        let v = serde_json::json!({
+            "command": self.command,
+            "machine": {"cpus": m.cpus, "cpu_model": m.cpu_model, "kernel": m.kernel, "mem_mib": m.mem_mib},
+            "pinning": self.pinning.map(|p| serde_json::json!({"proxy_cpu": p.proxy_cpu, "load_cpu": p.load_cpu})),
+            "bin_dir": self.bin_dir,
+            "data_fs": self.data_fs,
+            "store": self.store,
+            "db_sync": self.sync,
+            "other_processes_cpus": self.others_cpus,
+        });
+        object(v)
+    }
+}
+
+/// The fields of a JSON object (`json!({...})` is one).
+pub fn object(v: serde_json::Value) -> serde_json::Map<String, serde_json::Value> {
+    match v {
+        serde_json::Value::Object(map) => map,
+        _ => unreachable!("a JSON object"),
+    }
+}
+
+/// Everything a run produced.
+pub struct Report {
+    /// Where and how it ran.
+    pub ctx: Context,
     /// What was run.
     pub plan: Plan,
     /// The runs.

@@ -3,6 +3,8 @@
 
 use serde_json::{json, Value};
 
+use crate::report::object;
+
 use super::report::{percentiles, ratio, SoakReport};
 use super::settings::{CALIBRATION_CONCURRENCY, WINDOW};
 use crate::load::Outcome;
@@ -10,7 +12,6 @@ use crate::load::Outcome;
 impl SoakReport {
     /// The JSON document: the same figures, unrounded.
     pub fn json(&self) -> Value {
-        let m = &self.machine;
         let st = &self.settings;
         let calibration: Vec<Value> = self
             .calibration
@@ -29,16 +30,9 @@ impl SoakReport {
             .into_iter()
             .map(|(s, rate, sent)| json!({"scenario": s.name(), "rate": rate, "sent_per_s": sent}))
             .collect();
-        json!({
+        let mut doc = self.ctx.json();
+        doc.extend(object(json!({
             "mode": "soak",
-            "command": self.command,
-            "machine": {"cpus": m.cpus, "cpu_model": m.cpu_model, "kernel": m.kernel, "mem_mib": m.mem_mib},
-            "pinning": self.pinning.map(|p| json!({"proxy_cpu": p.proxy_cpu, "load_cpu": p.load_cpu})),
-            "bin_dir": self.bin_dir,
-            "data_fs": self.data_fs,
-            "store": self.store,
-            "db_sync": self.sync,
-            "other_processes_cpus": self.others_cpus,
             "soak": {
                 "minutes": st.minutes,
                 "window_s": WINDOW.as_secs_f64(),
@@ -55,7 +49,8 @@ impl SoakReport {
             "sent": sent,
             "fell_behind": self.fell_behind(),
             "errors": self.errors(),
-        })
+        })));
+        Value::Object(doc)
     }
 
     /// The minutes as JSON.

@@ -13,16 +13,9 @@ impl SoakReport {
     pub fn markdown(&self) -> String {
         let mut s = format!(
             "Machine: {}  \nRun: {}  \nCommand: `{}`\n\n",
-            crate::report::machine_text(
-                &self.machine,
-                self.pinning,
-                &self.data_fs,
-                &self.store,
-                &self.sync,
-                &self.bin_dir
-            ),
+            self.ctx.machine_line(),
             self.run_line(),
-            self.command
+            self.ctx.command
         );
         self.calibration_table(&mut s);
         self.minutes_table(&mut s);
@@ -77,10 +70,7 @@ impl SoakReport {
                 st.warmup.as_secs_f64()
             ),
         };
-        let noise = match self.others_cpus {
-            Some(n) => format!("; other processes kept {n:.2} CPUs busy on average"),
-            None => String::new(),
-        };
+        let noise = self.ctx.noise();
         format!(
             "soak of {} min: chat + free + billed through the gateway at once, open loop, {rates}; \
              windows of {} s after {:.1} s warm-up{noise}",

@@ -86,14 +86,16 @@ pub async fn run(
     sim.stop();
     let (calibration, soaked) = measured?;
     let report = SoakReport {
-        command: std::env::args().collect::<Vec<_>>().join(" "),
-        machine: measure::machine(),
-        pinning,
-        bin_dir: bin_dir.display().to_string(),
-        data_fs,
-        store: crate::store_label(),
-        sync,
-        others_cpus,
+        ctx: crate::report::Context {
+            command: std::env::args().collect::<Vec<_>>().join(" "),
+            machine: measure::machine(),
+            pinning,
+            bin_dir: bin_dir.display().to_string(),
+            data_fs,
+            store: crate::store_label(),
+            sync,
+            others_cpus,
+        },
         settings,
         calibration,
         windows: soaked.windows,
@@ -106,11 +108,7 @@ pub async fn run(
             eprintln!("last output of {}:\n{}", p.name, p.tail.render());
         }
     }
-    println!("{}", report.markdown());
-    let json = serde_json::to_string_pretty(&report.json()).map_err(|e| e.to_string())?;
-    std::fs::write(&cli.out, json + "\n")
-        .map_err(|e| format!("cannot write {}: {e}", cli.out.display()))?;
-    eprintln!("gateway-bench: results written to {}", cli.out.display());
+    crate::publish(&cli.out, &report.markdown(), &report.json())?;
     Ok(errors == 0)
 }
 

@@ -12,9 +12,7 @@ use serde_json::{json, Value};
 
 use super::settings::{Settings, CALIBRATION_CONCURRENCY};
 use crate::load::{self, Outcome};
-use crate::measure::Machine;
 use crate::plan::Scenario;
-use crate::procs::Pinning;
 use crate::row::f_ms;
 
 /// The goal of the RSS at the end over the RSS at minute 5.
@@ -89,22 +87,8 @@ impl Window {
 
 /// Everything a soak produced.
 pub struct SoakReport {
-    /// The command line.
-    pub command: String,
-    /// The machine.
-    pub machine: Machine,
-    /// CPU pinning, when on.
-    pub pinning: Option<Pinning>,
-    /// Where the gateway and simulator binaries came from.
-    pub bin_dir: String,
-    /// File system of the gateway's data directory.
-    pub data_fs: String,
-    /// The gateway's database.
-    pub store: String,
-    /// The gateway's `GATEWAY_DB_SYNC`.
-    pub sync: String,
-    /// CPUs kept busy by other processes, on average.
-    pub others_cpus: Option<f64>,
+    /// Where and how it ran.
+    pub ctx: crate::report::Context,
     /// What was asked.
     pub settings: Settings,
     /// The calibration, per scenario.
@@ -338,14 +322,16 @@ mod tests {
             connections: 64,
         });
         SoakReport {
-            command: "gateway-bench --soak".into(),
-            machine: crate::measure::machine(),
-            pinning: None,
-            bin_dir: "bin".into(),
-            data_fs: "fs".into(),
-            store: "SQLite".into(),
-            sync: "full".into(),
-            others_cpus: Some(0.1),
+            ctx: crate::report::Context {
+                command: "gateway-bench --soak".into(),
+                machine: crate::measure::machine(),
+                pinning: None,
+                bin_dir: "bin".into(),
+                data_fs: "fs".into(),
+                store: "SQLite".into(),
+                sync: "full".into(),
+                others_cpus: Some(0.1),
+            },
             settings: Settings {
                 minutes,
                 warmup: Duration::from_secs(1),
