@@ -5,33 +5,7 @@
 
 use super::format::{f_opt, f_signed_ms, mib, pct};
 use super::run::Report;
-use crate::measure::Machine;
-use crate::procs::Pinning;
 use crate::row::{f_ms, Row, Target};
-
-/// The machine line of a report (a normal run's, a soak's): the machine,
-/// the pinning, the gateway's data file system and database, its
-/// `GATEWAY_DB_SYNC`, where the binaries came from.
-pub(super) fn machine_text(
-    m: &Machine,
-    pinning: Option<Pinning>,
-    data_fs: &str,
-    store: &str,
-    sync: &str,
-    bin_dir: &str,
-) -> String {
-    let pin = match pinning {
-        Some(p) => format!(
-            "gateway / forwarder pinned to CPU {}, load generator + simulator to CPU {}",
-            p.proxy_cpu, p.load_cpu
-        ),
-        None => "no CPU pinning".into(),
-    };
-    format!(
-        "{} × {}, {} MiB RAM, Linux {}; {pin}; gateway data on {data_fs}; database: {store}; GATEWAY_DB_SYNC={sync}; binaries from `{bin_dir}`",
-        m.cpus, m.cpu_model, m.mem_mib, m.kernel
-    )
-}
 
 impl Report {
     /// The machine line.

@@ -31,7 +31,7 @@ pub struct Context {
 impl Context {
     /// The machine line.
     pub fn machine_line(&self) -> String {
-        super::markdown::machine_text(
+        machine_text(
             &self.machine,
             self.pinning,
             &self.data_fs,
@@ -136,4 +136,28 @@ impl Report {
         }
         out
     }
+}
+
+/// The machine line of a report (a normal run's, a soak's): the machine,
+/// the pinning, the gateway's data file system and database, its
+/// `GATEWAY_DB_SYNC`, where the binaries came from.
+fn machine_text(
+    m: &Machine,
+    pinning: Option<Pinning>,
+    data_fs: &str,
+    store: &str,
+    sync: &str,
+    bin_dir: &str,
+) -> String {
+    let pin = match pinning {
+        Some(p) => format!(
+            "gateway / forwarder pinned to CPU {}, load generator + simulator to CPU {}",
+            p.proxy_cpu, p.load_cpu
+        ),
+        None => "no CPU pinning".into(),
+    };
+    format!(
+        "{} × {}, {} MiB RAM, Linux {}; {pin}; gateway data on {data_fs}; database: {store}; GATEWAY_DB_SYNC={sync}; binaries from `{bin_dir}`",
+        m.cpus, m.cpu_model, m.mem_mib, m.kernel
+    )
 }
