@@ -36,6 +36,7 @@
 //! The exit code is non-zero only when a request failed or something could
 //! not run; a missed goal is reported, never asserted.
 
+mod disk;
 mod json;
 mod markdown;
 mod report;
@@ -51,7 +52,7 @@ use crate::row::{f_ms, Target};
 use crate::scenarios;
 use report::{p99_ms, Calibration, SoakReport, Window};
 pub use settings::Settings;
-use settings::{connections_for, CALIBRATION_CONCURRENCY, SCENARIOS};
+use settings::{connections_for, CALIBRATION_CONCURRENCY, RATE_SHARE, SCENARIOS};
 
 /// Starts the simulator and the gateway, calibrates, soaks, reports.
 /// `Ok(true)` when no request failed.
@@ -80,7 +81,7 @@ pub async fn run(
     };
     let data_fs = measure::filesystem_of(&gw.data.path);
     let noise = measure::Noise::start(vec![std::process::id(), env.sim.1, env.gateway.1]);
-    let measured = calibrate_and_soak(&env, &settings).await;
+    let measured = calibrate_and_soak(&env, &settings, &gw.data.path).await;
     let others_cpus = noise.others_cpus();
     let gateway = gw.stop().await;
     sim.stop();
@@ -112,12 +113,26 @@ pub async fn run(
     Ok(errors == 0)
 }
 
-/// The calibration, then the soak.
+/// The calibration, then the soak, if what it would write fits on the
+/// disk of `data` (the gateway's data directory; [`disk`]).
 async fn calibrate_and_soak(
     env: &Env,
     settings: &Settings,
+    data: &std::path::Path,
 ) -> Result<(Vec<Calibration>, Soaked), String> {
+    let (before, started) = (disk::used_bytes(data), Instant::now());
     let calibration = calibrate(env, settings).await?;
+    if settings.rate.is_none() {
+        let grown = disk::used_bytes(data).saturating_sub(before);
+        let soak = settings.schedule();
+        disk::check(
+            data,
+            grown,
+            started.elapsed(),
+            RATE_SHARE,
+            soak.warmup + soak.duration,
+        )?;
+    }
     scenarios::clear_sim_log(env).await;
     let soaked = soak(env, settings, &calibration).await;
     Ok((calibration, soaked))
@@ -160,7 +175,7 @@ async fn calibrate(env: &Env, s: &Settings) -> Result<Vec<Calibration>, String> 
     for (scenario, measured) in SCENARIOS.into_iter().zip(measured) {
         let rate = s
             .rate
-            .unwrap_or_else(|| measured.as_ref().map_or(0.0, |o| o.rps() / 2.0));
+            .unwrap_or_else(|| measured.as_ref().map_or(0.0, |o| o.rps() * RATE_SHARE));
         if rate.is_nan() || rate <= 0.0 {
             return Err(format!(
                 "soak: the calibration of {} measured no successful request",

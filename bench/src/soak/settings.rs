@@ -11,6 +11,9 @@ use crate::plan::Scenario;
 pub const SCENARIOS: [Scenario; 3] = [Scenario::Chat, Scenario::Free, Scenario::Billed];
 /// Connections of the calibration's three closed loops together ("the c=64 rate" of the mix).
 pub const CALIBRATION_CONCURRENCY: usize = 64;
+/// A scenario's soak rate as a share of its req/s in the calibration ("half
+/// the c=64 rate").
+pub const RATE_SHARE: f64 = 0.5;
 /// Length of a window (a row of the table).
 pub const WINDOW: Duration = Duration::from_secs(60);
 /// The latency a soak connection may take at its rate before the open loop
