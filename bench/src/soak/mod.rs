@@ -15,7 +15,10 @@
 //!    scenario's soak rate is half its req/s in that mix, so the soak runs
 //!    the mix at half its c=64 rate (each at half its rate *alone* would
 //!    add up to more than the machine serves). With `--rate`, that rate
-//!    for each and no calibration.
+//!    for each and no calibration. What the calibration wrote (the data
+//!    directory's growth) forecasts what the soak will write; a soak that
+//!    would not fit on that disk is refused before it starts, with the
+//!    minutes that would ([`disk`]).
 //! 3. The soak: the three at once, each an open loop at its rate
 //!    ([`load::run_windows`]) with enough connections that the loop is not
 //!    held back by them (as many as the rate fills with [`settings::LATENCY_ROOM`] of
