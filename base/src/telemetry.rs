@@ -52,8 +52,9 @@ const UPKEEP_EVERY: Duration = Duration::from_secs(5);
 ///
 /// The recorder keeps each histogram sample until its upkeep folds it into
 /// the buckets: without upkeep, samples pile up between two scrapes of
-/// `/metrics` (8 bytes and more per sample, three samples per request: a
-/// gateway nobody scraped grew by about 6 MiB a minute under load, #47). So
+/// `/metrics` (8 bytes and more per sample, two a request and one a group
+/// commit: a gateway nobody scraped grew by about 6 MiB a minute under
+/// load, #47). So
 /// installing it also starts the thread `metrics-upkeep`, which runs the
 /// upkeep every [`UPKEEP_EVERY`], as the crate's own exporter does.
 pub fn install() -> Option<&'static PrometheusHandle> {

@@ -33,6 +33,7 @@ pub(super) fn used_bytes(dir: &Path) -> u64 {
 fn free_bytes(dir: &Path) -> Option<u64> {
     use std::os::unix::ffi::OsStrExt;
     let path = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+    // SAFETY: statvfs is a plain C struct, all zeroes a valid value.
     let mut s: libc::statvfs = unsafe { std::mem::zeroed() };
     // SAFETY: a valid C string and a struct statvfs to fill.
     if unsafe { libc::statvfs(path.as_ptr(), &mut s) } != 0 {
