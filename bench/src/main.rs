@@ -431,16 +431,7 @@ async fn run(cli: &Cli, plan: Plan, pinning: Option<procs::Pinning>) -> Result<b
     }
 
     let report = report::Report {
-        ctx: report::Context {
-            command: std::env::args().collect::<Vec<_>>().join(" "),
-            machine: measure::machine(),
-            pinning,
-            bin_dir: bin_dir.display().to_string(),
-            data_fs,
-            store: store_label(),
-            sync,
-            others_cpus,
-        },
+        ctx: report::Context::now(pinning, &bin_dir, data_fs, sync, others_cpus),
         plan,
         rows,
         second,

@@ -29,6 +29,28 @@ pub struct Context {
 }
 
 impl Context {
+    /// The context of a run or soak of this process that just ended: its
+    /// command line, this machine, the database the gateways used
+    /// (`GATEWAY_DATABASE_URL` or SQLite), and what the caller measured.
+    pub fn now(
+        pinning: Option<Pinning>,
+        bin_dir: &std::path::Path,
+        data_fs: String,
+        sync: String,
+        others_cpus: Option<f64>,
+    ) -> Context {
+        Context {
+            command: std::env::args().collect::<Vec<_>>().join(" "),
+            machine: crate::measure::machine(),
+            pinning,
+            bin_dir: bin_dir.display().to_string(),
+            data_fs,
+            store: crate::store_label(),
+            sync,
+            others_cpus,
+        }
+    }
+
     /// The machine line.
     pub fn machine_line(&self) -> String {
         machine_text(

@@ -90,16 +90,7 @@ pub async fn run(
     sim.stop();
     let (calibration, soaked) = measured?;
     let report = SoakReport {
-        ctx: crate::report::Context {
-            command: std::env::args().collect::<Vec<_>>().join(" "),
-            machine: measure::machine(),
-            pinning,
-            bin_dir: bin_dir.display().to_string(),
-            data_fs,
-            store: crate::store_label(),
-            sync,
-            others_cpus,
-        },
+        ctx: crate::report::Context::now(pinning, &bin_dir, data_fs, sync, others_cpus),
         settings,
         calibration,
         windows: soaked.windows,
