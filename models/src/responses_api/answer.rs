@@ -3,34 +3,68 @@
 //! field the official SDK's `Response` requires is present, the optional
 //! ones it repeats are the request's (or OpenAI's defaults).
 
+use std::sync::LazyLock;
+
+use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{json, Map, Value};
 
 /// The value a response shows for a field its request left out.
 type Unset = fn() -> Value;
 
 /// Fields a response repeats from its request, with the value it shows
-/// when the request left them out (OpenAI's defaults).
+/// when the request left them out (OpenAI's defaults); in the order of
+/// their names (a response object's keys are written in that order).
 const REPEATED: [(&str, Unset); 15] = [
-    ("instructions", || Value::Null),
-    ("tools", || json!([])),
-    ("tool_choice", || json!("auto")),
-    ("parallel_tool_calls", || json!(true)),
-    ("temperature", || Value::Null),
-    ("top_p", || Value::Null),
-    ("max_output_tokens", || Value::Null),
-    ("text", || json!({"format": {"type": "text"}})),
-    ("reasoning", || json!({"effort": null, "summary": null})),
-    ("previous_response_id", || Value::Null),
-    ("metadata", || json!({})),
-    ("store", || json!(true)),
     ("background", || json!(false)),
+    ("instructions", || Value::Null),
+    ("max_output_tokens", || Value::Null),
+    ("metadata", || json!({})),
+    ("parallel_tool_calls", || json!(true)),
+    ("previous_response_id", || Value::Null),
+    ("reasoning", || json!({"effort": null, "summary": null})),
+    ("store", || json!(true)),
+    ("temperature", || Value::Null),
+    ("text", || json!({"format": {"type": "text"}})),
+    ("tool_choice", || json!("auto")),
+    ("tools", || json!([])),
+    ("top_p", || Value::Null),
     ("truncation", || json!("disabled")),
     ("user", || Value::Null),
 ];
 
+/// [`REPEATED`]'s defaults, made once.
+static DEFAULTS: LazyLock<[Value; 15]> = LazyLock::new(|| REPEATED.map(|(_, unset)| unset()));
+
+/// The response object's own fields (not its request's), in the order of
+/// their names.
+#[derive(Clone, Copy)]
+enum Own {
+    CreatedAt,
+    Error,
+    Id,
+    IncompleteDetails,
+    Model,
+    Object,
+    Output,
+    Status,
+    Usage,
+}
+
+const OWN: [(&str, Own); 9] = [
+    ("created_at", Own::CreatedAt),
+    ("error", Own::Error),
+    ("id", Own::Id),
+    ("incomplete_details", Own::IncompleteDetails),
+    ("model", Own::Model),
+    ("object", Own::Object),
+    ("output", Own::Output),
+    ("status", Own::Status),
+    ("usage", Own::Usage),
+];
+
 /// What a response object repeats from its request: its id and creation
 /// time (the gateway's), the model as the caller named it, and the
-/// request's settings ([`REPEATED`]).
+/// request's settings ([`REPEATED`]: each the request's, or the default).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Echo {
     /// The response's id (`resp_…`, [`response_id`]).
@@ -39,27 +73,25 @@ pub struct Echo {
     pub created_at: u64,
     /// The model as the caller named it.
     pub model: Value,
-    /// The repeated settings, each present (the request's or the default).
-    pub settings: Map<String, Value>,
+    /// The settings the request gave (not null), by [`REPEATED`]'s index;
+    /// `None`: the default.
+    given: [Option<Value>; 15],
 }
 
 impl Echo {
     /// What a response to request `body` repeats, under `id`, created at
     /// `created_at`.
     pub fn of(body: &Map<String, Value>, id: String, created_at: u64) -> Echo {
-        let mut settings = Map::new();
-        for (k, default) in REPEATED {
-            let v = body.get(k).filter(|v| !v.is_null()).cloned();
-            settings.insert(k.into(), v.unwrap_or_else(default));
-        }
-        if let Some(Value::Object(t)) = settings.get_mut("text") {
+        let mut given = REPEATED.map(|(k, _)| body.get(k).filter(|v| !v.is_null()).cloned());
+        let text = REPEATED.iter().position(|(k, _)| *k == "text");
+        if let Some(Some(Value::Object(t))) = text.map(|i| &mut given[i]) {
             t.entry("format").or_insert_with(|| json!({"type": "text"}));
         }
         Echo {
             id,
             created_at,
             model: body.get("model").cloned().unwrap_or(Value::Null),
-            settings,
+            given,
         }
     }
 
@@ -69,19 +101,27 @@ impl Echo {
     /// `max_output_tokens` (the usual reason: [`Echo::finished`] says
     /// others), `error` is null.
     pub fn response(&self, status: &str, output: Vec<Value>, usage: Option<Value>) -> Value {
-        let incomplete = match status {
-            "incomplete" => json!({"reason": "max_output_tokens"}),
-            _ => Value::Null,
-        };
-        let mut v = json!({
-            "id": self.id, "object": "response", "created_at": self.created_at,
-            "status": status, "error": null, "incomplete_details": incomplete,
-            "model": self.model, "output": output, "usage": usage,
-        });
-        if let Value::Object(m) = &mut v {
-            m.extend(self.settings.clone());
+        let reason = (status == "incomplete").then_some(Some("max_output_tokens"));
+        self.object(status, reason, &output, usage.as_ref())
+            .to_value()
+    }
+
+    /// The response object of `status`, its `incomplete_details` of
+    /// `reason` (`None`: null details; `Some(None)`: no reason).
+    fn object<'a>(
+        &'a self,
+        status: &'a str,
+        reason: Option<Option<&'a str>>,
+        output: &'a [Value],
+        usage: Option<&'a Value>,
+    ) -> Object<'a> {
+        Object {
+            echo: self,
+            status,
+            reason,
+            output,
+            usage,
         }
-        v
     }
 
     /// The response of a chat answer that ended with `finish` (its
@@ -93,12 +133,85 @@ impl Echo {
         usage: Option<Value>,
     ) -> Value {
         let (status, reason) = ending(finish);
-        let mut v = self.response(status, output, usage);
-        if status == "incomplete" {
-            v["incomplete_details"] = json!({ "reason": reason });
-        }
-        v
+        let reason = (status == "incomplete").then_some(reason);
+        self.object(status, reason, &output, usage.as_ref())
+            .to_value()
     }
+}
+
+/// A response object as it is written: what its request repeats
+/// ([`Echo`]) and its state. Serialised straight to text for a whole
+/// answer (no `Value` built: [`from_chat_text`]); its keys in the order of
+/// their names, as a `Value`'s are, so that both forms write the same text.
+struct Object<'a> {
+    echo: &'a Echo,
+    status: &'a str,
+    /// `incomplete_details`: `None` null, else `{"reason": …}`.
+    reason: Option<Option<&'a str>>,
+    output: &'a [Value],
+    usage: Option<&'a Value>,
+}
+
+impl Object<'_> {
+    /// The object as a `Value` (a stream's events carry it so).
+    fn to_value(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+
+    /// Writes the object's own `field` under `key`.
+    fn own<M: SerializeMap>(&self, m: &mut M, key: &str, field: Own) -> Result<(), M::Error> {
+        let e = self.echo;
+        match field {
+            Own::CreatedAt => m.serialize_entry(key, &e.created_at),
+            Own::Error => m.serialize_entry(key, &()),
+            Own::Id => m.serialize_entry(key, &e.id),
+            Own::IncompleteDetails => match self.reason {
+                None => m.serialize_entry(key, &()),
+                Some(reason) => m.serialize_entry(key, &Reason { reason }),
+            },
+            Own::Model => m.serialize_entry(key, &e.model),
+            Own::Object => m.serialize_entry(key, "response"),
+            Own::Output => m.serialize_entry(key, self.output),
+            Own::Status => m.serialize_entry(key, self.status),
+            Own::Usage => m.serialize_entry(key, &self.usage),
+        }
+    }
+}
+
+impl Serialize for Object<'_> {
+    /// [`OWN`] and [`REPEATED`] merged by name.
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(OWN.len() + REPEATED.len()))?;
+        let (mut own, mut repeated) = (
+            OWN.iter().peekable(),
+            REPEATED.iter().enumerate().peekable(),
+        );
+        loop {
+            match (own.peek(), repeated.peek()) {
+                (Some((k, f)), Some((_, (r, _)))) if k < r => {
+                    self.own(&mut m, k, *f)?;
+                    own.next();
+                }
+                (_, Some((i, (r, _)))) => {
+                    let v = self.echo.given[*i].as_ref().unwrap_or(&DEFAULTS[*i]);
+                    m.serialize_entry(r, v)?;
+                    repeated.next();
+                }
+                (Some((k, f)), None) => {
+                    self.own(&mut m, k, *f)?;
+                    own.next();
+                }
+                (None, None) => break,
+            }
+        }
+        m.end()
+    }
+}
+
+/// `incomplete_details`.
+#[derive(serde::Serialize)]
+struct Reason<'a> {
+    reason: Option<&'a str>,
 }
 
 /// The status and incomplete reason of a chat `finish_reason`: `length`
@@ -113,9 +226,18 @@ pub(super) fn ending(finish: Option<&str>) -> (&'static str, Option<&'static str
     }
 }
 
-/// A new response id (`resp_` and 48 hex digits).
+/// A new response id: `resp_` and 48 hex digits, the first 12 the
+/// milliseconds since the epoch, the other 36 random (144 bits). Ids made
+/// later sort later, so that the stored responses' key index grows at its
+/// end (a random key dirties a page of the index per response: a group
+/// commit of `k` responses wrote `k` index pages, a time-ordered one
+/// writes one); unguessable all the same.
 pub fn response_id() -> String {
-    item_id("resp")
+    let ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    let b: [u8; 18] = rand::random();
+    format!("resp_{:012x}{}", ms & 0xffff_ffff_ffff, hex::encode(b))
 }
 
 /// A new item id: `prefix`, `_` and 48 hex digits (`msg_…`, `fc_…`).
@@ -191,21 +313,34 @@ pub(super) fn call_item(id: &str, status: &str, call_id: &Value, name: &str, arg
 /// repeats: its first choice's reasoning, text (and refusal) and tool
 /// calls as output items, in that order.
 pub fn from_chat(chat: &Value, echo: &Echo) -> Value {
+    let (finish, output, usage) = read_chat(chat);
+    echo.finished(Some(finish), output, usage)
+}
+
+/// [`from_chat`]'s response object as its JSON text (written straight
+/// from the chat answer and the echo, no `Value` built: a whole answer's
+/// hot path), and its status (`completed` or `incomplete`).
+pub fn from_chat_text(chat: &Value, echo: &Echo) -> (String, &'static str) {
+    let (finish, output, usage) = read_chat(chat);
+    let (status, reason) = ending(Some(finish));
+    let reason = (status == "incomplete").then_some(reason);
+    let object = echo.object(status, reason, &output, usage.as_ref());
+    (serde_json::to_string(&object).unwrap_or_default(), status)
+}
+
+/// A chat answer's finish reason (`stop` when it gave none), output items
+/// and Responses usage.
+fn read_chat(chat: &Value) -> (&str, Vec<Value>, Option<Value>) {
     let choice = chat
         .get("choices")
         .and_then(|c| c.get(0))
         .unwrap_or(&Value::Null);
     let msg = choice.get("message").unwrap_or(&Value::Null);
-    let finish = Some(
-        choice
-            .get("finish_reason")
-            .and_then(Value::as_str)
-            .unwrap_or("stop"),
-    );
-    let status = match ending(finish).0 {
-        "incomplete" => "incomplete",
-        _ => "completed",
-    };
+    let finish = choice
+        .get("finish_reason")
+        .and_then(Value::as_str)
+        .unwrap_or("stop");
+    let status = ending(Some(finish)).0;
     let text = |k: &str| msg.get(k).and_then(Value::as_str).filter(|t| !t.is_empty());
     let mut output = Vec::new();
     if let Some(t) = text("reasoning_content").or_else(|| text("reasoning")) {
@@ -242,7 +377,7 @@ pub fn from_chat(chat: &Value, echo: &Echo) -> Value {
         ));
     }
     let usage = chat.get("usage").filter(|u| u.is_object()).map(usage);
-    echo.finished(finish, output, usage)
+    (finish, output, usage)
 }
 
 #[cfg(test)]
@@ -291,6 +426,19 @@ mod tests {
             json!({"reason": "max_output_tokens"})
         );
         assert!(response_id().starts_with("resp_") && response_id().len() == 53);
+        let (a, b) = (response_id(), response_id());
+        assert!(a[..17] <= b[..17] && a != b, "{a} {b}");
+    }
+
+    /// The merge of [`OWN`] and [`REPEATED`] writes keys in order only
+    /// when each list is in order.
+    #[test]
+    fn the_fields_are_listed_in_name_order() {
+        let own: Vec<&str> = OWN.iter().map(|(k, _)| *k).collect();
+        let repeated: Vec<&str> = REPEATED.iter().map(|(k, _)| *k).collect();
+        for keys in [own, repeated] {
+            assert!(keys.windows(2).all(|w| w[0] < w[1]), "{keys:?}");
+        }
     }
 
     #[test]
@@ -316,6 +464,39 @@ mod tests {
         assert_eq!(
             r["usage"].to_string(),
             r#"{"byok":false,"cost":0.00012000,"input_tokens":10,"input_tokens_details":{"cache_write_tokens":0,"cached_tokens":4},"output_tokens":3,"output_tokens_details":{"reasoning_tokens":1},"total_tokens":13}"#
+        );
+    }
+
+    /// The text written straight is the `Value`'s text (keys in the same
+    /// order), but for the items' new ids.
+    #[test]
+    fn the_text_written_straight_is_the_objects_text() {
+        let chat = json!({"choices": [{"message": {"content": "Hi", "reasoning_content": "R",
+            "tool_calls": [{"id": "call_1", "function": {"name": "f", "arguments": "{}"}}]},
+            "finish_reason": "length"}],
+            "usage": {"prompt_tokens": 3, "completion_tokens": 2, "cost": 0.5}});
+        let body = json!({"model": "p/m", "instructions": "I", "text": {"verbosity": "low"},
+            "tools": [{"type": "function", "name": "f"}], "store": null});
+        let echo = Echo::of(body.as_object().unwrap(), "resp_1".into(), 7);
+        let (text, status) = from_chat_text(&chat, &echo);
+        assert_eq!(status, "incomplete");
+        let mut written: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(written.to_string(), text, "keys in a Value's order");
+        let mut built = from_chat(&chat, &echo);
+        for v in [&mut written, &mut built] {
+            for item in v["output"].as_array_mut().unwrap() {
+                item["id"] = Value::Null;
+            }
+        }
+        assert_eq!(written, built);
+        assert_eq!(written["store"], true);
+        assert_eq!(
+            written["incomplete_details"],
+            json!({"reason": "max_output_tokens"})
+        );
+        assert_eq!(
+            written["text"],
+            json!({"verbosity": "low", "format": {"type": "text"}})
         );
     }
 

@@ -67,25 +67,25 @@ pub(super) async fn read<O: Operation>(
         .ok_or_else(|| ApiError::bug("a model call without its bill"))?;
     records.extend(used.settle(bill));
     // 8. annotate
-    let v = match native {
+    let cost = Cost::of(&records);
+    let (text, kept) = match native {
         Some(mut native) => {
-            if op.costed_own() {
-                if let Some(c) = Cost::of(&records) {
-                    c.annotate(&mut native);
-                }
+            if let Some(cost) = cost.filter(|_| op.costed_own()) {
+                cost.annotate(&mut native);
             }
-            native
+            let text = native.to_string();
+            let kept = op.record(c, &native, &text, &name);
+            (text, kept)
         }
         None => {
             let mut v = v;
-            if let Some(c) = Cost::of(&records) {
-                c.annotate(&mut v);
+            if let Some(cost) = cost {
+                cost.annotate(&mut v);
             }
-            op.answer(v, &name)?
+            op.respond(c, v, &name)?
         }
     };
-    let text = v.to_string();
-    records.extend(op.record(c, &v, &text, &name));
+    records.extend(kept);
     let mut resp = body::json_text(StatusCode::OK, text);
     resp.headers_mut().extend(served);
     cache.mark(&mut resp);
@@ -124,9 +124,8 @@ pub(super) async fn hit<O: Operation>(
         if let Some(c) = &cost {
             c.annotate(&mut v);
         }
-        let v = op.answer(v, &name)?;
-        let text = v.to_string();
-        records.extend(op.record(c, &v, &text, &name));
+        let (text, kept) = op.respond(c, v, &name)?;
+        records.extend(kept);
         body::json_text(StatusCode::OK, text)
     };
     resp.headers_mut().extend(served);

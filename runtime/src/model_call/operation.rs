@@ -117,6 +117,23 @@ pub(crate) trait Operation: Sync {
         let _ = (c, answer, text, served);
         Vec::new()
     }
+    /// The caller's whole answer, as the JSON text it is sent, from the
+    /// provider's (or a cached entry's) in OpenAI's shape, its cost added,
+    /// and the records of what it gave ([`Operation::record`]): by default
+    /// [`Operation::answer`] serialised. A door that writes its answer
+    /// straight as text (the Responses API's response object, no `Value`
+    /// built) says so.
+    fn respond(
+        &self,
+        c: &Caller<'_>,
+        v: Value,
+        served: &str,
+    ) -> Result<(String, Vec<Record>), ApiError> {
+        let v = self.answer(v, served)?;
+        let text = v.to_string();
+        let records = self.record(c, &v, &text, served);
+        Ok((text, records))
+    }
 }
 
 /// A door's own API: a candidate of a provider that speaks it gets the

@@ -191,8 +191,18 @@ impl Operation for Respond {
         self.chat.finish_reasons(v)
     }
 
-    fn answer(&self, v: Value, _served: &str) -> Result<Value, ApiError> {
-        Ok(answer::from_chat(&v, &self.echo))
+    /// A translated answer: the response object written straight from the
+    /// chat answer ([`answer::from_chat_text`]), kept under the gateway's
+    /// id.
+    fn respond(
+        &self,
+        _c: &Caller<'_>,
+        v: Value,
+        served: &str,
+    ) -> Result<(String, Vec<Record>), ApiError> {
+        let (text, status) = answer::from_chat_text(&v, &self.echo);
+        let kept = self.keeper.record_text(status, &text, served);
+        Ok((text, kept.into_iter().collect()))
     }
 
     fn own(&self) -> Option<&Own> {
@@ -234,6 +244,7 @@ impl Operation for Respond {
         }
     }
 
+    /// A native answer (the provider's response object, its cost added).
     fn record(&self, _c: &Caller<'_>, answer: &Value, text: &str, served: &str) -> Vec<Record> {
         self.keeper
             .record(answer, Some(text), Some(served))

@@ -123,6 +123,15 @@ impl Keeper {
         self.save(answer, text, served)
     }
 
+    /// The stored response of a translated whole answer: `text`, the
+    /// response object of `status` written under the gateway's id, served
+    /// by `served`.
+    pub(super) fn record_text(&self, status: &str, text: &str, served: &str) -> Option<Record> {
+        self.store.as_ref()?;
+        let body = text.to_owned();
+        Some(self.row(self.id.clone(), None, status, body, Some(served)))
+    }
+
     /// The record of a background response's first state (`queued`).
     pub(super) fn queued(&self, answer: &Value) -> Option<Record> {
         self.save(answer, None, None)
@@ -145,9 +154,23 @@ impl Keeper {
             (false, Some(text)) => (answered.clone(), text.to_owned()),
             (false, None) => (answered.clone(), answer.to_string()),
         };
+        Some(self.row(id, native.then_some(answered), status, body, served))
+    }
+
+    /// The record saving response `id` (its provider's own id
+    /// `upstream_id`, when a native provider stored it) of `status`, its
+    /// object's JSON text `body`.
+    fn row(
+        &self,
+        id: String,
+        upstream_id: Option<String>,
+        status: &str,
+        body: String,
+        served: Option<&str>,
+    ) -> Record {
         let now = gateway_store::now_rfc3339();
-        Some(Record::ResponseSave(Box::new(ResponseRow {
-            upstream_id: native.then_some(answered),
+        Record::ResponseSave(Box::new(ResponseRow {
+            upstream_id,
             id,
             user_id: self.user_id,
             key_id: self.key_id,
@@ -163,7 +186,7 @@ impl Keeper {
             updated_at: now,
             expires_at: self.expires_at.clone(),
             stream_id: None,
-        })))
+        }))
     }
 
     /// What keeps a streamed response (its final object) before the
