@@ -381,6 +381,53 @@ fn other_sync_plan(cli: &Cli, plan: &Plan) -> Option<Plan> {
     })
 }
 
+/// The share of the slowest closed loop's throughput (of `chat` and the
+/// doors translated to it, through the gateway, at the highest
+/// concurrency) at which they are run again: one open-loop rate for all,
+/// half what the slowest sustains.
+const EQUAL_LOAD_SHARE: f64 = 0.5;
+
+/// `chat` and the doors translated to it (`chat_anthropic`, `responses`)
+/// again, at the gateway only, as open loops at one rate
+/// ([`EQUAL_LOAD_SHARE`] of the slowest one's closed loop at the highest
+/// concurrency): CPU per request compared at equal load. A closed loop runs
+/// each at its own rate, and the gateway's cost per request falls as its
+/// rate rises (a group commit and a wake-up are shared by more requests),
+/// so there a slower door pays twice. `None` without `chat` and a door,
+/// with one concurrency of 1, or when the plan's runs are open loops at one
+/// rate already (`--rate`).
+fn equal_load_plan(plan: &Plan, rows: &[row::Row]) -> Option<Plan> {
+    let hi = plan.concurrency.iter().copied().max().filter(|&c| c > 1)?;
+    let doors = plan
+        .scenarios
+        .iter()
+        .copied()
+        .filter(|s| matches!(s, Scenario::ChatAnthropic | Scenario::Responses));
+    let scenarios: Vec<Scenario> = std::iter::once(Scenario::Chat).chain(doors).collect();
+    if plan.rate.is_some() || scenarios.len() < 2 || !plan.scenarios.contains(&Scenario::Chat) {
+        return None;
+    }
+    let closed = scenarios.iter().map(|s| {
+        rows.iter()
+            .find(|r| {
+                r.scenario == s.name() && r.target == report::Target::Gateway && r.concurrency == hi
+            })
+            .map(|r| r.rps)
+    });
+    let slowest = closed
+        .collect::<Option<Vec<f64>>>()?
+        .into_iter()
+        .fold(f64::INFINITY, f64::min);
+    let rate = (slowest * EQUAL_LOAD_SHARE).round();
+    (rate >= 1.0).then(|| Plan {
+        scenarios,
+        concurrency: vec![hi],
+        targets: vec![report::Target::Gateway],
+        rate: Some(rate),
+        ..plan.clone()
+    })
+}
+
 /// Starts everything, runs the plan, then the other sync mode's plan on a
 /// second gateway, reports. `Ok(true)` when no request failed.
 async fn run(cli: &Cli, plan: Plan, pinning: Option<procs::Pinning>) -> Result<bool, String> {
@@ -411,6 +458,15 @@ async fn run(cli: &Cli, plan: Plan, pinning: Option<procs::Pinning>) -> Result<b
         main.gateway.proc.pid(),
     ]);
     let rows = scenarios::run_all(&env, &plan).await;
+    let mut equal = None;
+    if let Some(plan) = equal_load_plan(&plan, &rows) {
+        let rate = plan.rate.unwrap_or_default();
+        eprintln!(
+            "gateway-bench: chat and the doors translated to it at one rate, {rate:.0} req/s"
+        );
+        let rows = scenarios::run_all(&env, &plan).await;
+        equal = Some(report::EqualLoad { rate, rows });
+    }
     let others_cpus = noise.others_cpus();
     let mut stopped = vec![main.stop().await];
     let mut second = None;
@@ -434,6 +490,7 @@ async fn run(cli: &Cli, plan: Plan, pinning: Option<procs::Pinning>) -> Result<b
         ctx: report::Context::now(pinning, &bin_dir, data_fs, sync, others_cpus),
         plan,
         rows,
+        equal,
         second,
     };
     let errors = report.errors();

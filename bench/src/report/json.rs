@@ -31,6 +31,7 @@ impl Report {
                 "upload_bytes": self.plan.upload_bytes,
             },
             "rows": rows,
+            "equal_load": self.equal.as_ref().map(|e| json!({"rate": e.rate, "rows": self.json_rows(&e.rows)})),
             "other_sync": self.second.as_ref().map(|s| json!({"db_sync": s.sync, "rows": self.json_rows(&s.rows)})),
             "billed_over_free": ratios,
             "batch": self.batch_json(),

@@ -42,6 +42,7 @@ impl Report {
         self.realtime_table(&mut s);
         self.batch_table(&mut s);
         self.uploads_table(&mut s);
+        self.equal_markdown(&mut s);
         self.second_markdown(&mut s);
         let ratios = self.billed_to_free();
         if !ratios.is_empty() {
@@ -203,13 +204,7 @@ impl Report {
 
     /// The sampled errors of every run that had any.
     fn errors_list(&self, s: &mut String) {
-        let second = self.second.iter().flat_map(|s| &s.rows);
-        let failing: Vec<&Row> = self
-            .rows
-            .iter()
-            .chain(second)
-            .filter(|r| r.errors > 0)
-            .collect();
+        let failing: Vec<&Row> = self.all_rows().filter(|r| r.errors > 0).collect();
         if failing.is_empty() {
             return;
         }
@@ -226,6 +221,34 @@ impl Report {
         }
     }
 
+    /// `chat` and the doors translated to it at one rate.
+    fn equal_markdown(&self, s: &mut String) {
+        let Some(equal) = &self.equal else {
+            return;
+        };
+        s.push_str(&format!(
+            "\n`chat` and the doors translated to it through the gateway at one rate, {:.0} req/s (open loops, the same gateway; CPU per request at equal load):\n\n",
+            equal.rate
+        ));
+        s.push_str("| scenario | c | req/s | p50 ms | p99 ms | CPU µs/req | CPU µs/req in its closed loop | errors |\n");
+        s.push_str("|---|---:|---:|---:|---:|---:|---:|---:|\n");
+        for r in &equal.rows {
+            let (p50, p99) = p50_p99(r);
+            let closed = self
+                .find(r.scenario, Target::Gateway, r.concurrency)
+                .and_then(|g| g.cpu_us_per_req);
+            s.push_str(&format!(
+                "| {} | {} | {:.0} | {p50} | {p99} | {} | {} | {} |\n",
+                r.scenario,
+                r.concurrency,
+                r.rps,
+                f_opt(r.cpu_us_per_req, 0),
+                f_opt(closed, 0),
+                r.errors
+            ));
+        }
+    }
+
     /// The other sync mode's table.
     fn second_markdown(&self, s: &mut String) {
         let Some(second) = &self.second else {
@@ -238,10 +261,7 @@ impl Report {
         s.push_str("| scenario | c | GATEWAY_DB_SYNC | req/s | p50 ms | p99 ms | CPU µs/req | % of forwarder | req/s under the first mode | peak RSS MiB | errors |\n");
         s.push_str("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
         for r in &second.rows {
-            let (p50, p99) = match r.latency_ms {
-                Some(l) => (f_ms(l[0]), f_ms(l[1])),
-                None => ("—".into(), "—".into()),
-            };
+            let (p50, p99) = p50_p99(r);
             let fwd = self.find(r.scenario, Target::Forwarder, r.concurrency);
             let first = self.find(r.scenario, Target::Gateway, r.concurrency);
             s.push_str(&format!(
@@ -260,5 +280,13 @@ impl Report {
                 r.errors
             ));
         }
+    }
+}
+
+/// A row's p50 and p99 latency as written in a table (`—` without one).
+fn p50_p99(r: &Row) -> (String, String) {
+    match r.latency_ms {
+        Some(l) => (f_ms(l[0]), f_ms(l[1])),
+        None => ("—".into(), "—".into()),
     }
 }

@@ -20,6 +20,6 @@ mod json;
 mod markdown;
 mod run;
 
-pub use run::{object, Context, Report, SyncRun};
+pub use run::{object, Context, EqualLoad, Report, SyncRun};
 
 pub use crate::row::Target;

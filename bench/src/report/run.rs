@@ -104,8 +104,20 @@ pub struct Report {
     pub plan: Plan,
     /// The runs.
     pub rows: Vec<Row>,
+    /// `chat` and the doors translated to it again, at one rate.
+    pub equal: Option<EqualLoad>,
     /// The runs of a second gateway under the other sync mode.
     pub second: Option<SyncRun>,
+}
+
+/// `chat` and the doors translated to it (`chat_anthropic`, `responses`)
+/// through the gateway as open loops at one rate, at the highest
+/// concurrency: their CPU per request at equal load.
+pub struct EqualLoad {
+    /// Requests per second offered to each.
+    pub rate: f64,
+    /// The gateway's rows.
+    pub rows: Vec<Row>,
 }
 
 /// The gateway's runs under the other `GATEWAY_DB_SYNC` mode (free, billed
@@ -138,10 +150,17 @@ impl Report {
         Some([l[0] - d[0], l[1] - d[1], l[2] - d[2]])
     }
 
+    /// Every run's row: the plan's, at equal load, under the other sync
+    /// mode.
+    pub fn all_rows(&self) -> impl Iterator<Item = &Row> {
+        let equal = self.equal.iter().flat_map(|e| &e.rows);
+        let second = self.second.iter().flat_map(|s| &s.rows);
+        self.rows.iter().chain(equal).chain(second)
+    }
+
     /// All errors of all runs.
     pub fn errors(&self) -> u64 {
-        let second = self.second.iter().flat_map(|s| &s.rows);
-        self.rows.iter().chain(second).map(|r| r.errors).sum()
+        self.all_rows().map(|r| r.errors).sum()
     }
 
     /// Gateway throughput of `billed` over `free`, per concurrency.
