@@ -7,7 +7,10 @@
 //! through the forwarder, through the gateway — and prints markdown tables
 //! (throughput, p50 / p99 / p99.9 latency from an HDR histogram, overhead
 //! over direct, CPU time per request and peak RSS of the process under test,
-//! errors) and writes the same as JSON. Then a second gateway (fresh data)
+//! errors) and writes the same as JSON. With `chat` and a door translated
+//! to it (`chat_anthropic`, `responses`) in the plan, those run again on the
+//! same gateway as open loops at one rate (half the slowest one's closed
+//! loop), where their CPU per request is compared. Then a second gateway (fresh data)
 //! runs `free`, `billed` and `chat` at the highest concurrency under the
 //! other `GATEWAY_DB_SYNC` mode (`normal`, or `full` when `normal` is
 //! inherited), reported in a table of its own (`--one-sync`: not). With
