@@ -227,9 +227,9 @@ pub(super) fn ending(finish: Option<&str>) -> (&'static str, Option<&'static str
 }
 
 /// A new response id: `resp_` and 48 hex digits, the first 12 the
-/// milliseconds since the epoch, the other 36 random (144 bits). Ids made
-/// later sort later, so that the stored responses' key index grows at its
-/// end (a random key dirties a page of the index per response: a group
+/// milliseconds since the epoch, the other 36 random (144 bits). An id of
+/// a later millisecond sorts later, so that the stored responses' key
+/// index grows at its end (a random key dirties a page of the index per response: a group
 /// commit of `k` responses wrote `k` index pages, a time-ordered one
 /// writes one); unguessable all the same.
 pub fn response_id() -> String {
